@@ -1,0 +1,1 @@
+"""hf-variants: the Transformer family as Hugging Face-native models."""
