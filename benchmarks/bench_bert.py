@@ -1,0 +1,250 @@
+"""Side-by-side speed and memory of hf-variants' BERT against transformers' BERT on CPU.
+
+For every scenario the same configuration is built in transformers and converted to hf-variants
+with ``hf_variants.from_transformers`` (identical weights); both get the same batches of the real
+rt-polarity movie-review sentences tokenised with the real bert-base-uncased WordPiece tokenizer.
+
+    python benchmarks/bench_bert.py            # every scenario (< 10 min on 2 cores)
+    python benchmarks/bench_bert.py --quick    # the mini scenarios + a small MFU run (< 3 min)
+    python benchmarks/bench_bert.py --scenarios finetune-mini-dynamic,infer-mini-dynamic
+    python benchmarks/bench_bert.py --write benchmarks/RESULTS.md
+
+Method
+- Throughput: one fresh process per scenario holds both models. After warm-up, each repetition
+  times ``steps`` steps of one implementation and then of the other, alternating which goes
+  first, so load from other processes hits both alike. Ratio = transformers' seconds per step /
+  ours, per repetition; we report its median, min and max.
+- Memory: one fresh process per (scenario, implementation) builds only what it needs, resets the
+  kernel's resident-set high-water mark and runs the same steps (see ``measure.py``).
+- MFU: FLOPs of one bert-base training step counted by torch's FlopCounterMode (matmuls and
+  attention, forward and backward), divided by the median step time, divided by the best fp32
+  GFLOP/s of large square torch.matmul on the same threads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # workloads.py, measure.py
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # this checkout's hf_variants
+
+
+@dataclass(frozen=True)
+class Scenario:
+    description: str
+    task: str  # "mlm" or "cls"
+    shape: str  # "mini" or "base"
+    training: bool
+    data: str  # "dynamic" (pad to longest), "max_length" (pad to 128) or "full" (128 real tokens, no padding)
+    batch_size: int
+    steps: int  # steps per timed repetition (cycling over `steps` distinct batches)
+    in_quick: bool = False
+
+
+SCENARIOS = {
+    "mlm-mini": Scenario("MLM pretraining step, bert-mini, sentences, dynamic padding", "mlm", "mini", True, "dynamic", 32, 4, True),
+    "mlm-mini-full": Scenario("MLM pretraining step, bert-mini, full 128-token rows", "mlm", "mini", True, "full", 16, 3),
+    "mlm-base": Scenario("MLM pretraining step, bert-base, sentences, dynamic padding", "mlm", "base", True, "dynamic", 8, 2),
+    "finetune-mini-dynamic": Scenario("fine-tuning step (seq. cls.), bert-mini, dynamic padding", "cls", "mini", True, "dynamic", 32, 4, True),
+    "finetune-mini-pad128": Scenario("fine-tuning step (seq. cls.), bert-mini, padded to 128", "cls", "mini", True, "max_length", 32, 3, True),
+    "finetune-base-dynamic": Scenario("fine-tuning step (seq. cls.), bert-base, dynamic padding", "cls", "base", True, "dynamic", 8, 2),
+    "infer-mini-dynamic": Scenario("inference (seq. cls.), bert-mini, dynamic padding", "cls", "mini", False, "dynamic", 64, 4, True),
+    "infer-mini-pad128": Scenario("inference (seq. cls.), bert-mini, padded to 128", "cls", "mini", False, "max_length", 64, 3, True),
+    "infer-base-dynamic": Scenario("inference (seq. cls.), bert-base, dynamic padding", "cls", "base", False, "dynamic", 32, 2),
+    "full-finetune-mini": Scenario("full-length fine-tuning step, bert-mini, 128 tokens, no padding", "cls", "mini", True, "full", 16, 3, True),
+    "full-infer-base": Scenario("full-length inference, bert-base, 128 tokens, no padding", "cls", "base", False, "full", 8, 2),
+}
+MFU_SCENARIO = Scenario("MFU: bert-base MLM pretraining step, full 128-token rows", "mlm", "base", True, "full", 4, 1)
+MFU_QUICK_SCENARIO = Scenario("MFU: bert-base MLM pretraining step, full 128-token rows", "mlm", "base", True, "full", 2, 1)
+
+
+# ----------------------------------------------------------------------------- worker side
+def build_sides(scenario: Scenario, which: tuple[str, ...]):
+    import torch
+
+    import workloads
+
+    corpus = workloads.Corpus.load()
+    theirs_model, ours_model = workloads.build_pair(scenario.task, scenario.shape)
+    models = {"transformers": theirs_model, "ours": ours_model}
+    notes = {}
+    if scenario.task == "mlm":
+        # Collation (random masking) is part of an MLM step: each side collates the same sentences.
+        theirs_collator, ours_collator, notes["collator"] = workloads.mlm_collators(corpus.tokenizer)
+        collators = {"transformers": theirs_collator, "ours": ours_collator}
+        if scenario.data == "full":
+            rows = workloads.full_length_batches(corpus, scenario.batch_size, scenario.steps)
+            chunks = [[{"input_ids": ids.tolist()} for ids in batch["input_ids"]] for batch in rows]
+        else:
+            chunks = [[corpus.features[i] for i in rows] for rows in corpus.chunks(scenario.batch_size, scenario.steps)]
+
+        def batch_maker(name):
+            def make(index):
+                torch.manual_seed(index)
+                return dict(collators[name](chunks[index % len(chunks)]))
+            return make
+    else:
+        if scenario.data == "full":
+            batches = workloads.full_length_batches(corpus, scenario.batch_size, scenario.steps)
+        else:
+            padding = "longest" if scenario.data == "dynamic" else "max_length"
+            batches = workloads.classification_batches(corpus, scenario.batch_size, scenario.steps, padding)
+
+        def batch_maker(name):
+            return lambda index: batches[index % len(batches)]
+    sides = [workloads.make_side(name, models[name], batch_maker(name), scenario.training) for name in which]
+    for name in set(models) - set(which):
+        del models[name]
+    return sides, notes
+
+
+def run_worker(kind: str, scenario: Scenario, reps: int, side_name: str | None) -> dict:
+    import torch
+
+    import measure
+
+    if kind == "throughput":
+        sides, notes = build_sides(scenario, ("transformers", "ours"))
+        times = measure.interleaved_times(sides, scenario.steps, reps, warmup_steps=2)
+        return {**measure.ratio_summary(times), **notes}
+    if kind == "memory":
+        (side,), _ = build_sides(scenario, (side_name,))
+        side.step(0)  # first call: lazy allocations (optimizer state) are part of the workload
+        base = measure.reset_peak_rss()
+        for index in range(1, scenario.steps + 1):
+            side.step(index)
+        return {"peak_mib": measure.peak_rss_mib(), "base_mib": base}
+    if kind == "mfu":
+        peak = measure.gemm_peak_gflops()
+        sides, notes = build_sides(scenario, ("transformers", "ours"))
+        flops = {side.name: measure.count_flops(lambda side=side: side.step(0)) for side in sides}
+        times = measure.interleaved_times(sides, scenario.steps, reps, warmup_steps=1)
+        summary = measure.ratio_summary(times)
+        achieved = {name: flops[name] / summary[f"{'ours' if name == 'ours' else 'theirs'}_s"] / 1e9 for name in flops}
+        return {**summary, "gemm_peak_gflops": peak, "flops": flops, "achieved_gflops": achieved,
+                "mfu": {name: achieved[name] / peak for name in achieved}}
+    raise ValueError(f"unknown worker kind {kind!r}")
+
+
+# ----------------------------------------------------------------------------- driver side
+def spawn(kind: str, scenario: Scenario, reps: int, threads: int, side: str | None = None) -> dict:
+    command = [sys.executable, __file__, "--worker", kind, "--scenario-json", json.dumps(asdict(scenario)),
+               "--reps", str(reps), "--threads", str(threads)]
+    if side:
+        command += ["--side", side]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"{kind} worker failed for {scenario.description}:\n{result.stderr[-3000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def run_all(names: list[str], reps: int, threads: int, quick: bool, with_memory: bool) -> tuple[list[dict], dict | None]:
+    rows = []
+    for name in names:
+        scenario = SCENARIOS[name]
+        started = time.perf_counter()
+        row = {"name": name, "scenario": scenario, "load_before": load_average()}
+        row["throughput"] = spawn("throughput", scenario, reps, threads)
+        if with_memory:
+            row["memory"] = {side: spawn("memory", scenario, reps, threads, side) for side in ("transformers", "ours")}
+        row["seconds"] = time.perf_counter() - started
+        print(format_row(row), flush=True)
+        rows.append(row)
+    mfu_scenario = MFU_QUICK_SCENARIO if quick else MFU_SCENARIO
+    mfu = spawn("mfu", mfu_scenario, 3, threads)
+    mfu["scenario"] = mfu_scenario
+    print(format_mfu(mfu), flush=True)
+    return rows, mfu
+
+
+def format_row(row: dict) -> str:
+    t, s = row["throughput"], row["scenario"]
+    memory = ""
+    if "memory" in row:
+        ours, theirs = row["memory"]["ours"]["peak_mib"], row["memory"]["transformers"]["peak_mib"]
+        memory = f" {ours} | {theirs} | {ours / theirs:.2f} |"
+    else:
+        memory = " - | - | - |"
+    return (f"| {row['name']} | {s.description}, B={s.batch_size} | {t['ratio_median']:.2f}× "
+            f"({t['ratio_min']:.2f}–{t['ratio_max']:.2f}) | {t['ours_s'] * 1e3:.0f} | {t['theirs_s'] * 1e3:.0f} |{memory} {row['load_before']} |")
+
+
+TABLE_HEADER = (
+    "| scenario | what | speed ours/transformers, median (min–max) | ms/step ours | ms/step transformers "
+    "| peak RSS ours (MiB) | peak RSS transformers (MiB) | memory ours/transformers | load avg before |\n"
+    "|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def format_mfu(mfu: dict) -> str:
+    s = mfu["scenario"]
+    lines = [f"MFU ({s.description}, B={s.batch_size}): measured fp32 GEMM peak {mfu['gemm_peak_gflops']:.1f} GFLOP/s"]
+    for name, key in (("ours", "ours_s"), ("transformers", "theirs_s")):
+        lines.append(
+            f"- {name}: {mfu['flops'][name] / 1e9:.1f} GFLOP per step in {mfu[key]:.2f} s = "
+            f"{mfu['achieved_gflops'][name]:.1f} GFLOP/s = {100 * mfu['mfu'][name]:.0f}% of the GEMM peak"
+        )
+    lines.append(f"- speed ours/transformers: {mfu['ratio_median']:.2f}× ({mfu['ratio_min']:.2f}–{mfu['ratio_max']:.2f})")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="mini scenarios only, fewer repetitions (< 3 min)")
+    parser.add_argument("--scenarios", help=f"comma-separated subset of: {', '.join(SCENARIOS)}")
+    parser.add_argument("--reps", type=int, default=None, help="timed repetitions per scenario (default 7, quick 5)")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads (the targets are for 2)")
+    parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocesses")
+    parser.add_argument("--write", help="append the results (markdown) to this file")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--scenario-json", help=argparse.SUPPRESS)
+    parser.add_argument("--side", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    if args.worker:
+        scenario = Scenario(**json.loads(args.scenario_json))
+        print(json.dumps(run_worker(args.worker, scenario, args.reps, args.side)))
+        return
+
+    names = args.scenarios.split(",") if args.scenarios else [n for n, s in SCENARIOS.items() if s.in_quick or not args.quick]
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        raise SystemExit(f"unknown scenarios {unknown}; choose from {', '.join(SCENARIOS)}")
+    reps = args.reps or (5 if args.quick else 7)
+    command = " ".join(["python", "benchmarks/bench_bert.py", *sys.argv[1:]])
+    header = (f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; `{command}`; torch {torch.__version__}, "
+              f"{args.threads} threads, {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
+              f"load average {load_average()}; {reps} timed repetitions after warm-up")
+    print(header)
+    print(TABLE_HEADER, flush=True)
+    started = time.perf_counter()
+    rows, mfu = run_all(names, reps, args.threads, args.quick, not args.no_memory)
+    footer = f"total {time.perf_counter() - started:.0f} s; load average after {load_average()}"
+    print(footer)
+    if args.write:
+        text = "\n".join([f"\n### Run {header}\n", TABLE_HEADER, *map(format_row, rows), "", format_mfu(mfu), "", footer, ""])
+        if rows and "collator" in rows[0]["throughput"]:
+            text += f"\nMLM collator: {rows[0]['throughput']['collator']}\n"
+        with open(args.write, "a") as out:
+            out.write(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""Measurement helpers for ``bench_bert.py``: interleaved timing, peak resident memory, GEMM peak
+and FLOP counting.
+
+Peak memory: torch allocates CPU tensors with malloc/mmap, which ``tracemalloc`` does not see, so
+we read the kernel's own high-water mark of the process's resident set (``VmHWM`` in
+``/proc/self/status``). Each (scenario, implementation) runs in a fresh subprocess; after the
+models and batches are built we return freed heap pages to the OS (``malloc_trim``) and reset the
+high-water mark (writing ``5`` to ``/proc/self/clear_refs``, Linux >= 4.0), so the reported peak
+is the memory of the workload itself: weights, gradients, optimizer state and activations.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import statistics
+import time
+from typing import Callable
+
+import torch
+
+
+# ----------------------------------------------------------------------------- memory
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"{field} not found in /proc/self/status")
+
+
+def release_free_memory() -> None:
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except OSError:  # not glibc: the reset below still bounds the measurement
+        pass
+
+
+def reset_peak_rss() -> int:
+    """Return freed memory to the OS, reset VmHWM to the current RSS and return that RSS in MiB."""
+    release_free_memory()
+    with open("/proc/self/clear_refs", "w") as clear_refs:
+        clear_refs.write("5")
+    return _status_kib("VmRSS") // 1024
+
+
+def peak_rss_mib() -> int:
+    """Resident-set high-water mark since the last :func:`reset_peak_rss`, in MiB."""
+    return _status_kib("VmHWM") // 1024
+
+
+# ----------------------------------------------------------------------------- timing
+def interleaved_times(sides: list, steps_per_rep: int, reps: int, warmup_steps: int) -> dict[str, list[float]]:
+    """Seconds per step of each side for every repetition.
+
+    Each repetition runs ``steps_per_rep`` steps of one side, then of the other, alternating which
+    side goes first, so load from other processes hits both sides alike.
+    """
+    for side in sides:
+        for index in range(warmup_steps):
+            side.step(index)
+    times: dict[str, list[float]] = {side.name: [] for side in sides}
+    step_index = warmup_steps
+    for rep in range(reps):
+        order = sides if rep % 2 == 0 else sides[::-1]
+        for side in order:
+            start = time.perf_counter()
+            for offset in range(steps_per_rep):
+                side.step(step_index + offset)
+            times[side.name].append((time.perf_counter() - start) / steps_per_rep)
+        step_index += steps_per_rep
+    return times
+
+
+def ratio_summary(times: dict[str, list[float]], ours: str = "ours", theirs: str = "transformers") -> dict:
+    """Per-repetition throughput ratios ours/theirs (= time theirs / time ours): median, min, max."""
+    ratios = [t / o for t, o in zip(times[theirs], times[ours])]
+    return {
+        "ratio_median": statistics.median(ratios),
+        "ratio_min": min(ratios),
+        "ratio_max": max(ratios),
+        "ours_s": statistics.median(times[ours]),
+        "theirs_s": statistics.median(times[theirs]),
+        "reps": len(ratios),
+    }
+
+
+# ----------------------------------------------------------------------------- FLOPs
+def gemm_peak_gflops(sizes: tuple[int, ...] = (2048, 4096), repeats: int = 3) -> float:
+    """Best fp32 GFLOP/s of square torch.matmul over ``sizes`` (the machine's practical GEMM peak)."""
+    best = 0.0
+    for n in sizes:
+        a, b = torch.randn(n, n), torch.randn(n, n)
+        torch.matmul(a, b)
+        for _ in range(repeats):
+            start = time.perf_counter()
+            torch.matmul(a, b)
+            best = max(best, 2 * n**3 / (time.perf_counter() - start) / 1e9)
+    return best
+
+
+def count_flops(run: Callable[[], None]) -> int:
+    """FLOPs torch executes in ``run`` (matmuls, SDPA, forward and backward), by FlopCounterMode."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counter = FlopCounterMode(display=False)
+    with counter:
+        run()
+    return counter.get_total_flops()
