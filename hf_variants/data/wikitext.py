@@ -20,11 +20,15 @@ from pathlib import Path
 
 MIN_PARAGRAPH_CHARACTERS = 40
 # Link targets with these prefixes are media, categories or other-language links: not prose.
-_NON_PROSE_LINK_PREFIX = re.compile(r"^\s*:?\s*(file|image|media|category|[a-z]{2,3}(-[a-z]+)?|wikt|wiktionary)\s*:", re.I)
+_NON_PROSE_LINK_PREFIX = re.compile(
+    r"^\s*:?\s*(file|image|media|category|[a-z]{2,3}(-[a-z]+)?|wikt|wiktionary)\s*:", re.I
+)
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
 _REF_PAIRED = re.compile(r"<ref[^>/]*?>.*?</ref\s*>", re.S | re.I)
 _REF_SELF_CLOSING = re.compile(r"<ref[^>]*?/>", re.I)
-_DROPPED_ELEMENTS = re.compile(r"<(gallery|math|timeline|score|syntaxhighlight|source|pre|table)\b.*?</\1\s*>", re.S | re.I)
+_DROPPED_ELEMENTS = re.compile(
+    r"<(gallery|math|timeline|score|syntaxhighlight|source|pre|table)\b.*?</\1\s*>", re.S | re.I
+)
 _HTML_TAG = re.compile(r"</?[a-zA-Z][^>]*?>")
 _EXTERNAL_LINK = re.compile(r"\[(?:https?:|ftp:)?//[^\s\]]+(?:\s+([^\]]*))?\]")
 _BOLD_ITALIC = re.compile(r"'{2,}")
