@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import datasets
 import numpy as np
@@ -149,17 +150,20 @@ def _make_question(context: str, generator: np.random.Generator) -> _Question | 
     return None
 
 
-def _eligible_contexts(corpus: str) -> list[tuple[int, str, str]]:
+@lru_cache(maxsize=None)
+def _eligible_contexts(corpus: str) -> tuple[tuple[int, str, str], ...]:
     """(document index, title, paragraph) for paragraphs of two or more sentences, >= 300 chars."""
-    return [
+    return tuple(
         (document_index, document.title, paragraph)
         for document_index, document in enumerate(corpus_documents(corpus))
         for paragraph in document.paragraphs
         if len(paragraph) >= QA_MIN_CONTEXT_CHARACTERS and len(sentence_spans(paragraph)) >= 2
-    ]
+    )
 
 
-def _choose_contexts(contexts: list[tuple[int, str, str]], count: int, generator: np.random.Generator) -> list[int]:
+def _choose_contexts(
+    contexts: tuple[tuple[int, str, str], ...], count: int, generator: np.random.Generator
+) -> list[int]:
     """All long contexts, then a random sample of the others up to ``count`` (sorted)."""
     long_ones = [i for i, (_, _, text) in enumerate(contexts) if len(text) >= QA_LONG_CONTEXT_CHARACTERS]
     others = np.array([i for i, (_, _, text) in enumerate(contexts) if len(text) < QA_LONG_CONTEXT_CHARACTERS])
@@ -228,7 +232,7 @@ def load_real_text_qa(seed: int = 42, unanswerable_fraction: float = 1 / 3) -> d
 
 def _foreign_question(
     answerable: list[tuple[int, _Question]],
-    contexts: list[tuple[int, str, str]],
+    contexts: tuple[tuple[int, str, str], ...],
     document_index: int,
     context: str,
     generator: np.random.Generator,

@@ -39,26 +39,22 @@ _MULTIPLE_SPACES = re.compile(r"[ \t\u00a0]+")
 
 def _remove_balanced(text: str, opening: str, closing: str) -> str:
     """Remove every (possibly nested) ``opening ... closing`` region, e.g. templates or tables."""
+    delimiters = re.compile(f"{re.escape(opening)}|{re.escape(closing)}")
     pieces: list[str] = []
     depth = 0
-    position = 0
     segment_start = 0
-    while position < len(text):
-        if text.startswith(opening, position):
+    for match in delimiters.finditer(text):  # jumps from delimiter to delimiter: fast on long pages
+        if match.group() == opening:
             if depth == 0:
-                pieces.append(text[segment_start:position])
+                pieces.append(text[segment_start : match.start()])
             depth += 1
-            position += len(opening)
-        elif depth and text.startswith(closing, position):
+        elif depth:
             depth -= 1
-            position += len(closing)
             if depth == 0:
-                segment_start = position
-        else:
-            position += 1
+                segment_start = match.end()
+    # An unclosed region (truncated article) is dropped to the end, as the wiki would not render it.
     if depth == 0:
         pieces.append(text[segment_start:])
-    # An unclosed region (truncated article) is dropped to the end, as the wiki would not render it.
     return "".join(pieces)
 
 
