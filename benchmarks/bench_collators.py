@@ -1,6 +1,6 @@
 """Throughput of our masking collators against transformers' on the same real tokenized text.
 
-    python benchmarks/bench_collators.py            # 8192 examples, 7 repetitions
+    python benchmarks/bench_collators.py            # 4096 examples, 7 repetitions
     python benchmarks/bench_collators.py --quick    # 1024 examples, 5 repetitions
 
 Data: Jane Austen's novels (`hf_variants.data.load_corpus("austen")`) tokenized by a WordPiece
@@ -69,7 +69,7 @@ def main() -> None:
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--max_length", type=int, default=128)
     args = parser.parse_args()
-    count = args.examples or (1024 if args.quick else 8192)
+    count = args.examples or (1024 if args.quick else 4096)
     repetitions = args.repetitions or (5 if args.quick else 7)
     if repetitions < 5:
         raise ValueError("use at least 5 repetitions (the median of fewer is too noisy)")
