@@ -1,1 +1,16 @@
-"""hf-variants: the Transformer family as Hugging Face-native models."""
+"""hf-variants: the Transformer family as Hugging Face-native models.
+
+Importing the package registers every variant with transformers' Auto classes, so
+``AutoModel.from_pretrained(path_or_repo)`` works for our checkpoints.
+"""
+
+from . import registry as _registry
+from .configs import named_config, named_config_path
+from .conversion import from_transformers, to_transformers
+from .models import bert as _bert
+from .models.bert import conversion as _bert_conversion  # noqa: F401  (registers the adapter)
+from .models.bert import *  # noqa: F401,F403
+
+_registry.register_variant(_bert.BertConfig, "Bert", _bert)
+
+__version__ = "0.1.0"

@@ -1,0 +1,170 @@
+"""BERT (Devlin et al. 2019): a post-LN Transformer encoder pretrained with masked language
+modelling + next sentence prediction.
+
+Everything but the pretraining heads comes from ``hf_variants.modules``: the backbone is
+``EncoderBackbone`` and the fine-tuning heads are the shared task mixins.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from transformers.modeling_outputs import NextSentencePredictorOutput
+from transformers.utils import ModelOutput
+
+from ...modules.backbone import EncoderBackbone, EncoderPreTrainedModel
+from ...modules.heads import check_class_labels, check_label_shape, masked_lm_loss
+from ...modules.task_models import (
+    EncoderForMaskedLM,
+    EncoderForMultipleChoice,
+    EncoderForQuestionAnswering,
+    EncoderForSequenceClassification,
+    EncoderForTokenClassification,
+    EncoderTaskModel,
+)
+from .configuration_bert import BertConfig
+
+
+class BertPreTrainedModel(EncoderPreTrainedModel):
+    config_class = BertConfig
+    base_model_prefix = "bert"
+
+
+class BertModel(EncoderBackbone, BertPreTrainedModel):
+    """The bare encoder with BERT's pooler."""
+
+
+def sentence_relation_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Two-way cross-entropy for NSP (0 = B follows A, 1 = B is random) or SOP. logits (B, 2), labels (B,)."""
+    check_label_shape(labels.view(-1), (logits.shape[0],), "next_sentence_label")
+    check_class_labels(labels, 2, "next_sentence_label")
+    return nn.functional.cross_entropy(logits, labels.view(-1))
+
+
+@dataclass
+class BertForPreTrainingOutput(ModelOutput):
+    """loss = mlm_loss + nsp_loss; prediction_logits (B, T, V) (or (num_masked, V) with sparse
+    prediction); seq_relationship_logits (B, 2)."""
+
+    loss: torch.Tensor | None = None
+    mlm_loss: torch.Tensor | None = None
+    nsp_loss: torch.Tensor | None = None
+    prediction_logits: torch.Tensor | None = None
+    seq_relationship_logits: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+
+
+class BertForPreTraining(EncoderForMaskedLM, BertPreTrainedModel):
+    """MLM + NSP, the paper's pretraining objective (loss = sum of the two means)."""
+
+    backbone_class = BertModel
+    uses_pooler = True
+
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__(config)
+        self.nsp_head = nn.Linear(config.hidden_size, 2)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        next_sentence_label: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> BertForPreTrainingOutput | tuple:
+        """labels: (B, T) MLM targets (-100 elsewhere); next_sentence_label: (B,) 0 = next, 1 = random."""
+        out = self._encode(
+            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
+            inputs_embeds=inputs_embeds, output_attentions=output_attentions, output_hidden_states=output_hidden_states,
+        )
+        sparse = bool(self.config.sparse_prediction)
+        mlm_loss, prediction_logits = masked_lm_loss(self.mlm_head, out.last_hidden_state, labels, self.config.vocab_size, sparse)
+        relation_logits = self.nsp_head(out.pooler_output)
+        nsp_loss = sentence_relation_loss(relation_logits, next_sentence_label) if next_sentence_label is not None else None
+        loss = mlm_loss + nsp_loss if mlm_loss is not None and nsp_loss is not None else None
+        return self._finish(
+            BertForPreTrainingOutput, return_dict, loss=loss, mlm_loss=mlm_loss, nsp_loss=nsp_loss,
+            prediction_logits=prediction_logits, seq_relationship_logits=relation_logits,
+            hidden_states=out.hidden_states, attentions=out.attentions,
+        )
+
+
+class BertForNextSentencePrediction(EncoderTaskModel, BertPreTrainedModel):
+    """The NSP head alone: does segment B follow segment A?"""
+
+    backbone_class = BertModel
+    uses_pooler = True
+
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__(config)
+        self._build_backbone(config)
+        self.nsp_head = nn.Linear(config.hidden_size, 2)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> NextSentencePredictorOutput | tuple:
+        """labels: (B,) 0 = B follows A, 1 = B is random. Logits (B, 2)."""
+        out = self._encode(
+            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
+            inputs_embeds=inputs_embeds, output_attentions=output_attentions, output_hidden_states=output_hidden_states,
+        )
+        logits = self.nsp_head(out.pooler_output)
+        loss = sentence_relation_loss(logits, labels) if labels is not None else None
+        return self._finish(
+            NextSentencePredictorOutput, return_dict, loss=loss, logits=logits, hidden_states=out.hidden_states,
+            attentions=out.attentions,
+        )
+
+
+class BertForMaskedLM(EncoderForMaskedLM, BertPreTrainedModel):
+    backbone_class = BertModel
+
+
+class BertForSequenceClassification(EncoderForSequenceClassification, BertPreTrainedModel):
+    backbone_class = BertModel
+
+
+class BertForTokenClassification(EncoderForTokenClassification, BertPreTrainedModel):
+    backbone_class = BertModel
+
+
+class BertForQuestionAnswering(EncoderForQuestionAnswering, BertPreTrainedModel):
+    backbone_class = BertModel
+
+
+class BertForMultipleChoice(EncoderForMultipleChoice, BertPreTrainedModel):
+    backbone_class = BertModel
+
+
+__all__ = [
+    "BertPreTrainedModel",
+    "BertModel",
+    "BertForPreTraining",
+    "BertForMaskedLM",
+    "BertForNextSentencePrediction",
+    "BertForSequenceClassification",
+    "BertForTokenClassification",
+    "BertForQuestionAnswering",
+    "BertForMultipleChoice",
+]

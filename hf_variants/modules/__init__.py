@@ -1,0 +1,1 @@
+"""Shared building blocks used by every variant (attention, embeddings, FFN, layer stack, heads, padding)."""

@@ -1,0 +1,198 @@
+"""Multi-head attention shared by every variant.
+
+One module covers self-attention (fused QKV projection), cross-attention (query from the
+decoder, keys/values from the encoder), causal masks, additive position biases (T5's bucketed
+bias, ALiBi-style biases) and the padding-free layout. Backends: ``eager`` (explicit softmax,
+can return the attention probabilities) and ``sdpa`` (``torch.nn.functional.scaled_dot_product_attention``).
+Variants with a different score function (Transformer-XL/XLNet relative attention with
+``r_w``/``r_r`` biases) subclass it and override :meth:`MultiHeadAttention.attend`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .padding import UnpaddedBatch
+
+ATTENTION_BACKENDS = ("eager", "sdpa")
+
+
+def make_attention_bias(
+    attention_mask: torch.Tensor | None,
+    dtype: torch.dtype,
+    causal: bool = False,
+    query_length: int | None = None,
+) -> torch.Tensor | None:
+    """Turn a (B, S) keep-mask into an additive bias broadcastable to (B, heads, T, S).
+
+    Returns None when nothing is masked (lets SDPA pick its fastest kernel). Masked positions get
+    the most negative finite value of ``dtype`` rather than -inf so a fully masked row stays
+    finite (as transformers does).
+    """
+    if attention_mask is None and not causal:
+        return None
+    min_value = torch.finfo(dtype).min
+    bias = None
+    if attention_mask is not None and not bool(attention_mask.all()):
+        keep = attention_mask[:, None, None, :].to(torch.bool)
+        bias = torch.zeros(keep.shape, dtype=dtype, device=attention_mask.device).masked_fill(~keep, min_value)
+    if causal:
+        key_length = attention_mask.shape[-1] if attention_mask is not None else query_length
+        query_length = query_length or key_length
+        device = attention_mask.device if attention_mask is not None else None
+        # Query i (the last `query_length` positions of the keys) may see keys 0..offset+i.
+        offset = key_length - query_length
+        future = torch.ones(query_length, key_length, dtype=torch.bool, device=device).triu(offset + 1)
+        causal_bias = torch.zeros(future.shape, dtype=dtype, device=device).masked_fill(future, min_value)[None, None]
+        bias = causal_bias if bias is None else (bias + causal_bias).clamp(min=min_value)
+    return bias
+
+
+class MultiHeadAttention(nn.Module):
+    """Scaled dot-product attention over ``num_heads`` heads.
+
+    Args:
+        hidden_size: model width H (input and output).
+        num_heads: number of heads; ``head_dim`` defaults to H // num_heads.
+        dropout: dropout on the attention probabilities.
+        bias: whether projections have biases (False for T5).
+        cross_attention: keys/values come from ``key_value_states`` instead of the input.
+        key_value_size: width of ``key_value_states`` (defaults to H).
+        scale: score scale; defaults to 1/sqrt(head_dim) (T5 uses 1.0).
+    """
+
+    def __init__(
+        self,
+        hidden_size: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+        head_dim: int | None = None,
+        cross_attention: bool = False,
+        key_value_size: int | None = None,
+        scale: float | None = None,
+    ) -> None:
+        super().__init__()
+        if head_dim is None:
+            if hidden_size % num_heads != 0:
+                raise ValueError(
+                    f"hidden_size ({hidden_size}) must be divisible by num_attention_heads ({num_heads})"
+                )
+            head_dim = hidden_size // num_heads
+        self.num_heads = num_heads
+        self.head_dim = head_dim
+        self.inner_size = num_heads * head_dim
+        self.dropout = dropout
+        self.scale = scale if scale is not None else 1.0 / math.sqrt(head_dim)
+        self.cross_attention = cross_attention
+        if cross_attention:
+            self.query = nn.Linear(hidden_size, self.inner_size, bias=bias)
+            self.key_value = nn.Linear(key_value_size or hidden_size, 2 * self.inner_size, bias=bias)
+        else:
+            # One GEMM instead of three: the fused projection is the performance path.
+            self.qkv = nn.Linear(hidden_size, 3 * self.inner_size, bias=bias)
+        self.out = nn.Linear(self.inner_size, hidden_size, bias=bias)
+
+    def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, T, heads*D) -> (B, heads, T, D)."""
+        batch, length, _ = x.shape
+        return x.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
+
+    def project(
+        self,
+        hidden_states: torch.Tensor,
+        key_value_states: torch.Tensor | None,
+        unpadded: UnpaddedBatch | None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Project to per-head queries, keys and values, each (B, heads, T or S, D)."""
+        if self.cross_attention:
+            if key_value_states is None:
+                raise ValueError("cross-attention needs key_value_states (the encoder output)")
+            query = self.query(hidden_states)
+            if unpadded is not None:
+                query = unpadded.pad(query)
+            key, value = self.key_value(key_value_states).chunk(2, dim=-1)
+        else:
+            qkv = self.qkv(hidden_states)
+            if unpadded is not None:
+                # Projections ran on (total_tokens, 3H); attention needs the rectangular layout.
+                qkv = unpadded.pad(qkv)
+            query, key, value = qkv.chunk(3, dim=-1)
+        return self._split_heads(query), self._split_heads(key), self._split_heads(value)
+
+    def attend(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        attention_bias: torch.Tensor | None,
+        position_bias: torch.Tensor | None,
+        is_causal: bool,
+        attn_implementation: str,
+        output_attentions: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Attention proper. query (B, h, T, D), key/value (B, h, S, D) -> ((B, h, T, D), probs or None)."""
+        bias = attention_bias
+        if position_bias is not None:
+            bias = position_bias if bias is None else bias + position_bias
+        dropout = self.dropout if self.training else 0.0
+        if attn_implementation == "sdpa" and not output_attentions:
+            use_causal_flag = is_causal and bias is None
+            if is_causal and bias is not None:
+                bias = bias + make_attention_bias(None, query.dtype, causal=True, query_length=query.shape[2]).to(
+                    bias.device
+                )
+            context = F.scaled_dot_product_attention(
+                query, key, value, attn_mask=bias, dropout_p=dropout, is_causal=use_causal_flag, scale=self.scale
+            )
+            return context, None
+        scores = torch.matmul(query, key.transpose(-1, -2)) * self.scale
+        if bias is not None:
+            scores = scores + bias
+        if is_causal:
+            scores = scores + make_attention_bias(None, scores.dtype, causal=True, query_length=query.shape[2]).to(
+                scores.device
+            )
+        probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+        context = torch.matmul(F.dropout(probs, p=dropout, training=self.training), value)
+        return context, probs
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        attention_bias: torch.Tensor | None = None,
+        *,
+        key_value_states: torch.Tensor | None = None,
+        position_bias: torch.Tensor | None = None,
+        is_causal: bool = False,
+        unpadded: UnpaddedBatch | None = None,
+        attn_implementation: str = "sdpa",
+        output_attentions: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Attend.
+
+        Args:
+            hidden_states: (B, T, H), or (total_tokens, H) when ``unpadded`` describes the batch.
+            attention_bias: additive (B, 1, 1|T, S) bias from :func:`make_attention_bias`.
+            key_value_states: (B, S, H_kv) encoder states for cross-attention.
+            position_bias: additive (1|B, heads, T, S) relative-position bias.
+            is_causal: mask future positions.
+            unpadded: set on the padding-free path; input and output are then packed.
+        Returns:
+            (output with the layout of ``hidden_states``, attention probabilities (B, h, T, S) or None).
+        """
+        if attn_implementation not in ATTENTION_BACKENDS:
+            raise ValueError(f"attn_implementation must be one of {ATTENTION_BACKENDS}, got {attn_implementation!r}")
+        query, key, value = self.project(hidden_states, key_value_states, unpadded)
+        context, probs = self.attend(
+            query, key, value, attention_bias, position_bias, is_causal, attn_implementation, output_attentions
+        )
+        batch, _, length, _ = context.shape
+        context = context.transpose(1, 2).reshape(batch, length, self.inner_size)
+        if unpadded is not None:
+            context = unpadded.unpad(context)
+        return self.out(context), probs

@@ -1,0 +1,136 @@
+"""Input embeddings: token + position (learned or sinusoidal) + segment, LayerNorm, dropout,
+and an optional factorized E -> H projection (ALBERT)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+POSITION_EMBEDDING_TYPES = ("learned", "sinusoidal", "none")
+
+
+def sinusoidal_table(num_positions: int, dim: int) -> torch.Tensor:
+    """The fixed encoding of "Attention Is All You Need" (sec. 3.5): (num_positions, dim),
+    sin on even and cos on odd dimensions with wavelengths 2pi .. 10000*2pi."""
+    position = torch.arange(num_positions, dtype=torch.float32)[:, None]
+    frequency = torch.exp(torch.arange(0, dim, 2, dtype=torch.float32) * (-math.log(10000.0) / dim))
+    table = torch.zeros(num_positions, dim)
+    table[:, 0::2] = torch.sin(position * frequency)
+    table[:, 1::2] = torch.cos(position * frequency[: dim // 2])
+    return table
+
+
+def check_index_range(ids: torch.Tensor, size: int, what: str, size_name: str) -> None:
+    """Raise a ValueError naming the first bad id instead of an IndexError deep inside torch."""
+    if ids.numel() == 0:
+        return
+    low, high = int(ids.min()), int(ids.max())
+    if low < 0 or high >= size:
+        bad = low if low < 0 else high
+        raise ValueError(f"{what} contains id {bad}, outside the valid range [0, {size}) ({size_name}={size})")
+
+
+class TransformerEmbeddings(nn.Module):
+    """word + position + segment embeddings -> LayerNorm -> dropout (-> Linear E->H).
+
+    Every input may be (B, T) or the padding-free packed (total_tokens,) layout; the output has
+    the same leading shape with a trailing H.
+
+    Args:
+        vocab_size: V.
+        embedding_size: E, the width of the embedding tables (E = H unless factorized).
+        hidden_size: H; when different from E a projection E -> H follows (ALBERT).
+        max_position_embeddings: the longest sequence the model accepts.
+        type_vocab_size: number of segments (0 disables segment embeddings).
+        position_embedding_type: "learned", "sinusoidal" (fixed) or "none" (relative-position models).
+        layer_norm: apply LayerNorm to the summed embeddings (False for pre-LN GPT-style stacks).
+        pad_token_id: padding index of the word table.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embedding_size: int,
+        hidden_size: int,
+        max_position_embeddings: int,
+        type_vocab_size: int,
+        position_embedding_type: str = "learned",
+        layer_norm_eps: float = 1e-12,
+        dropout: float = 0.1,
+        pad_token_id: int | None = 0,
+        layer_norm: bool = True,
+    ) -> None:
+        super().__init__()
+        if position_embedding_type not in POSITION_EMBEDDING_TYPES:
+            raise ValueError(
+                f"position_embedding_type must be one of {POSITION_EMBEDDING_TYPES}, got {position_embedding_type!r}"
+            )
+        self.vocab_size = vocab_size
+        self.max_position_embeddings = max_position_embeddings
+        self.type_vocab_size = type_vocab_size
+        self.position_embedding_type = position_embedding_type
+        self.word_embeddings = nn.Embedding(vocab_size, embedding_size, padding_idx=pad_token_id)
+        if position_embedding_type == "learned":
+            self.position_embeddings = nn.Embedding(max_position_embeddings, embedding_size)
+        elif position_embedding_type == "sinusoidal":
+            # Not a parameter and not saved: it is a function of the config.
+            self.register_buffer(
+                "sinusoidal_positions", sinusoidal_table(max_position_embeddings, embedding_size), persistent=False
+            )
+        self.token_type_embeddings = nn.Embedding(type_vocab_size, embedding_size) if type_vocab_size > 0 else None
+        self.layer_norm = nn.LayerNorm(embedding_size, eps=layer_norm_eps) if layer_norm else None
+        self.dropout = nn.Dropout(dropout)
+        self.projection = nn.Linear(embedding_size, hidden_size) if embedding_size != hidden_size else None
+
+    def reset_fixed_buffers(self) -> None:
+        """Recompute the sinusoidal table (after meta-device initialisation in from_pretrained)."""
+        if self.position_embedding_type == "sinusoidal":
+            table = sinusoidal_table(self.max_position_embeddings, self.word_embeddings.embedding_dim)
+            self.sinusoidal_positions.copy_(table.to(self.sinusoidal_positions.device))
+
+    def check_inputs(
+        self,
+        input_ids: torch.Tensor | None,
+        token_type_ids: torch.Tensor | None,
+        position_ids: torch.Tensor | None,
+        sequence_length: int,
+    ) -> None:
+        if input_ids is not None:
+            check_index_range(input_ids, self.vocab_size, "input_ids", "vocab_size")
+        if self.position_embedding_type != "none" and sequence_length > self.max_position_embeddings:
+            raise ValueError(
+                f"sequence length {sequence_length} exceeds max_position_embeddings "
+                f"({self.max_position_embeddings}); truncate the input or use a config with more positions"
+            )
+        if position_ids is not None and self.position_embedding_type != "none":
+            check_index_range(position_ids, self.max_position_embeddings, "position_ids", "max_position_embeddings")
+        if token_type_ids is not None:
+            if self.token_type_embeddings is None:
+                raise ValueError("token_type_ids were given but this model has no segment embeddings (type_vocab_size=0)")
+            check_index_range(token_type_ids, self.type_vocab_size, "token_type_ids", "type_vocab_size")
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None,
+        position_ids: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """ids (B, T) or (N,) -> embeddings (B, T, H) or (N, H)."""
+        embeddings = self.word_embeddings(input_ids) if inputs_embeds is None else inputs_embeds
+        if self.token_type_embeddings is not None:
+            if token_type_ids is None:
+                token_type_ids = torch.zeros_like(position_ids)
+            embeddings = embeddings + self.token_type_embeddings(token_type_ids)
+        if self.position_embedding_type == "learned":
+            embeddings = embeddings + self.position_embeddings(position_ids)
+        elif self.position_embedding_type == "sinusoidal":
+            embeddings = embeddings + self.sinusoidal_positions[position_ids]
+        if self.layer_norm is not None:
+            embeddings = self.layer_norm(embeddings)
+        embeddings = self.dropout(embeddings)
+        if self.projection is not None:
+            embeddings = self.projection(embeddings)
+        return embeddings

@@ -1,0 +1,195 @@
+"""Transformer layers and the layer stack.
+
+A :class:`TransformerLayer` is self-attention (+ optional cross-attention) + FFN with residual
+connections, in the post-LN order of the original Transformer/BERT
+(``x = LN(x + Dropout(Sublayer(x)))``) or the pre-LN order of Xiong et al. 2020
+(``x = x + Dropout(Sublayer(LN(x)))``, with a final LayerNorm after the stack).
+
+:class:`LayerStack` runs ``num_layers`` layers with ALBERT-style cross-layer sharing: "none"
+(every layer its own weights), "all" (one layer applied num_layers times), "attention" or "ffn"
+(that sub-block shared, the rest per layer). Shared weights are stored once (in layer 0), so
+safetensors never sees two names for one tensor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from transformers.modeling_layers import GradientCheckpointingLayer
+
+from .attention import MultiHeadAttention
+from .feed_forward import FeedForward
+from .padding import UnpaddedBatch
+
+SHARING_MODES = ("none", "all", "attention", "ffn")
+
+
+@dataclass
+class LayerSpec:
+    """Everything needed to build one layer; variants fill it from their config."""
+
+    hidden_size: int
+    num_attention_heads: int
+    intermediate_size: int
+    hidden_act: str = "gelu"
+    hidden_dropout_prob: float = 0.1
+    attention_probs_dropout_prob: float = 0.1
+    layer_norm_eps: float = 1e-12
+    pre_layer_norm: bool = False
+    cross_attention: bool = False
+    bias: bool = True
+    gated_ffn: bool = False
+    attention_scale: float | None = None
+
+
+class TransformerLayer(GradientCheckpointingLayer):
+    """One block. Input/output (B, T, H), or (total_tokens, H) on the padding-free path."""
+
+    def __init__(self, spec: LayerSpec, own_attention: bool = True, own_ffn: bool = True) -> None:
+        super().__init__()
+        self.pre_layer_norm = spec.pre_layer_norm
+        self.attention = (
+            MultiHeadAttention(
+                spec.hidden_size,
+                spec.num_attention_heads,
+                dropout=spec.attention_probs_dropout_prob,
+                bias=spec.bias,
+                scale=spec.attention_scale,
+            )
+            if own_attention
+            else None
+        )
+        self.attention_norm = nn.LayerNorm(spec.hidden_size, eps=spec.layer_norm_eps)
+        if spec.cross_attention:
+            self.cross_attention = MultiHeadAttention(
+                spec.hidden_size,
+                spec.num_attention_heads,
+                dropout=spec.attention_probs_dropout_prob,
+                bias=spec.bias,
+                cross_attention=True,
+                scale=spec.attention_scale,
+            )
+            self.cross_attention_norm = nn.LayerNorm(spec.hidden_size, eps=spec.layer_norm_eps)
+        else:
+            self.cross_attention = None
+        self.ffn = (
+            FeedForward(spec.hidden_size, spec.intermediate_size, spec.hidden_act, gated=spec.gated_ffn, bias=spec.bias)
+            if own_ffn
+            else None
+        )
+        self.ffn_norm = nn.LayerNorm(spec.hidden_size, eps=spec.layer_norm_eps)
+        self.residual_dropout = nn.Dropout(spec.hidden_dropout_prob)
+
+    def _residual(self, x: torch.Tensor, norm: nn.LayerNorm, sublayer) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Apply ``sublayer`` (returning (out, extra)) with the residual in pre- or post-LN order."""
+        if self.pre_layer_norm:
+            out, extra = sublayer(norm(x))
+            return x + self.residual_dropout(out), extra
+        out, extra = sublayer(x)
+        return norm(x + self.residual_dropout(out)), extra
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        attention_bias: torch.Tensor | None = None,
+        encoder_hidden_states: torch.Tensor | None = None,
+        encoder_attention_bias: torch.Tensor | None = None,
+        position_bias: torch.Tensor | None = None,
+        is_causal: bool = False,
+        unpadded: UnpaddedBatch | None = None,
+        attn_implementation: str = "sdpa",
+        output_attentions: bool = False,
+        shared_attention: MultiHeadAttention | None = None,
+        shared_ffn: FeedForward | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Returns (hidden states, self-attention probabilities or None)."""
+        attention = shared_attention or self.attention
+        ffn = shared_ffn or self.ffn
+        hidden_states, probs = self._residual(
+            hidden_states,
+            self.attention_norm,
+            lambda x: attention(
+                x,
+                attention_bias,
+                position_bias=position_bias,
+                is_causal=is_causal,
+                unpadded=unpadded,
+                attn_implementation=attn_implementation,
+                output_attentions=output_attentions,
+            ),
+        )
+        if self.cross_attention is not None and encoder_hidden_states is not None:
+            hidden_states, _ = self._residual(
+                hidden_states,
+                self.cross_attention_norm,
+                lambda x: self.cross_attention(
+                    x,
+                    encoder_attention_bias,
+                    key_value_states=encoder_hidden_states,
+                    unpadded=unpadded,
+                    attn_implementation=attn_implementation,
+                ),
+            )
+        hidden_states, _ = self._residual(hidden_states, self.ffn_norm, lambda x: (ffn(x), None))
+        return hidden_states, probs
+
+
+class LayerStack(nn.Module):
+    """``num_layers`` applications of TransformerLayer with optional cross-layer sharing."""
+
+    def __init__(self, spec: LayerSpec, num_layers: int, sharing: str = "none") -> None:
+        super().__init__()
+        if sharing not in SHARING_MODES:
+            raise ValueError(f"unknown layer sharing mode {sharing!r}; choose one of {SHARING_MODES}")
+        self.num_layers = num_layers
+        self.sharing = sharing
+        if sharing == "all":
+            self.layers = nn.ModuleList([TransformerLayer(spec)])
+        else:
+            self.layers = nn.ModuleList(
+                TransformerLayer(
+                    spec,
+                    own_attention=(i == 0 or sharing != "attention"),
+                    own_ffn=(i == 0 or sharing != "ffn"),
+                )
+                for i in range(num_layers)
+            )
+        # Pre-LN leaves the residual stream un-normalised: one LayerNorm closes the stack.
+        self.final_layer_norm = nn.LayerNorm(spec.hidden_size, eps=spec.layer_norm_eps) if spec.pre_layer_norm else None
+
+    def layer_at(self, depth: int) -> TransformerLayer:
+        return self.layers[0] if self.sharing == "all" else self.layers[depth]
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        attention_bias: torch.Tensor | None = None,
+        output_hidden_states: bool = False,
+        output_attentions: bool = False,
+        **layer_kwargs,
+    ) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
+        """Returns (last hidden states, all hidden states [input + one per layer] if asked, attentions if asked)."""
+        all_hidden: list[torch.Tensor] = []
+        all_attentions: list[torch.Tensor] = []
+        shared_attention = self.layers[0].attention if self.sharing == "attention" else None
+        shared_ffn = self.layers[0].ffn if self.sharing == "ffn" else None
+        for depth in range(self.num_layers):
+            if output_hidden_states:
+                all_hidden.append(hidden_states)
+            hidden_states, probs = self.layer_at(depth)(
+                hidden_states,
+                attention_bias,
+                output_attentions=output_attentions,
+                shared_attention=shared_attention,
+                shared_ffn=shared_ffn,
+                **layer_kwargs,
+            )
+            if output_attentions:
+                all_attentions.append(probs)
+        if self.final_layer_norm is not None:
+            hidden_states = self.final_layer_norm(hidden_states)
+        if output_hidden_states:
+            all_hidden.append(hidden_states)
+        return hidden_states, all_hidden, all_attentions

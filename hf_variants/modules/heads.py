@@ -1,0 +1,181 @@
+"""Task heads and their losses, shared by every encoder variant.
+
+Losses validate labels first so a wrong shape or an out-of-range class is a ValueError that
+names the problem, not a CUDA assert or an IndexError from inside torch.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+from transformers.activations import ACT2FN
+
+IGNORE_INDEX = -100
+
+
+# ----------------------------------------------------------------------------- label checks
+def check_class_labels(labels: torch.Tensor, num_classes: int, name: str = "labels") -> None:
+    """Class ids must lie in [0, num_classes) or be IGNORE_INDEX."""
+    used = labels[labels != IGNORE_INDEX]
+    if used.numel() and (int(used.min()) < 0 or int(used.max()) >= num_classes):
+        bad = int(used.min()) if int(used.min()) < 0 else int(used.max())
+        raise ValueError(f"{name} contains class {bad}, outside [0, {num_classes}) (use {IGNORE_INDEX} to ignore)")
+
+
+def check_label_shape(labels: torch.Tensor, expected: tuple[int, ...], name: str = "labels") -> None:
+    if tuple(labels.shape) != tuple(expected):
+        raise ValueError(f"{name} has shape {tuple(labels.shape)}, expected {tuple(expected)}")
+
+
+# ----------------------------------------------------------------------------- heads
+class Pooler(nn.Module):
+    """BERT's pooler: tanh(W h_[CLS]). (B, T, H) -> (B, H)."""
+
+    def __init__(self, hidden_size: int) -> None:
+        super().__init__()
+        self.dense = nn.Linear(hidden_size, hidden_size)
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.dense(hidden_states[:, 0]))
+
+
+class PredictionTransform(nn.Module):
+    """dense -> activation -> LayerNorm, the transform before a vocabulary decoder. (..., H) -> (..., out)."""
+
+    def __init__(self, hidden_size: int, out_size: int, activation: str, layer_norm_eps: float) -> None:
+        super().__init__()
+        self.dense = nn.Linear(hidden_size, out_size)
+        self.activation = ACT2FN[activation]
+        self.layer_norm = nn.LayerNorm(out_size, eps=layer_norm_eps)
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        return self.layer_norm(self.activation(self.dense(hidden_states)))
+
+
+class MaskedLMHead(nn.Module):
+    """Transform + vocabulary decoder (weight tied to the word embeddings, own bias).
+
+    Args:
+        embedding_size: width of the word embeddings the decoder is tied to (E; = H unless factorized).
+    """
+
+    def __init__(
+        self, hidden_size: int, vocab_size: int, activation: str, layer_norm_eps: float, embedding_size: int | None = None
+    ) -> None:
+        super().__init__()
+        embedding_size = embedding_size or hidden_size
+        self.transform = PredictionTransform(hidden_size, embedding_size, activation, layer_norm_eps)
+        self.decoder = nn.Linear(embedding_size, vocab_size)
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        """(..., H) -> (..., V) logits."""
+        return self.decoder(self.transform(hidden_states))
+
+
+def masked_lm_loss(
+    head: MaskedLMHead, hidden_states: torch.Tensor, labels: torch.Tensor | None, vocab_size: int, sparse: bool
+) -> tuple[torch.Tensor | None, torch.Tensor]:
+    """MLM loss (mean over predicted positions) and logits.
+
+    Args:
+        hidden_states: (B, T, H).
+        labels: (B, T) target ids, IGNORE_INDEX where nothing is predicted.
+        sparse: compute vocabulary logits only where labels are set (returns (num_predicted, V)
+            logits): identical loss, a fraction of the decoder FLOPs.
+    Returns:
+        (loss or None, logits (B, T, V) or (num_predicted, V) when sparse).
+    """
+    if labels is None:
+        return None, head(hidden_states)
+    check_label_shape(labels, hidden_states.shape[:-1])
+    check_class_labels(labels, vocab_size)
+    if sparse:
+        selected = labels != IGNORE_INDEX
+        logits = head(hidden_states[selected])
+        return F.cross_entropy(logits, labels[selected]), logits
+    logits = head(hidden_states)
+    return F.cross_entropy(logits.view(-1, vocab_size), labels.reshape(-1), ignore_index=IGNORE_INDEX), logits
+
+
+class PooledClassifier(nn.Module):
+    """BERT's sequence classifier: dropout + linear on the pooled [CLS]. Reads ``pooled_output`` (B, H)."""
+
+    def __init__(self, hidden_size: int, num_labels: int, dropout: float) -> None:
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        self.out_proj = nn.Linear(hidden_size, num_labels)
+
+    def forward(self, sequence_output: torch.Tensor, pooled_output: torch.Tensor | None) -> torch.Tensor:
+        return self.out_proj(self.dropout(pooled_output))
+
+
+class FirstTokenClassifier(nn.Module):
+    """RoBERTa/ELECTRA's classifier: dropout, dense, activation, dropout, linear on the first token
+    (no pooler). Reads ``sequence_output`` (B, T, H)."""
+
+    def __init__(self, hidden_size: int, num_labels: int, dropout: float, activation: str = "tanh") -> None:
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        self.dense = nn.Linear(hidden_size, hidden_size)
+        self.activation = ACT2FN[activation]
+        self.out_proj = nn.Linear(hidden_size, num_labels)
+
+    def forward(self, sequence_output: torch.Tensor, pooled_output: torch.Tensor | None) -> torch.Tensor:
+        hidden = self.activation(self.dense(self.dropout(sequence_output[:, 0])))
+        return self.out_proj(self.dropout(hidden))
+
+
+# ----------------------------------------------------------------------------- losses
+def infer_problem_type(config, labels: torch.Tensor) -> str:
+    """transformers' rule: regression when num_labels == 1, single-label for integer labels, else multi-label."""
+    if config.problem_type is None:
+        if config.num_labels == 1:
+            config.problem_type = "regression"
+        elif labels.dtype in (torch.long, torch.int, torch.int16, torch.int8, torch.uint8):
+            config.problem_type = "single_label_classification"
+        else:
+            config.problem_type = "multi_label_classification"
+    return config.problem_type
+
+
+def sequence_classification_loss(config, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """logits (B, num_labels); labels (B,) class ids, (B,) or (B, 1) regression targets, or (B, num_labels) multi-hot."""
+    num_labels = config.num_labels
+    batch = logits.shape[0]
+    problem_type = infer_problem_type(config, labels)
+    if problem_type == "regression":
+        if labels.numel() != batch * num_labels:
+            raise ValueError(f"regression labels have shape {tuple(labels.shape)}, expected ({batch},) or ({batch}, {num_labels})")
+        return F.mse_loss(logits.reshape(-1), labels.reshape(-1).to(logits.dtype))
+    if problem_type == "single_label_classification":
+        check_label_shape(labels.view(-1), (batch,))
+        check_class_labels(labels, num_labels)
+        return F.cross_entropy(logits.view(-1, num_labels), labels.view(-1))
+    if problem_type == "multi_label_classification":
+        check_label_shape(labels, (batch, num_labels))
+        return F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
+    raise ValueError(f"unknown problem_type {problem_type!r}")
+
+
+def token_classification_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """logits (B, T, C); labels (B, T) with IGNORE_INDEX on sub-words and special tokens."""
+    check_label_shape(labels, logits.shape[:-1])
+    check_class_labels(labels, logits.shape[-1])
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=IGNORE_INDEX)
+
+
+def span_extraction_loss(
+    start_logits: torch.Tensor, end_logits: torch.Tensor, start_positions: torch.Tensor, end_positions: torch.Tensor
+) -> torch.Tensor:
+    """(start CE + end CE) / 2. Logits (B, T); positions (B,). Positions outside the sequence are
+    clamped to T and ignored, as transformers does for answers truncated away."""
+    batch, length = start_logits.shape
+    for name, positions in (("start_positions", start_positions), ("end_positions", end_positions)):
+        if positions.numel() != batch:
+            raise ValueError(f"{name} has shape {tuple(positions.shape)}, expected ({batch},)")
+    start_positions = start_positions.view(-1).clamp(0, length)
+    end_positions = end_positions.view(-1).clamp(0, length)
+    start_loss = F.cross_entropy(start_logits, start_positions, ignore_index=length)
+    end_loss = F.cross_entropy(end_logits, end_positions, ignore_index=length)
+    return (start_loss + end_loss) / 2

@@ -1,0 +1,284 @@
+"""Task models shared by every encoder variant: MLM, sequence classification, token
+classification, extractive QA and multiple choice.
+
+A variant declares, e.g.::
+
+    class BertForSequenceClassification(EncoderForSequenceClassification, BertPreTrainedModel):
+        backbone_class = BertModel
+
+The mixin builds ``self.<base_model_prefix> = backbone_class(config, ...)`` plus the head, and
+gives a forward with explicit arguments (Trainer inspects the signature to keep dataset columns).
+Outputs are transformers' ModelOutput types, with ``loss`` when labels are given.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers.modeling_outputs import (
+    MaskedLMOutput,
+    MultipleChoiceModelOutput,
+    QuestionAnsweringModelOutput,
+    SequenceClassifierOutput,
+    TokenClassifierOutput,
+)
+
+from torch import nn
+
+from .heads import (
+    MaskedLMHead,
+    PooledClassifier,
+    check_class_labels,
+    check_label_shape,
+    masked_lm_loss,
+    sequence_classification_loss,
+    span_extraction_loss,
+    token_classification_loss,
+)
+
+
+def classifier_dropout(config) -> float:
+    return config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
+
+
+class EncoderTaskModel:
+    """Common plumbing: build the backbone under ``base_model_prefix`` and run it."""
+
+    backbone_class: type
+    uses_pooler: bool = False
+
+    def _build_backbone(self, config) -> None:
+        setattr(self, self.base_model_prefix, self.backbone_class(config, add_pooling_layer=self.uses_pooler))
+
+    @property
+    def backbone(self):
+        return getattr(self, self.base_model_prefix)
+
+    def _encode(self, **inputs):
+        inputs = {k: v for k, v in inputs.items() if v is not None}
+        return self.backbone(**inputs, return_dict=True)
+
+    @staticmethod
+    def _finish(output_cls, return_dict: bool | None, **fields):
+        output = output_cls(**fields)
+        return output if return_dict is not False else output.to_tuple()
+
+
+class EncoderForMaskedLM(EncoderTaskModel):
+    """Masked language modelling; the decoder is tied to the word embeddings.
+
+    With ``config.sparse_prediction`` and labels, logits are computed only at the masked
+    positions and returned as (num_masked, V) instead of (B, T, V).
+    """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if hasattr(cls, "base_model_prefix"):
+            cls._tied_weights_keys = {"mlm_head.decoder.weight": f"{cls.base_model_prefix}.embeddings.word_embeddings.weight"}
+
+    def __init__(self, config) -> None:
+        super().__init__(config)
+        self._build_backbone(config)
+        self.mlm_head = MaskedLMHead(
+            config.hidden_size, config.vocab_size, config.hidden_act, config.layer_norm_eps, getattr(config, "embedding_size", None)
+        )
+        self.post_init()
+
+    def get_output_embeddings(self) -> nn.Linear:
+        return self.mlm_head.decoder
+
+    def set_output_embeddings(self, new_embeddings: nn.Linear) -> None:
+        self.mlm_head.decoder = new_embeddings
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> MaskedLMOutput | tuple:
+        """labels: (B, T) target ids, -100 where nothing is predicted. Logits (B, T, V)."""
+        out = self._encode(
+            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
+            inputs_embeds=inputs_embeds, output_attentions=output_attentions, output_hidden_states=output_hidden_states,
+        )
+        sparse = bool(getattr(self.config, "sparse_prediction", False))
+        loss, logits = masked_lm_loss(self.mlm_head, out.last_hidden_state, labels, self.config.vocab_size, sparse)
+        return self._finish(
+            MaskedLMOutput, return_dict, loss=loss, logits=logits, hidden_states=out.hidden_states, attentions=out.attentions
+        )
+
+
+class EncoderForSequenceClassification(EncoderTaskModel):
+    """Single sentences or pairs (NLI); regression when num_labels == 1; multi-label via problem_type."""
+
+    uses_pooler = True
+    classifier_class = PooledClassifier
+
+    def __init__(self, config) -> None:
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self._build_backbone(config)
+        self.classifier = self.classifier_class(config.hidden_size, config.num_labels, classifier_dropout(config))
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> SequenceClassifierOutput | tuple:
+        """labels: (B,) class ids, (B,) floats for regression, or (B, num_labels) multi-hot. Logits (B, num_labels)."""
+        out = self._encode(
+            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
+            inputs_embeds=inputs_embeds, output_attentions=output_attentions, output_hidden_states=output_hidden_states,
+        )
+        logits = self.classifier(out.last_hidden_state, out.pooler_output)
+        loss = sequence_classification_loss(self.config, logits, labels) if labels is not None else None
+        return self._finish(
+            SequenceClassifierOutput, return_dict, loss=loss, logits=logits, hidden_states=out.hidden_states,
+            attentions=out.attentions,
+        )
+
+
+class EncoderForTokenClassification(EncoderTaskModel):
+    """Per-token labels (NER, POS)."""
+
+    def __init__(self, config) -> None:
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self._build_backbone(config)
+        self.dropout = nn.Dropout(classifier_dropout(config))
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> TokenClassifierOutput | tuple:
+        """labels: (B, T) class ids, -100 on ignored tokens. Logits (B, T, num_labels)."""
+        out = self._encode(
+            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
+            inputs_embeds=inputs_embeds, output_attentions=output_attentions, output_hidden_states=output_hidden_states,
+        )
+        logits = self.classifier(self.dropout(out.last_hidden_state))
+        loss = token_classification_loss(logits, labels) if labels is not None else None
+        return self._finish(
+            TokenClassifierOutput, return_dict, loss=loss, logits=logits, hidden_states=out.hidden_states,
+            attentions=out.attentions,
+        )
+
+
+class EncoderForQuestionAnswering(EncoderTaskModel):
+    """Extractive QA: start/end logits per token; SQuAD 2.0 "no answer" points at position 0 ([CLS])."""
+
+    def __init__(self, config) -> None:
+        super().__init__(config)
+        self._build_backbone(config)
+        self.qa_outputs = nn.Linear(config.hidden_size, 2)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        start_positions: torch.Tensor | None = None,
+        end_positions: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> QuestionAnsweringModelOutput | tuple:
+        """start_positions/end_positions: (B,) token indices. Logits (B, T) each."""
+        out = self._encode(
+            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
+            inputs_embeds=inputs_embeds, output_attentions=output_attentions, output_hidden_states=output_hidden_states,
+        )
+        start_logits, end_logits = self.qa_outputs(out.last_hidden_state).unbind(dim=-1)
+        start_logits, end_logits = start_logits.contiguous(), end_logits.contiguous()
+        loss = None
+        if start_positions is not None and end_positions is not None:
+            loss = span_extraction_loss(start_logits, end_logits, start_positions, end_positions)
+        return self._finish(
+            QuestionAnsweringModelOutput, return_dict, loss=loss, start_logits=start_logits, end_logits=end_logits,
+            hidden_states=out.hidden_states, attentions=out.attentions,
+        )
+
+
+class EncoderForMultipleChoice(EncoderTaskModel):
+    """Inputs (B, num_choices, T); one score per choice from the pooled output; logits (B, num_choices)."""
+
+    uses_pooler = True
+
+    def __init__(self, config) -> None:
+        super().__init__(config)
+        self._build_backbone(config)
+        self.classifier = PooledClassifier(config.hidden_size, 1, classifier_dropout(config))
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> MultipleChoiceModelOutput | tuple:
+        """All inputs (B, C, T) (inputs_embeds (B, C, T, E)); labels (B,) index of the right choice."""
+        reference = input_ids if input_ids is not None else inputs_embeds
+        if reference is None or reference.dim() < 3:
+            raise ValueError("multiple choice inputs must have shape (batch, num_choices, seq_len)")
+        num_choices = reference.shape[1]
+
+        def flat(t: torch.Tensor | None) -> torch.Tensor | None:
+            return None if t is None else t.reshape(-1, *t.shape[2:])
+
+        out = self._encode(
+            input_ids=flat(input_ids), attention_mask=flat(attention_mask), token_type_ids=flat(token_type_ids),
+            position_ids=flat(position_ids), inputs_embeds=flat(inputs_embeds), output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+        )
+        logits = self.classifier(out.last_hidden_state, out.pooler_output).view(-1, num_choices)
+        loss = None
+        if labels is not None:
+            loss = multiple_choice_loss(logits, labels)
+        return self._finish(
+            MultipleChoiceModelOutput, return_dict, loss=loss, logits=logits, hidden_states=out.hidden_states,
+            attentions=out.attentions,
+        )
+
+
+def multiple_choice_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy over choices. logits (B, C); labels (B,) in [0, C)."""
+    check_label_shape(labels.view(-1), (logits.shape[0],))
+    check_class_labels(labels, logits.shape[1])
+    return nn.functional.cross_entropy(logits, labels.view(-1))
