@@ -100,8 +100,9 @@ def head_task(config: Mapping) -> tuple[str, str]:
 def metric_items(eval_results: Mapping[str, Any]) -> list[tuple[str, float]]:
     """(metric type, value) for the quality metrics in a Trainer metrics dict.
 
-    `{"eval_accuracy": 0.84, "eval_runtime": 3.1, "epoch": 2.0}` -> `[("accuracy", 0.84)]`. Loss is
-    kept (it is what a pretraining run measures); timing/throughput keys and epoch are dropped.
+    `{"eval_accuracy": 0.84, "eval_runtime": 3.1, "epoch": 2.0}` -> `[("accuracy", 0.84)]`, sorted by
+    name. Loss is kept (it is what a pretraining run measures); timing/throughput keys and epoch are
+    dropped.
     """
     items = []
     for key, value in eval_results.items():
@@ -111,7 +112,7 @@ def metric_items(eval_results: Mapping[str, Any]) -> list[tuple[str, float]]:
         if not isinstance(value, (int, float)) or not math.isfinite(value):
             raise ValueError(f"Metric {key!r} must be a finite number, got {value!r}")
         items.append((name, float(value)))
-    return items
+    return sorted(items)  # stable order, whichever file or dict the metrics were read from
 
 
 def _format_value(value: Any) -> str:
