@@ -187,6 +187,7 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         split = urlsplit(self.path)
         self.query = {k: v[-1] for k, v in parse_qs(split.query).items()}
         self.status_sent = 0
+        self.body_read = False  # an error answer must still drain the body, or keep-alive desyncs
         for route_method, pattern, name in self.ROUTES:
             match = re.fullmatch(pattern, split.path)
             if route_method == method and match:
@@ -214,6 +215,9 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         self._send_error(HubError(404, f"Route not emulated by the test server: {method} {split.path}"))
 
     def _read_body(self) -> bytes:
+        if self.body_read:
+            return b""
+        self.body_read = True
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             chunks = []
             while True:
@@ -239,6 +243,7 @@ class HubRequestHandler(BaseHTTPRequestHandler):
             self.rfile.read(max(1, length // 2))
         else:
             self.rfile.read1(65536)
+        self.body_read = True
         self.close_connection = True
         self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
         self.connection.shutdown(socket.SHUT_RDWR)
@@ -259,6 +264,7 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         self._send(status, json.dumps(payload).encode(), headers)
 
     def _send_error(self, err: HubError) -> None:
+        self._read_body()
         headers = {"X-Error-Message": err.message.replace("\n", " "), **err.headers}
         if err.code:
             headers["X-Error-Code"] = err.code

@@ -213,6 +213,24 @@ def test_cli_push(hub, run_dir, capsys):
     assert "org/from-cli" in capsys.readouterr().out
     head = hub.store.resolve("models", "org/from-cli", "main")
     assert hub.store.commit(head)["title"] == "first upload"
+    assert cli_main(["push", str(run_dir), "org/from-cli", "--revision", "dev"]) == 0
+    # The branch is created from main; unchanged files make the commit a no-op (client-side skip).
+    assert hub.store.resolve("models", "org/from-cli", "dev") == head
     assert cli_main(["push", str(run_dir), "not a repo"]) == 1
     assert "Invalid Hub repo id" in capsys.readouterr().err
     assert os.path.exists(run_dir / "config.json")
+
+
+def test_server_answers_like_the_hub_for_missing_things_and_long_listings(hub, run_dir):
+    from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, RepositoryNotFoundError
+
+    push_model_dir(run_dir, "org/listing")
+    with pytest.raises(EntryNotFoundError):
+        hf_hub_download("org/listing", "no-such-file.json")
+    with pytest.raises(RepositoryNotFoundError):
+        hf_hub_download("org/no-such-repo", "config.json")
+    with pytest.raises(HfHubHTTPError, match="401"):
+        HfApi(token=False).create_repo("org/anonymous")
+    expected = {p.path for p in HfApi().list_repo_tree("org/listing", recursive=True)}
+    hub.tree_page_size = 3  # force the Link-header pagination the client must follow
+    assert set(HfApi().list_repo_files("org/listing")) == expected and len(expected) > 9

@@ -112,7 +112,7 @@ def push_model_dir(
         repo_id: "namespace/name"; validated before any request is made.
         private: visibility when the repo is created (ignored if it exists).
         commit_message: defaults to "Upload <model_type> model with hf-variants".
-        revision: branch to commit to (default "main").
+        revision: branch to commit to (default "main"), created from main if missing.
         token, endpoint: passed to `HfApi` (defaults: HF_TOKEN / saved login, HF_ENDPOINT).
     Returns:
         `PushResult` with the commit id and the uploaded / skipped files.
@@ -142,6 +142,8 @@ def push_model_dir(
         api = HfApi(endpoint=endpoint, token=token)
         try:
             api.create_repo(repo_id, private=private, exist_ok=True)
+            if revision not in (None, "main"):
+                api.create_branch(repo_id, branch=revision, exist_ok=True)
             info = api.create_commit(repo_id, operations, revision=revision,
                                      commit_message=commit_message or f"Upload {model_type} model with hf-variants")
         except (TransportHTTPError, OSError, RuntimeError, ValueError) as err:
