@@ -122,6 +122,10 @@ class HubTestServer:
             self._signatures.add(signature)
         return signature
 
+    def is_upload_signature(self, signature: str) -> bool:
+        with self._lock:
+            return signature in self._signatures
+
     def count(self, method: str, pattern: str) -> int:
         """How many requests with `method` had a path matching the regex `pattern`."""
         return sum(1 for m, p, _ in self.requests if m == method and re.search(pattern, p))
@@ -454,7 +458,7 @@ class HubRequestHandler(BaseHTTPRequestHandler):
             lfs = entry["lfs"]
             headers.update({"ETag": f'"{entry["oid"]}"', "X-Linked-Etag": f'"{lfs["oid"]}"',
                             "X-Linked-Size": str(lfs["size"]),
-                            "Location": f"{self.hub.cdn_url}/lfs-cdn/{lfs['oid']}?sig={self.hub.new_upload_signature()}"})
+                            "Location": f"{self.hub.cdn_url}/lfs-cdn/{lfs['oid']}"})
             self._send(302, b"", headers)
             return
         content = self.hub.store.blob(entry["oid"])
@@ -512,24 +516,22 @@ class HubRequestHandler(BaseHTTPRequestHandler):
                 signature = self.hub.new_upload_signature()
                 git_path = ("" if type == "models" else f"{type}/") + repo + ".git/info/lfs/objects/verify"
                 answer["actions"] = {
-                    "upload": {"href": f"{self._base_url()}/lfs-upload/{obj['oid']}?size={obj['size']}&sig={signature}"},
+                    "upload": {"href": f"{self._base_url()}/lfs-upload/{obj['oid']}"
+                                       f"?size={obj['size']}&sig={signature}"},
                     "verify": {"href": f"{self._base_url()}/{git_path}"},
                 }
             objects.append(answer)
         self._send_json({"transfer": "basic", "objects": objects, "hash_algo": "sha256"})
 
     def route_lfs_upload(self, type: str, oid: str) -> None:
-        signature = self.query.get("sig", "")
-        with self.hub._lock:
-            known = signature in self.hub._signatures
         body = self._read_body()
-        if not known:
+        if not self.hub.is_upload_signature(self.query.get("sig", "")):
             raise HubError(403, "Upload URL signature is missing or invalid")
         if hashlib.sha256(body).hexdigest() != oid or len(body) != int(self.query.get("size", -1)):
             raise HubError(400, f"Uploaded content does not match oid {oid} / size {self.query.get('size')}")
         stored = self.hub.store.lfs_path(oid)
         if not stored.exists():
-            self.hub.store._atomic_write(stored, body)
+            self.hub.store.write_atomic(stored, body)
         self._send(200, b"", {"ETag": f'"{oid}"'})
 
     def route_lfs_verify(self, type: str, repo: str) -> None:
@@ -572,7 +574,8 @@ def hub(tmp_path, monkeypatch):
 
     server = HubTestServer(tmp_path / "hub-storage")
     monkeypatch.setattr(constants, "ENDPOINT", server.url)
-    monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", server.url + "/{repo_id}/resolve/{revision}/{filename}")
+    monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE",
+                        server.url + "/{repo_id}/resolve/{revision}/{filename}")
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
     monkeypatch.setenv("HF_TOKEN", server.token)
@@ -582,10 +585,15 @@ def hub(tmp_path, monkeypatch):
     server.close()
 
 
-def run_client(script: str, env: dict[str, str], timeout: float = 120) -> dict:
-    """Runs `script` in a fresh Python process; it must print one JSON object as its last stdout line."""
-    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
-                            timeout=timeout, cwd=env.get("HF_HOME"))
-    if result.returncode != 0:
-        raise AssertionError(f"client process failed ({result.returncode}):\n{result.stderr[-4000:]}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
+def start_client(script: str, env: dict[str, str]) -> subprocess.Popen:
+    """Starts `script` in a fresh Python process (see `finish_client`)."""
+    return subprocess.Popen([sys.executable, "-c", script], env=env, cwd=env.get("HF_HOME"), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def finish_client(process: subprocess.Popen, timeout: float = 180) -> dict:
+    """Waits for a client; it must print one JSON object as its last stdout line."""
+    stdout, stderr = process.communicate(timeout=timeout)
+    if process.returncode != 0:
+        raise AssertionError(f"client process failed ({process.returncode}):\n{stderr[-4000:]}")
+    return json.loads(stdout.strip().splitlines()[-1])

@@ -117,7 +117,7 @@ class HubStore:
         oid = git_blob_sha1(content)
         path = self.root / "blobs" / oid
         if not path.exists():
-            self._atomic_write(path, content)
+            self.write_atomic(path, content)
         return oid
 
     def blob(self, oid: str) -> bytes:
@@ -126,7 +126,7 @@ class HubStore:
     def lfs_path(self, sha256: str) -> Path:
         return self.root / "lfs" / sha256
 
-    def _atomic_write(self, path: Path, content: bytes) -> None:
+    def write_atomic(self, path: Path, content: bytes) -> None:
         tmp = self.root / "tmp" / secrets.token_hex(8)
         tmp.write_bytes(content)
         os.replace(tmp, path)

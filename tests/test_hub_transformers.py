@@ -33,7 +33,8 @@ def test_model_push_to_hub_then_auto_class_pull(hub, tmp_path):
     model = hf_variants.BertForSequenceClassification(hf_variants.BertConfig(**TINY, num_labels=3))
     commit = model.push_to_hub("org/pushed-by-transformers")
     assert commit.oid == hub.store.resolve("models", "org/pushed-by-transformers", "main")
-    assert {"model.safetensors", "config.json", "README.md"} <= set(HfApi().list_repo_files("org/pushed-by-transformers"))
+    files = set(HfApi().list_repo_files("org/pushed-by-transformers"))
+    assert {"model.safetensors", "config.json", "README.md"} <= files
     pulled = AutoModelForSequenceClassification.from_pretrained("org/pushed-by-transformers", cache_dir=tmp_path / "c")
     assert type(pulled) is hf_variants.BertForSequenceClassification
     assert_same_model(model, pulled)

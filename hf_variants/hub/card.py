@@ -269,7 +269,8 @@ def _training_section(run, dataset, base_model, plot_filename) -> str:
         source = f" (source: {dataset.source})" if dataset.source else ""
         count = f", {dataset.num_train_examples:,} examples" if dataset.num_train_examples else ""
         config = f"/{dataset.config}" if dataset.config else ""
-        facts.append(f"- **Data:** {dataset.name} — `{dataset.id}{config}`, split `{dataset.train_split}`{count}{source}")
+        split = f"split `{dataset.train_split}`"
+        facts.append(f"- **Data:** {dataset.name} — `{dataset.id}{config}`, {split}{count}{source}")
     if run.global_step is not None:
         epochs = f" ({run.epochs:.2f} epochs)" if run.epochs is not None else ""
         facts.append(f"- **Optimizer steps:** {run.global_step:,}{epochs}")
