@@ -87,17 +87,25 @@ def ratio_summary(times: dict[str, list[float]], ours: str = "ours", theirs: str
 
 
 # ----------------------------------------------------------------------------- FLOPs
-def gemm_peak_gflops(sizes: tuple[int, ...] = (2048, 4096), repeats: int = 3) -> float:
-    """Best fp32 GFLOP/s of square torch.matmul over ``sizes`` (the machine's practical GEMM peak)."""
-    best = 0.0
-    for n in sizes:
-        a, b = torch.randn(n, n), torch.randn(n, n)
-        torch.matmul(a, b)
-        for _ in range(repeats):
-            start = time.perf_counter()
-            torch.matmul(a, b)
-            best = max(best, 2 * n**3 / (time.perf_counter() - start) / 1e9)
-    return best
+class GemmProbe:
+    """A pseudo-side for :func:`interleaved_times`: one large square fp32 torch.matmul per step.
+
+    Timed between the model steps it tracks the GEMM peak the machine offers at that moment, so
+    MFU per repetition is not skewed by load that changes during the run.
+    """
+
+    name = "gemm_peak"
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self.a, self.b = torch.randn(size, size), torch.randn(size, size)
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.size**3
+
+    def step(self, index: int) -> None:
+        torch.matmul(self.a, self.b)
 
 
 def count_flops(run: Callable[[], None]) -> int:

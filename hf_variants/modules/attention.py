@@ -161,6 +161,24 @@ class MultiHeadAttention(nn.Module):
         context = torch.matmul(F.dropout(probs, p=dropout, training=self.training), value)
         return context, probs
 
+    def _attend_bucketed(
+        self, hidden_states: torch.Tensor, unpadded: UnpaddedBatch, is_causal: bool, attn_implementation: str
+    ) -> torch.Tensor:
+        """Padding-free self-attention: (total_tokens, H) -> (total_tokens, H).
+
+        Each length bucket of the batch is re-padded only to its own longest row (see
+        padding.py), so padding costs no attention FLOPs beyond the bucket's spread of lengths;
+        rows of one length need no mask at all.
+        """
+        qkv = self.qkv(hidden_states)
+        contexts = []
+        for bucket, bucket_qkv in zip(unpadded.attention_buckets, unpadded.gather_buckets(qkv)):
+            query, key, value = (self._split_heads(x) for x in bucket_qkv.chunk(3, dim=-1))
+            bias = bucket.attention_bias(query.dtype)
+            context, _ = self.attend(query, key, value, bias, None, is_causal, attn_implementation, False)
+            contexts.append(context.transpose(1, 2).reshape(bucket.num_rows, bucket.length, self.inner_size))
+        return self.out(unpadded.scatter_buckets(contexts))
+
     def forward(
         self,
         hidden_states: torch.Tensor,
@@ -187,6 +205,10 @@ class MultiHeadAttention(nn.Module):
         """
         if attn_implementation not in ATTENTION_BACKENDS:
             raise ValueError(f"attn_implementation must be one of {ATTENTION_BACKENDS}, got {attn_implementation!r}")
+        if unpadded is not None and unpadded.total_tokens > 0 and not (
+            self.cross_attention or position_bias is not None or output_attentions
+        ):
+            return self._attend_bucketed(hidden_states, unpadded, is_causal, attn_implementation), None
         query, key, value = self.project(hidden_states, key_value_states, unpadded)
         context, probs = self.attend(
             query, key, value, attention_bias, position_bias, is_causal, attn_implementation, output_attentions

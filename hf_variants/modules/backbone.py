@@ -105,6 +105,7 @@ class EncoderBackbone:
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        padding_free: bool | None = None,
         **kwargs,
     ) -> BaseModelOutputWithPooling | tuple:
         """Encode a batch.
@@ -114,6 +115,7 @@ class EncoderBackbone:
             attention_mask: (B, T), 1 for real tokens, 0 for padding.
             token_type_ids: (B, T) segment ids.
             position_ids: (B, T) positions (default 0..T-1).
+            padding_free: override ``config.padding_free`` for this call (None: use the config).
         Returns:
             BaseModelOutputWithPooling: last_hidden_state (B, T, H), pooler_output (B, H) or None,
             hidden_states (layers+1 of (B, T, H)) and attentions (layers of (B, heads, T, T)) if asked.
@@ -138,7 +140,9 @@ class EncoderBackbone:
         dtype = self.embeddings.word_embeddings.weight.dtype
         attention_bias = make_attention_bias(attention_mask, dtype)
         unpadded = None
-        if getattr(self.config, "padding_free", False) and attention_bias is not None:
+        if padding_free is None:
+            padding_free = getattr(self.config, "padding_free", False)
+        if padding_free and attention_bias is not None:
             # Drop padding once; per-token ops then run on (total_tokens, H).
             unpadded = UnpaddedBatch.from_attention_mask(attention_mask)
             input_ids = unpadded.unpad(input_ids) if input_ids is not None else None

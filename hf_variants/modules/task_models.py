@@ -45,6 +45,9 @@ class EncoderTaskModel:
 
     backbone_class: type
     uses_pooler: bool = False
+    # False for heads whose output reads the hidden states at padding positions (QA's softmax over
+    # all T positions): the padding-free path leaves those at zero, so such heads run padded.
+    padding_free_safe: bool = True
 
     def _build_backbone(self, config) -> None:
         setattr(self, self.base_model_prefix, self.backbone_class(config, add_pooling_layer=self.uses_pooler))
@@ -66,6 +69,7 @@ class EncoderTaskModel:
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
             return_dict=True,
+            padding_free=None if self.padding_free_safe else False,
         )
 
     @staticmethod
@@ -199,7 +203,13 @@ class EncoderForTokenClassification(EncoderTaskModel):
 
 
 class EncoderForQuestionAnswering(EncoderTaskModel):
-    """Extractive QA: start/end logits per token; SQuAD 2.0 "no answer" points at position 0 ([CLS])."""
+    """Extractive QA: start/end logits per token; SQuAD 2.0 "no answer" points at position 0 ([CLS]).
+
+    As in transformers, the span softmax runs over all T positions, padding included, so this head
+    always runs the padded path (``padding_free_safe = False``): its loss equals transformers'.
+    """
+
+    padding_free_safe = False
 
     def __init__(self, config) -> None:
         super().__init__(config)
