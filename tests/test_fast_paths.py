@@ -256,3 +256,16 @@ def test_bucketed_causal_attention_equals_padded(attn: str) -> None:
     packed, _ = attention(unpadded.unpad(hidden), bias, is_causal=True, unpadded=unpadded, attn_implementation=attn)
     assert len(unpadded.attention_buckets) > 1
     assert_close(unpadded.pad(packed)[mask.bool()], expected[mask.bool()], "causal attention")
+
+
+@pytest.mark.parametrize("head", ["ForMaskedLM", "ForPreTraining", "ForTokenClassification"])
+def test_labels_on_padding_run_the_padded_path(head: str) -> None:
+    """Targets placed on padding positions read hidden states only the padded path computes: the
+    batch then runs padded and the loss still equals transformers'."""
+    theirs = getattr(transformers, f"Bert{head}")(tiny_config("sdpa")).eval()
+    ours = hf_variants.from_transformers(theirs).eval()
+    ours.config.padding_free = True
+    inputs, mask = make_inputs(head, torch.Generator().manual_seed(7))
+    num_classes = 3 if head == "ForTokenClassification" else VOCAB
+    inputs["labels"] = torch.where(mask.bool(), inputs["labels"], torch.arange(LENGTH) % num_classes)
+    assert_close(ours(**inputs).loss, theirs(**inputs).loss, "loss with targets on padding")

@@ -17,7 +17,7 @@ from .attention import make_attention_bias
 from .embeddings import TransformerEmbeddings
 from .encoder import LayerSpec, LayerStack
 from .heads import MaskedLMHead, Pooler
-from .padding import UnpaddedBatch
+from .padding import UnpaddedBatch, worth_unpadding
 
 
 class EncoderPreTrainedModel(RemoteCodeMixin, PreTrainedModel):
@@ -119,7 +119,8 @@ class EncoderBackbone:
         Returns:
             BaseModelOutputWithPooling: last_hidden_state (B, T, H), pooler_output (B, H) or None,
             hidden_states (layers+1 of (B, T, H)) and attentions (layers of (B, heads, T, T)) if asked.
-            On the padding-free path, outputs at padding positions are exactly zero.
+            On the padding-free path (taken when at least 5% of the batch is padding, see
+            padding.MIN_PADDING_FRACTION), outputs at padding positions are exactly zero.
         """
         output_attentions = bool(output_attentions if output_attentions is not None else self.config.output_attentions)
         output_hidden_states = bool(
@@ -142,7 +143,7 @@ class EncoderBackbone:
         unpadded = None
         if padding_free is None:
             padding_free = getattr(self.config, "padding_free", False)
-        if padding_free and attention_bias is not None:
+        if padding_free and attention_bias is not None and worth_unpadding(attention_mask):
             # Drop padding once; per-token ops then run on (total_tokens, H).
             unpadded = UnpaddedBatch.from_attention_mask(attention_mask)
             input_ids = unpadded.unpad(input_ids) if input_ids is not None else None

@@ -25,6 +25,7 @@ from transformers.modeling_outputs import (
 from torch import nn
 
 from .heads import (
+    IGNORE_INDEX,
     MaskedLMHead,
     PooledClassifier,
     check_class_labels,
@@ -57,9 +58,26 @@ class EncoderTaskModel:
         return getattr(self, self.base_model_prefix)
 
     def _encode(
-        self, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states
+        self,
+        input_ids,
+        attention_mask,
+        token_type_ids,
+        position_ids,
+        inputs_embeds,
+        output_attentions,
+        output_hidden_states,
+        token_labels: torch.Tensor | None = None,
     ):
-        """Run the backbone (arguments in the order of every task forward); returns BaseModelOutputWithPooling."""
+        """Run the backbone (arguments in the order of every task forward); returns BaseModelOutputWithPooling.
+
+        ``token_labels`` (B, T): per-token targets of the head. Targets at padding positions are
+        read from the hidden states there, which only the padded path computes, so such a batch
+        runs padded (collators put -100 on padding, so this is the rare case).
+        """
+        padding_free = None if self.padding_free_safe else False
+        if token_labels is not None and attention_mask is not None and token_labels.shape == attention_mask.shape:
+            if bool(((token_labels != IGNORE_INDEX) & (attention_mask == 0)).any()):
+                padding_free = False
         return self.backbone(
             input_ids=input_ids,
             attention_mask=attention_mask,
@@ -69,7 +87,7 @@ class EncoderTaskModel:
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
             return_dict=True,
-            padding_free=None if self.padding_free_safe else False,
+            padding_free=padding_free,
         )
 
     @staticmethod
@@ -119,7 +137,8 @@ class EncoderForMaskedLM(EncoderTaskModel):
     ) -> MaskedLMOutput | tuple:
         """labels: (B, T) target ids, -100 where nothing is predicted. Logits (B, T, V)."""
         out = self._encode(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
+            token_labels=labels,
         )
         sparse = bool(getattr(self.config, "sparse_prediction", False))
         loss, logits = masked_lm_loss(self.mlm_head, out.last_hidden_state, labels, self.config.vocab_size, sparse)
@@ -192,7 +211,8 @@ class EncoderForTokenClassification(EncoderTaskModel):
     ) -> TokenClassifierOutput | tuple:
         """labels: (B, T) class ids, -100 on ignored tokens. Logits (B, T, num_labels)."""
         out = self._encode(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
+            token_labels=labels,
         )
         logits = self.classifier(self.dropout(out.last_hidden_state))
         loss = token_classification_loss(logits, labels) if labels is not None else None

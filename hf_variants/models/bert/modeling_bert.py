@@ -84,7 +84,8 @@ class BertForPreTraining(EncoderForMaskedLM, BertPreTrainedModel):
     ) -> BertForPreTrainingOutput | tuple:
         """labels: (B, T) MLM targets (-100 elsewhere); next_sentence_label: (B,) 0 = next, 1 = random."""
         out = self._encode(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
+            token_labels=labels,
         )
         sparse = bool(self.config.sparse_prediction)
         mlm_loss, prediction_logits = masked_lm_loss(self.mlm_head, out.last_hidden_state, labels, self.config.vocab_size, sparse)
