@@ -8,6 +8,7 @@ rt-polarity movie-review sentences tokenised with the real bert-base-uncased Wor
     python benchmarks/bench_bert.py --quick    # the mini scenarios + a small MFU run (< 3 min)
     python benchmarks/bench_bert.py --scenarios finetune-mini-dynamic,infer-mini-dynamic
     python benchmarks/bench_bert.py --write benchmarks/RESULTS.md
+    python benchmarks/bench_bert.py --profile mfu   # torch.profiler op tables, both sides
 
 Method
 - Throughput: one fresh process per scenario holds both models. After warm-up, each repetition
@@ -139,6 +140,18 @@ def run_worker(kind: str, scenario: Scenario, reps: int, side_name: str | None) 
             # MFU per repetition against the peak measured in the same repetition.
             result[f"{name}_mfu"] = statistics.median(a / p for a, p in zip(achieved, peaks))
         return result
+    if kind == "profile":
+        from torch.profiler import profile
+
+        sides, _ = build_sides(scenario, ("transformers", "ours"))
+        tables = {}
+        for side in sides:
+            side.step(0)
+            with profile() as prof:
+                for index in range(1, scenario.steps + 1):
+                    side.step(index)
+            tables[side.name] = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15)
+        return {"tables": tables}
     raise ValueError(f"unknown worker kind {kind!r}")
 
 
@@ -169,6 +182,7 @@ def run_all(names: list[str], reps: int, threads: int, quick: bool, with_memory:
             row["memory"] = {side: spawn("memory", scenario, reps, threads, side) for side in ("transformers", "ours")}
         row["seconds"] = time.perf_counter() - started
         print(format_row(row), flush=True)
+        print(f"  ({name}: {row['seconds']:.0f} s)", file=sys.stderr, flush=True)
         rows.append(row)
     mfu_scenario = MFU_QUICK_SCENARIO if quick else MFU_SCENARIO
     mfu = spawn("mfu", mfu_scenario, 3, threads)
@@ -181,8 +195,10 @@ def format_row(row: dict) -> str:
     t, s = row["throughput"], row["scenario"]
     memory = ""
     if "memory" in row:
-        ours, theirs = row["memory"]["ours"]["peak_mib"], row["memory"]["transformers"]["peak_mib"]
-        memory = f" {ours} | {theirs} | {ours / theirs:.2f} |"
+        ours, theirs = row["memory"]["ours"], row["memory"]["transformers"]
+        ours_step, theirs_step = ours["peak_mib"] - ours["base_mib"], theirs["peak_mib"] - theirs["base_mib"]
+        memory = (f" {ours['peak_mib']} (+{ours_step}) | {theirs['peak_mib']} (+{theirs_step}) | "
+                  f"{ours['peak_mib'] / theirs['peak_mib']:.2f} ({ours_step / max(theirs_step, 1):.2f}) |")
     else:
         memory = " - | - | - |"
     return (f"| {row['name']} | {s.description}, B={s.batch_size} | {t['ratio_median']:.2f}× "
@@ -191,7 +207,8 @@ def format_row(row: dict) -> str:
 
 TABLE_HEADER = (
     "| scenario | what | speed ours/transformers, median (min–max) | ms/step ours | ms/step transformers "
-    "| peak RSS ours (MiB) | peak RSS transformers (MiB) | memory ours/transformers | load avg before |\n"
+    "| peak RSS ours, MiB (+ above pre-step RSS) | peak RSS transformers, MiB (+ above pre-step) "
+    "| memory ours/transformers (of the + part) | load avg before |\n"
     "|---|---|---|---|---|---|---|---|---|"
 )
 
@@ -217,6 +234,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2, help="torch threads (the targets are for 2)")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocesses")
     parser.add_argument("--write", help="append the results (markdown) to this file")
+    parser.add_argument("--profile", metavar="SCENARIO", help="print torch.profiler tables (both sides) for one scenario (or 'mfu')")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--scenario-json", help=argparse.SUPPRESS)
     parser.add_argument("--side", help=argparse.SUPPRESS)
@@ -228,6 +246,13 @@ def main() -> None:
     if args.worker:
         scenario = Scenario(**json.loads(args.scenario_json))
         print(json.dumps(run_worker(args.worker, scenario, args.reps, args.side)))
+        return
+
+    if args.profile:
+        scenario = MFU_SCENARIO if args.profile == "mfu" else SCENARIOS[args.profile]
+        tables = spawn("profile", scenario, 1, args.threads)["tables"]
+        for name, table in tables.items():
+            print(f"\n{name}: {scenario.description}, B={scenario.batch_size}, {scenario.steps} steps, {args.threads} threads\n{table}")
         return
 
     names = args.scenarios.split(",") if args.scenarios else [n for n, s in SCENARIOS.items() if s.in_quick or not args.quick]
@@ -247,8 +272,8 @@ def main() -> None:
     print(footer)
     if args.write:
         text = "\n".join([f"\n### Run {header}\n", TABLE_HEADER, *map(format_row, rows), "", format_mfu(mfu), "", footer, ""])
-        if rows and "collator" in rows[0]["throughput"]:
-            text += f"\nMLM collator: {rows[0]['throughput']['collator']}\n"
+        collators = {row["throughput"]["collator"] for row in rows if "collator" in row["throughput"]}
+        text += "".join(f"\nMLM collator: {collator}\n" for collator in sorted(collators))
         with open(args.write, "a") as out:
             out.write(text)
 
