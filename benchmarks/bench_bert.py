@@ -54,17 +54,17 @@ class Scenario:
 
 
 SCENARIOS = {
-    "mlm-mini": Scenario("MLM pretraining step, bert-mini, sentences, dynamic padding", "mlm", "mini", True, "dynamic", 32, 4, True),
-    "mlm-mini-full": Scenario("MLM pretraining step, bert-mini, full 128-token rows", "mlm", "mini", True, "full", 16, 3),
-    "mlm-base": Scenario("MLM pretraining step, bert-base, sentences, dynamic padding", "mlm", "base", True, "dynamic", 8, 2),
-    "finetune-mini-dynamic": Scenario("fine-tuning step (seq. cls.), bert-mini, dynamic padding", "cls", "mini", True, "dynamic", 32, 4, True),
-    "finetune-mini-pad128": Scenario("fine-tuning step (seq. cls.), bert-mini, padded to 128", "cls", "mini", True, "max_length", 32, 3, True),
-    "finetune-base-dynamic": Scenario("fine-tuning step (seq. cls.), bert-base, dynamic padding", "cls", "base", True, "dynamic", 8, 2),
+    "mlm-mini": Scenario("MLM pretraining step, bert-mini, sentences, dynamic padding", "mlm", "mini", True, "dynamic", 32, 3, True),
+    "mlm-mini-full": Scenario("MLM pretraining step, bert-mini, full 128-token rows", "mlm", "mini", True, "full", 16, 2),
+    "mlm-base": Scenario("MLM pretraining step, bert-base, sentences, dynamic padding", "mlm", "base", True, "dynamic", 8, 1),
+    "finetune-mini-dynamic": Scenario("fine-tuning step (seq. cls.), bert-mini, dynamic padding", "cls", "mini", True, "dynamic", 32, 3, True),
+    "finetune-mini-pad128": Scenario("fine-tuning step (seq. cls.), bert-mini, padded to 128", "cls", "mini", True, "max_length", 32, 2),
+    "finetune-base-dynamic": Scenario("fine-tuning step (seq. cls.), bert-base, dynamic padding", "cls", "base", True, "dynamic", 8, 1),
     "infer-mini-dynamic": Scenario("inference (seq. cls.), bert-mini, dynamic padding", "cls", "mini", False, "dynamic", 64, 4, True),
-    "infer-mini-pad128": Scenario("inference (seq. cls.), bert-mini, padded to 128", "cls", "mini", False, "max_length", 64, 3, True),
-    "infer-base-dynamic": Scenario("inference (seq. cls.), bert-base, dynamic padding", "cls", "base", False, "dynamic", 32, 2),
-    "full-finetune-mini": Scenario("full-length fine-tuning step, bert-mini, 128 tokens, no padding", "cls", "mini", True, "full", 16, 3, True),
-    "full-infer-base": Scenario("full-length inference, bert-base, 128 tokens, no padding", "cls", "base", False, "full", 8, 2),
+    "infer-mini-pad128": Scenario("inference (seq. cls.), bert-mini, padded to 128", "cls", "mini", False, "max_length", 64, 3),
+    "infer-base-dynamic": Scenario("inference (seq. cls.), bert-base, dynamic padding", "cls", "base", False, "dynamic", 32, 1),
+    "full-finetune-mini": Scenario("full-length fine-tuning step, bert-mini, 128 tokens, no padding", "cls", "mini", True, "full", 16, 2, True),
+    "full-infer-base": Scenario("full-length inference, bert-base, 128 tokens, no padding", "cls", "base", False, "full", 8, 1),
 }
 MFU_SCENARIO = Scenario("MFU: bert-base MLM pretraining step, full 128-token rows", "mlm", "base", True, "full", 8, 1)
 MFU_QUICK_SCENARIO = Scenario("MFU: bert-base MLM pretraining step, full 128-token rows", "mlm", "base", True, "full", 4, 1)
@@ -230,7 +230,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="mini scenarios only, fewer repetitions (< 3 min)")
     parser.add_argument("--scenarios", help=f"comma-separated subset of: {', '.join(SCENARIOS)}")
-    parser.add_argument("--reps", type=int, default=None, help="timed repetitions per scenario (default 7, quick 5)")
+    parser.add_argument("--reps", type=int, default=None, help="timed repetitions per scenario (default 5)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (the targets are for 2)")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocesses")
     parser.add_argument("--write", help="append the results (markdown) to this file")
@@ -259,7 +259,7 @@ def main() -> None:
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
         raise SystemExit(f"unknown scenarios {unknown}; choose from {', '.join(SCENARIOS)}")
-    reps = args.reps or (5 if args.quick else 7)
+    reps = args.reps or 5
     command = " ".join(["python", "benchmarks/bench_bert.py", *sys.argv[1:]])
     header = (f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; `{command}`; torch {torch.__version__}, "
               f"{args.threads} threads, {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
