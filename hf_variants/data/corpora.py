@@ -83,18 +83,21 @@ def _lines_to_paragraphs(lines: list[str]) -> list[str]:
 
 def _austen_chapters(book: str, lines: list[str]) -> list[Document]:
     """Split a novel into documents at its chapter headings; a volume heading joins the chapter
-    that follows it; the title page before the first chapter is a document of its own."""
+    that follows it (and names it: Emma restarts its chapter numbers in each volume); the title
+    page before the first chapter is a document of its own."""
     documents: list[Document] = []
     title, paragraphs = f"{book}: front matter", []
     pending_volume: list[str] = []
+    volume = ""
     for paragraph in _lines_to_paragraphs(lines):
         if _VOLUME_HEADING.match(paragraph):
             pending_volume.append(paragraph)
+            volume = f"{paragraph}, "
             continue
         if _CHAPTER_HEADING.match(paragraph):
             if paragraphs:
                 documents.append(Document(title, tuple(paragraphs)))
-            title, paragraphs = f"{book}: {paragraph}", []
+            title, paragraphs = f"{book}: {volume}{paragraph}", []
         paragraphs.extend(pending_volume)
         pending_volume = []
         paragraphs.append(paragraph)
@@ -178,8 +181,9 @@ def corpus_text_file(name: str) -> Path:
     """
     documents = corpus_documents(name)
     path = cache_dir() / "corpora" / f"{name}.txt"
-    if not path.exists():
-        text = "\n\n".join("\n".join(document.paragraphs) for document in documents) + "\n"
+    text = "\n\n".join("\n".join(document.paragraphs) for document in documents) + "\n"
+    # Rewritten only when missing or stale (a file from an older version of the loader).
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
         atomic_write_text(path, text)
         logger.info("wrote %s corpus text to %s", name, path)
     return path

@@ -29,6 +29,12 @@ _HONORIFICS = frozenset(
     "mr mr. mrs mrs. miss ms ms. lady sir lord colonel col. captain capt. dr dr. doctor general gen. "
     "admiral king queen prince princess president governor senator".split()
 )
+# Capitalised mid-sentence after an opening quote, yet not names: never a single-word answer.
+_FUNCTION_WORDS = frozenset(
+    "a an the he she it they we you i his her its their our your my me him them us this that these those "
+    "there here what who whom which when where why how but and or nor so yet if oh yes no well sir madam "
+    "dear mr mrs miss".split()
+)
 _CONNECTORS = frozenset(["of", "de", "la", "le", "von", "van", "der", "du", "and"])
 _WORD = re.compile(r"\S+")
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
@@ -57,8 +63,16 @@ def _answer_candidates(sentence: str) -> list[_Span]:
     """Blankable spans of a sentence: runs of capitalised words (not at the sentence start,
     lowercase connectors like "of" allowed inside) and numbers (years become "what year").
     """
-    words = [_strip_edges(sentence, match.start(), match.end()) for match in _WORD.finditer(sentence)]
-    words = [(start, end) for start, end in words if end > start]
+    words: list[tuple[int, int]] = []
+    # A word with punctuation around it ("(Melanospermae),") closes a phrase: no run crosses it.
+    closes_phrase: list[bool] = []
+    for match in _WORD.finditer(sentence):
+        start, end = _strip_edges(sentence, match.start(), match.end())
+        if end > start:
+            words.append((start, end))
+            closes_phrase.append(end != match.end())
+            if start != match.start() and len(closes_phrase) > 1:
+                closes_phrase[-2] = True
     candidates: list[_Span] = []
     index = 1  # the first word is capitalised because it starts the sentence: skip it
     while index < len(words):
@@ -71,11 +85,16 @@ def _answer_candidates(sentence: str) -> list[_Span]:
             continue
         if token[:1].isupper() and token not in ("I", "O") and len(token) > 1:
             last = index
-            while last + 1 < len(words):
+            while last + 1 < len(words) and not closes_phrase[last]:
                 following = sentence[words[last + 1][0] : words[last + 1][1]]
                 if following[:1].isupper():
                     last += 1
-                elif following in _CONNECTORS and last + 2 < len(words) and sentence[words[last + 2][0]].isupper():
+                elif (
+                    following in _CONNECTORS
+                    and not closes_phrase[last + 1]
+                    and last + 2 < len(words)
+                    and sentence[words[last + 2][0]].isupper()
+                ):
                     last += 2
                 else:
                     break
@@ -85,7 +104,8 @@ def _answer_candidates(sentence: str) -> list[_Span]:
             if cut:
                 phrase_end = start + cut.start()
             wh_word = "who" if token.lower() in _HONORIFICS else "what"
-            candidates.append(_Span(start, phrase_end, wh_word))
+            if last > index or token.lower() not in _FUNCTION_WORDS:
+                candidates.append(_Span(start, phrase_end, wh_word))
             index = last + 1
             continue
         index += 1
