@@ -184,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
                 labels = support.encode_labels(dataset, label_column, label2id, split, hidden_label=hidden)
             if not split.startswith("test"):
                 dataset = dataset.add_column("labels", labels)
-        support.report_truncation(tokenizer, split, dataset[first], dataset[second] if second else None, max_length)
+        support.report_truncation(tokenizer, split, list(dataset[first]), list(dataset[second]) if second else None, max_length)
         with training_args.main_process_first(desc=f"tokenizing {split}"):
             features[split] = dataset.map(
                 tokenize, batched=True, remove_columns=[c for c in dataset.column_names if c != "labels"],

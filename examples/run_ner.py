@@ -129,14 +129,19 @@ def word_predictions(
 
 
 def word_level_scores(task_name: str, true_tags: list[list[str]], predicted_tags: list[list[str]], per_type: bool) -> dict:
+    """POS: token accuracy. NER/chunks: entity precision/recall/F1 (seqeval, IOB2) and token
+    accuracy, named as in transformers' run_ner; with ``per_type`` also ``<type>_<score>``."""
     if task_name == "pos":
         flat_true = [tag for sentence in true_tags for tag in sentence]
         flat_predicted = [tag for sentence in predicted_tags for tag in sentence]
         return {"accuracy": accuracy(flat_predicted, flat_true)}
     scores = seqeval_scores(true_tags, predicted_tags)
-    if not per_type:
-        scores = {key: value for key, value in scores.items() if not isinstance(value, dict)}
-    return scores
+    results = {name: scores[f"overall_{name}"] for name in ("precision", "recall", "f1", "accuracy")}
+    if per_type:
+        for entity_type, values in scores.items():
+            if isinstance(values, dict):
+                results.update({f"{entity_type}_{name}": value for name, value in values.items()})
+    return results
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
@@ -190,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
                 remove_columns=dataset.column_names, num_proc=data_args.preprocessing_num_workers,
                 load_from_cache_file=not data_args.overwrite_cache, desc=f"Tokenizing {name}",
             )
-        labelled_words[name] = mapped["labelled_words"]
+        labelled_words[name] = list(mapped["labelled_words"])
         features[name] = mapped.remove_columns("labelled_words")
         if name != "train":
             report_unlabelled_words(name, labelled_words[name], true_tags[name])

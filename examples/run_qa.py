@@ -64,16 +64,13 @@ class QaDataArguments(support.DataArguments):
     answer_column_name: str = field(default="answers", metadata={"help": "The answers column (SQuAD schema)."})
 
 
-def squad_references(examples: datasets.Dataset, columns: QaColumns) -> list[dict]:
-    return [{"id": row[columns.id], "answers": row[columns.answers]} for row in examples.select_columns([columns.id, columns.answers])]
-
-
-def score_predictions(predictions: QaPredictions, examples: datasets.Dataset, columns: QaColumns) -> dict:
-    """EM/F1 (and HasAns/NoAns for v2) of the answers, or {} when the examples have no answers."""
+def score_predictions(predictions: QaPredictions, examples: datasets.Dataset, columns: QaColumns, version_2: bool) -> dict:
+    """EM/F1 (v2: also HasAns/NoAns), or {} when the examples have no answers (a test set)."""
     if columns.answers not in examples.column_names:
         return {}
     formatted = [{"id": example_id, "prediction_text": text} for example_id, text in predictions.answers.items()]
-    return squad_scores(formatted, squad_references(examples, columns))
+    references = [{"id": row[columns.id], "answers": row[columns.answers]} for row in examples.select_columns([columns.id, columns.answers])]
+    return squad_scores(formatted, references, version_2_with_negative=version_2)
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
@@ -128,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         processing_class=tokenizer,
         data_collator=default_data_collator if data_args.pad_to_max_length else DataCollatorWithPadding(tokenizer),
         post_process=functools.partial(postprocess_qa_predictions, search=search, columns=columns),
-        score=functools.partial(score_predictions, columns=columns),
+        score=functools.partial(score_predictions, columns=columns, version_2=data_args.version_2_with_negative),
     )
     results: dict = {}
     if training_args.do_train:

@@ -69,8 +69,8 @@ def next_sentence_choices(pairs: datasets.DatasetDict, num_choices: int = 4, see
         consecutive = data.filter(lambda row: row["label"] == next_label)
         if len(consecutive) < num_choices:
             raise ValueError(f"split {split!r} has {len(consecutive)} consecutive pairs, fewer than {num_choices} choices")
-        contexts, followers = consecutive["sentence1"], consecutive["sentence2"]
-        rows = {"id": consecutive["id"], "sent1": contexts, "sent2": [""] * len(contexts), "label": []}
+        contexts, followers = list(consecutive["sentence1"]), list(consecutive["sentence2"])
+        rows = {"id": list(consecutive["id"]), "sent1": contexts, "sent2": [""] * len(contexts), "label": []}
         endings = [[] for _ in range(num_choices)]
         for index in range(len(contexts)):
             others = generator.choice(len(contexts) - 1, size=num_choices - 1, replace=False)
@@ -94,7 +94,7 @@ def ending_columns(dataset: datasets.Dataset) -> list[str]:
 
 
 def check_choice_labels(dataset: datasets.Dataset, column: str, num_choices: int, split: str) -> list[int]:
-    labels = dataset[column]
+    labels = list(dataset[column])
     bad = [row for row, label in enumerate(labels) if not isinstance(label, int) or not 0 <= label < num_choices]
     if bad:
         raise ValueError(

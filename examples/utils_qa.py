@@ -204,9 +204,9 @@ def postprocess_qa_predictions(
     if len(start_logits) != len(features):
         raise ValueError(f"{len(start_logits)} rows of logits for {len(features)} features")
     features_of_example = collections.defaultdict(list)
-    for index, example_id in enumerate(features["example_id"]):
+    for index, example_id in enumerate(list(features["example_id"])):
         features_of_example[example_id].append(index)
-    offsets_of_feature = features["offset_mapping"]
+    offsets_of_feature = list(features["offset_mapping"])
     result = QaPredictions({}, {}, {})
     for example in examples.select_columns([columns.id, columns.context]):
         example_id, context = example[columns.id], example[columns.context]

@@ -217,7 +217,7 @@ def label_names(dataset: datasets.Dataset, column: str) -> list[str]:
     feature = label_feature(dataset, column)
     if feature is not None:
         return list(feature.names)
-    values = dataset[column]
+    values = list(dataset[column])
     if values and isinstance(values[0], list):
         values = [value for row in values for value in row]
     return sorted({str(value) for value in values})
@@ -247,7 +247,7 @@ def encode_labels(
     test sets: -1) marks rows without a label; they pass through unchanged.
     """
     feature = label_feature(dataset, column)
-    values = dataset[column]
+    values = list(dataset[column])
     bad_rows: dict[int, Any] = {}
 
     def encode(value, row):
