@@ -33,7 +33,7 @@ from transformers import AutoConfig, AutoTokenizer, HfArgumentParser, PreTrained
 from transformers.trainer_utils import get_last_checkpoint
 
 from .configs import is_named_config, named_config_path
-from .conversion import from_transformers
+from .conversion import load_pretrained
 from .data import check_columns, load_named_dataset
 from .hub import DatasetInfo, write_model_card
 
@@ -171,8 +171,17 @@ def load_raw_datasets(data_args: DataArguments, model_args: ModelArguments) -> d
     if len(loaders) != 1:
         raise ValueError(f"all data files must be of one kind (csv or json), got {files}")
     loader = loaders.pop()
-    options = {"delimiter": "\t"} if all(Path(p).suffix == ".tsv" for p in files.values()) else {}
-    return datasets.load_dataset(loader, data_files=files, cache_dir=model_args.cache_dir, **options)
+    # One file at a time: loaded together, files whose columns differ fail inside ``datasets``
+    # with a schema-cast error instead of our column check naming the split.
+    return datasets.DatasetDict(
+        {
+            split: datasets.load_dataset(
+                loader, data_files={split: path}, split=split, cache_dir=model_args.cache_dir,
+                **({"delimiter": "\t"} if Path(path).suffix == ".tsv" else {}),
+            )
+            for split, path in files.items()
+        }
+    )
 
 
 def take_split(
@@ -327,15 +336,9 @@ def load_model(
         logger.info("Building %s from the named config %s with random weights", auto_class.__name__, name)
         model = auto_class.from_config(config)
     else:
-        model = auto_class.from_pretrained(
-            name, config=config, ignore_mismatched_sizes=model_args.ignore_mismatched_sizes, **hub_options
-        )
-    if not type(model).__module__.startswith("hf_variants."):
-        transformers_class = type(model).__name__
-        model = from_transformers(model)
-        logger.info(
-            "Converted the transformers %s checkpoint %s to hf_variants.%s", transformers_class, name, type(model).__name__
-        )
+        model = load_pretrained(name, auto_class, config=config, ignore_mismatched_sizes=model_args.ignore_mismatched_sizes, **hub_options)
+        if not config.model_type.startswith("hfv_"):
+            logger.info("Converted the transformers %r checkpoint %s to hf_variants.%s", config.model_type, name, type(model).__name__)
     check_model_fits(model, tokenizer, max_seq_length)
     return model
 
