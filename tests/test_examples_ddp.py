@@ -62,3 +62,20 @@ def test_two_process_training_and_evaluation_match_a_single_process(tmp_path):
     assert single["eval_f1"] == ddp["eval_f1"]
     # Trainer averages per-batch mean losses, so the padded last batch moves the loss slightly.
     assert single["eval_loss"] == pytest.approx(ddp["eval_loss"], rel=1e-2)
+
+
+@pytest.mark.parametrize(
+    ("name", "distributed_type", "processes"),
+    [("single_cpu", "NO", 1), ("cpu_2proc", "MULTI_GPU", 2), ("multi_gpu_ddp", "MULTI_GPU", 2), ("fsdp", "FSDP", 2)],
+)
+def test_accelerate_configs_load(name, distributed_type, processes):
+    from accelerate.commands.config.config_args import load_config_from_file
+
+    config = load_config_from_file(str(EXAMPLES_DIR / "accelerate" / f"{name}.yaml"))
+    assert config.distributed_type == distributed_type
+    assert config.num_processes == processes
+    if name == "fsdp":
+        assert config.fsdp_config["fsdp_transformer_layer_cls_to_wrap"] == "TransformerLayer"
+        from hf_variants.modules.encoder import TransformerLayer  # the class FSDP wraps must exist
+
+        assert TransformerLayer.__name__ == "TransformerLayer"
