@@ -32,7 +32,6 @@ from transformers import (  # noqa: E402
     EvalPrediction,
     Trainer,
     default_data_collator,
-    set_seed,
 )
 
 from hf_variants import examples_support as support  # noqa: E402
@@ -132,26 +131,16 @@ def evaluation_splits(task_name: str | None, prefix: str) -> list[tuple[str, str
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
-    model_args, data_args, training_args = support.parse_arguments(GlueDataArguments, argv)
-    support.setup_logging(training_args)
-    set_seed(training_args.seed)
-    if not (training_args.do_train or training_args.do_eval or training_args.do_predict):
-        raise ValueError("nothing to do: pass --do_train, --do_eval and/or --do_predict")
+    model_args, data_args, training_args = support.start(GlueDataArguments, argv)
 
     raw = support.load_raw_datasets(data_args, model_args)
     label_column = data_args.label_column_name
-    splits: dict[str, tuple[datasets.Dataset, str]] = {}  # name -> (data, metric suffix)
-    if training_args.do_train:
-        splits["train"] = (support.take_split(raw, "train", "--do_train", data_args.max_train_samples), "")
-    if training_args.do_eval:
-        for split, suffix in evaluation_splits(data_args.task_name, "validation"):
-            splits[split] = (support.take_split(raw, split, "--do_eval", data_args.max_eval_samples), suffix)
-    if training_args.do_predict:
-        for split, suffix in evaluation_splits(data_args.task_name, "test"):
-            splits[split] = (support.take_split(raw, split, "--do_predict", data_args.max_predict_samples), suffix)
-    reference = splits["train"][0] if "train" in splits else next(iter(splits.values()))[0]
+    validation_splits = dict(evaluation_splits(data_args.task_name, "validation"))  # split -> metric suffix
+    test_splits = dict(evaluation_splits(data_args.task_name, "test"))
+    splits = support.select_splits(raw, data_args, training_args, validation_splits, test_splits)
+    reference = splits.get("train") or next(iter(splits.values()))
     first, second = text_columns(data_args, reference)
-    for split, (dataset, _) in splits.items():
+    for split, dataset in splits.items():
         needs_label = not split.startswith("test")
         support.require_columns(dataset, [first, second, label_column if needs_label else None], f"{split} sequence classification")
     if label_column not in reference.column_names:
@@ -175,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         return tokenizer(*texts, padding=padding, max_length=max_length, truncation=True)
 
     features: dict[str, datasets.Dataset] = {}
-    for split, (dataset, _) in splits.items():
+    for split, dataset in splits.items():
         if label_column in dataset.column_names:
             if is_regression:
                 labels = [float(value) for value in dataset[label_column]]
@@ -193,36 +182,24 @@ def main(argv: Sequence[str] | None = None) -> dict:
             )
 
     collator = default_data_collator if data_args.pad_to_max_length else DataCollatorWithPadding(tokenizer)
-    trainer = Trainer(
-        model=model,
-        args=training_args,
-        train_dataset=features.get("train"),
-        eval_dataset=features.get("validation") or features.get("validation_matched"),
-        processing_class=tokenizer,
-        data_collator=collator,
-        compute_metrics=metric_function(data_args.task_name, is_regression, model.config.num_labels),
+    trainer = support.build_trainer(
+        model, training_args, features, tokenizer, collator,
+        metric_function(data_args.task_name, is_regression, model.config.num_labels), eval_split=next(iter(validation_splits)),
     )
 
     results: dict = {}
     if training_args.do_train:
-        results.update(support.train_and_save(trainer, splits["train"][0], data_args, training_args))
-    eval_metrics: dict = {}
-    for split, (dataset, suffix) in splits.items():
-        if not split.startswith("validation"):
-            continue
-        metrics = trainer.evaluate(eval_dataset=features[split])
-        eval_metrics.update({f"{key}{suffix}": value for key, value in metrics.items()})
-    if eval_metrics:
-        first_eval = next(split for split in splits if split.startswith("validation"))
-        results.update(support.save_eval_metrics(trainer, eval_metrics, len(splits[first_eval][0])))
-    for split, (dataset, suffix) in splits.items():
-        if split.startswith("test"):
+        results.update(support.train_and_save(trainer, splits["train"], data_args, training_args))
+    if training_args.do_eval:
+        eval_metrics: dict = {}
+        for split, suffix in validation_splits.items():
+            metrics = trainer.evaluate(eval_dataset=features[split])
+            eval_metrics.update({f"{key}{suffix}": value for key, value in metrics.items()})
+        results.update(support.save_eval_metrics(trainer, eval_metrics, len(splits[next(iter(validation_splits))])))
+    if training_args.do_predict:
+        for split in test_splits:
             write_test_predictions(trainer, features[split], split, data_args.task_name, is_regression)
-
-    if training_args.do_train:
-        support.write_card(trainer, model_args, data_args, "text-classification", results)
-        support.push_if_asked(trainer)
-    return results
+    return support.finish(trainer, model_args, data_args, "text-classification", results)
 
 
 def write_test_predictions(trainer: Trainer, features: datasets.Dataset, split: str, task_name: str | None, is_regression: bool) -> None:

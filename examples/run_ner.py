@@ -31,8 +31,6 @@ from transformers import (  # noqa: E402
     AutoModelForTokenClassification,
     DataCollatorForTokenClassification,
     EvalPrediction,
-    Trainer,
-    set_seed,
 )
 
 from hf_variants import examples_support as support  # noqa: E402
@@ -145,18 +143,10 @@ def word_level_scores(task_name: str, true_tags: list[list[str]], predicted_tags
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
-    model_args, data_args, training_args = support.parse_arguments(NerDataArguments, argv)
-    support.setup_logging(training_args)
-    set_seed(training_args.seed)
-    if not (training_args.do_train or training_args.do_eval or training_args.do_predict):
-        raise ValueError("nothing to do: pass --do_train, --do_eval and/or --do_predict")
+    model_args, data_args, training_args = support.start(NerDataArguments, argv)
 
     raw = support.load_raw_datasets(data_args, model_args)
-    wanted = [("train", training_args.do_train, data_args.max_train_samples),
-              ("validation", training_args.do_eval, data_args.max_eval_samples),
-              ("test", training_args.do_predict, data_args.max_predict_samples)]  # fmt: skip
-    splits = {name: support.take_split(raw, name, f"--do_{'eval' if name == 'validation' else 'predict' if name == 'test' else name}", limit)
-              for name, asked, limit in wanted if asked}  # fmt: skip
+    splits = support.select_splits(raw, data_args, training_args)
     reference = splits.get("train") or next(iter(splits.values()))
     text_column = data_args.text_column_name or "tokens"
     label_column = data_args.label_column_name or f"{data_args.task_name}_tags"
@@ -214,30 +204,18 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
         return compute
 
-    trainer = Trainer(
-        model=model,
-        args=training_args,
-        train_dataset=features.get("train"),
-        eval_dataset=features.get("validation"),
-        processing_class=tokenizer,
-        data_collator=DataCollatorForTokenClassification(tokenizer, pad_to_multiple_of=None),
-        compute_metrics=metrics_for("validation") if "validation" in splits else None,
+    trainer = support.build_trainer(
+        model, training_args, features, tokenizer, DataCollatorForTokenClassification(tokenizer),
+        metrics_for("validation") if "validation" in splits else None,
     )
-    results: dict = {}
-    if training_args.do_train:
-        results.update(support.train_and_save(trainer, splits["train"], data_args, training_args))
-    if training_args.do_eval:
-        results.update(support.save_eval_metrics(trainer, trainer.evaluate(), len(splits["validation"])))
+    results = support.train_and_evaluate(trainer, splits, data_args, training_args)
     if training_args.do_predict:
         trainer.compute_metrics = metrics_for("test")
         output = trainer.predict(features["test"], metric_key_prefix="predict")
         results.update(support.save_eval_metrics(trainer, output.metrics, len(splits["test"]), split="predict"))
         predicted = predicted_tags("test", output.predictions, output.label_ids)
         support.write_lines(trainer, "predictions.txt", [" ".join(tags) for tags in predicted])
-    if training_args.do_train:
-        support.write_card(trainer, model_args, data_args, "token-classification", results)
-        support.push_if_asked(trainer)
-    return results
+    return support.finish(trainer, model_args, data_args, "token-classification", results)
 
 
 def report_unlabelled_words(split: str, labelled_words: list[list[int]], true_tags: list[list[str]]) -> None:

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # utils_qa
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a source checkout
 
 import datasets  # noqa: E402
-from transformers import AutoModelForQuestionAnswering, DataCollatorWithPadding, default_data_collator, set_seed  # noqa: E402
+from transformers import AutoModelForQuestionAnswering, DataCollatorWithPadding, default_data_collator  # noqa: E402
 
 from hf_variants import examples_support as support  # noqa: E402
 from hf_variants.metrics import squad_scores  # noqa: E402
@@ -74,23 +74,12 @@ def score_predictions(predictions: QaPredictions, examples: datasets.Dataset, co
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
-    model_args, data_args, training_args = support.parse_arguments(QaDataArguments, argv)
-    support.setup_logging(training_args)
-    set_seed(training_args.seed)
-    if not (training_args.do_train or training_args.do_eval or training_args.do_predict):
-        raise ValueError("nothing to do: pass --do_train, --do_eval and/or --do_predict")
+    model_args, data_args, training_args = support.start(QaDataArguments, argv)
     columns = QaColumns(data_args.question_column_name, data_args.context_column_name, data_args.answer_column_name)
 
     raw = support.load_raw_datasets(data_args, model_args)
-    examples: dict[str, datasets.Dataset] = {}
-    for split, asked, limit, flag in (
-        ("train", training_args.do_train, data_args.max_train_samples, "--do_train"),
-        ("validation", training_args.do_eval, data_args.max_eval_samples, "--do_eval"),
-        ("test", training_args.do_predict, data_args.max_predict_samples, "--do_predict"),
-    ):
-        if not asked:
-            continue
-        examples[split] = support.take_split(raw, split, flag, limit)
+    examples = support.select_splits(raw, data_args, training_args)
+    for split in examples:
         needs_answers = split != "test" or columns.answers in examples[split].column_names
         support.require_columns(
             examples[split], [columns.id, columns.question, columns.context, columns.answers if needs_answers else None],
@@ -116,31 +105,21 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     search = SpanSearch(data_args.n_best_size, data_args.max_answer_length, data_args.version_2_with_negative,
                         data_args.null_score_diff_threshold)
-    trainer = QuestionAnsweringTrainer(
-        model=model,
-        args=training_args,
-        train_dataset=features.get("train"),
-        eval_dataset=features.get("validation"),
+    collator = default_data_collator if data_args.pad_to_max_length else DataCollatorWithPadding(tokenizer)
+    trainer = support.build_trainer(
+        model, training_args, features, tokenizer, collator, trainer_class=QuestionAnsweringTrainer,
         eval_examples=examples.get("validation"),
-        processing_class=tokenizer,
-        data_collator=default_data_collator if data_args.pad_to_max_length else DataCollatorWithPadding(tokenizer),
         post_process=functools.partial(postprocess_qa_predictions, search=search, columns=columns),
         score=functools.partial(score_predictions, columns=columns, version_2=data_args.version_2_with_negative),
     )
-    results: dict = {}
-    if training_args.do_train:
-        results.update(support.train_and_save(trainer, examples["train"], data_args, training_args))
+    results = support.train_and_evaluate(trainer, examples, data_args, training_args)
     if training_args.do_eval:
-        results.update(support.save_eval_metrics(trainer, trainer.evaluate(), len(examples["validation"])))
         save_predictions(trainer, trainer.last_predictions, "")
     if training_args.do_predict:
         predictions, metrics = trainer.predict_answers(features["test"], examples["test"])
         results.update(support.save_eval_metrics(trainer, metrics, len(examples["test"]), split="predict"))
         save_predictions(trainer, predictions, "predict_")
-    if training_args.do_train:
-        support.write_card(trainer, model_args, data_args, "question-answering", results)
-        support.push_if_asked(trainer)
-    return results
+    return support.finish(trainer, model_args, data_args, "question-answering", results)
 
 
 def save_predictions(trainer: QuestionAnsweringTrainer, predictions: QaPredictions, prefix: str) -> None:

@@ -31,9 +31,7 @@ from transformers import (  # noqa: E402
     AutoModelForMultipleChoice,
     DataCollatorForMultipleChoice,
     EvalPrediction,
-    Trainer,
     default_data_collator,
-    set_seed,
 )
 
 from hf_variants import examples_support as support  # noqa: E402
@@ -105,20 +103,14 @@ def check_choice_labels(dataset: datasets.Dataset, column: str, num_choices: int
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
-    model_args, data_args, training_args = support.parse_arguments(SwagDataArguments, argv)
-    support.setup_logging(training_args)
-    set_seed(training_args.seed)
-    if not (training_args.do_train or training_args.do_eval):
-        raise ValueError("nothing to do: pass --do_train and/or --do_eval")
+    model_args, data_args, training_args = support.start(SwagDataArguments, argv)
+    if training_args.do_predict:
+        raise ValueError("run_swag has no --do_predict (SWAG's test labels are hidden): use --do_eval")
     if data_args.dataset_name == NEXT_SENTENCE_CHOICE:
         raw = next_sentence_choices(load_named_dataset("hf_variants/sentence_pairs"), seed=training_args.seed)
     else:
         raw = support.load_raw_datasets(data_args, model_args)
-    splits = {}
-    if training_args.do_train:
-        splits["train"] = support.take_split(raw, "train", "--do_train", data_args.max_train_samples)
-    if training_args.do_eval:
-        splits["validation"] = support.take_split(raw, "validation", "--do_eval", data_args.max_eval_samples)
+    splits = support.select_splits(raw, data_args, training_args)
     endings = ending_columns(next(iter(splits.values())))
     context, header, label_column = data_args.context_column_name, data_args.header_column_name, data_args.label_column_name
     for split, dataset in splits.items():
@@ -154,24 +146,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
     def compute_metrics(prediction: EvalPrediction) -> dict:
         return {"accuracy": accuracy(np.argmax(prediction.predictions, axis=-1), prediction.label_ids)}
 
-    trainer = Trainer(
-        model=model,
-        args=training_args,
-        train_dataset=features.get("train"),
-        eval_dataset=features.get("validation"),
-        processing_class=tokenizer,
-        data_collator=default_data_collator if data_args.pad_to_max_length else DataCollatorForMultipleChoice(tokenizer),
-        compute_metrics=compute_metrics,
-    )
-    results: dict = {}
-    if training_args.do_train:
-        results.update(support.train_and_save(trainer, splits["train"], data_args, training_args))
-    if training_args.do_eval:
-        results.update(support.save_eval_metrics(trainer, trainer.evaluate(), len(splits["validation"])))
-    if training_args.do_train:
-        support.write_card(trainer, model_args, data_args, "multiple-choice", results)
-        support.push_if_asked(trainer)
-    return results
+    collator = default_data_collator if data_args.pad_to_max_length else DataCollatorForMultipleChoice(tokenizer)
+    trainer = support.build_trainer(model, training_args, features, tokenizer, collator, compute_metrics)
+    results = support.train_and_evaluate(trainer, splits, data_args, training_args)
+    return support.finish(trainer, model_args, data_args, "multiple-choice", results)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from typing import Any
 import datasets
 import huggingface_hub
 import transformers
-from transformers import AutoConfig, AutoTokenizer, HfArgumentParser, PreTrainedModel, Trainer, TrainingArguments
+from transformers import AutoConfig, AutoTokenizer, HfArgumentParser, PreTrainedModel, Trainer, TrainingArguments, set_seed
 from transformers.trainer_utils import get_last_checkpoint
 
 from .configs import is_named_config, named_config_path
@@ -105,6 +105,16 @@ def parse_arguments(
     if len(argv) == 1 and argv[0].endswith(".json"):
         return parser.parse_json_file(json_file=os.path.abspath(argv[0]))
     return parser.parse_args_into_dataclasses(args=argv)
+
+
+def start(data_arguments_class: type, argv: Sequence[str] | None = None) -> tuple[ModelArguments, Any, TrainingArguments]:
+    """Parse the arguments, set up logging and the seed; error out when no --do_* is given."""
+    model_args, data_args, training_args = parse_arguments(data_arguments_class, argv)
+    setup_logging(training_args)
+    set_seed(training_args.seed)
+    if not (training_args.do_train or training_args.do_eval or training_args.do_predict):
+        raise ValueError("nothing to do: pass --do_train, --do_eval and/or --do_predict")
+    return model_args, data_args, training_args
 
 
 def setup_logging(training_args: TrainingArguments) -> None:
@@ -198,6 +208,21 @@ def take_split(
             raise ValueError(f"max samples for {purpose} must be positive, got {max_samples}")
         dataset = dataset.select(range(min(max_samples, len(dataset))))
     return dataset
+
+
+def select_splits(
+    raw: datasets.DatasetDict,
+    data_args: DataArguments,
+    training_args: TrainingArguments,
+    validation: Sequence[str] = ("validation",),
+    test: Sequence[str] = ("test",),
+) -> dict[str, datasets.Dataset]:
+    """The splits the --do_* flags ask for, checked and cut by --max_*_samples (GLUE's MNLI passes
+    its matched/mismatched split names)."""
+    wanted = [("train", training_args.do_train, "--do_train", data_args.max_train_samples)]
+    wanted += [(name, training_args.do_eval, "--do_eval", data_args.max_eval_samples) for name in validation]
+    wanted += [(name, training_args.do_predict, "--do_predict", data_args.max_predict_samples) for name in test]
+    return {name: take_split(raw, name, flag, limit) for name, asked, flag, limit in wanted if asked}
 
 
 def require_columns(dataset: datasets.Dataset, columns: Iterable[str | None], purpose: str) -> None:
@@ -377,6 +402,24 @@ def report_truncation(tokenizer, split: str, first: list[str], second: list[str]
 # ------------------------------------------------------------------------------- run outputs
 
 
+def build_trainer(
+    model: PreTrainedModel,
+    training_args: TrainingArguments,
+    features: dict[str, datasets.Dataset],
+    tokenizer,
+    data_collator,
+    compute_metrics=None,
+    eval_split: str = "validation",
+    trainer_class: type = Trainer,
+    **extra,
+) -> Trainer:
+    """A Trainer over the tokenised ``features["train"]`` and ``features[eval_split]`` (either may be absent)."""
+    return trainer_class(
+        model=model, args=training_args, train_dataset=features.get("train"), eval_dataset=features.get(eval_split),
+        processing_class=tokenizer, data_collator=data_collator, compute_metrics=compute_metrics, **extra,
+    )
+
+
 def train_and_save(
     trainer: Trainer, train_dataset: datasets.Dataset, data_args: DataArguments, training_args: TrainingArguments
 ) -> dict:
@@ -401,6 +444,18 @@ def save_eval_metrics(trainer: Trainer, metrics: dict, num_examples: int, split:
     trainer.log_metrics(split, metrics)
     trainer.save_metrics(split, metrics)
     return metrics
+
+
+def train_and_evaluate(
+    trainer: Trainer, splits: dict[str, datasets.Dataset], data_args: DataArguments, training_args: TrainingArguments
+) -> dict:
+    """--do_train then --do_eval on the trainer's eval set; returns the metrics written to all_results.json."""
+    results: dict = {}
+    if training_args.do_train:
+        results.update(train_and_save(trainer, splits["train"], data_args, training_args))
+    if training_args.do_eval:
+        results.update(save_eval_metrics(trainer, trainer.evaluate(), len(splits["validation"])))
+    return results
 
 
 def write_lines(trainer: Trainer, filename: str, lines: Iterable[str]) -> Path | None:
@@ -455,6 +510,14 @@ def write_card(trainer: Trainer, model_args: ModelArguments, data_args: DataArgu
         trainer.args.output_dir, trainer_state=trainer.state, eval_results=eval_results or None,
         training_args=trainer.args, dataset=dataset, objective=task, task=task, base_model=base_model,
     )
+
+
+def finish(trainer: Trainer, model_args: ModelArguments, data_args: DataArguments, task: str, results: dict) -> dict:
+    """After training: the model card with the results, then the upload when --push_to_hub."""
+    if trainer.args.do_train:
+        write_card(trainer, model_args, data_args, task, results)
+        push_if_asked(trainer)
+    return results
 
 
 def push_if_asked(trainer: Trainer) -> None:
