@@ -38,8 +38,12 @@ def test_classification_metrics_match_sklearn(num_labels):
         predictions = np.where(generator.random(size) < 0.6, references, generator.integers(0, num_labels, size))
         if trial % 10 == 0:
             predictions = np.full(size, trial % num_labels)
-        assert accuracy(predictions, references) == pytest.approx(sklearn.metrics.accuracy_score(references, predictions))
-        assert matthews_corrcoef(predictions, references) == pytest.approx(sklearn.metrics.matthews_corrcoef(references, predictions), abs=1e-12)
+        assert accuracy(predictions, references) == pytest.approx(
+            sklearn.metrics.accuracy_score(references, predictions)
+        )
+        assert matthews_corrcoef(predictions, references) == pytest.approx(
+            sklearn.metrics.matthews_corrcoef(references, predictions), abs=1e-12
+        )
         expected_macro = sklearn.metrics.f1_score(references, predictions, average="macro", zero_division=0)
         assert f1(predictions, references, average="macro") == pytest.approx(expected_macro)
         if num_labels == 2:
@@ -74,7 +78,9 @@ def test_pearson_and_spearman_match_scipy_with_ties():
         assert scores["pearson"] == pytest.approx(scipy.stats.pearsonr(predictions, references)[0], abs=1e-12)
         assert scores["spearmanr"] == pytest.approx(scipy.stats.spearmanr(predictions, references)[0], abs=1e-12)
     # Hand-computed: ranks of [1, 2, 2, 3] are [1, 2.5, 2.5, 4]; against [1, 2, 3, 4] rho = 0.9487
-    assert pearson_and_spearman([1, 2, 2, 3], [1, 2, 3, 4])["spearmanr"] == pytest.approx(0.9 / math.sqrt(0.9 * 1.0), abs=1e-4)
+    assert pearson_and_spearman([1, 2, 2, 3], [1, 2, 3, 4])["spearmanr"] == pytest.approx(
+        0.9 / math.sqrt(0.9 * 1.0), abs=1e-4
+    )
     assert math.isnan(pearson_and_spearman([1.0, 1.0, 1.0], [1.0, 2.0, 3.0])["pearson"])
 
 
@@ -107,8 +113,12 @@ def _assert_same_as_seqeval(true_tags, pred_tags, scheme: str, mode: str) -> Non
     keyword_arguments = {"mode": "strict", "scheme": _SEQEVAL_SCHEMES[scheme][0]} if mode == "strict" else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # seqeval warns on undefined (zero-division) scores
-        assert ours["overall_precision"] == pytest.approx(seqeval_metrics.precision_score(true_tags, pred_tags, **keyword_arguments))
-        assert ours["overall_recall"] == pytest.approx(seqeval_metrics.recall_score(true_tags, pred_tags, **keyword_arguments))
+        assert ours["overall_precision"] == pytest.approx(
+            seqeval_metrics.precision_score(true_tags, pred_tags, **keyword_arguments)
+        )
+        assert ours["overall_recall"] == pytest.approx(
+            seqeval_metrics.recall_score(true_tags, pred_tags, **keyword_arguments)
+        )
         assert ours["overall_f1"] == pytest.approx(seqeval_metrics.f1_score(true_tags, pred_tags, **keyword_arguments))
         assert ours["overall_accuracy"] == pytest.approx(seqeval_metrics.accuracy_score(true_tags, pred_tags))
         report = seqeval_metrics.classification_report(true_tags, pred_tags, output_dict=True, **keyword_arguments)
@@ -129,7 +139,10 @@ def test_seqeval_scores_match_seqeval_on_random_sequences(scheme, mode):
     for _ in range(150):
         lengths = [rng.randint(1, 9) for _ in range(rng.randint(1, 5))]
         true_tags = [_random_tags(rng, prefixes, length) for length in lengths]
-        pred_tags = [[t if rng.random() < 0.7 else p for t, p in zip(truth, _random_tags(rng, prefixes, len(truth)))] for truth in true_tags]
+        pred_tags = [
+            [t if rng.random() < 0.7 else p for t, p in zip(truth, _random_tags(rng, prefixes, len(truth)))]
+            for truth in true_tags
+        ]
         _assert_same_as_seqeval(true_tags, pred_tags, scheme, mode)
 
 
@@ -141,7 +154,7 @@ def test_seqeval_edge_cases():
         "IOB1 starts with I-": ([["I-PER", "I-PER", "B-PER", "O"]], [["I-PER", "I-PER", "I-PER", "O"]]),
         "type change inside": ([["B-PER", "I-LOC", "O"]], [["B-PER", "I-PER", "O"]]),
     }
-    for name, (true_tags, pred_tags) in cases.items():
+    for true_tags, pred_tags in cases.values():
         for scheme in ("IOB1", "IOB2"):
             for mode in ("default", "strict"):
                 _assert_same_as_seqeval(true_tags, pred_tags, scheme, mode)
@@ -186,7 +199,10 @@ def _prediction(question_id: str, text: str, no_answer_probability: float | None
 
 def test_squad_v1_hand_computed():
     # "the Eiffel Tower" normalises to "eiffel tower": exact match.
-    assert squad_scores([_prediction("q", "the Eiffel Tower")], [_reference("q", "Eiffel Tower")]) == {"exact_match": 100.0, "f1": 100.0}
+    assert squad_scores([_prediction("q", "the Eiffel Tower")], [_reference("q", "Eiffel Tower")]) == {
+        "exact_match": 100.0,
+        "f1": 100.0,
+    }
     # prediction tokens {eiffel, tower, in, paris} vs gold {eiffel, tower}: P = 2/4, R = 1, F1 = 2/3.
     partial = squad_scores([_prediction("q", "Eiffel Tower in Paris")], [_reference("q", "Eiffel Tower")])
     assert partial["exact_match"] == 0.0 and partial["f1"] == pytest.approx(200 / 3)
@@ -214,7 +230,12 @@ def test_squad_v2_hand_computed_with_thresholds():
     ]
     scores = squad_scores(predictions, references, version_2_with_negative=True)
     assert scores["exact"] == 50.0 and scores["f1"] == 50.0 and scores["total"] == 4
-    assert (scores["HasAns_exact"], scores["HasAns_total"], scores["NoAns_exact"], scores["NoAns_total"]) == (50.0, 2, 50.0, 2)
+    assert (scores["HasAns_exact"], scores["HasAns_total"], scores["NoAns_exact"], scores["NoAns_total"]) == (
+        50.0,
+        2,
+        50.0,
+        2,
+    )
     # Best threshold: start with all 2 no-answer questions right; in order of probability:
     # q2 (0.1) +0 → 2, q4 (0.2) +1 → 3 (best, threshold 0.2), q1 (0.8) +0, q3 (0.9) −1.
     assert scores["best_exact"] == 75.0 and scores["best_exact_thresh"] == pytest.approx(0.2)
@@ -223,6 +244,8 @@ def test_squad_v2_hand_computed_with_thresholds():
     thresholded = squad_scores(predictions, references, version_2_with_negative=True, no_answer_threshold=0.5)
     assert thresholded["exact"] == 75.0 and thresholded["NoAns_exact"] == 100.0
     # Only answerable questions: no NoAns keys; an empty prediction scores 0 F1 against a real answer.
-    only_answerable = squad_scores([_prediction("q1", "")], [_reference("q1", "Normandy")], version_2_with_negative=True)
+    only_answerable = squad_scores(
+        [_prediction("q1", "")], [_reference("q1", "Normandy")], version_2_with_negative=True
+    )
     assert "NoAns_exact" not in only_answerable and only_answerable["f1"] == 0.0
     assert all(type(value) in (float, int) for value in scores.values())

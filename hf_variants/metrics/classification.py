@@ -14,7 +14,9 @@ ArrayLike = Sequence | np.ndarray
 def _paired_arrays(predictions: ArrayLike, references: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     predictions, references = np.asarray(predictions), np.asarray(references)
     if predictions.ndim != 1 or references.ndim != 1:
-        raise ValueError(f"predictions and references must be 1-D, got shapes {predictions.shape} and {references.shape}")
+        raise ValueError(
+            f"predictions and references must be 1-D, got shapes {predictions.shape} and {references.shape}"
+        )
     if len(predictions) != len(references):
         raise ValueError(f"{len(predictions)} predictions but {len(references)} references")
     if len(predictions) == 0:
@@ -96,7 +98,21 @@ def pearson_and_spearman(predictions: ArrayLike, references: ArrayLike) -> dict[
     }
 
 
-GLUE_TASKS = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "mnli_matched", "mnli_mismatched", "qnli", "rte", "wnli", "ax", "hans")
+GLUE_TASKS = (
+    "cola",
+    "sst2",
+    "mrpc",
+    "stsb",
+    "qqp",
+    "mnli",
+    "mnli_matched",
+    "mnli_mismatched",
+    "qnli",
+    "rte",
+    "wnli",
+    "ax",
+    "hans",
+)
 
 
 def glue_metrics(task_name: str, predictions: ArrayLike, labels: ArrayLike) -> dict[str, float]:

@@ -101,7 +101,13 @@ def _closes_validly(scheme: str, last: tuple[str, str], following: tuple[str, st
         return last_prefix in ("E", "S")
     if scheme == "IOB1" and last_prefix == "B":
         # A lone B- is only legal right before another entity of its type.
-        return following_prefix == "O" or following[1] != last[1] and following_prefix == "I" or following_prefix == "B" and following[1] == last[1]
+        return (
+            following_prefix == "O"
+            or following[1] != last[1]
+            and following_prefix == "I"
+            or following_prefix == "B"
+            and following[1] == last[1]
+        )
     return True
 
 
@@ -130,7 +136,9 @@ def _strict_entities(tags: Sequence[str], sentence: int, scheme: str) -> list[En
 
 
 # ---------------------------------------------------------------------------------- scores
-def extract_entities(tag_sequences: Sequence[Sequence[str]], scheme: str = "IOB2", mode: str = "default") -> list[Entity]:
+def extract_entities(
+    tag_sequences: Sequence[Sequence[str]], scheme: str = "IOB2", mode: str = "default"
+) -> list[Entity]:
     """All entities ``(sentence, first token, last token, type)`` of a batch of tag sequences."""
     if mode not in ("default", "strict"):
         raise ValueError(f"mode must be 'default' or 'strict', got {mode!r}")
@@ -141,7 +149,9 @@ def extract_entities(tag_sequences: Sequence[Sequence[str]], scheme: str = "IOB2
     for sentence, tags in enumerate(tag_sequences):
         if isinstance(tags, str):
             raise ValueError("pass a list of tag sequences (one list of tags per sentence)")
-        entities.extend(_default_entities(tags, sentence) if mode == "default" else _strict_entities(tags, sentence, scheme))
+        entities.extend(
+            _default_entities(tags, sentence) if mode == "default" else _strict_entities(tags, sentence, scheme)
+        )
     return entities
 
 
@@ -175,7 +185,9 @@ def seqeval_scores(
     correct_by_type = Counter(entity[3] for entity in correct)
     results: dict = {}
     for entity_type in sorted(set(true_by_type) | set(predicted_by_type)):
-        precision, recall, f1 = _precision_recall_f1(correct_by_type[entity_type], predicted_by_type[entity_type], true_by_type[entity_type])
+        precision, recall, f1 = _precision_recall_f1(
+            correct_by_type[entity_type], predicted_by_type[entity_type], true_by_type[entity_type]
+        )
         results[entity_type] = {"precision": precision, "recall": recall, "f1": f1, "number": true_by_type[entity_type]}
     precision, recall, f1 = _precision_recall_f1(len(correct), len(predicted_entities), len(true_entities))
     token_count = sum(len(tags) for tags in true_tags)
@@ -190,21 +202,27 @@ def seqeval_scores(
 
 
 def seqeval_classification_report(
-    true_tags: Sequence[Sequence[str]], pred_tags: Sequence[Sequence[str]], scheme: str = "IOB2", mode: str = "default", digits: int = 4
+    true_tags: Sequence[Sequence[str]],
+    pred_tags: Sequence[Sequence[str]],
+    scheme: str = "IOB2",
+    mode: str = "default",
+    digits: int = 4,
 ) -> str:
     """A text table of per-type and micro-averaged precision / recall / F1 / support."""
     scores = seqeval_scores(true_tags, pred_tags, scheme, mode)
     types = [key for key in scores if not key.startswith("overall_")]
     width = max([len(entity_type) for entity_type in types] + [len("micro avg")])
+
+    def row(name: str, precision: float, recall: float, f1: float, support: int) -> str:
+        numbers = "  ".join(f"{value:>9.{digits}f}" for value in (precision, recall, f1))
+        return f"{name:>{width}}  {numbers}  {support:>9}"
+
     header = f"{'':>{width}}  {'precision':>9}  {'recall':>9}  {'f1-score':>9}  {'support':>9}"
     lines = [header, ""]
     for entity_type in types:
-        row = scores[entity_type]
-        lines.append(f"{entity_type:>{width}}  {row['precision']:>9.{digits}f}  {row['recall']:>9.{digits}f}  {row['f1']:>9.{digits}f}  {row['number']:>9}")
+        per_type = scores[entity_type]
+        lines.append(row(entity_type, per_type["precision"], per_type["recall"], per_type["f1"], per_type["number"]))
     support = sum(scores[entity_type]["number"] for entity_type in types)
-    lines += [
-        "",
-        f"{'micro avg':>{width}}  {scores['overall_precision']:>9.{digits}f}  {scores['overall_recall']:>9.{digits}f}  "
-        f"{scores['overall_f1']:>9.{digits}f}  {support:>9}",
-    ]
+    overall = (scores["overall_precision"], scores["overall_recall"], scores["overall_f1"])
+    lines += ["", row("micro avg", *overall, support)]
     return "\n".join(lines) + "\n"

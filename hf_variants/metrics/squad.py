@@ -46,7 +46,9 @@ def _gold_answers(reference: Mapping, version_2: bool) -> list[str]:
     texts = list(reference["answers"]["text"])
     if not version_2:
         if not texts:
-            raise ValueError(f"question {reference['id']!r} has no gold answer; use version_2_with_negative=True for SQuAD 2.0 data")
+            raise ValueError(
+                f"question {reference['id']!r} has no gold answer; use version_2_with_negative=True for SQuAD 2.0 data"
+            )
         return texts
     # SQuAD 2.0 script: gold answers that normalise to nothing do not count; none left = no answer.
     texts = [text for text in texts if normalize_answer(text)]
@@ -54,7 +56,10 @@ def _gold_answers(reference: Mapping, version_2: bool) -> list[str]:
 
 
 def _best_threshold(
-    predictions: dict[str, str], scores: dict[str, float], no_answer_probabilities: dict[str, float], has_answer: dict[str, bool]
+    predictions: dict[str, str],
+    scores: dict[str, float],
+    no_answer_probabilities: dict[str, float],
+    has_answer: dict[str, bool],
 ) -> tuple[float, float]:
     """Score (percent) and threshold when every question with no-answer probability above the
     threshold is answered "no answer" (the official script's ``find_best_thresh``)."""
@@ -71,7 +76,10 @@ def _best_threshold(
 
 
 def squad_scores(
-    predictions: Sequence[Mapping], references: Sequence[Mapping], version_2_with_negative: bool = False, no_answer_threshold: float = 1.0
+    predictions: Sequence[Mapping],
+    references: Sequence[Mapping],
+    version_2_with_negative: bool = False,
+    no_answer_threshold: float = 1.0,
 ) -> dict[str, float | int]:
     """SQuAD scores in percent, in the ``evaluate`` library's format.
 
@@ -80,8 +88,8 @@ def squad_scores(
     v1 returns ``{"exact_match", "f1"}``; v2 returns ``{"exact", "f1", "total", "HasAns_exact",
     "HasAns_f1", "HasAns_total", "NoAns_exact", "NoAns_f1", "NoAns_total", "best_exact",
     "best_exact_thresh", "best_f1", "best_f1_thresh"}`` (a HasAns/NoAns group is left out when
-    it has no question; ``*_total`` are ints, everything else floats). In v2 a question whose no-answer probability exceeds
-    ``no_answer_threshold`` counts as answered "no answer".
+    it has no question; ``*_total`` are ints, everything else floats). In v2 a question whose
+    no-answer probability exceeds ``no_answer_threshold`` counts as answered "no answer".
     """
     predicted_text = {prediction["id"]: prediction["prediction_text"] for prediction in predictions}
     if not references:
@@ -103,7 +111,9 @@ def squad_scores(
         return {"exact_match": 100.0 * sum(exact.values()) / len(exact), "f1": 100.0 * sum(f1.values()) / len(f1)}
 
     no_answer_probabilities = {
-        prediction["id"]: float(prediction.get("no_answer_probability", 0.0)) for prediction in predictions if prediction["id"] in has_answer
+        prediction["id"]: float(prediction.get("no_answer_probability", 0.0))
+        for prediction in predictions
+        if prediction["id"] in has_answer
     }
     # The best-threshold search starts from the scores before any threshold (official script).
     raw_exact, raw_f1 = dict(exact), dict(f1)
@@ -115,13 +125,25 @@ def squad_scores(
         return 100.0 * sum(values[question_id] for question_id in question_ids) / len(question_ids)
 
     all_ids = list(exact)
-    results: dict[str, float | int] = {"exact": average(exact, all_ids), "f1": average(f1, all_ids), "total": len(all_ids)}
+    results: dict[str, float | int] = {
+        "exact": average(exact, all_ids),
+        "f1": average(f1, all_ids),
+        "total": len(all_ids),
+    }
     for group, wanted in (("HasAns", True), ("NoAns", False)):
         group_ids = [question_id for question_id in all_ids if has_answer[question_id] == wanted]
         if group_ids:
             results.update(
-                {f"{group}_exact": average(exact, group_ids), f"{group}_f1": average(f1, group_ids), f"{group}_total": len(group_ids)}
+                {
+                    f"{group}_exact": average(exact, group_ids),
+                    f"{group}_f1": average(f1, group_ids),
+                    f"{group}_total": len(group_ids),
+                }
             )
-    results["best_exact"], results["best_exact_thresh"] = _best_threshold(predicted_text, raw_exact, no_answer_probabilities, has_answer)
-    results["best_f1"], results["best_f1_thresh"] = _best_threshold(predicted_text, raw_f1, no_answer_probabilities, has_answer)
+    results["best_exact"], results["best_exact_thresh"] = _best_threshold(
+        predicted_text, raw_exact, no_answer_probabilities, has_answer
+    )
+    results["best_f1"], results["best_f1_thresh"] = _best_threshold(
+        predicted_text, raw_f1, no_answer_probabilities, has_answer
+    )
     return results
