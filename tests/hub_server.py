@@ -7,6 +7,7 @@ The routes and payloads follow what huggingface_hub 2.x sends (read from its `hf
 
     POST /api/repos/create                              create_repo (initial commit: .gitattributes)
     GET  /api/whoami-v2                                 whoami
+    GET  /api/agent-harnesses                           user-agent registry (empty)
     POST /api/validate-yaml                             README front matter check (model-index schema)
     GET  /api/models/{repo}[/revision/{rev}]            model_info / repo_info (`blobs=1` adds sizes, LFS)
     GET  /api/models/{repo}/tree/{rev}[/{path}]         list_repo_tree (recursive, expand, Link pagination)
@@ -35,253 +36,39 @@ can assert the clients used nothing outside the emulated API.
 from __future__ import annotations
 
 import base64
-import fnmatch
 import hashlib
 import json
 import os
 import re
 import secrets
 import socket
+import subprocess
+import sys
 import threading
-import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
+import pytest
 import yaml
+from hub_store import (
+    REGULAR_FILE_MAX_BYTES,
+    TEST_ORGS,
+    TEST_USER,
+    HubError,
+    HubStore,
+    parse_front_matter,
+    validate_model_index,
+)
 
-TEST_USER = "hfv-tester"
-TEST_ORGS = ("org", "hf-variants")
-# Same list as the Hub's default .gitattributes for new model repos (trimmed to model formats).
-LFS_PATTERNS = (
-    "*.7z *.arrow *.bin *.bz2 *.ckpt *.ftz *.gz *.h5 *.joblib *.lfs.* *.mlmodel *.model *.msgpack *.npy "
-    "*.npz *.onnx *.ot *.parquet *.pb *.pickle *.pkl *.pt *.pth *.rar *.safetensors saved_model/**/* "
-    "*.tar.* *.tar *.tflite *.tgz *.wasm *.xz *.zip *.zst *tfevents*"
-).split()
-DEFAULT_GITATTRIBUTES = "".join(f"{p} filter=lfs diff=lfs merge=lfs -text\n" for p in LFS_PATTERNS)
-REGULAR_FILE_MAX_BYTES = 10 * 1024 * 1024  # the Hub refuses larger non-LFS files
 FAILURE_KINDS = ("create_repo", "preupload", "lfs_batch", "lfs_upload", "lfs_verify", "commit", "resolve")
-
-
-class HubError(Exception):
-    """An API error answered as JSON with the Hub's `X-Error-Code` / `X-Error-Message` headers."""
-
-    def __init__(self, status: int, message: str, code: str | None = None, headers: dict | None = None):
-        super().__init__(message)
-        self.status, self.message, self.code, self.headers = status, message, code, headers or {}
-
-
-def git_blob_sha1(content: bytes) -> str:
-    """The git object id of a blob, which the Hub reports as a regular file's oid / ETag."""
-    return hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()
-
-
-def lfs_pointer(sha256: str, size: int) -> bytes:
-    return f"version https://git-lfs.github.com/spec/v1\noid sha256:{sha256}\nsize {size}\n".encode()
-
-
-def validate_model_index(metadata: dict) -> list[str]:
-    """Errors in the card metadata's `model-index`, following the Hub's model-index schema.
-
-    Schema (hub-docs modelcard.md): a list of {name, results: [{task: {type, name?},
-    dataset: {type, name, config?, split?, revision?, args?}, metrics: [{type, value, name?,
-    config?, args?, verified?}]}]}.
-    """
-    errors: list[str] = []
-    index = metadata.get("model-index")
-    if index is None:
-        return errors
-    if not isinstance(index, list):
-        return ["model-index must be a list"]
-    for i, model in enumerate(index):
-        if not isinstance(model, dict) or not isinstance(model.get("name"), str):
-            errors.append(f"model-index[{i}].name must be a string")
-            continue
-        results = model.get("results")
-        if not isinstance(results, list):
-            errors.append(f"model-index[{i}].results must be a list")
-            continue
-        for j, result in enumerate(results):
-            where = f"model-index[{i}].results[{j}]"
-            task, dataset, metrics = result.get("task"), result.get("dataset"), result.get("metrics")
-            if not isinstance(task, dict) or not isinstance(task.get("type"), str):
-                errors.append(f"{where}.task.type must be a string")
-            if not isinstance(dataset, dict) or not all(isinstance(dataset.get(k), str) for k in ("type", "name")):
-                errors.append(f"{where}.dataset needs string 'type' and 'name'")
-            elif any(k in dataset and not isinstance(dataset[k], str) for k in ("config", "split", "revision")):
-                errors.append(f"{where}.dataset config/split/revision must be strings")
-            if not isinstance(metrics, list) or not metrics:
-                errors.append(f"{where}.metrics must be a non-empty list")
-                continue
-            for k, metric in enumerate(metrics):
-                if not isinstance(metric, dict) or not isinstance(metric.get("type"), str) or "value" not in metric:
-                    errors.append(f"{where}.metrics[{k}] needs a string 'type' and a 'value'")
-                elif "verified" in metric and not isinstance(metric["verified"], bool):
-                    errors.append(f"{where}.metrics[{k}].verified must be a boolean")
-    return errors
-
-
-def parse_front_matter(readme: str) -> dict:
-    match = re.match(r"^---\s*\n(.*?)\n---\s*(\n|$)", readme, flags=re.DOTALL)
-    if match is None:
-        return {}
-    loaded = yaml.safe_load(match.group(1))
-    if not isinstance(loaded, dict):
-        raise ValueError("README front matter must be a YAML mapping")
-    return loaded
 
 
 @dataclass
 class _Failure:
     remaining: int
     mode: str  # "error" (HTTP 500) or "drop" (close the socket mid-body)
-
-
-class HubStore:
-    """Repos, commits and content-addressed file storage under one directory (thread-safe)."""
-
-    def __init__(self, root: Path):
-        self.root = root
-        for sub in ("blobs", "lfs", "commits", "repos", "tmp"):
-            (root / sub).mkdir(parents=True, exist_ok=True)
-        self.lock = threading.RLock()
-
-    # --- content -------------------------------------------------------------------------
-    def put_blob(self, content: bytes) -> str:
-        oid = git_blob_sha1(content)
-        path = self.root / "blobs" / oid
-        if not path.exists():
-            self._atomic_write(path, content)
-        return oid
-
-    def blob(self, oid: str) -> bytes:
-        return (self.root / "blobs" / oid).read_bytes()
-
-    def lfs_path(self, sha256: str) -> Path:
-        return self.root / "lfs" / sha256
-
-    def _atomic_write(self, path: Path, content: bytes) -> None:
-        tmp = self.root / "tmp" / secrets.token_hex(8)
-        tmp.write_bytes(content)
-        os.replace(tmp, path)
-
-    # --- repos and commits ---------------------------------------------------------------
-    def _repo_file(self, repo_type: str, repo_id: str) -> Path:
-        return self.root / "repos" / repo_type / f"{repo_id}.json"
-
-    def repo(self, repo_type: str, repo_id: str) -> dict:
-        path = self._repo_file(repo_type, repo_id)
-        if not path.exists():
-            raise HubError(404, f"Repository Not Found for url: {repo_type}/{repo_id}", "RepoNotFound")
-        return json.loads(path.read_text())
-
-    def create_repo(self, repo_type: str, repo_id: str, private: bool) -> None:
-        with self.lock:
-            path = self._repo_file(repo_type, repo_id)
-            if path.exists():
-                raise HubError(409, f"You already created this {repo_type[:-1]} repo: {repo_id}")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tree = {".gitattributes": self._regular_entry(DEFAULT_GITATTRIBUTES.encode())}
-            sha = self._write_commit(None, tree, "initial commit", "")
-            path.write_text(json.dumps({"refs": {"main": sha}, "private": private, "created": time.time()}))
-
-    def _regular_entry(self, content: bytes) -> dict:
-        return {"oid": self.put_blob(content), "size": len(content), "lfs": None}
-
-    def _write_commit(self, parent: str | None, tree: dict, title: str, description: str) -> str:
-        commit = {"parents": [parent] if parent else [], "tree": tree, "title": title,
-                  "description": description, "date": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())}
-        encoded = json.dumps(commit, sort_keys=True).encode()
-        sha = hashlib.sha1(encoded + secrets.token_bytes(8)).hexdigest()
-        (self.root / "commits" / f"{sha}.json").write_bytes(encoded)
-        return sha
-
-    def commit(self, sha: str) -> dict:
-        return json.loads((self.root / "commits" / f"{sha}.json").read_text())
-
-    def resolve(self, repo_type: str, repo_id: str, revision: str) -> str:
-        repo = self.repo(repo_type, repo_id)
-        if revision in repo["refs"]:
-            return repo["refs"][revision]
-        if re.fullmatch(r"[0-9a-f]{40}", revision) and (self.root / "commits" / f"{revision}.json").exists():
-            return revision
-        raise HubError(404, f"Invalid rev id: {revision}", "RevisionNotFound")
-
-    def create_branch(self, repo_type: str, repo_id: str, branch: str, start: str) -> None:
-        with self.lock:
-            repo = self.repo(repo_type, repo_id)
-            if branch in repo["refs"]:
-                raise HubError(409, f"Reference already exists: refs/heads/{branch}")
-            repo["refs"][branch] = self.resolve(repo_type, repo_id, start)
-            self._repo_file(repo_type, repo_id).write_text(json.dumps(repo))
-
-    def apply_commit(self, repo_type: str, repo_id: str, branch: str, header: dict, operations: list) -> str:
-        """Applies NDJSON operations on top of `branch`; all-or-nothing (nothing is written on error)."""
-        with self.lock:
-            repo = self.repo(repo_type, repo_id)
-            if branch not in repo["refs"]:
-                raise HubError(404, f"Invalid rev id: {branch}", "RevisionNotFound")
-            head = repo["refs"][branch]
-            parent = header.get("parentCommit")
-            if parent and not head.startswith(parent):
-                raise HubError(412, f"A commit has happened since {parent}: head of '{branch}' is {head}")
-            tree = dict(self.commit(head)["tree"])
-            for key, value in operations:
-                path = value["path"]
-                if key == "file":
-                    content = base64.b64decode(value["content"])
-                    if len(content) > REGULAR_FILE_MAX_BYTES:
-                        raise HubError(400, f"{path} is larger than 10MB: it must be stored with LFS")
-                    tree[path] = self._regular_entry(content)
-                elif key == "lfsFile":
-                    stored = self.lfs_path(value["oid"])
-                    if not stored.exists():
-                        raise HubError(422, f"LFS object {value['oid']} for '{path}' was never uploaded")
-                    size = stored.stat().st_size
-                    pointer = lfs_pointer(value["oid"], size)
-                    tree[path] = {"oid": self.put_blob(pointer), "size": size,
-                                  "lfs": {"oid": value["oid"], "size": size, "pointerSize": len(pointer)}}
-                elif key == "deletedFile":
-                    if tree.pop(path, None) is None:
-                        raise HubError(404, f"File not found: {path}", "EntryNotFound")
-                elif key == "deletedFolder":
-                    prefix = path.rstrip("/") + "/"
-                    for existing in [p for p in tree if p.startswith(prefix)]:
-                        del tree[existing]
-                else:
-                    raise HubError(400, f"Unknown commit operation key: {key!r}")
-            sha = self._write_commit(head, tree, header.get("summary", ""), header.get("description", ""))
-            repo["refs"][branch] = sha
-            self._repo_file(repo_type, repo_id).write_text(json.dumps(repo))
-            return sha
-
-    def history(self, sha: str):
-        while sha:
-            commit = self.commit(sha)
-            yield sha, commit
-            sha = commit["parents"][0] if commit["parents"] else None
-
-    def last_commit_touching(self, head: str, path: str) -> dict:
-        """The newest commit whose tree changed `path` (what `expand=True` reports as lastCommit)."""
-        commits = list(self.history(head))
-        for (sha, commit), (_, parent) in zip(commits, commits[1:] + [(None, {"tree": {}})]):
-            if commit["tree"].get(path) != parent["tree"].get(path):
-                return {"id": sha, "title": commit["title"], "date": commit["date"]}
-        sha, commit = commits[-1]
-        return {"id": sha, "title": commit["title"], "date": commit["date"]}
-
-    def is_lfs_path(self, tree: dict, path: str) -> bool:
-        attributes = self._gitattributes(tree)
-        return any(fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(os.path.basename(path), pattern)
-                   for pattern in attributes)
-
-    def _gitattributes(self, tree: dict) -> list[str]:
-        entry = tree.get(".gitattributes")
-        if entry is None:
-            return []
-        lines = self.blob(entry["oid"]).decode().splitlines()
-        return [line.split()[0] for line in lines if "filter=lfs" in line]
 
 
 @dataclass
@@ -305,7 +92,8 @@ class HubTestServer:
         self.port = self.httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.cdn_url = f"http://localhost:{self.port}"  # another host: the client drops auth, as for a CDN
-        self._thread = threading.Thread(target=self.httpd.serve_forever, name="hub-test-server", daemon=True)
+        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="hub-test-server", daemon=True)
         self._thread.start()
 
     def close(self) -> None:
@@ -334,6 +122,10 @@ class HubTestServer:
             self._signatures.add(signature)
         return signature
 
+    def is_upload_signature(self, signature: str) -> bool:
+        with self._lock:
+            return signature in self._signatures
+
     def count(self, method: str, pattern: str) -> int:
         """How many requests with `method` had a path matching the regex `pattern`."""
         return sum(1 for m, p, _ in self.requests if m == method and re.search(pattern, p))
@@ -359,6 +151,7 @@ class HubRequestHandler(BaseHTTPRequestHandler):
     ROUTES = [
         ("POST", r"/api/repos/create", "create_repo"),
         ("GET", r"/api/whoami-v2", "whoami"),
+        ("GET", r"/api/agent-harnesses", "agent_harnesses"),
         ("POST", r"/api/validate-yaml", "validate_yaml"),
         ("GET", TYPED_API + r"(?:/revision/(?P<rev>[^/]+))?", "repo_info"),
         ("GET", TYPED_API + r"/tree/(?P<rev>[^/]+)(?:/(?P<path>.+))?", "tree"),
@@ -398,6 +191,7 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         split = urlsplit(self.path)
         self.query = {k: v[-1] for k, v in parse_qs(split.query).items()}
         self.status_sent = 0
+        self.body_read = False  # an error answer must still drain the body, or keep-alive desyncs
         for route_method, pattern, name in self.ROUTES:
             match = re.fullmatch(pattern, split.path)
             if route_method == method and match:
@@ -425,6 +219,9 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         self._send_error(HubError(404, f"Route not emulated by the test server: {method} {split.path}"))
 
     def _read_body(self) -> bytes:
+        if self.body_read:
+            return b""
+        self.body_read = True
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             chunks = []
             while True:
@@ -450,6 +247,7 @@ class HubRequestHandler(BaseHTTPRequestHandler):
             self.rfile.read(max(1, length // 2))
         else:
             self.rfile.read1(65536)
+        self.body_read = True
         self.close_connection = True
         self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
         self.connection.shutdown(socket.SHUT_RDWR)
@@ -470,10 +268,11 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         self._send(status, json.dumps(payload).encode(), headers)
 
     def _send_error(self, err: HubError) -> None:
+        self._read_body()
         headers = {"X-Error-Message": err.message.replace("\n", " "), **err.headers}
         if err.code:
             headers["X-Error-Code"] = err.code
-        self._send_json({"error": err.message}, err.status, headers)
+        self._send_json({"error": err.message, **err.body}, err.status, headers)
 
     def _base_url(self) -> str:
         return f"http://{self.headers.get('Host', f'127.0.0.1:{self.hub.port}')}"
@@ -515,15 +314,24 @@ class HubRequestHandler(BaseHTTPRequestHandler):
             raise HubError(403, f"You don't have the rights to create a repo under {namespace}")
         repo_type = (payload.get("type") or "model") + "s"
         repo_id = f"{namespace}/{payload['name']}"
-        self.hub.store.create_repo(repo_type, repo_id, private=payload.get("visibility") == "private")
         prefix = "" if repo_type == "models" else f"{repo_type}/"
-        self._send_json({"url": f"{self._base_url()}/{prefix}{repo_id}", "name": repo_id, "id": repo_id})
+        answer = {"url": f"{self._base_url()}/{prefix}{repo_id}", "name": repo_id, "id": repo_id}
+        try:
+            self.hub.store.create_repo(repo_type, repo_id, private=payload.get("visibility") == "private")
+        except HubError as err:
+            err.body = answer  # the Hub's 409 still carries the url, which create_repo(exist_ok=True) reads
+            raise
+        self._send_json(answer)
 
     def route_whoami(self, type: str) -> None:
         user = self._authenticated_user(required=True)
         self._send_json({"type": "user", "id": "1", "name": user, "fullname": "HF Variants Tester",
                          "orgs": [{"name": org, "type": "org"} for org in TEST_ORGS],
                          "auth": {"type": "access_token", "accessToken": {"displayName": "test", "role": "write"}}})
+
+    def route_agent_harnesses(self, type: str) -> None:
+        """The registry huggingface_hub reads for its user-agent string: none registered here."""
+        self._send_json({"standardEnvVars": [], "harnesses": {}})
 
     def route_validate_yaml(self, type: str) -> None:
         payload = self._json_body()
@@ -650,7 +458,7 @@ class HubRequestHandler(BaseHTTPRequestHandler):
             lfs = entry["lfs"]
             headers.update({"ETag": f'"{entry["oid"]}"', "X-Linked-Etag": f'"{lfs["oid"]}"',
                             "X-Linked-Size": str(lfs["size"]),
-                            "Location": f"{self.hub.cdn_url}/lfs-cdn/{lfs['oid']}?sig={self.hub.new_upload_signature()}"})
+                            "Location": f"{self.hub.cdn_url}/lfs-cdn/{lfs['oid']}"})
             self._send(302, b"", headers)
             return
         content = self.hub.store.blob(entry["oid"])
@@ -708,24 +516,22 @@ class HubRequestHandler(BaseHTTPRequestHandler):
                 signature = self.hub.new_upload_signature()
                 git_path = ("" if type == "models" else f"{type}/") + repo + ".git/info/lfs/objects/verify"
                 answer["actions"] = {
-                    "upload": {"href": f"{self._base_url()}/lfs-upload/{obj['oid']}?size={obj['size']}&sig={signature}"},
+                    "upload": {"href": f"{self._base_url()}/lfs-upload/{obj['oid']}"
+                                       f"?size={obj['size']}&sig={signature}"},
                     "verify": {"href": f"{self._base_url()}/{git_path}"},
                 }
             objects.append(answer)
         self._send_json({"transfer": "basic", "objects": objects, "hash_algo": "sha256"})
 
     def route_lfs_upload(self, type: str, oid: str) -> None:
-        signature = self.query.get("sig", "")
-        with self.hub._lock:
-            known = signature in self.hub._signatures
         body = self._read_body()
-        if not known:
+        if not self.hub.is_upload_signature(self.query.get("sig", "")):
             raise HubError(403, "Upload URL signature is missing or invalid")
         if hashlib.sha256(body).hexdigest() != oid or len(body) != int(self.query.get("size", -1)):
             raise HubError(400, f"Uploaded content does not match oid {oid} / size {self.query.get('size')}")
         stored = self.hub.store.lfs_path(oid)
         if not stored.exists():
-            self.hub.store._atomic_write(stored, body)
+            self.hub.store.write_atomic(stored, body)
         self._send(200, b"", {"ETag": f'"{oid}"'})
 
     def route_lfs_verify(self, type: str, repo: str) -> None:
@@ -748,3 +554,46 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         prefix = "" if type == "models" else f"{type}/"
         self._send_json({"success": True, "commitOid": sha, "pullRequestUrl": None,
                          "commitUrl": f"{self._base_url()}/{prefix}{repo}/commit/{sha}"})
+
+
+# --- pytest plumbing ---------------------------------------------------------------------------
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch):
+    """A running server, with this process's huggingface_hub / transformers clients pointed at it.
+
+    huggingface_hub reads HF_ENDPOINT / HF_HUB_OFFLINE / HF_HUB_DISABLE_XET into `constants` at
+    import time (and the test session imports it offline), so the constants themselves are
+    patched; transformers' shared `HfApi` is reset so that it is rebuilt with the new endpoint.
+    Subprocess clients get real environment variables instead (`HubTestServer.env`).
+    """
+    from huggingface_hub import constants
+    from transformers.utils import hub as transformers_hub
+
+    server = HubTestServer(tmp_path / "hub-storage")
+    monkeypatch.setattr(constants, "ENDPOINT", server.url)
+    monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE",
+                        server.url + "/{repo_id}/resolve/{revision}/{filename}")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
+    monkeypatch.setenv("HF_TOKEN", server.token)
+    monkeypatch.setattr(transformers_hub, "_hf_api", None)
+    yield server
+    transformers_hub._hf_api = None
+    server.close()
+
+
+def start_client(script: str, env: dict[str, str]) -> subprocess.Popen:
+    """Starts `script` in a fresh Python process (see `finish_client`)."""
+    return subprocess.Popen([sys.executable, "-c", script], env=env, cwd=env.get("HF_HOME"), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def finish_client(process: subprocess.Popen, timeout: float = 180) -> dict:
+    """Waits for a client; it must print one JSON object as its last stdout line."""
+    stdout, stderr = process.communicate(timeout=timeout)
+    if process.returncode != 0:
+        raise AssertionError(f"client process failed ({process.returncode}):\n{stderr[-4000:]}")
+    return json.loads(stdout.strip().splitlines()[-1])

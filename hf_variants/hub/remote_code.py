@@ -177,12 +177,3 @@ def export_remote_code(model_or_dir: Any, save_directory: str | os.PathLike | No
     _write_config_with_auto_map(config_path, auto_map)
     return [*written, config_path]
 
-
-class RemoteCodeMixin:
-    """Put first in a PreTrainedModel's bases: `save_pretrained` (hence `push_to_hub` and Trainer's
-    saves) then also writes the remote code and auto_map into the saved directory."""
-
-    def save_pretrained(self, save_directory: str | os.PathLike, *args, **kwargs) -> None:
-        super().save_pretrained(save_directory, *args, **kwargs)
-        if kwargs.get("is_main_process", True):
-            export_remote_code(save_directory)

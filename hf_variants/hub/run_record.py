@@ -142,6 +142,7 @@ def write_model_card(
     license: str = "apache-2.0",
     language: str | list[str] | None = "en",
     limitations: Sequence[str] = (),
+    destination: str | os.PathLike | None = None,
 ) -> ModelCard:
     """Writes README.md (card), training_curves.png, hfv_run.json and training_args.json into `output_dir`.
 
@@ -155,10 +156,13 @@ def write_model_card(
         objective: the training objective ("mlm", "span-masking+sbo", "text-classification", ...).
         task, base_model, model_name, repo_id, license, language, limitations: see `build_model_card`.
         hardware: what trained it; default: detected from this machine.
+        destination: where the written files go (default `output_dir`); inputs are always read
+            from `output_dir`. `push_model_dir` uses it to build a card without touching the run.
     Returns:
-        The `ModelCard` written to output_dir/README.md.
+        The `ModelCard` written to <destination>/README.md.
     """
     output_dir = Path(output_dir)
+    destination = Path(destination) if destination is not None else output_dir
     config = _read_json(output_dir / "config.json")
     if config is None:
         raise ValueError(f"{output_dir} has no config.json: save the model there before writing its card")
@@ -170,12 +174,12 @@ def write_model_card(
         eval_results = _eval_results_from_files(output_dir)
     if training_args is not None:
         args = training_args_dict(training_args)
-        _write_json(output_dir / TRAINING_ARGS_FILE, args)
+        _write_json(destination / TRAINING_ARGS_FILE, args)
     else:
         args = _read_json(output_dir / TRAINING_ARGS_FILE) or {}
     if isinstance(dataset, Mapping):
         dataset = DatasetInfo.from_dict(dataset)
-    hardware = hardware or detect_hardware()
+    hardware = detect_hardware() if hardware is None else hardware  # "" = unknown, not reported
     model_name = model_name or output_dir.resolve().name
 
     record = {"dataset": dataset.to_dict() if dataset else None, "objective": objective, "task": task,
@@ -184,22 +188,25 @@ def write_model_card(
               "eval_results": dict(eval_results) if eval_results else None}
     if not (output_dir / "trainer_state.json").is_file():
         record["log_history"] = history  # nothing else on disk keeps it
-    _write_json(output_dir / RUN_RECORD_FILE, record)
+    _write_json(destination / RUN_RECORD_FILE, record)
 
-    plot = plot_training_curves(history, output_dir / PLOT_FILE)
+    plot = plot_training_curves(history, destination / PLOT_FILE)
     card = build_model_card(
         config, model_name=model_name, eval_results=eval_results, dataset=dataset,
-        run=summarize_run(history, state, args, objective, hardware), task=task, base_model=base_model,
+        run=summarize_run(history, state, args, objective, hardware or None), task=task, base_model=base_model,
         repo_id=repo_id, num_parameters=count_parameters(output_dir),
         plot_filename=PLOT_FILE if plot else None, license=license, language=language, limitations=limitations,
     )
-    card.save(output_dir / CARD_FILE)
-    logger.info("Wrote model card %s", output_dir / CARD_FILE)
+    card.save(destination / CARD_FILE)
+    logger.info("Wrote model card %s", destination / CARD_FILE)
     return card
 
 
-def rebuild_model_card(output_dir: str | os.PathLike) -> ModelCard:
-    """Rebuilds README.md and the plot from what a run saved in `output_dir` (see module docstring)."""
+def rebuild_model_card(output_dir: str | os.PathLike, destination: str | os.PathLike | None = None,
+                       **overrides: Any) -> ModelCard:
+    """Rebuilds README.md and the plot from what a run saved in `output_dir` (see module docstring);
+    written into `destination` (default: `output_dir`). `overrides` replace saved card inputs
+    (e.g. `repo_id` when pushing)."""
     output_dir = Path(output_dir)
     if not output_dir.is_dir():
         raise ValueError(f"{output_dir} is not a directory")
@@ -208,4 +215,6 @@ def rebuild_model_card(output_dir: str | os.PathLike) -> ModelCard:
     if record.get("limitations") is None:
         record["limitations"] = ()
     kwargs = {k: v for k, v in record.items() if v is not None}
-    return write_model_card(output_dir, log_history=saved_history, **kwargs)
+    kwargs.setdefault("hardware", "")  # unknown: never report the rebuilding machine as the training one
+    kwargs.update(overrides)
+    return write_model_card(output_dir, log_history=saved_history, destination=destination, **kwargs)
