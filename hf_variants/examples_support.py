@@ -488,6 +488,18 @@ def dataset_description(data_args: DataArguments) -> str:
     return ", ".join(Path(p).name for p in (data_args.train_file, data_args.validation_file, data_args.test_file) if p)
 
 
+# Counts, thresholds and timings in the metrics: not scores for the card.
+NOT_SCORES = ("_samples", "_total", "_thresh", "_runtime", "_per_second")
+DATA_CAVEATS = {
+    "hf_variants/real_text_qa": "Evaluated on cloze questions generated from real Wikipedia and Jane Austen paragraphs "
+    "(hf_variants/real_text_qa), not on SQuAD: the scores are not comparable with published SQuAD results.",
+    "hf_variants/sentence_pairs": "Evaluated on next-sentence pairs built from real text (hf_variants/sentence_pairs), "
+    "not on a GLUE task.",
+    "hf_variants/next_sentence_choice": "Evaluated on a next-sentence multiple-choice set built from real text "
+    "(random distractors), not on SWAG: it is much easier and not comparable.",
+}
+
+
 def write_card(trainer: Trainer, model_args: ModelArguments, data_args: DataArguments, task: str, results: dict) -> None:
     """The model card (README.md) with the evaluation results, written by hf_variants.hub.
 
@@ -504,11 +516,14 @@ def write_card(trainer: Trainer, model_args: ModelArguments, data_args: DataArgu
         num_train_examples=results.get("train_samples"),
         num_eval_examples=results.get("eval_samples"),
     )
-    eval_results = {key: value for key, value in results.items() if key.startswith("eval_")}
+    eval_results = {
+        key: value for key, value in results.items() if key.startswith("eval_") and not key.endswith(NOT_SCORES)
+    }
     base_model = None if is_named_config(model_args.model_name_or_path) else model_args.model_name_or_path
     write_model_card(
         trainer.args.output_dir, trainer_state=trainer.state, eval_results=eval_results or None,
         training_args=trainer.args, dataset=dataset, objective=task, task=task, base_model=base_model,
+        limitations=[DATA_CAVEATS[data_args.dataset_name]] if data_args.dataset_name in DATA_CAVEATS else (),
     )
 
 

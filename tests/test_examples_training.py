@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import datasets
 import pytest
 from safetensors import safe_open
 
@@ -160,3 +161,43 @@ def test_resume_from_the_last_checkpoint(tmp_path):
     assert logged_losses(output_dir)[:4] == first_losses
     with pytest.raises(ValueError, match="is not a directory"):
         run_glue.main(base + ["--max_steps", "6", "--resume_from_checkpoint", str(tmp_path / "nowhere")])
+
+
+def tiny_args(output_dir: Path) -> list[str]:
+    return ["--model_name_or_path", "bert-tiny", "--tokenizer_name", MINILM, "--max_steps", "2", "--per_device_train_batch_size", "8",
+            "--max_seq_length", "64", "--save_strategy", "no", "--seed", "0"] + common_args(output_dir)  # fmt: skip
+
+
+def test_mnli_scores_matched_and_mismatched_sets(tmp_path, monkeypatch):
+    """GLUE MNLI comes from the Hub, which tests cannot reach: the same DatasetDict layout
+    (validation_matched / validation_mismatched) is built from the real sentence pairs instead."""
+    pairs = load_named_dataset("hf_variants/sentence_pairs")
+    mnli_like = {
+        "train": pairs["train"].select(range(32)),
+        "validation_matched": pairs["validation"].select(range(20)),
+        "validation_mismatched": pairs["test"].select(range(15)),
+    }
+    mnli_like = datasets.DatasetDict(
+        {split: data.rename_columns({"sentence1": "premise", "sentence2": "hypothesis"}) for split, data in mnli_like.items()}
+    )
+    run_glue = load_script("run_glue")
+    requested = []
+    monkeypatch.setattr(run_glue.support, "load_raw_datasets", lambda data_args, model_args: requested.append(data_args.dataset_name) or mnli_like)
+    output_dir = tmp_path / "out"
+    results = run_glue.main(["--task_name", "mnli", "--do_train", "--do_eval"] + tiny_args(output_dir))
+    assert requested == ["nyu-mll/glue"]
+    assert {"eval_accuracy", "eval_accuracy_mm", "eval_loss_mm"} <= set(results)
+    assert results["eval_samples"] == 20
+    assert read_json(output_dir / "eval_results.json")["eval_accuracy_mm"] == results["eval_accuracy_mm"]
+
+
+def test_float_labels_train_a_regression_head(tmp_path):
+    reviews = load_named_dataset("hf_variants/rt_polarity", "fine")
+    rows = [{"sentence": row["sentence"], "label": row["rating"]} for row in shuffled_rows(reviews["train"], 40)]
+    train = write_json_lines(tmp_path / "train.jsonl", rows[:24])
+    validation = write_json_lines(tmp_path / "validation.jsonl", rows[24:])
+    output_dir = tmp_path / "out"
+    results = load_script("run_glue").main(["--train_file", train, "--validation_file", validation, "--do_train", "--do_eval"] + tiny_args(output_dir))
+    assert {"eval_mse", "eval_pearson", "eval_spearmanr"} <= set(results)
+    config = read_json(output_dir / "config.json")
+    assert config["problem_type"] == "regression" and len(config["id2label"]) == 1
