@@ -40,6 +40,7 @@ from utils_qa import (  # noqa: E402
     SpanSearch,
     Windowing,
     check_answers,
+    check_question_room,
     postprocess_qa_predictions,
     prepare_train_features,
     prepare_validation_features,
@@ -94,6 +95,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     windowing = Windowing(max_length, data_args.doc_stride, data_args.pad_to_max_length)
     features: dict[str, datasets.Dataset] = {}
     for split, dataset in examples.items():
+        check_question_room(dataset, tokenizer, columns, windowing, split)
         prepare = prepare_train_features if split == "train" else prepare_validation_features
         with training_args.main_process_first(desc=f"windowing {split}"):
             features[split] = dataset.map(

@@ -74,6 +74,23 @@ class Windowing:
             raise ValueError(f"doc_stride ({self.doc_stride}) must be in [0, max_seq_length={self.max_seq_length})")
 
 
+def check_question_room(examples: datasets.Dataset, tokenizer, columns: QaColumns, windowing: Windowing, split: str) -> None:
+    """ValueError naming the questions so long that a window has no more than ``doc_stride``
+    context tokens left (the window could not advance through the context)."""
+    questions = [question.lstrip() for question in examples[columns.question]]
+    lengths = [len(ids) for ids in tokenizer(questions, add_special_tokens=False)["input_ids"]]
+    room = windowing.max_seq_length - tokenizer.num_special_tokens_to_add(pair=True)
+    too_long = [row for row, length in enumerate(lengths) if room - length <= windowing.doc_stride]
+    if too_long:
+        ids = examples.select(too_long[:10])[columns.id]
+        longest = max(lengths[row] for row in too_long)
+        raise ValueError(
+            f"{split}: {len(too_long)} questions (ids {list(ids)}) leave at most doc_stride={windowing.doc_stride} context "
+            f"tokens in a window of max_seq_length={windowing.max_seq_length} (longest question: {longest} tokens): "
+            "raise --max_seq_length or lower --doc_stride"
+        )
+
+
 def _tokenize_windows(examples: dict, tokenizer, columns: QaColumns, windowing: Windowing):
     """Question + context windows. Which segment is the context depends on the padding side."""
     questions = [question.lstrip() for question in examples[columns.question]]  # leading blanks waste tokens

@@ -283,6 +283,15 @@ def test_glue_script_reports_missing_columns_and_unseen_labels(tmp_path):
         run_main("run_glue", ["--model_name_or_path", "bert-tiny", "--train_file", train, "--do_train"] + common_args(tmp_path / "c"))
 
 
+def test_qa_windows_too_short_for_the_question_are_an_error(tokenizer, utils_qa):
+    question = "In which year did the author who wrote about the Mysteries of Udolpho travel to the continent?"
+    examples = datasets.Dataset.from_dict(qa_batch("Some context.", None, None, question=question))
+    windowing = utils_qa.Windowing(max_seq_length=32, doc_stride=16)
+    with pytest.raises(ValueError, match=r"train: 1 questions \(ids \['q0'\]\) leave at most doc_stride=16.*--max_seq_length"):
+        utils_qa.check_question_room(examples, tokenizer, utils_qa.QaColumns(), windowing, "train")
+    utils_qa.check_question_room(examples, tokenizer, utils_qa.QaColumns(), utils_qa.Windowing(64, 16), "train")
+
+
 def test_qa_script_reports_bad_answer_offsets(tmp_path):
     context = "Catherine Morland was fond of Gothic novels such as The Mysteries of Udolpho."
     rows = [

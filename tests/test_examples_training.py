@@ -197,7 +197,25 @@ def test_float_labels_train_a_regression_head(tmp_path):
     train = write_json_lines(tmp_path / "train.jsonl", rows[:24])
     validation = write_json_lines(tmp_path / "validation.jsonl", rows[24:])
     output_dir = tmp_path / "out"
-    results = load_script("run_glue").main(["--train_file", train, "--validation_file", validation, "--do_train", "--do_eval"] + tiny_args(output_dir))
+    results = load_script("run_glue").main(
+        ["--train_file", train, "--validation_file", validation, "--do_train", "--do_eval", "--pad_to_max_length"] + tiny_args(output_dir)
+    )
     assert {"eval_mse", "eval_pearson", "eval_spearmanr"} <= set(results)
     config = read_json(output_dir / "config.json")
     assert config["problem_type"] == "regression" and len(config["id2label"]) == 1
+
+
+def test_qa_predicts_a_test_file_without_answers(tmp_path):
+    qa = load_named_dataset("hf_variants/real_text_qa")
+    train = write_json_lines(tmp_path / "train.jsonl", shuffled_rows(qa["train"], 8))
+    test_rows = [{key: row[key] for key in ("id", "title", "context", "question")} for row in shuffled_rows(qa["test"], 6)]
+    test = write_json_lines(tmp_path / "test.jsonl", test_rows)
+    output_dir = tmp_path / "out"
+    results = load_script("run_qa").main(
+        ["--train_file", train, "--test_file", test, "--version_2_with_negative", "--do_train", "--do_predict", "--doc_stride", "32",
+         "--pad_to_max_length", "false"] + tiny_args(output_dir) + ["--max_seq_length", "128"]
+    )  # fmt: skip
+    assert results["predict_samples"] == 6 and "predict_f1" not in results  # no answers: nothing to score
+    predictions = read_json(output_dir / "predict_predictions.json")
+    assert set(predictions) == {row["id"] for row in test_rows}
+    assert all(answer == "" or answer in row["context"] for row, answer in zip(test_rows, predictions.values()))
