@@ -1,0 +1,194 @@
+"""Train the tokenizers the Transformer family uses, with the `tokenizers` library.
+
+`train_tokenizer(kind, texts, vocab_size)` returns a `transformers.PreTrainedTokenizerFast`
+that round-trips through `save_pretrained` / `AutoTokenizer.from_pretrained` with its special
+tokens, mask token and single/pair templates intact. Kinds:
+
+- ``"wordpiece-uncased"`` / ``"wordpiece-cased"``: BERT. `BertNormalizer` (lower-cases and strips
+  accents when uncased), `BertPreTokenizer` (whitespace + punctuation), WordPiece with ``##``
+  continuations. Ids: ``[PAD]=0 [UNK]=1 [CLS]=2 [SEP]=3 [MASK]=4``. Templates
+  ``[CLS] A [SEP]`` and ``[CLS] A [SEP] B [SEP]`` with token_type_ids 0 then 1.
+- ``"bpe"``: RoBERTa / GPT-2 byte-level BPE (no unknown bytes). Ids: ``<s>=0 <pad>=1 </s>=2
+  <unk>=3 <mask>=4``. Templates ``<s> A </s>`` and ``<s> A </s></s> B </s>``; RoBERTa has no
+  segment embeddings, so token_type_ids are all 0.
+- ``"unigram"``: SentencePiece-style Unigram LM with the `Metaspace` pre-tokenizer (``▁`` marks a
+  word start), as ALBERT, XLNet and T5 use. We follow ALBERT's conventions because ALBERT is the
+  encoder in this library that uses it: lower-casing + NFKD accent stripping (ALBERT's
+  ``do_lower_case=True``), ids ``<pad>=0 <unk>=1 [CLS]=2 [SEP]=3 [MASK]=4`` and the BERT-style
+  template ``[CLS] A [SEP]`` / ``[CLS] A [SEP] B [SEP]`` with token_type_ids 0/1. (XLNet puts
+  ``<sep> <cls>`` at the end and T5 only appends ``</s>``; those variants will add their own kind
+  when they land, reusing `_unigram_backend`.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from transformers import PreTrainedTokenizerFast
+
+TOKENIZER_KINDS = ("wordpiece-uncased", "wordpiece-cased", "bpe", "unigram")
+
+WORDPIECE_SPECIALS = {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]",
+                      "sep_token": "[SEP]", "mask_token": "[MASK]"}
+BPE_SPECIALS = {"bos_token": "<s>", "pad_token": "<pad>", "eos_token": "</s>", "unk_token": "<unk>",
+                "mask_token": "<mask>", "cls_token": "<s>", "sep_token": "</s>"}
+UNIGRAM_SPECIALS = {"pad_token": "<pad>", "unk_token": "<unk>", "cls_token": "[CLS]",
+                    "sep_token": "[SEP]", "mask_token": "[MASK]"}
+
+
+def _ordered_unique(tokens: Iterable[str]) -> list[str]:
+    """Special tokens in id order, without repeats (RoBERTa's <s> is both bos and cls)."""
+    return list(dict.fromkeys(tokens))
+
+
+def _bert_template(cls: str, sep: str, backend: Tokenizer) -> processors.TemplateProcessing:
+    return processors.TemplateProcessing(
+        single=f"{cls}:0 $A:0 {sep}:0",
+        pair=f"{cls}:0 $A:0 {sep}:0 $B:1 {sep}:1",
+        special_tokens=[(cls, backend.token_to_id(cls)), (sep, backend.token_to_id(sep))],
+    )
+
+
+def _wordpiece_backend(lowercase: bool) -> tuple[Tokenizer, list[str], str]:
+    specials = _ordered_unique(WORDPIECE_SPECIALS[k] for k in
+                               ("pad_token", "unk_token", "cls_token", "sep_token", "mask_token"))
+    backend = Tokenizer(models.WordPiece(unk_token="[UNK]", continuing_subword_prefix="##"))
+    backend.normalizer = normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=True, strip_accents=lowercase, lowercase=lowercase)
+    backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    backend.decoder = decoders.WordPiece(prefix="##")
+    return backend, specials, "wordpiece"
+
+
+def _bpe_backend() -> tuple[Tokenizer, list[str], str]:
+    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    backend = Tokenizer(models.BPE(unk_token=None))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    return backend, specials, "bpe"
+
+
+def _unigram_backend(lowercase: bool = True) -> tuple[Tokenizer, list[str], str]:
+    specials = ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"]
+    backend = Tokenizer(models.Unigram())
+    steps = [normalizers.Replace("``", '"'), normalizers.Replace("''", '"')]
+    if lowercase:
+        steps += [normalizers.NFKD(), normalizers.StripAccents(), normalizers.Lowercase()]
+    backend.normalizer = normalizers.Sequence(steps)
+    backend.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
+    backend.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
+    return backend, specials, "unigram"
+
+
+def _make_trainer(model_kind: str, vocab_size: int, specials: list[str], min_frequency: int,
+                  show_progress: bool) -> trainers.Trainer:
+    if model_kind == "wordpiece":
+        return trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
+                                         special_tokens=specials, continuing_subword_prefix="##",
+                                         show_progress=show_progress)
+    if model_kind == "bpe":
+        return trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
+                                   special_tokens=specials, show_progress=show_progress,
+                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    return trainers.UnigramTrainer(vocab_size=vocab_size, special_tokens=specials, unk_token="<unk>",
+                                   show_progress=show_progress)
+
+
+def _non_empty(texts: Iterable[str]) -> Iterator[str]:
+    for text in texts:
+        if not isinstance(text, str):
+            raise ValueError(f"train_tokenizer expects strings, got {type(text).__name__}")
+        if text.strip():
+            yield text
+
+
+def train_tokenizer(
+    kind: str,
+    texts: Iterable[str],
+    vocab_size: int,
+    *,
+    min_frequency: int = 2,
+    model_max_length: int = 512,
+    show_progress: bool = False,
+) -> PreTrainedTokenizerFast:
+    """Train a tokenizer of the given `kind` on `texts` (streamed, never materialised).
+
+    Args:
+        kind: one of `TOKENIZER_KINDS` (see the module docstring for what each reproduces).
+        texts: an iterable of raw strings (paragraphs or documents); blank ones are skipped.
+        vocab_size: target vocabulary size including the 5 special tokens.
+        min_frequency: minimum pair frequency for a merge (WordPiece/BPE only).
+        model_max_length: stored in the tokenizer config (truncation limit).
+
+    Returns:
+        A `PreTrainedTokenizerFast` with pad/unk/cls/sep/mask tokens set and the post-processor
+        for single sequences and pairs installed.
+    """
+    if kind not in TOKENIZER_KINDS:
+        raise ValueError(f"unknown tokenizer kind {kind!r}; expected one of {TOKENIZER_KINDS}")
+    if vocab_size < 100:
+        raise ValueError(f"vocab_size={vocab_size} is too small (need at least 100)")
+    if kind.startswith("wordpiece"):
+        backend, specials, model_kind = _wordpiece_backend(lowercase=kind == "wordpiece-uncased")
+        named = WORDPIECE_SPECIALS
+    elif kind == "bpe":
+        backend, specials, model_kind = _bpe_backend()
+        named = BPE_SPECIALS
+    else:
+        backend, specials, model_kind = _unigram_backend()
+        named = UNIGRAM_SPECIALS
+    trainer = _make_trainer(model_kind, vocab_size, specials, min_frequency, show_progress)
+    backend.train_from_iterator(_non_empty(texts), trainer=trainer)
+    if backend.get_vocab_size() <= len(specials):
+        raise ValueError("the training texts produced an empty vocabulary (are they all blank?)")
+
+    if model_kind == "bpe":
+        backend.post_processor = processors.RobertaProcessing(
+            ("</s>", backend.token_to_id("</s>")), ("<s>", backend.token_to_id("<s>")),
+            trim_offsets=True, add_prefix_space=False)
+    else:
+        backend.post_processor = _bert_template(named["cls_token"], named["sep_token"], backend)
+
+    # RoBERTa has no segment embeddings, so its tokenizer returns no token_type_ids.
+    input_names = (["input_ids", "attention_mask"] if model_kind == "bpe"
+                   else ["input_ids", "token_type_ids", "attention_mask"])
+    special_tokens = dict(named)
+    if model_kind == "bpe":
+        # As RoBERTa: "<mask>" swallows the space before it, so in "a <mask>" the mask stands
+        # for a whole space-prefixed token ("Ġword") instead of leaving a stray "Ġ" behind.
+        special_tokens["mask_token"] = AddedToken("<mask>", lstrip=True, rstrip=False, special=True,
+                                                  normalized=False)
+        backend.add_special_tokens([special_tokens["mask_token"]])
+    return PreTrainedTokenizerFast(tokenizer_object=backend, model_max_length=model_max_length,
+                                   model_input_names=input_names, **special_tokens)
+
+
+def word_start_table(tokenizer: PreTrainedTokenizerFast) -> list[bool]:
+    """For every vocabulary id, whether a token with that id begins a new word.
+
+    Used by whole-word, span and n-gram masking when features carry no `word_ids`. The rule
+    follows the tokenizer's model: WordPiece continuations start with its ``##`` prefix;
+    byte-level BPE and Metaspace tokens begin a word when they carry the space marker (``Ġ`` /
+    ``▁``), so a word is a whitespace-delimited word, as in fairseq's RoBERTa whole-word masking
+    and ALBERT's `_is_start_piece_sp`. Special tokens count as word starts (they are never part
+    of a masked word anyway). A token right after a special token is always a word start; the
+    collators handle that position rule.
+    """
+    backend = tokenizer.backend_tokenizer
+    model = backend.model
+    vocab = backend.get_vocab()
+    table = [True] * len(tokenizer)
+    if isinstance(model, models.WordPiece):
+        prefix = model.continuing_subword_prefix
+        for token, index in vocab.items():
+            table[index] = not token.startswith(prefix)
+    elif isinstance(model, (models.BPE, models.Unigram)):
+        marker = "Ġ" if isinstance(backend.pre_tokenizer, pre_tokenizers.ByteLevel) else "▁"
+        for token, index in vocab.items():
+            table[index] = token.startswith(marker)
+    else:
+        raise ValueError(f"no word-boundary rule for tokenizer model {type(model).__name__}")
+    for index in tokenizer.all_special_ids:
+        table[index] = True
+    return table
