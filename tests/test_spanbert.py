@@ -1,33 +1,16 @@
 """SpanBERT: config, the Span Boundary Objective against a direct computation of its formula,
-edge spans, bad SBO inputs, and every head's forward / loss / gradients / save-load."""
+edge spans, bad SBO inputs, and every head through the shared encoder checks + save/load."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 from torch.nn import functional as F
-from transformers import (
-    AutoConfig,
-    AutoModel,
-    AutoModelForMaskedLM,
-    AutoModelForMultipleChoice,
-    AutoModelForPreTraining,
-    AutoModelForQuestionAnswering,
-    AutoModelForSequenceClassification,
-    AutoModelForTokenClassification,
-)
+from transformers import AutoConfig, AutoModelForPreTraining
 
 import hf_variants
-from hf_variants.models.spanbert import (
-    SpanBertConfig,
-    SpanBertForMaskedLM,
-    SpanBertForMultipleChoice,
-    SpanBertForPreTraining,
-    SpanBertForQuestionAnswering,
-    SpanBertForSequenceClassification,
-    SpanBertForTokenClassification,
-    SpanBertModel,
-)
+from hf_variants.models.spanbert import SpanBertConfig, SpanBertForPreTraining
+from encoder_tester import ALL_CHECKS, HEAD_AUTO_CLASSES, EncoderTester, check_save_load
 
 VOCAB, LENGTH = 99, 12
 
@@ -179,68 +162,44 @@ def test_pretraining_save_load_keeps_ties(tmp_path):
     assert embeddings.grad is not None and loaded.sbo_head.decoder.bias.grad.abs().sum() > 0
 
 
-def _head_inputs(head: str):
-    generator = torch.Generator().manual_seed(2)
-    ids = torch.randint(5, VOCAB, (2, LENGTH), generator=generator)
-    mask = torch.ones_like(ids)
-    mask[1, -3:] = 0
-    inputs = dict(input_ids=ids, attention_mask=mask)
-    if head == "ForSequenceClassification":
-        inputs["labels"] = torch.tensor([0, 2])
-    elif head == "ForTokenClassification":
-        inputs["labels"] = torch.randint(0, 3, (2, LENGTH), generator=generator)
-    elif head == "ForQuestionAnswering":
-        inputs.update(start_positions=torch.tensor([1, 3]), end_positions=torch.tensor([2, 5]))
-    elif head == "ForMultipleChoice":
-        inputs = {k: v.unsqueeze(1).expand(2, 3, LENGTH).contiguous() for k, v in inputs.items()}
-        inputs["labels"] = torch.tensor([1, 2])
-    elif head == "ForMaskedLM":
-        inputs["labels"] = torch.where(torch.arange(LENGTH) % 4 == 1, ids, -100)
-    elif head == "ForPreTraining":
-        batch, _, _ = hand_built_spans()
-        inputs.update(batch)
-    return inputs
+class SpanBertTester(EncoderTester):
+    """The shared encoder tester with SpanBERT's pretraining labels: MLM + SBO columns for one
+    interior span (positions 2..3, inside every row's real tokens), no NSP label."""
+
+    def labels(self, head, ids, mask, g):
+        if head != "ForPreTraining":
+            return super().labels(head, ids, mask, g)
+        labels = torch.full_like(ids, -100)
+        columns = {name: torch.zeros_like(ids) for name in ("sbo_left", "sbo_right", "sbo_relative")}
+        labels[:, 2:4] = ids[:, 2:4]
+        columns["sbo_left"][:, 2:4], columns["sbo_right"][:, 2:4] = 1, 4
+        columns["sbo_relative"][:, 2:4] = torch.tensor([0, 1])
+        return {"labels": labels, "sbo_labels": labels.clone(), **columns}
 
 
-HEADS = {
-    "Model": (SpanBertModel, AutoModel),
-    "ForPreTraining": (SpanBertForPreTraining, AutoModelForPreTraining),
-    "ForMaskedLM": (SpanBertForMaskedLM, AutoModelForMaskedLM),
-    "ForSequenceClassification": (SpanBertForSequenceClassification, AutoModelForSequenceClassification),
-    "ForTokenClassification": (SpanBertForTokenClassification, AutoModelForTokenClassification),
-    "ForQuestionAnswering": (SpanBertForQuestionAnswering, AutoModelForQuestionAnswering),
-    "ForMultipleChoice": (SpanBertForMultipleChoice, AutoModelForMultipleChoice),
-}
+SHARED_HEADS = [head for head in HEAD_AUTO_CLASSES if head != "ForNextSentencePrediction"]
+TESTER = SpanBertTester(
+    SpanBertConfig, {head: getattr(hf_variants, f"SpanBert{head}") for head in SHARED_HEADS},
+    config_overrides=dict(sbo_position_embedding_size=8, max_span_length=6),
+)
 
 
-@pytest.mark.parametrize("head", list(HEADS))
-def test_every_head_forward_loss_gradients_and_save_load(head, tmp_path):
-    model_class, auto_class = HEADS[head]
-    model = model_class(tiny_config(num_labels=3))
-    inputs = _head_inputs(head)
-    out = model(**inputs)
-    if head == "Model":
-        assert out.last_hidden_state.shape == (2, LENGTH, 32) and out.pooler_output.shape == (2, 32)
-        loss = out.last_hidden_state.pow(2).mean()
-    else:
-        loss = out.loss
-        assert loss is not None and torch.isfinite(loss)
-    loss.backward()
-    embedding_grad = model.get_input_embeddings().weight.grad
-    assert embedding_grad is not None and embedding_grad.abs().sum() > 0
-    last_layer = model.base_model.encoder.layers[-1]
-    assert last_layer.ffn_norm.weight.grad.abs().sum() > 0
+@pytest.mark.parametrize("head", SHARED_HEADS)
+@pytest.mark.parametrize("check", ALL_CHECKS, ids=lambda c: c.__name__)
+def test_shared_checks(check, head):
+    check(TESTER, head)
 
-    model.eval()
-    with torch.no_grad():
-        expected = model(**inputs)
-    model.save_pretrained(tmp_path)
-    loaded = auto_class.from_pretrained(tmp_path).eval()
-    assert type(loaded) is model_class
-    with torch.no_grad():
-        got = loaded(**inputs)
-    for a, b in zip(got.to_tuple(), expected.to_tuple()):
-        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-6)
+
+@pytest.mark.parametrize("head", SHARED_HEADS)
+def test_save_load_round_trip(head, tmp_path):
+    check_save_load(TESTER, head, tmp_path)
+
+
+def test_no_next_sentence_prediction():
+    assert not hasattr(hf_variants, "SpanBertForNextSentencePrediction")
+    inputs = TESTER.inputs("ForPreTraining")
+    with pytest.raises(ValueError, match="without next sentence prediction"):
+        TESTER.model("ForPreTraining")(**inputs, next_sentence_label=torch.zeros(3, dtype=torch.long))
 
 
 def test_pretraining_without_sbo_columns_is_plain_mlm():

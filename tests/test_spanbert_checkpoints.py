@@ -37,7 +37,19 @@ def padded_batch(vocab_size: int, length: int = 10):
 
 
 def real_padding_rows(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """(B, T, H) -> (real tokens, H): padding positions carry no meaning and are not compared."""
     return hidden[mask.bool()]
+
+
+def assert_encoders_agree(ours, theirs, batch):
+    """Our SpanBertModel and transformers' BertModel give the same hidden states and pooled output."""
+    with torch.no_grad():
+        expected, got = theirs(**batch), ours(**batch)
+    mask = batch["attention_mask"]
+    torch.testing.assert_close(real_padding_rows(got.last_hidden_state, mask),
+                               real_padding_rows(expected.last_hidden_state, mask), **TOLERANCE)
+    torch.testing.assert_close(got.pooler_output, expected.pooler_output, **TOLERANCE)
+    return expected
 
 
 @pytest.fixture(scope="module")
@@ -73,12 +85,7 @@ def test_bert_folder_into_encoder_and_heads(bert_folder):
     model, info = SpanBertModel.from_bert_checkpoint(folder, output_loading_info=True)
     assert info == {"initialised": [], "unused": []}
     batch = padded_batch(99)
-    with torch.no_grad():
-        expected, got = theirs(**batch), model(**batch)
-    mask = batch["attention_mask"]
-    torch.testing.assert_close(real_padding_rows(got.last_hidden_state, mask),
-                               real_padding_rows(expected.last_hidden_state, mask), **TOLERANCE)
-    torch.testing.assert_close(got.pooler_output, expected.pooler_output, **TOLERANCE)
+    expected = assert_encoders_agree(model, theirs, batch)
 
     classifier, info = SpanBertForSequenceClassification.from_bert_checkpoint(folder, output_loading_info=True, num_labels=3)
     assert info["initialised"] == ["classifier.out_proj.bias", "classifier.out_proj.weight"] and info["unused"] == []
@@ -156,12 +163,7 @@ def test_real_minilm_weights_load_and_export_round_trip(minilm_path, tmp_path):
     theirs = transformers.BertModel.from_pretrained(minilm_path).eval()
     model, info = SpanBertModel.from_bert_checkpoint(minilm_path, output_loading_info=True)
     assert info == {"initialised": [], "unused": []}
-    with torch.no_grad():
-        expected, got = theirs(**batch), model(**batch)
-    mask = batch["attention_mask"]
-    torch.testing.assert_close(real_padding_rows(got.last_hidden_state, mask),
-                               real_padding_rows(expected.last_hidden_state, mask), **TOLERANCE)
-    torch.testing.assert_close(got.pooler_output, expected.pooler_output, **TOLERANCE)
+    expected = assert_encoders_agree(model, theirs, batch)
 
     model.save_bert_checkpoint(tmp_path)
     reloaded = transformers.BertModel.from_pretrained(tmp_path).eval()

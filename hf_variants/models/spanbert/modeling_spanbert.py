@@ -253,6 +253,11 @@ class SpanBertForPreTraining(EncoderForMaskedLM, SpanBertPreTrainedModel):
             sbo_labels: target id where the span has both boundaries inside the sequence, -100
                 elsewhere; the SBO is computed only at these positions.
         """
+        if kwargs.get("next_sentence_label") is not None:
+            raise ValueError(
+                "SpanBERT is pretrained without next sentence prediction: drop next_sentence_label "
+                "(BertForPreTraining is MLM + NSP)"
+            )
         out = self._encode(
             input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
             inputs_embeds=inputs_embeds, output_attentions=output_attentions, output_hidden_states=output_hidden_states,
