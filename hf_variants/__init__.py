@@ -6,7 +6,7 @@ Importing the package registers every variant with transformers' Auto classes, s
 
 from . import registry as _registry
 from .configs import named_config, named_config_path
-from .conversion import from_transformers, to_transformers
+from .conversion import from_transformers, load_pretrained, to_transformers
 from .models import bert as _bert
 from .models.bert import conversion as _bert_conversion  # noqa: F401  (registers the adapter)
 from .models.bert import *  # noqa: F401,F403

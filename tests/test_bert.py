@@ -132,3 +132,16 @@ def test_qa_out_of_range_positions_are_ignored_like_transformers():
         + torch.nn.functional.cross_entropy(out.end_logits[keep], end[keep])
     ) / 2
     torch.testing.assert_close(out.loss, expected)
+
+
+def test_gradient_checkpointing_gives_the_same_gradients():
+    model = TESTER.model("ForMaskedLM", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0).train()
+    inputs = TESTER.inputs("ForMaskedLM")
+    model(**inputs).loss.backward()
+    plain = {n: p.grad.clone() for n, p in model.named_parameters()}
+    model.zero_grad()
+    model.activation_checkpointing_enable()
+    assert all(layer.gradient_checkpointing for layer in model.bert.encoder.layers)
+    model(**inputs).loss.backward()
+    for name, p in model.named_parameters():
+        torch.testing.assert_close(p.grad, plain[name], atol=1e-6, rtol=0, msg=name)

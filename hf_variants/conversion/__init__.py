@@ -138,3 +138,26 @@ def to_transformers(model: PreTrainedModel) -> PreTrainedModel:
         if type(model) is pair.ours:
             return _convert(model, pair, to_ours=False)
     raise ValueError(f"no transformers equivalent registered for {type(model).__name__}")
+
+
+def load_pretrained(path_or_id: str, auto_class: type, **kwargs) -> PreTrainedModel:
+    """Load a checkpoint as an hf-variants model, whatever format it is in.
+
+    hf-variants checkpoints load directly through ``auto_class`` (e.g.
+    ``AutoModelForSequenceClassification``); a transformers checkpoint of an architecture we
+    convert (model_type "bert", e.g. the real all-MiniLM-L6-v2) is loaded with transformers and
+    converted with :func:`from_transformers`, so the weights are identical either way.
+    ``kwargs`` go to ``from_pretrained`` (``num_labels``, ``id2label``, ...).
+    """
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(path_or_id)
+    if config.model_type.startswith("hfv_"):
+        return auto_class.from_pretrained(path_or_id, **kwargs)
+    theirs = auto_class.from_pretrained(path_or_id, **kwargs)
+    if not any(type(theirs) is pair.theirs for pair in _PAIRS):
+        raise ValueError(
+            f"{path_or_id} is a transformers {type(theirs).__name__} checkpoint (model_type {config.model_type!r}), "
+            "which hf-variants cannot convert"
+        )
+    return from_transformers(theirs)

@@ -53,9 +53,20 @@ class EncoderTaskModel:
     def backbone(self):
         return getattr(self, self.base_model_prefix)
 
-    def _encode(self, **inputs):
-        inputs = {k: v for k, v in inputs.items() if v is not None}
-        return self.backbone(**inputs, return_dict=True)
+    def _encode(
+        self, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states
+    ):
+        """Run the backbone (arguments in the order of every task forward); returns BaseModelOutputWithPooling."""
+        return self.backbone(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+        )
 
     @staticmethod
     def _finish(output_cls, return_dict: bool | None, **fields):
@@ -104,8 +115,7 @@ class EncoderForMaskedLM(EncoderTaskModel):
     ) -> MaskedLMOutput | tuple:
         """labels: (B, T) target ids, -100 where nothing is predicted. Logits (B, T, V)."""
         out = self._encode(
-            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
-            inputs_embeds=inputs_embeds, output_attentions=output_attentions, output_hidden_states=output_hidden_states,
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states
         )
         sparse = bool(getattr(self.config, "sparse_prediction", False))
         loss, logits = masked_lm_loss(self.mlm_head, out.last_hidden_state, labels, self.config.vocab_size, sparse)
@@ -142,8 +152,7 @@ class EncoderForSequenceClassification(EncoderTaskModel):
     ) -> SequenceClassifierOutput | tuple:
         """labels: (B,) class ids, (B,) floats for regression, or (B, num_labels) multi-hot. Logits (B, num_labels)."""
         out = self._encode(
-            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
-            inputs_embeds=inputs_embeds, output_attentions=output_attentions, output_hidden_states=output_hidden_states,
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states
         )
         logits = self.classifier(out.last_hidden_state, out.pooler_output)
         loss = sequence_classification_loss(self.config, logits, labels) if labels is not None else None
@@ -179,8 +188,7 @@ class EncoderForTokenClassification(EncoderTaskModel):
     ) -> TokenClassifierOutput | tuple:
         """labels: (B, T) class ids, -100 on ignored tokens. Logits (B, T, num_labels)."""
         out = self._encode(
-            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
-            inputs_embeds=inputs_embeds, output_attentions=output_attentions, output_hidden_states=output_hidden_states,
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states
         )
         logits = self.classifier(self.dropout(out.last_hidden_state))
         loss = token_classification_loss(logits, labels) if labels is not None else None
@@ -215,8 +223,7 @@ class EncoderForQuestionAnswering(EncoderTaskModel):
     ) -> QuestionAnsweringModelOutput | tuple:
         """start_positions/end_positions: (B,) token indices. Logits (B, T) each."""
         out = self._encode(
-            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
-            inputs_embeds=inputs_embeds, output_attentions=output_attentions, output_hidden_states=output_hidden_states,
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states
         )
         start_logits, end_logits = self.qa_outputs(out.last_hidden_state).unbind(dim=-1)
         start_logits, end_logits = start_logits.contiguous(), end_logits.contiguous()
@@ -263,9 +270,8 @@ class EncoderForMultipleChoice(EncoderTaskModel):
             return None if t is None else t.reshape(-1, *t.shape[2:])
 
         out = self._encode(
-            input_ids=flat(input_ids), attention_mask=flat(attention_mask), token_type_ids=flat(token_type_ids),
-            position_ids=flat(position_ids), inputs_embeds=flat(inputs_embeds), output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states,
+            flat(input_ids), flat(attention_mask), flat(token_type_ids), flat(position_ids), flat(inputs_embeds),
+            output_attentions, output_hidden_states,
         )
         logits = self.classifier(out.last_hidden_state, out.pooler_output).view(-1, num_choices)
         loss = None

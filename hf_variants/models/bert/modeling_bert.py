@@ -84,8 +84,7 @@ class BertForPreTraining(EncoderForMaskedLM, BertPreTrainedModel):
     ) -> BertForPreTrainingOutput | tuple:
         """labels: (B, T) MLM targets (-100 elsewhere); next_sentence_label: (B,) 0 = next, 1 = random."""
         out = self._encode(
-            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
-            inputs_embeds=inputs_embeds, output_attentions=output_attentions, output_hidden_states=output_hidden_states,
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states
         )
         sparse = bool(self.config.sparse_prediction)
         mlm_loss, prediction_logits = masked_lm_loss(self.mlm_head, out.last_hidden_state, labels, self.config.vocab_size, sparse)
@@ -126,8 +125,7 @@ class BertForNextSentencePrediction(EncoderTaskModel, BertPreTrainedModel):
     ) -> NextSentencePredictorOutput | tuple:
         """labels: (B,) 0 = B follows A, 1 = B is random. Logits (B, 2)."""
         out = self._encode(
-            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
-            inputs_embeds=inputs_embeds, output_attentions=output_attentions, output_hidden_states=output_hidden_states,
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states
         )
         logits = self.nsp_head(out.pooler_output)
         loss = sentence_relation_loss(logits, labels) if labels is not None else None
