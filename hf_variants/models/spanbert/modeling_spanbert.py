@@ -259,8 +259,7 @@ class SpanBertForPreTraining(EncoderForMaskedLM, SpanBertPreTrainedModel):
                 "(BertForPreTraining is MLM + NSP)"
             )
         out = self._encode(
-            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
-            inputs_embeds=inputs_embeds, output_attentions=output_attentions, output_hidden_states=output_hidden_states,
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states
         )
         hidden_states = out.last_hidden_state
         sparse = bool(self.config.sparse_prediction)
