@@ -208,3 +208,12 @@ def test_pretraining_without_sbo_columns_is_plain_mlm():
     out = model(input_ids=batch["input_ids"], labels=batch["labels"])
     assert out.sbo_loss is None and out.sbo_logits is None
     torch.testing.assert_close(out.loss, out.mlm_loss)
+
+
+def test_resizing_the_vocabulary_keeps_both_decoders_tied():
+    model = SpanBertForPreTraining(tiny_config())
+    model.resize_token_embeddings(VOCAB + 21, mean_resizing=False)
+    embeddings = model.bert.embeddings.word_embeddings.weight
+    assert embeddings.shape[0] == VOCAB + 21 and model.config.vocab_size == VOCAB + 21
+    for head in (model.mlm_head, model.sbo_head):
+        assert head.decoder.weight is embeddings and head.decoder.bias.shape == (VOCAB + 21,)
