@@ -157,7 +157,12 @@ def pretraining_dataset(corpus: datasets.Dataset, tokenizer, input_format: str =
     if (task is not None) != is_pair or task not in (None, "nsp", "sop"):
         raise ValueError(f"task={task!r} does not go with input_format={input_format!r}: pair formats take "
                          "'nsp' or 'sop', the sentence-packing formats take none")
-    return datasets.Dataset.from_generator(
-        _generate_examples,
-        gen_kwargs={"corpus": corpus, "tokenizer": tokenizer, "input_format": input_format,
-                    "max_length": max_length, "task": task, "short_seq_prob": short_seq_prob, "seed": seed})
+    try:
+        return datasets.Dataset.from_generator(
+            _generate_examples,
+            gen_kwargs={"corpus": corpus, "tokenizer": tokenizer, "input_format": input_format,
+                        "max_length": max_length, "task": task, "short_seq_prob": short_seq_prob, "seed": seed})
+    except datasets.exceptions.DatasetGenerationError as error:
+        if isinstance(error.__cause__, ValueError):  # surface our own message, not the builder's wrapper
+            raise ValueError(str(error.__cause__)) from error
+        raise

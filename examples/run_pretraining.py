@@ -1,0 +1,355 @@
+"""Pretrain an hf-variants encoder on real text with its paper's objective, using Trainer.
+
+    python examples/run_pretraining.py --model_name_or_path bert-mini --corpus austen \\
+        --output_dir outputs/bert-mini-austen --max_steps 2000 --per_device_train_batch_size 32
+
+`--model_name_or_path` is a named flavour in `modeling_configs/` (trained from scratch) or a
+checkpoint folder (training continues from its weights). The objective defaults to the model's
+paper (BERT: mlm+nsp); the tokenizer is `--tokenizer_name` or one trained on the training text
+(`--tokenizer_kind`, `--vocab_size`). Text comes from `--corpus austen|wikipedia|lee`
+(`hf_variants.data`) or `--train_file` (one paragraph per line, an empty line between
+documents: BERT's format). The last `--validation_fraction` of the documents is held out; MLM
+accuracy and perplexity on it (fixed masks) are reported before and after training in
+`eval_results.json`.
+
+The schedule is BERT's: AdamW, weight decay 0.01, linear warmup (`--warmup_steps`, an int or a
+ratio) then linear decay. `--phase2_fraction 0.1 --phase2_max_seq_length 512` trains the last
+10% of the steps on longer sequences, as BERT did. Every TrainingArguments option works
+(`--save_steps`, `--resume_from_checkpoint`, `--bf16`, ...); launch with `accelerate launch` for
+several devices. The output folder holds `model.safetensors`, `config.json` and the tokenizer,
+loadable with `AutoModelForSequenceClassification.from_pretrained` after `import hf_variants`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import inspect
+import json
+import logging
+import math
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import datasets  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from transformers import (AutoConfig, AutoModelForMaskedLM, AutoModelForPreTraining, AutoTokenizer,  # noqa: E402
+                          HfArgumentParser, Trainer, TrainingArguments, set_seed)
+
+import hf_variants  # noqa: E402  (registers the hf-variants model types with the Auto classes)
+from hf_variants.configs import is_named_config, named_config  # noqa: E402
+from hf_variants.data import load_corpus  # noqa: E402
+from hf_variants.objectives import (INPUT_FORMATS, DataCollatorForMaskedLM,  # noqa: E402
+                                    DataCollatorForNgramMasking, DataCollatorForPrecomputedMasks,
+                                    DataCollatorForSpanMasking, make_static_masked_dataset, pretraining_dataset)
+from hf_variants.objectives.masking import SeededRNG  # noqa: E402
+from hf_variants.tokenization import TOKENIZER_KINDS, train_tokenizer  # noqa: E402
+
+logger = logging.getLogger("run_pretraining")
+
+MASKING_SCHEMES = {"mlm": DataCollatorForMaskedLM, "span": DataCollatorForSpanMasking,
+                   "ngram": DataCollatorForNgramMasking}
+SENTENCE_TASKS = ("nsp", "sop")
+# The paper's objective and tokenizer per model type (types that land later are listed already).
+DEFAULT_OBJECTIVE = {"hfv_bert": "mlm+nsp", "hfv_roberta": "mlm", "hfv_spanbert": "span", "hfv_albert": "ngram+sop"}
+DEFAULT_TOKENIZER = {"hfv_bert": "wordpiece-uncased", "hfv_roberta": "bpe", "hfv_spanbert": "wordpiece-cased",
+                     "hfv_albert": "unigram"}
+
+
+@dataclass
+class PretrainingArguments:
+    model_name_or_path: str = field(default="bert-mini", metadata={
+        "help": "a modeling_configs/ name (from scratch) or a checkpoint folder"})
+    objective: str | None = field(default=None, metadata={
+        "help": "mlm | span | ngram, optionally +nsp or +sop (mlm+nsp, mlm+sop, ngram+sop); default: the model's paper"})
+    masking: str = field(default="dynamic", metadata={"help": "dynamic (RoBERTa) or static (BERT)"})
+    static_copies: int = field(default=10, metadata={"help": "static masking: masked copies of the data (BERT: 10)"})
+    whole_word_mask: bool = field(default=False, metadata={"help": "mlm: mask whole words"})
+    mlm_probability: float = field(default=0.15)
+    input_format: str | None = field(default=None, metadata={
+        "help": f"one of {INPUT_FORMATS}; default full-sentences, or segment-pair with nsp/sop"})
+    tokenizer_name: str | None = field(default=None, metadata={"help": "a tokenizer folder; default: train one"})
+    tokenizer_kind: str | None = field(default=None, metadata={"help": f"for training one: {TOKENIZER_KINDS}"})
+    vocab_size: int = field(default=8000, metadata={"help": "for training a tokenizer"})
+    corpus: str | None = field(default=None, metadata={"help": "austen | wikipedia | lee (hf_variants.data)"})
+    train_file: str | None = field(default=None, metadata={"help": "text: a paragraph per line, blank line between documents"})
+    max_documents: int | None = field(default=None, metadata={"help": "use only the first N documents"})
+    validation_fraction: float = field(default=0.05, metadata={"help": "documents held out for evaluation"})
+    max_seq_length: int = field(default=128)
+    phase2_fraction: float = field(default=0.0, metadata={"help": "fraction of steps at phase2_max_seq_length"})
+    phase2_max_seq_length: int = field(default=512)
+    short_seq_prob: float = field(default=0.1, metadata={"help": "pair formats: probability of a short target"})
+
+
+def parse_objective(objective: str) -> tuple[str, str | None]:
+    masking, _, sentence_task = objective.partition("+")
+    if masking not in MASKING_SCHEMES or (sentence_task and sentence_task not in SENTENCE_TASKS):
+        raise ValueError(f"unknown objective {objective!r}: use mlm, span or ngram, optionally +nsp or +sop")
+    return masking, sentence_task or None
+
+
+def read_text_file(path: str) -> datasets.Dataset:
+    """BERT's pretraining text format -> rows (document, text)."""
+    if not Path(path).is_file():
+        raise ValueError(f"--train_file {path} does not exist")
+    documents, texts, document, blank_seen = [], [], 0, False
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            line = line.strip()
+            if not line:
+                blank_seen = bool(texts)
+                continue
+            if blank_seen:  # the first paragraph after one or more blank lines opens a new document
+                document, blank_seen = document + 1, False
+            documents.append(document)
+            texts.append(line)
+    if not texts:
+        raise ValueError(f"--train_file {path} has no text")
+    return datasets.Dataset.from_dict({"document": documents, "text": texts})
+
+
+def load_text(args: PretrainingArguments, minimum_documents: int) -> tuple[datasets.Dataset, datasets.Dataset]:
+    """The corpus split by document into (train, validation), each of >= `minimum_documents`."""
+    if (args.corpus is None) == (args.train_file is None):
+        raise ValueError("give exactly one of --corpus and --train_file")
+    corpus = load_corpus(args.corpus) if args.corpus else read_text_file(args.train_file)
+    document_ids = np.asarray(corpus["document"])
+    unique = list(dict.fromkeys(document_ids.tolist()))
+    if args.max_documents:
+        unique = unique[:args.max_documents]
+    if not 0 < args.validation_fraction < 1:
+        raise ValueError(f"--validation_fraction must be in (0, 1), got {args.validation_fraction}")
+    # NSP draws its random segments from other documents, so each side needs at least two.
+    held_out = max(minimum_documents, round(len(unique) * args.validation_fraction))
+    if len(unique) < held_out + minimum_documents:
+        raise ValueError(f"need at least {held_out + minimum_documents} documents ({held_out} held out), "
+                         f"the text has {len(unique)}")
+    train_rows = np.flatnonzero(np.isin(document_ids, unique[:-held_out]))
+    validation_rows = np.flatnonzero(np.isin(document_ids, unique[-held_out:]))
+    return corpus.select(train_rows), corpus.select(validation_rows)
+
+
+def load_config(name_or_path: str):
+    if is_named_config(name_or_path):
+        return named_config(name_or_path), True
+    if not (Path(name_or_path) / "config.json").is_file():
+        raise ValueError(f"--model_name_or_path {name_or_path!r} is neither a modeling_configs/ name nor a checkpoint")
+    return AutoConfig.from_pretrained(name_or_path), False
+
+
+def load_tokenizer(args: PretrainingArguments, model_type: str, train_text: datasets.Dataset, from_scratch: bool):
+    if args.tokenizer_name:
+        return AutoTokenizer.from_pretrained(args.tokenizer_name)
+    if not from_scratch and (Path(args.model_name_or_path) / "tokenizer_config.json").is_file():
+        return AutoTokenizer.from_pretrained(args.model_name_or_path)
+    kind = args.tokenizer_kind or DEFAULT_TOKENIZER.get(model_type, "wordpiece-uncased")
+    logger.info("training a %s tokenizer (vocabulary %d) on the training text", kind, args.vocab_size)
+    return train_tokenizer(kind, (text for text in train_text["text"]), args.vocab_size,
+                           model_max_length=max(args.max_seq_length, args.phase2_max_seq_length))
+
+
+def load_model(args: PretrainingArguments, config, from_scratch: bool, tokenizer, sentence_task: str | None):
+    auto_class = AutoModelForPreTraining if sentence_task else AutoModelForMaskedLM
+    longest = max(args.max_seq_length, args.phase2_max_seq_length if args.phase2_fraction else 0)
+    if longest > getattr(config, "max_position_embeddings", longest):
+        raise ValueError(f"sequences of {longest} tokens exceed the model's {config.max_position_embeddings} positions")
+    if from_scratch:
+        config.vocab_size = len(tokenizer)
+        config.pad_token_id = tokenizer.pad_token_id
+        if hasattr(config, "sparse_prediction"):
+            config.sparse_prediction = True  # vocabulary logits only at masked positions: same loss, less work
+        return auto_class.from_config(config)
+    model = hf_variants.load_pretrained(args.model_name_or_path, auto_class)
+    if model.config.vocab_size != len(tokenizer):
+        raise ValueError(f"the checkpoint's vocabulary ({model.config.vocab_size}) does not match the tokenizer's "
+                         f"({len(tokenizer)})")
+    return model
+
+
+class ModelInputs:
+    """Wraps a collator so its output fits the model's forward.
+
+    - Masks are drawn from a generator seeded with (seed, global index of the batch's first
+      example), so they are a pure function of the position in the training stream: dynamic
+      across epochs, yet identical after `--resume_from_checkpoint`.
+    - A model with one 2-way sentence-relation head (BERT's `next_sentence_label`) trains SOP
+      through that head; SpanBERT's `sbo_*` targets are dropped for a model without an SBO head.
+    """
+
+    def __init__(self, collator, model, seed: int):
+        self.collator, self.seed = collator, seed
+        self.accepted = set(inspect.signature(model.forward).parameters)
+
+    def __call__(self, features):
+        features = [dict(f) for f in features]
+        first_index = features[0].pop("example_index", None)
+        for feature in features[1:]:
+            feature.pop("example_index", None)
+        if first_index is not None and hasattr(self.collator, "rng"):
+            self.collator.rng = SeededRNG(int(np.random.SeedSequence([self.seed, first_index]).generate_state(1)[0]))
+        batch = self.collator(features)
+        if "sentence_order_label" in batch and "sentence_order_label" not in self.accepted:
+            batch["next_sentence_label"] = batch.pop("sentence_order_label")
+        return {k: v for k, v in batch.items() if k in self.accepted}
+
+
+class PhasedTrainingStream(torch.utils.data.Dataset):
+    """The examples of every step, in order: phase 1 then phase 2, each a sequence of fresh
+    permutations (epochs) of its dataset. Indexing is lazy: nothing is copied."""
+
+    def __init__(self, phases: list[tuple[datasets.Dataset, int]], seed: int):
+        self.datasets = [dataset for dataset, _ in phases]
+        self.ends = np.cumsum([count for _, count in phases]).tolist()
+        self.seed = seed
+        self._permutations: dict[tuple[int, int], np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return self.ends[-1]
+
+    def _permutation(self, phase: int, epoch: int) -> np.ndarray:
+        if (phase, epoch) not in self._permutations:
+            self._permutations = {(phase, epoch): np.random.default_rng([self.seed, phase, epoch]).permutation(
+                len(self.datasets[phase]))}  # one epoch at a time is read, in order
+        return self._permutations[(phase, epoch)]
+
+    def __getitem__(self, index: int) -> dict:
+        phase = bisect.bisect_right(self.ends, index)
+        local = index - (self.ends[phase - 1] if phase else 0)
+        dataset = self.datasets[phase]
+        epoch, position = divmod(local, len(dataset))
+        example = dict(dataset[int(self._permutation(phase, epoch)[position])])
+        example["example_index"] = index
+        return example
+
+
+class StreamTrainer(Trainer):
+    """Reads `PhasedTrainingStream` in order (it is already shuffled, phase by phase)."""
+
+    def _get_train_sampler(self, train_dataset=None):
+        return torch.utils.data.SequentialSampler(train_dataset or self.train_dataset)
+
+
+@torch.no_grad()
+def evaluate(model, examples: datasets.Dataset, collator, batch_size: int) -> dict[str, float]:
+    """MLM loss / perplexity / accuracy on masked tokens (+ sentence-relation accuracy)."""
+    model.eval()
+    total_loss, correct, predicted, relation_correct, relations = 0.0, 0, 0, 0, 0
+    for start in range(0, len(examples), batch_size):
+        batch = collator([examples[i] for i in range(start, min(start + batch_size, len(examples)))])
+        batch = {k: v.to(model.device) for k, v in batch.items()}
+        output = model(**batch)
+        logits = output.prediction_logits if hasattr(output, "prediction_logits") else output.logits
+        labels = batch["labels"]
+        selected = labels != -100
+        if logits.shape[:-1] == labels.shape:
+            logits = logits[selected]
+        targets = labels[selected]
+        total_loss += F.cross_entropy(logits.float(), targets, reduction="sum").item()
+        correct += (logits.argmax(-1) == targets).sum().item()
+        predicted += targets.numel()
+        if getattr(output, "seq_relationship_logits", None) is not None and "next_sentence_label" in batch:
+            relation_correct += (output.seq_relationship_logits.argmax(-1) == batch["next_sentence_label"]).sum().item()
+            relations += batch["next_sentence_label"].numel()
+    if predicted == 0:
+        raise ValueError("the validation set produced no masked tokens")
+    results = {"mlm_loss": total_loss / predicted, "mlm_perplexity": math.exp(total_loss / predicted),
+               "mlm_accuracy": correct / predicted, "masked_tokens": predicted}
+    if relations:
+        results["sentence_relation_accuracy"] = relation_correct / relations
+    return results
+
+
+def build_examples(text: datasets.Dataset, tokenizer, input_format: str, max_length: int,
+                   sentence_task: str | None, args: PretrainingArguments, seed: int) -> datasets.Dataset:
+    examples = pretraining_dataset(text, tokenizer, input_format, max_length, task=sentence_task,
+                                   short_seq_prob=args.short_seq_prob, seed=seed)
+    if len(examples) == 0:
+        raise ValueError(f"no {input_format} examples could be built from the text")
+    return examples
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = HfArgumentParser((PretrainingArguments, TrainingArguments))
+    parser.set_defaults(weight_decay=0.01, learning_rate=1e-4, warmup_steps=0.01, lr_scheduler_type="linear",
+                        save_strategy="steps", save_steps=1000, logging_steps=50, report_to="none",
+                        dataloader_pin_memory=torch.cuda.is_available())
+    args, training_args = parser.parse_args_into_dataclasses(args=argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    set_seed(training_args.seed)
+
+    config, from_scratch = load_config(args.model_name_or_path)
+    masking, sentence_task = parse_objective(args.objective or DEFAULT_OBJECTIVE.get(config.model_type, "mlm"))
+    input_format = args.input_format or ("segment-pair" if sentence_task else "full-sentences")
+    if (input_format in ("segment-pair", "sentence-pair")) != bool(sentence_task):
+        raise ValueError(f"--input_format {input_format} does not fit objective {args.objective!r}: pair formats "
+                         "go with +nsp/+sop, full-sentences/doc-sentences with plain masking")
+    if args.masking not in ("dynamic", "static"):
+        raise ValueError(f"--masking must be dynamic or static, got {args.masking!r}")
+    if not 0 <= args.phase2_fraction < 1:
+        raise ValueError(f"--phase2_fraction must be in [0, 1), got {args.phase2_fraction}")
+
+    train_text, validation_text = load_text(args, minimum_documents=2 if sentence_task == "nsp" else 1)
+    tokenizer = load_tokenizer(args, config.model_type, train_text, from_scratch)
+    model = load_model(args, config, from_scratch, tokenizer, sentence_task)
+    masking_options = {"whole_word_mask": True} if args.whole_word_mask and masking == "mlm" else {}
+    make_collator = functools.partial(MASKING_SCHEMES[masking], tokenizer, mlm_probability=args.mlm_probability,
+                                      **masking_options)
+
+    phase_lengths = [args.max_seq_length] + ([args.phase2_max_seq_length] if args.phase2_fraction else [])
+    phases = [build_examples(train_text, tokenizer, input_format, length, sentence_task, args, training_args.seed)
+              for length in phase_lengths]
+    validation = build_examples(validation_text, tokenizer, input_format, args.max_seq_length, sentence_task, args,
+                                training_args.seed + 1)
+    if args.masking == "static":
+        phases = [make_static_masked_dataset(p, tokenizer, args.static_copies, training_args.seed + i, make_collator())
+                  for i, p in enumerate(phases)]
+        train_collator = DataCollatorForPrecomputedMasks(tokenizer)
+    else:
+        train_collator = make_collator()
+
+    global_batch = (training_args.per_device_train_batch_size * training_args.gradient_accumulation_steps
+                    * training_args.world_size)
+    total_steps = training_args.max_steps
+    if total_steps <= 0:
+        if args.phase2_fraction:
+            raise ValueError("--phase2_fraction needs --max_steps (the phases are fractions of the steps)")
+        total_steps = math.ceil(training_args.num_train_epochs * len(phases[0]) / global_batch)
+    training_args.max_steps = total_steps
+    phase2_steps = round(total_steps * args.phase2_fraction)
+    steps = [total_steps - phase2_steps] + ([phase2_steps] if args.phase2_fraction else [])
+    stream = PhasedTrainingStream([(p, s * global_batch) for p, s in zip(phases, steps)], training_args.seed)
+    training_args.remove_unused_columns = False  # the stream is not a datasets.Dataset; ModelInputs filters
+    logger.info("objective %s (%s masking, %s), %s examples %s, validation %d examples, %d steps of %d",
+                "+".join(filter(None, [masking, sentence_task])), args.masking, input_format,
+                "/".join(str(len(p)) for p in phases), phase_lengths, len(validation), total_steps, global_batch)
+
+    def evaluate_now():
+        return evaluate(model, validation, ModelInputs(make_collator(seed=training_args.seed), model, 0),
+                        training_args.per_device_eval_batch_size)
+
+    before = None if training_args.resume_from_checkpoint else evaluate_now()
+    trainer = StreamTrainer(model=model, args=training_args, train_dataset=stream,
+                            data_collator=ModelInputs(train_collator, model, training_args.seed),
+                            processing_class=tokenizer)
+    train_output = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    after = evaluate_now()
+    trainer.save_model(training_args.output_dir)  # model.safetensors + config.json + tokenizer
+    results = {"before_training": before, "after_training": after, "train_loss": train_output.training_loss,
+               "global_step": train_output.global_step, "objective": "+".join(filter(None, [masking, sentence_task])),
+               "masking": args.masking, "input_format": input_format, "sequence_lengths": phase_lengths,
+               "steps_per_phase": steps}
+    if trainer.is_world_process_zero():
+        Path(training_args.output_dir, "eval_results.json").write_text(json.dumps(results, indent=2))
+        logger.info("validation before: %s", before)
+        logger.info("validation after: %s", after)
+    return results
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
