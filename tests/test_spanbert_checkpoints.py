@@ -112,6 +112,8 @@ def test_bert_pretraining_checkpoint_keeps_its_mlm_head(tmp_path):
 def test_bad_sources_raise_value_errors(tmp_path, bert_folder):
     with pytest.raises(ValueError, match="no config.json"):
         SpanBertModel.from_bert_checkpoint(tmp_path)
+    with pytest.raises(ValueError, match="not a local folder and could not be fetched"):  # tests run offline
+        SpanBertModel.from_bert_checkpoint("SpanBERT/spanbert-base-cased")
     ours = tmp_path / "ours"
     SpanBertModel(hf_variants.SpanBertConfig(**TINY)).save_pretrained(ours)
     with pytest.raises(ValueError, match="not a BERT-format one"):

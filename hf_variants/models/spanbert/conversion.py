@@ -56,13 +56,23 @@ def config_to_theirs(config: SpanBertConfig) -> transformers.BertConfig:
 
 
 # ----------------------------------------------------------------------------- reading BERT checkpoints
+def download_bert_checkpoint(repo_id: str) -> Path:
+    """A Hub repository (e.g. "SpanBERT/spanbert-base-cased") -> its local snapshot folder."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(repo_id, allow_patterns=["*.json", "*.safetensors", "pytorch_model.bin", "*.txt"]))
+    except Exception as error:  # offline, unknown repository, bad id: all mean "no checkpoint here"
+        raise ValueError(f"{repo_id!r} is not a local folder and could not be fetched from the Hub: {error}") from error
+
+
 def read_bert_checkpoint(source: str | Path | PreTrainedModel) -> tuple[transformers.BertConfig, dict[str, torch.Tensor]]:
-    """(config, state dict) of a BERT-format checkpoint: a folder or a transformers BERT model."""
+    """(config, state dict) of a BERT-format checkpoint: a folder, a Hub id or a transformers BERT model."""
     if isinstance(source, PreTrainedModel):
         if source.config.model_type != "bert":
             raise ValueError(f"expected a transformers BERT model, got model_type {source.config.model_type!r}")
         return source.config, source.state_dict()
-    folder = Path(source)
+    folder = Path(source) if Path(source).is_dir() else download_bert_checkpoint(str(source))
     config_file = folder / "config.json"
     if not config_file.is_file():
         raise ValueError(f"{folder} has no config.json; expected a BERT-format checkpoint folder")

@@ -45,7 +45,8 @@ class SpanBertPreTrainedModel(EncoderPreTrainedModel):
 
         Args:
             source: a folder with ``config.json`` (model_type "bert") and ``model.safetensors`` (or
-                ``pytorch_model.bin``), or a transformers BERT model instance.
+                ``pytorch_model.bin``), a Hub id of such a repository (e.g. "SpanBERT/spanbert-base-cased"),
+                or a transformers BERT model instance.
             output_loading_info: also return ``{"initialised": [...], "unused": [...]}``: our
                 weights the checkpoint did not provide (freshly initialised heads) and checkpoint
                 weights this class has no place for (e.g. the pooler for SpanBertForPreTraining).
