@@ -136,3 +136,18 @@ def test_bad_corpora_raise():
         list(build_nsp_pairs(austen_documents()[:1], tokenizer, 128))
     with pytest.raises(ValueError, match="no room"):
         list(pack_full_sentences(iter(austen_documents()[:1]), tokenizer, 3))
+
+
+def test_template_ignores_padding_and_truncation_stored_in_tokenizer_json():
+    from hf_variants.objectives import SpecialTokenTemplate
+    from hf_variants.tokenization import train_tokenizer
+
+    tokenizer = train_tokenizer("wordpiece-uncased", austen_corpus()["text"][:300], 500)
+    tokenizer.backend_tokenizer.enable_padding(length=128)  # as some shipped tokenizer.json files do
+    tokenizer.backend_tokenizer.enable_truncation(max_length=128)
+    template = SpecialTokenTemplate(tokenizer)
+    assert (template.single_specials, template.pair_specials) == (2, 3)
+    built = template.build([10, 11], [12])
+    assert built.input_ids == [tokenizer.cls_token_id, 10, 11, tokenizer.sep_token_id, 12, tokenizer.sep_token_id]
+    assert built.token_type_ids == [0, 0, 0, 0, 1, 1] and built.special_tokens_mask == [1, 0, 0, 1, 0, 1]
+    assert tokenizer.backend_tokenizer.padding is not None  # the tokenizer itself was left alone
