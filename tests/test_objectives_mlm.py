@@ -156,6 +156,8 @@ def test_bad_input_raises_clear_errors():
         collator([{"input_ids": [2, 10, 3], "text": "x"}])
     with pytest.raises(ValueError, match="out of range"):
         collator([{"input_ids": [2, len(tokenizer) + 5, 3]}])
+    with pytest.raises(ValueError, match="different columns"):
+        collator([{"input_ids": [2, 10, 3]}, {"input_ids": [2, 11, 3], "token_type_ids": [0, 0, 0]}])
     with pytest.raises(ValueError, match="length"):
         collator([{"input_ids": [2, 10, 3], "token_type_ids": [0, 0]}])
     with pytest.raises(ValueError, match="mlm_probability"):
