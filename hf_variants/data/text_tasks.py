@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import datasets
 import numpy as np
@@ -35,7 +36,7 @@ _FUNCTION_WORDS = frozenset(
     "there here what who whom which when where why how but and or nor so yet if oh yes no well sir madam "
     "dear mr mrs miss".split()
 )
-_CONNECTORS = frozenset(["of", "de", "la", "le", "von", "van", "der", "du", "and"])
+_CONNECTORS = frozenset(["of", "de", "la", "le", "von", "van", "der", "du"])  # not "and": "Jane and Elizabeth" is two
 _WORD = re.compile(r"\S+")
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 _EDGE_PUNCTUATION = "\"'“”‘’()[]{},;:.!?"
@@ -43,9 +44,10 @@ _EDGE_PUNCTUATION = "\"'“”‘’()[]{},;:.!?"
 
 @dataclass(frozen=True)
 class _Span:
-    start: int  # character offsets in the sentence
+    start: int  # character offsets of the answer in the sentence
     end: int
     wh_word: str
+    blank_end: int  # end of the text the wh-word replaces (past a possessive "'s")
 
 
 def _strip_edges(text: str, start: int, end: int) -> tuple[int, int]:
@@ -80,7 +82,7 @@ def _answer_candidates(sentence: str) -> list[_Span]:
         token = sentence[start:end]
         if _NUMBER.fullmatch(token) and len(token) >= 2:
             is_year = len(token) == 4 and token.isdigit() and 1000 <= int(token) <= 2100
-            candidates.append(_Span(start, end, "what year" if is_year else "how many"))
+            candidates.append(_Span(start, end, "what year" if is_year else "how many", end))
             index += 1
             continue
         if token[:1].isupper() and token not in ("I", "O") and len(token) > 1:
@@ -104,8 +106,11 @@ def _answer_candidates(sentence: str) -> list[_Span]:
             if cut:
                 phrase_end = start + cut.start()
             wh_word = "who" if token.lower() in _HONORIFICS else "what"
-            if last > index or token.lower() not in _FUNCTION_WORDS:
-                candidates.append(_Span(start, phrase_end, wh_word))
+            answer_end = phrase_end
+            if sentence[start:phrase_end].endswith(("'s", "’s")):  # "Elizabeth's sister" → "whose sister"
+                answer_end, wh_word = phrase_end - 2, "whose"
+            if (last > index or token.lower() not in _FUNCTION_WORDS) and answer_end > start:
+                candidates.append(_Span(start, answer_end, wh_word, phrase_end))
             index = last + 1
             continue
         index += 1
@@ -115,10 +120,10 @@ def _answer_candidates(sentence: str) -> list[_Span]:
 def _cloze_question(sentence: str, span: _Span) -> str:
     """The sentence around the span, span replaced by its wh-word, ending with '?'."""
     words_before = list(_WORD.finditer(sentence[: span.start]))[-QUESTION_WINDOW_WORDS:]
-    words_after = list(_WORD.finditer(sentence, span.end))[:QUESTION_WINDOW_WORDS]
+    words_after = list(_WORD.finditer(sentence, span.blank_end))[:QUESTION_WINDOW_WORDS]
     window_start = words_before[0].start() if words_before else span.start
-    window_end = words_after[-1].end() if words_after else span.end
-    question = sentence[window_start : span.start] + span.wh_word + sentence[span.end : window_end]
+    window_end = words_after[-1].end() if words_after else span.blank_end
+    question = sentence[window_start : span.start] + span.wh_word + sentence[span.blank_end : window_end]
     question = question.rstrip(_EDGE_PUNCTUATION + " ")
     return question[:1].upper() + question[1:] + "?"
 
@@ -145,17 +150,20 @@ def _make_question(context: str, generator: np.random.Generator) -> _Question | 
     return None
 
 
-def _eligible_contexts(corpus: str) -> list[tuple[int, str, str]]:
+@lru_cache(maxsize=None)
+def _eligible_contexts(corpus: str) -> tuple[tuple[int, str, str], ...]:
     """(document index, title, paragraph) for paragraphs of two or more sentences, >= 300 chars."""
-    return [
+    return tuple(
         (document_index, document.title, paragraph)
         for document_index, document in enumerate(corpus_documents(corpus))
         for paragraph in document.paragraphs
         if len(paragraph) >= QA_MIN_CONTEXT_CHARACTERS and len(sentence_spans(paragraph)) >= 2
-    ]
+    )
 
 
-def _choose_contexts(contexts: list[tuple[int, str, str]], count: int, generator: np.random.Generator) -> list[int]:
+def _choose_contexts(
+    contexts: tuple[tuple[int, str, str], ...], count: int, generator: np.random.Generator
+) -> list[int]:
     """All long contexts, then a random sample of the others up to ``count`` (sorted)."""
     long_ones = [i for i, (_, _, text) in enumerate(contexts) if len(text) >= QA_LONG_CONTEXT_CHARACTERS]
     others = np.array([i for i, (_, _, text) in enumerate(contexts) if len(text) < QA_LONG_CONTEXT_CHARACTERS])
@@ -175,7 +183,8 @@ def load_real_text_qa(seed: int = 42, unanswerable_fraction: float = 1 / 3) -> d
     2. Answerable question: a random sentence of the context (regex sentence splitter) that has a
        blankable span -- a run of capitalised words not at the sentence start (e.g. "Mr. Bingley",
        "New South Wales") or a number. The span is replaced by a wh-word ("who" after an
-       honorific, "what year" for a year, "how many" for another number, otherwise "what"), the
+       honorific, "whose" for a possessive "X's" (the answer is X), "what year" for a year,
+       "how many" for another number, otherwise "what"), the
        sentence is cut to 15 words either side of the blank and ends with "?". The answer is the
        span, ``answer_start`` its character offset in the context (the occurrence in that
        sentence).
@@ -223,7 +232,7 @@ def load_real_text_qa(seed: int = 42, unanswerable_fraction: float = 1 / 3) -> d
 
 def _foreign_question(
     answerable: list[tuple[int, _Question]],
-    contexts: list[tuple[int, str, str]],
+    contexts: tuple[tuple[int, str, str], ...],
     document_index: int,
     context: str,
     generator: np.random.Generator,
@@ -242,13 +251,20 @@ _QA_FEATURES = datasets.Features(
         "title": datasets.Value("string"),
         "context": datasets.Value("string"),
         "question": datasets.Value("string"),
-        "answers": {"text": datasets.Sequence(datasets.Value("string")), "answer_start": datasets.Sequence(datasets.Value("int32"))},
+        "answers": {
+            "text": datasets.Sequence(datasets.Value("string")),
+            "answer_start": datasets.Sequence(datasets.Value("int32")),
+        },
     }
 )
 
 
 def _qa_row(example_id: str, title: str, context: str, question: _Question) -> dict:
-    answers = {"text": [question.answer], "answer_start": [question.answer_start]} if question.answer else {"text": [], "answer_start": []}
+    answers = (
+        {"text": [question.answer], "answer_start": [question.answer_start]}
+        if question.answer
+        else {"text": [], "answer_start": []}
+    )
     return {"id": example_id, "title": title, "context": context, "question": question.question, "answers": answers}
 
 
@@ -261,7 +277,9 @@ def _validate_qa_rows(rows: list[dict]) -> None:
                 raise RuntimeError(f"QA row {row['id']}: answer {text!r} is not at offset {start} of its context")
 
 
-def _split_by_document(rows: list[dict], document_keys: list[str], features: datasets.Features, seed: int) -> datasets.DatasetDict:
+def _split_by_document(
+    rows: list[dict], document_keys: list[str], features: datasets.Features, seed: int
+) -> datasets.DatasetDict:
     """80/10/10 split of the documents (stratified by corpus); each row follows its document."""
     unique_keys = sorted(set(document_keys))
     corpus_of_key = [key.rsplit("-", 1)[0] for key in unique_keys]
@@ -304,7 +322,9 @@ def load_sentence_pairs(seed: int = 42) -> datasets.DatasetDict:
                 sentences = [paragraph[s:e] for s, e in sentence_spans(paragraph)]
                 sentences = [s if len(s.split()) >= PAIR_MIN_WORDS else None for s in sentences]
                 consecutive.extend(
-                    (document_index, first, second) for first, second in zip(sentences, sentences[1:]) if first and second
+                    (document_index, first, second)
+                    for first, second in zip(sentences, sentences[1:])
+                    if first and second
                 )
                 document_sentences.extend(s for s in sentences if s)
             sentences_by_document.append(document_sentences)
@@ -316,7 +336,9 @@ def load_sentence_pairs(seed: int = 42) -> datasets.DatasetDict:
             document_index, first, second = consecutive[pair_index]
             label = 1
             if position in negative:
-                other_documents = [i for i in range(len(sentences_by_document)) if i != document_index and sentences_by_document[i]]
+                other_documents = [
+                    i for i in range(len(sentences_by_document)) if i != document_index and sentences_by_document[i]
+                ]
                 other = sentences_by_document[other_documents[int(generator.integers(len(other_documents)))]]
                 second, label = other[int(generator.integers(len(other)))], 0
             rows.append({"id": len(rows), "sentence1": first, "sentence2": second, "label": label})

@@ -20,11 +20,15 @@ from pathlib import Path
 
 MIN_PARAGRAPH_CHARACTERS = 40
 # Link targets with these prefixes are media, categories or other-language links: not prose.
-_NON_PROSE_LINK_PREFIX = re.compile(r"^\s*:?\s*(file|image|media|category|[a-z]{2,3}(-[a-z]+)?|wikt|wiktionary)\s*:", re.I)
+_NON_PROSE_LINK_PREFIX = re.compile(
+    r"^\s*:?\s*(file|image|media|category|[a-z]{2,3}(-[a-z]+)?|wikt|wiktionary)\s*:", re.I
+)
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
 _REF_PAIRED = re.compile(r"<ref[^>/]*?>.*?</ref\s*>", re.S | re.I)
 _REF_SELF_CLOSING = re.compile(r"<ref[^>]*?/>", re.I)
-_DROPPED_ELEMENTS = re.compile(r"<(gallery|math|timeline|score|syntaxhighlight|source|pre|table)\b.*?</\1\s*>", re.S | re.I)
+_DROPPED_ELEMENTS = re.compile(
+    r"<(gallery|math|timeline|score|syntaxhighlight|source|pre|table)\b.*?</\1\s*>", re.S | re.I
+)
 _HTML_TAG = re.compile(r"</?[a-zA-Z][^>]*?>")
 _EXTERNAL_LINK = re.compile(r"\[(?:https?:|ftp:)?//[^\s\]]+(?:\s+([^\]]*))?\]")
 _BOLD_ITALIC = re.compile(r"'{2,}")
@@ -35,26 +39,22 @@ _MULTIPLE_SPACES = re.compile(r"[ \t\u00a0]+")
 
 def _remove_balanced(text: str, opening: str, closing: str) -> str:
     """Remove every (possibly nested) ``opening ... closing`` region, e.g. templates or tables."""
+    delimiters = re.compile(f"{re.escape(opening)}|{re.escape(closing)}")
     pieces: list[str] = []
     depth = 0
-    position = 0
     segment_start = 0
-    while position < len(text):
-        if text.startswith(opening, position):
+    for match in delimiters.finditer(text):  # jumps from delimiter to delimiter: fast on long pages
+        if match.group() == opening:
             if depth == 0:
-                pieces.append(text[segment_start:position])
+                pieces.append(text[segment_start : match.start()])
             depth += 1
-            position += len(opening)
-        elif depth and text.startswith(closing, position):
+        elif depth:
             depth -= 1
-            position += len(closing)
             if depth == 0:
-                segment_start = position
-        else:
-            position += 1
+                segment_start = match.end()
+    # An unclosed region (truncated article) is dropped to the end, as the wiki would not render it.
     if depth == 0:
         pieces.append(text[segment_start:])
-    # An unclosed region (truncated article) is dropped to the end, as the wiki would not render it.
     return "".join(pieces)
 
 

@@ -12,6 +12,7 @@ from torch import nn
 from transformers import PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
+from ..hub.save_hook import RemoteCodeMixin
 from .attention import make_attention_bias
 from .embeddings import TransformerEmbeddings
 from .encoder import LayerSpec, LayerStack
@@ -19,8 +20,10 @@ from .heads import MaskedLMHead, Pooler
 from .padding import UnpaddedBatch
 
 
-class EncoderPreTrainedModel(PreTrainedModel):
-    """Shared PreTrainedModel settings for the encoder variants."""
+class EncoderPreTrainedModel(RemoteCodeMixin, PreTrainedModel):
+    """Shared PreTrainedModel settings for the encoder variants. Every ``save_pretrained`` also
+    writes the self-contained remote code + ``auto_map`` (see hf_variants.hub.save_hook), so any
+    saved or pushed checkpoint loads with ``trust_remote_code=True`` without the package."""
 
     supports_gradient_checkpointing = True
     _supports_sdpa = True

@@ -6,8 +6,7 @@ differs from SpanBERT's `PairWithSpanMaskingScheme` on purpose, in three ways (a
 what is measured equal to what is specified):
 
 - SpanBERT picks the anchor token uniformly, moves to its word start and grows the span to the
-  right, running into and merging with earlier spans; the last span is cut mid-word to hit the
-  budget exactly. Here the anchor is drawn the same way (a word, with probability proportional
+  right, running into and merging with earlier spans. Here the anchor is drawn the same way (a word, with probability proportional
   to its number of tokens), but a span is only placed where all its words are free, contiguous
   (no special token inside) and separated from other spans by at least one unmasked token, so
   the two boundary tokens the span-boundary objective conditions on are never masked and spans
@@ -25,7 +24,9 @@ what is measured equal to what is specified):
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
+from itertools import accumulate
 
 import numpy as np
 
@@ -70,7 +71,9 @@ def expected_overshoot(word_length: np.ndarray, lengths: np.ndarray, probabiliti
     T is a sum of `L` word lengths; the first word is drawn with probability proportional to its
     length (size-biased), the others are the row's plain word lengths.
     """
-    m1, m2, m3 = (np.mean(word_length.astype(np.float64) ** k) for k in (1, 2, 3))
+    lengths_f = word_length.astype(np.float64)
+    squares = lengths_f * lengths_f
+    m1, m2, m3 = lengths_f.mean(), squares.mean(), float(np.dot(squares, lengths_f)) / len(lengths_f)
     first_mean, first_square = m2 / m1, m3 / m1
     rest = lengths - 1
     rest_mean = float(np.dot(probabilities, rest))
@@ -108,26 +111,42 @@ def sample_word_spans(word_begin: np.ndarray, word_length: np.ndarray, target: f
         return []
     threshold = target - expected_overshoot(word_length, lengths, probabilities)
     threshold = np.floor(threshold) + (rng.random() < threshold - np.floor(threshold))
-    word_end = word_begin + word_length
-    # joined[k]: word k+1 directly follows word k (no special token between them).
-    joined = np.append(word_end[:-1] == word_begin[1:], False)
-    cumulative_weight = np.cumsum(word_length) / word_length.sum()
-    taken = np.zeros(n_words + 1, dtype=bool)  # one extra always-free slot past the end
+    # Every placed span covers >= 1 token, so this many draws always suffice; drawn in bulk.
+    draws = max(int(threshold), 0) + max_failures + 1
+    span_lengths = rng.choice(lengths, size=draws, p=probabilities).tolist()
+    cumulative_weight = (np.cumsum(word_length) / word_length.sum()).tolist()
+    uniforms: list[float] = []
+    begins, counts = word_begin.tolist(), word_length.tolist()
+    # joined[k]: word k+1 directly follows word k (no special token between them);
+    # run_end[k]: the last word of the run of joined words that contains word k.
+    joined = [begins[k] + counts[k] == begins[k + 1] for k in range(n_words - 1)] + [False]
+    run_end = list(range(n_words))
+    for k in range(n_words - 2, -1, -1):
+        if joined[k]:
+            run_end[k] = run_end[k + 1]
+    tokens_before = [0, *accumulate(counts)]
+    taken = [False] * n_words
     spans: list[WordSpan] = []
     covered = failures = 0
-    while covered < threshold and failures < max_failures:
-        span_words = int(rng.choice(lengths, p=probabilities))
-        anchors = np.minimum(np.searchsorted(cumulative_weight, rng.random(anchor_tries), side="right"),
-                             n_words - 1)
-        for first in anchors:
+    for span_words in span_lengths:
+        if covered >= threshold or failures >= max_failures:
+            break
+        for _ in range(anchor_tries):
+            if not uniforms:  # refill the pool of uniforms in bulk (numpy calls are costly one by one)
+                uniforms = rng.random(4 * draws).tolist()
+            # The anchor word is drawn with probability proportional to its number of tokens.
+            first = min(bisect.bisect_right(cumulative_weight, uniforms.pop()), n_words - 1)
             last = first + span_words - 1
-            if last >= n_words or taken[first:last + 1].any() or not joined[first:last].all():
+            if last > run_end[first]:
+                continue  # runs past the row's end or a special token
+            # Free words, plus one free joined neighbour on each side (spans never touch).
+            low = first - 1 if first > 0 and joined[first - 1] else first
+            high = last + 1 if joined[last] else last
+            if any(taken[low:high + 1]):
                 continue
-            if (first > 0 and joined[first - 1] and taken[first - 1]) or (joined[last] and taken[last + 1]):
-                continue  # keep one unmasked token between spans
-            taken[first:last + 1] = True
-            covered += int(word_length[first:last + 1].sum())
-            spans.append(WordSpan(int(word_begin[first]), int(word_end[last]), span_words))
+            taken[first:last + 1] = [True] * span_words
+            covered += tokens_before[last + 1] - tokens_before[first]
+            spans.append(WordSpan(begins[first], begins[last] + counts[last], span_words))
             break
         else:
             failures += 1

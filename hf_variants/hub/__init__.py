@@ -1,0 +1,25 @@
+"""Publishing hf-variants checkpoints: model cards, remote-code export and pushes to the Hub."""
+
+from .card import DatasetInfo, RunSummary, build_model_card
+from .push import PushError, PushResult, push_model_dir
+from .remote_code import export_remote_code
+from .run_record import rebuild_model_card, write_model_card
+from .save_hook import RemoteCodeMixin
+from .variants import VARIANTS, VariantInfo, variant_info, variant_name
+
+__all__ = [
+    "VARIANTS",
+    "DatasetInfo",
+    "PushError",
+    "PushResult",
+    "RemoteCodeMixin",
+    "RunSummary",
+    "VariantInfo",
+    "build_model_card",
+    "export_remote_code",
+    "push_model_dir",
+    "rebuild_model_card",
+    "variant_info",
+    "variant_name",
+    "write_model_card",
+]
