@@ -11,6 +11,7 @@ checkpoints, so BERT-format weights map onto it with BERT's key map (see ``conve
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 
 import torch
@@ -34,6 +35,13 @@ from .configuration_spanbert import SpanBertConfig
 SBO_INPUT_NAMES = ("sbo_left", "sbo_right", "sbo_relative", "sbo_labels")
 
 
+def _conversion():
+    """The BERT-format adapters, imported on first use and by absolute name: they need
+    hf-variants' conversion registry (conversion.py imports this module), which the
+    self-contained remote-code export of the modeling files does not carry."""
+    return importlib.import_module("hf_variants.models.spanbert.conversion")
+
+
 class SpanBertPreTrainedModel(EncoderPreTrainedModel):
     config_class = SpanBertConfig
     base_model_prefix = "bert"
@@ -52,16 +60,12 @@ class SpanBertPreTrainedModel(EncoderPreTrainedModel):
                 weights this class has no place for (e.g. the pooler for SpanBertForPreTraining).
             config_overrides: SpanBertConfig fields to set (num_labels, sbo_weight, ...).
         """
-        from .conversion import load_bert_checkpoint  # conversion imports this module
-
-        return load_bert_checkpoint(cls, source, output_loading_info=output_loading_info, **config_overrides)
+        return _conversion().load_bert_checkpoint(cls, source, output_loading_info=output_loading_info, **config_overrides)
 
     def save_bert_checkpoint(self, save_directory) -> None:
         """Export the encoder as a plain transformers ``BertModel`` folder (config.json model_type
         "bert" + model.safetensors) that loads without hf-variants. Heads are not exported."""
-        from .conversion import export_bert_encoder
-
-        export_bert_encoder(self).save_pretrained(save_directory)
+        _conversion().export_bert_encoder(self).save_pretrained(save_directory)
 
 
 class SpanBertModel(EncoderBackbone, SpanBertPreTrainedModel):
