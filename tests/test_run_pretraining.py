@@ -37,10 +37,10 @@ COMMON = ["--model_name_or_path", "bert-tiny", "--corpus", "austen", "--max_docu
 def test_pretraining_loss_falls_output_loads_and_resume_is_exact(tmp_path):
     script = load_script()
     full_dir, resumed_dir = tmp_path / "full", tmp_path / "resumed"
-    steps = ["--max_steps", "16", "--save_steps", "8"]
+    steps = ["--max_steps", "12", "--save_steps", "6"]
     results = script.main(COMMON + steps + ["--output_dir", str(full_dir)])
     before, after = results["before_training"], results["after_training"]
-    assert results["objective"] == "mlm+nsp" and results["global_step"] == 16  # BERT's default objective
+    assert results["objective"] == "mlm+nsp" and results["global_step"] == 12  # BERT's default objective
     assert after["mlm_loss"] < before["mlm_loss"] - 0.3
     assert after["mlm_perplexity"] < before["mlm_perplexity"]
     assert json.loads((full_dir / "eval_results.json").read_text())["after_training"] == after
@@ -55,10 +55,10 @@ def test_pretraining_loss_falls_output_loads_and_resume_is_exact(tmp_path):
 
     # Resume from the middle checkpoint: the final weights equal the uninterrupted run's.
     resumed = script.main(COMMON + steps + ["--output_dir", str(resumed_dir), "--tokenizer_name", str(full_dir),
-                                            "--resume_from_checkpoint", str(full_dir / "checkpoint-8")])
-    assert resumed["before_training"] is None and resumed["global_step"] == 16
+                                            "--resume_from_checkpoint", str(full_dir / "checkpoint-6")])
+    assert resumed["before_training"] is None and resumed["global_step"] == 12
     final, again = load_file(full_dir / "model.safetensors"), load_file(resumed_dir / "model.safetensors")
-    middle = load_file(full_dir / "checkpoint-8" / "model.safetensors")
+    middle = load_file(full_dir / "checkpoint-6" / "model.safetensors")
     assert final.keys() == again.keys()
     assert all(torch.allclose(final[k], again[k], atol=1e-6) for k in final)
     assert not all(torch.equal(final[k], middle[k]) for k in final)  # training did continue
