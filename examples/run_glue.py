@@ -15,7 +15,6 @@ Single sentences and pairs are read from the task's columns, or from ``--text_co
 
 from __future__ import annotations
 
-import logging
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,8 +35,6 @@ from transformers import (  # noqa: E402
 
 from hf_variants import examples_support as support  # noqa: E402
 from hf_variants.metrics import accuracy, f1, glue_metrics, pearson_and_spearman  # noqa: E402
-
-logger = logging.getLogger("run_glue")
 
 GLUE_TASK_COLUMNS = {
     "cola": ("sentence", None),

@@ -36,7 +36,7 @@ from transformers import (  # noqa: E402
 from hf_variants import examples_support as support  # noqa: E402
 from hf_variants.metrics import accuracy, seqeval_scores  # noqa: E402
 
-logger = logging.getLogger("run_ner")
+logger = logging.getLogger("hf_variants.examples.run_ner")  # level set by support.setup_logging
 
 IGNORE_INDEX = -100
 TASKS = ("ner", "pos", "chunk")

@@ -46,7 +46,7 @@ from utils_qa import (  # noqa: E402
     prepare_validation_features,
 )
 
-logger = logging.getLogger("run_qa")
+logger = logging.getLogger("hf_variants.examples.run_qa")  # level set by support.setup_logging
 
 
 @dataclass

@@ -15,7 +15,6 @@ are random sentences, often from another topic, so it is much easier); see
 
 from __future__ import annotations
 
-import logging
 import re
 import sys
 from collections.abc import Sequence
@@ -38,7 +37,6 @@ from hf_variants import examples_support as support  # noqa: E402
 from hf_variants.data import load_named_dataset  # noqa: E402
 from hf_variants.metrics import accuracy  # noqa: E402
 
-logger = logging.getLogger("run_swag")
 
 NEXT_SENTENCE_CHOICE = "hf_variants/next_sentence_choice"
 ENDING_COLUMN = re.compile(r"ending(\d+)")

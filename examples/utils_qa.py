@@ -13,7 +13,6 @@ best span by more than ``null_score_diff_threshold``.
 from __future__ import annotations
 
 import collections
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -21,7 +20,6 @@ import datasets
 import numpy as np
 from transformers import Trainer
 
-logger = logging.getLogger("utils_qa")
 
 NO_ANSWER_POSITION = 0  # the [CLS] token: "no answer" / "answer not in this window"
 
