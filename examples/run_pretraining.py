@@ -155,7 +155,8 @@ def load_tokenizer(args: PretrainingArguments, model_type: str, train_text: data
 
 
 def load_model(args: PretrainingArguments, config, from_scratch: bool, tokenizer, sentence_task: str | None):
-    auto_class = AutoModelForPreTraining if sentence_task else AutoModelForMaskedLM
+    # A pretraining head of its own (NSP/SOP, SpanBERT's SBO) goes through AutoModelForPreTraining.
+    auto_class = AutoModelForPreTraining if sentence_task or hasattr(config, "sbo_weight") else AutoModelForMaskedLM
     longest = max(args.max_seq_length, args.phase2_max_seq_length if args.phase2_fraction else 0)
     if longest > getattr(config, "max_position_embeddings", longest):
         raise ValueError(f"sequences of {longest} tokens exceed the model's {config.max_position_embeddings} positions")
@@ -240,6 +241,7 @@ def evaluate(model, examples: datasets.Dataset, collator, batch_size: int) -> di
     """MLM loss / perplexity / accuracy on masked tokens (+ sentence-relation accuracy)."""
     model.eval()
     total_loss, correct, predicted, relation_correct, relations = 0.0, 0, 0, 0, 0
+    sbo_total, sbo_count = 0.0, 0
     for start in range(0, len(examples), batch_size):
         batch = collator([examples[i] for i in range(start, min(start + batch_size, len(examples)))])
         batch = {k: v.to(model.device) for k, v in batch.items()}
@@ -253,6 +255,9 @@ def evaluate(model, examples: datasets.Dataset, collator, batch_size: int) -> di
         total_loss += F.cross_entropy(logits.float(), targets, reduction="sum").item()
         correct += (logits.argmax(-1) == targets).sum().item()
         predicted += targets.numel()
+        if getattr(output, "sbo_loss", None) is not None:  # SpanBERT: the span boundary objective's loss too
+            count = int((batch["sbo_labels"] != -100).sum())
+            sbo_total, sbo_count = sbo_total + output.sbo_loss.item() * count, sbo_count + count
         if getattr(output, "seq_relationship_logits", None) is not None and "next_sentence_label" in batch:
             relation_correct += (output.seq_relationship_logits.argmax(-1) == batch["next_sentence_label"]).sum().item()
             relations += batch["next_sentence_label"].numel()
@@ -260,6 +265,8 @@ def evaluate(model, examples: datasets.Dataset, collator, batch_size: int) -> di
         raise ValueError("the validation set produced no masked tokens")
     results = {"mlm_loss": total_loss / predicted, "mlm_perplexity": math.exp(total_loss / predicted),
                "mlm_accuracy": correct / predicted, "masked_tokens": predicted}
+    if sbo_count:
+        results.update(sbo_loss=sbo_total / sbo_count, sbo_tokens=sbo_count)
     if relations:
         results["sentence_relation_accuracy"] = relation_correct / relations
     return results
@@ -298,6 +305,8 @@ def main(argv: list[str] | None = None) -> dict:
     tokenizer = load_tokenizer(args, config.model_type, train_text, from_scratch)
     model = load_model(args, config, from_scratch, tokenizer, sentence_task)
     masking_options = {"whole_word_mask": True} if args.whole_word_mask and masking == "mlm" else {}
+    if masking == "span" and hasattr(model.config, "max_span_length"):
+        masking_options["max_sbo_offset"] = model.config.max_span_length  # the SBO position table's size
     make_collator = functools.partial(MASKING_SCHEMES[masking], tokenizer, mlm_probability=args.mlm_probability,
                                       **masking_options)
 

@@ -80,3 +80,14 @@ def test_other_objectives_static_masking_and_two_phases(tmp_path):
                               str(tmp_path / "bad")])
     with pytest.raises(ValueError, match="unknown objective"):
         script.main(COMMON + ["--objective", "mlm+xyz", "--output_dir", str(tmp_path / "bad")])
+
+
+def test_spanbert_pretrains_with_the_span_boundary_objective(tmp_path):
+    script = load_script()
+    args = [a if a != "bert-tiny" else "spanbert-mini" for a in COMMON]
+    results = script.main(args + ["--max_steps", "3", "--save_steps", "100", "--output_dir", str(tmp_path / "sb")])
+    assert results["objective"] == "span"
+    for stage in ("before_training", "after_training"):
+        assert results[stage]["sbo_tokens"] > 0 and results[stage]["sbo_loss"] > 0
+    saved = load_file(tmp_path / "sb" / "model.safetensors")
+    assert any(k.startswith("sbo_head.") for k in saved)
