@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import hashlib
 import inspect
 import json
 import logging
@@ -302,7 +303,17 @@ def main(argv: list[str] | None = None) -> dict:
         raise ValueError(f"--phase2_fraction must be in [0, 1), got {args.phase2_fraction}")
 
     train_text, validation_text = load_text(args, minimum_documents=2 if sentence_task == "nsp" else 1)
-    tokenizer = load_tokenizer(args, config.model_type, train_text, from_scratch)
+    # Under DDP every process must use the same vocabulary, and `tokenizers` training is not
+    # deterministic across processes: the main process trains and saves it, the others load it.
+    with training_args.main_process_first(desc="tokenizer"):
+        if training_args.process_index == 0:
+            tokenizer = load_tokenizer(args, config.model_type, train_text, from_scratch)
+            tokenizer.save_pretrained(training_args.output_dir)
+        else:
+            tokenizer = AutoTokenizer.from_pretrained(training_args.output_dir)
+    vocabulary_digest = hashlib.sha256(json.dumps(sorted(tokenizer.get_vocab().items())).encode()).hexdigest()[:16]
+    logger.info("process %d of %d: tokenizer vocabulary digest %s", training_args.process_index,
+                training_args.world_size, vocabulary_digest)
     model = load_model(args, config, from_scratch, tokenizer, sentence_task)
     masking_options = {"whole_word_mask": True} if args.whole_word_mask and masking == "mlm" else {}
     if masking == "span" and hasattr(model.config, "max_span_length"):
@@ -350,7 +361,7 @@ def main(argv: list[str] | None = None) -> dict:
     after = evaluate_now()
     trainer.save_model(training_args.output_dir)  # model.safetensors + config.json + tokenizer
     results = {"before_training": before, "after_training": after, "train_loss": train_output.training_loss,
-               "global_step": train_output.global_step, "objective": "+".join(filter(None, [masking, sentence_task])),
+               "global_step": train_output.global_step, "world_size": training_args.world_size, "objective": "+".join(filter(None, [masking, sentence_task])),
                "masking": args.masking, "input_format": input_format, "sequence_lengths": phase_lengths,
                "steps_per_phase": steps}
     if trainer.is_world_process_zero():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -91,3 +92,22 @@ def test_spanbert_pretrains_with_the_span_boundary_objective(tmp_path):
         assert results[stage]["sbo_tokens"] > 0 and results[stage]["sbo_loss"] > 0
     saved = load_file(tmp_path / "sb" / "model.safetensors")
     assert any(k.startswith("sbo_head.") for k in saved)
+
+
+@pytest.mark.slow
+def test_two_process_ddp_pretraining_shares_one_trained_tokenizer(tmp_path):
+    """accelerate launch with 2 processes (gloo on CPU): both ranks use the tokenizer rank 0 trained."""
+    import os
+    import subprocess
+
+    command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+               "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", str(SCRIPT)]
+    command += COMMON + ["--max_steps", "2", "--save_steps", "100", "--use_cpu", "true",
+                         "--ddp_find_unused_parameters", "true", "--output_dir", str(tmp_path / "ddp")]
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    completed = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=400)
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-5000:]
+    results = json.loads((tmp_path / "ddp" / "eval_results.json").read_text())
+    assert results["world_size"] == 2 and results["global_step"] == 2 and results["after_training"]["mlm_loss"] > 0
+    digests = re.findall(r"process (\d) of 2: tokenizer vocabulary digest (\w+)", completed.stdout + completed.stderr)
+    assert sorted(rank for rank, _ in digests) == ["0", "1"] and len({digest for _, digest in digests}) == 1
