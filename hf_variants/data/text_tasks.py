@@ -290,9 +290,11 @@ def _split_by_document(
         for split, indices in split_indices(len(unique_keys), seed, strata).items()
         for index in indices
     }
+    # Rows in a seeded shuffled order: the first N rows are a representative subset.
+    order = np.random.default_rng(seed).permutation(len(rows))
     parts = {}
     for split in ("train", "validation", "test"):
-        selected = [row for row, key in zip(rows, document_keys) if split_of_key[key] == split]
+        selected = [rows[i] for i in order if split_of_key[document_keys[i]] == split]
         parts[split] = datasets.Dataset.from_list(selected, features=features)
     return datasets.DatasetDict(parts)
 

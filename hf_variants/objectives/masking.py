@@ -118,6 +118,9 @@ def pad_batch(features: Sequence[Mapping], pad_id: int, pad_to_multiple_of: int 
     if pad_to_multiple_of:
         width = -(-width // pad_to_multiple_of) * pad_to_multiple_of
     keys = features[0].keys()
+    if any(f.keys() != keys for f in features):
+        raise ValueError(f"features have different columns: {sorted(keys)} vs "
+                         f"{sorted(next(f.keys() for f in features if f.keys() != keys))}")
     columns: dict[str, np.ndarray] = {}
     for key in keys:
         if key == "attention_mask":

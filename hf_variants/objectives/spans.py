@@ -201,8 +201,8 @@ class DataCollatorForSpanMasking(_WordSpanCollator):
         sbo_left / sbo_right: position of the token just before / after the span that contains
             this masked token (0 elsewhere);
         sbo_relative: 0-based offset of the token inside its span (0 elsewhere);
-        sbo_labels: the original id where the span has both boundary tokens inside the row,
-            -100 elsewhere (and where the offset is >= `max_sbo_offset`, if set: SpanBERT's
+        sbo_labels: the original id where both boundary tokens of the span are real text (inside
+            the row and not special tokens such as [CLS]/[SEP]), -100 elsewhere (and where the offset is >= `max_sbo_offset`, if set: SpanBERT's
             `max_pair_targets`, the size of the SBO head's position table).
     """
 
@@ -221,7 +221,14 @@ class DataCollatorForSpanMasking(_WordSpanCollator):
 
     def add_span_targets(self, columns, original, selected, span_start, span_end, lengths) -> None:
         positions = np.arange(original.shape[1])[None, :]
-        has_boundaries = selected & (span_start >= 1) & (span_end < lengths[:, None])
+        # As the original code, a span gets SBO targets only when both boundary tokens are real
+        # text: spans touching the row's edge or a special token ([CLS], [SEP]) are skipped.
+        left = np.take_along_axis(original, np.clip(span_start - 1, 0, original.shape[1] - 1), axis=1)
+        right = np.take_along_axis(original, np.clip(span_end, 0, original.shape[1] - 1), axis=1)
+        has_boundaries = (
+            selected & (span_start >= 1) & (span_end < lengths[:, None])
+            & ~self.vocab.special[left] & ~self.vocab.special[right]
+        )
         relative = np.where(selected, positions - span_start, 0)
         predicted = has_boundaries
         if self.max_sbo_offset is not None:

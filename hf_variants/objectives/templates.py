@@ -10,12 +10,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tokenizers import Tokenizer
+
 # One template item: ("special", token_id, type_id) or ("A" | "B", None, type_id).
 _Item = tuple[str, int | None, int]
 
 
 def _read_template(tokenizer, pair: bool) -> list[_Item]:
-    backend = tokenizer.backend_tokenizer
+    # A copy without the padding/truncation a tokenizer.json may carry (MiniLM's pads to 128).
+    backend = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
+    backend.no_padding()
+    backend.no_truncation()
     first = backend.encode("a", add_special_tokens=False)
     second = backend.encode("b", add_special_tokens=False) if pair else None
     if backend.post_processor is None:

@@ -1,0 +1,551 @@
+"""What the fine-tuning scripts in ``examples/`` share: argument dataclasses, data and model
+loading, label mapping and checks, checkpoint resumption and the end-of-run outputs.
+
+The scripts mirror transformers' own examples (same argument names, same output files:
+``all_results.json``, ``train_results.json``, ``eval_results.json``, ``trainer_state.json``, a
+safetensors checkpoint, the tokenizer and a model card), so a user can switch without relearning.
+
+``--model_name_or_path`` takes three kinds of value:
+
+- a ``modeling_configs/`` name (``bert-mini``): random initialisation; the tokenizer comes from
+  ``--tokenizer_name``;
+- a local checkpoint or Hub id of an hf-variants model: loaded as is;
+- a transformers checkpoint of an architecture we mirror (``model_type: bert``, e.g.
+  all-MiniLM-L6-v2): loaded with transformers' class, then converted to the hf-variants class
+  (logged), so the saved result is an hf-variants checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import datasets
+import huggingface_hub
+import transformers
+from transformers import AutoConfig, AutoTokenizer, HfArgumentParser, PreTrainedModel, Trainer, TrainingArguments, set_seed
+from transformers.trainer_utils import get_last_checkpoint
+
+from .configs import is_named_config, named_config_path
+from .conversion import load_pretrained
+from .data import check_columns, load_named_dataset
+from .hub import DatasetInfo, write_model_card
+
+logger = logging.getLogger("hf_variants.examples")
+
+OUR_DATASET_PREFIX = "hf_variants/"
+LOCAL_FILE_LOADERS = {".csv": "csv", ".json": "json", ".jsonl": "json", ".tsv": "csv"}
+
+
+@dataclass
+class ModelArguments:
+    """Which model, config and tokenizer to fine-tune (transformers' example argument names)."""
+
+    model_name_or_path: str = field(
+        metadata={"help": "A modeling_configs/ name (random init), a local checkpoint or a Hub model id."}
+    )
+    config_name: str | None = field(default=None, metadata={"help": "Config name or path, if not the model's own."})
+    tokenizer_name: str | None = field(
+        default=None, metadata={"help": "Tokenizer name or path (required with a modeling_configs/ name)."}
+    )
+    cache_dir: str | None = field(default=None, metadata={"help": "Where to store downloads from the Hub."})
+    model_revision: str = field(default="main", metadata={"help": "Branch, tag or commit of the Hub model."})
+    token: str | None = field(default=None, metadata={"help": "Hub token for private models and datasets."})
+    ignore_mismatched_sizes: bool = field(
+        default=False, metadata={"help": "Re-initialise head weights whose shape differs (e.g. another label count)."}
+    )
+
+
+@dataclass
+class DataArguments:
+    """Where the data comes from and how it is cut; each script subclasses it with its own fields."""
+
+    dataset_name: str | None = field(
+        default=None, metadata={"help": "hf_variants/<name> (offline real data) or a Hub dataset name."}
+    )
+    dataset_config_name: str | None = field(default=None, metadata={"help": "The dataset configuration name."})
+    train_file: str | None = field(default=None, metadata={"help": "A csv or json(l) training file."})
+    validation_file: str | None = field(default=None, metadata={"help": "A csv or json(l) evaluation file."})
+    test_file: str | None = field(default=None, metadata={"help": "A csv or json(l) prediction file."})
+    max_seq_length: int = field(default=128, metadata={"help": "Longest tokenised input; longer ones are truncated."})
+    pad_to_max_length: bool = field(
+        default=False, metadata={"help": "Pad every input to max_seq_length (default: pad each batch to its longest)."}
+    )
+    overwrite_cache: bool = field(default=False, metadata={"help": "Recompute the tokenised datasets."})
+    overwrite_output_dir: bool = field(
+        default=False, metadata={"help": "Train from scratch even if output_dir holds checkpoints (else resume)."}
+    )
+    preprocessing_num_workers: int | None = field(default=None, metadata={"help": "Processes for tokenisation."})
+    max_train_samples: int | None = field(default=None, metadata={"help": "Keep only the first N training examples."})
+    max_eval_samples: int | None = field(default=None, metadata={"help": "Keep only the first N evaluation examples."})
+    max_predict_samples: int | None = field(default=None, metadata={"help": "Keep only the first N test examples."})
+
+    def __post_init__(self) -> None:
+        if self.dataset_name is None and not any((self.train_file, self.validation_file, self.test_file)):
+            if getattr(self, "task_name", None) is None:
+                raise ValueError("give --dataset_name, --task_name, or --train_file/--validation_file/--test_file")
+        for name in ("train_file", "validation_file", "test_file"):
+            path = getattr(self, name)
+            if path is not None and Path(path).suffix not in LOCAL_FILE_LOADERS:
+                raise ValueError(f"--{name} {path}: expected one of {sorted(LOCAL_FILE_LOADERS)} files")
+
+
+def parse_arguments(
+    data_arguments_class: type, argv: Sequence[str] | None = None
+) -> tuple[ModelArguments, Any, TrainingArguments]:
+    """Parse the command line (or a single .json file of arguments) like transformers' examples."""
+    parser = HfArgumentParser((ModelArguments, data_arguments_class, TrainingArguments))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) == 1 and argv[0].endswith(".json"):
+        return parser.parse_json_file(json_file=os.path.abspath(argv[0]))
+    return parser.parse_args_into_dataclasses(args=argv)
+
+
+def start(data_arguments_class: type, argv: Sequence[str] | None = None) -> tuple[ModelArguments, Any, TrainingArguments]:
+    """Parse the arguments, set up logging and the seed; error out when no --do_* is given."""
+    model_args, data_args, training_args = parse_arguments(data_arguments_class, argv)
+    setup_logging(training_args)
+    set_seed(training_args.seed)
+    if not (training_args.do_train or training_args.do_eval or training_args.do_predict):
+        raise ValueError("nothing to do: pass --do_train, --do_eval and/or --do_predict")
+    return model_args, data_args, training_args
+
+
+def setup_logging(training_args: TrainingArguments) -> None:
+    """Log to stdout at the process's level (main process: info; replicas: warning)."""
+    logging.basicConfig(
+        format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", datefmt="%H:%M:%S", handlers=[logging.StreamHandler(sys.stdout)]
+    )
+    if training_args.should_log:
+        transformers.utils.logging.set_verbosity_info()
+    level = training_args.get_process_log_level()
+    logger.setLevel(level)
+    datasets.utils.logging.set_verbosity(level)
+    transformers.utils.logging.set_verbosity(level)
+    logger.warning(
+        "process rank %s of %s, device %s, distributed %s",
+        training_args.process_index, training_args.world_size, training_args.device, training_args.parallel_mode.value,
+    )
+
+
+def checkpoint_to_resume(training_args: TrainingArguments, data_args: DataArguments) -> str | None:
+    """The checkpoint training continues from.
+
+    ``--resume_from_checkpoint PATH`` resumes from PATH; ``--resume_from_checkpoint last`` (or
+    ``true``) from the newest ``checkpoint-*`` in output_dir. Without it, a training run whose
+    output_dir already holds checkpoints resumes from the newest one, as transformers' examples
+    do, unless ``--overwrite_output_dir``.
+    """
+    requested = training_args.resume_from_checkpoint
+    output_dir = training_args.output_dir
+    if requested is not None and str(requested).lower() in ("last", "true"):
+        last = get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
+        if last is None:
+            raise ValueError(f"--resume_from_checkpoint {requested}: no checkpoint-* folder in {output_dir}")
+        return last
+    if requested is not None:
+        if not os.path.isdir(requested):
+            raise ValueError(f"--resume_from_checkpoint {requested} is not a directory")
+        return requested
+    if training_args.do_train and os.path.isdir(output_dir) and not data_args.overwrite_output_dir:
+        last = get_last_checkpoint(output_dir)
+        if last is not None:
+            logger.info("Checkpoint found, resuming training at %s (pass --overwrite_output_dir to start over)", last)
+            return last
+    return None
+
+
+# --------------------------------------------------------------------------------------- data
+
+
+def load_raw_datasets(data_args: DataArguments, model_args: ModelArguments) -> datasets.DatasetDict:
+    """``hf_variants/<name>`` (offline real data), a Hub dataset, or local csv/json files."""
+    if data_args.dataset_name is not None and data_args.dataset_name.startswith(OUR_DATASET_PREFIX):
+        return load_named_dataset(data_args.dataset_name, data_args.dataset_config_name)
+    if data_args.dataset_name is not None:
+        return datasets.load_dataset(
+            data_args.dataset_name, data_args.dataset_config_name, cache_dir=model_args.cache_dir, token=model_args.token
+        )
+    files = {
+        split: path
+        for split, path in (("train", data_args.train_file), ("validation", data_args.validation_file), ("test", data_args.test_file))
+        if path is not None
+    }
+    loaders = {LOCAL_FILE_LOADERS[Path(path).suffix] for path in files.values()}
+    if len(loaders) != 1:
+        raise ValueError(f"all data files must be of one kind (csv or json), got {files}")
+    loader = loaders.pop()
+    # One file at a time: loaded together, files whose columns differ fail inside ``datasets``
+    # with a schema-cast error instead of our column check naming the split.
+    return datasets.DatasetDict(
+        {
+            split: datasets.load_dataset(
+                loader, data_files={split: path}, split=split, cache_dir=model_args.cache_dir,
+                **({"delimiter": "\t"} if Path(path).suffix == ".tsv" else {}),
+            )
+            for split, path in files.items()
+        }
+    )
+
+
+def take_split(
+    raw: datasets.DatasetDict, split: str, purpose: str, max_samples: int | None = None
+) -> datasets.Dataset:
+    """One split, checked to exist and be non-empty, cut to its first ``max_samples`` rows."""
+    if split not in raw:
+        raise ValueError(f"{purpose} needs a {split!r} split; the data has {sorted(raw)}")
+    dataset = raw[split]
+    if len(dataset) == 0:
+        raise ValueError(f"the {split!r} split is empty: nothing to use for {purpose}")
+    if max_samples is not None:
+        if max_samples <= 0:
+            raise ValueError(f"max samples for {purpose} must be positive, got {max_samples}")
+        dataset = dataset.select(range(min(max_samples, len(dataset))))
+    return dataset
+
+
+def select_splits(
+    raw: datasets.DatasetDict,
+    data_args: DataArguments,
+    training_args: TrainingArguments,
+    validation: Sequence[str] = ("validation",),
+    test: Sequence[str] = ("test",),
+) -> dict[str, datasets.Dataset]:
+    """The splits the --do_* flags ask for, checked and cut by --max_*_samples (GLUE's MNLI passes
+    its matched/mismatched split names)."""
+    wanted = [("train", training_args.do_train, "--do_train", data_args.max_train_samples)]
+    wanted += [(name, training_args.do_eval, "--do_eval", data_args.max_eval_samples) for name in validation]
+    wanted += [(name, training_args.do_predict, "--do_predict", data_args.max_predict_samples) for name in test]
+    return {name: take_split(raw, name, flag, limit) for name, asked, flag, limit in wanted if asked}
+
+
+def require_columns(dataset: datasets.Dataset, columns: Iterable[str | None], purpose: str) -> None:
+    """ValueError listing the columns found and the ones expected when any is missing."""
+    check_columns(dataset, [c for c in columns if c is not None], purpose)
+
+
+def example_ids(dataset: datasets.Dataset, rows: Sequence[int]) -> list:
+    """How to name rows in an error: their ``id`` column if there is one, else their row index."""
+    if "id" in dataset.column_names:
+        return [dataset[int(row)]["id"] for row in rows]
+    return [f"row {row}" for row in rows]
+
+
+def label_feature(dataset: datasets.Dataset, column: str) -> datasets.ClassLabel | None:
+    """The ClassLabel behind ``column`` (also inside a Sequence, as for NER tags), if any."""
+    feature = dataset.features[column]
+    while isinstance(feature, (datasets.Sequence, datasets.List)):
+        feature = feature.feature
+    return feature if isinstance(feature, datasets.ClassLabel) else None
+
+
+def label_names(dataset: datasets.Dataset, column: str) -> list[str]:
+    """Class names: the ClassLabel's names, else the sorted distinct values (flattened for
+    per-token labels) of the training split, as strings."""
+    feature = label_feature(dataset, column)
+    if feature is not None:
+        return list(feature.names)
+    values = list(dataset[column])
+    if values and isinstance(values[0], list):
+        values = [value for row in values for value in row]
+    return sorted({str(value) for value in values})
+
+
+def label_ids_for(config: transformers.PreTrainedConfig | None, names: list[str]) -> dict[str, int]:
+    """Map class names to ids; keep a fine-tuned checkpoint's own mapping when it has these labels."""
+    if config is not None and set(config.label2id) == set(names) and not _default_label_names(config.label2id):
+        return {name: int(index) for name, index in config.label2id.items()}
+    if config is not None and not _default_label_names(config.label2id):
+        logger.warning("the checkpoint's labels %s differ from the data's %s: using the data's", sorted(config.label2id), names)
+    return {name: index for index, name in enumerate(names)}
+
+
+def _default_label_names(label2id: dict) -> bool:
+    return all(str(name).startswith("LABEL_") for name in label2id)
+
+
+def encode_labels(
+    dataset: datasets.Dataset, column: str, label2id: dict[str, int], split: str, *, hidden_label: int | None = None
+) -> list:
+    """Label ids of ``column`` (one per row, or a list per row for per-token labels).
+
+    Names are looked up in ``label2id`` (ClassLabel ids are turned into their names first, so a
+    split's own ClassLabel order never matters). A value absent from training, or a ClassLabel
+    id outside its names, raises ValueError with the offending rows' ids. ``hidden_label`` (GLUE
+    test sets: -1) marks rows without a label; they pass through unchanged.
+    """
+    feature = label_feature(dataset, column)
+    values = list(dataset[column])
+    bad_rows: dict[int, Any] = {}
+
+    def encode(value, row):
+        if hidden_label is not None and value == hidden_label:
+            return hidden_label
+        if feature is not None:
+            if not isinstance(value, int) or not 0 <= value < feature.num_classes:
+                bad_rows.setdefault(row, value)
+                return None
+            value = feature.names[value]
+        index = label2id.get(str(value))
+        if index is None:
+            bad_rows.setdefault(row, value)
+        return index
+
+    encoded = [[encode(v, row) for v in value] if isinstance(value, list) else encode(value, row) for row, value in enumerate(values)]
+    if bad_rows:
+        rows = sorted(bad_rows)[:10]
+        raise ValueError(
+            f"{split} split, column {column!r}: labels {sorted({str(bad_rows[r]) for r in bad_rows})[:10]} are out of range or "
+            f"unseen in training (known labels: {sorted(label2id)}); examples {example_ids(dataset, rows)}"
+            + (f" and {len(bad_rows) - 10} more" if len(bad_rows) > 10 else "")
+        )
+    return encoded
+
+
+# -------------------------------------------------------------------------------------- model
+
+
+def load_tokenizer(model_args: ModelArguments) -> transformers.PreTrainedTokenizerBase:
+    """The fast tokenizer of ``--tokenizer_name`` or of the checkpoint."""
+    source = model_args.tokenizer_name or model_args.model_name_or_path
+    if model_args.tokenizer_name is None and is_named_config(model_args.model_name_or_path):
+        raise ValueError(
+            f"--model_name_or_path {model_args.model_name_or_path} is a modeling_configs/ name (random weights, no "
+            "vocabulary): pass --tokenizer_name (e.g. a checkpoint folder with tokenizer.json)"
+        )
+    tokenizer = AutoTokenizer.from_pretrained(
+        source, cache_dir=model_args.cache_dir, revision=model_args.model_revision, token=model_args.token
+    )
+    if not tokenizer.is_fast:
+        raise ValueError(f"{source}: these scripts need a fast tokenizer (offset mappings, word ids), got {type(tokenizer).__name__}")
+    return tokenizer
+
+
+def load_model(
+    model_args: ModelArguments,
+    auto_class: type,
+    tokenizer: transformers.PreTrainedTokenizerBase,
+    *,
+    label_names: list[str] | None = None,
+    max_seq_length: int | None = None,
+    **config_overrides,
+) -> PreTrainedModel:
+    """The model for ``auto_class`` (e.g. ``AutoModelForTokenClassification``), see the module docstring.
+
+    ``label_names`` sets num_labels/id2label/label2id (a fine-tuned checkpoint's own order is kept
+    when it has the same labels); ``config_overrides`` (problem_type, num_labels=1 for regression
+    ...) are set on the config before the model is built. Raises ValueError when the tokenizer's
+    vocabulary or ``max_seq_length`` does not fit the model.
+    """
+    name = model_args.model_name_or_path
+    config_source = model_args.config_name or name
+    hub_options = {"cache_dir": model_args.cache_dir, "revision": model_args.model_revision, "token": model_args.token}
+    if is_named_config(config_source):
+        config = AutoConfig.from_pretrained(str(named_config_path(config_source)))
+    else:
+        config = AutoConfig.from_pretrained(config_source, **hub_options)
+    from_scratch = is_named_config(name)
+    if label_names is not None:
+        label2id = label_ids_for(None if from_scratch else config, label_names)
+        config.label2id = label2id
+        config.id2label = {index: label for label, index in label2id.items()}
+    for key, value in config_overrides.items():
+        setattr(config, key, value)
+    if from_scratch:
+        logger.info("Building %s from the named config %s with random weights", auto_class.__name__, name)
+        model = auto_class.from_config(config)
+    else:
+        model = load_pretrained(name, auto_class, config=config, ignore_mismatched_sizes=model_args.ignore_mismatched_sizes, **hub_options)
+        if not config.model_type.startswith("hfv_"):
+            logger.info("Converted the transformers %r checkpoint %s to hf_variants.%s", config.model_type, name, type(model).__name__)
+    check_model_fits(model, tokenizer, max_seq_length)
+    return model
+
+
+def check_model_fits(model: PreTrainedModel, tokenizer, max_seq_length: int | None) -> None:
+    if len(tokenizer) > model.config.vocab_size:
+        raise ValueError(
+            f"the tokenizer has {len(tokenizer)} tokens but the model's vocab_size is {model.config.vocab_size}"
+        )
+    if max_seq_length is not None and max_seq_length > model.config.max_position_embeddings:
+        raise ValueError(
+            f"--max_seq_length {max_seq_length} exceeds the model's max_position_embeddings "
+            f"({model.config.max_position_embeddings})"
+        )
+
+
+def max_length_for(tokenizer, requested: int) -> int:
+    """``requested``, capped (with a warning) at what the tokenizer allows."""
+    if requested > tokenizer.model_max_length:
+        logger.warning("--max_seq_length %d > the tokenizer's limit %d: using %d", requested, tokenizer.model_max_length, tokenizer.model_max_length)
+        return tokenizer.model_max_length
+    return requested
+
+
+def report_truncation(tokenizer, split: str, first: list[str], second: list[str] | None, max_length: int) -> int:
+    """Count (and log) the inputs longer than ``max_length`` tokens, which tokenisation truncates."""
+    encoded = tokenizer(first, second) if second is not None else tokenizer(first)
+    too_long = sum(len(ids) > max_length for ids in encoded["input_ids"])
+    if too_long:
+        logger.warning(
+            "%s: %d of %d inputs are longer than --max_seq_length %d tokens and are truncated", split, too_long, len(first), max_length
+        )
+    return too_long
+
+
+# ------------------------------------------------------------------------------- run outputs
+
+
+def build_trainer(
+    model: PreTrainedModel,
+    training_args: TrainingArguments,
+    features: dict[str, datasets.Dataset],
+    tokenizer,
+    data_collator,
+    compute_metrics=None,
+    eval_split: str = "validation",
+    trainer_class: type = Trainer,
+    **extra,
+) -> Trainer:
+    """A Trainer over the tokenised ``features["train"]`` and ``features[eval_split]`` (either may be absent)."""
+    return trainer_class(
+        model=model, args=training_args, train_dataset=features.get("train"), eval_dataset=features.get(eval_split),
+        processing_class=tokenizer, data_collator=data_collator, compute_metrics=compute_metrics, **extra,
+    )
+
+
+def train_and_save(
+    trainer: Trainer, train_dataset: datasets.Dataset, data_args: DataArguments, training_args: TrainingArguments
+) -> dict:
+    """Train (resuming if asked), save model + tokenizer + trainer_state.json and the train metrics."""
+    checkpoint = checkpoint_to_resume(training_args, data_args)
+    train_result = trainer.train(resume_from_checkpoint=checkpoint)
+    trainer.save_model()  # safetensors weights, config and the tokenizer (processing_class)
+    metrics = dict(train_result.metrics)
+    metrics["train_samples"] = len(train_dataset)
+    metrics["world_size"] = training_args.world_size
+    trainer.log_metrics("train", metrics)
+    trainer.save_metrics("train", metrics)
+    trainer.save_state()
+    return metrics
+
+
+def save_eval_metrics(trainer: Trainer, metrics: dict, num_examples: int, split: str = "eval") -> dict:
+    """Add the sample count and world size, log, and write ``<split>_results.json`` + all_results.json."""
+    metrics = dict(metrics)
+    metrics[f"{split}_samples"] = num_examples
+    metrics["world_size"] = trainer.args.world_size
+    trainer.log_metrics(split, metrics)
+    trainer.save_metrics(split, metrics)
+    return metrics
+
+
+def train_and_evaluate(
+    trainer: Trainer, splits: dict[str, datasets.Dataset], data_args: DataArguments, training_args: TrainingArguments
+) -> dict:
+    """--do_train then --do_eval on the trainer's eval set; returns the metrics written to all_results.json."""
+    results: dict = {}
+    if training_args.do_train:
+        results.update(train_and_save(trainer, splits["train"], data_args, training_args))
+    if training_args.do_eval:
+        results.update(save_eval_metrics(trainer, trainer.evaluate(), len(splits["validation"])))
+    return results
+
+
+def write_lines(trainer: Trainer, filename: str, lines: Iterable[str]) -> Path | None:
+    """Write a predictions file into output_dir from the main process only."""
+    if not trainer.is_world_process_zero():
+        return None
+    path = Path(trainer.args.output_dir) / filename
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    logger.info("Wrote %s", path)
+    return path
+
+
+def write_json(trainer: Trainer, filename: str, data: Any) -> Path | None:
+    if not trainer.is_world_process_zero():
+        return None
+    path = Path(trainer.args.output_dir) / filename
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+def dataset_description(data_args: DataArguments) -> str:
+    """A short name of the data for logs and the model card."""
+    if getattr(data_args, "task_name", None) and data_args.dataset_name is None and data_args.train_file is None:
+        return f"glue/{data_args.task_name}"
+    if data_args.dataset_name:
+        config = f" ({data_args.dataset_config_name})" if data_args.dataset_config_name else ""
+        return data_args.dataset_name + config
+    return ", ".join(Path(p).name for p in (data_args.train_file, data_args.validation_file, data_args.test_file) if p)
+
+
+# Counts, thresholds and timings in the metrics: not scores for the card.
+NOT_SCORES = ("_samples", "_total", "_thresh", "_runtime", "_per_second")
+DATA_CAVEATS = {
+    "hf_variants/real_text_qa": "Evaluated on cloze questions generated from real Wikipedia and Jane Austen paragraphs "
+    "(hf_variants/real_text_qa), not on SQuAD: the scores are not comparable with published SQuAD results.",
+    "hf_variants/sentence_pairs": "Evaluated on next-sentence pairs built from real text (hf_variants/sentence_pairs), "
+    "not on a GLUE task.",
+    "hf_variants/next_sentence_choice": "Evaluated on a next-sentence multiple-choice set built from real text "
+    "(random distractors), not on SWAG: it is much easier and not comparable.",
+}
+
+
+def write_card(trainer: Trainer, model_args: ModelArguments, data_args: DataArguments, task: str, results: dict) -> None:
+    """The model card (README.md) with the evaluation results, written by hf_variants.hub.
+
+    ``results``: the run's metrics (``train_samples``, ``eval_samples`` and the ``eval_*`` scores).
+    """
+    if not trainer.is_world_process_zero():
+        return
+    dataset_name = dataset_description(data_args)
+    dataset = DatasetInfo(
+        name=dataset_name,
+        id=data_args.dataset_name or dataset_name,
+        config=data_args.dataset_config_name,
+        split="validation",
+        num_train_examples=results.get("train_samples"),
+        num_eval_examples=results.get("eval_samples"),
+    )
+    eval_results = {
+        key: value for key, value in results.items() if key.startswith("eval_") and not key.endswith(NOT_SCORES)
+    }
+    base_model = None if is_named_config(model_args.model_name_or_path) else model_args.model_name_or_path
+    write_model_card(
+        trainer.args.output_dir, trainer_state=trainer.state, eval_results=eval_results or None,
+        training_args=trainer.args, dataset=dataset, objective=task, task=task, base_model=base_model,
+        limitations=[DATA_CAVEATS[data_args.dataset_name]] if data_args.dataset_name in DATA_CAVEATS else (),
+    )
+
+
+def finish(trainer: Trainer, model_args: ModelArguments, data_args: DataArguments, task: str, results: dict) -> dict:
+    """After training: the model card with the results, then the upload when --push_to_hub."""
+    if trainer.args.do_train:
+        write_card(trainer, model_args, data_args, task, results)
+        push_if_asked(trainer)
+    return results
+
+
+def push_if_asked(trainer: Trainer) -> None:
+    """Upload output_dir (model, tokenizer, metrics, card; not the checkpoints) when --push_to_hub.
+
+    Not ``Trainer.push_to_hub``: it would replace our model card with its own.
+    """
+    if not trainer.args.push_to_hub:
+        return
+    if trainer.hub_model_id is None:
+        trainer.init_hf_repo()
+    if trainer.is_world_process_zero():
+        huggingface_hub.upload_folder(
+            repo_id=trainer.hub_model_id, folder_path=trainer.args.output_dir, commit_message="End of training",
+            token=trainer.args.hub_token, revision=trainer.args.hub_revision, ignore_patterns=["_*", "checkpoint-*"],
+        )

@@ -1,0 +1,318 @@
+"""SpanBERT (Joshi et al. 2020): BERT's encoder pretrained on single segments with span masking,
+MLM and the Span Boundary Objective (SBO), without NSP.
+
+The encoder and every fine-tuning head come from ``hf_variants.modules`` (``EncoderBackbone`` and
+the task mixins); this file adds only what is SpanBERT's own: the SBO head and the pretraining
+model that sums the two losses.
+
+The backbone lives under ``bert`` (``base_model_prefix``), as in the released SpanBERT
+checkpoints, so BERT-format weights map onto it with BERT's key map (see ``conversion.py``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+from transformers.utils import ModelOutput
+
+from ...modules.backbone import EncoderBackbone, EncoderPreTrainedModel
+from ...modules.embeddings import check_index_range
+from ...modules.heads import IGNORE_INDEX, PredictionTransform, check_class_labels, check_label_shape, masked_lm_loss
+from ...modules.task_models import (
+    EncoderForMaskedLM,
+    EncoderForMultipleChoice,
+    EncoderForQuestionAnswering,
+    EncoderForSequenceClassification,
+    EncoderForTokenClassification,
+)
+from .configuration_spanbert import SpanBertConfig
+
+# The per-token columns the span-masking collator produces for the SBO, in this order.
+SBO_INPUT_NAMES = ("sbo_left", "sbo_right", "sbo_relative", "sbo_labels")
+
+
+def _conversion():
+    """The BERT-format adapters, imported on first use and by absolute name: they need
+    hf-variants' conversion registry (conversion.py imports this module), which the
+    self-contained remote-code export of the modeling files does not carry."""
+    return importlib.import_module("hf_variants.models.spanbert.conversion")
+
+
+class SpanBertPreTrainedModel(EncoderPreTrainedModel):
+    config_class = SpanBertConfig
+    base_model_prefix = "bert"
+
+    @classmethod
+    def from_bert_checkpoint(cls, source, output_loading_info: bool = False, **config_overrides):
+        """Load a BERT-format checkpoint (e.g. a released SpanBERT: transformers ``BertModel`` keys,
+        no MLM/SBO weights) into this SpanBERT class.
+
+        Args:
+            source: a folder with ``config.json`` (model_type "bert") and ``model.safetensors`` (or
+                ``pytorch_model.bin``), a Hub id of such a repository (e.g. "SpanBERT/spanbert-base-cased"),
+                or a transformers BERT model instance.
+            output_loading_info: also return ``{"initialised": [...], "unused": [...]}``: our
+                weights the checkpoint did not provide (freshly initialised heads) and checkpoint
+                weights this class has no place for (e.g. the pooler for SpanBertForPreTraining).
+            config_overrides: SpanBertConfig fields to set (num_labels, sbo_weight, ...).
+        """
+        return _conversion().load_bert_checkpoint(cls, source, output_loading_info=output_loading_info, **config_overrides)
+
+    def save_bert_checkpoint(self, save_directory) -> None:
+        """Export the encoder as a plain transformers ``BertModel`` folder (config.json model_type
+        "bert" + model.safetensors) that loads without hf-variants. Heads are not exported."""
+        _conversion().export_bert_encoder(self).save_pretrained(save_directory)
+
+
+class SpanBertModel(EncoderBackbone, SpanBertPreTrainedModel):
+    """The bare SpanBERT encoder (BERT's blocks) with BERT's pooler."""
+
+
+class SpanBoundaryHead(nn.Module):
+    """Span Boundary Objective: predict the token at relative position i of a masked span (s..e)
+    from the encodings of the span's outside boundary tokens and a relative-position embedding:
+
+        y_i = LN(GeLU(W2 · LN(GeLU(W1 · [h_{s-1}; h_{e+1}; p_i]))))   logits = E · y_i + b
+
+    The decoder weight E is tied to the word embeddings; the bias b is the head's own.
+
+    Args:
+        hidden_size: H.
+        vocab_size: V.
+        max_span_length: number of relative positions (rows of ``position_embeddings``).
+        position_embedding_size: width of p_i (200 in the paper's code).
+        embedding_size: width of the tied word embeddings (H unless factorized).
+    """
+
+    def __init__(
+        self,
+        hidden_size: int,
+        vocab_size: int,
+        max_span_length: int,
+        position_embedding_size: int,
+        activation: str,
+        layer_norm_eps: float,
+        embedding_size: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.position_embeddings = nn.Embedding(max_span_length, position_embedding_size)
+        self.layer1 = PredictionTransform(2 * hidden_size + position_embedding_size, hidden_size, activation, layer_norm_eps)
+        self.layer2 = PredictionTransform(hidden_size, embedding_size or hidden_size, activation, layer_norm_eps)
+        self.decoder = nn.Linear(embedding_size or hidden_size, vocab_size)
+
+    def forward(self, left_hidden: torch.Tensor, right_hidden: torch.Tensor, relative: torch.Tensor) -> torch.Tensor:
+        """left_hidden, right_hidden: (N, H) encodings of h_{s-1}, h_{e+1}; relative: (N,) offsets
+        i - s. Returns (N, V) logits."""
+        features = torch.cat([left_hidden, right_hidden, self.position_embeddings(relative)], dim=-1)
+        return self.decoder(self.layer2(self.layer1(features)))
+
+
+@dataclass
+class SpanBoundaryTargets:
+    """The SBO targets of a batch, flattened to the N predicted tokens (all (N,) long tensors)."""
+
+    batch_index: torch.Tensor
+    left: torch.Tensor
+    right: torch.Tensor
+    relative: torch.Tensor
+    labels: torch.Tensor
+
+    @classmethod
+    def from_collator_columns(
+        cls,
+        shape: tuple[int, int],
+        vocab_size: int,
+        max_span_length: int,
+        sbo_left: torch.Tensor | None,
+        sbo_right: torch.Tensor | None,
+        sbo_relative: torch.Tensor | None,
+        sbo_labels: torch.Tensor | None,
+    ) -> "SpanBoundaryTargets | None":
+        """Validate the collator's (B, T) columns and keep the positions where ``sbo_labels != -100``.
+
+        Returns None when no SBO column was given. Raises ValueError naming the column when one
+        is missing, has the wrong shape, or holds an index outside its range: boundaries outside
+        [0, T), a boundary not strictly before/after its token, an offset >= max_span_length, a
+        label outside the vocabulary.
+        """
+        columns = dict(zip(SBO_INPUT_NAMES, (sbo_left, sbo_right, sbo_relative, sbo_labels)))
+        given = [name for name, value in columns.items() if value is not None]
+        if not given:
+            return None
+        if len(given) < len(columns):
+            missing = [name for name in columns if name not in given]
+            raise ValueError(f"the span boundary objective needs all of {SBO_INPUT_NAMES}; missing {missing}")
+        for name, value in columns.items():
+            check_label_shape(value, shape, name)
+        check_class_labels(sbo_labels, vocab_size, "sbo_labels")
+        selected = sbo_labels != IGNORE_INDEX
+        batch_index, position = selected.nonzero(as_tuple=True)
+        left, right, relative = sbo_left[selected], sbo_right[selected], sbo_relative[selected]
+        length = shape[1]
+        check_index_range(left, length, "sbo_left", "sequence_length")
+        check_index_range(right, length, "sbo_right", "sequence_length")
+        check_index_range(relative, max_span_length, "sbo_relative", "max_span_length")
+        # The boundaries are outside the span: h_{s-1} strictly before the token, h_{e+1} strictly after.
+        for name, boundary, wrong_side, side in (
+            ("sbo_left", left, left >= position, "before"),
+            ("sbo_right", right, right <= position, "after"),
+        ):
+            if bool(wrong_side.any()):
+                index = int(wrong_side.nonzero()[0])
+                raise ValueError(
+                    f"{name} is {int(boundary[index])} for the SBO target at (batch {int(batch_index[index])}, "
+                    f"position {int(position[index])}); the boundary must lie {side} the masked token"
+                )
+        return cls(batch_index, left, right, relative, sbo_labels[selected])
+
+
+def span_boundary_loss(
+    head: SpanBoundaryHead, hidden_states: torch.Tensor, targets: SpanBoundaryTargets
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """SBO loss (mean over the N span tokens) and their (N, V) logits, computed only at the
+    selected tokens. hidden_states: (B, T, H). With no target in the batch (e.g. every span
+    touches an edge) the loss is an exact 0 that still belongs to the graph."""
+    logits = head(
+        hidden_states[targets.batch_index, targets.left],
+        hidden_states[targets.batch_index, targets.right],
+        targets.relative,
+    )
+    if targets.labels.numel() == 0:
+        return logits.sum() * 0.0, logits
+    return F.cross_entropy(logits, targets.labels), logits
+
+
+@dataclass
+class SpanBertForPreTrainingOutput(ModelOutput):
+    """loss = mlm_loss + sbo_weight * sbo_loss (the terms that were given).
+
+    prediction_logits: (B, T, V), or (num_masked, V) with ``config.sparse_prediction``.
+    sbo_logits: (N, V) at the N tokens with ``sbo_labels != -100``, in row-major (batch, position) order.
+    """
+
+    loss: torch.Tensor | None = None
+    mlm_loss: torch.Tensor | None = None
+    sbo_loss: torch.Tensor | None = None
+    prediction_logits: torch.Tensor | None = None
+    sbo_logits: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+
+
+class SpanBertForPreTraining(EncoderForMaskedLM, SpanBertPreTrainedModel):
+    """Masked LM + Span Boundary Objective, the paper's pretraining objective (no NSP).
+
+    Feed it the span-masking collator's batches (``hf_variants.objectives``): ``labels`` and the
+    ``sbo_*`` columns.
+    """
+
+    backbone_class = SpanBertModel
+
+    def __init__(self, config: SpanBertConfig) -> None:
+        super().__init__(config)
+        self.sbo_head = SpanBoundaryHead(
+            config.hidden_size,
+            config.vocab_size,
+            config.max_span_length,
+            config.sbo_position_embedding_size,
+            config.hidden_act,
+            config.layer_norm_eps,
+            getattr(config, "embedding_size", None),
+        )
+        # Both vocabulary decoders share the word embedding matrix. The SBO tie is added per
+        # instance, once the head exists (the MLM mixin's __init__ already ran post_init).
+        self._tied_weights_keys = {
+            **type(self)._tied_weights_keys,
+            "sbo_head.decoder.weight": f"{self.base_model_prefix}.embeddings.word_embeddings.weight",
+        }
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        sbo_left: torch.Tensor | None = None,
+        sbo_right: torch.Tensor | None = None,
+        sbo_relative: torch.Tensor | None = None,
+        sbo_labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> SpanBertForPreTrainingOutput | tuple:
+        """All label columns are (B, T), as the span-masking collator makes them.
+
+        Args:
+            labels: MLM targets, -100 where nothing is predicted.
+            sbo_left / sbo_right: index of the token just before / just after the span holding
+                each masked token (0 elsewhere).
+            sbo_relative: 0-based offset of the token inside its span (< config.max_span_length).
+            sbo_labels: target id where the span has both boundaries inside the sequence, -100
+                elsewhere; the SBO is computed only at these positions.
+        """
+        if kwargs.get("next_sentence_label") is not None:
+            raise ValueError(
+                "SpanBERT is pretrained without next sentence prediction: drop next_sentence_label "
+                "(BertForPreTraining is MLM + NSP)"
+            )
+        out = self._encode(
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states
+        )
+        hidden_states = out.last_hidden_state
+        sparse = bool(self.config.sparse_prediction)
+        mlm_loss, prediction_logits = masked_lm_loss(self.mlm_head, hidden_states, labels, self.config.vocab_size, sparse)
+        targets = SpanBoundaryTargets.from_collator_columns(
+            tuple(hidden_states.shape[:2]), self.config.vocab_size, self.config.max_span_length,
+            sbo_left, sbo_right, sbo_relative, sbo_labels,
+        )
+        sbo_loss = sbo_logits = None
+        if targets is not None:
+            sbo_loss, sbo_logits = span_boundary_loss(self.sbo_head, hidden_states, targets)
+        terms = [t for t in (mlm_loss, None if sbo_loss is None else self.config.sbo_weight * sbo_loss) if t is not None]
+        loss = sum(terms[1:], terms[0]) if terms else None
+        return self._finish(
+            SpanBertForPreTrainingOutput, return_dict, loss=loss, mlm_loss=mlm_loss, sbo_loss=sbo_loss,
+            prediction_logits=prediction_logits, sbo_logits=sbo_logits, hidden_states=out.hidden_states,
+            attentions=out.attentions,
+        )
+
+
+class SpanBertForMaskedLM(EncoderForMaskedLM, SpanBertPreTrainedModel):
+    backbone_class = SpanBertModel
+
+
+class SpanBertForSequenceClassification(EncoderForSequenceClassification, SpanBertPreTrainedModel):
+    backbone_class = SpanBertModel
+
+
+class SpanBertForTokenClassification(EncoderForTokenClassification, SpanBertPreTrainedModel):
+    backbone_class = SpanBertModel
+
+
+class SpanBertForQuestionAnswering(EncoderForQuestionAnswering, SpanBertPreTrainedModel):
+    backbone_class = SpanBertModel
+
+
+class SpanBertForMultipleChoice(EncoderForMultipleChoice, SpanBertPreTrainedModel):
+    backbone_class = SpanBertModel
+
+
+__all__ = [
+    "SpanBertPreTrainedModel",
+    "SpanBertModel",
+    "SpanBoundaryHead",
+    "SpanBertForPreTraining",
+    "SpanBertForMaskedLM",
+    "SpanBertForSequenceClassification",
+    "SpanBertForTokenClassification",
+    "SpanBertForQuestionAnswering",
+    "SpanBertForMultipleChoice",
+]
