@@ -74,10 +74,11 @@ def test_shared_all_applies_one_layer_repeatedly():
     layer = model.encoder.layers[0]
     with torch.no_grad():
         h = out.hidden_states[0]
+        keep = inputs["attention_mask"].bool()
         bias = hf_variants.modules.attention.make_attention_bias(inputs["attention_mask"], h.dtype)
         for depth in range(3):
             h, _ = layer(h, bias)
-            torch.testing.assert_close(h, out.hidden_states[depth + 1], atol=1e-6, rtol=0)
+            torch.testing.assert_close(h[keep], out.hidden_states[depth + 1][keep], atol=1e-6, rtol=0)
 
 
 def test_base_checkpoint_into_head_reports_initialised_weights(tmp_path):

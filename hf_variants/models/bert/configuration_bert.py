@@ -34,7 +34,7 @@ class BertConfig(PreTrainedConfig):
     layer_sharing: str = "none"  # cross-layer parameter sharing (ALBERT): none | all | attention | ffn
     classifier_dropout: float | None = None  # dropout before task heads; None -> hidden_dropout_prob
     tie_word_embeddings: bool = True  # MLM decoder shares the word embedding matrix
-    padding_free: bool = False  # drop padding tokens inside the encoder (same results, less work)
+    padding_free: bool = True  # drop padding tokens inside the encoder: same results at real tokens, zeros at padding, faster (benchmarks/RESULTS.md)
     sparse_prediction: bool = False  # MLM logits only at masked positions when labels are given
 
     def __post_init__(self, **kwargs):

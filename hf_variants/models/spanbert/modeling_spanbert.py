@@ -264,7 +264,8 @@ class SpanBertForPreTraining(EncoderForMaskedLM, SpanBertPreTrainedModel):
                 "(BertForPreTraining is MLM + NSP)"
             )
         out = self._encode(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
+            token_labels=labels,
         )
         hidden_states = out.last_hidden_state
         sparse = bool(self.config.sparse_prediction)
