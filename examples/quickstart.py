@@ -81,7 +81,6 @@ def main() -> None:
         per_device_eval_batch_size=128,
         warmup_steps=0.1,  # a float is a fraction of the total steps (transformers 5)
         weight_decay=0.01,
-        eval_strategy="no",
         save_strategy="no",
         logging_steps=25,
         eval_strategy="steps",
