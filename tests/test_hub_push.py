@@ -13,7 +13,7 @@ import torch
 from hub_server import REPO_ROOT, finish_client, hub, start_client  # noqa: F401  (hub is a fixture)
 from huggingface_hub import HfApi, hf_hub_download
 from safetensors.torch import save_file
-from transformers import BertTokenizerFast
+from transformers import AutoModelForSequenceClassification, BertTokenizerFast
 
 import hf_variants
 from hf_variants.cli import main as cli_main
@@ -44,13 +44,19 @@ def tree_digest(directory: Path) -> str:
     return digest.hexdigest()
 
 
-@pytest.fixture
-def run_dir(tmp_path) -> Path:
-    """A run's output directory: our BERT classifier, its tokenizer, and Trainer leftovers to skip."""
+VARIANTS = {  # model_type -> (config class, classifier class)
+    "hfv_bert": (hf_variants.BertConfig, hf_variants.BertForSequenceClassification),
+    "hfv_spanbert": (hf_variants.SpanBertConfig, hf_variants.SpanBertForSequenceClassification),
+}
+
+
+def make_run_dir(tmp_path: Path, model_type: str = "hfv_bert") -> Path:
+    """A run's output directory: our classifier, its tokenizer, and Trainer leftovers to skip."""
     out = tmp_path / "run"
-    config = hf_variants.BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                                    intermediate_size=37, vocab_size=99, num_labels=3)
-    model = hf_variants.BertForSequenceClassification(config).eval()
+    config_class, model_class = VARIANTS[model_type]
+    config = config_class(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                          intermediate_size=37, vocab_size=99, num_labels=3)
+    model = model_class(config).eval()
     model.save_pretrained(out)
     (tmp_path / "vocab.txt").write_text("\n".join(tiny_vocab()) + "\n")
     BertTokenizerFast(vocab_file=str(tmp_path / "vocab.txt")).save_pretrained(out)
@@ -60,9 +66,14 @@ def run_dir(tmp_path) -> Path:
     return out
 
 
+@pytest.fixture
+def run_dir(tmp_path) -> Path:
+    return make_run_dir(tmp_path)
+
+
 def reference_outputs(run_dir: Path, destination: Path) -> Path:
     """Saves the in-memory model's weights and outputs (1 thread: bit-exact across processes)."""
-    model = hf_variants.BertForSequenceClassification.from_pretrained(run_dir).eval()
+    model = AutoModelForSequenceClassification.from_pretrained(run_dir).eval()
     batch = BertTokenizerFast.from_pretrained(run_dir)(SENTENCES, padding=True, return_tensors="pt")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -132,15 +143,19 @@ def start_pull(hub, repo_id: str, reference: Path, mode: str, tmp_path: Path):
     return start_client(PULL_SCRIPT, env)
 
 
-def test_push_then_pull_in_fresh_processes_is_bit_identical(hub, run_dir, tmp_path):
+@pytest.mark.parametrize("model_type", sorted(VARIANTS))
+def test_push_then_pull_in_fresh_processes_is_bit_identical(hub, model_type, tmp_path):
+    run_dir = make_run_dir(tmp_path, model_type)
+    repo_id = f"org/tiny-{model_type.replace('_', '-')}"
+    modeling = {"hfv_bert": "bert.modeling_bert", "hfv_spanbert": "spanbert.modeling_spanbert"}[model_type]
     before = tree_digest(run_dir)
-    result = push_model_dir(run_dir, "org/tiny-hfv-bert")
+    result = push_model_dir(run_dir, repo_id)
     assert tree_digest(run_dir) == before  # auto_map/code/card were generated in staging only
 
-    files = {f.rfilename: f for f in HfApi().model_info("org/tiny-hfv-bert", files_metadata=True).siblings}
+    files = {f.rfilename: f for f in HfApi().model_info(repo_id, files_metadata=True).siblings}
     code_files = {name for name in files if name.startswith("hfv_") and name.endswith(".py")}
     assert {"model.safetensors", "config.json", "tokenizer.json", "tokenizer_config.json", "README.md"} <= set(files)
-    assert {"hfv_models_bert_modeling_bert.py", "hfv_models_bert_configuration_bert.py"} <= code_files
+    assert {f"hfv_models_{modeling.replace('.', '_')}.py", "hfv_modules_backbone.py"} <= code_files
     assert files["model.safetensors"].lfs is not None  # weights went through the LFS batch API
     assert not any(name.endswith((".bin", ".pt")) for name in files)
     assert set(result.skipped) == {"training_args.bin", "checkpoint-10/"}
@@ -148,17 +163,17 @@ def test_push_then_pull_in_fresh_processes_is_bit_identical(hub, run_dir, tmp_pa
 
     reference = reference_outputs(run_dir, tmp_path / "reference.safetensors")
     # Both clients run at once (each pays torch + transformers start-up), each with its own empty cache.
-    remote = start_pull(hub, "org/tiny-hfv-bert", reference, "remote_code", tmp_path)
-    installed = start_pull(hub, "org/tiny-hfv-bert", reference, "installed", tmp_path)
+    remote = start_pull(hub, repo_id, reference, "remote_code", tmp_path)
+    installed = start_pull(hub, repo_id, reference, "installed", tmp_path)
     remote, installed = finish_client(remote), finish_client(installed)
     for outcome in (remote, installed):
         assert outcome["same_keys"] and outcome["weights_identical"], outcome
         assert outcome["tokens_identical"] and outcome["logits_identical"] and outcome["hidden_identical"], outcome
     assert remote["model_class"].startswith("transformers_modules.")
     heads = {name: target.split(".")[1] for name, target in remote["auto_map"].items() if name != "AutoConfig"}
-    assert remote["loaded_heads"] == heads and set(heads) == set(REGISTERED["hfv_bert"])
+    assert remote["loaded_heads"] == heads and set(heads) == set(REGISTERED[model_type])
     assert not remote["hf_variants_imported"]
-    assert installed["model_class"] == "hf_variants.models.bert.modeling_bert.BertForSequenceClassification"
+    assert installed["model_class"] == f"hf_variants.models.{modeling}.{VARIANTS[model_type][1].__name__}"
     assert hub.unhandled == []  # the clients used nothing the server does not emulate
 
 
