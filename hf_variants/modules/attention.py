@@ -16,7 +16,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .padding import UnpaddedBatch
+from .padding import UnpaddedBatch, additive_mask
 
 ATTENTION_BACKENDS = ("eager", "sdpa")
 
@@ -38,8 +38,7 @@ def make_attention_bias(
     min_value = torch.finfo(dtype).min
     bias = None
     if attention_mask is not None and not bool(attention_mask.all()):
-        keep = attention_mask[:, None, None, :].to(torch.bool)
-        bias = torch.zeros(keep.shape, dtype=dtype, device=attention_mask.device).masked_fill(~keep, min_value)
+        bias = additive_mask(~attention_mask[:, None, None, :].to(torch.bool), dtype)
     if causal:
         key_length = attention_mask.shape[-1] if attention_mask is not None else query_length
         query_length = query_length or key_length
@@ -47,7 +46,7 @@ def make_attention_bias(
         # Query i (the last `query_length` positions of the keys) may see keys 0..offset+i.
         offset = key_length - query_length
         future = torch.ones(query_length, key_length, dtype=torch.bool, device=device).triu(offset + 1)
-        causal_bias = torch.zeros(future.shape, dtype=dtype, device=device).masked_fill(future, min_value)[None, None]
+        causal_bias = additive_mask(future, dtype)[None, None]
         bias = causal_bias if bias is None else (bias + causal_bias).clamp(min=min_value)
     return bias
 

@@ -28,6 +28,12 @@ MIN_BUCKET_SAVING = 0.15
 MAX_ATTENTION_BUCKETS = 4
 
 
+def additive_mask(hidden: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """An additive attention bias of ``hidden``'s shape: 0 where visible, the most negative finite
+    value of ``dtype`` where ``hidden`` is True (finite, so a fully masked row stays finite)."""
+    return torch.zeros(hidden.shape, dtype=dtype, device=hidden.device).masked_fill(hidden, torch.finfo(dtype).min)
+
+
 def worth_unpadding(attention_mask: torch.Tensor) -> bool:
     """True when at least MIN_PADDING_FRACTION of the (B, T) batch is padding."""
     padding = attention_mask.numel() - int(attention_mask.bool().sum())
@@ -60,10 +66,7 @@ class AttentionBucket:
         if self.key_padding_mask is None:
             return None
         if dtype not in self._biases:
-            hidden = ~self.key_padding_mask[:, None, None, :]
-            self._biases[dtype] = torch.zeros(hidden.shape, dtype=dtype, device=hidden.device).masked_fill(
-                hidden, torch.finfo(dtype).min
-            )
+            self._biases[dtype] = additive_mask(~self.key_padding_mask[:, None, None, :], dtype)
         return self._biases[dtype]
 
 
