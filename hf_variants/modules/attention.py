@@ -16,6 +16,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from .dropout import dropout as apply_dropout
 from .padding import UnpaddedBatch, additive_mask
 
 ATTENTION_BACKENDS = ("eager", "sdpa")
@@ -139,7 +140,10 @@ class MultiHeadAttention(nn.Module):
         if position_bias is not None:
             bias = position_bias if bias is None else bias + position_bias
         dropout = self.dropout if self.training else 0.0
-        if attn_implementation == "sdpa" and not output_attentions:
+        # SDPA on CPU has no fused dropout: with dropout it runs the same explicit softmax as below,
+        # but draws its mask with the slower bernoulli_ (see dropout.py), so training uses ours.
+        sdpa_is_faster = dropout == 0.0 or query.device.type != "cpu"
+        if attn_implementation == "sdpa" and not output_attentions and sdpa_is_faster:
             use_causal_flag = is_causal and bias is None
             if is_causal and bias is not None:
                 bias = bias + make_attention_bias(None, query.dtype, causal=True, query_length=query.shape[2]).to(
@@ -157,7 +161,7 @@ class MultiHeadAttention(nn.Module):
                 scores.device
             )
         probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
-        context = torch.matmul(F.dropout(probs, p=dropout, training=self.training), value)
+        context = torch.matmul(apply_dropout(probs, dropout, self.training), value)
         return context, probs
 
     def _attend_bucketed(

@@ -8,6 +8,8 @@ import math
 import torch
 from torch import nn
 
+from .dropout import Dropout
+
 POSITION_EMBEDDING_TYPES = ("learned", "sinusoidal", "none")
 
 
@@ -81,7 +83,7 @@ class TransformerEmbeddings(nn.Module):
             )
         self.token_type_embeddings = nn.Embedding(type_vocab_size, embedding_size) if type_vocab_size > 0 else None
         self.layer_norm = nn.LayerNorm(embedding_size, eps=layer_norm_eps) if layer_norm else None
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.projection = nn.Linear(embedding_size, hidden_size) if embedding_size != hidden_size else None
 
     def reset_fixed_buffers(self) -> None:

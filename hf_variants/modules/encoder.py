@@ -20,6 +20,7 @@ from torch import nn
 from transformers.modeling_layers import GradientCheckpointingLayer
 
 from .attention import MultiHeadAttention
+from .dropout import Dropout
 from .feed_forward import FeedForward
 from .padding import UnpaddedBatch
 
@@ -80,7 +81,7 @@ class TransformerLayer(GradientCheckpointingLayer):
             else None
         )
         self.ffn_norm = nn.LayerNorm(spec.hidden_size, eps=spec.layer_norm_eps)
-        self.residual_dropout = nn.Dropout(spec.hidden_dropout_prob)
+        self.residual_dropout = Dropout(spec.hidden_dropout_prob)
 
     def _residual(self, x: torch.Tensor, norm: nn.LayerNorm, sublayer) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Apply ``sublayer`` (returning (out, extra)) with the residual in pre- or post-LN order."""

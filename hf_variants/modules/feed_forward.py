@@ -6,6 +6,8 @@ import torch
 from torch import nn
 from transformers.activations import ACT2FN
 
+from .dropout import Dropout
+
 
 class FeedForward(nn.Module):
     """FFN(x) = W_down act(W_up x), or W_down (act(W_gate x) * W_up x) when ``gated`` (GLU variants).
@@ -36,7 +38,7 @@ class FeedForward(nn.Module):
         self.up = nn.Linear(hidden_size, intermediate_size, bias=bias)
         self.gate = nn.Linear(hidden_size, intermediate_size, bias=bias) if gated else None
         self.activation = ACT2FN[activation]
-        self.inner_dropout = nn.Dropout(inner_dropout)
+        self.inner_dropout = Dropout(inner_dropout)
         self.down = nn.Linear(intermediate_size, hidden_size, bias=bias)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:

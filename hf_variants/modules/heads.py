@@ -11,6 +11,8 @@ from torch import nn
 from torch.nn import functional as F
 from transformers.activations import ACT2FN
 
+from .dropout import Dropout
+
 IGNORE_INDEX = -100
 
 
@@ -103,7 +105,7 @@ class PooledClassifier(nn.Module):
 
     def __init__(self, hidden_size: int, num_labels: int, dropout: float) -> None:
         super().__init__()
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.out_proj = nn.Linear(hidden_size, num_labels)
 
     def forward(self, sequence_output: torch.Tensor, pooled_output: torch.Tensor | None) -> torch.Tensor:
@@ -116,7 +118,7 @@ class FirstTokenClassifier(nn.Module):
 
     def __init__(self, hidden_size: int, num_labels: int, dropout: float, activation: str = "tanh") -> None:
         super().__init__()
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.dense = nn.Linear(hidden_size, hidden_size)
         self.activation = ACT2FN[activation]
         self.out_proj = nn.Linear(hidden_size, num_labels)

@@ -24,6 +24,7 @@ from transformers.modeling_outputs import (
 
 from torch import nn
 
+from .dropout import Dropout
 from .heads import (
     IGNORE_INDEX,
     MaskedLMHead,
@@ -192,7 +193,7 @@ class EncoderForTokenClassification(EncoderTaskModel):
         super().__init__(config)
         self.num_labels = config.num_labels
         self._build_backbone(config)
-        self.dropout = nn.Dropout(classifier_dropout(config))
+        self.dropout = Dropout(classifier_dropout(config))
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 
