@@ -106,6 +106,7 @@ class EncoderBackbone:
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
         padding_free: bool | None = None,
+        first_token_only: bool = False,
         **kwargs,
     ) -> BaseModelOutputWithPooling | tuple:
         """Encode a batch.
@@ -116,6 +117,10 @@ class EncoderBackbone:
             token_type_ids: (B, T) segment ids.
             position_ids: (B, T) positions (default 0..T-1).
             padding_free: override ``config.padding_free`` for this call (None: use the config).
+            first_token_only: the caller reads only position 0 ([CLS]: pooler, sequence
+                classification, multiple choice), so the last layer computes that position alone
+                and last_hidden_state is (B, 1, H). Ignored when hidden states or attentions are
+                asked for.
         Returns:
             BaseModelOutputWithPooling: last_hidden_state (B, T, H), pooler_output (B, H) or None,
             hidden_states (layers+1 of (B, T, H)) and attentions (layers of (B, heads, T, T)) if asked.
@@ -151,18 +156,23 @@ class EncoderBackbone:
             token_type_ids = unpadded.unpad(token_type_ids) if token_type_ids is not None else None
             position_ids = unpadded.unpad(position_ids)
 
+        first_token_only = first_token_only and not (output_hidden_states or output_attentions)
         hidden_states = self.embeddings(input_ids, position_ids, token_type_ids, inputs_embeds)
         hidden_states, all_hidden, all_attentions = self.encoder(
             hidden_states,
             attention_bias,
             output_hidden_states=output_hidden_states,
             output_attentions=output_attentions,
+            first_token_only=first_token_only and self.encoder.num_layers > 0,
             unpadded=unpadded,
             attn_implementation=self.attention_backend,
         )
         if unpadded is not None:
-            hidden_states = unpadded.pad(hidden_states)
+            if hidden_states.dim() == 2:  # still packed (first_token_only re-pads before the last layer)
+                hidden_states = unpadded.pad(hidden_states)
             all_hidden = [unpadded.pad(h) for h in all_hidden]
+        if first_token_only:
+            hidden_states = hidden_states[:, :1]
         pooled = self.pooler(hidden_states) if self.pooler is not None else None
         output = BaseModelOutputWithPooling(
             last_hidden_state=hidden_states,

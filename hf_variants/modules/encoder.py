@@ -83,13 +83,17 @@ class TransformerLayer(GradientCheckpointingLayer):
         self.ffn_norm = nn.LayerNorm(spec.hidden_size, eps=spec.layer_norm_eps)
         self.residual_dropout = Dropout(spec.hidden_dropout_prob)
 
-    def _residual(self, x: torch.Tensor, norm: nn.LayerNorm, sublayer) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Apply ``sublayer`` (returning (out, extra)) with the residual in pre- or post-LN order."""
+    def _residual(
+        self, x: torch.Tensor, norm: nn.LayerNorm, sublayer, first_token_only: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Apply ``sublayer`` (returning (out, extra)) with the residual in pre- or post-LN order.
+        ``first_token_only``: the sublayer reads all of x but returns position 0 only (B, 1, H)."""
+        residual = x[:, :1] if first_token_only else x
         if self.pre_layer_norm:
             out, extra = sublayer(norm(x))
-            return x + self.residual_dropout(out), extra
+            return residual + self.residual_dropout(out), extra
         out, extra = sublayer(x)
-        return norm(x + self.residual_dropout(out)), extra
+        return norm(residual + self.residual_dropout(out)), extra
 
     def forward(
         self,
@@ -104,8 +108,15 @@ class TransformerLayer(GradientCheckpointingLayer):
         output_attentions: bool = False,
         shared_attention: MultiHeadAttention | None = None,
         shared_ffn: FeedForward | None = None,
+        first_token_only: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Returns (hidden states, self-attention probabilities or None)."""
+        """Returns (hidden states, self-attention probabilities or None).
+
+        ``first_token_only`` (padded (B, T, H) input, no cross-attention): compute the output at
+        position 0 only, (B, 1, H); every position still serves as a key and value.
+        """
+        if first_token_only and (unpadded is not None or encoder_hidden_states is not None):
+            raise ValueError("first_token_only needs the padded layout and no cross-attention")
         attention = shared_attention or self.attention
         ffn = shared_ffn or self.ffn
         hidden_states, probs = self._residual(
@@ -119,7 +130,9 @@ class TransformerLayer(GradientCheckpointingLayer):
                 unpadded=unpadded,
                 attn_implementation=attn_implementation,
                 output_attentions=output_attentions,
+                first_query_only=first_token_only,
             ),
+            first_token_only,
         )
         if self.cross_attention is not None and encoder_hidden_states is not None:
             hidden_states, _ = self._residual(
@@ -169,9 +182,18 @@ class LayerStack(nn.Module):
         attention_bias: torch.Tensor | None = None,
         output_hidden_states: bool = False,
         output_attentions: bool = False,
+        first_token_only: bool = False,
         **layer_kwargs,
     ) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
-        """Returns (last hidden states, all hidden states [input + one per layer] if asked, attentions if asked)."""
+        """Returns (last hidden states, all hidden states [input + one per layer] if asked, attentions if asked).
+
+        ``first_token_only``: the last layer computes position 0 only and the result is (B, 1, H)
+        (padded again first if the batch runs padding-free): heads that read only [CLS] skip the
+        last layer's queries, output projection and FFN at every other position. Exact: nothing
+        else feeds the output. Not with ``output_hidden_states`` (the last layer would be partial).
+        """
+        if first_token_only and output_hidden_states:
+            raise ValueError("first_token_only cannot return all hidden states")
         all_hidden: list[torch.Tensor] = []
         all_attentions: list[torch.Tensor] = []
         shared_attention = self.layers[0].attention if self.sharing == "attention" else None
@@ -179,12 +201,16 @@ class LayerStack(nn.Module):
         for depth in range(self.num_layers):
             if output_hidden_states:
                 all_hidden.append(hidden_states)
+            last_first_token = first_token_only and depth == self.num_layers - 1
+            if last_first_token and layer_kwargs.get("unpadded") is not None:
+                hidden_states = layer_kwargs.pop("unpadded").pad(hidden_states)
             hidden_states, probs = self.layer_at(depth)(
                 hidden_states,
                 attention_bias,
                 output_attentions=output_attentions,
                 shared_attention=shared_attention,
                 shared_ffn=shared_ffn,
+                first_token_only=last_first_token,
                 **layer_kwargs,
             )
             if output_attentions:

@@ -50,6 +50,9 @@ class EncoderTaskModel:
     # False for heads whose output reads the hidden states at padding positions (QA's softmax over
     # all T positions): the padding-free path leaves those at zero, so such heads run padded.
     padding_free_safe: bool = True
+    # True for heads that read only position 0 (the pooler / [CLS]): the backbone then computes
+    # the last layer at that position alone (see LayerStack.forward).
+    reads_first_token_only: bool = False
 
     def _build_backbone(self, config) -> None:
         setattr(self, self.base_model_prefix, self.backbone_class(config, add_pooling_layer=self.uses_pooler))
@@ -89,6 +92,7 @@ class EncoderTaskModel:
             output_hidden_states=output_hidden_states,
             return_dict=True,
             padding_free=padding_free,
+            first_token_only=self.reads_first_token_only,
         )
 
     @staticmethod
@@ -152,6 +156,7 @@ class EncoderForSequenceClassification(EncoderTaskModel):
     """Single sentences or pairs (NLI); regression when num_labels == 1; multi-label via problem_type."""
 
     uses_pooler = True
+    reads_first_token_only = True
     classifier_class = PooledClassifier
 
     def __init__(self, config) -> None:
@@ -271,6 +276,7 @@ class EncoderForMultipleChoice(EncoderTaskModel):
     """Inputs (B, num_choices, T); one score per choice from the pooled output; logits (B, num_choices)."""
 
     uses_pooler = True
+    reads_first_token_only = True
 
     def __init__(self, config) -> None:
         super().__init__(config)

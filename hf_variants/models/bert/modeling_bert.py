@@ -104,6 +104,7 @@ class BertForNextSentencePrediction(EncoderTaskModel, BertPreTrainedModel):
 
     backbone_class = BertModel
     uses_pooler = True
+    reads_first_token_only = True
 
     def __init__(self, config: BertConfig) -> None:
         super().__init__(config)

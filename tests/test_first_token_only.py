@@ -1,0 +1,79 @@
+"""Heads that read only [CLS] (sequence classification, multiple choice, NSP) run the last layer at
+position 0 alone. That must change nothing: the same pooled output, logits, loss and gradients as
+the full last layer, for post-LN and pre-LN, layer sharing, padded and padding-free batches."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import hf_variants
+from tests.test_fast_paths import BATCH, LENGTH, make_inputs
+
+CASES = {
+    "post-LN": {},
+    "pre-LN": {"pre_layer_norm": True},
+    "shared layers": {"layer_sharing": "all"},
+    "padded path": {"padding_free": False},
+}
+
+
+def tiny(head: str, **overrides) -> torch.nn.Module:
+    config = hf_variants.BertConfig(
+        vocab_size=99, hidden_size=32, num_hidden_layers=3, num_attention_heads=4, intermediate_size=37,
+        max_position_embeddings=64, num_labels=3, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+        **overrides,
+    )
+    torch.manual_seed(0)
+    return getattr(hf_variants, f"Bert{head}")(config)
+
+
+def run(model: torch.nn.Module, inputs: dict, first_token_only: bool) -> tuple[torch.Tensor, torch.Tensor, dict]:
+    model.zero_grad()
+    model.reads_first_token_only = first_token_only  # instance attribute: this model only
+    out = model(**inputs)
+    out.loss.backward()
+    grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+    return out.logits.detach(), out.loss.detach(), grads
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("head", ["ForSequenceClassification", "ForMultipleChoice", "ForNextSentencePrediction"])
+def test_first_token_only_changes_nothing(head: str, case: str):
+    model = tiny(head, **CASES[case]).train()
+    inputs, _ = make_inputs(head, torch.Generator().manual_seed(3))
+    full_logits, full_loss, full_grads = run(model, inputs, first_token_only=False)
+    fast_logits, fast_loss, fast_grads = run(model, inputs, first_token_only=True)
+    torch.testing.assert_close(fast_logits, full_logits, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(fast_loss, full_loss, atol=1e-5, rtol=1e-4)
+    assert fast_grads.keys() == full_grads.keys()
+    for name in full_grads:
+        torch.testing.assert_close(fast_grads[name], full_grads[name], atol=1e-5, rtol=1e-4, msg=name)
+
+
+def test_the_last_layer_really_runs_on_one_position_per_row():
+    model = tiny("ForSequenceClassification").eval()
+    inputs, _ = make_inputs("ForSequenceClassification", torch.Generator().manual_seed(0))
+    seen = []
+    hook = model.bert.encoder.layers[-1].ffn.register_forward_hook(lambda m, args, out: seen.append(tuple(out.shape)))
+    earlier = []
+    hook_first = model.bert.encoder.layers[0].ffn.register_forward_hook(lambda m, a, out: earlier.append(tuple(out.shape)))
+    model(**inputs)
+    hook.remove()
+    hook_first.remove()
+    assert seen == [(BATCH, 1, 32)]
+    assert earlier[0][0] < BATCH * LENGTH  # earlier layers run padding-free on the real tokens only
+
+
+def test_asking_for_hidden_states_or_attentions_runs_the_full_last_layer():
+    model = tiny("ForSequenceClassification").eval()
+    inputs, mask = make_inputs("ForSequenceClassification", torch.Generator().manual_seed(0))
+    inputs.pop("labels")
+    reference = model(**inputs).logits
+    out = model(**inputs, output_hidden_states=True, output_attentions=True)
+    torch.testing.assert_close(out.logits, reference, atol=1e-5, rtol=1e-4)
+    assert out.hidden_states[-1].shape == (BATCH, LENGTH, 32)
+    assert out.attentions[-1].shape == (BATCH, 4, LENGTH, LENGTH)
+    # The bare backbone gives every position unless asked otherwise.
+    assert model.bert(**inputs).last_hidden_state.shape == (BATCH, LENGTH, 32)
+    assert model.bert(**inputs, first_token_only=True).last_hidden_state.shape == (BATCH, 1, 32)
