@@ -32,7 +32,9 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -45,7 +47,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # this checkout
 @dataclass(frozen=True)
 class Scenario:
     description: str
-    task: str  # "mlm" or "cls"
+    task: str  # "mlm", "cls" (sequence classification) or "tokens" (token classification)
     shape: str  # "mini" or "base"
     training: bool
     data: str  # "dynamic" (pad to longest), "max_length" (pad to 128) or "full" (128 real tokens, no padding)
@@ -66,9 +68,12 @@ SCENARIOS = {
     "infer-base-dynamic": Scenario("inference (seq. cls.), bert-base, dynamic padding", "cls", "base", False, "dynamic", 32, 1),
     "full-finetune-mini": Scenario("full-length fine-tuning step, bert-mini, 128 tokens, no padding", "cls", "mini", True, "full", 16, 2, True),
     "full-infer-base": Scenario("full-length inference, bert-base, 128 tokens, no padding", "cls", "base", False, "full", 8, 1),
+    # Token classification reads every position: neither padding nor the [CLS]-only last layer can
+    # be skipped, so this row is the same computation on both sides.
+    "full-finetune-mini-tokens": Scenario("full-length fine-tuning step (token cls.), bert-mini, 128 tokens, no padding", "tokens", "mini", True, "full", 16, 2),
 }
-MFU_SCENARIO = Scenario("MFU: bert-base MLM pretraining step, full 128-token rows", "mlm", "base", True, "full", 4, 1)
-MFU_QUICK_SCENARIO = Scenario("MFU: bert-base MLM pretraining step, full 128-token rows", "mlm", "base", True, "full", 2, 1)
+MFU_SCENARIO = Scenario("MFU: bert-base MLM pretraining step, full 128-token rows", "mlm", "base", True, "full", 8, 1)
+MFU_QUICK_SCENARIO = Scenario("MFU: bert-base MLM pretraining step, full 128-token rows", "mlm", "base", True, "full", 4, 1)
 
 
 # ----------------------------------------------------------------------------- worker side
@@ -78,8 +83,7 @@ def build_sides(scenario: Scenario, which: tuple[str, ...]):
     import workloads
 
     corpus = workloads.Corpus.load()
-    theirs_model, ours_model = workloads.build_pair(scenario.task, scenario.shape)
-    models = {"transformers": theirs_model, "ours": ours_model}
+    models = workloads.build_models(scenario.task, scenario.shape, which)
     notes = {}
     if scenario.task == "mlm":
         # Collation (random masking) is part of an MLM step: each side collates the same sentences.
@@ -98,7 +102,9 @@ def build_sides(scenario: Scenario, which: tuple[str, ...]):
             return make
     else:
         if scenario.data == "full":
-            batches = workloads.full_length_batches(corpus, scenario.batch_size, scenario.steps)
+            batches = workloads.full_length_batches(
+                corpus, scenario.batch_size, scenario.steps, token_labels=scenario.task == "tokens"
+            )
         else:
             padding = "longest" if scenario.data == "dynamic" else "max_length"
             batches = workloads.classification_batches(corpus, scenario.batch_size, scenario.steps, padding)
@@ -106,8 +112,6 @@ def build_sides(scenario: Scenario, which: tuple[str, ...]):
         def batch_maker(name):
             return lambda index: batches[index % len(batches)]
     sides = [workloads.make_side(name, models[name], batch_maker(name), scenario.training) for name in which]
-    for name in set(models) - set(which):
-        del models[name]
     return sides, notes
 
 
@@ -126,7 +130,14 @@ def run_worker(kind: str, scenario: Scenario, reps: int, side_name: str | None) 
         base = measure.reset_peak_rss()
         for index in range(1, scenario.steps + 1):
             side.step(index)
-        return {"peak_mib": measure.peak_rss_mib(), "base_mib": base}
+        peak = measure.peak_rss_mib()
+        # Live tensors: what stays between steps (parameters, buffers, optimizer state) plus the
+        # peak of what one more step allocates on top of it.
+        resident = [*side.model.parameters(), *side.model.buffers()]
+        if side.optimizer is not None:
+            resident += [value for state in side.optimizer.state.values() for value in state.values()]
+        tensors = measure.resident_tensor_mib(resident) + measure.peak_step_tensor_mib(lambda: side.step(scenario.steps + 1))
+        return {"peak_mib": peak, "base_mib": base, "tensor_peak_mib": tensors}
     if kind == "mfu":
         sides, notes = build_sides(scenario, ("transformers", "ours"))
         flops = {side.name: measure.count_flops(lambda side=side: side.step(0)) for side in sides}
@@ -186,7 +197,11 @@ def run_all(names: list[str], reps: int, threads: int, quick: bool, with_memory:
         row = {"name": name, "scenario": scenario, "load_before": load_average()}
         row["throughput"] = spawn("throughput", scenario, reps, threads)
         if with_memory:
-            row["memory"] = {side: spawn("memory", scenario, reps, threads, side) for side in ("transformers", "ours")}
+            # Peak RSS is per process, so the two memory processes may run side by side (the
+            # throughput process above runs alone: its timings need the machine to itself).
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                futures = {side: pool.submit(spawn, "memory", scenario, reps, threads, side) for side in ("transformers", "ours")}
+                row["memory"] = {side: future.result() for side, future in futures.items()}
         row["seconds"] = time.perf_counter() - started
         print(format_row(row), flush=True)
         print(f"  ({name}: {row['seconds']:.0f} s)", file=sys.stderr, flush=True)
@@ -204,10 +219,12 @@ def format_row(row: dict) -> str:
     if "memory" in row:
         ours, theirs = row["memory"]["ours"], row["memory"]["transformers"]
         ours_step, theirs_step = ours["peak_mib"] - ours["base_mib"], theirs["peak_mib"] - theirs["base_mib"]
-        memory = (f" {ours['peak_mib']} (+{ours_step}) | {theirs['peak_mib']} (+{theirs_step}) | "
-                  f"{ours['peak_mib'] / theirs['peak_mib']:.2f} ({ours_step / max(theirs_step, 1):.2f}) |")
+        memory = (f" {ours['tensor_peak_mib']:.0f} / {theirs['tensor_peak_mib']:.0f} = "
+                  f"**{ours['tensor_peak_mib'] / theirs['tensor_peak_mib']:.3f}** |"
+                  f" {ours['peak_mib']} (+{ours_step}) | {theirs['peak_mib']} (+{theirs_step}) | "
+                  f"{ours['peak_mib'] / theirs['peak_mib']:.3f} ({ours_step / max(theirs_step, 1):.2f}) |")
     else:
-        memory = " - | - | - |"
+        memory = " - | - | - | - |"
     return (f"| {row['name']} | {s.description}, B={s.batch_size} | {t['ratio_median']:.2f}× "
             f"({t['ratio_min']:.2f}–{t['ratio_max']:.2f}) | {t['ratio_best']:.2f}× | {t['ours_s'] * 1e3:.0f} | "
             f"{t['theirs_s'] * 1e3:.0f} |{memory} {row['load_before']} |")
@@ -215,9 +232,10 @@ def format_row(row: dict) -> str:
 
 TABLE_HEADER = (
     "| scenario | what | speed ours/transformers, median (min–max) | best/best | ms/step ours | ms/step transformers "
+    "| peak live-tensor memory, MiB: ours / transformers = ratio "
     "| peak RSS ours, MiB (+ above pre-step RSS) | peak RSS transformers, MiB (+ above pre-step) "
-    "| memory ours/transformers (of the + part) | load avg before |\n"
-    "|---|---|---|---|---|---|---|---|---|---|"
+    "| RSS ours/transformers (of the + part) | load avg before |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -275,7 +293,14 @@ def main() -> None:
     print(header)
     print(TABLE_HEADER, flush=True)
     started = time.perf_counter()
-    rows, mfu = run_all(names, reps, args.threads, args.quick, not args.no_memory)
+    with tempfile.TemporaryDirectory() as folder:
+        # Tokenise the corpus once; every worker process reads the result.
+        import workloads
+
+        corpus_file = Path(folder) / "corpus.json"
+        workloads.Corpus.load().save(corpus_file)
+        os.environ["BENCH_CORPUS_JSON"] = str(corpus_file)
+        rows, mfu = run_all(names, reps, args.threads, args.quick, not args.no_memory)
     footer = f"total {time.perf_counter() - started:.0f} s; load average after {load_average()}"
     print(footer)
     if args.write:

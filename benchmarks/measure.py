@@ -52,6 +52,38 @@ def peak_rss_mib() -> int:
     return _status_kib("VmHWM") // 1024
 
 
+def resident_tensor_mib(tensors) -> float:
+    """Bytes of the distinct storages behind ``tensors`` (parameters, buffers, optimizer state), in MiB."""
+    storages = {}
+    for tensor in tensors:
+        if isinstance(tensor, torch.Tensor) and tensor.device.type == "cpu":
+            storage = tensor.untyped_storage()
+            storages[storage.data_ptr()] = storage.nbytes()
+    return sum(storages.values()) / 2**20
+
+
+def peak_step_tensor_mib(run: Callable[[], None]) -> float:
+    """Peak of the CPU tensor memory allocated by ``run`` above what was live before it, in MiB.
+
+    Read from torch.profiler's allocation records (every tensor allocation and free, in order), so
+    unlike RSS it counts neither allocator slack nor Python objects nor libraries: the memory the
+    implementation itself asks for, exactly and independently of the machine's load.
+    """
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        run()
+    records = [
+        event for event in prof.profiler.kineto_results.events()
+        if event.name() == "[memory]" and event.device_type() == torch.autograd.DeviceType.CPU
+    ]
+    live = peak = 0
+    for event in sorted(records, key=lambda event: event.start_ns()):
+        live += event.nbytes()  # negative for a free
+        peak = max(peak, live)
+    return peak / 2**20
+
+
 # ----------------------------------------------------------------------------- timing
 def interleaved_times(sides: list, steps_per_rep: int, reps: int, warmup_steps: int) -> dict[str, list[float]]:
     """Seconds per step of each side for every repetition.

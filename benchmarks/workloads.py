@@ -7,6 +7,7 @@ Every scenario builds the transformers model first (seeded), converts it with
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import subprocess
@@ -20,6 +21,7 @@ import torch
 import transformers
 
 import hf_variants
+from hf_variants.conversion import shared_config_fields
 
 MOVIE_REVIEWS_MEMBER = "hutto_ICWSM_2014/movieReviewSnippets_GroundTruth.txt"
 MAX_LENGTH = 128  # the padded length of the "pad to 128" rows and the full-length rows
@@ -96,6 +98,12 @@ class Corpus:
 
     @classmethod
     def load(cls, seed: int = 0) -> "Corpus":
+        """Read, shuffle and tokenise the sentences. When ``BENCH_CORPUS_JSON`` names a file (the
+        driver writes one per run with :meth:`save`), the worker processes read that instead."""
+        saved = os.environ.get("BENCH_CORPUS_JSON")
+        if saved:
+            data = json.loads(Path(saved).read_text())
+            return cls(features=data["features"], labels=data["labels"], tokenizer=load_tokenizer())
         sentences, labels = load_movie_review_sentences()
         order = list(range(len(sentences)))
         random.Random(seed).shuffle(order)
@@ -103,6 +111,9 @@ class Corpus:
         encoded = tokenizer([sentences[i] for i in order], truncation=True, max_length=MAX_LENGTH)
         features = [{"input_ids": ids, "token_type_ids": types} for ids, types in zip(encoded["input_ids"], encoded["token_type_ids"])]
         return cls(features=features, labels=[labels[i] for i in order], tokenizer=tokenizer)
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps({"features": self.features, "labels": self.labels}))
 
     def chunks(self, batch_size: int, count: int) -> list[range]:
         if batch_size * count > len(self.features):
@@ -120,8 +131,11 @@ def classification_batches(corpus: Corpus, batch_size: int, count: int, padding:
     return batches
 
 
-def full_length_batches(corpus: Corpus, batch_size: int, count: int) -> list[dict]:
-    """Sentences concatenated into rows of exactly 128 tokens ([CLS] text [SEP]): no padding at all."""
+def full_length_batches(corpus: Corpus, batch_size: int, count: int, token_labels: bool = False) -> list[dict]:
+    """Sentences concatenated into rows of exactly 128 tokens ([CLS] text [SEP]): no padding at all.
+
+    Labels: the sentence label of each row, or with ``token_labels`` a (B, 128) per-token target
+    (1 where the WordPiece is a "##" continuation, 0 elsewhere, -100 on [CLS]/[SEP])."""
     stream = [token for feature in corpus.features for token in feature["input_ids"][1:-1]]
     body = MAX_LENGTH - 2
     cls_id, sep_id = corpus.tokenizer.cls_token_id, corpus.tokenizer.sep_token_id
@@ -133,9 +147,17 @@ def full_length_batches(corpus: Corpus, batch_size: int, count: int) -> list[dic
             "input_ids": input_ids,
             "attention_mask": torch.ones_like(input_ids),
             "token_type_ids": torch.zeros_like(input_ids),
-            "labels": torch.tensor(corpus.labels[start:start + batch_size]),
+            "labels": word_piece_labels(corpus.tokenizer, input_ids) if token_labels else torch.tensor(corpus.labels[start:start + batch_size]),
         })
     return batches
+
+
+def word_piece_labels(tokenizer, input_ids: torch.Tensor) -> torch.Tensor:
+    """(B, T) token-classification targets: 1 at "##" continuation pieces, 0 at word starts, -100 at specials."""
+    pieces = tokenizer.convert_ids_to_tokens(input_ids.flatten().tolist())
+    labels = torch.tensor([int(piece.startswith("##")) for piece in pieces]).view_as(input_ids)
+    special = (input_ids == tokenizer.cls_token_id) | (input_ids == tokenizer.sep_token_id)
+    return labels.masked_fill(special, -100)
 
 
 def mlm_collators(tokenizer) -> tuple[Callable, Callable, str]:
@@ -150,23 +172,40 @@ def mlm_collators(tokenizer) -> tuple[Callable, Callable, str]:
 
 
 # ----------------------------------------------------------------------------- models
-def build_pair(task: str, shape: str, **config_overrides) -> tuple[torch.nn.Module, torch.nn.Module]:
-    """(transformers model, hf-variants model) with identical weights.
+THEIR_CLASSES = {
+    "mlm": transformers.BertForMaskedLM,
+    "cls": transformers.BertForSequenceClassification,
+    "tokens": transformers.BertForTokenClassification,
+}
+OUR_CLASSES = {
+    "mlm": hf_variants.BertForMaskedLM,
+    "cls": hf_variants.BertForSequenceClassification,
+    "tokens": hf_variants.BertForTokenClassification,
+}
 
-    Both run SDPA attention. Ours runs the padding-free path and sparse MLM prediction unless
-    ``config_overrides`` say otherwise.
+
+def build_models(task: str, shape: str, which: tuple[str, ...] = ("transformers", "ours")) -> dict[str, torch.nn.Module]:
+    """{"transformers": model, "ours": model}, or the one side in ``which``.
+
+    With both sides, ours is converted from theirs (identical weights). With one side only that
+    model is built (from the same configuration), so a memory process holds nothing else and
+    carries no heap left behind by a second model. Both run SDPA attention; ours runs the
+    padding-free path and sparse MLM prediction (set explicitly, whatever the config defaults).
     """
     torch.manual_seed(0)
     config = transformers.BertConfig(**SHAPES[shape], num_labels=2, attn_implementation="sdpa")
-    theirs_class = {"mlm": transformers.BertForMaskedLM, "cls": transformers.BertForSequenceClassification}[task]
-    theirs = theirs_class(config)
-    ours = hf_variants.from_transformers(theirs)
-    # The fast paths, explicitly (whatever the config defaults are).
-    ours.config.sparse_prediction = True
-    ours.config.padding_free = True
-    for name, value in config_overrides.items():
-        setattr(ours.config, name, value)
-    return theirs, ours
+    models = {}
+    if "transformers" in which or len(which) > 1:
+        models["transformers"] = THEIR_CLASSES[task](config)
+    if "ours" in which:
+        if "transformers" in models:
+            models["ours"] = hf_variants.from_transformers(models["transformers"])
+        else:
+            our_config = hf_variants.BertConfig(**shared_config_fields(config, hf_variants.BertConfig))
+            models["ours"] = OUR_CLASSES[task](our_config)
+        models["ours"].config.sparse_prediction = True
+        models["ours"].config.padding_free = True
+    return {name: models[name] for name in which}
 
 
 # ----------------------------------------------------------------------------- steps

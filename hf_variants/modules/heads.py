@@ -55,6 +55,41 @@ class PredictionTransform(nn.Module):
         return self.layer_norm(self.activation(self.dense(hidden_states)))
 
 
+class _DecoderProjection(torch.autograd.Function):
+    """logits = x W^T + b, whose backward builds W's gradient as g^T x: a contiguous (V, E) tensor.
+
+    ``nn.Linear``'s backward produces the transposed view of an (E, V) product instead. A decoder
+    tied to the word embeddings receives a second (V, E) gradient from the embedding lookup, and
+    autograd adds the two in place only if the first one is contiguous; otherwise it allocates a
+    third V x E buffer (94 MB at BERT's vocabulary) and adds out of place, at the worst moment of
+    the step (the end of backward, when all gradients exist). Same products, same result.
+    """
+
+    @staticmethod
+    def forward(ctx, inputs: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        ctx.save_for_backward(inputs, weight)
+        ctx.has_bias = bias is not None
+        return torch.addmm(bias, inputs, weight.t()) if bias is not None else inputs.mm(weight.t())
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        inputs, weight = ctx.saved_tensors
+        grad_inputs = grad.mm(weight) if ctx.needs_input_grad[0] else None
+        grad_weight = grad.t().mm(inputs) if ctx.needs_input_grad[1] else None
+        grad_bias = grad.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
+        return grad_inputs, grad_weight, grad_bias
+
+
+class TiedDecoder(nn.Linear):
+    """``nn.Linear`` (same parameters and state-dict names) for vocabulary decoders whose weight
+    is tied to the word embeddings; see :class:`_DecoderProjection` for what differs."""
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        """(..., E) -> (..., V)."""
+        flat = inputs.reshape(-1, inputs.shape[-1])
+        return _DecoderProjection.apply(flat, self.weight, self.bias).view(*inputs.shape[:-1], self.out_features)
+
+
 class MaskedLMHead(nn.Module):
     """Transform + vocabulary decoder (weight tied to the word embeddings, own bias).
 
@@ -68,7 +103,7 @@ class MaskedLMHead(nn.Module):
         super().__init__()
         embedding_size = embedding_size or hidden_size
         self.transform = PredictionTransform(hidden_size, embedding_size, activation, layer_norm_eps)
-        self.decoder = nn.Linear(embedding_size, vocab_size)
+        self.decoder = TiedDecoder(embedding_size, vocab_size)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         """(..., H) -> (..., V) logits."""

@@ -21,7 +21,14 @@ from transformers.utils import ModelOutput
 
 from ...modules.backbone import EncoderBackbone, EncoderPreTrainedModel
 from ...modules.embeddings import check_index_range
-from ...modules.heads import IGNORE_INDEX, PredictionTransform, check_class_labels, check_label_shape, masked_lm_loss
+from ...modules.heads import (
+    IGNORE_INDEX,
+    PredictionTransform,
+    TiedDecoder,
+    check_class_labels,
+    check_label_shape,
+    masked_lm_loss,
+)
 from ...modules.task_models import (
     EncoderForMaskedLM,
     EncoderForMultipleChoice,
@@ -102,7 +109,7 @@ class SpanBoundaryHead(nn.Module):
         self.position_embeddings = nn.Embedding(max_span_length, position_embedding_size)
         self.layer1 = PredictionTransform(2 * hidden_size + position_embedding_size, hidden_size, activation, layer_norm_eps)
         self.layer2 = PredictionTransform(hidden_size, embedding_size or hidden_size, activation, layer_norm_eps)
-        self.decoder = nn.Linear(embedding_size or hidden_size, vocab_size)
+        self.decoder = TiedDecoder(embedding_size or hidden_size, vocab_size)
 
     def forward(self, left_hidden: torch.Tensor, right_hidden: torch.Tensor, relative: torch.Tensor) -> torch.Tensor:
         """left_hidden, right_hidden: (N, H) encodings of h_{s-1}, h_{e+1}; relative: (N,) offsets
