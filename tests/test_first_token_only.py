@@ -77,3 +77,18 @@ def test_asking_for_hidden_states_or_attentions_runs_the_full_last_layer():
     # The bare backbone gives every position unless asked otherwise.
     assert model.bert(**inputs).last_hidden_state.shape == (BATCH, LENGTH, 32)
     assert model.bert(**inputs, first_token_only=True).last_hidden_state.shape == (BATCH, 1, 32)
+
+
+@pytest.mark.parametrize("head", ["ForSequenceClassification", "ForNextSentencePrediction"])
+def test_left_padded_batches_read_what_the_full_padded_model_reads(head: str):
+    """Position 0 is padding in a left-padded batch; the [CLS]-reading heads must still give the
+    plain padded computation's logits (which equal transformers', see test_fast_paths)."""
+    model = tiny(head).eval()
+    inputs, _ = make_inputs(head, torch.Generator().manual_seed(4))
+    inputs = {k: v.flip(-1) if k in ("input_ids", "attention_mask", "token_type_ids") else v for k, v in inputs.items()}
+    assert not bool(inputs["attention_mask"][:, 0].all())
+    fast = model(**inputs).logits
+    model.reads_first_token_only = False
+    model.config.padding_free = False
+    plain = model(**inputs).logits
+    torch.testing.assert_close(fast, plain, atol=1e-5, rtol=1e-4)

@@ -79,6 +79,10 @@ class EncoderTaskModel:
         runs padded (collators put -100 on padding, so this is the rare case).
         """
         padding_free = None if self.padding_free_safe else False
+        if self.reads_first_token_only and attention_mask is not None and not bool(attention_mask[..., 0].all()):
+            # Left padding puts padding at position 0, which these heads read: the padding-free path
+            # leaves zeros there, transformers reads the value computed at that slot; match it.
+            padding_free = False
         if token_labels is not None and attention_mask is not None and token_labels.shape == attention_mask.shape:
             if bool(((token_labels != IGNORE_INDEX) & (attention_mask == 0)).any()):
                 padding_free = False
