@@ -17,7 +17,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .dropout import dropout as apply_dropout
-from .padding import UnpaddedBatch, additive_mask
+from .padding import UnpaddedBatch, additive_mask, gather_positions
 
 ATTENTION_BACKENDS = ("eager", "sdpa")
 
@@ -124,16 +124,19 @@ class MultiHeadAttention(nn.Module):
             query, key, value = qkv.chunk(3, dim=-1)
         return self._split_heads(query), self._split_heads(key), self._split_heads(value)
 
-    def project_first_query(self, hidden_states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Self-attention keys/values of every position but the query of position 0 only:
-        (B, T, H) -> query (B, heads, 1, D), key and value (B, heads, T, D).
+    def project_selected_queries(
+        self, hidden_states: torch.Tensor, query_positions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Self-attention keys/values at every position but queries only at ``query_positions``:
+        hidden (B, T, H), positions (B, M) -> query (B, heads, M, D), key and value (B, heads, T, D).
 
         The fused weight's query rows and key/value rows are used separately (views, no copy), so
-        the T - 1 queries nobody reads are never projected.
+        the queries nobody reads are never projected.
         """
         weight, bias = self.qkv.weight, self.qkv.bias
         inner = self.inner_size
-        query = F.linear(hidden_states[:, :1], weight[:inner], None if bias is None else bias[:inner])
+        selected = gather_positions(hidden_states, query_positions)
+        query = F.linear(selected, weight[:inner], None if bias is None else bias[:inner])
         key, value = F.linear(hidden_states, weight[inner:], None if bias is None else bias[inner:]).chunk(2, dim=-1)
         return self._split_heads(query), self._split_heads(key), self._split_heads(value)
 
@@ -206,7 +209,7 @@ class MultiHeadAttention(nn.Module):
         unpadded: UnpaddedBatch | None = None,
         attn_implementation: str = "sdpa",
         output_attentions: bool = False,
-        first_query_only: bool = False,
+        query_positions: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Attend.
 
@@ -217,8 +220,9 @@ class MultiHeadAttention(nn.Module):
             position_bias: additive (1|B, heads, T, S) relative-position bias.
             is_causal: mask future positions.
             unpadded: set on the padding-free path; input and output are then packed.
-            first_query_only: attend from position 0 only (the [CLS] token, for heads that read
-                nothing else); the output is then (B, 1, H). Padded layout, self-attention only.
+            query_positions: (B, M) positions to attend from (e.g. [CLS] only, or the masked
+                tokens), for heads that read nothing else; the output is then (B, M, H). Padded
+                layout, self-attention without a position bias only.
         Returns:
             (output with the layout of ``hidden_states``, attention probabilities (B, h, T, S) or None).
         """
@@ -228,11 +232,10 @@ class MultiHeadAttention(nn.Module):
             self.cross_attention or position_bias is not None or output_attentions
         ):
             return self._attend_bucketed(hidden_states, unpadded, is_causal, attn_implementation), None
-        if first_query_only:
-            if self.cross_attention or unpadded is not None or is_causal:
-                raise ValueError("first_query_only needs padded, non-causal self-attention")
-            query, key, value = self.project_first_query(hidden_states)
-            position_bias = None if position_bias is None else position_bias[..., :1, :]
+        if query_positions is not None:
+            if self.cross_attention or unpadded is not None or is_causal or position_bias is not None:
+                raise ValueError("query_positions needs padded, non-causal self-attention without a position bias")
+            query, key, value = self.project_selected_queries(hidden_states, query_positions)
         else:
             query, key, value = self.project(hidden_states, key_value_states, unpadded)
         context, probs = self.attend(

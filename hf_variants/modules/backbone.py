@@ -17,7 +17,7 @@ from .attention import make_attention_bias
 from .embeddings import TransformerEmbeddings
 from .encoder import LayerSpec, LayerStack
 from .heads import MaskedLMHead, Pooler
-from .padding import UnpaddedBatch, worth_unpadding
+from .padding import UnpaddedBatch, gather_positions, worth_unpadding
 
 
 class EncoderPreTrainedModel(RemoteCodeMixin, PreTrainedModel):
@@ -107,6 +107,7 @@ class EncoderBackbone:
         return_dict: bool | None = None,
         padding_free: bool | None = None,
         first_token_only: bool = False,
+        output_positions: torch.Tensor | None = None,
         **kwargs,
     ) -> BaseModelOutputWithPooling | tuple:
         """Encode a batch.
@@ -121,6 +122,9 @@ class EncoderBackbone:
                 classification, multiple choice), so the last layer computes that position alone
                 and last_hidden_state is (B, 1, H). Ignored when hidden states or attentions are
                 asked for.
+            output_positions: (B, M) the positions the caller reads (e.g. the masked tokens of
+                MLM); the last layer computes those alone and last_hidden_state is (B, M, H).
+                Ignored like ``first_token_only``.
         Returns:
             BaseModelOutputWithPooling: last_hidden_state (B, T, H), pooler_output (B, H) or None,
             hidden_states (layers+1 of (B, T, H)) and attentions (layers of (B, heads, T, T)) if asked.
@@ -156,23 +160,26 @@ class EncoderBackbone:
             token_type_ids = unpadded.unpad(token_type_ids) if token_type_ids is not None else None
             position_ids = unpadded.unpad(position_ids)
 
-        first_token_only = first_token_only and not (output_hidden_states or output_attentions)
+        if first_token_only and output_positions is None:
+            output_positions = torch.zeros(batch, 1, dtype=torch.long, device=device)
+        if output_hidden_states or output_attentions:
+            output_positions = None
         hidden_states = self.embeddings(input_ids, position_ids, token_type_ids, inputs_embeds)
         hidden_states, all_hidden, all_attentions = self.encoder(
             hidden_states,
             attention_bias,
             output_hidden_states=output_hidden_states,
             output_attentions=output_attentions,
-            first_token_only=first_token_only and self.encoder.num_layers > 0,
+            output_positions=output_positions if self.encoder.num_layers > 0 else None,
             unpadded=unpadded,
             attn_implementation=self.attention_backend,
         )
         if unpadded is not None:
-            if hidden_states.dim() == 2:  # still packed (first_token_only re-pads before the last layer)
+            if hidden_states.dim() == 2:  # still packed (output_positions re-pads before the last layer)
                 hidden_states = unpadded.pad(hidden_states)
             all_hidden = [unpadded.pad(h) for h in all_hidden]
-        if first_token_only:
-            hidden_states = hidden_states[:, :1]
+        if output_positions is not None and self.encoder.num_layers == 0:
+            hidden_states = gather_positions(hidden_states, output_positions)
         pooled = self.pooler(hidden_states) if self.pooler is not None else None
         output = BaseModelOutputWithPooling(
             last_hidden_state=hidden_states,

@@ -22,7 +22,7 @@ from transformers.modeling_layers import GradientCheckpointingLayer
 from .attention import MultiHeadAttention
 from .dropout import Dropout
 from .feed_forward import FeedForward
-from .padding import UnpaddedBatch
+from .padding import UnpaddedBatch, gather_positions
 
 SHARING_MODES = ("none", "all", "attention", "ffn")
 
@@ -84,11 +84,11 @@ class TransformerLayer(GradientCheckpointingLayer):
         self.residual_dropout = Dropout(spec.hidden_dropout_prob)
 
     def _residual(
-        self, x: torch.Tensor, norm: nn.LayerNorm, sublayer, first_token_only: bool = False
+        self, x: torch.Tensor, norm: nn.LayerNorm, sublayer, positions: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Apply ``sublayer`` (returning (out, extra)) with the residual in pre- or post-LN order.
-        ``first_token_only``: the sublayer reads all of x but returns position 0 only (B, 1, H)."""
-        residual = x[:, :1] if first_token_only else x
+        ``positions`` (B, M): the sublayer reads all of x but returns those positions only (B, M, H)."""
+        residual = x if positions is None else gather_positions(x, positions)
         if self.pre_layer_norm:
             out, extra = sublayer(norm(x))
             return residual + self.residual_dropout(out), extra
@@ -108,15 +108,15 @@ class TransformerLayer(GradientCheckpointingLayer):
         output_attentions: bool = False,
         shared_attention: MultiHeadAttention | None = None,
         shared_ffn: FeedForward | None = None,
-        first_token_only: bool = False,
+        output_positions: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Returns (hidden states, self-attention probabilities or None).
 
-        ``first_token_only`` (padded (B, T, H) input, no cross-attention): compute the output at
-        position 0 only, (B, 1, H); every position still serves as a key and value.
+        ``output_positions`` (B, M), padded (B, T, H) input, no cross-attention: compute the
+        output at those positions only, (B, M, H); every position still serves as key and value.
         """
-        if first_token_only and (unpadded is not None or encoder_hidden_states is not None):
-            raise ValueError("first_token_only needs the padded layout and no cross-attention")
+        if output_positions is not None and (unpadded is not None or encoder_hidden_states is not None):
+            raise ValueError("output_positions needs the padded layout and no cross-attention")
         attention = shared_attention or self.attention
         ffn = shared_ffn or self.ffn
         hidden_states, probs = self._residual(
@@ -130,9 +130,9 @@ class TransformerLayer(GradientCheckpointingLayer):
                 unpadded=unpadded,
                 attn_implementation=attn_implementation,
                 output_attentions=output_attentions,
-                first_query_only=first_token_only,
+                query_positions=output_positions,
             ),
-            first_token_only,
+            output_positions,
         )
         if self.cross_attention is not None and encoder_hidden_states is not None:
             hidden_states, _ = self._residual(
@@ -182,18 +182,19 @@ class LayerStack(nn.Module):
         attention_bias: torch.Tensor | None = None,
         output_hidden_states: bool = False,
         output_attentions: bool = False,
-        first_token_only: bool = False,
+        output_positions: torch.Tensor | None = None,
         **layer_kwargs,
     ) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
         """Returns (last hidden states, all hidden states [input + one per layer] if asked, attentions if asked).
 
-        ``first_token_only``: the last layer computes position 0 only and the result is (B, 1, H)
-        (padded again first if the batch runs padding-free): heads that read only [CLS] skip the
-        last layer's queries, output projection and FFN at every other position. Exact: nothing
-        else feeds the output. Not with ``output_hidden_states`` (the last layer would be partial).
+        ``output_positions`` (B, M): the last layer computes those positions only and the result
+        is (B, M, H) (padded again first if the batch runs padding-free): heads that read only
+        [CLS], or only the masked tokens, skip the last layer's queries, output projection and FFN
+        everywhere else. Exact: nothing else feeds their output. Not with
+        ``output_hidden_states`` (the last layer would be partial).
         """
-        if first_token_only and output_hidden_states:
-            raise ValueError("first_token_only cannot return all hidden states")
+        if output_positions is not None and output_hidden_states:
+            raise ValueError("output_positions cannot return all hidden states")
         all_hidden: list[torch.Tensor] = []
         all_attentions: list[torch.Tensor] = []
         shared_attention = self.layers[0].attention if self.sharing == "attention" else None
@@ -201,8 +202,8 @@ class LayerStack(nn.Module):
         for depth in range(self.num_layers):
             if output_hidden_states:
                 all_hidden.append(hidden_states)
-            last_first_token = first_token_only and depth == self.num_layers - 1
-            if last_first_token and layer_kwargs.get("unpadded") is not None:
+            positions = output_positions if depth == self.num_layers - 1 else None
+            if positions is not None and layer_kwargs.get("unpadded") is not None:
                 hidden_states = layer_kwargs.pop("unpadded").pad(hidden_states)
             hidden_states, probs = self.layer_at(depth)(
                 hidden_states,
@@ -210,7 +211,7 @@ class LayerStack(nn.Module):
                 output_attentions=output_attentions,
                 shared_attention=shared_attention,
                 shared_ffn=shared_ffn,
-                first_token_only=last_first_token,
+                output_positions=positions,
                 **layer_kwargs,
             )
             if output_attentions:

@@ -34,6 +34,22 @@ def additive_mask(hidden: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return torch.zeros(hidden.shape, dtype=dtype, device=hidden.device).masked_fill(hidden, torch.finfo(dtype).min)
 
 
+def gather_positions(hidden_states: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """hidden (B, T, H), positions (B, M) -> (B, M, H): each row's states at its positions."""
+    return hidden_states.gather(1, positions[..., None].expand(-1, -1, hidden_states.shape[-1]))
+
+
+def selected_positions(selected: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, T) bool -> ((B, M) positions of the True entries of each row in ascending order, padded
+    with position 0 up to M = the most in any row; (B, M) bool, True where a position is real)."""
+    counts = selected.sum(dim=1)
+    width = int(counts.max()) if selected.numel() else 0
+    # A stable sort of "not selected" lists each row's selected positions first, in order.
+    order = torch.sort((~selected).to(torch.uint8), dim=1, stable=True).indices[:, :width]
+    real = torch.arange(width, device=selected.device)[None, :] < counts[:, None]
+    return order.masked_fill(~real, 0), real
+
+
 def worth_unpadding(attention_mask: torch.Tensor) -> bool:
     """True when at least MIN_PADDING_FRACTION of the (B, T) batch is padding."""
     padding = attention_mask.numel() - int(attention_mask.bool().sum())

@@ -36,6 +36,7 @@ from .heads import (
     span_extraction_loss,
     token_classification_loss,
 )
+from .padding import selected_positions
 
 
 def classifier_dropout(config) -> float:
@@ -71,6 +72,7 @@ class EncoderTaskModel:
         output_attentions,
         output_hidden_states,
         token_labels: torch.Tensor | None = None,
+        output_positions: torch.Tensor | None = None,
     ):
         """Run the backbone (arguments in the order of every task forward); returns BaseModelOutputWithPooling.
 
@@ -97,7 +99,22 @@ class EncoderTaskModel:
             return_dict=True,
             padding_free=padding_free,
             first_token_only=self.reads_first_token_only,
+            output_positions=output_positions,
         )
+
+    def _only_labelled_positions_are_read(
+        self, labels, input_ids, inputs_embeds, output_attentions, output_hidden_states
+    ) -> bool:
+        """True when the caller reads the hidden states at the labelled positions only: labels of
+        the inputs' (B, T) shape with at least one target, and no hidden states or attentions
+        asked for (the backbone would then compute every position anyway)."""
+        reference = input_ids if input_ids is not None else inputs_embeds
+        if labels is None or reference is None or tuple(labels.shape) != tuple(reference.shape[:2]):
+            return False
+        config = self.config
+        wants_all = output_attentions if output_attentions is not None else config.output_attentions
+        wants_all = wants_all or (output_hidden_states if output_hidden_states is not None else config.output_hidden_states)
+        return not wants_all and bool((labels != IGNORE_INDEX).any())
 
     @staticmethod
     def _finish(output_cls, return_dict: bool | None, **fields):
@@ -144,12 +161,20 @@ class EncoderForMaskedLM(EncoderTaskModel):
         return_dict: bool | None = None,
         **kwargs,
     ) -> MaskedLMOutput | tuple:
-        """labels: (B, T) target ids, -100 where nothing is predicted. Logits (B, T, V)."""
+        """labels: (B, T) target ids, -100 where nothing is predicted. Logits (B, T, V), or
+        (num_predicted, V) with ``config.sparse_prediction``."""
+        sparse = bool(getattr(self.config, "sparse_prediction", False))
+        masked = None
+        if sparse and self._only_labelled_positions_are_read(labels, input_ids, inputs_embeds, output_attentions, output_hidden_states):
+            # Only the masked positions reach the loss: the last layer computes those alone.
+            masked = selected_positions(labels != IGNORE_INDEX)
         out = self._encode(
             input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
-            token_labels=labels,
+            token_labels=labels, output_positions=None if masked is None else masked[0],
         )
-        sparse = bool(getattr(self.config, "sparse_prediction", False))
+        if masked is not None:  # hidden states are (B, M, H) at those positions: take their labels
+            positions, real = masked
+            labels = labels.gather(1, positions).masked_fill(~real, IGNORE_INDEX)
         loss, logits = masked_lm_loss(self.mlm_head, out.last_hidden_state, labels, self.config.vocab_size, sparse)
         return self._finish(
             MaskedLMOutput, return_dict, loss=loss, logits=logits, hidden_states=out.hidden_states, attentions=out.attentions

@@ -1,6 +1,7 @@
-"""Heads that read only [CLS] (sequence classification, multiple choice, NSP) run the last layer at
-position 0 alone. That must change nothing: the same pooled output, logits, loss and gradients as
-the full last layer, for post-LN and pre-LN, layer sharing, padded and padding-free batches."""
+"""The last layer computes only the positions its head reads: [CLS] for sequence classification,
+multiple choice and NSP; the masked tokens for the sparse MLM loss. That must change nothing: the
+same logits, loss and gradients as the full last layer, for post-LN and pre-LN, layer sharing,
+padded and padding-free batches, and left padding."""
 
 from __future__ import annotations
 
@@ -92,3 +93,57 @@ def test_left_padded_batches_read_what_the_full_padded_model_reads(head: str):
     model.config.padding_free = False
     plain = model(**inputs).logits
     torch.testing.assert_close(fast, plain, atol=1e-5, rtol=1e-4)
+
+
+def mlm_inputs(seed: int) -> dict:
+    """make_inputs' MLM batch, plus one row with every real token masked and one with none."""
+    inputs, mask = make_inputs("ForMaskedLM", torch.Generator().manual_seed(seed))
+    labels = inputs["labels"].clone()
+    labels[0] = torch.where(mask[0].bool(), inputs["input_ids"][0], -100)  # LENGTHS[0] = 11: all masked
+    labels[3] = -100  # nothing to predict in this row
+    inputs["labels"] = labels
+    return inputs
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_masked_positions_only_last_layer_changes_nothing(case: str):
+    """With sparse prediction the MLM loss reads the masked positions only, so the last layer
+    computes those alone; loss, logits and gradients must equal the full last layer's."""
+    model = tiny("ForMaskedLM", sparse_prediction=True, **CASES[case]).train()
+    inputs = mlm_inputs(6)
+    results = []
+    for restricted in (False, True):
+        model.zero_grad()
+        if not restricted:
+            model._only_labelled_positions_are_read = lambda *args: False  # this instance: full last layer
+        else:
+            del model._only_labelled_positions_are_read
+        out = model(**inputs)
+        out.loss.backward()
+        grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+        results.append((out.logits.detach(), out.loss.detach(), grads))
+    (full_logits, full_loss, full_grads), (fast_logits, fast_loss, fast_grads) = results
+    torch.testing.assert_close(fast_logits, full_logits, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(fast_loss, full_loss, atol=1e-5, rtol=1e-4)
+    assert fast_grads.keys() == full_grads.keys()
+    for name in full_grads:
+        torch.testing.assert_close(fast_grads[name], full_grads[name], atol=1e-5, rtol=1e-4, msg=name)
+
+
+def test_the_mlm_last_layer_runs_on_the_masked_positions_only():
+    model = tiny("ForMaskedLM", sparse_prediction=True).eval()
+    inputs = mlm_inputs(7)
+    inputs["labels"][0] = -100
+    inputs["labels"][0, 2] = inputs["input_ids"][0, 2]
+    most_masked = int((inputs["labels"] != -100).sum(dim=1).max())
+    assert most_masked < LENGTH
+    seen = []
+    hook = model.bert.encoder.layers[-1].ffn.register_forward_hook(lambda m, args, out: seen.append(tuple(out.shape)))
+    out = model(**inputs)
+    hook.remove()
+    assert seen == [(BATCH, most_masked, 32)]
+    assert out.logits.shape == (int((inputs["labels"] != -100).sum()), 99)
+    # Asking for hidden states computes every position (and the same loss).
+    full = model(**inputs, output_hidden_states=True)
+    assert full.hidden_states[-1].shape == (BATCH, LENGTH, 32)
+    torch.testing.assert_close(full.loss, out.loss, atol=1e-5, rtol=1e-4)
