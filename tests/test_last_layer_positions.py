@@ -95,9 +95,9 @@ def test_left_padded_batches_read_what_the_full_padded_model_reads(head: str):
     torch.testing.assert_close(fast, plain, atol=1e-5, rtol=1e-4)
 
 
-def mlm_inputs(seed: int) -> dict:
+def mlm_inputs(seed: int, head: str = "ForMaskedLM") -> dict:
     """make_inputs' MLM batch, plus one row with every real token masked and one with none."""
-    inputs, mask = make_inputs("ForMaskedLM", torch.Generator().manual_seed(seed))
+    inputs, mask = make_inputs(head, torch.Generator().manual_seed(seed))
     labels = inputs["labels"].clone()
     labels[0] = torch.where(mask[0].bool(), inputs["input_ids"][0], -100)  # LENGTHS[0] = 11: all masked
     labels[3] = -100  # nothing to predict in this row
@@ -106,11 +106,13 @@ def mlm_inputs(seed: int) -> dict:
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_masked_positions_only_last_layer_changes_nothing(case: str):
-    """With sparse prediction the MLM loss reads the masked positions only, so the last layer
-    computes those alone; loss, logits and gradients must equal the full last layer's."""
-    model = tiny("ForMaskedLM", sparse_prediction=True, **CASES[case]).train()
-    inputs = mlm_inputs(6)
+@pytest.mark.parametrize("head", ["ForMaskedLM", "ForPreTraining"])
+def test_masked_positions_only_last_layer_changes_nothing(head: str, case: str):
+    """With sparse prediction the MLM loss reads the masked positions only (plus [CLS] for NSP),
+    so the last layer computes those alone; losses, logits and gradients must equal the full last
+    layer's."""
+    model = tiny(head, sparse_prediction=True, **CASES[case]).train()
+    inputs = mlm_inputs(6, head)
     results = []
     for restricted in (False, True):
         model.zero_grad()
@@ -121,7 +123,8 @@ def test_masked_positions_only_last_layer_changes_nothing(case: str):
         out = model(**inputs)
         out.loss.backward()
         grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
-        results.append((out.logits.detach(), out.loss.detach(), grads))
+        logits = out.logits if head == "ForMaskedLM" else torch.cat([out.prediction_logits.flatten(), out.seq_relationship_logits.flatten()])
+        results.append((logits.detach(), out.loss.detach(), grads))
     (full_logits, full_loss, full_grads), (fast_logits, fast_loss, fast_grads) = results
     torch.testing.assert_close(fast_logits, full_logits, atol=1e-5, rtol=1e-4)
     torch.testing.assert_close(fast_loss, full_loss, atol=1e-5, rtol=1e-4)
@@ -130,19 +133,24 @@ def test_masked_positions_only_last_layer_changes_nothing(case: str):
         torch.testing.assert_close(fast_grads[name], full_grads[name], atol=1e-5, rtol=1e-4, msg=name)
 
 
-def test_the_mlm_last_layer_runs_on_the_masked_positions_only():
-    model = tiny("ForMaskedLM", sparse_prediction=True).eval()
-    inputs = mlm_inputs(7)
+@pytest.mark.parametrize("head", ["ForMaskedLM", "ForPreTraining"])
+def test_the_mlm_last_layer_runs_on_the_masked_positions_only(head: str):
+    model = tiny(head, sparse_prediction=True).eval()
+    inputs = mlm_inputs(7, head)
     inputs["labels"][0] = -100
     inputs["labels"][0, 2] = inputs["input_ids"][0, 2]
-    most_masked = int((inputs["labels"] != -100).sum(dim=1).max())
+    read = inputs["labels"] != -100
+    if head == "ForPreTraining":
+        read[:, 0] = True  # NSP's pooler reads [CLS]
+    most_masked = int(read.sum(dim=1).max())
     assert most_masked < LENGTH
     seen = []
     hook = model.bert.encoder.layers[-1].ffn.register_forward_hook(lambda m, args, out: seen.append(tuple(out.shape)))
     out = model(**inputs)
     hook.remove()
     assert seen == [(BATCH, most_masked, 32)]
-    assert out.logits.shape == (int((inputs["labels"] != -100).sum()), 99)
+    logits = out.logits if head == "ForMaskedLM" else out.prediction_logits
+    assert logits.shape == (int((inputs["labels"] != -100).sum()), 99)
     # Asking for hidden states computes every position (and the same loss).
     full = model(**inputs, output_hidden_states=True)
     assert full.hidden_states[-1].shape == (BATCH, LENGTH, 32)

@@ -81,8 +81,9 @@ class EncoderTaskModel:
         runs padded (collators put -100 on padding, so this is the rare case).
         """
         padding_free = None if self.padding_free_safe else False
-        if self.reads_first_token_only and attention_mask is not None and not bool(attention_mask[..., 0].all()):
-            # Left padding puts padding at position 0, which these heads read: the padding-free path
+        reads_position_0 = self.reads_first_token_only or self.uses_pooler
+        if reads_position_0 and attention_mask is not None and not bool(attention_mask[..., 0].all()):
+            # Left padding puts padding at position 0, which the pooler reads: the padding-free path
             # leaves zeros there, transformers reads the value computed at that slot; match it.
             padding_free = False
         if token_labels is not None and attention_mask is not None and token_labels.shape == attention_mask.shape:
@@ -101,6 +102,29 @@ class EncoderTaskModel:
             first_token_only=self.reads_first_token_only,
             output_positions=output_positions,
         )
+
+    def _read_positions(
+        self, labels, input_ids, inputs_embeds, output_attentions, output_hidden_states
+    ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """With sparse prediction only the masked positions (and position 0 when the pooler is
+        used) reach the outputs, so the last layer computes those alone: ((B, M) positions,
+        (B, M) real-position mask) from :func:`selected_positions`, or None for every position."""
+        if not getattr(self.config, "sparse_prediction", False) or not self._only_labelled_positions_are_read(
+            labels, input_ids, inputs_embeds, output_attentions, output_hidden_states
+        ):
+            return None
+        selected = labels != IGNORE_INDEX
+        if self.uses_pooler:
+            selected[..., 0] = True  # position 0 comes first in every row: the pooler reads it there
+        return selected_positions(selected)
+
+    @staticmethod
+    def _labels_at(labels: torch.Tensor | None, read: tuple[torch.Tensor, torch.Tensor] | None) -> torch.Tensor | None:
+        """(B, T) labels -> (B, M) labels at the positions of :meth:`_read_positions` (-100 at padding)."""
+        if read is None:
+            return labels
+        positions, real = read
+        return labels.gather(1, positions).masked_fill(~real, IGNORE_INDEX)
 
     def _only_labelled_positions_are_read(
         self, labels, input_ids, inputs_embeds, output_attentions, output_hidden_states
@@ -164,17 +188,12 @@ class EncoderForMaskedLM(EncoderTaskModel):
         """labels: (B, T) target ids, -100 where nothing is predicted. Logits (B, T, V), or
         (num_predicted, V) with ``config.sparse_prediction``."""
         sparse = bool(getattr(self.config, "sparse_prediction", False))
-        masked = None
-        if sparse and self._only_labelled_positions_are_read(labels, input_ids, inputs_embeds, output_attentions, output_hidden_states):
-            # Only the masked positions reach the loss: the last layer computes those alone.
-            masked = selected_positions(labels != IGNORE_INDEX)
+        masked = self._read_positions(labels, input_ids, inputs_embeds, output_attentions, output_hidden_states)
         out = self._encode(
             input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
             token_labels=labels, output_positions=None if masked is None else masked[0],
         )
-        if masked is not None:  # hidden states are (B, M, H) at those positions: take their labels
-            positions, real = masked
-            labels = labels.gather(1, positions).masked_fill(~real, IGNORE_INDEX)
+        labels = self._labels_at(labels, masked)
         loss, logits = masked_lm_loss(self.mlm_head, out.last_hidden_state, labels, self.config.vocab_size, sparse)
         return self._finish(
             MaskedLMOutput, return_dict, loss=loss, logits=logits, hidden_states=out.hidden_states, attentions=out.attentions

@@ -83,12 +83,15 @@ class BertForPreTraining(EncoderForMaskedLM, BertPreTrainedModel):
         **kwargs,
     ) -> BertForPreTrainingOutput | tuple:
         """labels: (B, T) MLM targets (-100 elsewhere); next_sentence_label: (B,) 0 = next, 1 = random."""
+        read = self._read_positions(labels, input_ids, inputs_embeds, output_attentions, output_hidden_states)
         out = self._encode(
             input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
-            token_labels=labels,
+            token_labels=labels, output_positions=None if read is None else read[0],
         )
         sparse = bool(self.config.sparse_prediction)
-        mlm_loss, prediction_logits = masked_lm_loss(self.mlm_head, out.last_hidden_state, labels, self.config.vocab_size, sparse)
+        mlm_loss, prediction_logits = masked_lm_loss(
+            self.mlm_head, out.last_hidden_state, self._labels_at(labels, read), self.config.vocab_size, sparse
+        )
         relation_logits = self.nsp_head(out.pooler_output)
         nsp_loss = sentence_relation_loss(relation_logits, next_sentence_label) if next_sentence_label is not None else None
         loss = mlm_loss + nsp_loss if mlm_loss is not None and nsp_loss is not None else None
