@@ -217,3 +217,36 @@ def test_resizing_the_vocabulary_keeps_both_decoders_tied():
     assert embeddings.shape[0] == VOCAB + 21 and model.config.vocab_size == VOCAB + 21
     for head in (model.mlm_head, model.sbo_head):
         assert head.decoder.weight is embeddings and head.decoder.bias.shape == (VOCAB + 21,)
+
+
+@pytest.mark.parametrize("padding_free", [False, True])
+def test_last_layer_at_masked_tokens_and_span_boundaries_changes_nothing(padding_free):
+    """With sparse prediction the last layer computes only the masked tokens and the span
+    boundaries; MLM and SBO losses, logits and every gradient equal the full last layer's."""
+    torch.manual_seed(0)
+    model = SpanBertForPreTraining(
+        tiny_config(sparse_prediction=True, padding_free=padding_free, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    ).train()
+    batch, _, _ = hand_built_spans(batch=3)
+    batch["attention_mask"] = torch.ones_like(batch["input_ids"])
+    batch["attention_mask"][2, 9:] = 0  # a padded row with nothing masked
+    seen = []
+    model.bert.encoder.layers[-1].ffn.register_forward_hook(lambda module, args, out: seen.append(tuple(out.shape)))
+    results = []
+    for restricted in (False, True):
+        model.zero_grad()
+        if restricted:
+            del model._only_labelled_positions_are_read
+        else:
+            model._only_labelled_positions_are_read = lambda *args: False  # this instance: full last layer
+        out = model(**batch)
+        out.loss.backward()
+        grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+        results.append((out.mlm_loss, out.sbo_loss, out.prediction_logits, out.sbo_logits, grads))
+    # Row 0 reads masked 2..4, 7..8 and boundaries 1, 5, 6, 9: 9 positions of 12.
+    assert seen[1] == (3, 9, 32) and seen[0] == ((33, 32) if padding_free else (3, LENGTH, 32))
+    for full, fast in zip(results[0][:4], results[1][:4]):
+        torch.testing.assert_close(fast, full, atol=1e-5, rtol=1e-4)
+    assert results[0][4].keys() == results[1][4].keys()
+    for name, grad in results[0][4].items():
+        torch.testing.assert_close(results[1][4][name], grad, atol=1e-5, rtol=1e-4, msg=name)

@@ -104,11 +104,18 @@ class EncoderTaskModel:
         )
 
     def _read_positions(
-        self, labels, input_ids, inputs_embeds, output_attentions, output_hidden_states
+        self,
+        labels,
+        input_ids,
+        inputs_embeds,
+        output_attentions,
+        output_hidden_states,
+        also_read: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """With sparse prediction only the masked positions (and position 0 when the pooler is
-        used) reach the outputs, so the last layer computes those alone: ((B, M) positions,
-        (B, M) real-position mask) from :func:`selected_positions`, or None for every position."""
+        """With sparse prediction only the masked positions (position 0 too when the pooler is
+        used, and ``also_read`` = (row indices, positions) a second head reads) reach the outputs,
+        so the last layer computes those alone: ((B, M) positions, (B, M) real-position mask)
+        from :func:`selected_positions`, or None for every position."""
         if not getattr(self.config, "sparse_prediction", False) or not self._only_labelled_positions_are_read(
             labels, input_ids, inputs_embeds, output_attentions, output_hidden_states
         ):
@@ -116,7 +123,18 @@ class EncoderTaskModel:
         selected = labels != IGNORE_INDEX
         if self.uses_pooler:
             selected[..., 0] = True  # position 0 comes first in every row: the pooler reads it there
+        if also_read is not None:
+            selected[also_read] = True
         return selected_positions(selected)
+
+    @staticmethod
+    def _slots(read: tuple[torch.Tensor, torch.Tensor], length: int) -> torch.Tensor:
+        """(B, T) map from a position to its index among the (B, M) positions read (0 elsewhere)."""
+        positions, real = read
+        rows = torch.arange(positions.shape[0], device=positions.device)[:, None].expand_as(positions)
+        slots = torch.zeros(positions.shape[0], length, dtype=torch.long, device=positions.device)
+        slots[rows[real], positions[real]] = torch.arange(positions.shape[1], device=positions.device).expand_as(positions)[real]
+        return slots
 
     @staticmethod
     def _labels_at(labels: torch.Tensor | None, read: tuple[torch.Tensor, torch.Tensor] | None) -> torch.Tensor | None:

@@ -176,6 +176,18 @@ class SpanBoundaryTargets:
                 )
         return cls(batch_index, left, right, relative, sbo_labels[selected])
 
+    def boundaries(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(row indices, positions) of every boundary token the SBO reads."""
+        return torch.cat([self.batch_index, self.batch_index]), torch.cat([self.left, self.right])
+
+    def at_slots(self, slots: torch.Tensor) -> "SpanBoundaryTargets":
+        """The same targets with boundaries renumbered by ``slots`` (B, T): for hidden states
+        computed only at some positions (see EncoderForMaskedLM._read_positions)."""
+        return SpanBoundaryTargets(
+            self.batch_index, slots[self.batch_index, self.left], slots[self.batch_index, self.right],
+            self.relative, self.labels,
+        )
+
 
 def span_boundary_loss(
     head: SpanBoundaryHead, hidden_states: torch.Tensor, targets: SpanBoundaryTargets
@@ -270,16 +282,29 @@ class SpanBertForPreTraining(EncoderForMaskedLM, SpanBertPreTrainedModel):
                 "SpanBERT is pretrained without next sentence prediction: drop next_sentence_label "
                 "(BertForPreTraining is MLM + NSP)"
             )
+        reference = input_ids if input_ids is not None else inputs_embeds
+        if reference is None:
+            raise ValueError("pass exactly one of input_ids or inputs_embeds")
+        targets = SpanBoundaryTargets.from_collator_columns(
+            tuple(reference.shape[:2]), self.config.vocab_size, self.config.max_span_length,
+            sbo_left, sbo_right, sbo_relative, sbo_labels,
+        )
+        # With sparse prediction the last layer computes only what the two heads read: the masked
+        # tokens (MLM) and the span boundaries (SBO).
+        read = self._read_positions(
+            labels, input_ids, inputs_embeds, output_attentions, output_hidden_states,
+            also_read=None if targets is None else targets.boundaries(),
+        )
         out = self._encode(
             input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
-            token_labels=labels,
+            token_labels=labels, output_positions=None if read is None else read[0],
         )
         hidden_states = out.last_hidden_state
+        if read is not None and targets is not None:
+            targets = targets.at_slots(self._slots(read, reference.shape[1]))
         sparse = bool(self.config.sparse_prediction)
-        mlm_loss, prediction_logits = masked_lm_loss(self.mlm_head, hidden_states, labels, self.config.vocab_size, sparse)
-        targets = SpanBoundaryTargets.from_collator_columns(
-            tuple(hidden_states.shape[:2]), self.config.vocab_size, self.config.max_span_length,
-            sbo_left, sbo_right, sbo_relative, sbo_labels,
+        mlm_loss, prediction_logits = masked_lm_loss(
+            self.mlm_head, hidden_states, self._labels_at(labels, read), self.config.vocab_size, sparse
         )
         sbo_loss = sbo_logits = None
         if targets is not None:
