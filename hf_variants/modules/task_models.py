@@ -72,13 +72,14 @@ class EncoderTaskModel:
         output_attentions,
         output_hidden_states,
         token_labels: torch.Tensor | None = None,
-        output_positions: torch.Tensor | None = None,
+        read: tuple[torch.Tensor, torch.Tensor] | None = None,
     ):
         """Run the backbone (arguments in the order of every task forward); returns BaseModelOutputWithPooling.
 
         ``token_labels`` (B, T): per-token targets of the head. Targets at padding positions are
         read from the hidden states there, which only the padded path computes, so such a batch
         runs padded (collators put -100 on padding, so this is the rare case).
+        ``read``: the positions from :meth:`_read_positions`; the last layer computes only those.
         """
         padding_free = None if self.padding_free_safe else False
         reads_position_0 = self.reads_first_token_only or self.uses_pooler
@@ -100,7 +101,7 @@ class EncoderTaskModel:
             return_dict=True,
             padding_free=padding_free,
             first_token_only=self.reads_first_token_only,
-            output_positions=output_positions,
+            output_positions=None if read is None else read[0],
         )
 
     def _read_positions(
@@ -206,12 +207,12 @@ class EncoderForMaskedLM(EncoderTaskModel):
         """labels: (B, T) target ids, -100 where nothing is predicted. Logits (B, T, V), or
         (num_predicted, V) with ``config.sparse_prediction``."""
         sparse = bool(getattr(self.config, "sparse_prediction", False))
-        masked = self._read_positions(labels, input_ids, inputs_embeds, output_attentions, output_hidden_states)
+        read = self._read_positions(labels, input_ids, inputs_embeds, output_attentions, output_hidden_states)
         out = self._encode(
             input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
-            token_labels=labels, output_positions=None if masked is None else masked[0],
+            token_labels=labels, read=read,
         )
-        labels = self._labels_at(labels, masked)
+        labels = self._labels_at(labels, read)
         loss, logits = masked_lm_loss(self.mlm_head, out.last_hidden_state, labels, self.config.vocab_size, sparse)
         return self._finish(
             MaskedLMOutput, return_dict, loss=loss, logits=logits, hidden_states=out.hidden_states, attentions=out.attentions

@@ -86,7 +86,7 @@ class BertForPreTraining(EncoderForMaskedLM, BertPreTrainedModel):
         read = self._read_positions(labels, input_ids, inputs_embeds, output_attentions, output_hidden_states)
         out = self._encode(
             input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
-            token_labels=labels, output_positions=None if read is None else read[0],
+            token_labels=labels, read=read,
         )
         sparse = bool(self.config.sparse_prediction)
         mlm_loss, prediction_logits = masked_lm_loss(

@@ -297,7 +297,7 @@ class SpanBertForPreTraining(EncoderForMaskedLM, SpanBertPreTrainedModel):
         )
         out = self._encode(
             input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
-            token_labels=labels, output_positions=None if read is None else read[0],
+            token_labels=labels, read=read,
         )
         hidden_states = out.last_hidden_state
         if read is not None and targets is not None:
