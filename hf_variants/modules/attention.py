@@ -228,13 +228,15 @@ class MultiHeadAttention(nn.Module):
         """
         if attn_implementation not in ATTENTION_BACKENDS:
             raise ValueError(f"attn_implementation must be one of {ATTENTION_BACKENDS}, got {attn_implementation!r}")
+        if query_positions is not None and (
+            self.cross_attention or unpadded is not None or is_causal or position_bias is not None
+        ):
+            raise ValueError("query_positions needs padded, non-causal self-attention without a position bias")
         if unpadded is not None and unpadded.total_tokens > 0 and not (
             self.cross_attention or position_bias is not None or output_attentions
         ):
             return self._attend_bucketed(hidden_states, unpadded, is_causal, attn_implementation), None
         if query_positions is not None:
-            if self.cross_attention or unpadded is not None or is_causal or position_bias is not None:
-                raise ValueError("query_positions needs padded, non-causal self-attention without a position bias")
             query, key, value = self.project_selected_queries(hidden_states, query_positions)
         else:
             query, key, value = self.project(hidden_states, key_value_states, unpadded)
