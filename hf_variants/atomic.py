@@ -196,12 +196,13 @@ def _fsync_directory(path: Path) -> None:
         os.close(fd)
 
 
-def remove_leftover_staging(folder: str | os.PathLike) -> list[str]:
-    """Delete temporary folders a killed save left in ``folder``; returns their names."""
+def remove_leftover_staging(folder: str | os.PathLike, prefix: str = ".") -> list[str]:
+    """Delete the temporary folders (names starting with ``prefix``) a killed save left in
+    ``folder``; returns their names."""
     folder = Path(folder)
     if not folder.is_dir():
         return []
-    removed = sorted(name for name in os.listdir(folder) if is_staging_name(name))
+    removed = sorted(name for name in os.listdir(folder) if is_staging_name(name) and name.startswith(prefix))
     for name in removed:
         shutil.rmtree(folder / name, ignore_errors=True)
     if removed:
@@ -216,18 +217,22 @@ def save_atomically(saveable, folder: str | os.PathLike, **kwargs) -> None:
         saveable.save_pretrained(staging, **kwargs)
 
 
-def write_text_atomically(path: str | os.PathLike, text: str) -> None:
-    """Write a whole text file (UTF-8) or nothing: a temporary file beside it, then `os.replace`."""
+def replace_atomically(path: str | os.PathLike, write: Callable[[str], object]) -> None:
+    """``write(temporary_path)`` writes the whole file beside ``path``; then it replaces ``path``
+    in one rename. If ``write`` fails, ``path`` is as it was."""
     path = Path(path)
     temporary = path.with_name(f".{path.name}{STAGING_MARK}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:
-        with open(temporary, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+        write(str(temporary))
+        _fsync_file(str(temporary))
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
         raise
     _fsync_directory(path.parent)
+
+
+def write_text_atomically(path: str | os.PathLike, text: str) -> None:
+    """Write a whole UTF-8 text file, or leave the old one."""
+    replace_atomically(path, lambda temporary: Path(temporary).write_text(text, encoding="utf-8"))
