@@ -384,6 +384,7 @@ def main(argv: list[str] | None = None) -> dict:
     train_output = trainer.train(resume_from_checkpoint=checkpoint)
     after = evaluate_now()
     trainer.save_model(training_args.output_dir)  # model.safetensors + config.json + tokenizer
+    trainer.save_state()  # trainer_state.json: the logged losses
     results = {"before_training": before, "after_training": after, "train_loss": train_output.training_loss,
                "global_step": train_output.global_step, "world_size": training_args.world_size, "objective": "+".join(filter(None, [masking, sentence_task])),
                "masking": args.masking, "input_format": input_format, "sequence_lengths": phase_lengths,

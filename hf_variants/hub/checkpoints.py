@@ -202,6 +202,10 @@ class AtomicCheckpointsMixin:
         self._checkpoint_staging = holder
         try:
             super()._save_checkpoint(model, trial)
+        except BaseException:
+            if self.args.world_size == 1:  # with several processes the next save removes it
+                shutil.rmtree(holder, ignore_errors=True)
+            raise
         finally:
             self._checkpoint_staging = None
         self.accelerator.wait_for_everyone()  # every process has written its files (RNG states)
