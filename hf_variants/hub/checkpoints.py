@@ -49,23 +49,29 @@ def safetensors_problem(path: str | os.PathLike) -> str | None:
     path = Path(path)
     size = path.stat().st_size
     if size < 8:
-        return f"{path.name}: {size} bytes, shorter than the 8-byte safetensors header length"
+        return f"{size} bytes, shorter than the 8-byte safetensors header length"
     with open(path, "rb") as handle:
         (header_length,) = struct.unpack("<Q", handle.read(8))
         if 8 + header_length > size:
-            return f"{path.name}: truncated or corrupted (header of {header_length} bytes in a file of {size})"
+            return f"truncated or corrupted (a header of {header_length} bytes in a file of {size})"
         try:
             header = json.loads(handle.read(header_length))
         except (UnicodeDecodeError, ValueError):
-            return f"{path.name}: corrupted safetensors header (not JSON)"
+            return "corrupted safetensors header (not JSON)"
     if not isinstance(header, dict):
-        return f"{path.name}: corrupted safetensors header (not a JSON object)"
-    try:
-        data_end = max((entry["data_offsets"][1] for key, entry in header.items() if key != "__metadata__"), default=0)
-    except (KeyError, TypeError, IndexError):
-        return f"{path.name}: corrupted safetensors header (an entry without data_offsets)"
+        return "corrupted safetensors header (not a JSON object)"
+    data_end = 0
+    for key, entry in header.items():
+        if key == "__metadata__":
+            continue
+        offsets = entry.get("data_offsets") if isinstance(entry, dict) else None
+        if not (isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(o, int) for o in offsets)):
+            return f"corrupted safetensors header (entry {key!r} has no valid data_offsets)"
+        if not {"dtype", "shape"} <= set(entry):
+            return f"corrupted safetensors header (entry {key!r} has no dtype or shape)"
+        data_end = max(data_end, offsets[1])
     if 8 + header_length + data_end != size:
-        return f"{path.name}: truncated or corrupted ({size} bytes; its header describes {8 + header_length + data_end})"
+        return f"truncated or corrupted ({size} bytes; its header describes {8 + header_length + data_end})"
     return None
 
 
@@ -102,7 +108,7 @@ def checkpoint_problems(folder: str | os.PathLike) -> list[str]:
         if name.endswith(".safetensors"):
             problem = safetensors_problem(folder / name)
             if problem:
-                problems.append(problem)
+                problems.append(f"{name}: {problem}")
         elif name.endswith(TORCH_SAVE_SUFFIXES) and not zipfile.is_zipfile(folder / name):
             problems.append(f"{name} is truncated or not a torch.save archive")
     return problems

@@ -1,5 +1,6 @@
 """`RemoteCodeMixin`: every `save_pretrained` (hence `model.push_to_hub` and Trainer's saves and
-`Trainer.push_to_hub`) is atomic and also writes the checkpoint's remote code and `auto_map`.
+`Trainer.push_to_hub`) is atomic and also writes the checkpoint's remote code and `auto_map`;
+every `from_pretrained` checks what it loads (`hf_variants.hub.load_checks`).
 
 Atomic: the weights, config and code are written into a temporary folder beside the target and
 moved into place only once complete (`hf_variants.atomic`), so a full disk, an exception or a kill
@@ -28,6 +29,17 @@ def is_stale_save_file(name: str) -> bool:
 
 
 class RemoteCodeMixin:
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
+        """transformers' from_pretrained, with a ValueError naming the file and the key for a
+        truncated/corrupted checkpoint, wrong shapes or dtypes, missing or extra weights, and no
+        pickled weights (`hf_variants.hub.load_checks`)."""
+        load = super().from_pretrained
+        if not __name__.startswith("hf_variants."):
+            return load(pretrained_model_name_or_path, *args, **kwargs)
+        checks = importlib.import_module("hf_variants.hub.load_checks")
+        return checks.checked_from_pretrained(load, cls, pretrained_model_name_or_path, args, kwargs)
+
     def save_pretrained(self, save_directory: str | os.PathLike, *args, **kwargs):
         if not __name__.startswith("hf_variants.") or not kwargs.get("is_main_process", True):
             return super().save_pretrained(save_directory, *args, **kwargs)
