@@ -178,6 +178,11 @@ def test_final_save_keeps_the_checkpoints_and_replaces_the_model(finished_run, t
     assert {"checkpoint-2", "checkpoint-4", "checkpoint-6", "model.safetensors", "config.json", "training_args.bin",
             "trainer_state.json"} <= names
     assert staging_leftovers(run) == [] and staging_leftovers(tmp_path) == []
+    # A results file cut short by an earlier kill does not stop the next run's save_metrics.
+    (run / "all_results.json").write_text('{"train_loss": 0.6')
+    trainer.save_metrics("eval", {"eval_accuracy": 0.75})
+    assert json.loads((run / "all_results.json").read_text()) == {"eval_accuracy": 0.75}
+    assert json.loads((run / "eval_results.json").read_text()) == {"eval_accuracy": 0.75}
 
 
 @pytest.mark.slow

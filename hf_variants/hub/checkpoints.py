@@ -8,7 +8,8 @@ example scripts' Trainer has it) makes every save of a Trainer atomic:
   into place by the main process once every process has finished writing;
 - `save_model` (the final model + tokenizer + training_args.bin in output_dir) goes through the
   same staging, keeping the output_dir's other files (checkpoint-* folders, results JSON);
-- `save_state` replaces trainer_state.json in one rename.
+- `save_state` and `save_metrics` replace trainer_state.json and the results JSON files each in
+  one rename.
 
 `last_complete_checkpoint` picks the newest `checkpoint-*` folder that can really be resumed from
 and names, in a warning, the incomplete ones it skips (left by a kill before atomic saves, by a
@@ -30,7 +31,7 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..atomic import publish, remove_leftover_staging, replace_atomically, staging_path
+from ..atomic import publish, remove_leftover_staging, replace_atomically, staging_path, write_text_atomically
 from .save_hook import is_stale_save_file
 
 logger = logging.getLogger(__name__)
@@ -254,6 +255,24 @@ class AtomicCheckpointsMixin:
         target = Path(os.path.realpath(output_dir or self.args.output_dir))
         with self._staged_for_every_process(target, stale=is_stale_save_file) as staging:
             super().save_model(str(staging), _internal_call)
+
+    def save_metrics(self, split: str, metrics: dict, combined: bool = True) -> None:
+        """transformers' files (``<split>_results.json``, merged into all_results.json), each
+        replaced in one rename; an all_results.json a killed run left unreadable is started anew."""
+        if not self.is_world_process_zero():
+            return
+        output_dir = Path(self.args.output_dir)
+        write_text_atomically(output_dir / f"{split}_results.json", json.dumps(metrics, indent=4, sort_keys=True))
+        if combined:
+            combined_path = output_dir / "all_results.json"
+            everything = {}
+            if combined_path.is_file():
+                try:
+                    everything = json.loads(combined_path.read_text(encoding="utf-8"))
+                except (UnicodeDecodeError, ValueError):
+                    logger.warning("%s was unreadable (cut short by an earlier crash?): writing it anew", combined_path)
+            everything.update(metrics)
+            write_text_atomically(combined_path, json.dumps(everything, indent=4, sort_keys=True))
 
     def save_state(self) -> None:
         if self.args.should_save:
