@@ -61,15 +61,18 @@ class VocabInfo:
     word_start: np.ndarray = field(repr=False)
 
     @classmethod
-    def from_tokenizer(cls, tokenizer) -> VocabInfo:
-        if tokenizer.mask_token_id is None:
+    def from_tokenizer(cls, tokenizer, require_mask: bool = True) -> VocabInfo:
+        """With `require_mask=False` (objectives that never write [MASK]: XLNet's PLM, T5's span
+        corruption, causal LM) a tokenizer without a mask token gets ``mask_id = -1``."""
+        if require_mask and tokenizer.mask_token_id is None:
             raise ValueError("the tokenizer has no mask token; masked language modelling needs one")
         if tokenizer.pad_token_id is None:
             raise ValueError("the tokenizer has no pad token; dynamic padding needs one")
         vocab_size = len(tokenizer)
         special = np.zeros(vocab_size, dtype=bool)
         special[list(tokenizer.all_special_ids)] = True
-        return cls(pad_id=tokenizer.pad_token_id, mask_id=tokenizer.mask_token_id, special=special,
+        mask_id = tokenizer.mask_token_id if tokenizer.mask_token_id is not None else -1
+        return cls(pad_id=tokenizer.pad_token_id, mask_id=mask_id, special=special,
                    replacement_ids=np.flatnonzero(~special).astype(np.int64),
                    word_start=np.asarray(word_start_table(tokenizer), dtype=bool))
 
