@@ -10,6 +10,8 @@ from .packing import (INPUT_FORMATS, iter_corpus_documents, pack_doc_sentences, 
                       pretraining_dataset, tokenize_documents)
 from .pairs import build_nsp_pairs, build_sop_pairs
 from .plm import DataCollatorForPermutationLM, factorization_ranks, permutation_visibility
+from .span_corruption import (DataCollatorForSpanCorruption, pack_for_span_corruption,
+                              random_spans_noise_mask, sentinel_ids, span_corruption_lengths)
 from .spans import (DataCollatorForNgramMasking, DataCollatorForSpanMasking, WordSpan,
                     clipped_geometric_probabilities, inverse_length_probabilities, sample_batch_word_spans,
                     sample_word_spans)
@@ -17,10 +19,12 @@ from .templates import SpecialTokenTemplate
 
 __all__ = [
     "IGNORE_INDEX", "INPUT_FORMATS", "DataCollatorForMaskedLM", "DataCollatorForNgramMasking",
-    "DataCollatorForPermutationLM", "DataCollatorForPrecomputedMasks", "DataCollatorForSpanMasking",
-    "MaskingCollator", "SpecialTokenTemplate", "VocabInfo", "WordSpan", "build_nsp_pairs", "build_sop_pairs",
-    "candidate_mask", "clipped_geometric_probabilities", "corrupt", "factorization_ranks",
-    "inverse_length_probabilities", "iter_corpus_documents", "make_static_masked_dataset", "masking_budgets",
-    "pack_doc_sentences", "pack_full_sentences", "pad_batch", "permutation_visibility", "pretraining_dataset",
-    "sample_batch_word_spans", "sample_word_spans", "select_whole_units", "tokenize_documents", "word_starts",
+    "DataCollatorForPermutationLM", "DataCollatorForPrecomputedMasks", "DataCollatorForSpanCorruption",
+    "DataCollatorForSpanMasking", "MaskingCollator", "SpecialTokenTemplate", "VocabInfo", "WordSpan",
+    "build_nsp_pairs", "build_sop_pairs", "candidate_mask", "clipped_geometric_probabilities", "corrupt",
+    "factorization_ranks", "inverse_length_probabilities", "iter_corpus_documents",
+    "make_static_masked_dataset", "masking_budgets", "pack_doc_sentences", "pack_for_span_corruption",
+    "pack_full_sentences", "pad_batch", "permutation_visibility", "pretraining_dataset",
+    "random_spans_noise_mask", "sample_batch_word_spans", "sample_word_spans", "select_whole_units",
+    "sentinel_ids", "span_corruption_lengths", "tokenize_documents", "word_starts",
 ]
