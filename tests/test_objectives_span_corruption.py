@@ -26,11 +26,16 @@ def t5_tokenizer():
 
 
 @functools.lru_cache(maxsize=None)
-def packed_rows(input_length: int, paragraphs: int = 3000):
-    tokens_length, _ = span_corruption_lengths(input_length)
+def t5_documents(paragraphs: int = 2000):
     corpus = austen_corpus().select(range(paragraphs))
-    documents = tokenize_documents(iter_corpus_documents(corpus), t5_tokenizer())
-    rows = list(pack_for_span_corruption(documents, tokens_length))
+    return tuple(tokenize_documents(iter_corpus_documents(corpus), t5_tokenizer(), sentences=False))
+
+
+@functools.lru_cache(maxsize=None)
+def packed_rows(input_length: int):
+    """Real Austen text in rows of exactly the raw length that `input_length` needs."""
+    tokens_length, _ = span_corruption_lengths(input_length)
+    rows = list(pack_for_span_corruption(t5_documents(), tokens_length))
     return tuple(rows[:-1])  # the last row is shorter
 
 
