@@ -16,15 +16,16 @@ from .spans import (DataCollatorForNgramMasking, DataCollatorForSpanMasking, Wor
                     clipped_geometric_probabilities, inverse_length_probabilities, sample_batch_word_spans,
                     sample_word_spans)
 from .templates import SpecialTokenTemplate
+from .tlm import DataCollatorForTranslationLM, build_tlm_example, tlm_dataset
 
 __all__ = [
     "IGNORE_INDEX", "INPUT_FORMATS", "DataCollatorForMaskedLM", "DataCollatorForNgramMasking",
     "DataCollatorForPermutationLM", "DataCollatorForPrecomputedMasks", "DataCollatorForSpanCorruption",
-    "DataCollatorForSpanMasking", "MaskingCollator", "SpecialTokenTemplate", "VocabInfo", "WordSpan",
-    "build_nsp_pairs", "build_sop_pairs", "candidate_mask", "clipped_geometric_probabilities", "corrupt",
+    "DataCollatorForSpanMasking", "DataCollatorForTranslationLM", "MaskingCollator", "SpecialTokenTemplate", "VocabInfo", "WordSpan",
+    "build_nsp_pairs", "build_tlm_example", "build_sop_pairs", "candidate_mask", "clipped_geometric_probabilities", "corrupt",
     "factorization_ranks", "inverse_length_probabilities", "iter_corpus_documents",
     "make_static_masked_dataset", "masking_budgets", "pack_doc_sentences", "pack_for_span_corruption",
     "pack_full_sentences", "pad_batch", "permutation_visibility", "pretraining_dataset",
     "random_spans_noise_mask", "sample_batch_word_spans", "sample_word_spans", "select_whole_units",
-    "sentinel_ids", "span_corruption_lengths", "tokenize_documents", "word_starts",
+    "sentinel_ids", "span_corruption_lengths", "tlm_dataset", "tokenize_documents", "word_starts",
 ]
