@@ -34,13 +34,15 @@ IGNORE_INDEX = -100
 
 # Per-token sequence columns a collator understands; everything else must be a scalar label.
 SEQUENCE_COLUMNS = ("input_ids", "token_type_ids", "special_tokens_mask", "word_ids", "attention_mask",
-                    "labels", "sbo_left", "sbo_right", "sbo_relative", "sbo_labels", "langs", "position_ids")
+                    "labels", "sbo_left", "sbo_right", "sbo_relative", "sbo_labels", "langs", "position_ids",
+                    "document_ids")
 # Per-example labels passed through as (B,) tensors (NSP / SOP / classification).
 SCALAR_LABEL_COLUMNS = ("next_sentence_label", "sentence_order_label", "label")
 # Padding value per stored column (labels and SBO targets are ignored at pad positions).
 PAD_VALUES = {"token_type_ids": 0, "special_tokens_mask": 1, "word_ids": -1, "labels": IGNORE_INDEX,
               "sbo_left": 0, "sbo_right": 0, "sbo_relative": 0, "sbo_labels": IGNORE_INDEX,
-              "langs": 0, "position_ids": 0}  # langs / position_ids: XLM's TLM (`tlm.py`)
+              "langs": 0, "position_ids": 0,  # XLM's TLM (`tlm.py`) and packed CLM (`clm.py`)
+              "document_ids": -1}  # packed CLM: -1 marks padding
 
 
 @dataclass
