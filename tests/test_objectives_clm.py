@@ -104,7 +104,9 @@ def test_transformers_gpt2_packed_equals_documents_alone(attn_implementation):
 def test_one_document_per_feature_and_dataset_builder():
     tokenizer = austen_tokenizer()
     features = [{"input_ids": list(doc[:15])} for doc in paragraphs()[:3]]
-    batch = DataCollatorForPackedCausalLM(tokenizer, pad_to_multiple_of=8)(features)
+    with pytest.raises(ValueError, match="remove_unused_columns"):
+        DataCollatorForPackedCausalLM(tokenizer)(features)
+    batch = DataCollatorForPackedCausalLM(tokenizer, one_document_per_feature=True, pad_to_multiple_of=8)(features)
     assert batch["input_ids"].shape[1] % 8 == 0
     for row, feature in enumerate(features):
         n = len(feature["input_ids"])
@@ -134,3 +136,16 @@ def test_bad_inputs():
     no_pad.pad_token = None
     with pytest.raises(ValueError, match="pad"):
         DataCollatorForPackedCausalLM(no_pad)
+
+
+def test_trainer_takes_the_collator(tmp_path):
+    from test_objectives_plm import train_two_steps
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    tokenizer = austen_tokenizer()
+    rows = list(pack_causal_documents(paragraphs(), max_length=64, eos_token_id=tokenizer.sep_token_id))
+    config = GPT2Config(vocab_size=len(tokenizer), n_embd=32, n_layer=2, n_head=2, n_positions=64)
+    collator = DataCollatorForPackedCausalLM(tokenizer, attention_mask_4d=True, return_document_ids=False)
+    # document_ids is not an argument of GPT-2's forward: keep the column for the collator.
+    losses = train_two_steps(GPT2LMHeadModel(config), rows[:8], collator, tmp_path, remove_unused_columns=False)
+    assert len(losses) == 2 and all(np.isfinite(losses))

@@ -173,3 +173,29 @@ def test_too_short_rows_and_existing_labels_rejected():
         collator([{"input_ids": tokenizer("word")["input_ids"]}])
     with pytest.raises(ValueError, match="labels"):
         collator([{"input_ids": [5, 6, 7], "labels": [5, 6, 7]}])
+
+
+def train_two_steps(model, rows, collator, output_dir, remove_unused_columns: bool = True) -> list[float]:
+    """Two optimiser steps of transformers' own Trainer on `rows` (feature dicts) through
+    `collator` (what `Trainer(data_collator=...)` does with a dataset's columns included);
+    returns the logged training losses."""
+    import datasets
+    from transformers import Trainer, TrainingArguments
+
+    args = TrainingArguments(str(output_dir), max_steps=2, per_device_train_batch_size=4, logging_steps=1,
+                             report_to=[], save_strategy="no", use_cpu=True, disable_tqdm=True, seed=0,
+                             remove_unused_columns=remove_unused_columns)
+    trainer = Trainer(model=model, args=args, train_dataset=datasets.Dataset.from_list(list(rows)),
+                      data_collator=collator)
+    trainer.train()
+    return [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+
+
+def test_trainer_takes_the_collator(tmp_path):
+    from transformers import XLNetConfig, XLNetLMHeadModel
+
+    tokenizer = austen_tokenizer()
+    config = XLNetConfig(vocab_size=len(tokenizer), d_model=32, n_layer=2, n_head=2, d_inner=64)
+    losses = train_two_steps(XLNetLMHeadModel(config), austen_examples(max_length=64)[:8],
+                             DataCollatorForPermutationLM(tokenizer, seed=0), tmp_path)
+    assert len(losses) == 2 and all(np.isfinite(losses))

@@ -209,3 +209,16 @@ def test_bad_inputs():
         DataCollatorForSpanCorruption(tokenizer)([{"input_ids": [tokenizer.eos_token_id]}])
     with pytest.raises(ValueError, match="extra_ids"):
         train_tokenizer("unigram-t5", ["a b c"], vocab_size=150, extra_ids=100)
+
+
+def test_trainer_takes_the_collator(tmp_path):
+    from test_objectives_plm import train_two_steps
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    tokenizer = t5_tokenizer()
+    config = T5Config(vocab_size=len(tokenizer), d_model=32, d_ff=64, d_kv=16, num_layers=2, num_heads=2,
+                      pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+                      decoder_start_token_id=tokenizer.pad_token_id)
+    losses = train_two_steps(T5ForConditionalGeneration(config), packed_rows(64)[:8],
+                               DataCollatorForSpanCorruption(tokenizer, input_length=64, seed=0), tmp_path)
+    assert len(losses) == 2 and all(np.isfinite(losses))

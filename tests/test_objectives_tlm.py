@@ -128,3 +128,16 @@ def test_bad_inputs():
         tlm_dataset(sentence_pairs().rename_column("translation", "pairs"), tokenizer, "en", "en-Cyrl", LANG2ID)
     with pytest.raises(ValueError, match="langs"):
         DataCollatorForTranslationLM(tokenizer)([{"input_ids": [2, 5, 3]}])
+
+
+def test_trainer_takes_the_collator(tmp_path):
+    from test_objectives_plm import train_two_steps
+    from transformers import XLMConfig, XLMWithLMHeadModel
+
+    tokenizer = austen_tokenizer()
+    rows = tlm_dataset(sentence_pairs(), tokenizer, "en", "en-Cyrl", LANG2ID, max_length=64)
+    config = XLMConfig(vocab_size=len(tokenizer), emb_dim=32, n_layers=2, n_heads=2, n_langs=2, use_lang_emb=True,
+                       max_position_embeddings=64, pad_index=tokenizer.pad_token_id, lang2id=LANG2ID)
+    losses = train_two_steps(XLMWithLMHeadModel(config), [rows[k] for k in range(8)],
+                               DataCollatorForTranslationLM(tokenizer, seed=0), tmp_path)
+    assert len(losses) == 2 and all(np.isfinite(losses))

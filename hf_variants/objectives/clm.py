@@ -105,30 +105,40 @@ class DataCollatorForPackedCausalLM:
             (for transformers' decoders) instead of the (B, T) padding mask.
         return_document_ids: include `document_ids` (for models that build the mask themselves;
             turn off for models whose forward does not take it).
+        one_document_per_feature: accept features without `document_ids`, each one document.
+            Off by default, so that packed rows whose `document_ids` were dropped on the way
+            (`Trainer` drops dataset columns the model's forward does not name: pass
+            `TrainingArguments(remove_unused_columns=False)`) raise instead of silently
+            attending across documents.
         pad_to_multiple_of: pad T up to a multiple.
 
-    Features: `input_ids`, optionally `document_ids` (without them each feature is one document)
-    and `position_ids` (recomputed from `document_ids` when absent).
+    Features: `input_ids`, `document_ids` and optionally `position_ids` (recomputed from
+    `document_ids` when absent).
 
     Returns from `__call__`: input_ids (B, T), position_ids (B, T), labels (B, T), attention_mask
     (B, T) int64 or (B, 1, T, T) float32, and document_ids (B, T) int64 (-1 on padding).
     """
 
     def __init__(self, tokenizer, attention_mask_4d: bool = False, return_document_ids: bool = True,
-                 pad_to_multiple_of: int | None = None):
+                 one_document_per_feature: bool = False, pad_to_multiple_of: int | None = None):
         pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         if pad_id is None:
             raise ValueError("the tokenizer has neither a pad nor an EOS token to pad with")
         self.pad_id = pad_id
         self.attention_mask_4d = attention_mask_4d
         self.return_document_ids = return_document_ids
+        self.one_document_per_feature = one_document_per_feature
         self.pad_to_multiple_of = pad_to_multiple_of
 
     def __call__(self, features: Sequence[Mapping]) -> dict[str, torch.Tensor]:
         if any("labels" in feature for feature in features):
             raise ValueError("features already carry 'labels'; the packed CLM collator makes them from input_ids")
-        features = [dict(f) if "document_ids" in f else {**f, "document_ids": [0] * len(f["input_ids"])}
-                    for f in features]
+        if any("document_ids" not in f for f in features):
+            if not self.one_document_per_feature:
+                raise ValueError("features have no 'document_ids' (with Trainer, set remove_unused_columns=False so "
+                                 "the column reaches the collator; for unpacked documents pass "
+                                 "one_document_per_feature=True)")
+            features = [{**f, "document_ids": [0] * len(f["input_ids"])} for f in features]
         columns, lengths = pad_batch(features, self.pad_id, self.pad_to_multiple_of)
         document_ids = columns["document_ids"]
         inside = document_ids >= 0
