@@ -14,8 +14,8 @@ from scipy import stats
 from test_objectives_support import austen_corpus, austen_tokenizer
 
 from hf_variants.objectives import (DataCollatorForSpanCorruption, iter_corpus_documents, pack_for_span_corruption,
-                                    random_spans_noise_mask, sentinel_ids, span_corruption_lengths,
-                                    tokenize_documents)
+                                    random_spans_noise_mask, sentinel_ids, span_corruption_dataset,
+                                    span_corruption_lengths, tokenize_documents)
 from hf_variants.objectives.span_corruption import random_segmentation
 from hf_variants.tokenization import train_tokenizer
 
@@ -154,6 +154,16 @@ def test_feeds_transformers_t5_and_decoder_inputs_match_its_shift():
     model = T5ForConditionalGeneration(config)
     assert torch.equal(batch["decoder_input_ids"], model._shift_right(batch["labels"]))
     assert torch.isfinite(model(**batch).loss)
+
+
+def test_corpus_dataset_rows_give_full_batches():
+    tokenizer = t5_tokenizer()
+    rows = span_corruption_dataset(austen_corpus().select(range(300)), tokenizer, input_length=64)
+    tokens_length, targets_length = span_corruption_lengths(64)
+    assert len(rows) > 20 and all(len(ids) == tokens_length for ids in rows["input_ids"][:-1])
+    batch = DataCollatorForSpanCorruption(tokenizer, input_length=64, seed=0)([rows[k] for k in range(8)])
+    assert bool(batch["attention_mask"].all()) and bool((batch["labels"] != -100).all())
+    assert batch["labels"].shape == (8, targets_length)
 
 
 def test_determinism_and_fixed_shapes():

@@ -13,7 +13,8 @@ from .packing import (INPUT_FORMATS, iter_corpus_documents, pack_doc_sentences, 
 from .pairs import build_nsp_pairs, build_sop_pairs
 from .plm import DataCollatorForPermutationLM, factorization_ranks, permutation_visibility
 from .span_corruption import (DataCollatorForSpanCorruption, pack_for_span_corruption,
-                              random_spans_noise_mask, sentinel_ids, span_corruption_lengths)
+                              random_spans_noise_mask, sentinel_ids, span_corruption_dataset,
+                              span_corruption_lengths)
 from .spans import (DataCollatorForNgramMasking, DataCollatorForSpanMasking, WordSpan,
                     clipped_geometric_probabilities, inverse_length_probabilities, sample_batch_word_spans,
                     sample_word_spans)
@@ -30,6 +31,6 @@ __all__ = [
     "iter_corpus_documents", "make_static_masked_dataset", "masking_budgets", "pack_causal_documents",
     "pack_doc_sentences", "pack_for_span_corruption", "pack_full_sentences", "pad_batch",
     "permutation_visibility", "pretraining_dataset", "random_spans_noise_mask", "sample_batch_word_spans",
-    "sample_word_spans", "select_whole_units", "sentinel_ids", "span_corruption_lengths", "tlm_dataset",
-    "tokenize_documents", "word_starts",
+    "sample_word_spans", "select_whole_units", "sentinel_ids", "span_corruption_dataset",
+    "span_corruption_lengths", "tlm_dataset", "tokenize_documents", "word_starts",
 ]

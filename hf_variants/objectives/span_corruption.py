@@ -26,10 +26,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
+import datasets
 import numpy as np
 import torch
 
 from .masking import IGNORE_INDEX, SeededRNG, VocabInfo, candidate_mask, pad_batch
+from .packing import iter_corpus_documents, tokenize_documents
 
 
 def check_noise_parameters(noise_density: float, mean_noise_span_length: float) -> None:
@@ -109,6 +111,21 @@ def pack_for_span_corruption(documents: Iterable[Iterable[Sequence[int]]], token
                 row = row[tokens_length:]
     if row:
         yield {"input_ids": row}
+
+
+def span_corruption_dataset(corpus: datasets.Dataset, tokenizer, input_length: int = 512,
+                            noise_density: float = 0.15, mean_noise_span_length: float = 3.0) -> datasets.Dataset:
+    """Rows of raw tokens from a `load_corpus`-style corpus (paragraphs tokenized without special
+    tokens, concatenated, cut by `pack_for_span_corruption`) sized so that
+    `DataCollatorForSpanCorruption(input_length=input_length)` gives full, unpadded batches."""
+    tokens_length, _ = span_corruption_lengths(input_length, noise_density, mean_noise_span_length)
+
+    def generate(corpus, tokenizer, tokens_length):
+        documents = tokenize_documents(iter_corpus_documents(corpus), tokenizer, sentences=False)
+        yield from pack_for_span_corruption(documents, tokens_length)
+
+    return datasets.Dataset.from_generator(
+        generate, gen_kwargs={"corpus": corpus, "tokenizer": tokenizer, "tokens_length": tokens_length})
 
 
 def sentinel_ids(tokenizer, count: int | None = None) -> np.ndarray:

@@ -81,7 +81,8 @@ def tlm_dataset(pairs: datasets.Dataset, tokenizer, first_lang: str, second_lang
         encoded = {lang: tokenizer(values, add_special_tokens=False)["input_ids"] for lang, values in texts.items()}
         rows = [build_tlm_example(a, b, lang2id[first_lang], lang2id[second_lang], template, max_length)
                 for a, b in zip(encoded[first_lang], encoded[second_lang]) if a and b]
-        return {key: [row[key] for row in rows] for key in ("input_ids", "position_ids", "langs", "special_tokens_mask")}
+        columns = ("input_ids", "position_ids", "langs", "special_tokens_mask")
+        return {key: [row[key] for row in rows] for key in columns}
 
     return pairs.map(encode, batched=True, remove_columns=pairs.column_names, desc="TLM pairs")
 
