@@ -46,6 +46,10 @@ class TransformerPreTrainedModel(RemoteCodeMixin, PreTrainedModel):
     accepts_loss_kwargs = False
     main_input_name = "input_ids"
 
+    def __init__(self, config, *args, **kwargs) -> None:
+        config.check_architecture()  # a clear ValueError naming the fields, before any module is built
+        super().__init__(config, *args, **kwargs)
+
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
         super()._init_weights(module)
