@@ -37,6 +37,27 @@ def expected_visible(i, j, rank, kind, perm_size):
     return False  # context never sees a target or a special token of its block
 
 
+def original_perm_mask(rank, kind, perm_size):
+    """XLNet's own construction (`_local_perm` per part, parts joined so that an earlier part is
+    wholly visible to a later one and a later one not at all), restated in numpy: within a part
+    non-targets get index -1, targets "cannot see themselves" through ``self_rev_index``.
+    Padding is hidden afterwards (the original has none)."""
+    width = len(rank)
+    kind = np.array(kind)
+    is_target, is_context = kind == "target", kind == "context"
+    perm_mask = np.ones((width, width))
+    for start in range(0, width, perm_size):
+        part = slice(start, min(start + perm_size, width))
+        rev_index = np.where(is_context[part], -1, rank[part])
+        self_rev_index = np.where(is_target[part], rev_index, rev_index + 1)
+        perm_mask[part, part] = (self_rev_index[:, None] <= rev_index[None, :]) & ~is_context[part][None, :]
+        perm_mask[part, :start] = 0
+    padding = kind == "pad"
+    perm_mask[:, padding] = 1
+    perm_mask[padding, :] = 1
+    return perm_mask
+
+
 @pytest.mark.parametrize("perm_size", [None, 4, 5])
 def test_visibility_rule_for_every_pair(perm_size):
     tokenizer = austen_tokenizer()
@@ -60,6 +81,7 @@ def test_visibility_rule_for_every_pair(perm_size):
             for i in range(width):
                 for j in range(width):
                     assert perm_mask[row, i, j] == (not expected_visible(i, j, rank, kind, block)), (row, i, j)
+            assert (perm_mask[row] == original_perm_mask(rank, kind, block)).all()
 
 
 def test_outputs_feed_transformers_xlnet_without_leaks():
