@@ -47,7 +47,11 @@ class RemoteCodeMixin:
             kwargs.setdefault("repo_id", os.path.basename(os.path.normpath(os.fspath(save_directory))))
         atomic = importlib.import_module("hf_variants.atomic")
         export_remote_code = importlib.import_module("hf_variants.hub.remote_code").export_remote_code
+        # A variant defined outside the package (a user's own experiment) has no package source to
+        # copy: it saves without remote code.
+        defined_in_package = type(self).__module__.startswith("hf_variants.")
         with atomic.staged_directory(save_directory, stale=is_stale_save_file) as staging:
             result = super().save_pretrained(staging, *args, **kwargs)
-            export_remote_code(staging)
+            if defined_in_package:
+                export_remote_code(staging)
         return result
