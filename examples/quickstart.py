@@ -25,7 +25,7 @@ from transformers import (
 import hf_variants
 from hf_variants.atomic import write_text_atomically
 from hf_variants.data import cache_dir, load_rt_polarity
-from hf_variants.examples_support import CheckpointSafeTrainer
+from hf_variants.hub.trainer import CheckpointSafeTrainer
 from hf_variants.hub import DatasetInfo, write_model_card
 from hf_variants.metrics import accuracy
 

@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a so
 import hf_variants  # noqa: E402  (registers the hf-variants model types with the Auto classes)
 from hf_variants.atomic import save_atomically, write_text_atomically  # noqa: E402
 from hf_variants.configs import is_named_config, named_config  # noqa: E402
-from hf_variants.examples_support import CheckpointSafeTrainer  # noqa: E402
+from hf_variants.hub.trainer import CheckpointSafeTrainer  # noqa: E402
 from hf_variants.hub.checkpoints import last_complete_checkpoint, resolve_checkpoint  # noqa: E402
 from hf_variants.registry import spec_for  # noqa: E402
 from hf_variants.data import load_corpus  # noqa: E402

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import datasets
 import numpy as np
-from hf_variants.examples_support import CheckpointSafeTrainer
+from hf_variants.hub.trainer import CheckpointSafeTrainer
 
 
 NO_ANSWER_POSITION = 0  # the [CLS] token: "no answer" / "answer not in this window"

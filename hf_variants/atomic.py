@@ -93,9 +93,8 @@ def publish(staging: Path, target: Path, *, stale: Callable[[str], bool] | None 
     new_names = set(os.listdir(staging))
     kept = [name for name in os.listdir(target) if name not in new_names and not (stale and stale(name))]
     kept = [name for name in kept if not is_staging_name(name)]
-    if all(os.path.isfile(target / name) and not os.path.islink(target / name) for name in kept) and _link_all(
-        target, staging, kept
-    ):
+    only_plain_files = all(os.path.isfile(target / name) and not os.path.islink(target / name) for name in kept)
+    if only_plain_files and not _is_working_directory_within(target) and _link_all(target, staging, kept):
         old = _exchange(staging, target)
         shutil.rmtree(old, ignore_errors=True)
     else:
@@ -107,6 +106,15 @@ def publish(staging: Path, target: Path, *, stale: Callable[[str], bool] | None 
         os.rmdir(staging)
     _fsync_directory(target)
     _fsync_directory(target.parent)
+
+
+def _is_working_directory_within(folder: Path) -> bool:
+    """Swapping the folder this process works in would leave it in the deleted old one."""
+    try:
+        cwd = Path(os.path.realpath(os.getcwd()))
+    except FileNotFoundError:
+        return False
+    return cwd == folder or folder in cwd.parents
 
 
 def _link_all(source: Path, destination: Path, names: list[str]) -> bool:

@@ -36,7 +36,8 @@ from .configs import is_named_config, named_config_path
 from .conversion import load_pretrained
 from .data import check_columns, load_named_dataset
 from .hub import DatasetInfo, write_model_card
-from .hub.checkpoints import AtomicCheckpointsMixin, last_complete_checkpoint, resolve_checkpoint
+from .hub.checkpoints import last_complete_checkpoint, resolve_checkpoint
+from .hub.trainer import CheckpointSafeTrainer
 
 logger = logging.getLogger("hf_variants.examples")
 
@@ -133,11 +134,6 @@ def setup_logging(training_args: TrainingArguments) -> None:
         "process rank %s of %s, device %s, distributed %s",
         training_args.process_index, training_args.world_size, training_args.device, training_args.parallel_mode.value,
     )
-
-
-class CheckpointSafeTrainer(AtomicCheckpointsMixin, Trainer):
-    """transformers' Trainer whose checkpoints and saves are atomic and which resumes only from
-    complete checkpoints (`hf_variants.hub.checkpoints`)."""
 
 
 def checkpoint_to_resume(training_args: TrainingArguments, data_args: DataArguments) -> str | None:

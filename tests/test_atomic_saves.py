@@ -149,6 +149,17 @@ def test_save_into_a_model_only_folder_swaps_it_whole(tmp_path):
     assert_loads_as(folder, new)
 
 
+def test_saving_into_the_working_directory_keeps_it(tmp_path, monkeypatch):
+    folder = tmp_path / "model"
+    tiny_model().save_pretrained(folder)
+    monkeypatch.chdir(folder)
+    inode_before = os.stat(folder).st_ino
+    new = tiny_model(hidden_size=64, seed=5)
+    new.save_pretrained(".")
+    assert os.stat(folder).st_ino == inode_before and os.path.samefile(os.getcwd(), folder)
+    assert_loads_as(folder, new)
+
+
 def test_staged_directory_publishes_only_on_success(tmp_path):
     target = tmp_path / "out"
     with staged_directory(target) as staging:
