@@ -132,12 +132,17 @@ def from_transformers(model: PreTrainedModel) -> PreTrainedModel:
     raise ValueError(f"no hf-variants equivalent registered for {type(model).__name__}")
 
 
-def to_transformers(model: PreTrainedModel) -> PreTrainedModel:
-    """hf-variants model -> the transformers class with the same architecture and head."""
+def to_transformers(model: PreTrainedModel, transformers_class: type | None = None) -> PreTrainedModel:
+    """hf-variants model -> the transformers class with the same architecture and head.
+
+    ``transformers_class`` picks one when several transformers classes share our architecture
+    (``RobertaForMaskedLM`` or ``XLMRobertaForMaskedLM``); by default, the first registered.
+    """
     for pair in _PAIRS:
-        if type(model) is pair.ours:
+        if type(model) is pair.ours and (transformers_class is None or pair.theirs is transformers_class):
             return _convert(model, pair, to_ours=False)
-    raise ValueError(f"no transformers equivalent registered for {type(model).__name__}")
+    target = "" if transformers_class is None else f" of class {transformers_class.__name__}"
+    raise ValueError(f"no transformers equivalent{target} registered for {type(model).__name__}")
 
 
 def load_pretrained(path_or_id: str, auto_class: type, **kwargs) -> PreTrainedModel:
