@@ -235,6 +235,23 @@ def test_byte_level_bpe_tokenizer_feeds_the_model_with_either_padding_side():
     torch.testing.assert_close(outputs["left"], outputs["right"], atol=1e-5, rtol=0)
 
 
+def test_dynamic_masking_collator_feeds_the_pretraining_model():
+    """The existing MLM collator with the byte-level BPE tokenizer: padding with <pad>=1 (so the
+    model's positions see it), a new mask each time the same examples are batched, and a loss."""
+    from hf_variants.objectives import DataCollatorForMaskedLM
+
+    text = ["The quick brown fox jumps over the lazy dog again and again.", "A lazy dog sleeps under an old tree."] * 20
+    tokenizer = train_tokenizer("bpe", text, vocab_size=300, min_frequency=1)
+    features = [tokenizer(t) for t in ("the quick brown fox jumps over the lazy dog again", "a lazy dog sleeps")] * 4
+    collator = DataCollatorForMaskedLM(tokenizer, seed=0)
+    first, second = collator(features), collator(features)
+    assert bool((first["input_ids"] == PAD).any()) and torch.equal(first["attention_mask"], second["attention_mask"])
+    assert not torch.equal(first["labels"], second["labels"])  # dynamic: masks differ between epochs
+    model = RobertaForPreTraining(tiny(vocab_size=len(tokenizer)))
+    out = model(**first)
+    assert out.loss is not None and torch.isfinite(out.loss) and out.logits.shape[:2] == first["input_ids"].shape
+
+
 # ----------------------------------------------------------------------------- named configs
 def count_parameters(config) -> int:
     """The whole network as the papers count it: embeddings + encoder (RoBERTa has no pooler)."""

@@ -18,7 +18,9 @@ RobertaForQuestionAnswering     ``qa_outputs``                               ``q
 RobertaForMultipleChoice        ``roberta.pooler.dense``, ``classifier``     ``roberta.pooler.dense``, ``classifier.out_proj``
 ==============================  ===========================================  ==================================
 
-``XLMRoberta*`` classes have the same keys. ``RobertaForPreTraining`` (MLM) converts to and from
+``XLMRoberta*`` classes have the same keys. transformers' RoBERTa LM head applies GELU whatever
+``hidden_act`` says (fairseq's uses the model's activation, as ours does): the two agree for every
+released checkpoint (``hidden_act="gelu"``). ``RobertaForPreTraining`` (MLM) converts to and from
 ``RobertaForMaskedLM``, which is what transformers' ``AutoModelForPreTraining`` builds for RoBERTa.
 """
 
