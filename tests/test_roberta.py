@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-import transformers
 from transformers import AutoConfig, AutoModelForPreTraining
 from transformers.models.roberta.modeling_roberta import RobertaEmbeddings as TheirEmbeddings
 
