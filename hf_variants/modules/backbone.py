@@ -12,6 +12,7 @@ from torch import nn
 from transformers import PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
+from ..conversion.hooks import CheckpointConversionMixin
 from ..hub.save_hook import RemoteCodeMixin
 from .attention import make_attention_bias
 from .embeddings import TransformerEmbeddings
@@ -20,7 +21,7 @@ from .heads import MaskedLMHead, Pooler
 from .padding import UnpaddedBatch, gather_positions, worth_unpadding
 
 
-class EncoderPreTrainedModel(RemoteCodeMixin, PreTrainedModel):
+class EncoderPreTrainedModel(CheckpointConversionMixin, RemoteCodeMixin, PreTrainedModel):
     """Shared PreTrainedModel settings for the encoder variants. Every ``save_pretrained`` also
     writes the self-contained remote code + ``auto_map`` (see hf_variants.hub.save_hook), so any
     saved or pushed checkpoint loads with ``trust_remote_code=True`` without the package."""

@@ -6,12 +6,13 @@ from __future__ import annotations
 from huggingface_hub.dataclasses import strict
 from transformers import PreTrainedConfig
 
+from ...conversion.hooks import CheckpointConfigMixin
 from ...modules.embeddings import POSITION_EMBEDDING_TYPES
 from ...modules.encoder import SHARING_MODES
 
 
 @strict
-class BertConfig(PreTrainedConfig):
+class BertConfig(CheckpointConfigMixin, PreTrainedConfig):
     """Defaults are BERT-base (uncased). See ``modeling_configs/`` for the named sizes."""
 
     model_type = "hfv_bert"
