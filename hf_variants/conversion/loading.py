@@ -46,8 +46,7 @@ def translate_config_dict(config_class: type, config_dict: dict, source: Any = N
     raise ValueError(
         f"{source or 'the checkpoint'} is a checkpoint of another architecture ({_describe(config_dict)}); "
         f"{config_class.__name__} reads only {readable} checkpoints. Load it with the class made for it "
-        f"(e.g. transformers.AutoModel.from_pretrained, or the hf-variants class of model_type {model_type!r}), "
-        f"or build a randomly initialised model with from_config."
+        f"(e.g. transformers.AutoModel.from_pretrained), or build a randomly initialised model with from_config."
     )
 
 
