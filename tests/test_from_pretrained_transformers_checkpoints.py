@@ -195,6 +195,10 @@ def test_config_class_translates_a_transformers_config(tmp_path):
     assert type(config) is hf_variants.BertConfig and config.model_type == "hfv_bert"
     assert config.hidden_size == 32 and config.hidden_dropout_prob == 0.2 and config.num_labels == 3
     assert config.position_embedding_type == "learned" and not hasattr(config, "use_cache")
+    # A transformers config object passed with its checkpoint is translated the same way.
+    their_config = transformers.AutoConfig.from_pretrained(folder)
+    model = hf_variants.BertForSequenceClassification.from_pretrained(folder, config=their_config)
+    assert type(model.config) is hf_variants.BertConfig and model.config.num_labels == 3
 
 
 @pytest.fixture(scope="module")

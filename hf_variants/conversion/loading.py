@@ -89,8 +89,13 @@ def load_checked(cls: type, load: Callable, pretrained_model_name_or_path, *mode
     ``output_loading_info=True``).
     """
     wants_info = kwargs.pop("output_loading_info", False)
+    config = kwargs.get("config")
+    if isinstance(config, PreTrainedConfig) and not isinstance(config, cls.config_class):
+        # e.g. a transformers BertConfig passed along with its checkpoint: translated like its config.json.
+        kwargs["config"] = cls.config_class(**translate_config_dict(cls.config_class, config.to_dict(), config.name_or_path))
     model, info = load(pretrained_model_name_or_path, *model_args, output_loading_info=True, **kwargs)
-    if pretrained_model_name_or_path is not None:
+    missing = info.get("missing_keys") if isinstance(info, dict) else None
+    if pretrained_model_name_or_path is not None and missing is not None:
         download = {k: kwargs[k] for k in _DOWNLOAD_ARGUMENTS if k in kwargs}
 
         def read_config() -> dict:
@@ -100,5 +105,5 @@ def load_checked(cls: type, load: Callable, pretrained_model_name_or_path, *mode
             except (OSError, ValueError):
                 return {}
 
-        check_backbone_loaded(model, info["missing_keys"], pretrained_model_name_or_path, read_config)
+        check_backbone_loaded(model, missing, pretrained_model_name_or_path, read_config)
     return (model, info) if wants_info else model
