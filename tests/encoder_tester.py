@@ -12,16 +12,7 @@ from typing import Callable
 import torch
 import transformers
 
-HEAD_AUTO_CLASSES = {
-    "Model": transformers.AutoModel,
-    "ForPreTraining": transformers.AutoModelForPreTraining,
-    "ForMaskedLM": transformers.AutoModelForMaskedLM,
-    "ForNextSentencePrediction": transformers.AutoModelForNextSentencePrediction,
-    "ForSequenceClassification": transformers.AutoModelForSequenceClassification,
-    "ForTokenClassification": transformers.AutoModelForTokenClassification,
-    "ForQuestionAnswering": transformers.AutoModelForQuestionAnswering,
-    "ForMultipleChoice": transformers.AutoModelForMultipleChoice,
-}
+from hf_variants.registry import HEAD_AUTO_CLASSES  # noqa: E402  (the registry's head -> Auto class map)
 
 # The output each head is judged by.
 MAIN_OUTPUT = {

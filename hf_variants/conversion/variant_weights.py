@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any, Callable
 
 import transformers
@@ -39,7 +38,6 @@ class VariantWeights:
 
     Args:
         config_class: our config class (model_type ``hfv_<variant>``).
-        class_prefix: our class names are ``<class_prefix><head suffix>`` (``Bert`` + ``ForMaskedLM``).
         key_map: the one explicit key map (transformers names -> ours).
         transformers_classes: head suffix -> the transformers class with the same head, for
             ``from_transformers`` / ``to_transformers`` (heads transformers lacks are left out).
@@ -52,7 +50,6 @@ class VariantWeights:
     """
 
     config_class: type
-    class_prefix: str
     key_map: KeyMap
     transformers_classes: dict[str, str]
     source_model_types: tuple[str, ...]
@@ -98,11 +95,12 @@ WEIGHTS: dict[str, VariantWeights] = {}
 PAIRS: list[ConversionPair] = []
 
 
-def register_weights(weights: VariantWeights, model_module: ModuleType) -> None:
+def register_weights(weights: VariantWeights, classes: dict[str, type]) -> None:
     """Wire a variant's weights into from_transformers, to_transformers and from_pretrained.
 
-    ``model_module`` holds our classes (``<class_prefix><suffix>``), e.g. ``hf_variants.models.bert``.
-    Registering again (a module reload) replaces the earlier registration.
+    ``classes``: head suffix ("Model", "ForMaskedLM", ...) -> our class (a VariantSpec's
+    ``classes``). The first variant registered for a transformers class answers
+    ``from_transformers`` for it. Registering again (a module reload) replaces the earlier registration.
     """
     WEIGHTS[weights.model_type] = weights
     register_checkpoint_conversion_mapping(weights.model_type, weights.checkpoint_conversion(), overwrite=True)
@@ -110,7 +108,7 @@ def register_weights(weights: VariantWeights, model_module: ModuleType) -> None:
     for suffix, their_name in weights.transformers_classes.items():
         PAIRS.append(
             ConversionPair(
-                ours=getattr(model_module, weights.class_prefix + suffix),
+                ours=classes[suffix],
                 theirs=getattr(transformers, their_name),
                 adapter=weights.adapter(suffix),
                 weights=weights,

@@ -215,7 +215,8 @@ class MultiHeadAttention(nn.Module):
 
         Args:
             hidden_states: (B, T, H), or (total_tokens, H) when ``unpadded`` describes the batch.
-            attention_bias: additive (B, 1, 1|T, S) bias from :func:`make_attention_bias`.
+            attention_bias: additive (B, 1, 1|T, S) bias from :func:`make_attention_bias`; must be None
+                for self-attention over a packed batch (``unpadded`` defines its padding).
             key_value_states: (B, S, H_kv) encoder states for cross-attention.
             position_bias: additive (1|B, heads, T, S) relative-position bias.
             is_causal: mask future positions.
@@ -228,6 +229,14 @@ class MultiHeadAttention(nn.Module):
         """
         if attn_implementation not in ATTENTION_BACKENDS:
             raise ValueError(f"attn_implementation must be one of {ATTENTION_BACKENDS}, got {attn_implementation!r}")
+        if unpadded is not None and attention_bias is not None and not self.cross_attention:
+            # The packed batch carries its padding in `unpadded`; any other bias is defined in padded
+            # coordinates and would be ignored by the bucketed path: refuse it rather than drop it.
+            raise ValueError(
+                "attention_bias cannot be combined with a packed (padding-free) batch: a packed batch "
+                "carries its own padding mask; run biases such as permutation or document masks in the "
+                "padded layout (BatchLayout.plan does this)"
+            )
         if query_positions is not None and (
             self.cross_attention or unpadded is not None or is_causal or position_bias is not None
         ):
@@ -240,6 +249,8 @@ class MultiHeadAttention(nn.Module):
             query, key, value = self.project_selected_queries(hidden_states, query_positions)
         else:
             query, key, value = self.project(hidden_states, key_value_states, unpadded)
+        if unpadded is not None and not self.cross_attention:
+            attention_bias = unpadded.attention_bias(query.dtype)  # re-padded around the kernel: mask the padding
         context, probs = self.attend(
             query, key, value, attention_bias, position_bias, is_causal, attn_implementation, output_attentions
         )

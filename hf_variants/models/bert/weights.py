@@ -90,7 +90,6 @@ def config_to_theirs(config: BertConfig) -> transformers.BertConfig:
 
 WEIGHTS = VariantWeights(
     config_class=BertConfig,
-    class_prefix="Bert",
     key_map=KEY_MAP,
     transformers_classes={head: f"Bert{head}" for head in KEY_MAP.heads},
     # transformers' BERT, and SpanBERT's checkpoints (BERT's encoder under the same names).

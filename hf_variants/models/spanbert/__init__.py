@@ -1,5 +1,40 @@
+"""SpanBERT (Joshi et al. 2020): the variant's one declaration. Everything else reads ``SPEC``."""
+
+from ... import papers
+from ...conversion import register_weights
+from ...registry import VariantSpec
 from .configuration_spanbert import SpanBertConfig
 from .modeling_spanbert import *  # noqa: F401,F403
+from .modeling_spanbert import (
+    SpanBertForMaskedLM,
+    SpanBertForMultipleChoice,
+    SpanBertForPreTraining,
+    SpanBertForQuestionAnswering,
+    SpanBertForSequenceClassification,
+    SpanBertForTokenClassification,
+    SpanBertModel,
+)
 from .modeling_spanbert import __all__ as _modeling_all
+from .weights import WEIGHTS
 
-__all__ = ["SpanBertConfig", *_modeling_all]
+SPEC = VariantSpec(
+    name="spanbert",
+    config_class=SpanBertConfig,
+    classes={
+        "Model": SpanBertModel,
+        "ForPreTraining": SpanBertForPreTraining,
+        "ForMaskedLM": SpanBertForMaskedLM,
+        "ForSequenceClassification": SpanBertForSequenceClassification,
+        "ForTokenClassification": SpanBertForTokenClassification,
+        "ForQuestionAnswering": SpanBertForQuestionAnswering,
+        "ForMultipleChoice": SpanBertForMultipleChoice,
+    },
+    paper=papers.SPANBERT,
+    pretraining_objective="span",
+    tokenizer_kind="wordpiece-cased",
+)
+
+# The one key map serves from_transformers, to_transformers and from_pretrained (models/<v>/weights.py).
+register_weights(WEIGHTS, SPEC.classes)
+
+__all__ = ["SpanBertConfig", "SPEC", *_modeling_all]

@@ -33,7 +33,6 @@ BUFFER_SUFFIXES = ("embeddings.position_ids", "embeddings.token_type_ids")
 
 WEIGHTS = VariantWeights(
     config_class=SpanBertConfig,
-    class_prefix="SpanBert",
     key_map=KEY_MAP,
     # SpanBertForPreTraining has the SBO where BERT's has NSP: no transformers counterpart.
     transformers_classes={
