@@ -13,7 +13,6 @@ from huggingface_hub.dataclasses import strict
 from transformers import PreTrainedConfig
 
 from ..conversion.hooks import CheckpointConfigMixin
-
 from .embeddings import POSITION_EMBEDDING_TYPES
 from .encoder import SHARING_MODES
 from .heads import SUMMARY_TYPES
