@@ -220,3 +220,25 @@ def test_real_minilm_folder(minilm_path, model_class):
         assert_same_outputs(theirs(**inputs), ours(**inputs), inputs["attention_mask"])
     classifier, info = hf_variants.BertForSequenceClassification.from_pretrained(minilm_path, num_labels=2, output_loading_info=True)
     assert sorted(info["missing_keys"]) == ["classifier.out_proj.bias", "classifier.out_proj.weight"]
+
+
+def test_bert_and_spanbert_read_each_others_checkpoints(tmp_path):
+    """SpanBERT's encoder and MLM head are BERT's under the same names: either variant's checkpoint
+    loads into the other's classes (the SBO head stays behind, reported unused)."""
+    torch.manual_seed(0)
+    spanbert = hf_variants.SpanBertForPreTraining(hf_variants.SpanBertConfig(**TINY)).eval()
+    spanbert.save_pretrained(tmp_path / "spanbert")
+    bert, info = hf_variants.BertForMaskedLM.from_pretrained(tmp_path / "spanbert", output_loading_info=True)
+    assert type(bert.config) is hf_variants.BertConfig and not info["missing_keys"]
+    assert info["unexpected_keys"] and all(k.startswith("sbo_head.") for k in info["unexpected_keys"])
+    inputs = batch("ForMaskedLM")
+    with torch.no_grad():
+        expected, got = spanbert(**inputs).prediction_logits, bert(**inputs).logits
+    mask = inputs["attention_mask"].bool()
+    torch.testing.assert_close(got[mask], expected[mask], atol=0, rtol=0)
+
+    bert.save_pretrained(tmp_path / "bert")
+    back, info = hf_variants.SpanBertForMaskedLM.from_pretrained(tmp_path / "bert", output_loading_info=True)
+    assert type(back.config) is hf_variants.SpanBertConfig and not info["missing_keys"]
+    with torch.no_grad():
+        torch.testing.assert_close(back(**inputs).logits[mask], expected[mask], atol=0, rtol=0)
