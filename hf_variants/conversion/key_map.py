@@ -117,18 +117,18 @@ class KeyMap:
             concatenate (dim 0), relative to it.
         heads: per head suffix ("Model", "ForMaskedLM", ...), renames relative to the model root
             (``cls.predictions.transform.dense.weight``). Every suffix listed has an adapter.
-        ignored: per head suffix, transformers keys (regexes, from the model root) with no
-            counterpart of ours, such as a second name of a tied tensor.
         their_prefix / our_prefix: where each side keeps the backbone inside a head model
             (``base_model_prefix``); the bare model has none on either side.
+        ignored: per head suffix, transformers keys (regexes, from the model root) with no
+            counterpart of ours, such as a second name of a tied tensor.
     """
 
     backbone: Renames
     backbone_fused: Fused
     heads: dict[str, Renames]
+    their_prefix: str
+    our_prefix: str
     ignored: dict[str, list[str]] = field(default_factory=dict)
-    their_prefix: str = "bert"
-    our_prefix: str = "bert"
 
     def adapter(self, head: str) -> StateDictAdapter:
         """The full-key adapter of one head ("Model" = the bare encoder, keys without prefix)."""
