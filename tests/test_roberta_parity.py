@@ -1,15 +1,18 @@
 """Numerical parity with transformers' RoBERTa and XLM-RoBERTa classes, both conversion
 directions (fp32, max abs diff <= 1e-5): every head, eager and sdpa, no / right / left padding,
-ids and inputs_embeds, gradients, and checkpoints saved by transformers."""
+ids and inputs_embeds, gradients, and ``Roberta<Head>.from_pretrained`` of folders saved by
+transformers (converted on load by the one key map of ``models/roberta/weights.py``)."""
 
 import pytest
 import torch
 import transformers
+from transformers.conversion_mapping import get_checkpoint_conversion_mapping
 
 import hf_variants
-from hf_variants.models.roberta.conversion import roberta_adapter
+from hf_variants.models.roberta.weights import KEY_MAP
 from hf_variants.registry import HEAD_AUTO_CLASSES
 from encoder_tester import TINY
+from test_from_pretrained_transformers_checkpoints import assert_our_format
 
 ATOL = 1e-5
 PAD = 1
@@ -162,7 +165,7 @@ def test_gradients_match_transformers(head, padding):
     torch.testing.assert_close(loss_ours, loss_theirs, atol=ATOL, rtol=0)
     loss_theirs.backward()
     loss_ours.backward()
-    our_grads = roberta_adapter(head).to_theirs(
+    our_grads = KEY_MAP.adapter(head).to_theirs(
         {name: p.grad if p.grad is not None else torch.zeros_like(p) for name, p in ours.named_parameters()}
     )
     their_params = dict(theirs.named_parameters())
@@ -172,18 +175,101 @@ def test_gradients_match_transformers(head, padding):
         torch.testing.assert_close(our_grads[name], their_grad, atol=ATOL, rtol=0, msg=name)
 
 
+OUTPUT_KEYS = ["last_hidden_state", "pooler_output", "hidden_states", "logits", "start_logits", "end_logits"]
+
+
 @pytest.mark.parametrize("head", THEIR_HEADS + ["ForPreTraining"])
 @pytest.mark.parametrize("family", FAMILIES)
-def test_folder_saved_by_transformers_loads_with_identical_outputs(family, head, tmp_path):
-    their_head = "ForMaskedLM" if head == "ForPreTraining" else head
+def test_from_pretrained_of_a_folder_saved_by_transformers(family, head, tmp_path):
+    """``hf_variants.Roberta<Head>.from_pretrained(<Roberta<Head> / XLMRoberta<Head> folder>)``:
+    every weight converted on load by the key map (nothing missing or left over), transformers'
+    outputs (every layer's states too); the Auto classes load it the same way after
+    ``import hf_variants`` (via ``load_pretrained``), and the re-saved folder is ours."""
+    their_head = "ForMaskedLM" if head == "ForPreTraining" else head  # RoBERTa pretrains by MLM alone
     theirs = reference(family, their_head, "sdpa")
-    theirs.save_pretrained(tmp_path)
-    ours = hf_variants.load_pretrained(str(tmp_path), HEAD_AUTO_CLASSES[head]).eval()
-    # transformers' AutoModelForPreTraining builds RobertaForMaskedLM for RoBERTa: so do we.
-    assert type(ours) is getattr(hf_variants, f"Roberta{their_head}")
-    inputs = make_inputs(their_head, "right")
+    theirs.save_pretrained(tmp_path / "theirs")
+    our_class = getattr(hf_variants, f"Roberta{head}")
+    ours, info = our_class.from_pretrained(tmp_path / "theirs", output_loading_info=True)
+    assert type(ours) is our_class and ours.config.model_type == "hfv_roberta" and not ours.training
+    assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"]
+    inputs = make_inputs(their_head, "left")
+    mask = inputs["attention_mask"]
     with torch.no_grad():
-        assert assert_same_outputs(theirs(**inputs), ours(**inputs), inputs["attention_mask"], ["last_hidden_state", "logits", "start_logits", "end_logits"]) >= 1
+        expected = theirs(**inputs, output_hidden_states=True)
+        assert assert_same_outputs(expected, ours(**inputs, output_hidden_states=True), mask, OUTPUT_KEYS) >= 2
+
+    # Through the Auto class of the head: our class for it (AutoModelForPreTraining: our MLM pretraining model).
+    auto = hf_variants.load_pretrained(str(tmp_path / "theirs"), HEAD_AUTO_CLASSES[head])
+    assert type(auto) is our_class
+    assert_our_format(auto, tmp_path / "ours")
+    again = HEAD_AUTO_CLASSES[head].from_pretrained(tmp_path / "ours")
+    assert type(again) is our_class
+    with torch.no_grad():
+        assert assert_same_outputs(expected, auto(**inputs, output_hidden_states=True), mask, OUTPUT_KEYS) >= 2
+        assert assert_same_outputs(expected, again(**inputs, output_hidden_states=True), mask, OUTPUT_KEYS) >= 2
+
+
+@pytest.mark.parametrize("head", ["ForMaskedLM", "ForSequenceClassification", "ForTokenClassification",
+                                  "ForQuestionAnswering", "ForMultipleChoice"])
+@pytest.mark.parametrize("family", FAMILIES)
+def test_base_checkpoint_into_a_head_model_reports_the_new_head(family, head, tmp_path):
+    """A bare (XLM)RobertaModel folder into a head model: the whole encoder loads, the task head is
+    the reported (normal) missing part, as in transformers; the pooler, which only multiple choice
+    reads, is reported unused by the others."""
+    theirs = reference(family, "Model", "sdpa")
+    theirs.save_pretrained(tmp_path)
+    our_class = getattr(hf_variants, f"Roberta{head}")
+    labels = {} if head == "ForMaskedLM" else {"num_labels": 5}
+    ours, info = our_class.from_pretrained(tmp_path, output_loading_info=True, **labels)
+    head_parameters = {name for name, _ in ours.named_parameters() if not name.startswith("roberta.")}
+    assert head_parameters and set(info["missing_keys"]) == head_parameters
+    assert all(key.endswith(("pooler.dense.weight", "pooler.dense.bias")) for key in info["unexpected_keys"])
+    assert bool(info["unexpected_keys"]) == (ours.roberta.pooler is None)
+    assert ours.config.num_labels == labels.get("num_labels", 3)
+    # The same report through the Auto class.
+    _, auto_info = hf_variants.load_pretrained(str(tmp_path), HEAD_AUTO_CLASSES[head], output_loading_info=True, **labels)
+    assert sorted(auto_info["missing_keys"]) == sorted(info["missing_keys"])
+    inputs = make_inputs("Model", "right")
+    with torch.no_grad():
+        expected = theirs(**inputs)
+        got = ours.roberta(**inputs)
+    assert assert_same_outputs(expected, got, inputs["attention_mask"], ["last_hidden_state"]) == 1
+    if head == "ForMultipleChoice":  # the one head that keeps (and loads) the pooler
+        torch.testing.assert_close(got.pooler_output, expected.pooler_output, atol=ATOL, rtol=0)
+
+
+def test_one_key_map_serves_both_families_and_every_direction():
+    """The load-time mapping registered for hfv_roberta, and the adapters of the Roberta* and
+    XLMRoberta* pairs, all come from KEY_MAP; Roberta* is each head's default family."""
+    assert [repr(t) for t in get_checkpoint_conversion_mapping("hfv_roberta")] == [repr(t) for t in KEY_MAP.checkpoint_conversion()]
+    pairs = [p for p in hf_variants.conversion.PAIRS if p.weights.model_type == "hfv_roberta"]
+    for head in KEY_MAP.heads:
+        their_head = "ForMaskedLM" if head == "ForPreTraining" else head
+        ours = getattr(hf_variants, f"Roberta{head}")
+        assert [p.theirs.__name__ for p in pairs if p.ours is ours] == [f"Roberta{their_head}", f"XLMRoberta{their_head}"]
+        assert all(p.adapter.renames == KEY_MAP.adapter(head).renames for p in pairs if p.ours is ours)
+
+
+def test_checkpoints_of_bert_and_roberta_do_not_cross(tmp_path):
+    """BERT and RoBERTa share the encoder's weight names but not its positions (RoBERTa's are offset
+    by the padding index): neither variant reads the other's transformers checkpoints."""
+    reference("Roberta", "Model", "sdpa").save_pretrained(tmp_path / "roberta")
+    config = transformers.BertConfig(**{k: v for k, v in TINY.items() if k != "num_labels"})
+    transformers.BertModel(config).save_pretrained(tmp_path / "bert")
+    with pytest.raises(ValueError, match=r"model_type 'roberta'.*BertConfig reads only 'hfv_bert', 'bert'"):
+        hf_variants.BertModel.from_pretrained(tmp_path / "roberta")
+    with pytest.raises(ValueError, match=r"model_type 'bert'.*RobertaConfig reads only 'hfv_roberta', 'roberta', 'xlm-roberta'"):
+        hf_variants.RobertaModel.from_pretrained(tmp_path / "bert")
+
+
+def test_transformers_own_roberta_classes_are_unaffected(tmp_path):
+    """The conversion is registered under our model_type only: transformers' classes load their folders as before."""
+    theirs = reference("XLMRoberta", "ForMaskedLM", "sdpa")
+    theirs.save_pretrained(tmp_path)
+    reloaded = transformers.AutoModelForMaskedLM.from_pretrained(tmp_path)
+    assert type(reloaded) is transformers.XLMRobertaForMaskedLM
+    for name, tensor in theirs.state_dict().items():
+        torch.testing.assert_close(reloaded.state_dict()[name], tensor, atol=0, rtol=0)
 
 
 @pytest.mark.parametrize("bad", [dict(pre_layer_norm=True), dict(layer_sharing="all"), dict(type_vocab_size=0), dict(norm_type="rms_norm")])

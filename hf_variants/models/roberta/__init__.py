@@ -2,8 +2,8 @@
 declaration. Everything else reads ``SPEC``."""
 
 from ... import papers
+from ...conversion import register_weights
 from ...registry import VariantSpec
-from . import conversion  # noqa: F401  (registers the transformers <-> ours key map)
 from .configuration_roberta import RobertaConfig
 from .modeling_roberta import *  # noqa: F401,F403
 from .modeling_roberta import (
@@ -16,6 +16,7 @@ from .modeling_roberta import (
     RobertaModel,
 )
 from .modeling_roberta import __all__ as _modeling_all
+from .weights import WEIGHTS
 
 SPEC = VariantSpec(
     name="roberta",
@@ -33,5 +34,8 @@ SPEC = VariantSpec(
     pretraining_objective="mlm",
     tokenizer_kind="bpe",
 )
+
+# The one key map serves from_transformers, to_transformers and from_pretrained (models/<v>/weights.py).
+register_weights(WEIGHTS, SPEC.classes)
 
 __all__ = ["RobertaConfig", "SPEC", *_modeling_all]
