@@ -79,13 +79,19 @@ class StateDictAdapter:
 
 @dataclass
 class ConversionPair:
-    """Our class <-> transformers class, with the adapter and the config translators."""
+    """Our class <-> transformers class, with the adapter and the config translators.
+
+    ``constructor_kwargs(model)``: the arguments beyond the config that rebuild ``model``'s
+    architecture in the other library (both classes take the same ones, e.g. ViTModel's
+    ``add_pooling_layer`` / ``use_mask_token``); None when the config says everything.
+    """
 
     ours: type
     theirs: type
     adapter: StateDictAdapter
     config_to_ours: Callable[[PreTrainedConfig], PreTrainedConfig]
     config_to_theirs: Callable[[PreTrainedConfig], PreTrainedConfig]
+    constructor_kwargs: Callable[[PreTrainedModel], dict] | None = None
 
 
 _PAIRS: list[ConversionPair] = []
@@ -105,7 +111,7 @@ def _convert(model: PreTrainedModel, pair: ConversionPair, to_ours: bool) -> Pre
     config = pair.config_to_ours(model.config) if to_ours else pair.config_to_theirs(model.config)
     config._attn_implementation = model.config._attn_implementation
     target_class = pair.ours if to_ours else pair.theirs
-    target = target_class(config)
+    target = target_class(config, **(pair.constructor_kwargs(model) if pair.constructor_kwargs else {}))
     state = model.state_dict()
     mapped = pair.adapter.to_ours(state) if to_ours else pair.adapter.to_theirs(state)
     expected = set(target.state_dict())
@@ -114,7 +120,9 @@ def _convert(model: PreTrainedModel, pair: ConversionPair, to_ours: bool) -> Pre
     missing = {k for k in missing if not _is_tied_copy(target, k)}
     if missing:
         raise ValueError(f"converted weights miss {sorted(missing)[:8]}")
-    target.load_state_dict(mapped, strict=False)
+    unexpected = target.load_state_dict(mapped, strict=False).unexpected_keys
+    if unexpected:
+        raise ValueError(f"converted weights have no place in {target_class.__name__}: {sorted(unexpected)[:8]}")
     target.to(dtype=next(model.parameters()).dtype)
     target.train(model.training)
     return target

@@ -1,0 +1,38 @@
+"""ViT (Dosovitskiy et al. 2021): the variant's one declaration. Everything else reads ``SPEC``."""
+
+from ... import papers
+from ...registry import VariantSpec
+from . import conversion  # noqa: F401  (registers the transformers <-> ours key map)
+from .configuration_vit import ViTConfig
+from .mae import ViTForPreTraining, ViTForPreTrainingOutput
+from .modeling_vit import (
+    ViTForImageClassification,
+    ViTForMaskedImageModeling,
+    ViTModel,
+    ViTPreTrainedModel,
+)
+
+SPEC = VariantSpec(
+    name="vit",
+    config_class=ViTConfig,
+    classes={
+        "Model": ViTModel,
+        "ForPreTraining": ViTForPreTraining,
+        "ForImageClassification": ViTForImageClassification,
+        "ForMaskedImageModeling": ViTForMaskedImageModeling,
+    },
+    paper=papers.VIT,
+    pretraining_objective="mae",
+    tokenizer_kind="none",  # images: no tokenizer
+)
+
+__all__ = [
+    "ViTConfig",
+    "SPEC",
+    "ViTPreTrainedModel",
+    "ViTModel",
+    "ViTForImageClassification",
+    "ViTForMaskedImageModeling",
+    "ViTForPreTraining",
+    "ViTForPreTrainingOutput",
+]
