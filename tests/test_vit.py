@@ -1,6 +1,10 @@
 """ViT through the shared checks that apply to images, plus ViT's own behaviour: shapes, position
 interpolation, bad input, ViTImageProcessor + pipeline("image-classification") offline, named configs."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -196,3 +200,36 @@ def test_image_processor_and_pipeline_offline(tmp_path):
     assert [p["label"] for p in predictions] == [labels[i] for i in probabilities.argsort(descending=True).tolist()]
     for prediction in predictions:
         assert prediction["score"] == pytest.approx(probabilities[labels.index(prediction["label"])].item(), abs=1e-5)
+
+
+REMOTE_CODE_SCRIPT = r"""
+import importlib.abc, sys
+class BlockHfVariants(importlib.abc.MetaPathFinder):  # the checkpoint's own code must be enough
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] == "hf_variants":
+            raise ImportError("hf_variants must not be needed to load remote code")
+sys.meta_path.insert(0, BlockHfVariants())
+import torch
+from transformers import AutoModelForImageClassification
+folder = sys.argv[1]
+model = AutoModelForImageClassification.from_pretrained(folder, trust_remote_code=True).eval()
+reference = torch.load(folder + "/reference.pt", weights_only=True)
+with torch.no_grad():
+    logits = model(reference["pixels"]).logits
+assert type(model).__name__ == "ViTForImageClassification", type(model)
+assert (logits - reference["logits"]).abs().max() < 1e-6, (logits - reference["logits"]).abs().max()
+print("remote code ok")
+"""
+
+
+@pytest.mark.slow  # a fresh Python process importing transformers
+def test_saved_checkpoint_loads_as_remote_code_without_the_package(tmp_path):
+    model = TESTER.model("ForImageClassification").eval()
+    model.save_pretrained(tmp_path)
+    pixels = TESTER.inputs("Model", labels=False)["pixel_values"]
+    with torch.no_grad():
+        torch.save({"pixels": pixels, "logits": model(pixels).logits}, tmp_path / "reference.pt")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    result = subprocess.run([sys.executable, "-c", REMOTE_CODE_SCRIPT, str(tmp_path)], capture_output=True, text=True,
+                            env=env, cwd=tmp_path, timeout=300)
+    assert result.returncode == 0 and "remote code ok" in result.stdout, result.stderr[-2000:]

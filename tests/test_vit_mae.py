@@ -110,13 +110,13 @@ def test_training_lowers_the_loss_and_the_encoder_loads_into_the_classifier(tmp_
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     losses = []
-    for _ in range(30):
+    for _ in range(15):
         loss = model(pixels, noise=noise).loss
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
-    assert losses[-1] < 0.7 * losses[0]
+    assert losses[-1] < 0.9 * losses[0]  # 15 steps on one fixed batch
     model.save_pretrained(tmp_path)
     classifier, info = hf_variants.ViTForImageClassification.from_pretrained(tmp_path, num_labels=5, output_loading_info=True)
     assert set(info["missing_keys"]) == {"classifier.weight", "classifier.bias"}

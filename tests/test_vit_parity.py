@@ -63,12 +63,15 @@ def converted_pair(theirs):
     return ours, back
 
 
+# (height, width, interpolate_pos_encoding): the training size, a larger square, a non-square image
+# (not for the SimMIM head: transformers' version assumes a square patch grid).
+SIZES = {head: [(32, 32, False), (48, 48, True)] + ([] if head == "ForMaskedImageModeling" else [(48, 40, True)]) for head in HEADS}
+
+
 @pytest.mark.parametrize("impl", ["eager", "sdpa"])
-@pytest.mark.parametrize("head", HEADS)
-@pytest.mark.parametrize("size,interpolate", [((32, 32), False), ((48, 48), True), ((48, 40), True)], ids=str)
-def test_parity_both_directions(head, impl, size, interpolate):
-    if head == "ForMaskedImageModeling" and size[0] != size[1]:
-        pytest.skip("transformers' SimMIM head assumes a square patch grid")
+@pytest.mark.parametrize("head,height,width,interpolate", [(h, *size) for h in HEADS for size in SIZES[h]])
+def test_parity_both_directions(head, impl, height, width, interpolate):
+    size = (height, width)
     theirs = reference(head, impl)
     ours, back = converted_pair(theirs)
     # transformers' SimMIM loss reshapes the mask to the training grid: masks only at that size.
@@ -105,6 +108,26 @@ def test_pooler_option_and_mask_token_carry_over(add_pooling_layer):
         torch.testing.assert_close(got.pooler_output, expected.pooler_output, atol=ATOL, rtol=0)
     else:
         assert got.pooler_output is None and expected.pooler_output is None
+
+
+@pytest.mark.parametrize("impl", ["eager", "sdpa"])
+@pytest.mark.parametrize("head", ["Model", "ForImageClassification"])
+def test_attention_mask_parity(head, impl):
+    """transformers' ViT takes an optional (B, 1 + N) attention mask: same outputs at the tokens attended to."""
+    theirs = reference(head, impl)
+    ours = hf_variants.from_transformers(theirs).eval()
+    pixels = make_inputs("Model")["pixel_values"]
+    mask = torch.ones(3, 17, dtype=torch.long)
+    mask[1, 10:] = 0
+    mask[2, 3:] = 0
+    with torch.no_grad():
+        expected, got = theirs(pixels, attention_mask=mask), ours(pixels, attention_mask=mask)
+    if head == "Model":
+        keep = mask.bool()
+        torch.testing.assert_close(got.last_hidden_state[keep], expected.last_hidden_state[keep], atol=ATOL, rtol=0)
+        torch.testing.assert_close(got.pooler_output, expected.pooler_output, atol=ATOL, rtol=0)
+    else:
+        torch.testing.assert_close(got.logits, expected.logits, atol=ATOL, rtol=0)
 
 
 def _grads_as_model(model):
