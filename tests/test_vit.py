@@ -202,6 +202,26 @@ def test_image_processor_and_pipeline_offline(tmp_path):
         assert prediction["score"] == pytest.approx(probabilities[labels.index(prediction["label"])].item(), abs=1e-5)
 
 
+
+def test_grayscale_vit_mini_through_the_pipeline(tmp_path):
+    """vit-mini (28 x 28, one channel): the pipeline classifies (28, 28, 1) arrays; a PIL image,
+    which the pipeline converts to RGB, gets a ValueError (from the processor, or from the model
+    with a hint of what to do)."""
+    model = hf_variants.ViTForImageClassification(hf_variants.named_config("vit-mini", num_labels=10)).eval()
+    model.save_pretrained(tmp_path)
+    ViTImageProcessor(size={"height": 28, "width": 28}, image_mean=[0.5], image_std=[0.5]).save_pretrained(tmp_path)
+    image = (np.random.default_rng(1).random((28, 28, 1)) * 255).astype("uint8")
+    pixels = torch.tensor(image, dtype=torch.float32).permute(2, 0, 1)[None] / 255.0 * 2 - 1  # rescale, normalise
+    with torch.no_grad():
+        best = int(model(pixels).logits.argmax())
+    classify = pipeline("image-classification", model=str(tmp_path), device="cpu")
+    assert classify(image, top_k=1)[0]["label"] == model.config.id2label[best]
+    with pytest.raises(ValueError):  # RGB pixels meet the 1-channel processor: transformers' own error
+        classify(Image.fromarray(image[..., 0], mode="L"))
+    with pytest.raises(ValueError, match="converts PIL images to RGB"):  # RGB pixels meet the model
+        model(torch.rand(1, 3, 28, 28))
+
+
 REMOTE_CODE_SCRIPT = r"""
 import importlib.abc, sys
 class BlockHfVariants(importlib.abc.MetaPathFinder):  # the checkpoint's own code must be enough

@@ -77,8 +77,13 @@ class ViTEmbeddings(nn.Module):
             raise ValueError(f"pixel_values must be a (batch, channels, height, width) tensor, got {shape}")
         _, channels, height, width = pixel_values.shape
         if channels != self.num_channels:
+            hint = ""
+            if self.num_channels == 1 and channels == 3:
+                hint = ("; pipeline() converts PIL images to RGB: give a grayscale model (height, width, 1) "
+                        "uint8 arrays, or use the image processor directly on mode 'L' images")
             raise ValueError(
-                f"pixel_values have {channels} channels, but the model was configured for num_channels={self.num_channels}"
+                f"pixel_values have {channels} channels, but the model was configured for "
+                f"num_channels={self.num_channels}{hint}"
             )
         if height < self.patch_size or width < self.patch_size:
             raise ValueError(f"image {height}x{width} is smaller than one {self.patch_size}x{self.patch_size} patch")
