@@ -56,6 +56,9 @@ class ViTConfig(TransformerConfig):
         return (self.image_size // self.patch_size) ** 2
 
     def check_architecture(self) -> None:
+        for name in ("image_size", "patch_size"):
+            if not isinstance(getattr(self, name), int) or isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be an int (square images and patches), got {getattr(self, name)!r}")
         super().check_architecture()
         for name in ("image_size", "patch_size", "num_channels", "encoder_stride", "decoder_hidden_size",
                      "decoder_num_hidden_layers", "decoder_num_attention_heads", "decoder_intermediate_size"):
