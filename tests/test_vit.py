@@ -278,3 +278,14 @@ def test_trainer_fine_tunes_the_classifier(tmp_path):
     trainer.train()
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     assert len(losses) == 8 and losses[-1] < 0.7 * losses[0]  # measured: 1.10 -> 0.61
+
+
+def test_learned_tokens_and_positions_start_at_the_initializer_range():
+    """[CLS], positions and MAE's decoder tokens are truncated-normal / normal with std 0.02 (not
+    torch.randn's 1.0); SimMIM's mask token starts at zero, as transformers."""
+    config = TESTER.config(hidden_size=64, num_attention_heads=4, decoder_hidden_size=64)
+    mae = hf_variants.ViTForPreTraining(config)
+    for tensor in (mae.vit.embeddings.cls_token, mae.vit.embeddings.position_embeddings,
+                   mae.decoder.mask_token, mae.decoder.position_embeddings):
+        assert 0.01 < tensor.std().item() < 0.03
+    assert not hf_variants.ViTForMaskedImageModeling(config).vit.embeddings.mask_token.any()

@@ -108,11 +108,6 @@ class MAEDecoder(nn.Module):
         self.layers = LayerStack(spec, config.decoder_num_hidden_layers)
         self.prediction = nn.Linear(width, config.patch_size**2 * config.num_channels)
 
-    def init_vit_parameters(self, std: float) -> None:
-        """Called by ViTPreTrainedModel._init_weights for this module's own parameters."""
-        init.trunc_normal_(self.position_embeddings, mean=0.0, std=std)
-        init.normal_(self.mask_token, mean=0.0, std=std)
-
     def forward(self, encoded: torch.Tensor, ids_restore: torch.Tensor, attn_implementation: str) -> torch.Tensor:
         hidden = self.embed(encoded)
         batch, num_visible, width = hidden.shape[0], hidden.shape[1] - 1, hidden.shape[2]
@@ -150,6 +145,13 @@ class ViTForPreTraining(EncoderTaskModel, ViTPreTrainedModel):
         self.vit = ViTModel(config, add_pooling_layer=False)
         self.decoder = MAEDecoder(config)
         self.post_init()
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        super()._init_weights(module)
+        if isinstance(module, MAEDecoder):  # its own parameters (Linear and LayerNorm are handled above)
+            init.trunc_normal_(module.position_embeddings, mean=0.0, std=self.config.initializer_range)
+            init.normal_(module.mask_token, mean=0.0, std=self.config.initializer_range)
 
     def forward(
         self,

@@ -162,8 +162,6 @@ class ViTPreTrainedModel(TransformerPreTrainedModel):
             init.trunc_normal_(module.cls_token, mean=0.0, std=std)
             if module.mask_token is not None:
                 init.zeros_(module.mask_token)
-        elif hasattr(module, "init_vit_parameters"):  # modules of the MAE decoder (mae.py)
-            module.init_vit_parameters(std)
 
 
 class ViTModel(TransformerBackbone, ViTPreTrainedModel):
