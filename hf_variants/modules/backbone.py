@@ -138,7 +138,6 @@ class TransformerBackbone:
             hidden_states (layers+1 of (B, T, H)) and attentions (layers of (B, heads, T, T)) if asked.
             When the batch runs packed (see layout.py), outputs at padding positions are exactly zero.
         """
-        config = self.config
         output_attentions, output_hidden_states, return_dict = self._output_flags(
             output_attentions, output_hidden_states, return_dict
         )
