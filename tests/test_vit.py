@@ -173,8 +173,9 @@ def test_bad_inputs_to_the_heads():
     ],
 )
 def test_invalid_configs(overrides, match):
+    """Checked when a model is built from the config (a config may pass through invalid states while edited)."""
     with pytest.raises(ValueError, match=match):
-        ViTConfig(**{**TINY_VIT, **overrides})
+        hf_variants.ViTModel(ViTConfig(**{**TINY_VIT, **overrides}))
 
 
 def test_image_processor_and_pipeline_offline(tmp_path):

@@ -4,6 +4,7 @@ eager and sdpa, at the training image size and at other sizes with interpolate_p
 import pytest
 import torch
 import transformers
+from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 import hf_variants
@@ -153,16 +154,6 @@ def test_losses_and_gradients_match_transformers(head):
         torch.testing.assert_close(grads_ours[name], p.grad, atol=ATOL, rtol=0, msg=name)
 
 
-def test_load_pretrained_of_a_transformers_folder_gives_identical_outputs(tmp_path):
-    theirs = reference("ForImageClassification", "sdpa")
-    theirs.save_pretrained(tmp_path)
-    ours = hf_variants.load_pretrained(str(tmp_path), transformers.AutoModelForImageClassification).eval()
-    assert isinstance(ours, hf_variants.ViTForImageClassification)
-    pixels = make_inputs("Model")["pixel_values"]
-    with torch.no_grad():
-        torch.testing.assert_close(ours(pixels).logits, theirs(pixels).logits, atol=ATOL, rtol=0)
-
-
 # transformers 5 -> the names of ViT checkpoints on the Hub (google/vit-base-patch16-224, saved by transformers 4).
 HUB_FORMAT_RENAMES = [
     ("layers.", "encoder.layer."), ("attention.q_proj", "attention.attention.query"),
@@ -171,20 +162,44 @@ HUB_FORMAT_RENAMES = [
 ]
 
 
-def test_hub_format_checkpoint_loads_with_identical_outputs(tmp_path):
-    """A folder with the Hub's (transformers 4) weight names, as google/vit-base-patch16-224 has:
-    transformers renames them on load, and the converted model gives the same logits."""
-    theirs = reference("ForImageClassification", "sdpa")
+def transformers_folder(tmp_path, head: str, hub_format: bool):
+    """A folder saved by transformers' ViT<head>; with ``hub_format`` its weights renamed to the
+    transformers 4 names the Hub's ViT checkpoints have."""
+    theirs = reference(head, "sdpa")
     theirs.save_pretrained(tmp_path)
-    state = load_file(tmp_path / "model.safetensors")
-    renamed = {}
-    for key, value in state.items():
-        for new, old in HUB_FORMAT_RENAMES:
-            key = key.replace(new, old)
-        renamed[key] = value
-    assert "vit.encoder.layer.0.attention.attention.query.weight" in renamed
-    save_file(renamed, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    if hub_format:
+        renamed = {}
+        for key, value in load_file(tmp_path / "model.safetensors").items():
+            for new, old in HUB_FORMAT_RENAMES:
+                key = key.replace(new, old)
+            renamed[key] = value
+        assert any(".encoder.layer.0.attention.attention.query.weight" in f".{key}" for key in renamed)
+        save_file(renamed, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    return theirs
+
+
+@pytest.mark.parametrize("hub_format", [False, True], ids=["transformers5-names", "hub-names"])
+@pytest.mark.parametrize("head", HEADS)
+def test_from_pretrained_of_a_transformers_folder(tmp_path, head, hub_format):
+    """``ViT<head>.from_pretrained(<folder saved by transformers>)`` converts on load (both weight
+    formats) and gives transformers' outputs; saving it again writes our format."""
+    theirs = transformers_folder(tmp_path / "theirs", head, hub_format)
+    ours, info = getattr(hf_variants, f"ViT{head}").from_pretrained(tmp_path / "theirs", output_loading_info=True)
+    assert type(ours) is getattr(hf_variants, f"ViT{head}") and ours.config.model_type == "hfv_vit"
+    assert not info["missing_keys"] and not info["unexpected_keys"]
+    inputs = make_inputs(head)
+    inputs.pop("labels", None)
+    with torch.no_grad():
+        assert_same_outputs(theirs(**inputs, output_hidden_states=True), ours.eval()(**inputs, output_hidden_states=True))
+    ours.save_pretrained(tmp_path / "ours")
+    with safe_open(tmp_path / "ours" / "model.safetensors", "pt") as f:
+        assert any(".attention.qkv." in key for key in f.keys()) and not any("q_proj" in key for key in f.keys())
+
+
+def test_load_pretrained_reads_a_transformers_folder_through_the_auto_class(tmp_path):
+    theirs = transformers_folder(tmp_path, "ForImageClassification", hub_format=True)
     ours = hf_variants.load_pretrained(str(tmp_path), transformers.AutoModelForImageClassification).eval()
+    assert isinstance(ours, hf_variants.ViTForImageClassification)
     pixels = make_inputs("Model")["pixel_values"]
     with torch.no_grad():
         torch.testing.assert_close(ours(pixels).logits, theirs(pixels).logits, atol=ATOL, rtol=0)

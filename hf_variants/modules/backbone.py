@@ -28,6 +28,7 @@ from torch import nn
 from transformers import PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
+from ..conversion.hooks import CheckpointConversionMixin
 from ..hub.save_hook import RemoteCodeMixin
 from .embeddings import TransformerEmbeddings
 from .encoder import LayerSpec, LayerStack
@@ -37,7 +38,7 @@ from .norms import RMSNorm
 from .padding import gather_positions
 
 
-class TransformerPreTrainedModel(RemoteCodeMixin, PreTrainedModel):
+class TransformerPreTrainedModel(CheckpointConversionMixin, RemoteCodeMixin, PreTrainedModel):
     """Shared PreTrainedModel settings for every variant. Every ``save_pretrained`` also writes the
     self-contained remote code + ``auto_map`` (see hf_variants.hub.save_hook), so any saved or
     pushed checkpoint loads with ``trust_remote_code=True`` without the package."""
@@ -50,6 +51,10 @@ class TransformerPreTrainedModel(RemoteCodeMixin, PreTrainedModel):
     # (it would double-count under DDP and gradient accumulation).
     accepts_loss_kwargs = False
     main_input_name = "input_ids"
+
+    def __init__(self, config, *args, **kwargs) -> None:
+        config.check_architecture()  # a clear ValueError naming the fields, before any module is built
+        super().__init__(config, *args, **kwargs)
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
@@ -254,7 +259,9 @@ class TransformerBackbone:
         """(the batch's layout, the (B, 1) summary positions or None for "mean"); see :meth:`forward`."""
         config = self.config
         wants_all_layers = output_hidden_states or output_attentions
-        summary = summary_positions(config.summary_type, attention_mask, batch, length, device)
+        summary = None  # (B, 1) summary-token positions, when something reads them
+        if self.pooler is not None or summary_only:
+            summary = summary_positions(config.summary_type, attention_mask, batch, length, device)
         if self.pooler is not None and summary is not None and output_positions is None and not wants_all_layers:
             summary_read = summary  # the pooler reads the summary token: a layout must compute it
         else:

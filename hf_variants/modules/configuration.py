@@ -12,6 +12,7 @@ from __future__ import annotations
 from huggingface_hub.dataclasses import strict
 from transformers import PreTrainedConfig
 
+from ..conversion.hooks import CheckpointConfigMixin
 from .embeddings import POSITION_EMBEDDING_TYPES
 from .encoder import SHARING_MODES
 from .heads import SUMMARY_TYPES
@@ -19,7 +20,7 @@ from .norms import NORM_TYPES
 
 
 @strict
-class TransformerConfig(PreTrainedConfig):
+class TransformerConfig(CheckpointConfigMixin, PreTrainedConfig):
     """Shared architecture fields (defaults: BERT-base). See each variant's config for its own."""
 
     vocab_size: int = 30522  # token vocabulary V
@@ -56,11 +57,13 @@ class TransformerConfig(PreTrainedConfig):
         if self.position_embedding_type == "absolute":  # transformers' name for learned positions
             self.position_embedding_type = "learned"
         super().__post_init__(**kwargs)
-        self.check_architecture()
 
     def check_architecture(self) -> None:
-        """Raise ValueError for combinations the model cannot be built with (a plain ValueError,
-        not a strict-dataclass validator, whose errors are not ValueErrors). Variants extend it."""
+        """Raise ValueError for combinations the model cannot be built with. Called when a model is
+        built from the config (TransformerPreTrainedModel.__init__), not when the config is made:
+        as in transformers, a config may be edited field by field through invalid states (and
+        round-trips through dicts); the model it builds may not. A plain ValueError, not a
+        strict-dataclass validator, whose errors are not ValueErrors. Variants extend it."""
         if self.head_dim is None and self.hidden_size % self.num_attention_heads != 0:
             raise ValueError(
                 f"hidden_size ({self.hidden_size}) must be divisible by num_attention_heads ({self.num_attention_heads})"

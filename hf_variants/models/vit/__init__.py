@@ -1,8 +1,8 @@
 """ViT (Dosovitskiy et al. 2021): the variant's one declaration. Everything else reads ``SPEC``."""
 
 from ... import papers
+from ...conversion import register_weights
 from ...registry import VariantSpec
-from . import conversion  # noqa: F401  (registers the transformers <-> ours key map)
 from .configuration_vit import ViTConfig
 from .mae import ViTForPreTraining, ViTForPreTrainingOutput
 from .modeling_vit import (
@@ -11,6 +11,7 @@ from .modeling_vit import (
     ViTModel,
     ViTPreTrainedModel,
 )
+from .weights import WEIGHTS
 
 SPEC = VariantSpec(
     name="vit",
@@ -25,6 +26,9 @@ SPEC = VariantSpec(
     pretraining_objective="mae",
     tokenizer_kind="none",  # images: no tokenizer
 )
+
+# The one key map serves from_transformers, to_transformers and from_pretrained (weights.py).
+register_weights(WEIGHTS, SPEC.classes)
 
 __all__ = [
     "ViTConfig",
