@@ -256,7 +256,7 @@ class TransformerBackbone:
         reads_padding: bool = False,
         attention_bias: torch.Tensor | None = None,
     ) -> tuple[BatchLayout, torch.Tensor | None]:
-        """(the batch's layout, the (B, 1) summary positions or None for "mean"); see :meth:`forward`."""
+        """(the batch's layout, the (B, 1) summary positions, or None when nothing reads them or for "mean"); see :meth:`forward`."""
         config = self.config
         wants_all_layers = output_hidden_states or output_attentions
         summary = None  # (B, 1) summary-token positions, when something reads them
