@@ -123,3 +123,23 @@ def test_training_lowers_the_loss_and_the_encoder_loads_into_the_classifier(tmp_
     assert all(key.startswith("decoder.") for key in info["unexpected_keys"])
     for name, value in model.vit.state_dict().items():
         torch.testing.assert_close(classifier.vit.state_dict()[name], value, atol=0, rtol=0, msg=name)
+
+
+def test_trainer_pretrains_with_the_models_own_loss(tmp_path):
+    """Trainer runs MAE on images alone (no labels column: the model returns its loss), with a
+    fresh random mask each step; the encoder's weights move."""
+    from datasets import Dataset
+
+    model, pixels, _ = model_and_inputs()
+    data = Dataset.from_dict({"pixel_values": torch.randn(8, 3, 32, 32).numpy()})
+    data.set_format("torch")
+    before = model.vit.embeddings.patch_embeddings.projection.weight.detach().clone()
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path), per_device_train_batch_size=4, max_steps=4, learning_rate=1e-3, logging_steps=1,
+        report_to=[], use_cpu=True, save_strategy="no", disable_tqdm=True,
+    )
+    trainer = transformers.Trainer(model=model, args=args, train_dataset=data)
+    trainer.train()
+    losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+    assert len(losses) == 4 and all(0.1 < loss < 10 for loss in losses)
+    assert not torch.equal(model.vit.embeddings.patch_embeddings.projection.weight, before)
