@@ -209,6 +209,7 @@ def test_to_transformers_refuses_what_transformers_vit_cannot_express():
     model = hf_variants.ViTModel(hf_variants.ViTConfig(**TINY_VIT, layer_sharing="all"))
     with pytest.raises(ValueError, match="layer_sharing"):
         hf_variants.to_transformers(model)
-    theirs = transformers.ViTModel(transformers.ViTConfig(**TINY_VIT, qkv_bias=False))
-    with pytest.raises(ValueError, match="qkv_bias"):
-        hf_variants.from_transformers(theirs)
+    for field, value in (("qkv_bias", False), ("pooler_act", "relu"), ("pooler_output_size", 16)):
+        theirs = transformers.ViTModel(transformers.ViTConfig(**TINY_VIT, **{field: value}))
+        with pytest.raises(ValueError, match=field):
+            hf_variants.from_transformers(theirs)

@@ -31,6 +31,7 @@ class ViTConfig(TransformerConfig):
     hidden_dropout_prob: float = 0.0  # paper: 0.1 only when training from scratch on ImageNet
     attention_probs_dropout_prob: float = 0.0
     pre_layer_norm: bool = True  # ViT's blocks are pre-LN with a final LayerNorm
+    layer_norm_eps: float = 1e-12  # transformers' ViT (and its Hub configs); the paper's JAX code uses 1e-6
     summary_type: str = "first"  # the [CLS] token summarises the image
     vocab_size: int = 1  # unused: images have no vocabulary
     type_vocab_size: int = 0  # unused: no segments
