@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import transformers
-from transformers import PreTrainedConfig
+from transformers import PreTrainedConfig, PreTrainedModel
 from transformers.conversion_mapping import register_checkpoint_conversion_mapping
 from transformers.core_model_loading import WeightTransform
 
@@ -50,6 +50,10 @@ class VariantWeights:
             where it has no equivalent); :meth:`config_to_family` gives the other families'.
         config_defaults: values set on configs translated from a source format, where ours
             differs from theirs by default or by name.
+        constructor_kwargs: head suffix -> a function of a model giving the arguments beyond the
+            config that rebuild its architecture in the other library (both classes take the same
+            ones, e.g. ViTModel's ``add_pooling_layer`` / ``use_mask_token``); heads not listed
+            need none.
     """
 
     config_class: type
@@ -58,6 +62,7 @@ class VariantWeights:
     source_model_types: tuple[str, ...]
     config_to_theirs: Callable[[PreTrainedConfig], PreTrainedConfig]
     config_defaults: dict[str, Any] = field(default_factory=dict)
+    constructor_kwargs: dict[str, Callable[[PreTrainedModel], dict]] = field(default_factory=dict)
 
     @property
     def model_type(self) -> str:
@@ -100,12 +105,14 @@ class VariantWeights:
 
 @dataclass
 class ConversionPair:
-    """Our class <-> transformers class, with the adapter and the variant's config translators."""
+    """Our class <-> transformers class, with the adapter and the variant's config translators;
+    ``constructor_kwargs(model)``: the arguments beyond the config that rebuild ``model`` (or None)."""
 
     ours: type
     theirs: type
     adapter: StateDictAdapter
     weights: VariantWeights
+    constructor_kwargs: Callable[[PreTrainedModel], dict] | None = None
 
 
 # Our model_type -> its weights; every (ours, theirs) pair, in registration order.
@@ -128,4 +135,12 @@ def register_weights(weights: VariantWeights, classes: dict[str, type]) -> None:
     for suffix in weights.transformers_classes:
         adapter = weights.adapter(suffix)
         for their_name in weights.transformers_class_names(suffix):
-            PAIRS.append(ConversionPair(ours=classes[suffix], theirs=getattr(transformers, their_name), adapter=adapter, weights=weights))
+            PAIRS.append(
+                ConversionPair(
+                    ours=classes[suffix],
+                    theirs=getattr(transformers, their_name),
+                    adapter=adapter,
+                    weights=weights,
+                    constructor_kwargs=weights.constructor_kwargs.get(suffix),
+                )
+            )
