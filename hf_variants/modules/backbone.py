@@ -79,11 +79,14 @@ class EncoderBackbone:
             dropout=config.hidden_dropout_prob,
             pad_token_id=config.pad_token_id,
         )
-        self.encoder = LayerStack(
-            layer_spec_from_config(config), config.num_hidden_layers, sharing=getattr(config, "layer_sharing", "none")
-        )
+        self.encoder = self.build_layers(config)
         self.pooler = Pooler(config.hidden_size) if add_pooling_layer else None
         self.post_init()
+
+    def build_layers(self, config) -> LayerStack:
+        return LayerStack(
+            layer_spec_from_config(config), config.num_hidden_layers, sharing=getattr(config, "layer_sharing", "none")
+        )
 
     def get_input_embeddings(self) -> nn.Embedding:
         return self.embeddings.word_embeddings

@@ -1,0 +1,308 @@
+"""Decoder-only and encoder-decoder backbones.
+
+A decoder is the encoder backbone with causal self-attention, a transformers ``Cache`` of the
+keys/values of earlier steps (``past_key_values``), positions that continue after the cached ones,
+and, inside an encoder-decoder, cross-attention to the encoder's states. Variants declare::
+
+    class XDecoderModel(DecoderBackbone, XPreTrainedModel): ...          # GPT-style ...Model
+    class XModel(EncoderDecoderBackbone, XPreTrainedModel):              # T5 / Transformer ...Model
+        encoder_class = XEncoder        # a backbone class (EncoderBackbone + XPreTrainedModel)
+        decoder_class = XDecoder        # a DecoderBackbone class
+
+Decoders run padded whenever a cache is used (generation): each step appends one position per
+row, which the packed layout cannot express.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch import nn
+from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache
+from transformers.modeling_outputs import (
+    ModelOutput,
+    BaseModelOutput,
+    BaseModelOutputWithPastAndCrossAttentions,
+    Seq2SeqModelOutput,
+)
+
+from .attention import make_attention_bias
+from .backbone import EncoderBackbone, layer_spec_from_config
+from .encoder import LayerStack
+
+
+def positions_after_cache(
+    attention_mask: torch.Tensor | None, past_length: int, batch: int, length: int, device: torch.device
+) -> torch.Tensor:
+    """(B, T) positions of the T new tokens.
+
+    With a (B, past + T) ``attention_mask`` the position of a token is the number of real tokens
+    before it in its row, so a left-padded row gets the positions it would have alone (padding
+    slots get 0, and are masked anyway). Without a mask: past_length .. past_length + T - 1.
+    """
+    if attention_mask is None:
+        return torch.arange(past_length, past_length + length, device=device).expand(batch, length)
+    positions = attention_mask.long().cumsum(-1) - 1
+    return positions.clamp(min=0)[:, -length:]
+
+
+class DecoderBackbone(EncoderBackbone):
+    """Mixin for a causal decoder (``...Model`` of a decoder-only variant, or the decoder half of an
+    encoder-decoder when ``config.add_cross_attention``). Must precede the variant's
+    PreTrainedModel in the bases.
+
+    ``positions_from_attention_mask``: True (default) derives positions from the attention mask,
+    so a left-padded row gets the positions it would have alone; False gives past_length + 0..T-1
+    whatever the padding (GPT-2's own convention when no ``position_ids`` are passed).
+    """
+
+    positions_from_attention_mask: bool = True
+
+    def __init__(self, config, add_pooling_layer: bool = False) -> None:
+        super().__init__(config, add_pooling_layer=add_pooling_layer)
+
+    def build_layers(self, config) -> LayerStack:
+        spec = layer_spec_from_config(config)
+        spec.cross_attention = bool(getattr(config, "add_cross_attention", False))
+        return LayerStack(spec, config.num_hidden_layers, sharing=getattr(config, "layer_sharing", "none"))
+
+    @property
+    def has_cross_attention(self) -> bool:
+        return self.encoder.layer_at(0).cross_attention is not None
+
+    def _prepare_cache(self, past_key_values: Cache | None, use_cache: bool) -> Cache | None:
+        """The cache this call reads and extends: the caller's, or a new one when ``use_cache``."""
+        if past_key_values is None and not use_cache:
+            return None
+        if past_key_values is not None and not isinstance(past_key_values, Cache):
+            raise ValueError(
+                f"past_key_values must be a transformers Cache (DynamicCache / EncoderDecoderCache), got "
+                f"{type(past_key_values).__name__}; tuples of tensors are not supported"
+            )
+        if past_key_values is None:
+            past_key_values = DynamicCache()
+        if self.has_cross_attention and not isinstance(past_key_values, EncoderDecoderCache):
+            # Cross-attention keys/values are computed once per generation and kept here.
+            past_key_values = EncoderDecoderCache(past_key_values, DynamicCache())
+        self_cache = past_key_values.self_attention_cache if isinstance(past_key_values, EncoderDecoderCache) else past_key_values
+        preset = len(self_cache.layers)
+        if self_cache.layer_class_to_replicate is None and preset < self.encoder.num_layers:
+            raise ValueError(
+                f"the cache was built for {preset} layers but the decoder has {self.encoder.num_layers}: build it "
+                "with this decoder's config (an encoder-decoder config names the decoder depth `decoder_layers`)"
+            )
+        return past_key_values
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        past_key_values: Cache | None = None,
+        use_cache: bool | None = None,
+        encoder_hidden_states: torch.Tensor | None = None,
+        encoder_attention_mask: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> BaseModelOutputWithPastAndCrossAttentions | tuple:
+        """Decode T new tokens after the cached ones.
+
+        Args:
+            input_ids: (B, T) new token ids (or ``inputs_embeds`` (B, T, E)).
+            attention_mask: (B, past + T): 1 for real tokens, 0 for padding, over the cached
+                positions and the new ones (transformers' convention in ``generate``).
+            position_ids: (B, T); default from the mask (see ``positions_after_cache``).
+            past_key_values: a Cache from an earlier call (extended in place and returned).
+            use_cache: create and return a cache (default ``config.use_cache``, True if unset).
+            encoder_hidden_states: (B, S, H) encoder output for cross-attention.
+            encoder_attention_mask: (B, S) 1 for real source tokens.
+        Returns:
+            BaseModelOutputWithPastAndCrossAttentions: last_hidden_state (B, T, H),
+            past_key_values, hidden_states / attentions (over past + T keys) if asked.
+        """
+        config = self.config
+        output_attentions = bool(output_attentions if output_attentions is not None else config.output_attentions)
+        output_hidden_states = bool(
+            output_hidden_states if output_hidden_states is not None else config.output_hidden_states
+        )
+        return_dict = return_dict if return_dict is not None else config.return_dict
+        if use_cache is None:
+            use_cache = bool(getattr(config, "use_cache", True))
+        if (input_ids is None) == (inputs_embeds is None):
+            raise ValueError("pass exactly one of input_ids or inputs_embeds")
+        batch, length = input_ids.shape if input_ids is not None else inputs_embeds.shape[:2]
+        device = input_ids.device if input_ids is not None else inputs_embeds.device
+        if encoder_hidden_states is not None and not self.has_cross_attention:
+            raise ValueError("encoder_hidden_states were given but this decoder has no cross-attention")
+        if self.has_cross_attention and encoder_hidden_states is None:
+            raise ValueError("this decoder attends to an encoder: pass encoder_hidden_states")
+        past_key_values = self._prepare_cache(past_key_values, use_cache)
+        past_length = past_key_values.get_seq_length() if past_key_values is not None else 0
+        if attention_mask is not None and tuple(attention_mask.shape) != (batch, past_length + length):
+            raise ValueError(
+                f"attention_mask has shape {tuple(attention_mask.shape)}, expected {(batch, past_length + length)} "
+                f"(cached positions {past_length} + new tokens {length})"
+            )
+        for name, tensor in (("token_type_ids", token_type_ids), ("position_ids", position_ids)):
+            if tensor is not None and tuple(tensor.shape) != (batch, length):
+                raise ValueError(f"{name} has shape {tuple(tensor.shape)}, expected {(batch, length)} like input_ids")
+        if position_ids is None:
+            if self.positions_from_attention_mask:
+                position_ids = positions_after_cache(attention_mask, past_length, batch, length, device)
+            else:
+                position_ids = positions_after_cache(None, past_length, batch, length, device)
+        self.embeddings.check_inputs(input_ids, token_type_ids, position_ids, past_length + length)
+
+        dtype = self.embeddings.word_embeddings.weight.dtype
+        hidden_states = self.embeddings(input_ids, position_ids, token_type_ids, inputs_embeds)
+        hidden_states, all_hidden, all_attentions = self.encoder(
+            hidden_states,
+            make_attention_bias(attention_mask, dtype),  # padding over past + T keys; causality below
+            output_hidden_states=output_hidden_states,
+            output_attentions=output_attentions,
+            is_causal=True,
+            past_key_values=past_key_values,
+            encoder_hidden_states=encoder_hidden_states,
+            encoder_attention_bias=make_attention_bias(encoder_attention_mask, dtype),
+            attn_implementation=self.attention_backend,
+        )
+        output = BaseModelOutputWithPastAndCrossAttentions(
+            last_hidden_state=hidden_states,
+            past_key_values=past_key_values,
+            hidden_states=tuple(all_hidden) if output_hidden_states else None,
+            attentions=tuple(all_attentions) if output_attentions else None,
+        )
+        return output if return_dict else output.to_tuple()
+
+
+class EncoderDecoderBackbone:
+    """Mixin for an encoder-decoder ``...Model``: ``encoder_class`` (a non-causal backbone) reads the
+    source, ``decoder_class`` (a :class:`DecoderBackbone` with cross-attention) the target. The
+    decoder's word embeddings are the encoder's (one matrix for source and target, as in the
+    original Transformer, T5 and Marian); variants with separate vocabularies override
+    :meth:`share_embeddings`. Must precede the variant's PreTrainedModel in the bases.
+    """
+
+    encoder_class: type
+    decoder_class: type
+    _tied_weights_keys = {"decoder.embeddings.word_embeddings.weight": "encoder.embeddings.word_embeddings.weight"}
+
+    def __init__(self, config) -> None:
+        super().__init__(config)
+        self.config = config
+        self.encoder = self.encoder_class(self.encoder_config(config), add_pooling_layer=False)
+        self.decoder = self.decoder_class(self.decoder_config(config))
+        if self.share_embeddings():
+            self.decoder.set_input_embeddings(self.encoder.get_input_embeddings())
+        self.post_init()
+
+    def share_embeddings(self) -> bool:
+        return True
+
+    @staticmethod
+    def encoder_config(config):
+        """The encoder's copy of the config: bidirectional, no cache."""
+        encoder_config = copy.deepcopy(config)
+        encoder_config.is_decoder = False
+        encoder_config.use_cache = False
+        encoder_config.is_encoder_decoder = False
+        return encoder_config
+
+    @staticmethod
+    def decoder_config(config):
+        """The decoder's copy: causal, with cross-attention, ``decoder_layers`` deep when the config
+        names a separate decoder depth."""
+        decoder_config = copy.deepcopy(config)
+        decoder_config.is_decoder = True
+        decoder_config.add_cross_attention = True
+        decoder_config.is_encoder_decoder = False
+        decoder_layers = getattr(config, "decoder_layers", None)
+        if decoder_layers is not None:
+            decoder_config.num_hidden_layers = decoder_layers
+        return decoder_config
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.encoder.get_input_embeddings()
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.encoder.set_input_embeddings(value)
+        if self.share_embeddings():
+            self.decoder.set_input_embeddings(value)
+
+    def get_encoder(self, modality: str | None = None):
+        return self.encoder
+
+    def get_decoder(self):
+        return self.decoder
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        decoder_input_ids: torch.Tensor | None = None,
+        decoder_attention_mask: torch.Tensor | None = None,
+        decoder_position_ids: torch.Tensor | None = None,
+        encoder_outputs: BaseModelOutput | tuple | None = None,
+        past_key_values: Cache | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        decoder_inputs_embeds: torch.Tensor | None = None,
+        use_cache: bool | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> Seq2SeqModelOutput | tuple:
+        """Encode the source (unless ``encoder_outputs`` are given) and decode the target.
+
+        Args:
+            input_ids / inputs_embeds: (B, S) source ids / (B, S, E) embeddings.
+            attention_mask: (B, S) source keep-mask (also the cross-attention mask).
+            decoder_input_ids: (B, T) target ids, shifted right (see ``shift_tokens_right``).
+            decoder_attention_mask: (B, past + T) target keep-mask.
+            encoder_outputs: the encoder's output from an earlier call (generation reuses it).
+        Returns:
+            Seq2SeqModelOutput: last_hidden_state (B, T, H) of the decoder, past_key_values,
+            encoder_last_hidden_state (B, S, H) and the optional hidden states / attentions.
+        """
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        if encoder_outputs is None:
+            encoder_outputs = self.encoder(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                inputs_embeds=inputs_embeds,
+                output_attentions=output_attentions,
+                output_hidden_states=output_hidden_states,
+                return_dict=True,
+            )
+        elif not isinstance(encoder_outputs, ModelOutput):  # a tuple from return_dict=False
+            encoder_outputs = BaseModelOutput(*encoder_outputs)
+        if decoder_input_ids is None and decoder_inputs_embeds is None:
+            raise ValueError("pass decoder_input_ids (or labels to a ...ForConditionalGeneration model)")
+        decoder_outputs = self.decoder(
+            input_ids=decoder_input_ids,
+            attention_mask=decoder_attention_mask,
+            position_ids=decoder_position_ids,
+            inputs_embeds=decoder_inputs_embeds,
+            past_key_values=past_key_values,
+            use_cache=use_cache,
+            encoder_hidden_states=encoder_outputs.last_hidden_state,
+            encoder_attention_mask=attention_mask,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+        )
+        output = Seq2SeqModelOutput(
+            last_hidden_state=decoder_outputs.last_hidden_state,
+            past_key_values=decoder_outputs.past_key_values,
+            decoder_hidden_states=decoder_outputs.hidden_states,
+            decoder_attentions=decoder_outputs.attentions,
+            encoder_last_hidden_state=encoder_outputs.last_hidden_state,
+            encoder_hidden_states=encoder_outputs.hidden_states,
+            encoder_attentions=encoder_outputs.attentions,
+        )
+        return output if return_dict else output.to_tuple()

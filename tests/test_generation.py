@@ -1,0 +1,276 @@
+"""generate() through transformers' own machinery on a tiny decoder-only model and a tiny
+encoder-decoder model built from the shared blocks (tests/tiny_decoders.py): cache = no cache,
+cached logits = recomputed prefix, greedy = a manual argmax loop, beam search, sampling,
+max_new_tokens, EOS stopping, left-padded batches, save/load through safetensors."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+from torch.nn import functional as F
+from transformers import DynamicCache
+
+from tiny_decoders import TinyDecoderConfig, TinyForCausalLM, TinyForConditionalGeneration, TinySeq2SeqConfig
+
+BACKENDS = ("eager", "sdpa")
+PAD = 0
+
+
+def causal_lm(backend: str = "sdpa", seed: int = 0, **overrides) -> TinyForCausalLM:
+    torch.manual_seed(seed)
+    config = TinyDecoderConfig(**overrides)
+    config._attn_implementation = backend
+    return TinyForCausalLM(config).eval()
+
+
+def seq2seq_lm(backend: str = "sdpa", seed: int = 0, **overrides) -> TinyForConditionalGeneration:
+    torch.manual_seed(seed)
+    config = TinySeq2SeqConfig(**overrides)
+    config._attn_implementation = backend
+    return TinyForConditionalGeneration(config).eval()
+
+
+def prompts(batch: int = 3, length: int = 6, seed: int = 1) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randint(3, 99, (batch, length), generator=generator)
+
+
+def left_pad(rows: list[torch.Tensor], side: str = "left") -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows of different lengths -> (B, T) ids padded with PAD on ``side`` and the (B, T) attention mask."""
+    width = max(len(row) for row in rows)
+    ids = torch.full((len(rows), width), PAD, dtype=torch.long)
+    mask = torch.zeros(len(rows), width, dtype=torch.long)
+    for i, row in enumerate(rows):
+        where = slice(width - len(row), width) if side == "left" else slice(0, len(row))
+        ids[i, where] = row
+        mask[i, where] = 1
+    return ids, mask
+
+
+def greedy(model, ids, **kwargs) -> torch.Tensor:
+    return model.generate(ids, do_sample=False, max_new_tokens=8, **kwargs)
+
+
+# ----------------------------------------------------------------------------- decoder-only
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_cached_generation_equals_uncached(backend):
+    model = causal_lm(backend)
+    ids = prompts()
+    cached = greedy(model, ids, use_cache=True)
+    assert torch.equal(cached, greedy(model, ids, use_cache=False))
+    assert cached.shape == (3, 6 + 8)
+    assert len(set(cached[0, 6:].tolist())) > 1  # a real continuation, not one repeated token
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_one_cached_step_equals_recomputing_the_prefix(backend):
+    model = causal_lm(backend)
+    rows = [prompts(1, 7, seed=2)[0], prompts(1, 4, seed=3)[0]]
+    ids, mask = left_pad(rows)
+    next_tokens = torch.tensor([[11], [12]])
+    with torch.no_grad():
+        first = model(ids, attention_mask=mask, use_cache=True)
+        assert isinstance(first.past_key_values, DynamicCache)
+        assert first.past_key_values.get_seq_length() == ids.shape[1]
+        step_mask = torch.cat([mask, torch.ones(2, 1, dtype=torch.long)], dim=1)
+        step = model(next_tokens, attention_mask=step_mask, past_key_values=first.past_key_values)
+        full = model(torch.cat([ids, next_tokens], dim=1), attention_mask=step_mask, use_cache=False)
+    assert step.logits.shape == (2, 1, 99)
+    torch.testing.assert_close(step.logits[:, 0], full.logits[:, -1], atol=1e-5, rtol=0)
+    assert full.past_key_values is None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_greedy_equals_manual_argmax_loop(backend):
+    model = causal_lm(backend)
+    ids = prompts()
+    sequence = ids
+    with torch.no_grad():
+        for _ in range(8):
+            logits = model(sequence, use_cache=False).logits[:, -1]
+            sequence = torch.cat([sequence, logits.argmax(-1, keepdim=True)], dim=1)
+    assert torch.equal(greedy(model, ids), sequence)
+
+
+def test_beam_search_is_deterministic_and_cache_independent():
+    model = causal_lm()
+    ids = prompts()
+    beams = model.generate(ids, num_beams=3, do_sample=False, max_new_tokens=8)
+    assert beams.shape == (3, 14)
+    assert torch.equal(beams, model.generate(ids, num_beams=3, do_sample=False, max_new_tokens=8))
+    # Beams reorder the cache (Cache.reorder_cache): recomputing every step must agree.
+    assert torch.equal(beams, model.generate(ids, num_beams=3, do_sample=False, max_new_tokens=8, use_cache=False))
+    returned = model.generate(ids, num_beams=3, num_return_sequences=3, do_sample=False, max_new_tokens=8,
+                              output_scores=True, return_dict_in_generate=True)
+    assert returned.sequences.shape == (9, 14)
+    assert torch.equal(returned.sequences[::3], beams)  # the best beam of each prompt comes first
+    assert bool((returned.sequences_scores[0::3] >= returned.sequences_scores[1::3]).all())
+
+
+def test_sampling_is_seeded_and_cache_independent():
+    model = causal_lm()
+    ids = prompts()
+
+    def sample(use_cache):
+        torch.manual_seed(123)
+        return model.generate(ids, do_sample=True, top_k=20, temperature=0.8, max_new_tokens=8, use_cache=use_cache)
+
+    first = sample(True)
+    assert torch.equal(first, sample(True))
+    assert torch.equal(first, sample(False))
+    assert not torch.equal(first, greedy(model, ids))  # sampling really sampled
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_left_padded_batch_gives_each_row_its_own_tokens(backend):
+    model = causal_lm(backend)
+    rows = [prompts(1, 7, seed=4)[0], prompts(1, 3, seed=5)[0], prompts(1, 5, seed=6)[0]]
+    ids, mask = left_pad(rows)
+    batched = greedy(model, ids, attention_mask=mask)
+    for i, row in enumerate(rows):
+        alone = greedy(model, row[None])
+        assert torch.equal(batched[i, ids.shape[1]:], alone[0, len(row):]), f"row {i}"
+
+
+def test_eos_stops_generation_and_pads_finished_rows():
+    model = causal_lm()
+    ids = prompts(2, 6)
+    free = greedy(model, ids)
+    eos = int(free[0, 6 + 2])  # row 0 emits this token at its third step
+    stopped = greedy(model, ids, eos_token_id=eos, pad_token_id=PAD)
+    first_eos = (free[0, 6:] == eos).nonzero()[0, 0].item()
+    assert stopped[0, 6 + first_eos] == eos
+    assert bool((stopped[0, 6 + first_eos + 1:] == PAD).all())
+    assert torch.equal(stopped[0, : 6 + first_eos + 1], free[0, : 6 + first_eos + 1])
+    row_1_hits = (free[1, 6:] == eos).nonzero()
+    if len(row_1_hits) == 0:  # row 1 never emits it: it runs to max_new_tokens, the length of the output
+        assert stopped.shape[1] == free.shape[1] and torch.equal(stopped[1], free[1])
+
+
+def test_max_new_tokens_and_max_length():
+    model = causal_lm()
+    ids = prompts(2, 5)
+    assert model.generate(ids, max_new_tokens=3, do_sample=False).shape == (2, 8)
+    assert model.generate(ids, max_length=7, do_sample=False).shape == (2, 7)
+
+
+def test_causal_lm_loss_is_shifted_cross_entropy_with_ignored_labels():
+    model = causal_lm()
+    ids = prompts(2, 6)
+    labels = ids.clone()
+    labels[0, 3] = -100
+    out = model(ids, labels=labels)
+    expected = F.cross_entropy(out.logits[:, :-1].reshape(-1, 99), labels[:, 1:].reshape(-1), ignore_index=-100)
+    torch.testing.assert_close(out.loss, expected)
+    assert out.past_key_values is None  # training calls keep no cache unless asked
+    with pytest.raises(ValueError, match="labels contains class 120"):
+        model(ids, labels=torch.full_like(ids, 120))
+
+
+def test_lm_head_is_tied_and_saved_once(tmp_path):
+    model = causal_lm()
+    assert model.get_output_embeddings().weight is model.get_input_embeddings().weight
+    ids = prompts()
+    before = greedy(model, ids)
+    model.save_pretrained(tmp_path)
+    assert os.path.exists(tmp_path / "model.safetensors")
+    assert not os.path.exists(tmp_path / "pytorch_model.bin")
+    from safetensors import safe_open
+
+    with safe_open(tmp_path / "model.safetensors", "pt") as f:
+        names = set(f.keys())
+    assert "lm_head.weight" not in names and "model.embeddings.word_embeddings.weight" in names
+    loaded = TinyForCausalLM.from_pretrained(tmp_path).eval()
+    assert loaded.get_output_embeddings().weight is loaded.get_input_embeddings().weight
+    assert torch.equal(greedy(loaded, ids), before)
+
+
+def test_logits_to_keep():
+    model = causal_lm()
+    ids = prompts()
+    with torch.no_grad():
+        full = model(ids, use_cache=False).logits
+        last = model(ids, use_cache=False, logits_to_keep=1).logits
+    assert last.shape == (3, 1, 99)
+    torch.testing.assert_close(last[:, 0], full[:, -1])
+    with pytest.raises(ValueError, match="logits_to_keep"):
+        model(ids, labels=ids, logits_to_keep=1)
+
+
+# ----------------------------------------------------------------------------- encoder-decoder
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_seq2seq_cached_generation_equals_uncached(backend):
+    model = seq2seq_lm(backend)
+    ids = prompts()
+    cached = greedy(model, ids)
+    assert torch.equal(cached, greedy(model, ids, use_cache=False))
+    assert bool((cached[:, 0] == model.config.decoder_start_token_id).all())
+    assert cached.shape == (3, 1 + 8)
+    beams = model.generate(ids, num_beams=3, do_sample=False, max_new_tokens=8)
+    assert torch.equal(beams, model.generate(ids, num_beams=3, do_sample=False, max_new_tokens=8))
+    assert torch.equal(beams, model.generate(ids, num_beams=3, do_sample=False, max_new_tokens=8, use_cache=False))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_seq2seq_cached_step_equals_recomputing_and_greedy_equals_argmax(backend):
+    model = seq2seq_lm(backend)
+    ids, mask = left_pad([prompts(1, 7, seed=7)[0], prompts(1, 4, seed=8)[0]], side="right")
+    start = torch.full((2, 1), model.config.decoder_start_token_id)
+    decoded = start
+    with torch.no_grad():
+        encoder_outputs = model.get_encoder()(input_ids=ids, attention_mask=mask)
+        for _ in range(5):
+            logits = model(attention_mask=mask, encoder_outputs=encoder_outputs, decoder_input_ids=decoded,
+                           use_cache=False).logits[:, -1]
+            decoded = torch.cat([decoded, logits.argmax(-1, keepdim=True)], dim=1)
+        prefix = model(attention_mask=mask, encoder_outputs=encoder_outputs, decoder_input_ids=decoded[:, :-1])
+        cache = prefix.past_key_values
+        assert all(cache.is_updated.values()) and len(cache.is_updated) == model.config.num_hidden_layers
+        step = model(attention_mask=mask, encoder_outputs=encoder_outputs, decoder_input_ids=decoded[:, -1:],
+                     past_key_values=cache)
+        full = model(attention_mask=mask, encoder_outputs=encoder_outputs, decoder_input_ids=decoded, use_cache=False)
+    torch.testing.assert_close(step.logits[:, 0], full.logits[:, -1], atol=1e-5, rtol=0)
+    generated = model.generate(ids, attention_mask=mask, do_sample=False, max_new_tokens=5)
+    assert torch.equal(generated, decoded)
+
+
+def test_seq2seq_padded_source_batch_gives_each_row_its_own_tokens():
+    # Sources are right-padded, as encoder-decoder tokenizers do (the encoder's positions start at
+    # the first token); the encoder batch runs packed (padding_free), the decoder padded with a cache.
+    model = seq2seq_lm()
+    rows = [prompts(1, 7, seed=9)[0], prompts(1, 3, seed=10)[0], prompts(1, 5, seed=11)[0]]
+    ids, mask = left_pad(rows, side="right")
+    batched = greedy(model, ids, attention_mask=mask)
+    for i, row in enumerate(rows):
+        assert torch.equal(batched[i], greedy(model, row[None])[0]), f"row {i}"
+
+
+def test_seq2seq_labels_make_shifted_decoder_inputs_and_loss():
+    model = seq2seq_lm()
+    ids = prompts(2, 6)
+    labels = prompts(2, 4, seed=12)
+    labels[1, 2:] = -100
+    out = model(ids, labels=labels)
+    decoder_input_ids = torch.tensor(
+        [[1, *labels[0, :3].tolist()], [1, *labels[1, :2].tolist(), PAD]]
+    )
+    explicit = model(ids, decoder_input_ids=decoder_input_ids, use_cache=False)
+    torch.testing.assert_close(out.logits, explicit.logits)
+    expected = F.cross_entropy(explicit.logits.reshape(-1, 99), labels.reshape(-1), ignore_index=-100)
+    torch.testing.assert_close(out.loss, expected)
+    assert out.encoder_last_hidden_state.shape == (2, 6, 32)
+
+
+def test_seq2seq_embeddings_shared_and_save_load(tmp_path):
+    model = seq2seq_lm()
+    shared = model.model.encoder.get_input_embeddings().weight
+    assert model.model.decoder.get_input_embeddings().weight is shared
+    assert model.get_output_embeddings().weight is shared
+    ids = prompts()
+    before = model.generate(ids, num_beams=3, do_sample=False, max_new_tokens=6)
+    model.save_pretrained(tmp_path)
+    loaded = TinyForConditionalGeneration.from_pretrained(tmp_path).eval()
+    assert loaded.model.decoder.get_input_embeddings().weight is loaded.model.encoder.get_input_embeddings().weight
+    assert torch.equal(loaded.generate(ids, num_beams=3, do_sample=False, max_new_tokens=6), before)
