@@ -274,3 +274,24 @@ def test_seq2seq_embeddings_shared_and_save_load(tmp_path):
     loaded = TinyForConditionalGeneration.from_pretrained(tmp_path).eval()
     assert loaded.model.decoder.get_input_embeddings().weight is loaded.model.encoder.get_input_embeddings().weight
     assert torch.equal(loaded.generate(ids, num_beams=3, do_sample=False, max_new_tokens=6), before)
+
+
+def test_training_with_gradient_checkpointing_keeps_no_cache():
+    model = causal_lm()
+    model.activation_checkpointing_enable()
+    model.train()
+    ids = prompts(2, 6)
+    out = model(ids, use_cache=True)
+    assert out.past_key_values is None
+    out.logits.sum().backward()
+    assert model.model.embeddings.word_embeddings.weight.grad is not None
+    with pytest.raises(ValueError, match="gradient checkpointing"):
+        model(ids, past_key_values=DynamicCache())
+
+
+def test_generate_from_inputs_embeds():
+    model = causal_lm()
+    ids = prompts(2, 6)
+    embeds = model.get_input_embeddings()(ids)
+    from_embeds = model.generate(inputs_embeds=embeds, do_sample=False, max_new_tokens=5)
+    assert torch.equal(from_embeds, greedy(model, ids)[:, 6:11])  # only the new tokens come back

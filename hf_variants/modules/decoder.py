@@ -141,6 +141,11 @@ class DecoderBackbone(EncoderBackbone):
             raise ValueError("encoder_hidden_states were given but this decoder has no cross-attention")
         if self.has_cross_attention and encoder_hidden_states is None:
             raise ValueError("this decoder attends to an encoder: pass encoder_hidden_states")
+        if self.training and (use_cache or past_key_values is not None) and self.is_activation_checkpointing:
+            # Checkpointed layers drop the cache (transformers' GradientCheckpointingLayer): keep none.
+            if past_key_values is not None:
+                raise ValueError("past_key_values cannot be used while training with gradient checkpointing")
+            use_cache = False
         past_key_values = self._prepare_cache(past_key_values, use_cache)
         past_length = past_key_values.get_seq_length() if past_key_values is not None else 0
         if attention_mask is not None and tuple(attention_mask.shape) != (batch, past_length + length):
