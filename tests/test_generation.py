@@ -295,3 +295,109 @@ def test_generate_from_inputs_embeds():
     embeds = model.get_input_embeddings()(ids)
     from_embeds = model.generate(inputs_embeds=embeds, do_sample=False, max_new_tokens=5)
     assert torch.equal(from_embeds, greedy(model, ids)[:, 6:11])  # only the new tokens come back
+
+
+# ----------------------------------------------------------------------------- against transformers' models
+# The shared blocks with a reference model's weights must generate exactly its tokens (greedy and
+# 3 beams, padded batches): checks positions after the cache, causal masking over cached keys,
+# cross-attention caching and beam reordering against transformers' own implementations. The key
+# renames here are test-local; the GPT / Transformer variants' key maps supersede them.
+def _copy_linear(target: dict, source: dict, ours: str, theirs: list[str], transpose: bool = False) -> None:
+    weights = [source[name + ".weight"] for name in theirs]
+    target[ours + ".weight"] = torch.cat([w.T if transpose else w for w in weights])
+    if theirs[0] + ".bias" in source:
+        target[ours + ".bias"] = torch.cat([source[name + ".bias"] for name in theirs])
+
+
+def _padded_prompts(side: str) -> tuple[torch.Tensor, torch.Tensor]:
+    return left_pad([prompts(1, n, seed=20 + n)[0] for n in (7, 3, 5)], side=side)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_generation_matches_gpt2(backend):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    reference_config = GPT2Config(
+        vocab_size=99, n_positions=64, n_embd=32, n_layer=2, n_head=4, n_inner=37, activation_function="gelu_new",
+        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, layer_norm_epsilon=1e-5, initializer_range=0.3,
+        bos_token_id=1, eos_token_id=None, pad_token_id=PAD,
+    )
+    reference_config._attn_implementation = backend
+    reference = GPT2LMHeadModel(reference_config).eval()
+    model = causal_lm(backend, hidden_act="gelu_new")
+    model.model.embeddings.layer_norm = None  # GPT-2 normalises inside the layers only (pre-LN)
+    theirs = reference.state_dict()
+    ours = {
+        "model.embeddings.word_embeddings.weight": theirs["transformer.wte.weight"],
+        "model.embeddings.position_embeddings.weight": theirs["transformer.wpe.weight"],
+        "lm_head.weight": theirs["transformer.wte.weight"],
+    }
+    _copy_linear(ours, theirs, "model.encoder.final_layer_norm", ["transformer.ln_f"])
+    for i in range(2):
+        block, layer = f"transformer.h.{i}.", f"model.encoder.layers.{i}."
+        for mine, gpt2, conv1d in [("attention.qkv", "attn.c_attn", True), ("attention.out", "attn.c_proj", True),
+                                   ("ffn.up", "mlp.c_fc", True), ("ffn.down", "mlp.c_proj", True),
+                                   ("attention_norm", "ln_1", False), ("ffn_norm", "ln_2", False)]:
+            _copy_linear(ours, theirs, layer + mine, [block + gpt2], transpose=conv1d)
+    model.load_state_dict(ours, strict=True)
+    ids, mask = _padded_prompts("left")
+    for options in (dict(do_sample=False), dict(num_beams=3, do_sample=False)):
+        expected = reference.generate(ids, attention_mask=mask, max_new_tokens=10, **options)
+        assert torch.equal(model.generate(ids, attention_mask=mask, max_new_tokens=10, **options), expected)
+    assert len(set(expected[:, 7:].flatten().tolist())) > 3
+    with torch.no_grad():
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)  # GPT-2 takes positions; ours derives them from the mask
+        real = mask.bool()
+        torch.testing.assert_close(
+            model(ids, attention_mask=mask).logits[real],
+            reference(ids, attention_mask=mask, position_ids=positions).logits[real], atol=1e-5, rtol=0,
+        )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_seq2seq_generation_matches_bart(backend):
+    from transformers import BartConfig, BartForConditionalGeneration
+
+    torch.manual_seed(0)
+    reference_config = BartConfig(
+        vocab_size=99, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+        decoder_attention_heads=4, encoder_ffn_dim=37, decoder_ffn_dim=37, max_position_embeddings=64, dropout=0.0,
+        attention_dropout=0.0, activation_dropout=0.0, init_std=0.3, decoder_start_token_id=1, bos_token_id=1,
+        eos_token_id=None, forced_eos_token_id=None, pad_token_id=PAD,
+    )
+    reference_config._attn_implementation = backend
+    reference = BartForConditionalGeneration(reference_config).eval()
+    model = seq2seq_lm(backend, pre_layer_norm=False)  # BART is post-LN with an embedding LayerNorm, like ours
+    theirs = reference.state_dict()
+    ours = {"lm_head.weight": theirs["model.shared.weight"]}
+    for side in ("encoder", "decoder"):
+        prefix = f"model.{side}."
+        ours[prefix + "embeddings.word_embeddings.weight"] = theirs["model.shared.weight"]
+        # BART's learned positions start at row 2 of its table.
+        ours[prefix + "embeddings.position_embeddings.weight"] = theirs[prefix + "embed_positions.weight"][2:]
+        _copy_linear(ours, theirs, prefix + "embeddings.layer_norm", [prefix + "layernorm_embedding"])
+        for i in range(2):
+            block, layer = f"{prefix}layers.{i}.", f"{prefix}encoder.layers.{i}."
+            renames = [("attention.qkv", ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"]),
+                       ("attention.out", ["self_attn.out_proj"]), ("attention_norm", ["self_attn_layer_norm"]),
+                       ("ffn.up", ["fc1"]), ("ffn.down", ["fc2"]), ("ffn_norm", ["final_layer_norm"])]
+            if side == "decoder":
+                renames += [("cross_attention.query", ["encoder_attn.q_proj"]),
+                            ("cross_attention.key_value", ["encoder_attn.k_proj", "encoder_attn.v_proj"]),
+                            ("cross_attention.out", ["encoder_attn.out_proj"]),
+                            ("cross_attention_norm", ["encoder_attn_layer_norm"])]
+            for mine, bart in renames:
+                _copy_linear(ours, theirs, layer + mine, [block + name for name in bart])
+    model.load_state_dict(ours, strict=True)
+    ids, mask = _padded_prompts("right")
+    for options in (dict(do_sample=False), dict(num_beams=3, do_sample=False)):
+        expected = reference.generate(ids, attention_mask=mask, max_new_tokens=10, **options)
+        assert torch.equal(model.generate(ids, attention_mask=mask, max_new_tokens=10, **options), expected)
+    assert len(set(expected[:, 1:].flatten().tolist())) > 3
+    targets = prompts(3, 6, seed=30)
+    with torch.no_grad():
+        torch.testing.assert_close(
+            model(ids, attention_mask=mask, decoder_input_ids=targets).logits,
+            reference(ids, attention_mask=mask, decoder_input_ids=targets).logits, atol=1e-5, rtol=0,
+        )
