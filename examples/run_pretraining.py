@@ -45,6 +45,7 @@ from transformers import (AutoConfig, AutoModelForMaskedLM, AutoModelForPreTrain
 
 import hf_variants  # noqa: E402  (registers the hf-variants model types with the Auto classes)
 from hf_variants.configs import is_named_config, named_config  # noqa: E402
+from hf_variants.registry import spec_for  # noqa: E402
 from hf_variants.data import load_corpus  # noqa: E402
 from hf_variants.objectives import (INPUT_FORMATS, DataCollatorForMaskedLM,  # noqa: E402
                                     DataCollatorForNgramMasking, DataCollatorForPrecomputedMasks,
@@ -57,10 +58,6 @@ logger = logging.getLogger("run_pretraining")
 MASKING_SCHEMES = {"mlm": DataCollatorForMaskedLM, "span": DataCollatorForSpanMasking,
                    "ngram": DataCollatorForNgramMasking}
 SENTENCE_TASKS = ("nsp", "sop")
-# The paper's objective and tokenizer per model type (types that land later are listed already).
-DEFAULT_OBJECTIVE = {"hfv_bert": "mlm+nsp", "hfv_roberta": "mlm", "hfv_spanbert": "span", "hfv_albert": "ngram+sop"}
-DEFAULT_TOKENIZER = {"hfv_bert": "wordpiece-uncased", "hfv_roberta": "bpe", "hfv_spanbert": "wordpiece-cased",
-                     "hfv_albert": "unigram"}
 
 
 @dataclass
@@ -149,7 +146,8 @@ def load_tokenizer(args: PretrainingArguments, model_type: str, train_text: data
         return AutoTokenizer.from_pretrained(args.tokenizer_name)
     if not from_scratch and (Path(args.model_name_or_path) / "tokenizer_config.json").is_file():
         return AutoTokenizer.from_pretrained(args.model_name_or_path)
-    kind = args.tokenizer_kind or DEFAULT_TOKENIZER.get(model_type, "wordpiece-uncased")
+    # The paper's tokenizer, from the variant's spec.
+    kind = args.tokenizer_kind or spec_for(model_type).tokenizer_kind
     logger.info("training a %s tokenizer (vocabulary %d) on the training text", kind, args.vocab_size)
     return train_tokenizer(kind, (text for text in train_text["text"]), args.vocab_size,
                            model_max_length=max(args.max_seq_length, args.phase2_max_seq_length))
@@ -292,7 +290,8 @@ def main(argv: list[str] | None = None) -> dict:
     set_seed(training_args.seed)
 
     config, from_scratch = load_config(args.model_name_or_path)
-    masking, sentence_task = parse_objective(args.objective or DEFAULT_OBJECTIVE.get(config.model_type, "mlm"))
+    # The paper's objective, from the variant's spec.
+    masking, sentence_task = parse_objective(args.objective or spec_for(config.model_type).pretraining_objective)
     input_format = args.input_format or ("segment-pair" if sentence_task else "full-sentences")
     if (input_format in ("segment-pair", "sentence-pair")) != bool(sentence_task):
         raise ValueError(f"--input_format {input_format} does not fit objective {args.objective!r}: pair formats "

@@ -1,20 +1,20 @@
 """hf-variants: the Transformer family as Hugging Face-native models.
 
-Importing the package registers every variant with transformers' Auto classes, so
-``AutoModel.from_pretrained(path_or_repo)`` works for our checkpoints.
+Importing the package registers every variant found under ``hf_variants/models/`` (each declares
+one ``SPEC``, see registry.py) with transformers' Auto classes, and exports its classes here, so
+``AutoModel.from_pretrained(path_or_repo)`` and ``hf_variants.BertForMaskedLM`` both work.
 """
 
+import importlib as _importlib
+
+from . import models as _models
 from . import registry as _registry
 from .configs import named_config, named_config_path
 from .conversion import from_transformers, load_pretrained, to_transformers
-from .models import bert as _bert
-from .models.bert import conversion as _bert_conversion  # noqa: F401  (registers the adapter)
-from .models.bert import *  # noqa: F401,F403
-from .models import spanbert as _spanbert
-from .models.spanbert import conversion as _spanbert_conversion  # noqa: F401  (registers the adapter)
-from .models.spanbert import *  # noqa: F401,F403
 
-_registry.register_variant(_bert.BertConfig, "Bert", _bert)
-_registry.register_variant(_spanbert.SpanBertConfig, "SpanBert", _spanbert)
+for _spec in _registry.discover_specs(_models):
+    _registry.register(_spec)
+    _variant = _importlib.import_module(f"{_models.__name__}.{_spec.name}")
+    globals().update({_name: getattr(_variant, _name) for _name in _variant.__all__ if _name != "SPEC"})
 
 __version__ = "0.1.0"

@@ -5,9 +5,9 @@ import torch
 import transformers
 
 import hf_variants
-from encoder_tester import HEAD_AUTO_CLASSES, TINY
+from encoder_tester import TINY
 
-HEADS = list(HEAD_AUTO_CLASSES)
+HEADS = list(hf_variants.registry.SPECS["hfv_bert"].classes)
 ATOL = 1e-5
 
 

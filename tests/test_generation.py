@@ -12,7 +12,16 @@ import torch
 from torch.nn import functional as F
 from transformers import DynamicCache
 
-from tiny_decoders import TinyDecoderConfig, TinyForCausalLM, TinyForConditionalGeneration, TinySeq2SeqConfig
+from hf_variants.modules.embeddings import TransformerEmbeddings
+from hf_variants.modules.generation import DecoderForCausalLM
+from tiny_decoders import (
+    TinyDecoderConfig,
+    TinyDecoderModel,
+    TinyForCausalLM,
+    TinyForConditionalGeneration,
+    TinyPreTrainedModel,
+    TinySeq2SeqConfig,
+)
 
 BACKENDS = ("eager", "sdpa")
 PAD = 0
@@ -313,6 +322,16 @@ def _padded_prompts(side: str) -> tuple[torch.Tensor, torch.Tensor]:
     return left_pad([prompts(1, n, seed=20 + n)[0] for n in (7, 3, 5)], side=side)
 
 
+class TinyGPT2LikeModel(TinyDecoderModel):
+    def build_embeddings(self, config):
+        # GPT-2 normalises inside the (pre-LN) layers only: no LayerNorm on the embeddings.
+        return TransformerEmbeddings(**TransformerEmbeddings.config_kwargs(config), layer_norm=False)
+
+
+class TinyGPT2LikeForCausalLM(DecoderForCausalLM, TinyPreTrainedModel):
+    backbone_class = TinyGPT2LikeModel
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_generation_matches_gpt2(backend):
     from transformers import GPT2Config, GPT2LMHeadModel
@@ -325,8 +344,10 @@ def test_generation_matches_gpt2(backend):
     )
     reference_config._attn_implementation = backend
     reference = GPT2LMHeadModel(reference_config).eval()
-    model = causal_lm(backend, hidden_act="gelu_new")
-    model.model.embeddings.layer_norm = None  # GPT-2 normalises inside the layers only (pre-LN)
+    torch.manual_seed(0)
+    config = TinyDecoderConfig(hidden_act="gelu_new")
+    config._attn_implementation = backend
+    model = TinyGPT2LikeForCausalLM(config).eval()
     theirs = reference.state_dict()
     ours = {
         "model.embeddings.word_embeddings.weight": theirs["transformer.wte.weight"],

@@ -16,7 +16,7 @@ from transformers import Trainer, TrainingArguments
 
 import hf_variants
 from hf_variants.cli import main as cli_main
-from hf_variants.hub import VARIANTS, DatasetInfo, build_model_card, push_model_dir, variant_name, write_model_card
+from hf_variants.hub import DatasetInfo, variant_info, build_model_card, push_model_dir, variant_name, write_model_card
 from hf_variants.hub.card import metric_items
 
 DATASET = DatasetInfo(name="synthetic token-presence sequences", id="local/token-presence", config="tok7",
@@ -81,7 +81,7 @@ def test_card_metadata_and_model_index_hold_the_run_metrics(trained_run):
 def test_card_body_describes_variant_training_loading_and_evaluation(trained_run):
     out, metrics, state, _ = trained_run
     text = (out / "README.md").read_text()
-    assert VARIANTS["bert"].description in text and "https://arxiv.org/abs/1810.04805" in text
+    assert hf_variants.papers.BERT.description in text and "https://arxiv.org/abs/1810.04805" in text
     assert "@inproceedings{devlin-etal-2019-bert" in text
     assert 'from_pretrained("org/bert-token-presence", trust_remote_code=True)' in text
     assert "import hf_variants" in text and "AutoModelForSequenceClassification" in text
@@ -154,9 +154,15 @@ def test_bad_card_inputs_raise_value_errors(tmp_path):
         build_model_card({}, model_name="m")
 
 
-@pytest.mark.parametrize("variant", ["bert", "spanbert", "roberta", "albert", "electra"])
-def test_variant_descriptions_and_citations(variant):
-    info = VARIANTS[variant]
+@pytest.mark.parametrize("paper", [name for name in dir(hf_variants.papers) if name.isupper()])
+def test_paper_descriptions_and_citations(paper):
+    info = getattr(hf_variants.papers, paper)
     assert len(info.description) > 150 and info.paper_url.startswith("https://arxiv.org/abs/")
     assert info.bibtex.startswith("@") and "title" in info.bibtex and "year" in info.bibtex
-    assert variant_name("hfv_" + variant) == variant
+
+
+@pytest.mark.parametrize("model_type", sorted(hf_variants.registry.SPECS))
+def test_every_registered_variant_has_its_card_text(model_type):
+    spec = hf_variants.registry.SPECS[model_type]
+    assert variant_name(model_type) == spec.name
+    assert variant_info(model_type) is spec.paper

@@ -44,9 +44,11 @@ def tree_digest(directory: Path) -> str:
     return digest.hexdigest()
 
 
+# Every registered variant with a sequence classifier, read from the specs.
 VARIANTS = {  # model_type -> (config class, classifier class)
-    "hfv_bert": (hf_variants.BertConfig, hf_variants.BertForSequenceClassification),
-    "hfv_spanbert": (hf_variants.SpanBertConfig, hf_variants.SpanBertForSequenceClassification),
+    model_type: (spec.config_class, spec.classes["ForSequenceClassification"])
+    for model_type, spec in hf_variants.registry.SPECS.items()
+    if "ForSequenceClassification" in spec.classes
 }
 
 
@@ -147,7 +149,8 @@ def start_pull(hub, repo_id: str, reference: Path, mode: str, tmp_path: Path):
 def test_push_then_pull_in_fresh_processes_is_bit_identical(hub, model_type, tmp_path):
     run_dir = make_run_dir(tmp_path, model_type)
     repo_id = f"org/tiny-{model_type.replace('_', '-')}"
-    modeling = {"hfv_bert": "bert.modeling_bert", "hfv_spanbert": "spanbert.modeling_spanbert"}[model_type]
+    model_class = VARIANTS[model_type][1]
+    modeling = model_class.__module__.removeprefix("hf_variants.models.")
     before = tree_digest(run_dir)
     result = push_model_dir(run_dir, repo_id)
     assert tree_digest(run_dir) == before  # auto_map/code/card were generated in staging only

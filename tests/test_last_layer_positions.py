@@ -29,9 +29,9 @@ def tiny(head: str, **overrides) -> torch.nn.Module:
     return getattr(hf_variants, f"Bert{head}")(config)
 
 
-def run(model: torch.nn.Module, inputs: dict, first_token_only: bool) -> tuple[torch.Tensor, torch.Tensor, dict]:
+def run(model: torch.nn.Module, inputs: dict, summary_only: bool) -> tuple[torch.Tensor, torch.Tensor, dict]:
     model.zero_grad()
-    model.reads_first_token_only = first_token_only  # instance attribute: this model only
+    model.reads_summary_only = summary_only  # instance attribute: this model only
     out = model(**inputs)
     out.loss.backward()
     grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
@@ -40,11 +40,11 @@ def run(model: torch.nn.Module, inputs: dict, first_token_only: bool) -> tuple[t
 
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("head", ["ForSequenceClassification", "ForMultipleChoice", "ForNextSentencePrediction"])
-def test_first_token_only_changes_nothing(head: str, case: str):
+def test_summary_only_changes_nothing(head: str, case: str):
     model = tiny(head, **CASES[case]).train()
     inputs, _ = make_inputs(head, torch.Generator().manual_seed(3))
-    full_logits, full_loss, full_grads = run(model, inputs, first_token_only=False)
-    fast_logits, fast_loss, fast_grads = run(model, inputs, first_token_only=True)
+    full_logits, full_loss, full_grads = run(model, inputs, summary_only=False)
+    fast_logits, fast_loss, fast_grads = run(model, inputs, summary_only=True)
     torch.testing.assert_close(fast_logits, full_logits, atol=1e-5, rtol=1e-4)
     torch.testing.assert_close(fast_loss, full_loss, atol=1e-5, rtol=1e-4)
     assert fast_grads.keys() == full_grads.keys()
@@ -77,7 +77,7 @@ def test_asking_for_hidden_states_or_attentions_runs_the_full_last_layer():
     assert out.attentions[-1].shape == (BATCH, 4, LENGTH, LENGTH)
     # The bare backbone gives every position unless asked otherwise.
     assert model.bert(**inputs).last_hidden_state.shape == (BATCH, LENGTH, 32)
-    assert model.bert(**inputs, first_token_only=True).last_hidden_state.shape == (BATCH, 1, 32)
+    assert model.bert(**inputs, summary_only=True).last_hidden_state.shape == (BATCH, 1, 32)
 
 
 @pytest.mark.parametrize("head", ["ForSequenceClassification", "ForNextSentencePrediction"])
@@ -89,7 +89,7 @@ def test_left_padded_batches_read_what_the_full_padded_model_reads(head: str):
     inputs = {k: v.flip(-1) if k in ("input_ids", "attention_mask", "token_type_ids") else v for k, v in inputs.items()}
     assert not bool(inputs["attention_mask"][:, 0].all())
     fast = model(**inputs).logits
-    model.reads_first_token_only = False
+    model.reads_summary_only = False
     model.config.padding_free = False
     plain = model(**inputs).logits
     torch.testing.assert_close(fast, plain, atol=1e-5, rtol=1e-4)

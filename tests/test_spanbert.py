@@ -10,7 +10,7 @@ from transformers import AutoConfig, AutoModelForPreTraining
 
 import hf_variants
 from hf_variants.models.spanbert import SpanBertConfig, SpanBertForPreTraining
-from encoder_tester import ALL_CHECKS, HEAD_AUTO_CLASSES, EncoderTester, check_save_load
+from encoder_tester import ALL_CHECKS, EncoderTester, check_save_load
 
 VOCAB, LENGTH = 99, 12
 
@@ -177,7 +177,7 @@ class SpanBertTester(EncoderTester):
         return {"labels": labels, "sbo_labels": labels.clone(), **columns}
 
 
-SHARED_HEADS = [head for head in HEAD_AUTO_CLASSES if head != "ForNextSentencePrediction"]
+SHARED_HEADS = list(hf_variants.registry.SPECS["hfv_spanbert"].classes)
 TESTER = SpanBertTester(
     SpanBertConfig, {head: getattr(hf_variants, f"SpanBert{head}") for head in SHARED_HEADS},
     config_overrides=dict(sbo_position_embedding_size=8, max_span_length=6),

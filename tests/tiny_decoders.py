@@ -8,15 +8,16 @@ to export: ``save_pretrained`` is transformers' own.
 from __future__ import annotations
 
 from huggingface_hub.dataclasses import strict
-from transformers import PreTrainedConfig, PreTrainedModel
+from transformers import PreTrainedModel
 
-from hf_variants.modules.backbone import EncoderBackbone, EncoderPreTrainedModel
+from hf_variants.modules.backbone import TransformerBackbone, TransformerPreTrainedModel
+from hf_variants.modules.configuration import TransformerConfig
 from hf_variants.modules.decoder import DecoderBackbone, EncoderDecoderBackbone
 from hf_variants.modules.generation import DecoderForCausalLM, EncoderDecoderForSeq2SeqLM
 
 
 @strict
-class TinyDecoderConfig(PreTrainedConfig):
+class TinyDecoderConfig(TransformerConfig):
     model_type = "hfv_test_tiny_decoder"
 
     vocab_size: int = 99
@@ -24,7 +25,6 @@ class TinyDecoderConfig(PreTrainedConfig):
     num_hidden_layers: int = 2
     num_attention_heads: int = 4
     intermediate_size: int = 37
-    hidden_act: str = "gelu"
     hidden_dropout_prob: float = 0.0
     attention_probs_dropout_prob: float = 0.0
     max_position_embeddings: int = 64
@@ -32,15 +32,9 @@ class TinyDecoderConfig(PreTrainedConfig):
     # Wide init: peaked next-token distributions, so greedy/beam choices are not near-ties.
     initializer_range: float = 0.3
     layer_norm_eps: float = 1e-5
-    position_embedding_type: str = "learned"
     pre_layer_norm: bool = True
-    layer_sharing: str = "none"
-    classifier_dropout: float | None = None
-    tie_word_embeddings: bool = True
     padding_free: bool = False
     is_decoder: bool = True
-    use_cache: bool = True
-    pad_token_id: int | None = 0
     bos_token_id: int | None = 1
     eos_token_id: int | None = None
     decoder_start_token_id: int | None = None
@@ -61,7 +55,7 @@ class _NoRemoteCode:
     save_pretrained = PreTrainedModel.save_pretrained
 
 
-class TinyPreTrainedModel(_NoRemoteCode, EncoderPreTrainedModel):
+class TinyPreTrainedModel(_NoRemoteCode, TransformerPreTrainedModel):
     config_class = TinyDecoderConfig
     base_model_prefix = "model"
 
@@ -74,12 +68,12 @@ class TinyForCausalLM(DecoderForCausalLM, TinyPreTrainedModel):
     backbone_class = TinyDecoderModel
 
 
-class TinySeq2SeqPreTrainedModel(_NoRemoteCode, EncoderPreTrainedModel):
+class TinySeq2SeqPreTrainedModel(_NoRemoteCode, TransformerPreTrainedModel):
     config_class = TinySeq2SeqConfig
     base_model_prefix = "model"
 
 
-class TinyEncoder(EncoderBackbone, TinySeq2SeqPreTrainedModel):
+class TinyEncoder(TransformerBackbone, TinySeq2SeqPreTrainedModel):
     pass
 
 

@@ -5,10 +5,9 @@ from .push import PushError, PushResult, push_model_dir
 from .remote_code import export_remote_code
 from .run_record import rebuild_model_card, write_model_card
 from .save_hook import RemoteCodeMixin
-from .variants import VARIANTS, VariantInfo, variant_info, variant_name
+from .variants import VariantInfo, variant_info, variant_name
 
 __all__ = [
-    "VARIANTS",
     "DatasetInfo",
     "PushError",
     "PushResult",

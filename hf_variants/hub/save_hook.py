@@ -16,6 +16,9 @@ import os
 class RemoteCodeMixin:
     def save_pretrained(self, save_directory: str | os.PathLike, *args, **kwargs):
         result = super().save_pretrained(save_directory, *args, **kwargs)
-        if __name__.startswith("hf_variants.") and kwargs.get("is_main_process", True):
+        # A variant defined outside the package (a user's own experiment) has no package source to
+        # copy: it saves without remote code.
+        defined_in_package = type(self).__module__.startswith("hf_variants.")
+        if __name__.startswith("hf_variants.") and defined_in_package and kwargs.get("is_main_process", True):
             importlib.import_module("hf_variants.hub.remote_code").export_remote_code(save_directory)
         return result

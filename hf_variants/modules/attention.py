@@ -303,7 +303,8 @@ class MultiHeadAttention(nn.Module):
         Args:
             hidden_states: (B, T, H), or (total_tokens, H) when ``unpadded`` describes the batch.
             attention_bias: additive (B, 1, 1|T, S) bias from :func:`make_attention_bias`; S counts
-                every key: cached and memory positions included.
+                every key: cached and memory positions included. Must be None for self-attention
+                over a packed batch (``unpadded`` defines its padding).
             key_value_states: (B, S, H_kv) encoder states for cross-attention.
             position_bias: additive (1|B, heads, T, S) relative-position bias.
             is_causal: mask future positions (bottom-right aligned when S > T).
@@ -326,6 +327,14 @@ class MultiHeadAttention(nn.Module):
         if layer_idx is None:
             layer_idx = getattr(self, "layer_idx", None)
         stateful = past_key_values is not None or memory is not None
+        if unpadded is not None and attention_bias is not None and not self.cross_attention:
+            # The packed batch carries its padding in `unpadded`; any other bias is defined in padded
+            # coordinates and would be ignored by the bucketed path: refuse it rather than drop it.
+            raise ValueError(
+                "attention_bias cannot be combined with a packed (padding-free) batch: a packed batch "
+                "carries its own padding mask; run biases such as permutation or document masks in the "
+                "padded layout (BatchLayout.plan does this)"
+            )
         if query_positions is not None and (
             self.cross_attention or unpadded is not None or is_causal or position_bias is not None or stateful
         ):
@@ -346,6 +355,8 @@ class MultiHeadAttention(nn.Module):
             query, (key, value) = self._split_heads(self.query(hidden_states)), cached_cross
         else:
             query, key, value = self.project(hidden_states, key_value_states, unpadded)
+        if unpadded is not None and not self.cross_attention:
+            attention_bias = unpadded.attention_bias(query.dtype)  # re-padded around the kernel: mask the padding
         if past_key_values is not None and cached_cross is None:
             key, value = self._update_cache(past_key_values, layer_idx, key, value)
         if attention_bias is not None and attention_bias.shape[-1] not in (1, key.shape[2]):

@@ -1,8 +1,26 @@
-"""The encoder backbone every BERT-family variant builds on: embeddings -> LayerStack -> pooler.
+"""The backbone every variant builds on: embeddings -> LayerStack -> (pooler).
 
-Variants declare ``class XModel(EncoderBackbone, XPreTrainedModel)``; the config uses BERT's field
-names (hidden_size, num_hidden_layers, ...) plus ``embedding_size``, ``layer_sharing``,
-``pre_layer_norm``, ``position_embedding_type`` and ``padding_free`` where the variant has them.
+A variant declares ``class XModel(TransformerBackbone, XPreTrainedModel)`` with a config that
+subclasses :class:`~hf_variants.modules.configuration.TransformerConfig`, and overrides only the
+hooks where it differs:
+
+- :meth:`TransformerBackbone.build_embeddings`: token / segment / language / position / patch
+  embeddings (any module with TransformerEmbeddings' call signature; extra inputs by name through
+  its ``extra_input_names``);
+- :meth:`TransformerBackbone.build_layers`: the layer stack (from ``LayerSpec.from_config``:
+  norm type, biases, gated FFN, attention scale, sharing);
+- :meth:`TransformerBackbone.build_pooler`: BERT's pooler or none.
+
+The summary token (``config.summary_type``: first, last, last real token, mean) is what the pooler
+and every sequence-level head read; causal attention comes from ``config.is_decoder``; the
+packed-vs-padded layout is planned once per forward by :class:`~hf_variants.modules.layout.BatchLayout`.
+
+Per-layer state: a DecoderBackbone (decoder.py: overrides :meth:`TransformerBackbone.prepare_cache`
+and :meth:`TransformerBackbone.default_position_ids`) reads and extends a transformers ``Cache``
+(``past_key_values``, ``use_cache``) and continues positions after the cached ones; layers with
+cross-attention attend to ``encoder_hidden_states``; a
+:class:`~hf_variants.modules.memory.SegmentMemory` (Transformer-XL/XLNet ``mems``) prepends each
+layer's memory to its keys and values. Cache and memory run padded.
 """
 
 from __future__ import annotations
@@ -10,20 +28,24 @@ from __future__ import annotations
 import torch
 from torch import nn
 from transformers import PreTrainedModel
+from transformers.cache_utils import Cache
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
 from ..hub.save_hook import RemoteCodeMixin
-from .attention import make_attention_bias
 from .embeddings import TransformerEmbeddings
 from .encoder import LayerSpec, LayerStack
-from .heads import MaskedLMHead, Pooler
-from .padding import UnpaddedBatch, gather_positions, worth_unpadding
+from .attention import make_attention_bias
+from .heads import MaskedLMHead, Pooler, summarize, summary_positions
+from .layout import BatchLayout
+from .memory import SegmentMemory
+from .norms import RMSNorm
+from .padding import gather_positions
 
 
-class EncoderPreTrainedModel(RemoteCodeMixin, PreTrainedModel):
-    """Shared PreTrainedModel settings for the encoder variants. Every ``save_pretrained`` also
-    writes the self-contained remote code + ``auto_map`` (see hf_variants.hub.save_hook), so any
-    saved or pushed checkpoint loads with ``trust_remote_code=True`` without the package."""
+class TransformerPreTrainedModel(RemoteCodeMixin, PreTrainedModel):
+    """Shared PreTrainedModel settings for every variant. Every ``save_pretrained`` also writes the
+    self-contained remote code + ``auto_map`` (see hf_variants.hub.save_hook), so any saved or
+    pushed checkpoint loads with ``trust_remote_code=True`` without the package."""
 
     supports_gradient_checkpointing = True
     _supports_sdpa = True
@@ -34,6 +56,10 @@ class EncoderPreTrainedModel(RemoteCodeMixin, PreTrainedModel):
     accepts_loss_kwargs = False
     main_input_name = "input_ids"
 
+    def __init__(self, config, *args, **kwargs) -> None:
+        config.check_architecture()  # a clear ValueError naming the fields, before any module is built
+        super().__init__(config, *args, **kwargs)
+
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
         super()._init_weights(module)
@@ -41,6 +67,8 @@ class EncoderPreTrainedModel(RemoteCodeMixin, PreTrainedModel):
             module.decoder.bias.zero_()
         elif isinstance(module, TransformerEmbeddings):
             module.reset_fixed_buffers()
+        elif isinstance(module, RMSNorm):
+            module.weight.fill_(1.0)
 
     @property
     def attention_backend(self) -> str:
@@ -48,45 +76,28 @@ class EncoderPreTrainedModel(RemoteCodeMixin, PreTrainedModel):
         return "eager" if self.config._attn_implementation == "eager" else "sdpa"
 
 
-def layer_spec_from_config(config) -> LayerSpec:
-    return LayerSpec(
-        hidden_size=config.hidden_size,
-        num_attention_heads=config.num_attention_heads,
-        intermediate_size=config.intermediate_size,
-        hidden_act=config.hidden_act,
-        hidden_dropout_prob=config.hidden_dropout_prob,
-        attention_probs_dropout_prob=config.attention_probs_dropout_prob,
-        layer_norm_eps=config.layer_norm_eps,
-        pre_layer_norm=getattr(config, "pre_layer_norm", False),
-    )
-
-
-class EncoderBackbone:
-    """Mixin for the bare encoder (``...Model``). Must precede the variant's PreTrainedModel in the bases."""
+class TransformerBackbone:
+    """Mixin for the bare model (``...Model``). Must precede the variant's PreTrainedModel in the bases."""
 
     def __init__(self, config, add_pooling_layer: bool = True) -> None:
         super().__init__(config)
         self.config = config
-        embedding_size = getattr(config, "embedding_size", None) or config.hidden_size
-        self.embeddings = TransformerEmbeddings(
-            vocab_size=config.vocab_size,
-            embedding_size=embedding_size,
-            hidden_size=config.hidden_size,
-            max_position_embeddings=config.max_position_embeddings,
-            type_vocab_size=config.type_vocab_size,
-            position_embedding_type=getattr(config, "position_embedding_type", "learned"),
-            layer_norm_eps=config.layer_norm_eps,
-            dropout=config.hidden_dropout_prob,
-            pad_token_id=config.pad_token_id,
-        )
+        self.embeddings = self.build_embeddings(config)
         self.encoder = self.build_layers(config)
-        self.pooler = Pooler(config.hidden_size) if add_pooling_layer else None
+        self.pooler = self.build_pooler(config) if add_pooling_layer else None
         self.post_init()
 
+    # ------------------------------------------------------------------ hooks
+    def build_embeddings(self, config) -> nn.Module:
+        """Token + position + segment embeddings (override for language, patch or position-free ones)."""
+        return TransformerEmbeddings(**TransformerEmbeddings.config_kwargs(config))
+
     def build_layers(self, config) -> LayerStack:
-        return LayerStack(
-            layer_spec_from_config(config), config.num_hidden_layers, sharing=getattr(config, "layer_sharing", "none")
-        )
+        return LayerStack(LayerSpec.from_config(config), config.num_hidden_layers, sharing=config.layer_sharing)
+
+    def build_pooler(self, config) -> nn.Module | None:
+        """BERT's tanh pooler over the summary token; variants without one return None."""
+        return Pooler(config.hidden_size)
 
     def get_input_embeddings(self) -> nn.Embedding:
         return self.embeddings.word_embeddings
@@ -94,10 +105,7 @@ class EncoderBackbone:
     def set_input_embeddings(self, value: nn.Embedding) -> None:
         self.embeddings.word_embeddings = value
 
-    def default_position_ids(self, input_ids: torch.Tensor | None, batch: int, length: int, device) -> torch.Tensor:
-        """(B, T) positions 0..T-1. RoBERTa-style variants override this."""
-        return torch.arange(length, device=device).expand(batch, length)
-
+    # ------------------------------------------------------------------ forward
     def forward(
         self,
         input_ids: torch.Tensor | None = None,
@@ -109,8 +117,16 @@ class EncoderBackbone:
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
         padding_free: bool | None = None,
-        first_token_only: bool = False,
+        summary_only: bool = False,
         output_positions: torch.Tensor | None = None,
+        output_positions_mask: torch.Tensor | None = None,
+        reads_padding: bool = False,
+        attention_bias: torch.Tensor | None = None,
+        past_key_values: Cache | None = None,
+        use_cache: bool | None = None,
+        encoder_hidden_states: torch.Tensor | None = None,
+        encoder_attention_mask: torch.Tensor | None = None,
+        memories: SegmentMemory | None = None,
         **kwargs,
     ) -> BaseModelOutputWithPooling | tuple:
         """Encode a batch.
@@ -119,75 +135,184 @@ class EncoderBackbone:
             input_ids: (B, T) token ids (or ``inputs_embeds`` (B, T, E)).
             attention_mask: (B, T), 1 for real tokens, 0 for padding.
             token_type_ids: (B, T) segment ids.
-            position_ids: (B, T) positions (default 0..T-1).
+            position_ids: (B, T) positions (default: the embeddings' ``default_position_ids``).
             padding_free: override ``config.padding_free`` for this call (None: use the config).
-            first_token_only: the caller reads only position 0 ([CLS]: pooler, sequence
-                classification, multiple choice), so the last layer computes that position alone
-                and last_hidden_state is (B, 1, H). Ignored when hidden states or attentions are
-                asked for.
+            summary_only: the caller reads only the summary token (pooler, sequence classification,
+                multiple choice), so the last layer computes that position alone and
+                last_hidden_state is (B, 1, H). Ignored when hidden states or attentions are asked for.
             output_positions: (B, M) the positions the caller reads (e.g. the masked tokens of
                 MLM); the last layer computes those alone and last_hidden_state is (B, M, H).
-                Ignored like ``first_token_only``.
+                Ignored like ``summary_only``. ``output_positions_mask`` (B, M): False at filler slots.
+            reads_padding: the caller reads states at padding positions (runs padded).
+            attention_bias: an extra additive bias broadcastable to (B, heads, T, T) (a permutation
+                or document mask); runs padded.
+            past_key_values: (decoders) a Cache from an earlier call, extended in place and
+                returned; ``attention_mask`` then covers past + T positions, (B, past + T).
+            use_cache: (decoders) create and return a cache (default ``config.use_cache``).
+            encoder_hidden_states: (B, S, H) encoder output for cross-attention layers, with
+                ``encoder_attention_mask`` (B, S).
+            memories: a SegmentMemory (one (B, M, H) tensor per layer, or none yet) prepended to
+                each layer's keys/values; ``attention_mask`` covers the T new positions only.
+                The next memories are read from ``memories.updated()``.
+            kwargs: further embedding inputs named by the embeddings' ``extra_input_names``.
         Returns:
             BaseModelOutputWithPooling: last_hidden_state (B, T, H), pooler_output (B, H) or None,
             hidden_states (layers+1 of (B, T, H)) and attentions (layers of (B, heads, T, T)) if asked.
-            On the padding-free path (taken when at least 5% of the batch is padding, see
-            padding.MIN_PADDING_FRACTION), outputs at padding positions are exactly zero.
+            When the batch runs packed (see layout.py), outputs at padding positions are exactly zero.
         """
-        output_attentions = bool(output_attentions if output_attentions is not None else self.config.output_attentions)
+        config = self.config
+        output_attentions = bool(output_attentions if output_attentions is not None else config.output_attentions)
         output_hidden_states = bool(
-            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
+            output_hidden_states if output_hidden_states is not None else config.output_hidden_states
         )
-        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        return_dict = return_dict if return_dict is not None else config.return_dict
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("pass exactly one of input_ids or inputs_embeds")
         batch, length = input_ids.shape if input_ids is not None else inputs_embeds.shape[:2]
         device = input_ids.device if input_ids is not None else inputs_embeds.device
-        for name, tensor in (("attention_mask", attention_mask), ("token_type_ids", token_type_ids), ("position_ids", position_ids)):
+        past_key_values = self.prepare_cache(past_key_values, use_cache)
+        past_length = past_key_values.get_seq_length() if past_key_values is not None else 0
+        self._check_state_inputs(encoder_hidden_states, memories, past_key_values, batch)
+        extra_inputs = {name: kwargs[name] for name in self.embeddings.extra_input_names if kwargs.get(name) is not None}
+        per_token = {"token_type_ids": token_type_ids, "position_ids": position_ids}
+        for name, tensor in {**per_token, **extra_inputs}.items():
             if tensor is not None and tuple(tensor.shape) != (batch, length):
                 raise ValueError(f"{name} has shape {tuple(tensor.shape)}, expected {(batch, length)} like input_ids")
-        self.embeddings.check_inputs(input_ids, token_type_ids, position_ids, length)
+        if attention_mask is not None and tuple(attention_mask.shape) != (batch, past_length + length):
+            cached = f" (cached positions {past_length} + new tokens {length})" if past_length else " like input_ids"
+            raise ValueError(
+                f"attention_mask has shape {tuple(attention_mask.shape)}, expected {(batch, past_length + length)}{cached}"
+            )
+        self.embeddings.check_inputs(input_ids, token_type_ids, position_ids, past_length + length)
         if position_ids is None:
-            position_ids = self.default_position_ids(input_ids, batch, length, device)
+            position_ids = self.default_position_ids(input_ids, attention_mask, past_length, batch, length, device)
+        mask_of_new_tokens = attention_mask[:, past_length:] if attention_mask is not None else None
+        if memories is not None:
+            attention_mask = memories.extend_attention_mask(attention_mask)
 
-        dtype = self.embeddings.word_embeddings.weight.dtype
-        attention_bias = make_attention_bias(attention_mask, dtype)
-        unpadded = None
-        if padding_free is None:
-            padding_free = getattr(self.config, "padding_free", False)
-        if padding_free and attention_bias is not None and worth_unpadding(attention_mask):
-            # Drop padding once; per-token ops then run on (total_tokens, H).
-            unpadded = UnpaddedBatch.from_attention_mask(attention_mask)
-            input_ids = unpadded.unpad(input_ids) if input_ids is not None else None
-            inputs_embeds = unpadded.unpad(inputs_embeds) if inputs_embeds is not None else None
-            token_type_ids = unpadded.unpad(token_type_ids) if token_type_ids is not None else None
-            position_ids = unpadded.unpad(position_ids)
-
-        if first_token_only and output_positions is None:
-            output_positions = torch.zeros(batch, 1, dtype=torch.long, device=device)
-        if output_hidden_states or output_attentions:
-            output_positions = None
-        hidden_states = self.embeddings(input_ids, position_ids, token_type_ids, inputs_embeds)
+        wants_all_layers = output_hidden_states or output_attentions
+        stateful = past_key_values is not None or memories is not None
+        summary = None  # (B, 1) summary-token positions, when something reads them
+        if self.pooler is not None or summary_only:
+            summary = summary_positions(config.summary_type, mask_of_new_tokens, batch, length, device)
+        if self.pooler is not None and summary is not None and output_positions is None and not wants_all_layers:
+            summary_read = summary  # the pooler reads the summary token: a layout must compute it
+        else:
+            summary_read = None
+        if summary_only and output_positions is None:
+            output_positions = summary  # None for "mean": every position is read
+        layout = BatchLayout.plan(
+            attention_mask,
+            batch,
+            length,
+            self.embeddings.word_embeddings.weight.dtype,
+            padding_free=config.padding_free if padding_free is None else padding_free,
+            # The selected-query kernel takes no cache or memory: stateful calls compute every position.
+            output_positions=None if wants_all_layers or stateful else output_positions,
+            output_positions_mask=output_positions_mask,
+            extra_bias=attention_bias,
+            reads_padding=reads_padding or _reads_padding(mask_of_new_tokens, summary_read),
+            is_causal=config.is_decoder,
+            # A cache or a memory adds keys the packed layout has no slot for.
+            needs_padded=wants_all_layers or stateful,
+        )
+        hidden_states = self.embeddings(
+            layout.to_packed(input_ids),
+            layout.to_packed(position_ids),
+            layout.to_packed(token_type_ids),
+            layout.to_packed(inputs_embeds),
+            **{name: layout.to_packed(value) for name, value in extra_inputs.items()},
+        )
+        computed_positions = layout.output_positions  # (B, M) or None: what last_hidden_state will hold
+        if self.encoder.num_layers == 0:
+            layout.output_positions = None  # no layer to skip work in: gathered below
         hidden_states, all_hidden, all_attentions = self.encoder(
             hidden_states,
-            attention_bias,
+            layout,
             output_hidden_states=output_hidden_states,
             output_attentions=output_attentions,
-            output_positions=output_positions if self.encoder.num_layers > 0 else None,
-            unpadded=unpadded,
             attn_implementation=self.attention_backend,
+            past_key_values=past_key_values,
+            memories=memories,
+            encoder_hidden_states=encoder_hidden_states,
+            encoder_attention_bias=make_attention_bias(encoder_attention_mask, hidden_states.dtype),
         )
-        if unpadded is not None:
-            if hidden_states.dim() == 2:  # still packed (output_positions re-pads before the last layer)
-                hidden_states = unpadded.pad(hidden_states)
-            all_hidden = [unpadded.pad(h) for h in all_hidden]
-        if output_positions is not None and self.encoder.num_layers == 0:
-            hidden_states = gather_positions(hidden_states, output_positions)
-        pooled = self.pooler(hidden_states) if self.pooler is not None else None
-        output = BaseModelOutputWithPooling(
-            last_hidden_state=hidden_states,
-            pooler_output=pooled,
-            hidden_states=tuple(all_hidden) if output_hidden_states else None,
-            attentions=tuple(all_attentions) if output_attentions else None,
+        hidden_states = layout.to_padded(hidden_states)
+        if self.encoder.num_layers == 0 and computed_positions is not None:
+            hidden_states = gather_positions(hidden_states, computed_positions)
+        pooled = None
+        if self.pooler is not None:
+            pooled = self.pooler(self._summary(hidden_states, mask_of_new_tokens, summary, computed_positions))
+        output = self.build_output(
+            hidden_states,
+            pooled,
+            tuple(all_hidden) if output_hidden_states else None,
+            tuple(all_attentions) if output_attentions else None,
+            past_key_values,
         )
         return output if return_dict else output.to_tuple()
+
+    def build_output(self, last_hidden_state, pooler_output, hidden_states, attentions, past_key_values):
+        """The forward's ModelOutput (decoders return transformers' decoder output type)."""
+        return BaseModelOutputWithPooling(
+            last_hidden_state=last_hidden_state,
+            pooler_output=pooler_output,
+            hidden_states=hidden_states,
+            attentions=attentions,
+        )
+
+    # ------------------------------------------------------------------ per-layer state
+    @property
+    def has_cross_attention(self) -> bool:
+        return self.encoder.num_layers > 0 and self.encoder.layer_at(0).cross_attention is not None
+
+    def default_position_ids(
+        self, input_ids: torch.Tensor | None, attention_mask: torch.Tensor | None, past_length: int, batch: int,
+        length: int, device,
+    ) -> torch.Tensor:
+        """(B, T) positions when the caller passes none: the embeddings' default (decoders continue
+        after the cached positions, see DecoderBackbone)."""
+        return self.embeddings.default_position_ids(input_ids, attention_mask, batch, length, device)
+
+    def prepare_cache(self, past_key_values: Cache | None, use_cache: bool | None) -> Cache | None:
+        """The cache this call reads and extends. Encoders keep none; DecoderBackbone overrides this."""
+        if past_key_values is not None or use_cache:
+            raise ValueError(f"{type(self).__name__} keeps no cache: past_key_values / use_cache need a DecoderBackbone")
+        return None
+
+    def _check_state_inputs(
+        self, encoder_hidden_states: torch.Tensor | None, memories: SegmentMemory | None, past_key_values, batch: int
+    ) -> None:
+        if encoder_hidden_states is not None and not self.has_cross_attention:
+            raise ValueError("encoder_hidden_states were given but this model has no cross-attention layers")
+        if self.has_cross_attention and encoder_hidden_states is None:
+            raise ValueError("this decoder attends to an encoder: pass encoder_hidden_states")
+        if memories is not None:
+            if past_key_values is not None:
+                raise ValueError("pass either memories or a cache (past_key_values / use_cache=True), not both")
+            memories.check_batch(batch, self.config.hidden_size)
+
+    def _summary(
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        summary: torch.Tensor | None,
+        computed_positions: torch.Tensor | None,
+    ) -> torch.Tensor:
+        """The (B, H) summary vector; ``hidden_states`` hold every position, or the (B, M)
+        ``computed_positions`` only (one of which must be the summary position)."""
+        if computed_positions is None:
+            return summarize(hidden_states, self.config.summary_type, attention_mask)
+        if summary is None:
+            raise ValueError('summary_type "mean" reads every position: output_positions cannot be used with a pooler')
+        found = computed_positions == summary
+        if not bool(found.any(dim=1).all()):
+            raise ValueError("output_positions must include each row's summary position when the model has a pooler")
+        return gather_positions(hidden_states, found.int().argmax(dim=1, keepdim=True))[:, 0]
+
+
+def _reads_padding(attention_mask: torch.Tensor | None, positions: torch.Tensor | None) -> bool:
+    """True when a (B, M) read position is a padding token (left padding puts it at position 0)."""
+    if attention_mask is None or positions is None:
+        return False
+    return not bool(attention_mask.gather(1, positions).bool().all())

@@ -6,11 +6,12 @@ and, inside an encoder-decoder, cross-attention to the encoder's states. Variant
 
     class XDecoderModel(DecoderBackbone, XPreTrainedModel): ...          # GPT-style ...Model
     class XModel(EncoderDecoderBackbone, XPreTrainedModel):              # T5 / Transformer ...Model
-        encoder_class = XEncoder        # a backbone class (EncoderBackbone + XPreTrainedModel)
-        decoder_class = XDecoder        # a DecoderBackbone class
+        encoder_class = XEncoder        # a TransformerBackbone class (+ XPreTrainedModel)
+        decoder_class = XDecoder        # a DecoderBackbone class (+ XPreTrainedModel)
 
-Decoders run padded whenever a cache is used (generation): each step appends one position per
-row, which the packed layout cannot express.
+The cache plumbing itself lives in the shared TransformerBackbone (``prepare_cache``,
+``default_position_ids``): a decoder runs the same forward. Decoders run padded whenever a cache
+is kept (generation): each step appends one position per row, which the packed layout cannot express.
 """
 
 from __future__ import annotations
@@ -27,52 +28,66 @@ from transformers.modeling_outputs import (
     Seq2SeqModelOutput,
 )
 
-from .attention import make_attention_bias
-from .backbone import EncoderBackbone, layer_spec_from_config
-from .encoder import LayerStack
+from .backbone import TransformerBackbone
+from .encoder import LayerSpec, LayerStack
 
 
 def positions_after_cache(
-    attention_mask: torch.Tensor | None, past_length: int, batch: int, length: int, device: torch.device
+    attention_mask: torch.Tensor | None, past_length: int, batch: int, length: int, device
 ) -> torch.Tensor:
-    """(B, T) positions of the T new tokens.
+    """(B, T) positions of T new tokens after ``past_length`` cached ones.
 
-    With a (B, past + T) ``attention_mask`` the position of a token is the number of real tokens
-    before it in its row, so a left-padded row gets the positions it would have alone (padding
-    slots get 0, and are masked anyway). Without a mask: past_length .. past_length + T - 1.
+    With a (B, past + T) ``attention_mask`` a token's position is the number of real tokens before
+    it in its row, so a left-padded row gets the positions it would have alone (padding slots get 0,
+    and are masked anyway). Without a mask: past_length .. past_length + T - 1.
     """
     if attention_mask is None:
         return torch.arange(past_length, past_length + length, device=device).expand(batch, length)
-    positions = attention_mask.long().cumsum(-1) - 1
-    return positions.clamp(min=0)[:, -length:]
+    return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)[:, -length:]
 
 
-class DecoderBackbone(EncoderBackbone):
-    """Mixin for a causal decoder (``...Model`` of a decoder-only variant, or the decoder half of an
-    encoder-decoder when ``config.add_cross_attention``). Must precede the variant's
+class DecoderBackbone(TransformerBackbone):
+    """Mixin for a causal decoder: the ``...Model`` of a decoder-only variant, or the decoder half of an
+    encoder-decoder (``config.add_cross_attention``). It is the shared backbone (same forward: a
+    Cache, positions after the cached ones, padded while a cache is kept) with cross-attention
+    layers when asked, no pooler, and transformers' decoder output type. Must precede the variant's
     PreTrainedModel in the bases.
 
-    ``positions_from_attention_mask``: True (default) derives positions from the attention mask,
-    so a left-padded row gets the positions it would have alone; False gives past_length + 0..T-1
-    whatever the padding (GPT-2's own convention when no ``position_ids`` are passed).
+    ``positions_from_attention_mask``: True (default) derives default positions from the attention
+    mask, so a left-padded row gets the positions it would have alone; False gives past_length +
+    0..T-1 whatever the padding (GPT-2's own convention when no ``position_ids`` are passed).
     """
 
     positions_from_attention_mask: bool = True
 
     def __init__(self, config, add_pooling_layer: bool = False) -> None:
+        if not config.is_decoder:
+            raise ValueError("a DecoderBackbone needs config.is_decoder=True (causal self-attention)")
         super().__init__(config, add_pooling_layer=add_pooling_layer)
 
     def build_layers(self, config) -> LayerStack:
-        spec = layer_spec_from_config(config)
-        spec.cross_attention = bool(getattr(config, "add_cross_attention", False))
-        return LayerStack(spec, config.num_hidden_layers, sharing=getattr(config, "layer_sharing", "none"))
+        spec = LayerSpec.from_config(config, cross_attention=config.add_cross_attention)
+        return LayerStack(spec, config.num_hidden_layers, sharing=config.layer_sharing)
 
-    @property
-    def has_cross_attention(self) -> bool:
-        return self.encoder.layer_at(0).cross_attention is not None
+    def default_position_ids(
+        self, input_ids: torch.Tensor | None, attention_mask: torch.Tensor | None, past_length: int, batch: int,
+        length: int, device,
+    ) -> torch.Tensor:
+        """The positions after the cached ones (see :func:`positions_after_cache`)."""
+        mask = attention_mask if self.positions_from_attention_mask else None
+        return positions_after_cache(mask, past_length, batch, length, device)
 
-    def _prepare_cache(self, past_key_values: Cache | None, use_cache: bool) -> Cache | None:
-        """The cache this call reads and extends: the caller's, or a new one when ``use_cache``."""
+    def prepare_cache(self, past_key_values: Cache | None, use_cache: bool | None) -> Cache | None:
+        """The cache this call reads and extends: the caller's, or a new ``DynamicCache`` when
+        ``use_cache`` (default ``config.use_cache``). With cross-attention it is an
+        ``EncoderDecoderCache``, whose second half keeps the encoder's keys/values after step one."""
+        if use_cache is None:
+            use_cache = self.config.use_cache
+        if self.training and (use_cache or past_key_values is not None) and self.is_activation_checkpointing:
+            # Checkpointed layers drop the cache (transformers' GradientCheckpointingLayer): keep none.
+            if past_key_values is not None:
+                raise ValueError("past_key_values cannot be used while training with gradient checkpointing")
+            use_cache = False
         if past_key_values is None and not use_cache:
             return None
         if past_key_values is not None and not isinstance(past_key_values, Cache):
@@ -83,106 +98,27 @@ class DecoderBackbone(EncoderBackbone):
         if past_key_values is None:
             past_key_values = DynamicCache()
         if self.has_cross_attention and not isinstance(past_key_values, EncoderDecoderCache):
-            # Cross-attention keys/values are computed once per generation and kept here.
             past_key_values = EncoderDecoderCache(past_key_values, DynamicCache())
-        self_cache = past_key_values.self_attention_cache if isinstance(past_key_values, EncoderDecoderCache) else past_key_values
+        self_cache = past_key_values
+        if isinstance(past_key_values, EncoderDecoderCache):
+            self_cache = past_key_values.self_attention_cache
         preset = len(self_cache.layers)
         if self_cache.layer_class_to_replicate is None and preset < self.encoder.num_layers:
             raise ValueError(
-                f"the cache was built for {preset} layers but the decoder has {self.encoder.num_layers}: build it "
-                "with this decoder's config (an encoder-decoder config names the decoder depth `decoder_layers`)"
+                f"the cache was built for {preset} layers but this decoder has {self.encoder.num_layers}: build it "
+                "with the decoder's config (an encoder-decoder config names the decoder depth `decoder_layers`)"
             )
         return past_key_values
 
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        past_key_values: Cache | None = None,
-        use_cache: bool | None = None,
-        encoder_hidden_states: torch.Tensor | None = None,
-        encoder_attention_mask: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **kwargs,
-    ) -> BaseModelOutputWithPastAndCrossAttentions | tuple:
-        """Decode T new tokens after the cached ones.
-
-        Args:
-            input_ids: (B, T) new token ids (or ``inputs_embeds`` (B, T, E)).
-            attention_mask: (B, past + T): 1 for real tokens, 0 for padding, over the cached
-                positions and the new ones (transformers' convention in ``generate``).
-            position_ids: (B, T); default from the mask (see ``positions_after_cache``).
-            past_key_values: a Cache from an earlier call (extended in place and returned).
-            use_cache: create and return a cache (default ``config.use_cache``, True if unset).
-            encoder_hidden_states: (B, S, H) encoder output for cross-attention.
-            encoder_attention_mask: (B, S) 1 for real source tokens.
-        Returns:
-            BaseModelOutputWithPastAndCrossAttentions: last_hidden_state (B, T, H),
-            past_key_values, hidden_states / attentions (over past + T keys) if asked.
-        """
-        config = self.config
-        output_attentions = bool(output_attentions if output_attentions is not None else config.output_attentions)
-        output_hidden_states = bool(
-            output_hidden_states if output_hidden_states is not None else config.output_hidden_states
-        )
-        return_dict = return_dict if return_dict is not None else config.return_dict
-        if use_cache is None:
-            use_cache = bool(getattr(config, "use_cache", True))
-        if (input_ids is None) == (inputs_embeds is None):
-            raise ValueError("pass exactly one of input_ids or inputs_embeds")
-        batch, length = input_ids.shape if input_ids is not None else inputs_embeds.shape[:2]
-        device = input_ids.device if input_ids is not None else inputs_embeds.device
-        if encoder_hidden_states is not None and not self.has_cross_attention:
-            raise ValueError("encoder_hidden_states were given but this decoder has no cross-attention")
-        if self.has_cross_attention and encoder_hidden_states is None:
-            raise ValueError("this decoder attends to an encoder: pass encoder_hidden_states")
-        if self.training and (use_cache or past_key_values is not None) and self.is_activation_checkpointing:
-            # Checkpointed layers drop the cache (transformers' GradientCheckpointingLayer): keep none.
-            if past_key_values is not None:
-                raise ValueError("past_key_values cannot be used while training with gradient checkpointing")
-            use_cache = False
-        past_key_values = self._prepare_cache(past_key_values, use_cache)
-        past_length = past_key_values.get_seq_length() if past_key_values is not None else 0
-        if attention_mask is not None and tuple(attention_mask.shape) != (batch, past_length + length):
-            raise ValueError(
-                f"attention_mask has shape {tuple(attention_mask.shape)}, expected {(batch, past_length + length)} "
-                f"(cached positions {past_length} + new tokens {length})"
-            )
-        for name, tensor in (("token_type_ids", token_type_ids), ("position_ids", position_ids)):
-            if tensor is not None and tuple(tensor.shape) != (batch, length):
-                raise ValueError(f"{name} has shape {tuple(tensor.shape)}, expected {(batch, length)} like input_ids")
-        if position_ids is None:
-            if self.positions_from_attention_mask:
-                position_ids = positions_after_cache(attention_mask, past_length, batch, length, device)
-            else:
-                position_ids = positions_after_cache(None, past_length, batch, length, device)
-        self.embeddings.check_inputs(input_ids, token_type_ids, position_ids, past_length + length)
-
-        dtype = self.embeddings.word_embeddings.weight.dtype
-        hidden_states = self.embeddings(input_ids, position_ids, token_type_ids, inputs_embeds)
-        hidden_states, all_hidden, all_attentions = self.encoder(
-            hidden_states,
-            make_attention_bias(attention_mask, dtype),  # padding over past + T keys; causality below
-            output_hidden_states=output_hidden_states,
-            output_attentions=output_attentions,
-            is_causal=True,
+    def build_output(self, last_hidden_state, pooler_output, hidden_states, attentions, past_key_values):
+        """BaseModelOutputWithPastAndCrossAttentions: last_hidden_state (B, T, H), the cache, and
+        hidden states / attentions (over past + T keys) if asked."""
+        return BaseModelOutputWithPastAndCrossAttentions(
+            last_hidden_state=last_hidden_state,
             past_key_values=past_key_values,
-            encoder_hidden_states=encoder_hidden_states,
-            encoder_attention_bias=make_attention_bias(encoder_attention_mask, dtype),
-            attn_implementation=self.attention_backend,
+            hidden_states=hidden_states,
+            attentions=attentions,
         )
-        output = BaseModelOutputWithPastAndCrossAttentions(
-            last_hidden_state=hidden_states,
-            past_key_values=past_key_values,
-            hidden_states=tuple(all_hidden) if output_hidden_states else None,
-            attentions=tuple(all_attentions) if output_attentions else None,
-        )
-        return output if return_dict else output.to_tuple()
 
 
 class EncoderDecoderBackbone:
@@ -226,6 +162,8 @@ class EncoderDecoderBackbone:
         decoder_config.is_decoder = True
         decoder_config.add_cross_attention = True
         decoder_config.is_encoder_decoder = False
+        # A separate decoder depth under transformers' flat encoder-decoder name, which is also
+        # where generate() sizes its cache from (config.get_text_config(decoder=True)).
         decoder_layers = getattr(config, "decoder_layers", None)
         if decoder_layers is not None:
             decoder_config.num_hidden_layers = decoder_layers

@@ -86,6 +86,32 @@ class TransformerEmbeddings(nn.Module):
         self.dropout = Dropout(dropout)
         self.projection = nn.Linear(embedding_size, hidden_size) if embedding_size != hidden_size else None
 
+    # Further (B, T) inputs a subclass embeds, passed by name from the backbone's forward (XLM: "langs").
+    extra_input_names: tuple[str, ...] = ()
+
+    @staticmethod
+    def config_kwargs(config) -> dict:
+        """The constructor arguments of a :class:`~hf_variants.modules.configuration.TransformerConfig`
+        (subclasses that embed more pass these on to ``super().__init__``)."""
+        return dict(
+            vocab_size=config.vocab_size,
+            embedding_size=config.embedding_size or config.hidden_size,
+            hidden_size=config.hidden_size,
+            max_position_embeddings=config.max_position_embeddings,
+            type_vocab_size=config.type_vocab_size,
+            position_embedding_type=config.position_embedding_type,
+            layer_norm_eps=config.layer_norm_eps,
+            dropout=config.hidden_dropout_prob,
+            pad_token_id=config.pad_token_id,
+        )
+
+    def default_position_ids(
+        self, input_ids: torch.Tensor | None, attention_mask: torch.Tensor | None, batch: int, length: int, device
+    ) -> torch.Tensor:
+        """(B, T) positions 0..T-1. Variants whose positions depend on the ids (RoBERTa's offset by
+        the padding index) override this."""
+        return torch.arange(length, device=device).expand(batch, length)
+
     def reset_fixed_buffers(self) -> None:
         """Recompute the sinusoidal table (after meta-device initialisation in from_pretrained)."""
         if self.position_embedding_type == "sinusoidal":
@@ -100,7 +126,8 @@ class TransformerEmbeddings(nn.Module):
         sequence_length: int,
     ) -> None:
         if input_ids is not None:
-            check_index_range(input_ids, self.vocab_size, "input_ids", "vocab_size")
+            # The live table size, not the constructor's: resize_token_embeddings changes it.
+            check_index_range(input_ids, self.word_embeddings.num_embeddings, "input_ids", "vocab_size")
         if self.position_embedding_type != "none" and sequence_length > self.max_position_embeddings:
             raise ValueError(
                 f"sequence length {sequence_length} exceeds max_position_embeddings "

@@ -19,6 +19,7 @@ prepended to its keys and values).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -28,15 +29,20 @@ from transformers.modeling_layers import GradientCheckpointingLayer
 from .attention import MultiHeadAttention
 from .dropout import Dropout
 from .feed_forward import FeedForward
+from .layout import BatchLayout
+from .norms import build_norm
 from .memory import SegmentMemory
 from .padding import UnpaddedBatch, gather_positions
+
+if TYPE_CHECKING:
+    from .configuration import TransformerConfig
 
 SHARING_MODES = ("none", "all", "attention", "ffn")
 
 
 @dataclass
 class LayerSpec:
-    """Everything needed to build one layer; variants fill it from their config."""
+    """Everything needed to build one layer, derived from a config in one place (:meth:`from_config`)."""
 
     hidden_size: int
     num_attention_heads: int
@@ -44,12 +50,61 @@ class LayerSpec:
     hidden_act: str = "gelu"
     hidden_dropout_prob: float = 0.1
     attention_probs_dropout_prob: float = 0.1
+    ffn_dropout_prob: float = 0.0
     layer_norm_eps: float = 1e-12
+    norm_type: str = "layer_norm"
     pre_layer_norm: bool = False
     cross_attention: bool = False
     bias: bool = True
     gated_ffn: bool = False
     attention_scale: float | None = None
+    head_dim: int | None = None
+
+    @classmethod
+    def from_config(cls, config: "TransformerConfig", cross_attention: bool = False) -> "LayerSpec":
+        """The layer every shared backbone builds from a :class:`TransformerConfig` (``cross_attention``
+        for the decoder of an encoder-decoder)."""
+        return cls(
+            hidden_size=config.hidden_size,
+            num_attention_heads=config.num_attention_heads,
+            intermediate_size=config.intermediate_size,
+            hidden_act=config.hidden_act,
+            hidden_dropout_prob=config.hidden_dropout_prob,
+            attention_probs_dropout_prob=config.attention_probs_dropout_prob,
+            ffn_dropout_prob=config.ffn_dropout_prob,
+            layer_norm_eps=config.layer_norm_eps,
+            norm_type=config.norm_type,
+            pre_layer_norm=config.pre_layer_norm,
+            cross_attention=cross_attention,
+            bias=config.use_bias,
+            gated_ffn=config.gated_ffn,
+            attention_scale=config.attention_scale,
+            head_dim=config.head_dim,
+        )
+
+    def norm(self) -> nn.Module:
+        return build_norm(self.norm_type, self.hidden_size, self.layer_norm_eps)
+
+    def attention(self, cross_attention: bool = False) -> MultiHeadAttention:
+        return MultiHeadAttention(
+            self.hidden_size,
+            self.num_attention_heads,
+            dropout=self.attention_probs_dropout_prob,
+            bias=self.bias,
+            head_dim=self.head_dim,
+            cross_attention=cross_attention,
+            scale=self.attention_scale,
+        )
+
+    def feed_forward(self) -> FeedForward:
+        return FeedForward(
+            self.hidden_size,
+            self.intermediate_size,
+            self.hidden_act,
+            gated=self.gated_ffn,
+            inner_dropout=self.ffn_dropout_prob,
+            bias=self.bias,
+        )
 
 
 class TransformerLayer(GradientCheckpointingLayer):
@@ -58,40 +113,19 @@ class TransformerLayer(GradientCheckpointingLayer):
     def __init__(self, spec: LayerSpec, own_attention: bool = True, own_ffn: bool = True) -> None:
         super().__init__()
         self.pre_layer_norm = spec.pre_layer_norm
-        self.attention = (
-            MultiHeadAttention(
-                spec.hidden_size,
-                spec.num_attention_heads,
-                dropout=spec.attention_probs_dropout_prob,
-                bias=spec.bias,
-                scale=spec.attention_scale,
-            )
-            if own_attention
-            else None
-        )
-        self.attention_norm = nn.LayerNorm(spec.hidden_size, eps=spec.layer_norm_eps)
+        self.attention = spec.attention() if own_attention else None
+        self.attention_norm = spec.norm()
         if spec.cross_attention:
-            self.cross_attention = MultiHeadAttention(
-                spec.hidden_size,
-                spec.num_attention_heads,
-                dropout=spec.attention_probs_dropout_prob,
-                bias=spec.bias,
-                cross_attention=True,
-                scale=spec.attention_scale,
-            )
-            self.cross_attention_norm = nn.LayerNorm(spec.hidden_size, eps=spec.layer_norm_eps)
+            self.cross_attention = spec.attention(cross_attention=True)
+            self.cross_attention_norm = spec.norm()
         else:
             self.cross_attention = None
-        self.ffn = (
-            FeedForward(spec.hidden_size, spec.intermediate_size, spec.hidden_act, gated=spec.gated_ffn, bias=spec.bias)
-            if own_ffn
-            else None
-        )
-        self.ffn_norm = nn.LayerNorm(spec.hidden_size, eps=spec.layer_norm_eps)
+        self.ffn = spec.feed_forward() if own_ffn else None
+        self.ffn_norm = spec.norm()
         self.residual_dropout = Dropout(spec.hidden_dropout_prob)
 
     def _residual(
-        self, x: torch.Tensor, norm: nn.LayerNorm, sublayer, positions: torch.Tensor | None = None
+        self, x: torch.Tensor, norm: nn.Module, sublayer, positions: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Apply ``sublayer`` (returning (out, extra)) with the residual in pre- or post-LN order.
         ``positions`` (B, M): the sublayer reads all of x but returns those positions only (B, M, H)."""
@@ -196,7 +230,7 @@ class LayerStack(nn.Module):
                 if attention is not None:
                     attention.layer_idx = depth
         # Pre-LN leaves the residual stream un-normalised: one LayerNorm closes the stack.
-        self.final_layer_norm = nn.LayerNorm(spec.hidden_size, eps=spec.layer_norm_eps) if spec.pre_layer_norm else None
+        self.final_layer_norm = spec.norm() if spec.pre_layer_norm else None
 
     def layer_at(self, depth: int) -> TransformerLayer:
         return self.layers[0] if self.sharing == "all" else self.layers[depth]
@@ -204,31 +238,32 @@ class LayerStack(nn.Module):
     def forward(
         self,
         hidden_states: torch.Tensor,
-        attention_bias: torch.Tensor | None = None,
+        layout: BatchLayout,
         output_hidden_states: bool = False,
         output_attentions: bool = False,
-        output_positions: torch.Tensor | None = None,
         past_key_values: Cache | None = None,
         memories: SegmentMemory | None = None,
         **layer_kwargs,
     ) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
         """Returns (last hidden states, all hidden states [input + one per layer] if asked, attentions if asked).
 
-        ``output_positions`` (B, M): the last layer computes those positions only and the result
-        is (B, M, H) (padded again first if the batch runs padding-free): heads that read only
-        [CLS], or only the masked tokens, skip the last layer's queries, output projection and FFN
-        everywhere else. Exact: nothing else feeds their output. Not with
-        ``output_hidden_states`` (the last layer would be partial).
+        ``hidden_states`` are (B, T, H), or (total_tokens, H) when ``layout`` is packed; the result
+        keeps that layout, except that with ``layout.output_positions`` (B, M) the last layer
+        computes those positions only and the result is (B, M, H) (re-padded first if the earlier
+        layers ran packed): heads that read only the summary token, or only the masked tokens,
+        skip the last layer's queries, output projection and FFN everywhere else. Exact: nothing
+        else feeds their output. Not with ``output_hidden_states`` (the last layer would be partial).
 
         ``past_key_values``: a transformers Cache, indexed by depth. ``memories``: a
         :class:`SegmentMemory` with one (B, M, H) tensor per layer (or none yet); each layer
         attends over its memory + the current states, and its input states are recorded in
-        ``memories`` (read the next segment's memories from ``memories.updated()``). With a
-        memory, ``attention_bias`` covers M + T keys (``SegmentMemory.extend_attention_mask``).
+        ``memories`` (read the next segment's memories from ``memories.updated()``). With a cache
+        or a memory the layout is padded and its ``attention_bias`` covers every key: past or
+        memory positions + T (``SegmentMemory.extend_attention_mask``).
         """
         if memories is not None and memories.num_layers != self.num_layers:
             raise ValueError(f"memories hold {memories.num_layers} layers, the stack has {self.num_layers}")
-        if output_positions is not None and output_hidden_states:
+        if layout.output_positions is not None and output_hidden_states:
             raise ValueError("output_positions cannot return all hidden states")
         all_hidden: list[torch.Tensor] = []
         all_attentions: list[torch.Tensor] = []
@@ -237,13 +272,15 @@ class LayerStack(nn.Module):
         for depth in range(self.num_layers):
             if output_hidden_states:
                 all_hidden.append(hidden_states)
-            positions = output_positions if depth == self.num_layers - 1 else None
-            if positions is not None and layer_kwargs.get("unpadded") is not None:
-                hidden_states = layer_kwargs.pop("unpadded").pad(hidden_states)
+            layer_layout, positions = layout, None
+            if depth == self.num_layers - 1 and layout.output_positions is not None:
+                hidden_states, layer_layout, positions = layout.to_padded(hidden_states), layout.padded(), layout.output_positions
             layer_input = hidden_states
             hidden_states, probs = self.layer_at(depth)(
                 hidden_states,
-                attention_bias,
+                layer_layout.layer_attention_bias,
+                is_causal=layer_layout.is_causal,
+                unpadded=layer_layout.unpadded,
                 output_attentions=output_attentions,
                 shared_attention=shared_attention,
                 shared_ffn=shared_ffn,

@@ -12,6 +12,7 @@ from torch.nn import functional as F
 from transformers.activations import ACT2FN
 
 from .dropout import Dropout
+from .padding import gather_positions
 
 IGNORE_INDEX = -100
 
@@ -31,15 +32,55 @@ def check_label_shape(labels: torch.Tensor, expected: tuple[int, ...], name: str
 
 
 # ----------------------------------------------------------------------------- heads
+SUMMARY_TYPES = ("first", "last", "last_real", "mean")
+
+
+def summary_positions(
+    summary_type: str, attention_mask: torch.Tensor | None, batch: int, length: int, device: torch.device
+) -> torch.Tensor | None:
+    """(B, 1) position of the token that summarises each row, or None for "mean" (every real token).
+
+    "first": position 0 (BERT's [CLS], RoBERTa's <s>, ViT's class token); "last": position T-1
+    (XLNet, whose inputs are left-padded); "last_real": each row's last real token (GPT: the end of
+    a right- or left-padded text).
+    """
+    if summary_type == "first":
+        return torch.zeros(batch, 1, dtype=torch.long, device=device)
+    if summary_type == "last" or (summary_type == "last_real" and attention_mask is None):
+        return torch.full((batch, 1), length - 1, dtype=torch.long, device=device)
+    if summary_type == "last_real":
+        # The highest index holding a 1 (argmax returns the first maximum, hence the ramp).
+        ramp = torch.arange(1, length + 1, device=device)
+        return (attention_mask.bool() * ramp).argmax(dim=-1, keepdim=True)
+    if summary_type == "mean":
+        return None
+    raise ValueError(f"summary_type must be one of {SUMMARY_TYPES}, got {summary_type!r}")
+
+
+def summarize(hidden_states: torch.Tensor, summary_type: str, attention_mask: torch.Tensor | None) -> torch.Tensor:
+    """The (B, H) summary of (B, T, H) states. A (B, 1, H) input is the summary already (the
+    backbone computed the last layer at the summary position only; with T = 1 every type agrees)."""
+    if hidden_states.shape[1] == 1:
+        return hidden_states[:, 0]
+    batch, length = hidden_states.shape[:2]
+    if summary_type == "mean":
+        if attention_mask is None:
+            return hidden_states.mean(dim=1)
+        weights = attention_mask.to(hidden_states.dtype)[..., None]
+        return (hidden_states * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)
+    positions = summary_positions(summary_type, attention_mask, batch, length, hidden_states.device)
+    return gather_positions(hidden_states, positions)[:, 0]
+
+
 class Pooler(nn.Module):
-    """BERT's pooler: tanh(W h_[CLS]). (B, T, H) -> (B, H)."""
+    """BERT's pooler: tanh(W h_summary). (B, H) summary -> (B, H)."""
 
     def __init__(self, hidden_size: int) -> None:
         super().__init__()
         self.dense = nn.Linear(hidden_size, hidden_size)
 
-    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        return torch.tanh(self.dense(hidden_states[:, 0]))
+    def forward(self, summary: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.dense(summary))
 
 
 class PredictionTransform(nn.Module):
@@ -136,20 +177,20 @@ def masked_lm_loss(
 
 
 class PooledClassifier(nn.Module):
-    """BERT's sequence classifier: dropout + linear on the pooled [CLS]. Reads ``pooled_output`` (B, H)."""
+    """BERT's sequence classifier: dropout + linear on the pooled summary. Reads ``pooled`` (B, H)."""
 
     def __init__(self, hidden_size: int, num_labels: int, dropout: float) -> None:
         super().__init__()
         self.dropout = Dropout(dropout)
         self.out_proj = nn.Linear(hidden_size, num_labels)
 
-    def forward(self, sequence_output: torch.Tensor, pooled_output: torch.Tensor | None) -> torch.Tensor:
-        return self.out_proj(self.dropout(pooled_output))
+    def forward(self, summary: torch.Tensor, pooled: torch.Tensor | None) -> torch.Tensor:
+        return self.out_proj(self.dropout(pooled))
 
 
-class FirstTokenClassifier(nn.Module):
-    """RoBERTa/ELECTRA's classifier: dropout, dense, activation, dropout, linear on the first token
-    (no pooler). Reads ``sequence_output`` (B, T, H)."""
+class SummaryClassifier(nn.Module):
+    """RoBERTa/ELECTRA's classifier: dropout, dense, activation, dropout, linear on the summary
+    token (no pooler). Reads ``summary`` (B, H)."""
 
     def __init__(self, hidden_size: int, num_labels: int, dropout: float, activation: str = "tanh") -> None:
         super().__init__()
@@ -158,8 +199,8 @@ class FirstTokenClassifier(nn.Module):
         self.activation = ACT2FN[activation]
         self.out_proj = nn.Linear(hidden_size, num_labels)
 
-    def forward(self, sequence_output: torch.Tensor, pooled_output: torch.Tensor | None) -> torch.Tensor:
-        hidden = self.activation(self.dense(self.dropout(sequence_output[:, 0])))
+    def forward(self, summary: torch.Tensor, pooled: torch.Tensor | None) -> torch.Tensor:
+        hidden = self.activation(self.dense(self.dropout(summary)))
         return self.out_proj(self.dropout(hidden))
 
 

@@ -139,6 +139,7 @@ class UnpaddedBatch:
     batch_size: int
     _buckets: list[AttentionBucket] | None = field(default=None, repr=False)
     _bucket_order: torch.Tensor | None = field(default=None, repr=False)
+    _padding_biases: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_attention_mask(cls, attention_mask: torch.Tensor) -> "UnpaddedBatch":
@@ -153,6 +154,14 @@ class UnpaddedBatch:
     @property
     def total_tokens(self) -> int:
         return self.indices.numel()
+
+    def attention_bias(self, dtype: torch.dtype) -> torch.Tensor:
+        """Additive (B, 1, 1, T) key-padding bias of the padded batch, built once per dtype."""
+        if dtype not in self._padding_biases:
+            real = torch.zeros(self.batch_size * self.max_seqlen, dtype=torch.bool, device=self.indices.device)
+            real[self.indices] = True
+            self._padding_biases[dtype] = additive_mask(~real.view(self.batch_size, 1, 1, self.max_seqlen), dtype)
+        return self._padding_biases[dtype]
 
     def unpad(self, padded: torch.Tensor) -> torch.Tensor:
         """(B, T, ...) -> (total_tokens, ...)."""

@@ -29,6 +29,8 @@ from .heads import (
     IGNORE_INDEX,
     MaskedLMHead,
     PooledClassifier,
+    summarize,
+    summary_positions,
     check_class_labels,
     check_label_shape,
     masked_lm_loss,
@@ -51,9 +53,9 @@ class EncoderTaskModel:
     # False for heads whose output reads the hidden states at padding positions (QA's softmax over
     # all T positions): the padding-free path leaves those at zero, so such heads run padded.
     padding_free_safe: bool = True
-    # True for heads that read only position 0 (the pooler / [CLS]): the backbone then computes
-    # the last layer at that position alone (see LayerStack.forward).
-    reads_first_token_only: bool = False
+    # True for heads that read only the summary token (config.summary_type: the pooler / [CLS]):
+    # the backbone then computes the last layer at that position alone (see LayerStack.forward).
+    reads_summary_only: bool = False
 
     def _build_backbone(self, config) -> None:
         setattr(self, self.base_model_prefix, self.backbone_class(config, add_pooling_layer=self.uses_pooler))
@@ -73,23 +75,19 @@ class EncoderTaskModel:
         output_hidden_states,
         token_labels: torch.Tensor | None = None,
         read: tuple[torch.Tensor, torch.Tensor] | None = None,
+        **kwargs,
     ):
         """Run the backbone (arguments in the order of every task forward); returns BaseModelOutputWithPooling.
 
-        ``token_labels`` (B, T): per-token targets of the head. Targets at padding positions are
-        read from the hidden states there, which only the padded path computes, so such a batch
-        runs padded (collators put -100 on padding, so this is the rare case).
-        ``read``: the positions from :meth:`_read_positions`; the last layer computes only those.
+        The backbone's layout plan (layout.py) decides packed vs padded from what this head reads:
+        ``token_labels`` (B, T) per-token targets (a target at a padding position is read from the
+        hidden state there, which only the padded layout computes; collators put -100 on padding,
+        so this is the rare case); ``read`` the positions from :meth:`_read_positions`, which the
+        last layer computes alone. ``kwargs``: further embedding inputs (e.g. XLM's ``langs``).
         """
-        padding_free = None if self.padding_free_safe else False
-        reads_position_0 = self.reads_first_token_only or self.uses_pooler
-        if reads_position_0 and attention_mask is not None and not bool(attention_mask[..., 0].all()):
-            # Left padding puts padding at position 0, which the pooler reads: the padding-free path
-            # leaves zeros there, transformers reads the value computed at that slot; match it.
-            padding_free = False
+        reads_padding = not self.padding_free_safe
         if token_labels is not None and attention_mask is not None and token_labels.shape == attention_mask.shape:
-            if bool(((token_labels != IGNORE_INDEX) & (attention_mask == 0)).any()):
-                padding_free = False
+            reads_padding = reads_padding or bool(((token_labels != IGNORE_INDEX) & (attention_mask == 0)).any())
         return self.backbone(
             input_ids=input_ids,
             attention_mask=attention_mask,
@@ -99,10 +97,16 @@ class EncoderTaskModel:
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
             return_dict=True,
-            padding_free=padding_free,
-            first_token_only=self.reads_first_token_only,
+            summary_only=self.reads_summary_only,
             output_positions=None if read is None else read[0],
+            output_positions_mask=None if read is None else read[1],
+            reads_padding=reads_padding,
+            **kwargs,
         )
+
+    def _summary(self, out, attention_mask: torch.Tensor | None) -> torch.Tensor:
+        """(B, H) summary-token states of a backbone output (see heads.summarize)."""
+        return summarize(out.last_hidden_state, self.config.summary_type, attention_mask)
 
     def _read_positions(
         self,
@@ -112,18 +116,21 @@ class EncoderTaskModel:
         output_attentions,
         output_hidden_states,
         also_read: tuple[torch.Tensor, torch.Tensor] | None = None,
+        attention_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """With sparse prediction only the masked positions (position 0 too when the pooler is
+        """With sparse prediction only the masked positions (the summary token too when the pooler is
         used, and ``also_read`` = (row indices, positions) a second head reads) reach the outputs,
         so the last layer computes those alone: ((B, M) positions, (B, M) real-position mask)
         from :func:`selected_positions`, or None for every position."""
-        if not getattr(self.config, "sparse_prediction", False) or not self._only_labelled_positions_are_read(
+        if not self.config.sparse_prediction or not self._only_labelled_positions_are_read(
             labels, input_ids, inputs_embeds, output_attentions, output_hidden_states
         ):
             return None
         selected = labels != IGNORE_INDEX
-        if self.uses_pooler:
-            selected[..., 0] = True  # position 0 comes first in every row: the pooler reads it there
+        if self.uses_pooler:  # the pooler reads the summary token
+            batch, length = selected.shape
+            summary = summary_positions(self.config.summary_type, attention_mask, batch, length, selected.device)
+            selected.scatter_(1, summary, True)
         if also_read is not None:
             selected[also_read] = True
         return selected_positions(selected)
@@ -181,7 +188,7 @@ class EncoderForMaskedLM(EncoderTaskModel):
         super().__init__(config)
         self._build_backbone(config)
         self.mlm_head = MaskedLMHead(
-            config.hidden_size, config.vocab_size, config.hidden_act, config.layer_norm_eps, getattr(config, "embedding_size", None)
+            config.hidden_size, config.vocab_size, config.hidden_act, config.layer_norm_eps, config.embedding_size
         )
         self.post_init()
 
@@ -206,11 +213,13 @@ class EncoderForMaskedLM(EncoderTaskModel):
     ) -> MaskedLMOutput | tuple:
         """labels: (B, T) target ids, -100 where nothing is predicted. Logits (B, T, V), or
         (num_predicted, V) with ``config.sparse_prediction``."""
-        sparse = bool(getattr(self.config, "sparse_prediction", False))
-        read = self._read_positions(labels, input_ids, inputs_embeds, output_attentions, output_hidden_states)
+        sparse = bool(self.config.sparse_prediction)
+        read = self._read_positions(
+            labels, input_ids, inputs_embeds, output_attentions, output_hidden_states, attention_mask=attention_mask
+        )
         out = self._encode(
             input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
-            token_labels=labels, read=read,
+            token_labels=labels, read=read, **kwargs,
         )
         labels = self._labels_at(labels, read)
         loss, logits = masked_lm_loss(self.mlm_head, out.last_hidden_state, labels, self.config.vocab_size, sparse)
@@ -223,7 +232,7 @@ class EncoderForSequenceClassification(EncoderTaskModel):
     """Single sentences or pairs (NLI); regression when num_labels == 1; multi-label via problem_type."""
 
     uses_pooler = True
-    reads_first_token_only = True
+    reads_summary_only = True
     classifier_class = PooledClassifier
 
     def __init__(self, config) -> None:
@@ -248,9 +257,10 @@ class EncoderForSequenceClassification(EncoderTaskModel):
     ) -> SequenceClassifierOutput | tuple:
         """labels: (B,) class ids, (B,) floats for regression, or (B, num_labels) multi-hot. Logits (B, num_labels)."""
         out = self._encode(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
+            **kwargs,
         )
-        logits = self.classifier(out.last_hidden_state, out.pooler_output)
+        logits = self.classifier(self._summary(out, attention_mask), out.pooler_output)
         loss = sequence_classification_loss(self.config, logits, labels) if labels is not None else None
         return self._finish(
             SequenceClassifierOutput, return_dict, loss=loss, logits=logits, hidden_states=out.hidden_states,
@@ -285,7 +295,7 @@ class EncoderForTokenClassification(EncoderTaskModel):
         """labels: (B, T) class ids, -100 on ignored tokens. Logits (B, T, num_labels)."""
         out = self._encode(
             input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
-            token_labels=labels,
+            token_labels=labels, **kwargs,
         )
         logits = self.classifier(self.dropout(out.last_hidden_state))
         loss = token_classification_loss(logits, labels) if labels is not None else None
@@ -326,7 +336,8 @@ class EncoderForQuestionAnswering(EncoderTaskModel):
     ) -> QuestionAnsweringModelOutput | tuple:
         """start_positions/end_positions: (B,) token indices. Logits (B, T) each."""
         out = self._encode(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
+            **kwargs,
         )
         start_logits, end_logits = self.qa_outputs(out.last_hidden_state).unbind(dim=-1)
         start_logits, end_logits = start_logits.contiguous(), end_logits.contiguous()
@@ -343,7 +354,7 @@ class EncoderForMultipleChoice(EncoderTaskModel):
     """Inputs (B, num_choices, T); one score per choice from the pooled output; logits (B, num_choices)."""
 
     uses_pooler = True
-    reads_first_token_only = True
+    reads_summary_only = True
 
     def __init__(self, config) -> None:
         super().__init__(config)
@@ -375,9 +386,9 @@ class EncoderForMultipleChoice(EncoderTaskModel):
 
         out = self._encode(
             flat(input_ids), flat(attention_mask), flat(token_type_ids), flat(position_ids), flat(inputs_embeds),
-            output_attentions, output_hidden_states,
+            output_attentions, output_hidden_states, **{name: flat(value) if isinstance(value, torch.Tensor) else value for name, value in kwargs.items()},
         )
-        logits = self.classifier(out.last_hidden_state, out.pooler_output).view(-1, num_choices)
+        logits = self.classifier(self._summary(out, flat(attention_mask)), out.pooler_output).view(-1, num_choices)
         loss = None
         if labels is not None:
             loss = multiple_choice_loss(logits, labels)

@@ -1,5 +1,38 @@
+"""BERT (Devlin et al. 2019): the variant's one declaration. Everything else reads ``SPEC``."""
+
+from ... import papers
+from ...registry import VariantSpec
+from . import conversion  # noqa: F401  (registers the transformers <-> ours key map)
 from .configuration_bert import BertConfig
 from .modeling_bert import *  # noqa: F401,F403
+from .modeling_bert import (
+    BertForMaskedLM,
+    BertForMultipleChoice,
+    BertForNextSentencePrediction,
+    BertForPreTraining,
+    BertForQuestionAnswering,
+    BertForSequenceClassification,
+    BertForTokenClassification,
+    BertModel,
+)
 from .modeling_bert import __all__ as _modeling_all
 
-__all__ = ["BertConfig", *_modeling_all]
+SPEC = VariantSpec(
+    name="bert",
+    config_class=BertConfig,
+    classes={
+        "Model": BertModel,
+        "ForPreTraining": BertForPreTraining,
+        "ForMaskedLM": BertForMaskedLM,
+        "ForNextSentencePrediction": BertForNextSentencePrediction,
+        "ForSequenceClassification": BertForSequenceClassification,
+        "ForTokenClassification": BertForTokenClassification,
+        "ForQuestionAnswering": BertForQuestionAnswering,
+        "ForMultipleChoice": BertForMultipleChoice,
+    },
+    paper=papers.BERT,
+    pretraining_objective="mlm+nsp",
+    tokenizer_kind="wordpiece-uncased",
+)
+
+__all__ = ["BertConfig", "SPEC", *_modeling_all]

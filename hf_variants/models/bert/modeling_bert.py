@@ -2,7 +2,7 @@
 modelling + next sentence prediction.
 
 Everything but the pretraining heads comes from ``hf_variants.modules``: the backbone is
-``EncoderBackbone`` and the fine-tuning heads are the shared task mixins.
+``TransformerBackbone`` and the fine-tuning heads are the shared task mixins.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from torch import nn
 from transformers.modeling_outputs import NextSentencePredictorOutput
 from transformers.utils import ModelOutput
 
-from ...modules.backbone import EncoderBackbone, EncoderPreTrainedModel
+from ...modules.backbone import TransformerBackbone, TransformerPreTrainedModel
 from ...modules.heads import check_class_labels, check_label_shape, masked_lm_loss
 from ...modules.task_models import (
     EncoderForMaskedLM,
@@ -27,12 +27,12 @@ from ...modules.task_models import (
 from .configuration_bert import BertConfig
 
 
-class BertPreTrainedModel(EncoderPreTrainedModel):
+class BertPreTrainedModel(TransformerPreTrainedModel):
     config_class = BertConfig
     base_model_prefix = "bert"
 
 
-class BertModel(EncoderBackbone, BertPreTrainedModel):
+class BertModel(TransformerBackbone, BertPreTrainedModel):
     """The bare encoder with BERT's pooler."""
 
 
@@ -83,7 +83,9 @@ class BertForPreTraining(EncoderForMaskedLM, BertPreTrainedModel):
         **kwargs,
     ) -> BertForPreTrainingOutput | tuple:
         """labels: (B, T) MLM targets (-100 elsewhere); next_sentence_label: (B,) 0 = next, 1 = random."""
-        read = self._read_positions(labels, input_ids, inputs_embeds, output_attentions, output_hidden_states)
+        read = self._read_positions(
+            labels, input_ids, inputs_embeds, output_attentions, output_hidden_states, attention_mask=attention_mask
+        )
         out = self._encode(
             input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
             token_labels=labels, read=read,
@@ -107,7 +109,7 @@ class BertForNextSentencePrediction(EncoderTaskModel, BertPreTrainedModel):
 
     backbone_class = BertModel
     uses_pooler = True
-    reads_first_token_only = True
+    reads_summary_only = True
 
     def __init__(self, config: BertConfig) -> None:
         super().__init__(config)

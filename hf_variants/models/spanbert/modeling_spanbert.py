@@ -1,7 +1,7 @@
 """SpanBERT (Joshi et al. 2020): BERT's encoder pretrained on single segments with span masking,
 MLM and the Span Boundary Objective (SBO), without NSP.
 
-The encoder and every fine-tuning head come from ``hf_variants.modules`` (``EncoderBackbone`` and
+The encoder and every fine-tuning head come from ``hf_variants.modules`` (``TransformerBackbone`` and
 the task mixins); this file adds only what is SpanBERT's own: the SBO head and the pretraining
 model that sums the two losses.
 
@@ -19,7 +19,7 @@ from torch import nn
 from torch.nn import functional as F
 from transformers.utils import ModelOutput
 
-from ...modules.backbone import EncoderBackbone, EncoderPreTrainedModel
+from ...modules.backbone import TransformerBackbone, TransformerPreTrainedModel
 from ...modules.embeddings import check_index_range
 from ...modules.heads import (
     IGNORE_INDEX,
@@ -49,7 +49,7 @@ def _conversion():
     return importlib.import_module("hf_variants.models.spanbert.conversion")
 
 
-class SpanBertPreTrainedModel(EncoderPreTrainedModel):
+class SpanBertPreTrainedModel(TransformerPreTrainedModel):
     config_class = SpanBertConfig
     base_model_prefix = "bert"
 
@@ -75,7 +75,7 @@ class SpanBertPreTrainedModel(EncoderPreTrainedModel):
         _conversion().export_bert_encoder(self).save_pretrained(save_directory)
 
 
-class SpanBertModel(EncoderBackbone, SpanBertPreTrainedModel):
+class SpanBertModel(TransformerBackbone, SpanBertPreTrainedModel):
     """The bare SpanBERT encoder (BERT's blocks) with BERT's pooler."""
 
 
@@ -240,7 +240,7 @@ class SpanBertForPreTraining(EncoderForMaskedLM, SpanBertPreTrainedModel):
             config.sbo_position_embedding_size,
             config.hidden_act,
             config.layer_norm_eps,
-            getattr(config, "embedding_size", None),
+            config.embedding_size,
         )
         # Both vocabulary decoders share the word embedding matrix. The SBO tie is added per
         # instance, once the head exists (the MLM mixin's __init__ already ran post_init).
@@ -293,7 +293,7 @@ class SpanBertForPreTraining(EncoderForMaskedLM, SpanBertPreTrainedModel):
         # tokens (MLM) and the span boundaries (SBO).
         read = self._read_positions(
             labels, input_ids, inputs_embeds, output_attentions, output_hidden_states,
-            also_read=None if targets is None else targets.boundaries(),
+            also_read=None if targets is None else targets.boundaries(), attention_mask=attention_mask,
         )
         out = self._encode(
             input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,

@@ -1,0 +1,134 @@
+"""One owner of the batch layout for a forward pass.
+
+:class:`BatchLayout` decides, once per forward, whether the batch runs packed (padding-free:
+per-token work on (total_tokens, H), see padding.py) or padded, which positions the last layer
+computes, and whether attention is causal; the backbone plans it and every layer reads it. The
+rules, in one place:
+
+- Packed only when it is exact and worth it: ``padding_free`` asked for, enough padding
+  (padding.worth_unpadding), no additive bias other than padding (a permutation or document mask
+  is defined in padded coordinates: it forces the padded layout, it is never dropped), and no
+  reader of a padding position (the packed path leaves zeros there, where transformers reads the
+  value computed at that slot: QA's softmax over all T, labels at padding, a pooler reading
+  position 0 of a left-padded row), and no caller asking for every layer's states (those must be
+  the tensors the computation used, so gradients reach them).
+- ``output_positions`` (B, M): the caller reads only these; the last layer computes them alone
+  (in the padded layout, re-padded once if the earlier layers ran packed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import torch
+
+from .attention import make_attention_bias
+from .padding import UnpaddedBatch, worth_unpadding
+
+
+@dataclass
+class BatchLayout:
+    """How one forward lays out its batch.
+
+    Attributes:
+        batch_size, length: B and T of the padded batch.
+        attention_bias: additive (B, 1, 1|T, T) bias (padding, plus any extra bias, plus nothing
+            for causality, which ``is_causal`` carries); None when nothing is masked.
+        unpadded: where the real tokens live when the batch runs packed; None when padded.
+        output_positions: (B, M) positions the caller reads; None for every position.
+        is_causal: causal self-attention (decoders).
+    """
+
+    batch_size: int
+    length: int
+    attention_bias: torch.Tensor | None
+    unpadded: UnpaddedBatch | None = None
+    output_positions: torch.Tensor | None = None
+    is_causal: bool = False
+
+    @classmethod
+    def plan(
+        cls,
+        attention_mask: torch.Tensor | None,
+        batch_size: int,
+        length: int,
+        dtype: torch.dtype,
+        *,
+        padding_free: bool,
+        output_positions: torch.Tensor | None = None,
+        output_positions_mask: torch.Tensor | None = None,
+        extra_bias: torch.Tensor | None = None,
+        reads_padding: bool = False,
+        is_causal: bool = False,
+        needs_padded: bool = False,
+    ) -> "BatchLayout":
+        """Decide the layout.
+
+        Args:
+            attention_mask: (B, T) 1 for real tokens, 0 for padding, or None.
+            padding_free: the packed layout is allowed (the config's ``padding_free`` or the caller's).
+            output_positions: (B, M) positions read by the caller (the summary token, masked tokens).
+            output_positions_mask: (B, M) bool, False for slots of ``output_positions`` that are
+                only filler (nobody reads them); None: every slot is read.
+            extra_bias: an additive bias other than padding, broadcastable to (B, heads, T, T).
+            reads_padding: the caller reads hidden states at padding positions.
+            is_causal: causal self-attention.
+            needs_padded: the caller needs the padded layout for another reason (a cache, memories,
+                every layer's hidden states or attention maps).
+        """
+        attention_bias = make_attention_bias(attention_mask, dtype)
+        if extra_bias is not None:
+            extra_bias = extra_bias.to(dtype)
+            attention_bias = extra_bias if attention_bias is None else (attention_bias + extra_bias).clamp(
+                min=torch.finfo(dtype).min
+            )
+        if is_causal:
+            # The selected-query kernel has no causal mask: causal stacks compute every position.
+            output_positions = output_positions_mask = None
+        layout = cls(batch_size, length, attention_bias, None, output_positions, is_causal)
+        packable = (
+            padding_free
+            and attention_mask is not None
+            and extra_bias is None
+            and not reads_padding
+            and not needs_padded
+            and attention_bias is not None
+            and worth_unpadding(attention_mask)
+            and not _reads_a_padding_position(attention_mask, output_positions, output_positions_mask)
+        )
+        if packable:
+            layout.unpadded = UnpaddedBatch.from_attention_mask(attention_mask)
+        return layout
+
+    @property
+    def packed(self) -> bool:
+        return self.unpadded is not None
+
+    @property
+    def layer_attention_bias(self) -> torch.Tensor | None:
+        """The bias layers pass to attention: None when packed (the packed batch carries its own
+        padding, see MultiHeadAttention.forward), the padded bias otherwise."""
+        return None if self.packed else self.attention_bias
+
+    def to_packed(self, tensor: torch.Tensor | None) -> torch.Tensor | None:
+        """(B, T, ...) -> (total_tokens, ...) when packed; unchanged when padded (or None)."""
+        return tensor if tensor is None or not self.packed else self.unpadded.unpad(tensor)
+
+    def to_padded(self, tensor: torch.Tensor) -> torch.Tensor:
+        """(total_tokens, ...) -> (B, T, ...) with zeros at padding when packed; unchanged when padded."""
+        return self.unpadded.pad(tensor) if self.packed and tensor.shape[0] == self.unpadded.total_tokens else tensor
+
+    def padded(self) -> "BatchLayout":
+        """The same batch in the padded layout (for the last layer when it computes ``output_positions``)."""
+        return replace(self, unpadded=None)
+
+
+def _reads_a_padding_position(
+    attention_mask: torch.Tensor, positions: torch.Tensor | None, slots_read: torch.Tensor | None
+) -> bool:
+    if positions is None:
+        return False
+    real = attention_mask.gather(1, positions).bool()
+    if slots_read is not None:
+        real = real | ~slots_read
+    return not bool(real.all())
