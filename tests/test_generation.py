@@ -422,3 +422,66 @@ def test_seq2seq_generation_matches_bart(backend):
             model(ids, attention_mask=mask, decoder_input_ids=targets).logits,
             reference(ids, attention_mask=mask, decoder_input_ids=targets).logits, atol=1e-5, rtol=0,
         )
+
+
+# ----------------------------------------------------------------------------- training layouts and memories
+@pytest.mark.parametrize("side, first_token_labelled", [("right", True), ("left", False), ("left", True)])
+def test_causal_lm_training_packed_or_padded_gives_the_padded_loss(side, first_token_labelled):
+    # Without a cache (training) a decoder batch may run packed; loss and gradients must not move.
+    # A left-padded row whose first token is a target is predicted from a padding slot (as in
+    # transformers), which only the padded layout computes: that batch runs padded.
+    ids, mask = left_pad([prompts(1, n, seed=40 + n)[0] for n in (9, 4, 6)], side=side)
+    labels = ids.masked_fill(mask == 0, -100)
+    if not first_token_labelled:
+        labels[torch.arange(3), mask.argmax(dim=1)] = -100
+    results = []
+    for padding_free in (False, True):
+        model = causal_lm(padding_free=padding_free)
+        out = model(ids, attention_mask=mask, labels=labels)
+        out.loss.backward()
+        results.append((out.loss, out.logits, model.model.embeddings.word_embeddings.weight.grad))
+    (padded_loss, padded_logits, padded_grad), (loss, logits, grad) = results
+    real = mask.bool()
+    torch.testing.assert_close(loss, padded_loss, atol=1e-5, rtol=0)
+    torch.testing.assert_close(logits[real], padded_logits[real], atol=1e-5, rtol=0)
+    torch.testing.assert_close(grad, padded_grad, atol=1e-5, rtol=0)
+    ran_packed = bool((logits[~real] == 0).all())  # the packed layout leaves zeros at padding
+    assert ran_packed == (side == "right" or not first_token_labelled)
+
+
+def test_seq2seq_training_with_padded_targets_packed_or_padded():
+    ids, mask = left_pad([prompts(1, n, seed=50 + n)[0] for n in (7, 3)], side="right")
+    targets, target_mask = left_pad([prompts(1, n, seed=60 + n)[0] for n in (6, 2)], side="right")
+    labels = targets.masked_fill(target_mask == 0, -100)
+    decoder_input_ids = torch.cat([torch.ones(2, 1, dtype=torch.long), targets[:, :-1]], dim=1)
+    decoder_mask = torch.cat([torch.ones(2, 1, dtype=torch.long), target_mask[:, :-1]], dim=1)
+    outputs = []
+    for padding_free in (False, True):
+        model = seq2seq_lm(padding_free=padding_free)
+        outputs.append(model(ids, attention_mask=mask, decoder_input_ids=decoder_input_ids,
+                             decoder_attention_mask=decoder_mask, labels=labels))
+    torch.testing.assert_close(outputs[1].loss, outputs[0].loss, atol=1e-5, rtol=0)
+    padding = decoder_mask == 0
+    assert bool((outputs[1].logits[padding] == 0).all())  # the decoder really ran packed (with cross-attention)
+    assert not bool((outputs[0].logits[padding] == 0).all())
+
+
+def test_backbone_memories_continue_a_causal_run():
+    # Transformer-XL's recurrence through the backbone: segment 2 with segment 1's memories (and
+    # positions that continue) equals one causal run over both segments at segment 2's positions.
+    from hf_variants.modules.memory import SegmentMemory
+
+    model = causal_lm().model
+    ids = prompts(2, 9)
+    positions = torch.arange(9).expand(2, 9)
+    with torch.no_grad():
+        full = model(ids, position_ids=positions, use_cache=False).last_hidden_state
+        memory = SegmentMemory(None, num_layers=2, mem_len=5)
+        model(ids[:, :5], position_ids=positions[:, :5], use_cache=False, memories=memory)
+        memory = SegmentMemory(memory.updated(), num_layers=2, mem_len=5)
+        mask = torch.ones(2, 4, dtype=torch.long)  # the new tokens' mask: memory keys are added inside
+        second = model(ids[:, 5:], attention_mask=mask, position_ids=positions[:, 5:], use_cache=False, memories=memory)
+    torch.testing.assert_close(second.last_hidden_state, full[:, 5:], atol=1e-5, rtol=0)
+    assert [m.shape for m in memory.updated()] == [(2, 5, 32)] * 2
+    with pytest.raises(ValueError, match="either memories or a cache"):
+        model(ids[:, 5:], use_cache=True, memories=SegmentMemory(None, num_layers=2, mem_len=5))

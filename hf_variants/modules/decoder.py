@@ -198,6 +198,7 @@ class EncoderDecoderBackbone:
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        reads_padding: bool = False,
         **kwargs,
     ) -> Seq2SeqModelOutput | tuple:
         """Encode the source (unless ``encoder_outputs`` are given) and decode the target.
@@ -208,6 +209,8 @@ class EncoderDecoderBackbone:
             decoder_input_ids: (B, T) target ids, shifted right (see ``shift_tokens_right``).
             decoder_attention_mask: (B, past + T) target keep-mask.
             encoder_outputs: the encoder's output from an earlier call (generation reuses it).
+            reads_padding: the caller reads decoder states at padding positions (the decoder then
+                runs padded, see layout.py).
         Returns:
             Seq2SeqModelOutput: last_hidden_state (B, T, H) of the decoder, past_key_values,
             encoder_last_hidden_state (B, S, H) and the optional hidden states / attentions.
@@ -238,6 +241,7 @@ class EncoderDecoderBackbone:
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
             return_dict=True,
+            reads_padding=reads_padding,
         )
         output = Seq2SeqModelOutput(
             last_hidden_state=decoder_outputs.last_hidden_state,

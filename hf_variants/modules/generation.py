@@ -62,6 +62,22 @@ def shift_tokens_right(labels: torch.Tensor, pad_token_id: int | None, decoder_s
     return shifted.masked_fill(shifted == IGNORE_INDEX, pad_token_id)
 
 
+def _predicts_from_padding(labels: torch.Tensor | None, attention_mask: torch.Tensor | None) -> bool:
+    """True when a padding position predicts a real target (left padding: the last padding slot
+    predicts the first token, as in transformers' loss). Its logits are read from the state computed
+    at that slot, which only the padded layout has (packed leaves zeros there)."""
+    if labels is None or attention_mask is None or tuple(attention_mask.shape) != tuple(labels.shape):
+        return False
+    return bool(((attention_mask[:, :-1] == 0) & (labels[:, 1:] != IGNORE_INDEX)).any())
+
+
+def _targets_at_padding(labels: torch.Tensor | None, decoder_attention_mask: torch.Tensor | None) -> bool:
+    """True when a seq2seq target sits at a padding position of the decoder input (read padded)."""
+    if labels is None or decoder_attention_mask is None or decoder_attention_mask.shape != labels.shape:
+        return False
+    return bool(((decoder_attention_mask == 0) & (labels != IGNORE_INDEX)).any())
+
+
 class GenerativeTaskModel(GenerationMixin):
     """Common plumbing of the two bases: the backbone under ``base_model_prefix``, an LM head tied to
     the word embeddings, and ``compute_logits``."""
@@ -158,6 +174,7 @@ class DecoderForCausalLM(GenerativeTaskModel):
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
             return_dict=True,
+            reads_padding=_predicts_from_padding(labels, attention_mask),
         )
         hidden_states = out.last_hidden_state
         if isinstance(logits_to_keep, int):
@@ -251,6 +268,7 @@ class EncoderDecoderForSeq2SeqLM(GenerativeTaskModel):
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
             return_dict=True,
+            reads_padding=_targets_at_padding(labels, decoder_attention_mask),
         )
         logits = self.compute_logits(out.last_hidden_state)
         loss = lm_loss(logits, labels, self.label_smoothing) if labels is not None else None
