@@ -245,6 +245,15 @@ def test_seq2seq_cached_step_equals_recomputing_and_greedy_equals_argmax(backend
     assert torch.equal(generated, decoded)
 
 
+def test_seq2seq_decoder_deeper_than_encoder():
+    # generate() sizes its cache from config.get_text_config(decoder=True): `decoder_layers`.
+    model = seq2seq_lm(decoder_layers=3)
+    assert (model.model.encoder.encoder.num_layers, model.model.decoder.encoder.num_layers) == (2, 3)
+    ids = prompts()
+    beams = model.generate(ids, num_beams=3, do_sample=False, max_new_tokens=6)
+    assert torch.equal(beams, model.generate(ids, num_beams=3, do_sample=False, max_new_tokens=6, use_cache=False))
+
+
 def test_seq2seq_padded_source_batch_gives_each_row_its_own_tokens():
     # Sources are right-padded, as encoder-decoder tokenizers do (the encoder's positions start at
     # the first token); the encoder batch runs packed (padding_free), the decoder padded with a cache.

@@ -48,6 +48,7 @@ class TinySeq2SeqConfig(TinyDecoderConfig):
     is_encoder_decoder: bool = True
     padding_free: bool = True  # the encoder may run packed; the decoder with a cache never does
     decoder_start_token_id: int | None = 1
+    decoder_layers: int | None = None  # decoder depth when it differs from the encoder's (transformers' name)
 
 
 class _NoRemoteCode:

@@ -125,12 +125,13 @@ class EncoderDecoderBackbone:
     """Mixin for an encoder-decoder ``...Model``: ``encoder_class`` (a non-causal backbone) reads the
     source, ``decoder_class`` (a :class:`DecoderBackbone` with cross-attention) the target. The
     decoder's word embeddings are the encoder's (one matrix for source and target, as in the
-    original Transformer, T5 and Marian); variants with separate vocabularies override
-    :meth:`share_embeddings`. Must precede the variant's PreTrainedModel in the bases.
+    original Transformer, T5 and Marian); variants with separate vocabularies set
+    ``shares_embeddings = False``. Must precede the variant's PreTrainedModel in the bases.
     """
 
     encoder_class: type
     decoder_class: type
+    shares_embeddings: bool = True
     _tied_weights_keys = {"decoder.embeddings.word_embeddings.weight": "encoder.embeddings.word_embeddings.weight"}
 
     def __init__(self, config) -> None:
@@ -138,12 +139,9 @@ class EncoderDecoderBackbone:
         self.config = config
         self.encoder = self.encoder_class(self.encoder_config(config), add_pooling_layer=False)
         self.decoder = self.decoder_class(self.decoder_config(config))
-        if self.share_embeddings():
+        if self.shares_embeddings:
             self.decoder.set_input_embeddings(self.encoder.get_input_embeddings())
         self.post_init()
-
-    def share_embeddings(self) -> bool:
-        return True
 
     @staticmethod
     def encoder_config(config):
@@ -174,7 +172,7 @@ class EncoderDecoderBackbone:
 
     def set_input_embeddings(self, value: nn.Embedding) -> None:
         self.encoder.set_input_embeddings(value)
-        if self.share_embeddings():
+        if self.shares_embeddings:
             self.decoder.set_input_embeddings(value)
 
     def get_encoder(self, modality: str | None = None):
