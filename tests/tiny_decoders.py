@@ -48,7 +48,9 @@ class TinySeq2SeqConfig(TinyDecoderConfig):
     is_encoder_decoder: bool = True
     padding_free: bool = True  # the encoder may run packed; the decoder with a cache never does
     decoder_start_token_id: int | None = 1
-    decoder_layers: int | None = None  # decoder depth when it differs from the encoder's (transformers' name)
+    # The decoder depth under transformers' flat encoder-decoder name: generate() sizes its cache from it
+    # (never None there: get_text_config(decoder=True) reads it as num_hidden_layers).
+    decoder_layers: int = 2
 
 
 class _NoRemoteCode:

@@ -161,7 +161,8 @@ class EncoderDecoderBackbone:
         decoder_config.add_cross_attention = True
         decoder_config.is_encoder_decoder = False
         # A separate decoder depth under transformers' flat encoder-decoder name, which is also
-        # where generate() sizes its cache from (config.get_text_config(decoder=True)).
+        # where generate() sizes its cache from (config.get_text_config(decoder=True) reads
+        # `decoder_layers` as num_hidden_layers, so a config that declares it must not leave it None).
         decoder_layers = getattr(config, "decoder_layers", None)
         if decoder_layers is not None:
             decoder_config.num_hidden_layers = decoder_layers
