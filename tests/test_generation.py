@@ -494,3 +494,20 @@ def test_backbone_memories_continue_a_causal_run():
     assert [m.shape for m in memory.updated()] == [(2, 5, 32)] * 2
     with pytest.raises(ValueError, match="either memories or a cache"):
         model(ids[:, 5:], use_cache=True, memories=SegmentMemory(None, num_layers=2, mem_len=5))
+
+
+def test_packed_documents_bias_equals_each_document_alone():
+    # Two documents back to back in one row, positions restarting, with the block-diagonal causal
+    # bias of objectives.clm: each document's logits equal running it alone.
+    from hf_variants.objectives.clm import document_causal_bias
+
+    model = causal_lm()
+    first, second = prompts(1, 5, seed=70)[0], prompts(1, 4, seed=71)[0]
+    row = torch.cat([first, second])[None]
+    document_ids = torch.tensor([[0] * 5 + [1] * 4])
+    positions = torch.tensor([[0, 1, 2, 3, 4, 0, 1, 2, 3]])
+    with torch.no_grad():
+        packed = model(row, position_ids=positions, attention_bias=document_causal_bias(document_ids),
+                       use_cache=False).logits
+        alone = [model(doc[None], use_cache=False).logits for doc in (first, second)]
+    torch.testing.assert_close(packed, torch.cat(alone, dim=1), atol=1e-5, rtol=0)

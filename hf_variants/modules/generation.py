@@ -149,6 +149,7 @@ class DecoderForCausalLM(GenerativeTaskModel):
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
         logits_to_keep: int | torch.Tensor = 0,
+        attention_bias: torch.Tensor | None = None,
         **kwargs,
     ) -> CausalLMOutputWithCrossAttentions | tuple:
         """Args as the decoder backbone, plus:
@@ -156,6 +157,8 @@ class DecoderForCausalLM(GenerativeTaskModel):
                 shift happens inside (position t predicts labels[:, t + 1]).
             logits_to_keep: k > 0 computes logits for the last k positions only (generation reads
                 the last one); a 1-D tensor selects positions. Not with labels.
+            attention_bias: an extra additive (B, 1, T, T) bias, e.g. the block-diagonal mask of
+                packed documents (objectives.clm.document_causal_bias); runs padded.
         Returns:
             CausalLMOutputWithCrossAttentions: loss, logits (B, T or k, V), past_key_values, ...
         """
@@ -175,6 +178,7 @@ class DecoderForCausalLM(GenerativeTaskModel):
             output_hidden_states=output_hidden_states,
             return_dict=True,
             reads_padding=_predicts_from_padding(labels, attention_mask),
+            attention_bias=attention_bias,
         )
         hidden_states = out.last_hidden_state
         if isinstance(logits_to_keep, int):
