@@ -511,3 +511,22 @@ def test_packed_documents_bias_equals_each_document_alone():
                        use_cache=False).logits
         alone = [model(doc[None], use_cache=False).logits for doc in (first, second)]
     torch.testing.assert_close(packed, torch.cat(alone, dim=1), atol=1e-5, rtol=0)
+
+
+def test_bad_generation_inputs_raise_value_errors():
+    model = causal_lm()
+    ids = prompts(2, 4)
+    with pytest.raises(ValueError, match=r"attention_mask has shape \(2, 4\), expected \(2, 5\)"):
+        cache = model(ids).past_key_values
+        model(ids[:, :1], attention_mask=torch.ones(2, 4, dtype=torch.long), past_key_values=cache)
+    with pytest.raises(ValueError, match="tuples of tensors are not supported"):
+        model(ids, past_key_values=((torch.zeros(1),),))
+    with pytest.raises(ValueError, match="embedding_size=16 != hidden_size=32"):
+        causal_lm(embedding_size=16)
+    seq2seq = seq2seq_lm()
+    with pytest.raises(ValueError, match="decoder_start_token_id must be set"):
+        seq2seq_lm(decoder_start_token_id=None)(ids, labels=ids)
+    with pytest.raises(ValueError, match="pass encoder_hidden_states"):
+        seq2seq.model.decoder(ids)
+    with pytest.raises(ValueError, match="keeps no cache"):
+        seq2seq.model.encoder(ids, use_cache=True)

@@ -92,6 +92,11 @@ class GenerativeTaskModel(GenerationMixin):
         return True
 
     def _build(self, config) -> None:
+        if config.embedding_size not in (None, config.hidden_size):
+            raise ValueError(
+                f"the LM head is tied to (vocab_size, hidden_size) word embeddings; embedding_size="
+                f"{config.embedding_size} != hidden_size={config.hidden_size} needs a head that projects back to E"
+            )
         setattr(self, self.base_model_prefix, self.backbone_class(config))
         # Bias-free, as every tied LM output in the family; TiedDecoder builds the weight's gradient
         # contiguous so the tied embedding accumulates it in place (see heads.py).
