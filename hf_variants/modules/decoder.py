@@ -97,6 +97,13 @@ class DecoderBackbone(TransformerBackbone):
             )
         if past_key_values is None:
             past_key_values = DynamicCache()
+        if past_key_values.is_compileable:
+            # A static cache returns its whole preallocated length, unfilled slots included, and
+            # needs the 4D masks transformers builds for it: not supported here.
+            raise ValueError(
+                f"{type(past_key_values).__name__} is not supported; use the default DynamicCache "
+                "(generate() without cache_implementation)"
+            )
         if self.has_cross_attention and not isinstance(past_key_values, EncoderDecoderCache):
             past_key_values = EncoderDecoderCache(past_key_values, DynamicCache())
         self_cache = past_key_values
