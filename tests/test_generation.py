@@ -532,3 +532,16 @@ def test_bad_generation_inputs_raise_value_errors():
         seq2seq.model.encoder(ids, use_cache=True)
     with pytest.raises(ValueError, match="StaticCache is not supported"):
         model.generate(ids, max_new_tokens=2, cache_implementation="static")
+
+
+@pytest.mark.parametrize("build", [causal_lm, seq2seq_lm])
+def test_resize_token_embeddings_keeps_every_tie(build):
+    model = build()
+    model.resize_token_embeddings(120)
+    embeddings = model.get_input_embeddings().weight
+    assert embeddings.shape == (120, 32) and model.get_output_embeddings().weight is embeddings
+    if build is seq2seq_lm:
+        assert model.model.decoder.get_input_embeddings().weight is embeddings
+    ids = torch.randint(99, 120, (2, 5))  # ids only the resized table has
+    assert model(ids, labels=ids).logits.shape == (2, 5, 120)
+    assert model.generate(ids, max_new_tokens=3, do_sample=False).shape[0] == 2
