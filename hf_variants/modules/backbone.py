@@ -31,6 +31,7 @@ from transformers import PreTrainedModel
 from transformers.cache_utils import Cache
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
+from ..conversion.hooks import CheckpointConversionMixin
 from ..hub.save_hook import RemoteCodeMixin
 from .embeddings import TransformerEmbeddings
 from .encoder import LayerSpec, LayerStack
@@ -42,7 +43,7 @@ from .norms import RMSNorm
 from .padding import gather_positions
 
 
-class TransformerPreTrainedModel(RemoteCodeMixin, PreTrainedModel):
+class TransformerPreTrainedModel(CheckpointConversionMixin, RemoteCodeMixin, PreTrainedModel):
     """Shared PreTrainedModel settings for every variant. Every ``save_pretrained`` also writes the
     self-contained remote code + ``auto_map`` (see hf_variants.hub.save_hook), so any saved or
     pushed checkpoint loads with ``trust_remote_code=True`` without the package."""
