@@ -15,12 +15,13 @@ from transformers import DynamicCache
 from hf_variants.modules.embeddings import TransformerEmbeddings
 from hf_variants.modules.generation import DecoderForCausalLM
 from tiny_decoders import (
-    TinyDecoderConfig,
     TinyDecoderModel,
     TinyForCausalLM,
     TinyForConditionalGeneration,
+    TINY,
     TinyPreTrainedModel,
-    TinySeq2SeqConfig,
+    tiny_decoder_config,
+    tiny_seq2seq_config,
 )
 
 BACKENDS = ("eager", "sdpa")
@@ -29,14 +30,14 @@ PAD = 0
 
 def causal_lm(backend: str = "sdpa", seed: int = 0, **overrides) -> TinyForCausalLM:
     torch.manual_seed(seed)
-    config = TinyDecoderConfig(**overrides)
+    config = tiny_decoder_config(**overrides)
     config._attn_implementation = backend
     return TinyForCausalLM(config).eval()
 
 
 def seq2seq_lm(backend: str = "sdpa", seed: int = 0, **overrides) -> TinyForConditionalGeneration:
     torch.manual_seed(seed)
-    config = TinySeq2SeqConfig(**overrides)
+    config = tiny_seq2seq_config(**overrides)
     config._attn_implementation = backend
     return TinyForConditionalGeneration(config).eval()
 
@@ -354,7 +355,7 @@ def test_generation_matches_gpt2(backend):
     reference_config._attn_implementation = backend
     reference = GPT2LMHeadModel(reference_config).eval()
     torch.manual_seed(0)
-    config = TinyDecoderConfig(hidden_act="gelu_new")
+    config = tiny_decoder_config(hidden_act="gelu_new")
     config._attn_implementation = backend
     model = TinyGPT2LikeForCausalLM(config).eval()
     theirs = reference.state_dict()
@@ -545,3 +546,7 @@ def test_resize_token_embeddings_keeps_every_tie(build):
     ids = torch.randint(99, 120, (2, 5))  # ids only the resized table has
     assert model(ids, labels=ids).logits.shape == (2, 5, 120)
     assert model.generate(ids, max_new_tokens=3, do_sample=False).shape[0] == 2
+    from hf_variants import BertConfig
+
+    with pytest.raises(ValueError, match="needs a DecoderConfig"):
+        TinyDecoderModel(BertConfig(**{k: v for k, v in TINY.items() if k != "bos_token_id"}))

@@ -11,46 +11,41 @@ from huggingface_hub.dataclasses import strict
 from transformers import PreTrainedModel
 
 from hf_variants.modules.backbone import TransformerBackbone, TransformerPreTrainedModel
-from hf_variants.modules.configuration import TransformerConfig
+from hf_variants.modules.configuration import DecoderConfig, EncoderDecoderConfig
 from hf_variants.modules.decoder import DecoderBackbone, EncoderDecoderBackbone
 from hf_variants.modules.generation import DecoderForCausalLM, EncoderDecoderForSeq2SeqLM
 
 
+# Tiny sizes shared by both models. The wide init gives peaked next-token distributions, so
+# greedy/beam choices are not near-ties.
+TINY = dict(
+    vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
+    hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, max_position_embeddings=64, type_vocab_size=0,
+    initializer_range=0.3, layer_norm_eps=1e-5, pre_layer_norm=True, bos_token_id=1,
+)
+
+
 @strict
-class TinyDecoderConfig(TransformerConfig):
+class TinyDecoderConfig(DecoderConfig):
     model_type = "hfv_test_tiny_decoder"
 
-    vocab_size: int = 99
-    hidden_size: int = 32
-    num_hidden_layers: int = 2
-    num_attention_heads: int = 4
-    intermediate_size: int = 37
-    hidden_dropout_prob: float = 0.0
-    attention_probs_dropout_prob: float = 0.0
-    max_position_embeddings: int = 64
-    type_vocab_size: int = 0
-    # Wide init: peaked next-token distributions, so greedy/beam choices are not near-ties.
-    initializer_range: float = 0.3
-    layer_norm_eps: float = 1e-5
-    pre_layer_norm: bool = True
     padding_free: bool = False
-    is_decoder: bool = True
-    bos_token_id: int | None = 1
-    eos_token_id: int | None = None
-    decoder_start_token_id: int | None = None
 
 
 @strict
-class TinySeq2SeqConfig(TinyDecoderConfig):
+class TinySeq2SeqConfig(EncoderDecoderConfig):
     model_type = "hfv_test_tiny_seq2seq"
 
-    is_decoder: bool = False
-    is_encoder_decoder: bool = True
     padding_free: bool = True  # the encoder may run packed; the decoder with a cache never does
     decoder_start_token_id: int | None = 1
-    # The decoder depth under transformers' flat encoder-decoder name: generate() sizes its cache from it
-    # (never None there: get_text_config(decoder=True) reads it as num_hidden_layers).
-    decoder_layers: int = 2
+
+
+def tiny_decoder_config(**overrides) -> TinyDecoderConfig:
+    return TinyDecoderConfig(**{**TINY, **overrides})
+
+
+def tiny_seq2seq_config(**overrides) -> TinySeq2SeqConfig:
+    return TinySeq2SeqConfig(**{**TINY, **overrides})
 
 
 class _NoRemoteCode:

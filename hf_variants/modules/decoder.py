@@ -29,6 +29,7 @@ from transformers.modeling_outputs import (
 )
 
 from .backbone import TransformerBackbone
+from .configuration import DecoderConfig, EncoderDecoderConfig
 from .encoder import LayerSpec, LayerStack
 
 
@@ -60,7 +61,9 @@ class DecoderBackbone(TransformerBackbone):
 
     positions_from_attention_mask: bool = True
 
-    def __init__(self, config, add_pooling_layer: bool = False) -> None:
+    def __init__(self, config: DecoderConfig, add_pooling_layer: bool = False) -> None:
+        if not isinstance(config, DecoderConfig):
+            raise ValueError(f"a DecoderBackbone needs a DecoderConfig (use_cache, token ids), got {type(config).__name__}")
         if not config.is_decoder:
             raise ValueError("a DecoderBackbone needs config.is_decoder=True (causal self-attention)")
         super().__init__(config, add_pooling_layer=add_pooling_layer)
@@ -141,7 +144,9 @@ class EncoderDecoderBackbone:
     shares_embeddings: bool = True
     _tied_weights_keys = {"decoder.embeddings.word_embeddings.weight": "encoder.embeddings.word_embeddings.weight"}
 
-    def __init__(self, config) -> None:
+    def __init__(self, config: EncoderDecoderConfig) -> None:
+        if not isinstance(config, EncoderDecoderConfig):
+            raise ValueError(f"an EncoderDecoderBackbone needs an EncoderDecoderConfig, got {type(config).__name__}")
         super().__init__(config)
         self.config = config
         self.encoder = self.encoder_class(self.encoder_config(config), add_pooling_layer=False)
@@ -151,7 +156,7 @@ class EncoderDecoderBackbone:
         self.post_init()
 
     @staticmethod
-    def encoder_config(config):
+    def encoder_config(config: EncoderDecoderConfig) -> EncoderDecoderConfig:
         """The encoder's copy of the config: bidirectional, no cache."""
         encoder_config = copy.deepcopy(config)
         encoder_config.is_decoder = False
@@ -160,19 +165,14 @@ class EncoderDecoderBackbone:
         return encoder_config
 
     @staticmethod
-    def decoder_config(config):
+    def decoder_config(config: EncoderDecoderConfig) -> EncoderDecoderConfig:
         """The decoder's copy: causal, with cross-attention, ``decoder_layers`` deep when the config
         names a separate decoder depth."""
         decoder_config = copy.deepcopy(config)
         decoder_config.is_decoder = True
         decoder_config.add_cross_attention = True
         decoder_config.is_encoder_decoder = False
-        # A separate decoder depth under transformers' flat encoder-decoder name, which is also
-        # where generate() sizes its cache from (config.get_text_config(decoder=True) reads
-        # `decoder_layers` as num_hidden_layers, so a config that declares it must not leave it None).
-        decoder_layers = getattr(config, "decoder_layers", None)
-        if decoder_layers is not None:
-            decoder_config.num_hidden_layers = decoder_layers
+        decoder_config.num_hidden_layers = config.decoder_layers
         return decoder_config
 
     def get_input_embeddings(self) -> nn.Embedding:
