@@ -242,6 +242,9 @@ class MultiHeadAttention(nn.Module):
         if position_bias is not None:
             bias = position_bias if bias is None else bias + position_bias
         query_length, key_length = query.shape[2], key.shape[2]
+        # One query is the last position (bottom-right alignment): it sees every key, so a
+        # generation step needs no causal mask.
+        is_causal = is_causal and query_length > 1
         dropout = self.dropout if self.training else 0.0
         # SDPA on CPU has no fused dropout: with dropout it runs the same explicit softmax as below,
         # but draws its mask with the slower bernoulli_ (see dropout.py), so training uses ours.
