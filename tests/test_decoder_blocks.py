@@ -146,6 +146,9 @@ def test_segment_memory_with_padding_mask_and_reuse_length():
     torch.testing.assert_close(out[1, :2], reference[1, 3:5], atol=1e-5, rtol=0)
     # At the padding query the mask does bite (it may not see itself): the bias was applied, not dropped.
     assert not torch.allclose(out[1, 2], reference[1, 5], atol=1e-3)
+    keep_all = SegmentMemory(mems, num_layers=3, mem_len=None)  # XLNet's mem_len=None keeps everything
+    layers(segment_2, causal(segment_2, extended), memories=keep_all)
+    assert keep_all.updated()[0].shape == (2, 6, HIDDEN)
     with pytest.raises(ValueError, match="attention_bias covers 3 keys but there are 6"):
         layers(segment_2, causal(segment_2, mask), memories=SegmentMemory(mems, 3, 8))
 

@@ -24,7 +24,8 @@ class SegmentMemory:
         memories: the previous segment's memories, one (B, M, H) tensor per layer, or None on the
             first segment (no memory yet).
         num_layers: the depth of the stack.
-        mem_len: how many of the most recent positions to keep for the next segment (0: keep none).
+        mem_len: how many of the most recent positions to keep for the next segment (0: keep none,
+            Transformer-XL's switch-off; None: keep all of memory + segment, XLNet's ``mem_len=None``).
         reuse_length: only the first ``reuse_length`` positions of the current segment enter the
             memory (XLNet's ``reuse_len``, for pretraining segments whose tail is the prediction
             target); None: all of them.
@@ -34,10 +35,10 @@ class SegmentMemory:
         self,
         memories: Sequence[torch.Tensor] | None,
         num_layers: int,
-        mem_len: int,
+        mem_len: int | None,
         reuse_length: int | None = None,
     ) -> None:
-        if mem_len < 0:
+        if mem_len is not None and mem_len < 0:
             raise ValueError(f"mem_len must be >= 0, got {mem_len}")
         if reuse_length is not None and reuse_length < 0:
             raise ValueError(f"reuse_length must be >= 0 or None, got {reuse_length}")
@@ -92,11 +93,12 @@ class SegmentMemory:
         current = layer_input if self.reuse_length is None else layer_input[:, : self.reuse_length]
         previous = self.layer(depth)
         combined = current if previous is None else torch.cat([previous.to(current.dtype), current], dim=1)
-        self._new[depth] = combined[:, -self.mem_len :].detach()
+        kept = combined if self.mem_len is None else combined[:, -self.mem_len :]
+        self._new[depth] = kept.detach()
 
     def updated(self) -> tuple[torch.Tensor, ...] | None:
-        """The memories for the next segment, one (B, min(mem_len, M + T), H) tensor per layer, or
-        None with ``mem_len`` 0. Call after the stack has run."""
+        """The memories for the next segment, one (B, min(mem_len, M + T), H) tensor per layer
+        (M + T with ``mem_len`` None), or None with ``mem_len`` 0. Call after the stack has run."""
         if self.mem_len == 0:
             return None
         if any(m is None for m in self._new):
