@@ -117,9 +117,8 @@ def test_pickled_weights_are_never_unpickled(saved, tmp_path):
         (lambda text: text[: len(text) // 2], r"config\.json is corrupted: not valid JSON \(.* at line \d+ column \d+\)"),
         (lambda text: json.dumps({**json.loads(text), "model_type": "hfv_nonexistent"}),
          r"config\.json: key 'model_type' is 'hfv_nonexistent', a model type neither hf-variants \(.*hfv_bert"),
-        (lambda text: json.dumps({k: v for k, v in json.loads(text).items() if k != "model_type"}), r"config\.json has no 'model_type' key"),
     ],
-    ids=["corrupted config.json", "unknown model_type", "no model_type"],
+    ids=["corrupted config.json", "unknown model_type"],
 )
 def test_bad_config_raises_a_value_error_naming_file_and_key(saved, tmp_path, edit, pattern):
     folder = damaged(saved, tmp_path, lambda f: (f / "config.json").write_text(edit((f / "config.json").read_text())))

@@ -5,7 +5,7 @@
 warning or nothing at all into a `ValueError` naming the file and the key:
 
 - a truncated or corrupted safetensors file (its size must match its header), a corrupted
-  config.json (position of the JSON error), a missing or unknown `model_type`;
+  config.json (position of the JSON error), an unknown `model_type`;
 - a weight of another shape than the model's (unless `ignore_mismatched_sizes=True`, transformers'
   way to re-initialise such weights on purpose);
 - a weight whose dtype kind differs (integers where the model holds floats, or the reverse);
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 from pathlib import Path
 from typing import Any, Callable
@@ -31,6 +32,8 @@ from .checkpoints import safetensors_problem
 
 CONFIG_FILE = "config.json"
 PICKLED_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5", "model.ckpt.index", "flax_model.msgpack")
+# Buffers older transformers checkpoints saved (BERT's position_ids): not weights, ignored.
+OLD_BUFFERS = re.compile(r"(^|\.)(position_ids|token_type_ids)$")
 INTEGER_DTYPES = {"BOOL", "U8", "I8", "I16", "U16", "I32", "U32", "I64", "U64"}
 
 
@@ -56,10 +59,8 @@ def check_config_file(folder: Path) -> dict:
         raise ValueError(f"{path} is corrupted: not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from err
     if not isinstance(config, dict):
         raise ValueError(f"{path} is corrupted: a JSON object was expected, found {type(config).__name__}")
-    model_type = config.get("model_type")
-    if model_type is None:
-        raise ValueError(f"{path} has no 'model_type' key")
-    if model_type not in CONFIG_MAPPING:
+    model_type = config.get("model_type")  # absent in old checkpoints: the config class translates them
+    if model_type is not None and model_type not in CONFIG_MAPPING:
         known = sorted(name for name in CONFIG_MAPPING if name.startswith("hfv_"))
         raise ValueError(f"{path}: key 'model_type' is {model_type!r}, a model type neither hf-variants ({', '.join(known)}) "
                          "nor transformers knows (import hf_variants first; a newer version may be needed)")
@@ -142,11 +143,13 @@ def checked_from_pretrained(load: Callable, model_class: type, path: Any, args: 
     if wrong_dtypes:
         raise ValueError(f"{where}: weights of the wrong dtype: {'; '.join(wrong_dtypes)}")
     prefix = model_class.base_model_prefix
-    loaded = (set(state) - set(info["missing_keys"])) | set(info["unexpected_keys"])
+    tied = set(getattr(model, "all_tied_weights_keys", None) or {})  # copies of another weight, never saved
+    loaded = (set(state) - set(info["missing_keys"]) - tied) | set(info["unexpected_keys"])
     in_checkpoint = {component(key, prefix) for key in loaded}
     in_model = {component(key, prefix) for key in state}
     missing = sorted(key for key in info["missing_keys"] if component(key, prefix) in in_checkpoint)
-    extra = sorted(key for key in info["unexpected_keys"] if component(key, prefix) in in_model)
+    extra = sorted(key for key in info["unexpected_keys"]
+                   if component(key, prefix) in in_model and not OLD_BUFFERS.search(key))
     if missing or extra:
         problems = ([f"missing {', '.join(missing)}"] if missing else []) + ([f"unexpected {', '.join(extra)}"] if extra else [])
         raise ValueError(f"{where_weights} does not match {type(model).__name__} ({model.config.model_type}): "
