@@ -44,7 +44,7 @@ def _local_folder(path: Any, kwargs: dict) -> Path | None:
     return folder / kwargs["subfolder"] if kwargs.get("subfolder") else folder
 
 
-def check_config_file(folder: Path) -> dict:
+def check_config_file(folder: Path, model_class: type | None = None) -> dict:
     """The parsed config.json of a checkpoint folder; ValueError naming the file and the problem."""
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
@@ -60,7 +60,8 @@ def check_config_file(folder: Path) -> dict:
     if not isinstance(config, dict):
         raise ValueError(f"{path} is corrupted: a JSON object was expected, found {type(config).__name__}")
     model_type = config.get("model_type")  # absent in old checkpoints: the config class translates them
-    if model_type is not None and model_type not in CONFIG_MAPPING:
+    own_type = getattr(getattr(model_class, "config_class", None), "model_type", None)  # a class not registered with Auto
+    if model_type is not None and model_type not in CONFIG_MAPPING and model_type != own_type:
         known = sorted(name for name in CONFIG_MAPPING if name.startswith("hfv_"))
         raise ValueError(f"{path}: key 'model_type' is {model_type!r}, a model type neither hf-variants ({', '.join(known)}) "
                          "nor transformers knows (import hf_variants first; a newer version may be needed)")
@@ -115,7 +116,7 @@ def checked_from_pretrained(load: Callable, model_class: type, path: Any, args: 
     headers: dict = {}
     if folder is not None:
         if "config" not in kwargs or isinstance(kwargs.get("config"), (str, os.PathLike)):
-            check_config_file(folder)
+            check_config_file(folder, model_class)
         headers = weight_headers(folder, allow_pickles)
     if not allow_pickles:
         kwargs["use_safetensors"] = True
