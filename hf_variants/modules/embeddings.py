@@ -140,14 +140,21 @@ class TransformerEmbeddings(nn.Module):
                 raise ValueError("token_type_ids were given but this model has no segment embeddings (type_vocab_size=0)")
             check_index_range(token_type_ids, self.type_vocab_size, "token_type_ids", "type_vocab_size")
 
+    def additional_embeddings(self, token_type_ids: torch.Tensor | None, **extra_inputs) -> torch.Tensor | None:
+        """Further embeddings summed with word + segment + position before the LayerNorm, or None.
+        Variants that embed more inputs (XLM's language ids, named in ``extra_input_names``) override it."""
+        return None
+
     def forward(
         self,
         input_ids: torch.Tensor | None,
         position_ids: torch.Tensor,
         token_type_ids: torch.Tensor | None = None,
         inputs_embeds: torch.Tensor | None = None,
+        **extra_inputs,
     ) -> torch.Tensor:
-        """ids (B, T) or (N,) -> embeddings (B, T, H) or (N, H)."""
+        """ids (B, T) or (N,) -> embeddings (B, T, H) or (N, H). ``extra_inputs``: the tensors named
+        by ``extra_input_names``, in the layout of ``input_ids``."""
         embeddings = self.word_embeddings(input_ids) if inputs_embeds is None else inputs_embeds
         if self.token_type_embeddings is not None:
             if token_type_ids is None:
@@ -157,6 +164,9 @@ class TransformerEmbeddings(nn.Module):
             embeddings = embeddings + self.position_embeddings(position_ids)
         elif self.position_embedding_type == "sinusoidal":
             embeddings = embeddings + self.sinusoidal_positions[position_ids]
+        additional = self.additional_embeddings(token_type_ids, **extra_inputs)
+        if additional is not None:
+            embeddings = embeddings + additional
         if self.layer_norm is not None:
             embeddings = self.layer_norm(embeddings)
         embeddings = self.dropout(embeddings)

@@ -233,6 +233,7 @@ class LayerStack(nn.Module):
         all_attentions: list[torch.Tensor] = []
         shared_attention = self.layers[0].attention if self.sharing == "attention" else None
         shared_ffn = self.layers[0].ffn if self.sharing == "ffn" else None
+        hidden_states = layout.zero_padding(hidden_states)
         for depth in range(self.num_layers):
             if output_hidden_states:
                 all_hidden.append(hidden_states)
@@ -250,6 +251,7 @@ class LayerStack(nn.Module):
                 output_positions=positions,
                 **layer_kwargs,
             )
+            hidden_states = layer_layout.zero_padding(hidden_states, positions)
             if output_attentions:
                 all_attentions.append(probs)
         if self.final_layer_norm is not None:
