@@ -103,8 +103,11 @@ def shared_config_fields(source: PreTrainedConfig, target_class: type) -> dict:
 
 def _convert(model: PreTrainedModel, pair: ConversionPair, to_ours: bool) -> PreTrainedModel:
     config = pair.config_to_ours(model.config) if to_ours else pair.config_to_theirs(model.config)
-    config._attn_implementation = model.config._attn_implementation
     target_class = pair.ours if to_ours else pair.theirs
+    implementation = model.config._attn_implementation
+    if implementation == "sdpa" and not target_class._supports_sdpa:
+        implementation = "eager"  # a transformers class with one kernel only (XLM): same maths
+    config._attn_implementation = implementation
     target = target_class(config)
     state = model.state_dict()
     mapped = pair.adapter.to_ours(state) if to_ours else pair.adapter.to_theirs(state)
