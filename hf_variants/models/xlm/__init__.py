@@ -31,7 +31,7 @@ SPEC = VariantSpec(
     paper=papers.XLM,
     # run_pretraining has no "tlm" objective yet (TLM needs parallel rows: objectives.tlm_dataset).
     pretraining_objective="mlm",
-    tokenizer_kind="wordpiece-cased",
+    tokenizer_kind="bpe",  # XLM uses BPE (fastBPE); ours is the byte-level kind (no unknown characters in any language)
 )
 
 __all__ = ["XLMConfig", "SPEC", *_modeling_all]
