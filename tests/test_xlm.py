@@ -252,7 +252,7 @@ def test_paper_sizes_match_the_published_parameter_counts(name, published):
 def test_named_configs_convert_to_transformers_sizes(name):
     """Each named config is expressible as transformers' XLMConfig with the same parameter count
     (built on the meta device)."""
-    from hf_variants.models.xlm.conversion import config_to_theirs
+    from hf_variants.models.xlm.weights import config_to_theirs
 
     config = hf_variants.named_config(name)
     assert config.model_type == "hfv_xlm" and config.intermediate_size == 4 * config.hidden_size

@@ -178,18 +178,27 @@ def grads_as_model(model):
 
 @pytest.mark.parametrize("head", list(THEIR_CLASSES))
 def test_folder_saved_by_transformers_loads(head, tmp_path):
-    """A checkpoint saved by transformers' XLM class loads as ours with identical outputs
-    (hf_variants.load_pretrained through the Auto class transformers maps XLM to)."""
+    """A checkpoint saved by transformers' XLM class loads with identical outputs, through our
+    class's from_pretrained (converted on load by the key map) and through hf_variants.load_pretrained
+    with the Auto class transformers maps XLM to; saved again, it is in our format."""
     from hf_variants.registry import HEAD_AUTO_CLASSES
 
-    theirs = reference(head, lang2id={"en": 0, "fr": 1, "de": 2})
-    theirs.save_pretrained(tmp_path)
-    ours = hf_variants.load_pretrained(str(tmp_path), HEAD_AUTO_CLASSES[head]).eval()
-    assert type(ours) is hf_variants.registry.SPECS["hfv_xlm"].classes[head]
-    assert ours.config.lang2id == {"en": 0, "fr": 1, "de": 2}
+    theirs = reference(head, lang2id={"en": 0, "fr": 1, "de": 2}, sinusoidal_embeddings=head == "ForMaskedLM")
+    theirs.save_pretrained(tmp_path / "theirs")
+    our_class = hf_variants.registry.SPECS["hfv_xlm"].classes[head]
+    ours, info = our_class.from_pretrained(tmp_path / "theirs", output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"]
+    auto = hf_variants.load_pretrained(str(tmp_path / "theirs"), HEAD_AUTO_CLASSES[head])
+    assert type(auto) is our_class and auto.config.lang2id == {"en": 0, "fr": 1, "de": 2}
+    assert ours.config.position_embedding_type == ("sinusoidal" if head == "ForMaskedLM" else "learned")
+    ours.save_pretrained(tmp_path / "ours")
+    again = our_class.from_pretrained(tmp_path / "ours")
+    assert again.config.model_type == "hfv_xlm"
     inputs = make_inputs(head, "left")
     with torch.no_grad():
-        torch.testing.assert_close(ours(**inputs)[0], theirs(**inputs)[0], atol=ATOL, rtol=0)
+        expected = theirs(**inputs)[0]
+        for model in (ours, auto.eval(), again.eval()):
+            torch.testing.assert_close(model.eval()(**inputs)[0], expected, atol=ATOL, rtol=0)
 
 
 def test_to_transformers_refuses_what_xlm_cannot_express():

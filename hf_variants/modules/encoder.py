@@ -187,7 +187,11 @@ class TransformerLayer(GradientCheckpointingLayer):
 class LayerStack(nn.Module):
     """``num_layers`` applications of TransformerLayer with optional cross-layer sharing."""
 
-    def __init__(self, spec: LayerSpec, num_layers: int, sharing: str = "none") -> None:
+    def __init__(
+        self, spec: LayerSpec, num_layers: int, sharing: str = "none", final_norm_in_hidden_states: bool = True
+    ) -> None:
+        """``final_norm_in_hidden_states``: the last entry of ``output_hidden_states`` is after the
+        pre-LN stack's final norm (BERT-style, GPT-2) or before it (transformers' ViT and CLIP)."""
         super().__init__()
         if sharing not in SHARING_MODES:
             raise ValueError(f"unknown layer sharing mode {sharing!r}; choose one of {SHARING_MODES}")
@@ -206,6 +210,7 @@ class LayerStack(nn.Module):
             )
         # Pre-LN leaves the residual stream un-normalised: one LayerNorm closes the stack.
         self.final_layer_norm = spec.norm() if spec.pre_layer_norm else None
+        self.final_norm_in_hidden_states = final_norm_in_hidden_states
 
     def layer_at(self, depth: int) -> TransformerLayer:
         return self.layers[0] if self.sharing == "all" else self.layers[depth]
@@ -254,8 +259,10 @@ class LayerStack(nn.Module):
             hidden_states = layer_layout.zero_padding(hidden_states, positions)
             if output_attentions:
                 all_attentions.append(probs)
+        if output_hidden_states and not self.final_norm_in_hidden_states:
+            all_hidden.append(hidden_states)
         if self.final_layer_norm is not None:
             hidden_states = self.final_layer_norm(hidden_states)
-        if output_hidden_states:
+        if output_hidden_states and self.final_norm_in_hidden_states:
             all_hidden.append(hidden_states)
         return hidden_states, all_hidden, all_attentions

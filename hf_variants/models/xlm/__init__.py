@@ -1,8 +1,8 @@
 """XLM (Lample & Conneau 2019): the variant's one declaration. Everything else reads ``SPEC``."""
 
 from ... import papers
+from ...conversion import register_weights
 from ...registry import VariantSpec
-from . import conversion  # noqa: F401  (registers the transformers <-> ours key map)
 from .configuration_xlm import XLMConfig
 from .modeling_xlm import *  # noqa: F401,F403
 from .modeling_xlm import (
@@ -14,6 +14,7 @@ from .modeling_xlm import (
     XLMWithLMHeadModel,
 )
 from .modeling_xlm import __all__ as _modeling_all
+from .weights import WEIGHTS
 
 SPEC = VariantSpec(
     name="xlm",
@@ -33,5 +34,8 @@ SPEC = VariantSpec(
     pretraining_objective="mlm",
     tokenizer_kind="bpe",  # XLM uses BPE (fastBPE); ours is the byte-level kind (no unknown characters in any language)
 )
+
+# The one key map serves from_transformers, to_transformers and from_pretrained (models/<v>/weights.py).
+register_weights(WEIGHTS, SPEC.classes)
 
 __all__ = ["XLMConfig", "SPEC", *_modeling_all]

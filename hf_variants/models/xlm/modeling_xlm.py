@@ -190,11 +190,9 @@ class XLMModel(TransformerBackbone, XLMPreTrainedModel):
         )
 
 
-def sequence_summary(config: XLMConfig, num_labels: int) -> SequenceSummary:
-    """transformers' XLMSequenceSummary from the config's ``summary_*`` fields."""
-    return SequenceSummary(
-        config.hidden_size,
-        num_labels,
+def summary_arguments(config: XLMConfig) -> dict:
+    """transformers' XLMSequenceSummary options, from the config's ``summary_*`` fields."""
+    return dict(
         use_proj=config.summary_use_proj,
         proj_to_labels=config.summary_proj_to_labels,
         activation=config.summary_activation,
@@ -220,7 +218,7 @@ class XLMForSequenceClassification(EncoderForSequenceClassification, XLMPreTrain
     uses_pooler = False
 
     def build_classifier(self, config: XLMConfig, num_outputs: int) -> SequenceSummary:
-        summary = sequence_summary(config, num_outputs)
+        summary = SequenceSummary(config.hidden_size, num_outputs, **summary_arguments(config))
         if summary.output_size != num_outputs:
             raise ValueError(
                 "XLMForSequenceClassification needs the summary projected to num_labels: set "
@@ -229,17 +227,17 @@ class XLMForSequenceClassification(EncoderForSequenceClassification, XLMPreTrain
         return summary
 
 
-class ChoiceScorer(nn.Module):
+class ChoiceScorer(SequenceSummary):
     """transformers' XLMForMultipleChoice head: the sequence summary (B*C, num_labels or H), then
-    ``logits_proj`` to one score per choice (B*C, 1)."""
+    ``logits_proj`` to one score per choice (B*C, 1). The summary's weights sit where sequence
+    classification keeps them (``classifier.summary``), so one key map serves both heads."""
 
     def __init__(self, config: XLMConfig) -> None:
-        super().__init__()
-        self.sequence_summary = sequence_summary(config, config.num_labels)
-        self.logits_proj = nn.Linear(self.sequence_summary.output_size, 1)
+        super().__init__(config.hidden_size, config.num_labels, **summary_arguments(config))
+        self.logits_proj = nn.Linear(self.output_size, 1)
 
     def forward(self, summary: torch.Tensor, pooled: torch.Tensor | None = None) -> torch.Tensor:
-        return self.logits_proj(self.sequence_summary(summary))
+        return self.logits_proj(super().forward(summary))
 
 
 class XLMForMultipleChoice(EncoderForMultipleChoice, XLMPreTrainedModel):
