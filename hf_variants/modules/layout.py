@@ -92,7 +92,10 @@ class BatchLayout:
         if is_causal:
             # The selected-query kernel has no causal mask: causal stacks compute every position.
             output_positions = output_positions_mask = None
-        keep_mask = attention_mask if zero_padding and attention_mask is not None and not bool(attention_mask.all()) else None
+        keep_mask = None
+        if zero_padding and attention_mask is not None:
+            new_tokens = attention_mask[:, -length:]  # cached or memory positions come first
+            keep_mask = None if bool(new_tokens.all()) else new_tokens
         layout = cls(batch_size, length, attention_bias, None, output_positions, is_causal, keep_mask)
         packable = (
             padding_free
