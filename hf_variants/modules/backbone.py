@@ -217,6 +217,8 @@ class TransformerBackbone:
             self.embeddings.word_embeddings.weight.dtype,
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
+            summary_mask=mask_of_new_tokens,
+            stateful=past_key_values is not None or memories is not None,
             padding_free=padding_free,
             summary_only=summary_only,
             output_positions=output_positions,
@@ -231,8 +233,15 @@ class TransformerBackbone:
             layout.to_packed(inputs_embeds),
             **{name: layout.to_packed(value) for name, value in extra_inputs.items()},
         )
+        layer_state = dict(
+            past_key_values=past_key_values,
+            memories=memories,
+            encoder_hidden_states=encoder_hidden_states,
+            encoder_attention_bias=make_attention_bias(encoder_attention_mask, hidden_states.dtype),
+        )
         return self._run_layers(
-            hidden_states, layout, attention_mask, summary, output_attentions, output_hidden_states, return_dict
+            hidden_states, layout, mask_of_new_tokens, summary, output_attentions, output_hidden_states, return_dict,
+            **layer_state,
         )
 
     def forward_embedded(
@@ -270,6 +279,7 @@ class TransformerBackbone:
             embeddings.dtype,
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
+            summary_mask=attention_mask,
             summary_only=summary_only,
             output_positions=output_positions,
         )
@@ -299,6 +309,8 @@ class TransformerBackbone:
         *,
         output_attentions: bool,
         output_hidden_states: bool,
+        summary_mask: torch.Tensor | None,
+        stateful: bool = False,
         padding_free: bool | None = None,
         summary_only: bool = False,
         output_positions: torch.Tensor | None = None,
@@ -306,13 +318,16 @@ class TransformerBackbone:
         reads_padding: bool = False,
         attention_bias: torch.Tensor | None = None,
     ) -> tuple[BatchLayout, torch.Tensor | None]:
-        """(the batch's layout, the (B, 1) summary positions, or None when nothing reads them or for "mean"); see :meth:`forward`."""
+        """(the batch's layout, the (B, 1) summary positions, or None when nothing reads them or for "mean"); see :meth:`forward`.
+
+        ``summary_mask`` (B, T): the padding mask of the T new tokens (where the summary token is
+        looked for); ``stateful``: a cache or memories add keys the packed layout has no slot for.
+        """
         config = self.config
         wants_all_layers = output_hidden_states or output_attentions
-        stateful = past_key_values is not None or memories is not None
         summary = None  # (B, 1) summary-token positions, when something reads them
         if self.pooler is not None or summary_only:
-            summary = summary_positions(config.summary_type, mask_of_new_tokens, batch, length, device)
+            summary = summary_positions(config.summary_type, summary_mask, batch, length, device)
         if self.pooler is not None and summary is not None and output_positions is None and not wants_all_layers:
             summary_read = summary  # the pooler reads the summary token: a layout must compute it
         else:
@@ -329,7 +344,7 @@ class TransformerBackbone:
             output_positions=None if wants_all_layers or stateful else output_positions,
             output_positions_mask=output_positions_mask,
             extra_bias=attention_bias,
-            reads_padding=reads_padding or _reads_padding(mask_of_new_tokens, summary_read),
+            reads_padding=reads_padding or _reads_padding(summary_mask, summary_read),
             is_causal=config.is_decoder,
             # A cache or a memory adds keys the packed layout has no slot for.
             needs_padded=wants_all_layers or stateful,
@@ -341,13 +356,16 @@ class TransformerBackbone:
         self,
         hidden_states: torch.Tensor,
         layout: BatchLayout,
-        attention_mask: torch.Tensor | None,
+        summary_mask: torch.Tensor | None,
         summary: torch.Tensor | None,
         output_attentions: bool,
         output_hidden_states: bool,
         return_dict: bool,
+        past_key_values: Cache | None = None,
+        **layer_state,
     ) -> BaseModelOutputWithPooling | tuple:
-        """Embedded inputs (in ``layout``) -> layer stack -> pooler -> the model output."""
+        """Embedded inputs (in ``layout``) -> layer stack -> pooler -> the model output.
+        ``layer_state``: memories and the encoder states / bias of cross-attention, for the stack."""
         computed_positions = layout.output_positions  # (B, M) or None: what last_hidden_state will hold
         if self.encoder.num_layers == 0:
             layout.output_positions = None  # no layer to skip work in: gathered below
@@ -358,16 +376,14 @@ class TransformerBackbone:
             output_attentions=output_attentions,
             attn_implementation=self.attention_backend,
             past_key_values=past_key_values,
-            memories=memories,
-            encoder_hidden_states=encoder_hidden_states,
-            encoder_attention_bias=make_attention_bias(encoder_attention_mask, hidden_states.dtype),
+            **layer_state,
         )
         hidden_states = layout.to_padded(hidden_states)
         if self.encoder.num_layers == 0 and computed_positions is not None:
             hidden_states = gather_positions(hidden_states, computed_positions)
         pooled = None
         if self.pooler is not None:
-            pooled = self.pooler(self._summary(hidden_states, mask_of_new_tokens, summary, computed_positions))
+            pooled = self.pooler(self._summary(hidden_states, summary_mask, summary, computed_positions))
         output = self.build_output(
             hidden_states,
             pooled,
