@@ -79,13 +79,18 @@ class StateDictAdapter:
 
 @dataclass
 class ConversionPair:
-    """Our class <-> transformers class, with the adapter and the config translators."""
+    """Our class <-> transformers class, with the adapter and the config translators.
+
+    ``adapter_for_config`` (optional): the adapter for one model's config, when the key map
+    depends on it (ALBERT's inner layer groups); given the target config of a conversion.
+    """
 
     ours: type
     theirs: type
     adapter: StateDictAdapter
     config_to_ours: Callable[[PreTrainedConfig], PreTrainedConfig]
     config_to_theirs: Callable[[PreTrainedConfig], PreTrainedConfig]
+    adapter_for_config: Callable[[PreTrainedConfig], StateDictAdapter] | None = None
 
 
 _PAIRS: list[ConversionPair] = []
@@ -107,7 +112,8 @@ def _convert(model: PreTrainedModel, pair: ConversionPair, to_ours: bool) -> Pre
     target_class = pair.ours if to_ours else pair.theirs
     target = target_class(config)
     state = model.state_dict()
-    mapped = pair.adapter.to_ours(state) if to_ours else pair.adapter.to_theirs(state)
+    adapter = pair.adapter_for_config(config) if pair.adapter_for_config is not None else pair.adapter
+    mapped = adapter.to_ours(state) if to_ours else adapter.to_theirs(state)
     expected = set(target.state_dict())
     # Tied copies (e.g. the MLM decoder) may appear under one name only.
     missing = expected - set(mapped)

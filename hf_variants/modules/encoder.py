@@ -8,11 +8,14 @@ connections, in the post-LN order of the original Transformer/BERT
 :class:`LayerStack` runs ``num_layers`` layers with ALBERT-style cross-layer sharing: "none"
 (every layer its own weights), "all" (one layer applied num_layers times), "attention" or "ffn"
 (that sub-block shared, the rest per layer). Shared weights are stored once (in layer 0), so
-safetensors never sees two names for one tensor.
+safetensors never sees two names for one tensor. A ``schedule`` generalises "all": the stored
+layer each depth applies, so several groups of layers can each be reused over a span of depths
+(ALBERT's ``num_hidden_groups`` / ``inner_group_num``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -185,15 +188,30 @@ class TransformerLayer(GradientCheckpointingLayer):
 
 
 class LayerStack(nn.Module):
-    """``num_layers`` applications of TransformerLayer with optional cross-layer sharing."""
+    """``num_layers`` applications of TransformerLayer with optional cross-layer sharing.
 
-    def __init__(self, spec: LayerSpec, num_layers: int, sharing: str = "none") -> None:
+    Args:
+        sharing: "none" | "all" | "attention" | "ffn" (see the module docstring).
+        schedule: with sharing "all" only: the index of the stored layer applied at each depth
+            (``num_layers`` entries using every index 0..n-1); default: layer 0 at every depth.
+    """
+
+    def __init__(self, spec: LayerSpec, num_layers: int, sharing: str = "none", schedule: Sequence[int] | None = None) -> None:
         super().__init__()
         if sharing not in SHARING_MODES:
             raise ValueError(f"unknown layer sharing mode {sharing!r}; choose one of {SHARING_MODES}")
+        if schedule is not None and sharing != "all":
+            raise ValueError(f"a layer schedule reuses whole layers: it needs sharing 'all', got {sharing!r}")
         self.num_layers = num_layers
         self.sharing = sharing
-        if sharing == "all":
+        self.schedule = None if schedule is None else tuple(int(index) for index in schedule)
+        if self.schedule is not None:
+            if len(self.schedule) != num_layers or sorted(set(self.schedule)) != list(range(len(set(self.schedule)))):
+                raise ValueError(
+                    f"schedule {self.schedule} must list {num_layers} stored-layer indices using each of 0..n-1"
+                )
+            self.layers = nn.ModuleList(TransformerLayer(spec) for _ in range(len(set(self.schedule))))
+        elif sharing == "all":
             self.layers = nn.ModuleList([TransformerLayer(spec)])
         else:
             self.layers = nn.ModuleList(
@@ -208,6 +226,8 @@ class LayerStack(nn.Module):
         self.final_layer_norm = spec.norm() if spec.pre_layer_norm else None
 
     def layer_at(self, depth: int) -> TransformerLayer:
+        if self.schedule is not None:
+            return self.layers[self.schedule[depth]]
         return self.layers[0] if self.sharing == "all" else self.layers[depth]
 
     def forward(
