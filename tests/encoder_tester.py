@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+import pytest
 import torch
 import transformers
 
@@ -220,6 +221,54 @@ def check_padding_invariance(tester: EncoderTester, head: str) -> None:
     torch.testing.assert_close(packed, base, atol=1e-5, rtol=0)
 
 
+def check_resize_token_embeddings(tester: EncoderTester, head: str) -> None:
+    """After resize_token_embeddings (users add special tokens), ids in the new range run, and a
+    tied vocabulary decoder follows: same tensor as the embeddings, bias and logits resized."""
+    model = tester.model(head).eval()
+    old_size = model.get_input_embeddings().num_embeddings
+    model.resize_token_embeddings(old_size + 10)
+    assert model.config.vocab_size == old_size + 10
+    inputs = tester.inputs(head, labels=False)
+    ids = inputs["input_ids"].clone()
+    ids[..., 1] = old_size + 5
+    out = model(**dict(inputs, input_ids=ids))
+    assert torch.isfinite(out[MAIN_OUTPUT[head]]).all()
+    decoder = model.get_output_embeddings()
+    if decoder is not None:
+        assert decoder.weight is model.get_input_embeddings().weight
+        assert decoder.bias is None or decoder.bias.shape == (old_size + 10,)
+        if head in ("ForMaskedLM", "ForPreTraining"):
+            assert out[MAIN_OUTPUT[head]].shape[-1] == old_size + 10
+    with pytest.raises(ValueError, match=f"id {old_size + 10}"):
+        model(**dict(inputs, input_ids=ids.masked_fill(ids == old_size + 5, old_size + 10)))
+
+
+def check_returned_states_in_graph(tester: EncoderTester, head: str) -> None:
+    """Gradients of the output reach every returned hidden state and attention map, on a padded
+    batch with the padding-free path allowed (gradient-based attribution relies on it)."""
+    model = tester.model(head, padding_free=True).eval()
+    model.config._attn_implementation = "eager"
+    inputs = tester.inputs(head, labels=False)
+    out = model(**inputs, output_hidden_states=True, output_attentions=True)
+    returned = [*out.hidden_states, *out.attentions]
+    for tensor in returned:
+        tensor.retain_grad()
+    out[MAIN_OUTPUT[head]].float().pow(2).sum().backward()
+    for index, tensor in enumerate(returned):
+        assert tensor.grad is not None and bool(tensor.grad.abs().sum() > 0), f"returned tensor {index} got no gradient"
+
+
+def check_config_built_step_by_step(tester: EncoderTester, head: str) -> None:
+    """An invalid config can be made and edited into a valid one; building a model from it while
+    invalid raises a ValueError naming the fields."""
+    heads = tester.config().num_attention_heads
+    config = tester.config(num_attention_heads=heads + 1)  # no longer divides hidden_size
+    with pytest.raises(ValueError, match="num_attention_heads"):
+        tester.classes[head](config)
+    config.num_attention_heads = heads
+    tester.classes[head](config)
+
+
 ALL_CHECKS = [
     check_forward_shapes,
     check_loss,
@@ -227,4 +276,7 @@ ALL_CHECKS = [
     check_backends_agree,
     check_batch_vs_single,
     check_padding_invariance,
+    check_resize_token_embeddings,
+    check_returned_states_in_graph,
+    check_config_built_step_by_step,
 ]

@@ -24,8 +24,23 @@ def model(head="Model", **overrides):
     ],
 )
 def test_invalid_config(overrides, message):
+    """The config itself may hold the invalid combination (as in transformers); building a model
+    from it raises a ValueError naming the field."""
+    config = BertConfig(**{**TINY, **overrides})
     with pytest.raises(ValueError, match=message):
-        BertConfig(**{**TINY, **overrides})
+        hf_variants.BertModel(config)
+
+
+def test_config_built_step_by_step():
+    """A config edited one field at a time passes through invalid states: only the model build checks."""
+    config = BertConfig(hidden_size=32)  # the default 12 heads do not divide 32
+    with pytest.raises(ValueError, match=r"hidden_size \(32\) must be divisible by num_attention_heads \(12\)"):
+        hf_variants.BertModel(config)
+    config.num_attention_heads = 4
+    config.intermediate_size = 37
+    config.num_hidden_layers = 1
+    assert hf_variants.BertModel(config).config.num_attention_heads == 4
+    assert BertConfig.from_dict(BertConfig(hidden_size=32).to_dict()).hidden_size == 32
 
 
 def test_ids_outside_vocabulary_name_the_id_and_size():

@@ -46,6 +46,10 @@ class TransformerPreTrainedModel(RemoteCodeMixin, PreTrainedModel):
     accepts_loss_kwargs = False
     main_input_name = "input_ids"
 
+    def __init__(self, config, *args, **kwargs) -> None:
+        config.check_architecture()  # a clear ValueError naming the fields, before any module is built
+        super().__init__(config, *args, **kwargs)
+
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
         super()._init_weights(module)
@@ -153,7 +157,9 @@ class TransformerBackbone:
             position_ids = self.embeddings.default_position_ids(input_ids, attention_mask, batch, length, device)
 
         wants_all_layers = output_hidden_states or output_attentions
-        summary = summary_positions(config.summary_type, attention_mask, batch, length, device)
+        summary = None  # (B, 1) summary-token positions, when something reads them
+        if self.pooler is not None or summary_only:
+            summary = summary_positions(config.summary_type, attention_mask, batch, length, device)
         if self.pooler is not None and summary is not None and output_positions is None and not wants_all_layers:
             summary_read = summary  # the pooler reads the summary token: a layout must compute it
         else:

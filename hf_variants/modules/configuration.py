@@ -56,11 +56,13 @@ class TransformerConfig(PreTrainedConfig):
         if self.position_embedding_type == "absolute":  # transformers' name for learned positions
             self.position_embedding_type = "learned"
         super().__post_init__(**kwargs)
-        self.check_architecture()
 
     def check_architecture(self) -> None:
-        """Raise ValueError for combinations the model cannot be built with (a plain ValueError,
-        not a strict-dataclass validator, whose errors are not ValueErrors). Variants extend it."""
+        """Raise ValueError for combinations the model cannot be built with. Called when a model is
+        built from the config (TransformerPreTrainedModel.__init__), not when the config is made:
+        as in transformers, a config may be edited field by field through invalid states (and
+        round-trips through dicts); the model it builds may not. A plain ValueError, not a
+        strict-dataclass validator, whose errors are not ValueErrors. Variants extend it."""
         if self.head_dim is None and self.hidden_size % self.num_attention_heads != 0:
             raise ValueError(
                 f"hidden_size ({self.hidden_size}) must be divisible by num_attention_heads ({self.num_attention_heads})"

@@ -122,7 +122,7 @@ class EncoderTaskModel:
         used, and ``also_read`` = (row indices, positions) a second head reads) reach the outputs,
         so the last layer computes those alone: ((B, M) positions, (B, M) real-position mask)
         from :func:`selected_positions`, or None for every position."""
-        if not getattr(self.config, "sparse_prediction", False) or not self._only_labelled_positions_are_read(
+        if not self.config.sparse_prediction or not self._only_labelled_positions_are_read(
             labels, input_ids, inputs_embeds, output_attentions, output_hidden_states
         ):
             return None
@@ -188,7 +188,7 @@ class EncoderForMaskedLM(EncoderTaskModel):
         super().__init__(config)
         self._build_backbone(config)
         self.mlm_head = MaskedLMHead(
-            config.hidden_size, config.vocab_size, config.hidden_act, config.layer_norm_eps, getattr(config, "embedding_size", None)
+            config.hidden_size, config.vocab_size, config.hidden_act, config.layer_norm_eps, config.embedding_size
         )
         self.post_init()
 
@@ -213,7 +213,7 @@ class EncoderForMaskedLM(EncoderTaskModel):
     ) -> MaskedLMOutput | tuple:
         """labels: (B, T) target ids, -100 where nothing is predicted. Logits (B, T, V), or
         (num_predicted, V) with ``config.sparse_prediction``."""
-        sparse = bool(getattr(self.config, "sparse_prediction", False))
+        sparse = bool(self.config.sparse_prediction)
         read = self._read_positions(
             labels, input_ids, inputs_embeds, output_attentions, output_hidden_states, attention_mask=attention_mask
         )

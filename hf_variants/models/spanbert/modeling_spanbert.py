@@ -240,7 +240,7 @@ class SpanBertForPreTraining(EncoderForMaskedLM, SpanBertPreTrainedModel):
             config.sbo_position_embedding_size,
             config.hidden_act,
             config.layer_norm_eps,
-            getattr(config, "embedding_size", None),
+            config.embedding_size,
         )
         # Both vocabulary decoders share the word embedding matrix. The SBO tie is added per
         # instance, once the head exists (the MLM mixin's __init__ already ran post_init).
