@@ -247,7 +247,7 @@ def count_parameters(config) -> int:
 
 def transformers_count(config) -> int:
     with torch.device("meta"):
-        model = transformers.AlbertModel(hf_variants.models.albert.conversion.config_to_theirs(config))
+        model = transformers.AlbertModel(hf_variants.models.albert.weights.config_to_theirs(config))
     return sum(p.numel() for p in model.parameters())
 
 

@@ -8,7 +8,7 @@ import transformers
 from transformers import AutoModelForPreTraining, AutoModelForQuestionAnswering
 
 import hf_variants
-from hf_variants.models.albert.conversion import config_to_theirs
+from hf_variants.models.albert.weights import config_to_theirs
 from test_bert_parity import _grads_as_model, assert_same_outputs, at_real_tokens
 
 HEADS = list(hf_variants.registry.SPECS["hfv_albert"].classes)
@@ -119,7 +119,7 @@ def test_to_transformers_refuses_sub_block_sharing(sharing):
 def test_config_translation_both_ways():
     theirs = transformers.AlbertConfig(**TINY, num_hidden_layers=4, num_hidden_groups=2, inner_group_num=3,
                                        classifier_dropout_prob=0.25)
-    ours = hf_variants.models.albert.conversion.config_to_ours(theirs)
+    ours = hf_variants.models.albert.weights.config_to_ours(theirs)
     assert (ours.embedding_size, ours.num_hidden_groups, ours.inner_group_num, ours.classifier_dropout) == (16, 2, 3, 0.25)
     back = config_to_theirs(ours)
     for name in ("embedding_size", "hidden_size", "num_hidden_layers", "num_hidden_groups", "inner_group_num",

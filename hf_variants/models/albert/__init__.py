@@ -1,8 +1,8 @@
 """ALBERT (Lan et al. 2020): the variant's one declaration. Everything else reads ``SPEC``."""
 
 from ... import papers
+from ...conversion import register_weights
 from ...registry import VariantSpec
-from . import conversion  # noqa: F401  (registers the transformers <-> ours key map)
 from .configuration_albert import AlbertConfig
 from .modeling_albert import *  # noqa: F401,F403
 from .modeling_albert import (
@@ -15,6 +15,7 @@ from .modeling_albert import (
     AlbertModel,
 )
 from .modeling_albert import __all__ as _modeling_all
+from .weights import WEIGHTS
 
 SPEC = VariantSpec(
     name="albert",
@@ -32,5 +33,8 @@ SPEC = VariantSpec(
     pretraining_objective="ngram+sop",
     tokenizer_kind="unigram",
 )
+
+# The one key map serves from_transformers, to_transformers and from_pretrained (models/<v>/weights.py).
+register_weights(WEIGHTS, SPEC.classes)
 
 __all__ = ["AlbertConfig", "SPEC", *_modeling_all]
