@@ -5,7 +5,8 @@ sdpa, no / right / left padding, with one shared layer and with groups of layers
 import pytest
 import torch
 import transformers
-from transformers import AutoModelForPreTraining, AutoModelForQuestionAnswering
+from safetensors import safe_open
+from transformers import AutoModelForQuestionAnswering
 
 import hf_variants
 from hf_variants.models.albert.weights import config_to_theirs
@@ -150,15 +151,49 @@ def test_pretraining_losses_and_gradients_match_transformers(grouping):
         torch.testing.assert_close(grads_ours[name], p.grad, atol=ATOL, rtol=0, msg=name)
 
 
-@pytest.mark.parametrize("auto_class, head", [(AutoModelForPreTraining, "ForPreTraining"),
-                                              (AutoModelForQuestionAnswering, "ForQuestionAnswering")])
-def test_folder_saved_by_transformers_loads_with_identical_outputs(auto_class, head, tmp_path):
-    """A transformers-saved ALBERT folder (what albert/albert-base-v2 is) loads as ours through
-    hf_variants.load_pretrained, weights converted by the key map; outputs identical."""
-    theirs = reference(head, "sdpa", "groups")
-    theirs.save_pretrained(tmp_path)
-    ours = hf_variants.load_pretrained(str(tmp_path), auto_class).eval()
-    assert type(ours) is getattr(hf_variants, f"Albert{head}")
+@pytest.mark.parametrize("head", HEADS)
+@pytest.mark.parametrize("grouping", ["shared", "uneven"])
+def test_from_pretrained_of_a_folder_saved_by_transformers(head, grouping, tmp_path):
+    """``AlbertX.from_pretrained(<folder saved by transformers' AlbertX>)`` (what albert/albert-base-v2
+    is) converts on load through the key map: every weight found, outputs equal transformers'; and
+    ``save_pretrained`` afterwards writes our own names."""
+    theirs = reference(head, "sdpa", grouping)
+    theirs.save_pretrained(tmp_path / "theirs")
+    ours, info = getattr(hf_variants, f"Albert{head}").from_pretrained(tmp_path / "theirs", output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"]
+    assert ours.config.model_type == "hfv_albert" and ours.config.num_hidden_groups == GROUPINGS[grouping][1]
     inputs = make_inputs(head, "right")
     with torch.no_grad():
-        assert_same_outputs(theirs(**inputs), ours(**inputs), inputs["attention_mask"])
+        expected, got = theirs(**inputs), ours.eval()(**inputs)
+    for key, value in expected.items():
+        mask = inputs["attention_mask"]
+        torch.testing.assert_close(at_real_tokens(got[key], mask), at_real_tokens(value, mask), atol=ATOL, rtol=0)
+    if head == "ForPreTraining":
+        ours.save_pretrained(tmp_path / "ours")
+        with safe_open(tmp_path / "ours" / "model.safetensors", "pt") as saved:
+            assert "albert.encoder.layers.0.attention.qkv.weight" in set(saved.keys())
+            assert "sop_classifier.out_proj.weight" in set(saved.keys())
+
+
+def test_load_pretrained_reads_a_transformers_folder(tmp_path):
+    theirs = reference("ForQuestionAnswering", "sdpa", "shared")
+    theirs.save_pretrained(tmp_path)
+    ours = hf_variants.load_pretrained(str(tmp_path), AutoModelForQuestionAnswering).eval()
+    assert type(ours) is hf_variants.AlbertForQuestionAnswering
+    inputs = make_inputs("ForQuestionAnswering", "left")
+    with torch.no_grad():
+        torch.testing.assert_close(ours(**inputs).start_logits, theirs(**inputs).start_logits, atol=ATOL, rtol=0)
+
+
+def test_inner_groups_load_through_from_transformers_not_from_pretrained(tmp_path):
+    """Inner layers renumber as g * inner_group_num + j, which load-time renames cannot compute:
+    from_pretrained refuses such a folder naming the route that works, and that route is exact."""
+    theirs = reference("ForMaskedLM", "sdpa", "groups")
+    theirs.save_pretrained(tmp_path)
+    with pytest.raises(ValueError, match="inner_group_num=2.*from_transformers"):
+        hf_variants.AlbertForMaskedLM.from_pretrained(tmp_path)
+    ours = hf_variants.from_transformers(transformers.AlbertForMaskedLM.from_pretrained(tmp_path)).eval()
+    inputs = make_inputs("ForMaskedLM", "right")
+    with torch.no_grad():
+        assert_same_outputs(theirs(**inputs, output_hidden_states=True), ours(**inputs, output_hidden_states=True),
+                            inputs["attention_mask"])
