@@ -34,7 +34,7 @@ def _convert(model: PreTrainedModel, pair: ConversionPair, to_ours: bool) -> Pre
     config = weights.config_to_ours(model.config) if to_ours else weights.config_to_theirs(model.config)
     config._attn_implementation = model.config._attn_implementation
     target_class = pair.ours if to_ours else pair.theirs
-    target = target_class(config)
+    target = target_class(config, **(pair.constructor_kwargs(model) if pair.constructor_kwargs else {}))
     state = model.state_dict()
     adapter = weights.adapter_for_config(pair.head, config)
     mapped = adapter.to_ours(state) if to_ours else adapter.to_theirs(state)
@@ -44,7 +44,9 @@ def _convert(model: PreTrainedModel, pair: ConversionPair, to_ours: bool) -> Pre
     missing = {k for k in missing if not _is_tied_copy(target, k)}
     if missing:
         raise ValueError(f"converted weights miss {sorted(missing)[:8]}")
-    target.load_state_dict(mapped, strict=False)
+    unexpected = target.load_state_dict(mapped, strict=False).unexpected_keys
+    if unexpected:
+        raise ValueError(f"converted weights have no place in {target_class.__name__}: {sorted(unexpected)[:8]}")
     target.to(dtype=next(model.parameters()).dtype)
     target.train(model.training)
     return target

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import transformers
-from transformers import PreTrainedConfig
+from transformers import PreTrainedConfig, PreTrainedModel
 from transformers.conversion_mapping import register_checkpoint_conversion_mapping
 from transformers.core_model_loading import WeightTransform
 
@@ -47,6 +47,10 @@ class VariantWeights:
         config_to_theirs: our config -> the transformers config (ValueError where it has no equivalent).
         config_defaults: values set on configs translated from a source format, where ours
             differs from theirs by default or by name.
+        constructor_kwargs: head suffix -> a function of a model giving the arguments beyond the
+            config that rebuild its architecture in the other library (both classes take the same
+            ones, e.g. ViTModel's ``add_pooling_layer`` / ``use_mask_token``); heads not listed
+            need none.
     """
 
     config_class: type
@@ -55,6 +59,7 @@ class VariantWeights:
     source_model_types: tuple[str, ...]
     config_to_theirs: Callable[[PreTrainedConfig], PreTrainedConfig]
     config_defaults: dict[str, Any] = field(default_factory=dict)
+    constructor_kwargs: dict[str, Callable[[PreTrainedModel], dict]] = field(default_factory=dict)
 
     @property
     def model_type(self) -> str:
@@ -89,12 +94,14 @@ class VariantWeights:
 @dataclass
 class ConversionPair:
     """Our class <-> transformers class (head suffix ``head``), with the adapter and the variant's
-    config translators."""
+    config translators; ``constructor_kwargs(model)``: the arguments beyond the config that rebuild
+    ``model`` (or None)."""
 
     ours: type
     theirs: type
     adapter: StateDictAdapter
     weights: VariantWeights
+    constructor_kwargs: Callable[[PreTrainedModel], dict] | None = None
     head: str = "Model"
 
 
@@ -120,6 +127,7 @@ def register_weights(weights: VariantWeights, classes: dict[str, type]) -> None:
                 theirs=getattr(transformers, their_name),
                 adapter=weights.adapter(suffix),
                 weights=weights,
+                constructor_kwargs=weights.constructor_kwargs.get(suffix),
                 head=suffix,
             )
         )

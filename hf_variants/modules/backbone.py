@@ -11,6 +11,11 @@ hooks where it differs:
   norm type, biases, gated FFN, attention scale, sharing);
 - :meth:`TransformerBackbone.build_pooler`: BERT's pooler or none.
 
+Embeddings whose main input is not token ids (ViT's ``pixel_values``) declare it as
+``main_input_name`` and build the whole (B, T, H) sequence themselves; the variant's ``forward``
+embeds and hands the sequence to :meth:`TransformerBackbone.forward_embedded` (same layer stack,
+layout planning and pooler as the token path).
+
 The summary token (``config.summary_type``: first, last, last real token, mean) is what the pooler
 and every sequence-level head read; causal attention comes from ``config.is_decoder``; the
 packed-vs-padded layout is planned once per forward by :class:`~hf_variants.modules.layout.BatchLayout`.
@@ -138,12 +143,9 @@ class TransformerBackbone:
             hidden_states (layers+1 of (B, T, H)) and attentions (layers of (B, heads, T, T)) if asked.
             When the batch runs packed (see layout.py), outputs at padding positions are exactly zero.
         """
-        config = self.config
-        output_attentions = bool(output_attentions if output_attentions is not None else config.output_attentions)
-        output_hidden_states = bool(
-            output_hidden_states if output_hidden_states is not None else config.output_hidden_states
+        output_attentions, output_hidden_states, return_dict = self._output_flags(
+            output_attentions, output_hidden_states, return_dict
         )
-        return_dict = return_dict if return_dict is not None else config.return_dict
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("pass exactly one of input_ids or inputs_embeds")
         batch, length = input_ids.shape if input_ids is not None else inputs_embeds.shape[:2]
@@ -157,6 +159,105 @@ class TransformerBackbone:
         if position_ids is None:
             position_ids = self.embeddings.default_position_ids(input_ids, attention_mask, batch, length, device)
 
+        layout, summary = self._plan_layout(
+            attention_mask,
+            batch,
+            length,
+            device,
+            self.embeddings.word_embeddings.weight.dtype,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            padding_free=padding_free,
+            summary_only=summary_only,
+            output_positions=output_positions,
+            output_positions_mask=output_positions_mask,
+            reads_padding=reads_padding,
+            attention_bias=attention_bias,
+        )
+        hidden_states = self.embeddings(
+            layout.to_packed(input_ids),
+            layout.to_packed(position_ids),
+            layout.to_packed(token_type_ids),
+            layout.to_packed(inputs_embeds),
+            **{name: layout.to_packed(value) for name, value in extra_inputs.items()},
+        )
+        return self._run_layers(
+            hidden_states, layout, attention_mask, summary, output_attentions, output_hidden_states, return_dict
+        )
+
+    def forward_embedded(
+        self,
+        embeddings: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        summary_only: bool = False,
+        output_positions: torch.Tensor | None = None,
+    ) -> BaseModelOutputWithPooling | tuple:
+        """The layer stack and pooler over a sequence the embeddings module built from another main
+        input than token ids (ViT's ``pixel_values``: patches, [CLS] and positions are all its own).
+
+        A backbone whose embeddings declare ``main_input_name != "input_ids"`` defines its own
+        ``forward(<main input>, ...)``, embeds, and calls this. Args as :meth:`forward`;
+        ``embeddings`` (B, T, H) with its ``attention_mask`` (B, T) or None (nothing masked).
+        Returns what :meth:`forward` returns.
+        """
+        config = self.config
+        output_attentions, output_hidden_states, return_dict = self._output_flags(
+            output_attentions, output_hidden_states, return_dict
+        )
+        if embeddings.dim() != 3 or embeddings.shape[-1] != config.hidden_size:
+            raise ValueError(f"embeddings must be (batch, length, {config.hidden_size}), got {tuple(embeddings.shape)}")
+        batch, length = embeddings.shape[:2]
+        if attention_mask is not None and tuple(attention_mask.shape) != (batch, length):
+            raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)}, expected {(batch, length)}")
+        layout, summary = self._plan_layout(
+            attention_mask,
+            batch,
+            length,
+            embeddings.device,
+            embeddings.dtype,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            summary_only=summary_only,
+            output_positions=output_positions,
+        )
+        return self._run_layers(
+            layout.to_packed(embeddings), layout, attention_mask, summary, output_attentions, output_hidden_states,
+            return_dict,
+        )
+
+    def _output_flags(
+        self, output_attentions: bool | None, output_hidden_states: bool | None, return_dict: bool | None
+    ) -> tuple[bool, bool, bool]:
+        """The call's flags, the config's where the call leaves them None."""
+        config = self.config
+        return (
+            bool(output_attentions if output_attentions is not None else config.output_attentions),
+            bool(output_hidden_states if output_hidden_states is not None else config.output_hidden_states),
+            return_dict if return_dict is not None else config.return_dict,
+        )
+
+    def _plan_layout(
+        self,
+        attention_mask: torch.Tensor | None,
+        batch: int,
+        length: int,
+        device: torch.device,
+        dtype: torch.dtype,
+        *,
+        output_attentions: bool,
+        output_hidden_states: bool,
+        padding_free: bool | None = None,
+        summary_only: bool = False,
+        output_positions: torch.Tensor | None = None,
+        output_positions_mask: torch.Tensor | None = None,
+        reads_padding: bool = False,
+        attention_bias: torch.Tensor | None = None,
+    ) -> tuple[BatchLayout, torch.Tensor | None]:
+        """(the batch's layout, the (B, 1) summary positions, or None when nothing reads them or for "mean"); see :meth:`forward`."""
+        config = self.config
         wants_all_layers = output_hidden_states or output_attentions
         summary = None  # (B, 1) summary-token positions, when something reads them
         if self.pooler is not None or summary_only:
@@ -171,7 +272,7 @@ class TransformerBackbone:
             attention_mask,
             batch,
             length,
-            self.embeddings.word_embeddings.weight.dtype,
+            dtype,
             padding_free=config.padding_free if padding_free is None else padding_free,
             output_positions=None if wants_all_layers else output_positions,
             output_positions_mask=output_positions_mask,
@@ -180,13 +281,19 @@ class TransformerBackbone:
             is_causal=config.is_decoder,
             needs_padded=wants_all_layers,
         )
-        hidden_states = self.embeddings(
-            layout.to_packed(input_ids),
-            layout.to_packed(position_ids),
-            layout.to_packed(token_type_ids),
-            layout.to_packed(inputs_embeds),
-            **{name: layout.to_packed(value) for name, value in extra_inputs.items()},
-        )
+        return layout, summary
+
+    def _run_layers(
+        self,
+        hidden_states: torch.Tensor,
+        layout: BatchLayout,
+        attention_mask: torch.Tensor | None,
+        summary: torch.Tensor | None,
+        output_attentions: bool,
+        output_hidden_states: bool,
+        return_dict: bool,
+    ) -> BaseModelOutputWithPooling | tuple:
+        """Embedded inputs (in ``layout``) -> layer stack -> pooler -> the model output."""
         computed_positions = layout.output_positions  # (B, M) or None: what last_hidden_state will hold
         if self.encoder.num_layers == 0:
             layout.output_positions = None  # no layer to skip work in: gathered below

@@ -93,6 +93,9 @@ class TransformerEmbeddings(nn.Module):
             raise ValueError(f"embedding_size {embedding_size} != hidden_size {hidden_size} needs the projection")
         self.projection = nn.Linear(embedding_size, hidden_size) if project else None
 
+    # The model input this module embeds (the backbone's forward takes token ids; embeddings of
+    # another input, e.g. ViT's "pixel_values", are driven through TransformerBackbone.forward_embedded).
+    main_input_name: str = "input_ids"
     # Further (B, T) inputs a subclass embeds, passed by name from the backbone's forward (XLM: "langs").
     extra_input_names: tuple[str, ...] = ()
 

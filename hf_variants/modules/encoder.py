@@ -194,9 +194,18 @@ class LayerStack(nn.Module):
         sharing: "none" | "all" | "attention" | "ffn" (see the module docstring).
         schedule: with sharing "all" only: the index of the stored layer applied at each depth
             (``num_layers`` entries using every index 0..n-1); default: layer 0 at every depth.
+        final_norm_in_hidden_states: the last entry of ``output_hidden_states`` is after the
+            pre-LN stack's final norm (BERT-style, GPT-2) or before it (transformers' ViT and CLIP).
     """
 
-    def __init__(self, spec: LayerSpec, num_layers: int, sharing: str = "none", schedule: Sequence[int] | None = None) -> None:
+    def __init__(
+        self,
+        spec: LayerSpec,
+        num_layers: int,
+        sharing: str = "none",
+        final_norm_in_hidden_states: bool = True,
+        schedule: Sequence[int] | None = None,
+    ) -> None:
         super().__init__()
         if sharing not in SHARING_MODES:
             raise ValueError(f"unknown layer sharing mode {sharing!r}; choose one of {SHARING_MODES}")
@@ -224,6 +233,7 @@ class LayerStack(nn.Module):
             )
         # Pre-LN leaves the residual stream un-normalised: one LayerNorm closes the stack.
         self.final_layer_norm = spec.norm() if spec.pre_layer_norm else None
+        self.final_norm_in_hidden_states = final_norm_in_hidden_states
 
     def layer_at(self, depth: int) -> TransformerLayer:
         if self.schedule is not None:
@@ -272,8 +282,10 @@ class LayerStack(nn.Module):
             )
             if output_attentions:
                 all_attentions.append(probs)
+        if output_hidden_states and not self.final_norm_in_hidden_states:
+            all_hidden.append(hidden_states)
         if self.final_layer_norm is not None:
             hidden_states = self.final_layer_norm(hidden_states)
-        if output_hidden_states:
+        if output_hidden_states and self.final_norm_in_hidden_states:
             all_hidden.append(hidden_states)
         return hidden_states, all_hidden, all_attentions
