@@ -257,9 +257,13 @@ def evaluate(model, examples: datasets.Dataset, collator, batch_size: int) -> di
         if getattr(output, "sbo_loss", None) is not None:  # SpanBERT: the span boundary objective's loss too
             count = int((batch["sbo_labels"] != -100).sum())
             sbo_total, sbo_count = sbo_total + output.sbo_loss.item() * count, sbo_count + count
-        if getattr(output, "seq_relationship_logits", None) is not None and "next_sentence_label" in batch:
-            relation_correct += (output.seq_relationship_logits.argmax(-1) == batch["next_sentence_label"]).sum().item()
-            relations += batch["next_sentence_label"].numel()
+        # NSP (BERT: seq_relationship_logits) or SOP (ALBERT: sop_logits, sentence_order_label).
+        relation_logits = getattr(output, "seq_relationship_logits", None)
+        relation_logits = relation_logits if relation_logits is not None else getattr(output, "sop_logits", None)
+        relation_labels = batch.get("next_sentence_label", batch.get("sentence_order_label"))
+        if relation_logits is not None and relation_labels is not None:
+            relation_correct += (relation_logits.argmax(-1) == relation_labels).sum().item()
+            relations += relation_labels.numel()
     if predicted == 0:
         raise ValueError("the validation set produced no masked tokens")
     results = {"mlm_loss": total_loss / predicted, "mlm_perplexity": math.exp(total_loss / predicted),
