@@ -6,7 +6,7 @@ from .checkpoints import AtomicCheckpointsMixin, checkpoint_problems, last_compl
 from .push import PushError, PushResult, push_model_dir
 from .remote_code import export_remote_code
 from .run_record import rebuild_model_card, write_model_card
-from .save_hook import RemoteCodeMixin
+from ..persistence import RemoteCodeMixin
 from .variants import VariantInfo, variant_info, variant_name
 
 __all__ = [

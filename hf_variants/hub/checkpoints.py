@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..atomic import publish, remove_leftover_staging, replace_atomically, staging_path, write_text_atomically
-from .save_hook import is_stale_save_file
+from ..persistence import is_stale_save_file
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""`RemoteCodeMixin`: every `save_pretrained` (hence `model.push_to_hub` and Trainer's saves and
+"""How every model is saved and loaded: `RemoteCodeMixin`. Every `save_pretrained` (hence `model.push_to_hub` and Trainer's saves and
 `Trainer.push_to_hub`) is atomic and also writes the checkpoint's remote code and `auto_map`;
 every `from_pretrained` checks what it loads (`hf_variants.hub.load_checks`).
 
@@ -7,8 +7,11 @@ moved into place only once complete (`hf_variants.atomic`), so a full disk, an e
 while saving leaves the folder's previous checkpoint loadable; other files in the folder (a
 tokenizer, a Trainer's checkpoint-* folders) are kept.
 
+It lives outside `modules/` and `hub/` on purpose: the building blocks use it without importing
+the publishing code, which is loaded by name only when a save exports remote code.
+
 Use it first in a variant's PreTrainedModel bases. This module imports nothing from the package at
-import time because the remote-code export copies it too (as `hfv_hub_save_hook.py`); in such a copy
+import time because the remote-code export copies it too (as `hfv_persistence.py`); in such a copy
 (module name not under `hf_variants.`) the hook does nothing, so re-saving a model loaded with
 `trust_remote_code=True` falls back to transformers' own custom-code saving.
 """

@@ -31,13 +31,13 @@ import huggingface_hub
 import transformers
 from transformers import AutoConfig, AutoTokenizer, HfArgumentParser, PreTrainedModel, Trainer, TrainingArguments, set_seed
 
-from .atomic import write_text_atomically
-from .configs import is_named_config, named_config_path
-from .conversion import load_pretrained
-from .data import check_columns, load_named_dataset
-from .hub import DatasetInfo, write_model_card
-from .hub.checkpoints import last_complete_checkpoint, resolve_checkpoint
-from .hub.trainer import CheckpointSafeTrainer
+from hf_variants.atomic import write_text_atomically
+from hf_variants.configs import is_named_config, named_config_path
+from hf_variants.conversion import load_pretrained
+from hf_variants.data import check_columns, load_named_dataset
+from hf_variants.hub import DatasetInfo, write_model_card
+from hf_variants.hub.checkpoints import last_complete_checkpoint, resolve_checkpoint
+from hf_variants.hub.trainer import CheckpointSafeTrainer
 
 logger = logging.getLogger("hf_variants.examples")
 
