@@ -97,10 +97,14 @@ class DataArguments:
 
 
 def parse_arguments(
-    data_arguments_class: type, argv: Sequence[str] | None = None, model_arguments_class: type = ModelArguments
+    data_arguments_class: type,
+    argv: Sequence[str] | None = None,
+    model_arguments_class: type = ModelArguments,
+    training_arguments_class: type = TrainingArguments,
 ) -> tuple[ModelArguments, Any, TrainingArguments]:
-    """Parse the command line (or a single .json file of arguments) like transformers' examples."""
-    parser = HfArgumentParser((model_arguments_class, data_arguments_class, TrainingArguments))
+    """Parse the command line (or a single .json file of arguments) like transformers' examples.
+    A script with fields of its own passes subclasses of ModelArguments / TrainingArguments."""
+    parser = HfArgumentParser((model_arguments_class, data_arguments_class, training_arguments_class))
     argv = list(sys.argv[1:] if argv is None else argv)
     if len(argv) == 1 and argv[0].endswith(".json"):
         return parser.parse_json_file(json_file=os.path.abspath(argv[0]))
@@ -108,10 +112,15 @@ def parse_arguments(
 
 
 def start(
-    data_arguments_class: type, argv: Sequence[str] | None = None, model_arguments_class: type = ModelArguments
+    data_arguments_class: type,
+    argv: Sequence[str] | None = None,
+    model_arguments_class: type = ModelArguments,
+    training_arguments_class: type = TrainingArguments,
 ) -> tuple[ModelArguments, Any, TrainingArguments]:
     """Parse the arguments, set up logging and the seed; error out when no --do_* is given."""
-    model_args, data_args, training_args = parse_arguments(data_arguments_class, argv, model_arguments_class)
+    model_args, data_args, training_args = parse_arguments(
+        data_arguments_class, argv, model_arguments_class, training_arguments_class
+    )
     setup_logging(training_args)
     set_seed(training_args.seed)
     if not (training_args.do_train or training_args.do_eval or training_args.do_predict):

@@ -23,7 +23,7 @@ from transformers import pipeline
 from hf_variants.data import load_named_dataset
 from hf_variants.data.images import FASHION_MNIST_LABELS
 from test_examples_processing import load_script
-from test_examples_training import assert_loss_falls, read_json
+from test_examples_training import assert_loss_falls, logged_losses, read_json
 
 script = load_script("run_image_classification")
 
@@ -132,3 +132,36 @@ def test_bad_arguments_raise_clear_errors(tmp_path):
     with pytest.raises(ValueError, match="got float64"):
         script.to_pil(np.zeros((4, 4)), "L")
     assert script.to_pil(np.full((4, 4, 1), 7, dtype=np.int64), "RGB").getpixel((0, 0)) == (7, 7, 7)
+
+
+@pytest.mark.slow
+def test_mae_pretraining_then_fine_tuning_loads_the_encoder(tmp_path):
+    mae_dir = tmp_path / "mae"
+    load_script("run_mae").main(
+        ["--model_name_or_path", "vit-mini", "--dataset_name", "hf_variants/fashion_mnist", "--do_train", "--do_eval",
+         "--max_train_samples", "256", "--max_eval_samples", "100", "--base_learning_rate", "0.02", "--mask_ratio", "0.6"]
+        + run_args(mae_dir, epochs=5, batch=32)
+    )  # fmt: skip
+    losses = logged_losses(mae_dir)
+    assert sum(losses[-4:]) / 4 < 0.95 * sum(losses[:4]) / 4, losses  # the reconstruction improves
+    config = read_json(mae_dir / "config.json")
+    assert config["architectures"] == ["ViTForPreTraining"] and config["mask_ratio"] == 0.6
+    results = read_json(mae_dir / "all_results.json")
+    assert results["train_samples"] == 256 and results["eval_samples"] == 100 and results["eval_loss"] > 0
+    # transformers' rule: lr = base_learning_rate * batch / 256 (the peak, reached after warm-up).
+    peak = max(entry["learning_rate"] for entry in read_json(mae_dir / "trainer_state.json")["log_history"] if "learning_rate" in entry)
+    assert 0.9 * 0.02 * 32 / 256 < peak <= 0.02 * 32 / 256
+
+    # Fine-tuning from the MAE folder starts from its encoder: with a zero learning rate the saved
+    # classifier's encoder is the pretrained one, weight for weight.
+    tuned_dir = tmp_path / "tuned"
+    script.main(
+        ["--model_name_or_path", str(mae_dir), "--dataset_name", "hf_variants/fashion_mnist", "--do_train",
+         "--max_train_samples", "32", "--max_steps", "1"] + run_args(tuned_dir, epochs=1, batch=32, learning_rate="0")
+    )  # fmt: skip
+    with safe_open(mae_dir / "model.safetensors", "pt") as pretrained, safe_open(tuned_dir / "model.safetensors", "pt") as tuned:
+        encoder_keys = [key for key in pretrained.keys() if key.startswith("vit.")]
+        assert encoder_keys and set(encoder_keys) <= set(tuned.keys())
+        for key in encoder_keys:
+            assert torch.equal(pretrained.get_tensor(key), tuned.get_tensor(key)), key
+        assert not any(key.startswith("decoder.") for key in tuned.keys())
