@@ -132,7 +132,9 @@ def to_pil(image, mode: str) -> PIL.Image.Image:
             raise ValueError(
                 f"expected a PIL image or a (H, W[, C]) array of integers 0..255, got {array.dtype} of shape {array.shape}"
             )
-        image = PIL.Image.fromarray(array.astype(np.uint8).squeeze(-1) if array.ndim == 3 and array.shape[-1] == 1 else array.astype(np.uint8))
+        if array.ndim == 3 and array.shape[-1] == 1:
+            array = array[..., 0]  # PIL has no (H, W, 1) images
+        image = PIL.Image.fromarray(array.astype(np.uint8))
     return image if image.mode == mode else image.convert(mode)
 
 
@@ -221,8 +223,8 @@ def predict_test_set(trainer, features: datasets.Dataset, raw_test: datasets.Dat
         if len(wrong):
             images = [to_pil(raw_test[int(row)][image_column], mode) for row in wrong]
             captions = [f"{id2label[int(labels[row])]}\nas {id2label[int(predicted[row])]}" for row in wrong]
-            plot_image_grid(images, captions, Path(trainer.args.output_dir) / "misclassified_test.png",
-                            title=f"Misclassified test images ({len(np.flatnonzero(predicted != labels))} of {len(labels)}): true / predicted")  # fmt: skip
+            title = f"Misclassified test images ({int(np.sum(predicted != labels))} of {len(labels)}): true / predicted"
+            plot_image_grid(images, captions, Path(trainer.args.output_dir) / "misclassified_test.png", title)
     return metrics
 
 

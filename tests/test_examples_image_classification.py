@@ -11,7 +11,6 @@ measures how well the model generalises.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
