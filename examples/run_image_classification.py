@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a source checkout
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # examples_support
 
 import datasets  # noqa: E402
 import PIL.Image  # noqa: E402
@@ -44,7 +45,7 @@ from transformers import (  # noqa: E402
     ViTImageProcessor,
 )
 
-from hf_variants import examples_support as support  # noqa: E402
+import examples_support as support  # noqa: E402  (examples/examples_support.py)
 from hf_variants.configs import is_named_config  # noqa: E402
 from hf_variants.metrics import accuracy  # noqa: E402
 
@@ -228,9 +229,14 @@ def predict_test_set(trainer, features: datasets.Dataset, raw_test: datasets.Dat
     return metrics
 
 
-def plot_image_grid(images: list[PIL.Image.Image], captions: list[str], path: Path, title: str) -> Path:
-    """Save up to MISCLASSIFIED_GRID_SIZE^2 images in a square grid, each with its caption."""
-    import matplotlib
+def plot_image_grid(images: list[PIL.Image.Image], captions: list[str], path: Path, title: str) -> Path | None:
+    """Save up to MISCLASSIFIED_GRID_SIZE^2 images in a square grid, each with its caption (None,
+    with a warning, when matplotlib, the ``plot`` extra, is not installed)."""
+    try:
+        import matplotlib
+    except ImportError:
+        logger.warning("matplotlib is not installed (pip install 'hf-variants[plot]'): no misclassified_test.png")
+        return None
 
     matplotlib.use("Agg")  # files only: works without a display
     import matplotlib.pyplot as plt

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a so
 
 from transformers import AutoConfig, AutoModelForPreTraining, TrainingArguments  # noqa: E402
 
-from hf_variants import examples_support as support  # noqa: E402
+import examples_support as support  # noqa: E402  (examples/examples_support.py)
 from hf_variants.configs import is_named_config, named_config_path  # noqa: E402
 from hf_variants.conversion import load_pretrained  # noqa: E402
 from run_image_classification import (  # noqa: E402
