@@ -99,19 +99,30 @@ class DataArguments:
 
 
 def parse_arguments(
-    data_arguments_class: type, argv: Sequence[str] | None = None
+    data_arguments_class: type,
+    argv: Sequence[str] | None = None,
+    model_arguments_class: type = ModelArguments,
+    training_arguments_class: type = TrainingArguments,
 ) -> tuple[ModelArguments, Any, TrainingArguments]:
-    """Parse the command line (or a single .json file of arguments) like transformers' examples."""
-    parser = HfArgumentParser((ModelArguments, data_arguments_class, TrainingArguments))
+    """Parse the command line (or a single .json file of arguments) like transformers' examples.
+    A script with fields of its own passes subclasses of ModelArguments / TrainingArguments."""
+    parser = HfArgumentParser((model_arguments_class, data_arguments_class, training_arguments_class))
     argv = list(sys.argv[1:] if argv is None else argv)
     if len(argv) == 1 and argv[0].endswith(".json"):
         return parser.parse_json_file(json_file=os.path.abspath(argv[0]))
     return parser.parse_args_into_dataclasses(args=argv)
 
 
-def start(data_arguments_class: type, argv: Sequence[str] | None = None) -> tuple[ModelArguments, Any, TrainingArguments]:
+def start(
+    data_arguments_class: type,
+    argv: Sequence[str] | None = None,
+    model_arguments_class: type = ModelArguments,
+    training_arguments_class: type = TrainingArguments,
+) -> tuple[ModelArguments, Any, TrainingArguments]:
     """Parse the arguments, set up logging and the seed; error out when no --do_* is given."""
-    model_args, data_args, training_args = parse_arguments(data_arguments_class, argv)
+    model_args, data_args, training_args = parse_arguments(
+        data_arguments_class, argv, model_arguments_class, training_arguments_class
+    )
     setup_logging(training_args)
     set_seed(training_args.seed)
     if not (training_args.do_train or training_args.do_eval or training_args.do_predict):
@@ -326,7 +337,7 @@ def load_tokenizer(model_args: ModelArguments) -> transformers.PreTrainedTokeniz
 def load_model(
     model_args: ModelArguments,
     auto_class: type,
-    tokenizer: transformers.PreTrainedTokenizerBase,
+    tokenizer: transformers.PreTrainedTokenizerBase | None,
     *,
     label_names: list[str] | None = None,
     max_seq_length: int | None = None,
@@ -337,7 +348,7 @@ def load_model(
     ``label_names`` sets num_labels/id2label/label2id (a fine-tuned checkpoint's own order is kept
     when it has the same labels); ``config_overrides`` (problem_type, num_labels=1 for regression
     ...) are set on the config before the model is built. Raises ValueError when the tokenizer's
-    vocabulary or ``max_seq_length`` does not fit the model.
+    vocabulary or ``max_seq_length`` does not fit the model (``tokenizer=None`` for image models).
     """
     name = model_args.model_name_or_path
     config_source = model_args.config_name or name
@@ -365,7 +376,7 @@ def load_model(
 
 
 def check_model_fits(model: PreTrainedModel, tokenizer, max_seq_length: int | None) -> None:
-    if len(tokenizer) > model.config.vocab_size:
+    if tokenizer is not None and len(tokenizer) > model.config.vocab_size:
         raise ValueError(
             f"the tokenizer has {len(tokenizer)} tokens but the model's vocab_size is {model.config.vocab_size}"
         )
@@ -481,7 +492,9 @@ def dataset_description(data_args: DataArguments) -> str:
     if data_args.dataset_name:
         config = f" ({data_args.dataset_config_name})" if data_args.dataset_config_name else ""
         return data_args.dataset_name + config
-    return ", ".join(Path(p).name for p in (data_args.train_file, data_args.validation_file, data_args.test_file) if p)
+    local = (data_args.train_file, data_args.validation_file, data_args.test_file)
+    local += tuple(getattr(data_args, name, None) for name in ("train_dir", "validation_dir"))  # image folders
+    return ", ".join(Path(p).name for p in local if p)
 
 
 # Counts, thresholds and timings in the metrics: not scores for the card.
