@@ -64,6 +64,11 @@ class TransformerConfig(CheckpointConfigMixin, PreTrainedConfig):
         as in transformers, a config may be edited field by field through invalid states (and
         round-trips through dicts); the model it builds may not. A plain ValueError, not a
         strict-dataclass validator, whose errors are not ValueErrors. Variants extend it."""
+        # Sizes first: the divisibility test below would divide by a zero head count.
+        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                     "max_position_embeddings"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.head_dim is None and self.hidden_size % self.num_attention_heads != 0:
             raise ValueError(
                 f"hidden_size ({self.hidden_size}) must be divisible by num_attention_heads ({self.num_attention_heads})"
@@ -77,10 +82,6 @@ class TransformerConfig(CheckpointConfigMixin, PreTrainedConfig):
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-                     "max_position_embeddings"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         for name in ("head_dim", "embedding_size"):
             if getattr(self, name) is not None and getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive or None, got {getattr(self, name)}")

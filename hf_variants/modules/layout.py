@@ -115,8 +115,11 @@ class BatchLayout:
         return tensor if tensor is None or not self.packed else self.unpadded.unpad(tensor)
 
     def to_padded(self, tensor: torch.Tensor) -> torch.Tensor:
-        """(total_tokens, ...) -> (B, T, ...) with zeros at padding when packed; unchanged when padded."""
-        return self.unpadded.pad(tensor) if self.packed and tensor.shape[0] == self.unpadded.total_tokens else tensor
+        """Packed (total_tokens, H) hidden states -> (B, T, H) with zeros at padding; padded (B, T, H)
+        or (B, M, H) ones unchanged. Told apart by rank: their first sizes can agree (one row of
+        one real token: B = total_tokens = 1), and treating (B, M, H) as packed mangled it."""
+        is_packed = self.packed and tensor.dim() == 2 and tensor.shape[0] == self.unpadded.total_tokens
+        return self.unpadded.pad(tensor) if is_packed else tensor
 
     def padded(self) -> "BatchLayout":
         """The same batch in the padded layout (for the last layer when it computes ``output_positions``)."""

@@ -122,8 +122,13 @@ class EncoderTaskModel:
         used, and ``also_read`` = (row indices, positions) a second head reads) reach the outputs,
         so the last layer computes those alone: ((B, M) positions, (B, M) real-position mask)
         from :func:`selected_positions`, or None for every position."""
-        if not self.config.sparse_prediction or not self._only_labelled_positions_are_read(
-            labels, input_ids, inputs_embeds, output_attentions, output_hidden_states
+        if (
+            not self.config.sparse_prediction
+            or self.config.is_decoder  # causal stacks compute every position (BatchLayout.plan)
+            or (self.uses_pooler and self.config.summary_type == "mean")  # the pooler reads every position
+            or not self._only_labelled_positions_are_read(
+                labels, input_ids, inputs_embeds, output_attentions, output_hidden_states
+            )
         ):
             return None
         selected = labels != IGNORE_INDEX
