@@ -269,8 +269,13 @@ def assert_rows_equal(name: str, got: torch.Tensor, expected: torch.Tensor, real
     """Compare outputs; ``real`` (the leading dims of a per-token output) selects the real tokens."""
     if real is not None:
         got, expected = got[real.bool()], expected[real.bool()]
-    diff = (got - expected).abs().max().item() if got.numel() else 0.0
-    assert diff <= TOLERANCE, f"{name}: max abs diff {diff:.3g} > {TOLERANCE}"
+    if not got.numel():
+        return
+    diff = (got - expected).abs().max().item()
+    # 1e-5 absolute for outputs of magnitude <= 1, relative above (initializer_range 1.0 gives
+    # logits in the hundreds, where fp32 rounding alone exceeds 1e-5).
+    bound = TOLERANCE * max(1.0, expected.abs().max().item())
+    assert diff <= bound, f"{name}: max abs diff {diff:.3g} > {bound:.3g}"
 
 
 def token_level_fields(model, inputs: dict[str, torch.Tensor]) -> set[str]:
@@ -279,13 +284,19 @@ def token_level_fields(model, inputs: dict[str, torch.Tensor]) -> set[str]:
     if "attention_mask" not in inputs:
         return set()
     mask = inputs["attention_mask"]
-    token_dim = mask.dim() - 1
-    longer = {k: torch.nn.functional.pad(v, (0, 1)) for k, v in inputs.items()}
+    token_dim, length = mask.dim() - 1, mask.shape[-1]
     with torch.no_grad():
-        base, more = output_tensors(model(**inputs)), output_tensors(model(**longer))
-    return {name for name, value in base.items()
-            if value.dim() > token_dim and tuple(value.shape[: mask.dim()]) == tuple(mask.shape)
-            and more[name].shape[token_dim] == value.shape[token_dim] + 1}
+        base = output_tensors(model(**inputs))
+    candidates = {name for name, value in base.items()
+                  if value.dim() > token_dim and tuple(value.shape[: mask.dim()]) == tuple(mask.shape)}
+    if length == 1:
+        return candidates  # one real token per row: selecting real tokens changes nothing anyway
+    config = model.config
+    change = 1 if config.position_embedding_type == "none" or length < config.max_position_embeddings else -1
+    other = {k: torch.nn.functional.pad(v, (0, 1)) if change == 1 else v[..., :-1] for k, v in inputs.items()}
+    with torch.no_grad():
+        changed = output_tensors(model(**other))
+    return {name for name in candidates if changed[name].shape[token_dim] == length + change}
 
 
 def is_stochastic(model, inputs: dict[str, torch.Tensor]) -> bool:
@@ -469,7 +480,7 @@ def invalid_input_mutations(spec: VariantSpec, head: str, config, inputs: dict, 
         ]
     for name, label in labels.items():
         cases.append((f"{name} one row longer", {name: torch.cat([label, label[:1]])}, name))
-        if not label.is_floating_point():
+        if not label.is_floating_point() and name not in POSITION_LABELS:  # answers past the end are ignored, as in transformers
             top = int(label.max()) if label.numel() else 0
             cases.append((f"{name} far out of range", {name: label.clone().fill_(top + 10**6)}, name))
     if "token_type_ids" not in inputs:
@@ -545,6 +556,7 @@ def main() -> None:
     parser.add_argument("--max-minutes", type=float, default=60.0, help="stop starting new (head, property) runs after this")
     parser.add_argument("--variants", nargs="*", help="variant names (default: every registered one)")
     parser.add_argument("--json", type=Path, help="write the counts and failures here")
+    parser.add_argument("--no-shrink", action="store_true", help="report failures unshrunk (bounded time)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     start = time.monotonic()
@@ -557,9 +569,12 @@ def main() -> None:
             if time.monotonic() - start > args.max_minutes * 60:
                 break
             try:
-                run_property(prop, spec, head, per_run, derandomize=False, counter=counter, skipped=skipped)
+                run_property(prop, spec, head, per_run, derandomize=False, counter=counter, skipped=skipped,
+                             shrink=not args.no_shrink)
             except Exception as error:  # noqa: BLE001  (report every failing run, keep going)
-                failures.append({"variant": spec.name, "head": head, "property": prop, "error": str(error)[:2000]})
+                notes = " | ".join(getattr(error, "__notes__", []))[:2000]
+                failures.append({"variant": spec.name, "head": head, "property": prop, "error": str(error)[:2000],
+                                 "example": notes})
                 print(f"FAIL {spec.name} {head} {prop}: {str(error)[:500]}", flush=True)
             print(f"{spec.name:10s} {head:28s} {prop:20s} cases={counter[(spec.name, head, prop)]}", flush=True)
     per_variant = Counter()

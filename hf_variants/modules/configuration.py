@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from huggingface_hub.dataclasses import strict
 from transformers import PreTrainedConfig
+from transformers.activations import ACT2FN
 
 from ..conversion.hooks import CheckpointConfigMixin
 from .embeddings import POSITION_EMBEDDING_TYPES
@@ -87,6 +88,10 @@ class TransformerConfig(CheckpointConfigMixin, PreTrainedConfig):
                 raise ValueError(f"{name} must be positive or None, got {getattr(self, name)}")
         if self.type_vocab_size < 0:
             raise ValueError(f"type_vocab_size must be >= 0, got {self.type_vocab_size}")
+        if not self.layer_norm_eps > 0:  # 0 divides by zero on a constant input, < 0 takes sqrt of a negative
+            raise ValueError(f"layer_norm_eps must be positive, got {self.layer_norm_eps}")
+        if self.hidden_act not in ACT2FN:
+            raise ValueError(f"hidden_act {self.hidden_act!r} is not an activation transformers knows (ACT2FN)")
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "ffn_dropout_prob"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")

@@ -38,6 +38,7 @@ from .heads import (
     span_extraction_loss,
     token_classification_loss,
 )
+from .backbone import check_not_empty
 from .padding import selected_positions
 
 
@@ -384,6 +385,9 @@ class EncoderForMultipleChoice(EncoderTaskModel):
         reference = input_ids if input_ids is not None else inputs_embeds
         if reference is None or reference.dim() < 3:
             raise ValueError("multiple choice inputs must have shape (batch, num_choices, seq_len)")
+        # Before flattening: (B, C, 0) cannot be reshaped to (B * C, 0).
+        check_not_empty("input_ids" if input_ids is not None else "inputs_embeds", tuple(reference.shape),
+                        reference.shape[0] * reference.shape[1], reference.shape[2])
         num_choices = reference.shape[1]
 
         def flat(t: torch.Tensor | None) -> torch.Tensor | None:
