@@ -8,16 +8,25 @@ connections, in the post-LN order of the original Transformer/BERT
 :class:`LayerStack` runs ``num_layers`` layers with ALBERT-style cross-layer sharing: "none"
 (every layer its own weights), "all" (one layer applied num_layers times), "attention" or "ffn"
 (that sub-block shared, the rest per layer). Shared weights are stored once (in layer 0), so
-safetensors never sees two names for one tensor.
+safetensors never sees two names for one tensor. A ``schedule`` generalises "all": the stored
+layer each depth applies, so several groups of layers can each be reused over a span of depths
+(ALBERT's ``num_hidden_groups`` / ``inner_group_num``).
+
+Per-layer state rides along: a transformers ``Cache`` (``past_key_values``, read and written at
+each layer's depth, which is the cache index even when one module serves every depth) and a
+:class:`~.memory.SegmentMemory` (Transformer-XL/XLNet ``mems``: each layer's earlier input states,
+prepended to its keys and values).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
+from transformers.cache_utils import Cache
 from transformers.modeling_layers import GradientCheckpointingLayer
 
 from .attention import MultiHeadAttention
@@ -25,6 +34,7 @@ from .dropout import Dropout
 from .feed_forward import FeedForward
 from .layout import BatchLayout
 from .norms import build_norm
+from .memory import SegmentMemory
 from .padding import UnpaddedBatch, gather_positions
 
 if TYPE_CHECKING:
@@ -143,16 +153,24 @@ class TransformerLayer(GradientCheckpointingLayer):
         shared_attention: MultiHeadAttention | None = None,
         shared_ffn: FeedForward | None = None,
         output_positions: torch.Tensor | None = None,
+        past_key_values: Cache | None = None,
+        layer_idx: int | None = None,
+        memory: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Returns (hidden states, self-attention probabilities or None).
 
         ``output_positions`` (B, M), padded (B, T, H) input, no cross-attention: compute the
         output at those positions only, (B, M, H); every position still serves as key and value.
+        ``past_key_values`` / ``layer_idx``: the cache and this layer's index in it (self- and
+        cross-attention). ``memory`` (B, M, H): this layer's earlier input states, prepended to
+        the self-attention keys/values (normalised like the input in the pre-LN order).
         """
         if output_positions is not None and (unpadded is not None or encoder_hidden_states is not None):
             raise ValueError("output_positions needs the padded layout and no cross-attention")
         attention = shared_attention or self.attention
         ffn = shared_ffn or self.ffn
+        if memory is not None and self.pre_layer_norm:
+            memory = self.attention_norm(memory)
         hidden_states, probs = self._residual(
             hidden_states,
             self.attention_norm,
@@ -165,6 +183,9 @@ class TransformerLayer(GradientCheckpointingLayer):
                 attn_implementation=attn_implementation,
                 output_attentions=output_attentions,
                 query_positions=output_positions,
+                past_key_values=past_key_values,
+                layer_idx=layer_idx,
+                memory=memory,
             ),
             output_positions,
         )
@@ -178,6 +199,8 @@ class TransformerLayer(GradientCheckpointingLayer):
                     key_value_states=encoder_hidden_states,
                     unpadded=unpadded,
                     attn_implementation=attn_implementation,
+                    past_key_values=past_key_values,
+                    layer_idx=layer_idx,
                 ),
             )
         hidden_states, _ = self._residual(hidden_states, self.ffn_norm, lambda x: (ffn(x), None))
@@ -185,19 +208,39 @@ class TransformerLayer(GradientCheckpointingLayer):
 
 
 class LayerStack(nn.Module):
-    """``num_layers`` applications of TransformerLayer with optional cross-layer sharing."""
+    """``num_layers`` applications of TransformerLayer with optional cross-layer sharing.
+
+    Args:
+        sharing: "none" | "all" | "attention" | "ffn" (see the module docstring).
+        schedule: with sharing "all" only: the index of the stored layer applied at each depth
+            (``num_layers`` entries using every index 0..n-1); default: layer 0 at every depth.
+        final_norm_in_hidden_states: the last entry of ``output_hidden_states`` is after the
+            pre-LN stack's final norm (BERT-style, GPT-2) or before it (transformers' ViT and CLIP).
+    """
 
     def __init__(
-        self, spec: LayerSpec, num_layers: int, sharing: str = "none", final_norm_in_hidden_states: bool = True
+        self,
+        spec: LayerSpec,
+        num_layers: int,
+        sharing: str = "none",
+        final_norm_in_hidden_states: bool = True,
+        schedule: Sequence[int] | None = None,
     ) -> None:
-        """``final_norm_in_hidden_states``: the last entry of ``output_hidden_states`` is after the
-        pre-LN stack's final norm (BERT-style, GPT-2) or before it (transformers' ViT and CLIP)."""
         super().__init__()
         if sharing not in SHARING_MODES:
             raise ValueError(f"unknown layer sharing mode {sharing!r}; choose one of {SHARING_MODES}")
+        if schedule is not None and sharing != "all":
+            raise ValueError(f"a layer schedule reuses whole layers: it needs sharing 'all', got {sharing!r}")
         self.num_layers = num_layers
         self.sharing = sharing
-        if sharing == "all":
+        self.schedule = None if schedule is None else tuple(int(index) for index in schedule)
+        if self.schedule is not None:
+            if len(self.schedule) != num_layers or sorted(set(self.schedule)) != list(range(len(set(self.schedule)))):
+                raise ValueError(
+                    f"schedule {self.schedule} must list {num_layers} stored-layer indices using each of 0..n-1"
+                )
+            self.layers = nn.ModuleList(TransformerLayer(spec) for _ in range(len(set(self.schedule))))
+        elif sharing == "all":
             self.layers = nn.ModuleList([TransformerLayer(spec)])
         else:
             self.layers = nn.ModuleList(
@@ -208,11 +251,18 @@ class LayerStack(nn.Module):
                 )
                 for i in range(num_layers)
             )
+        for depth, layer in enumerate(self.layers):
+            # The cache index of a module used at one depth only; shared modules get it per call.
+            for attention in (layer.attention, layer.cross_attention):
+                if attention is not None:
+                    attention.layer_idx = depth
         # Pre-LN leaves the residual stream un-normalised: one LayerNorm closes the stack.
         self.final_layer_norm = spec.norm() if spec.pre_layer_norm else None
         self.final_norm_in_hidden_states = final_norm_in_hidden_states
 
     def layer_at(self, depth: int) -> TransformerLayer:
+        if self.schedule is not None:
+            return self.layers[self.schedule[depth]]
         return self.layers[0] if self.sharing == "all" else self.layers[depth]
 
     def forward(
@@ -221,6 +271,8 @@ class LayerStack(nn.Module):
         layout: BatchLayout,
         output_hidden_states: bool = False,
         output_attentions: bool = False,
+        past_key_values: Cache | None = None,
+        memories: SegmentMemory | None = None,
         **layer_kwargs,
     ) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
         """Returns (last hidden states, all hidden states [input + one per layer] if asked, attentions if asked).
@@ -231,19 +283,30 @@ class LayerStack(nn.Module):
         layers ran packed): heads that read only the summary token, or only the masked tokens,
         skip the last layer's queries, output projection and FFN everywhere else. Exact: nothing
         else feeds their output. Not with ``output_hidden_states`` (the last layer would be partial).
+
+        ``past_key_values``: a transformers Cache, indexed by depth. ``memories``: a
+        :class:`SegmentMemory` with one (B, M, H) tensor per layer (or none yet); each layer
+        attends over its memory + the current states, and its input states are recorded in
+        ``memories`` (read the next segment's memories from ``memories.updated()``). With a cache
+        or a memory the layout is padded and its ``attention_bias`` covers every key: past or
+        memory positions + T (``SegmentMemory.extend_attention_mask``).
         """
+        if memories is not None and memories.num_layers != self.num_layers:
+            raise ValueError(f"memories hold {memories.num_layers} layers, the stack has {self.num_layers}")
         if layout.output_positions is not None and output_hidden_states:
             raise ValueError("output_positions cannot return all hidden states")
         all_hidden: list[torch.Tensor] = []
         all_attentions: list[torch.Tensor] = []
         shared_attention = self.layers[0].attention if self.sharing == "attention" else None
         shared_ffn = self.layers[0].ffn if self.sharing == "ffn" else None
+        hidden_states = layout.zero_padding(hidden_states)
         for depth in range(self.num_layers):
             if output_hidden_states:
                 all_hidden.append(hidden_states)
             layer_layout, positions = layout, None
             if depth == self.num_layers - 1 and layout.output_positions is not None:
                 hidden_states, layer_layout, positions = layout.to_padded(hidden_states), layout.padded(), layout.output_positions
+            layer_input = hidden_states
             hidden_states, probs = self.layer_at(depth)(
                 hidden_states,
                 layer_layout.layer_attention_bias,
@@ -253,8 +316,14 @@ class LayerStack(nn.Module):
                 shared_attention=shared_attention,
                 shared_ffn=shared_ffn,
                 output_positions=positions,
+                past_key_values=past_key_values,
+                layer_idx=depth,
+                memory=memories.layer(depth) if memories is not None else None,
                 **layer_kwargs,
             )
+            hidden_states = layer_layout.zero_padding(hidden_states, positions)
+            if memories is not None:
+                memories.record(depth, layer_input)
             if output_attentions:
                 all_attentions.append(probs)
         if output_hidden_states and not self.final_norm_in_hidden_states:

@@ -37,8 +37,8 @@ class BertModel(TransformerBackbone, BertPreTrainedModel):
 
 
 def sentence_relation_loss(logits: torch.Tensor, labels: torch.Tensor, name: str = "next_sentence_label") -> torch.Tensor:
-    """Two-way cross-entropy for NSP (0 = B follows A, 1 = B is random) or SOP. logits (B, 2), labels (B,).
-    ``name``: the forward argument the labels came in (errors name it)."""
+    """Two-way cross-entropy for NSP (0 = B follows A, 1 = B is random) or SOP. logits (B, 2),
+    labels (B,); ``name``: the label argument named in errors."""
     check_label_shape(labels.reshape(-1), (logits.shape[0],), name)
     check_class_labels(labels, 2, name)
     return nn.functional.cross_entropy(logits, labels.view(-1))
