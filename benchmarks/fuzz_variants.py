@@ -136,9 +136,9 @@ def valid_fields(draw, spec: VariantSpec) -> dict:
             fields[name] = draw(st.sampled_from(values))
     if is_text(spec):
         fields["vocab_size"] = draw(st.integers(2, 99))
-        fields["max_position_embeddings"] = draw(st.integers(4, 40))
+        fields["max_position_embeddings"] = draw(st.integers(8, 40))
         fields["type_vocab_size"] = draw(st.integers(0, 3))
-        fields["pad_token_id"] = draw(st.integers(0, fields["vocab_size"] - 1))
+        fields["pad_token_id"] = draw(st.integers(0, min(fields["vocab_size"] - 1, 4)))  # real pad ids are small
         if draw(st.booleans()):
             fields["embedding_size"] = draw(st.integers(2, 24))
     fields["_attn"] = draw(st.sampled_from(("eager", "sdpa")))
@@ -175,9 +175,24 @@ def input_shapes(draw, spec: VariantSpec, fields: dict) -> dict:
     return shape
 
 
-def make_inputs(spec: VariantSpec, head: str, config, shape: dict) -> dict[str, torch.Tensor]:
+def longest_input(model) -> int:
+    """The longest token sequence the model embeds: its embeddings' ``max_sequence_length`` where
+    they define one (RoBERTa's positions start after the padding index), else max_position_embeddings
+    (unbounded without position embeddings)."""
+    config = model.config
+    if config.position_embedding_type == "none":
+        return 10**6
+    embeddings = getattr(model.base_model, "embeddings", None)
+    return getattr(embeddings, "max_sequence_length", config.max_position_embeddings)
+
+
+def make_inputs(spec: VariantSpec, head: str, model, shape: dict) -> dict[str, torch.Tensor]:
     """The model's main input (``main_input_name``) and, for token ids, mask and segments.
-    Multiple choice inputs get a choice dimension: (B, C, T)."""
+    Multiple choice inputs get a choice dimension: (B, C, T). Draws longer than the model takes are
+    rejected (hypothesis draws again)."""
+    config = model.config
+    if "length" in shape:
+        assume(shape["length"] <= longest_input(model))
     generator = torch.Generator().manual_seed(shape["seed"])
     main_input = spec.classes[head].main_input_name
     if main_input == "pixel_values":
@@ -289,10 +304,12 @@ def token_level_fields(model, inputs: dict[str, torch.Tensor]) -> set[str]:
         base = output_tensors(model(**inputs))
     candidates = {name for name, value in base.items()
                   if value.dim() > token_dim and tuple(value.shape[: mask.dim()]) == tuple(mask.shape)}
-    if length == 1:
-        return candidates  # one real token per row: selecting real tokens changes nothing anyway
-    config = model.config
-    change = 1 if config.position_embedding_type == "none" or length < config.max_position_embeddings else -1
+    if length < longest_input(model):
+        change = 1
+    elif length > 1:
+        change = -1
+    else:  # a one-token model: selecting the (one, real) token changes nothing anyway
+        return candidates
     other = {k: torch.nn.functional.pad(v, (0, 1)) if change == 1 else v[..., :-1] for k, v in inputs.items()}
     with torch.no_grad():
         changed = output_tensors(model(**other))
@@ -309,7 +326,7 @@ def is_stochastic(model, inputs: dict[str, torch.Tensor]) -> bool:
 # ----------------------------------------------------------------------------- properties
 def prop_valid_run(spec, head, fields, shape) -> str | None:
     model, config = build(spec, head, fields)
-    inputs = make_inputs(spec, head, config, shape)
+    inputs = make_inputs(spec, head, model, shape)
     labels = make_labels(model, inputs, torch.Generator().manual_seed(shape["seed"] + 1))
     model.train()
     output = model(**inputs, **labels)
@@ -327,12 +344,11 @@ def prop_padding_invariance(spec, head, fields, shape) -> str | None:
     if not is_text(spec):
         return f"{spec.name}: not applicable, its main input is {spec.classes[head].main_input_name} (fixed token count, no padding)"
     model, config = build(spec, head, fields)
-    inputs = make_inputs(spec, head, config, shape)
+    inputs = make_inputs(spec, head, model, shape)
     if is_stochastic(model, inputs):
         return f"{head}: stochastic outputs"
     extra = 3
-    if config.position_embedding_type != "none" and shape["length"] + extra > config.max_position_embeddings:
-        assume(False)
+    assume(shape["length"] + extra <= longest_input(model))
     pad = config.pad_token_id if config.pad_token_id is not None else 0
     padded = {k: torch.nn.functional.pad(v, (0, extra), value=pad if k == "input_ids" else 0) for k, v in inputs.items()}
     per_token = token_level_fields(model, inputs)
@@ -353,7 +369,7 @@ def prop_padding_invariance(spec, head, fields, shape) -> str | None:
 
 def prop_batch_invariance(spec, head, fields, shape) -> str | None:
     model, config = build(spec, head, fields)
-    inputs = make_inputs(spec, head, config, shape)
+    inputs = make_inputs(spec, head, model, shape)
     if is_stochastic(model, inputs):
         return f"{head}: stochastic outputs (checked by determinism instead)"
     per_token = token_level_fields(model, inputs)
@@ -372,7 +388,7 @@ def prop_determinism(spec, head, fields, shape) -> str | None:
     results = []
     for _ in range(2):
         model, config = build(spec, head, fields)
-        inputs = make_inputs(spec, head, config, shape)
+        inputs = make_inputs(spec, head, model, shape)
         model.train()
         torch.manual_seed(fields["_seed"] + 1)
         results.append(output_tensors(model(**inputs)))
@@ -442,8 +458,9 @@ def prop_invalid_config(spec, head, fields, mutation) -> str | None:
     raise AssertionError(f"{changes}: the model was built ({type(model).__name__}); expected a ValueError naming {expected_name!r}")
 
 
-def invalid_input_mutations(spec: VariantSpec, head: str, config, inputs: dict, labels: dict) -> list[tuple[str, dict, str]]:
+def invalid_input_mutations(spec: VariantSpec, head: str, model, inputs: dict, labels: dict) -> list[tuple[str, dict, str]]:
     """(description, replacement inputs, a word the ValueError must contain)."""
+    config = model.config
     cases = []
     main = spec.classes[head].main_input_name
     value = inputs[main]
@@ -465,12 +482,12 @@ def invalid_input_mutations(spec: VariantSpec, head: str, config, inputs: dict, 
         if config.position_embedding_type != "none":  # "none": position_ids are not read
             cases.append(("position_ids out of range",
                           {"position_ids": torch.full_like(ids, config.max_position_embeddings)}, "position_ids"))
-            longer = config.max_position_embeddings + 1
+            longer = longest_input(model) + 1
             cases.append(("over-long sequence", {
                 "input_ids": torch.ones(*ids.shape[:-1], longer, dtype=torch.long),
                 "attention_mask": torch.ones(*ids.shape[:-1], longer, dtype=torch.long),
                 **({"token_type_ids": None} if "token_type_ids" in inputs else {}),
-            }, "max_position_embeddings"))
+            }, "sequence length"))
     if main == "pixel_values":
         pixels = inputs["pixel_values"]
         cases += [
@@ -490,9 +507,9 @@ def invalid_input_mutations(spec: VariantSpec, head: str, config, inputs: dict, 
 
 def prop_invalid_input(spec, head, fields, shape, pick) -> str | None:
     model, config = build(spec, head, fields)
-    inputs = make_inputs(spec, head, config, shape)
+    inputs = make_inputs(spec, head, model, shape)
     labels = make_labels(model, inputs, torch.Generator().manual_seed(shape["seed"] + 1))
-    cases = invalid_input_mutations(spec, head, config, inputs, labels)
+    cases = invalid_input_mutations(spec, head, model, inputs, labels)
     description, changes, expected = cases[pick % len(cases)]
     call = {k: v for k, v in {**inputs, **labels, **changes}.items() if v is not None}
     try:
