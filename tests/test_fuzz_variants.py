@@ -15,7 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import fuzz_variants  # noqa: E402
 
-EXAMPLES = int(os.environ.get("HFV_FUZZ_EXAMPLES", "2"))
+EXAMPLES = int(os.environ.get("HFV_FUZZ_EXAMPLES", "1"))
 CASES = [(spec, head) for spec, head in fuzz_variants.variant_heads()]
 
 
