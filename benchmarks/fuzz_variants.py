@@ -484,7 +484,7 @@ def invalid_input_mutations(spec: VariantSpec, head: str, model, inputs: dict, l
             ("mask without its batch dim", {"attention_mask": mask[0]}, "attention_mask"),
             ("mask of halves", {"attention_mask": mask.float() * 0.5}, "attention_mask"),
             ("mask of twos", {"attention_mask": mask * 2}, "attention_mask"),
-            ("token_type_ids out of range", {"token_type_ids": torch.full_like(ids, max(config.type_vocab_size, 1))},
+            ("token_type_ids out of range", {"token_type_ids": torch.full_like(ids, 10**6)},  # past any table (XLM embeds segments in the word table)
              "token_type_ids"),
         ]
         if config.position_embedding_type != "none":  # "none": position_ids are not read
