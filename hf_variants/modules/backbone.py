@@ -187,8 +187,13 @@ class TransformerBackbone:
         )
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("pass exactly one of input_ids or inputs_embeds")
-        batch, length = input_ids.shape if input_ids is not None else inputs_embeds.shape[:2]
-        device = input_ids.device if input_ids is not None else inputs_embeds.device
+        main_name, main = ("input_ids", input_ids) if input_ids is not None else ("inputs_embeds", inputs_embeds)
+        if main.dim() != (2 if input_ids is not None else 3):
+            raise ValueError(f"{main_name} must be {'(batch, length)' if input_ids is not None else '(batch, length, hidden)'}, "
+                             f"got shape {tuple(main.shape)}")
+        batch, length = main.shape[:2]
+        check_not_empty(main_name, tuple(main.shape), batch, length)
+        device = main.device
         past_key_values = self.prepare_cache(past_key_values, use_cache)
         past_length = past_key_values.get_seq_length() if past_key_values is not None else 0
         self._check_state_inputs(encoder_hidden_states, memories, past_key_values, batch)
@@ -202,6 +207,7 @@ class TransformerBackbone:
             raise ValueError(
                 f"attention_mask has shape {tuple(attention_mask.shape)}, expected {(batch, past_length + length)}{cached}"
             )
+        check_attention_mask(attention_mask)
         self.embeddings.check_inputs(input_ids, token_type_ids, position_ids, past_length + length)
         if position_ids is None:
             position_ids = self.default_position_ids(input_ids, attention_mask, past_length, batch, length, device)
@@ -269,8 +275,10 @@ class TransformerBackbone:
         if embeddings.dim() != 3 or embeddings.shape[-1] != config.hidden_size:
             raise ValueError(f"embeddings must be (batch, length, {config.hidden_size}), got {tuple(embeddings.shape)}")
         batch, length = embeddings.shape[:2]
+        check_not_empty(self.main_input_name, tuple(embeddings.shape), batch, length)
         if attention_mask is not None and tuple(attention_mask.shape) != (batch, length):
             raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)}, expected {(batch, length)}")
+        check_attention_mask(attention_mask)
         layout, summary = self._plan_layout(
             attention_mask,
             batch,
@@ -450,6 +458,24 @@ class TransformerBackbone:
         if not bool(found.any(dim=1).all()):
             raise ValueError("output_positions must include each row's summary position when the model has a pooler")
         return gather_positions(hidden_states, found.int().argmax(dim=1, keepdim=True))[:, 0]
+
+
+def check_not_empty(name: str, shape: tuple[int, ...], batch: int, length: int) -> None:
+    """A batch without examples or tokens is a ValueError (not an empty output, nor an error from
+    a reduction deep inside the model)."""
+    if batch == 0 or length == 0:
+        what = "no examples" if batch == 0 else "no tokens"
+        raise ValueError(f"empty batch: {name} has shape {shape} ({what})")
+
+
+def check_attention_mask(attention_mask: torch.Tensor | None) -> None:
+    """attention_mask holds 1 at real tokens and 0 at padding (bool, integer or float 0./1.):
+    any other value (0.5, 2) would silently become a soft or inverted mask."""
+    if attention_mask is None:
+        return
+    if attention_mask.is_complex() or not bool(((attention_mask == 0) | (attention_mask == 1)).all()):
+        bad = attention_mask[(attention_mask != 0) & (attention_mask != 1)].flatten()[:1].tolist()
+        raise ValueError(f"attention_mask must hold only 0 (padding) and 1 (real token); found {bad[0] if bad else attention_mask.dtype}")
 
 
 def _with_named_inputs(forward, names: tuple[str, ...]):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from huggingface_hub.dataclasses import strict
 from transformers import PreTrainedConfig
+from transformers.activations import ACT2FN
 
 from ..conversion.hooks import CheckpointConfigMixin
 from .embeddings import POSITION_EMBEDDING_TYPES
@@ -64,6 +65,11 @@ class TransformerConfig(CheckpointConfigMixin, PreTrainedConfig):
         as in transformers, a config may be edited field by field through invalid states (and
         round-trips through dicts); the model it builds may not. A plain ValueError, not a
         strict-dataclass validator, whose errors are not ValueErrors. Variants extend it."""
+        # Sizes first: the divisibility test below would divide by a zero head count.
+        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                     "max_position_embeddings"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.head_dim is None and self.hidden_size % self.num_attention_heads != 0:
             raise ValueError(
                 f"hidden_size ({self.hidden_size}) must be divisible by num_attention_heads ({self.num_attention_heads})"
@@ -77,15 +83,15 @@ class TransformerConfig(CheckpointConfigMixin, PreTrainedConfig):
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-                     "max_position_embeddings"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         for name in ("head_dim", "embedding_size"):
             if getattr(self, name) is not None and getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive or None, got {getattr(self, name)}")
         if self.type_vocab_size < 0:
             raise ValueError(f"type_vocab_size must be >= 0, got {self.type_vocab_size}")
+        if not self.layer_norm_eps > 0:  # 0 divides by zero on a constant input, < 0 takes sqrt of a negative
+            raise ValueError(f"layer_norm_eps must be positive, got {self.layer_norm_eps}")
+        if self.hidden_act not in ACT2FN:
+            raise ValueError(f"hidden_act {self.hidden_act!r} is not an activation transformers knows (ACT2FN)")
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "ffn_dropout_prob"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")

@@ -25,7 +25,10 @@ def sinusoidal_table(num_positions: int, dim: int) -> torch.Tensor:
 
 
 def check_index_range(ids: torch.Tensor, size: int, what: str, size_name: str) -> None:
-    """Raise a ValueError naming the first bad id instead of an IndexError deep inside torch."""
+    """Raise a ValueError naming the first bad id (or a non-integer dtype) instead of an IndexError
+    or a dtype RuntimeError deep inside torch."""
+    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+        raise ValueError(f"{what} must be an integer tensor (torch.long), got dtype {ids.dtype}")
     if ids.numel() == 0:
         return
     low, high = int(ids.min()), int(ids.max())

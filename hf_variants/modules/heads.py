@@ -19,11 +19,24 @@ IGNORE_INDEX = -100
 
 # ----------------------------------------------------------------------------- label checks
 def check_class_labels(labels: torch.Tensor, num_classes: int, name: str = "labels") -> None:
-    """Class ids must lie in [0, num_classes) or be IGNORE_INDEX."""
+    """Class ids must be integers in [0, num_classes) or IGNORE_INDEX."""
+    if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
+        raise ValueError(f"{name} must hold integer class ids, got dtype {labels.dtype}")
     used = labels[labels != IGNORE_INDEX]
     if used.numel() and (int(used.min()) < 0 or int(used.max()) >= num_classes):
         bad = int(used.min()) if int(used.min()) < 0 else int(used.max())
         raise ValueError(f"{name} contains class {bad}, outside [0, {num_classes}) (use {IGNORE_INDEX} to ignore)")
+
+
+def cross_entropy_or_zero(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy over the targets that are not IGNORE_INDEX. logits (N, C), labels (N,).
+
+    A batch with no target at all (short texts that drew no masked token, a row of special tokens
+    only) gives an exact 0 that still belongs to the graph, not the NaN of a mean over nothing,
+    which would turn every weight into NaN at the next optimizer step."""
+    if not bool((labels != IGNORE_INDEX).any()):
+        return logits.sum() * 0.0
+    return F.cross_entropy(logits, labels, ignore_index=IGNORE_INDEX)
 
 
 def check_label_shape(labels: torch.Tensor, expected: tuple[int, ...], name: str = "labels") -> None:
@@ -180,9 +193,9 @@ def masked_lm_loss(
     if sparse:
         selected = labels != IGNORE_INDEX
         logits = head(hidden_states[selected])
-        return F.cross_entropy(logits, labels[selected]), logits
+        return cross_entropy_or_zero(logits, labels[selected]), logits
     logits = head(hidden_states)
-    return F.cross_entropy(logits.view(-1, vocab_size), labels.reshape(-1), ignore_index=IGNORE_INDEX), logits
+    return cross_entropy_or_zero(logits.view(-1, vocab_size), labels.reshape(-1)), logits
 
 
 class PooledClassifier(nn.Module):
@@ -278,7 +291,7 @@ def token_classification_loss(logits: torch.Tensor, labels: torch.Tensor) -> tor
     """logits (B, T, C); labels (B, T) with IGNORE_INDEX on sub-words and special tokens."""
     check_label_shape(labels, logits.shape[:-1])
     check_class_labels(labels, logits.shape[-1])
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=IGNORE_INDEX)
+    return cross_entropy_or_zero(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
 
 
 def span_extraction_loss(

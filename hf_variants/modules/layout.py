@@ -126,8 +126,11 @@ class BatchLayout:
         return tensor if tensor is None or not self.packed else self.unpadded.unpad(tensor)
 
     def to_padded(self, tensor: torch.Tensor) -> torch.Tensor:
-        """(total_tokens, ...) -> (B, T, ...) with zeros at padding when packed; unchanged when padded."""
-        return self.unpadded.pad(tensor) if self.packed and tensor.shape[0] == self.unpadded.total_tokens else tensor
+        """Packed (total_tokens, H) hidden states -> (B, T, H) with zeros at padding; padded (B, T, H)
+        or (B, M, H) ones unchanged. Told apart by rank: their first sizes can agree (one row of
+        one real token: B = total_tokens = 1), and treating (B, M, H) as packed mangled it."""
+        is_packed = self.packed and tensor.dim() == 2 and tensor.shape[0] == self.unpadded.total_tokens
+        return self.unpadded.pad(tensor) if is_packed else tensor
 
     def zero_padding(self, hidden_states: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
         """Zero the states at padding positions when the layout was planned with ``zero_padding``.

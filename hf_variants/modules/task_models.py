@@ -38,6 +38,7 @@ from .heads import (
     span_extraction_loss,
     token_classification_loss,
 )
+from .backbone import check_not_empty
 from .padding import selected_positions
 
 
@@ -122,8 +123,13 @@ class EncoderTaskModel:
         used, and ``also_read`` = (row indices, positions) a second head reads) reach the outputs,
         so the last layer computes those alone: ((B, M) positions, (B, M) real-position mask)
         from :func:`selected_positions`, or None for every position."""
-        if not self.config.sparse_prediction or not self._only_labelled_positions_are_read(
-            labels, input_ids, inputs_embeds, output_attentions, output_hidden_states
+        if (
+            not self.config.sparse_prediction
+            or self.config.is_decoder  # causal stacks compute every position (BatchLayout.plan)
+            or (self.uses_pooler and self.config.summary_type == "mean")  # the pooler reads every position
+            or not self._only_labelled_positions_are_read(
+                labels, input_ids, inputs_embeds, output_attentions, output_hidden_states
+            )
         ):
             return None
         selected = labels != IGNORE_INDEX
@@ -390,6 +396,9 @@ class EncoderForMultipleChoice(EncoderTaskModel):
         reference = input_ids if input_ids is not None else inputs_embeds
         if reference is None or reference.dim() < 3:
             raise ValueError("multiple choice inputs must have shape (batch, num_choices, seq_len)")
+        # Before flattening: (B, C, 0) cannot be reshaped to (B * C, 0).
+        check_not_empty("input_ids" if input_ids is not None else "inputs_embeds", tuple(reference.shape),
+                        reference.shape[0] * reference.shape[1], reference.shape[2])
         num_choices = reference.shape[1]
 
         def flat(t: torch.Tensor | None) -> torch.Tensor | None:

@@ -39,7 +39,7 @@ class BertModel(TransformerBackbone, BertPreTrainedModel):
 def sentence_relation_loss(logits: torch.Tensor, labels: torch.Tensor, name: str = "next_sentence_label") -> torch.Tensor:
     """Two-way cross-entropy for NSP (0 = B follows A, 1 = B is random) or SOP. logits (B, 2),
     labels (B,); ``name``: the label argument named in errors."""
-    check_label_shape(labels.view(-1), (logits.shape[0],), name)
+    check_label_shape(labels.reshape(-1), (logits.shape[0],), name)
     check_class_labels(labels, 2, name)
     return nn.functional.cross_entropy(logits, labels.view(-1))
 
@@ -136,7 +136,7 @@ class BertForNextSentencePrediction(EncoderTaskModel, BertPreTrainedModel):
             input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states
         )
         logits = self.nsp_head(out.pooler_output)
-        loss = sentence_relation_loss(logits, labels) if labels is not None else None
+        loss = sentence_relation_loss(logits, labels, "labels") if labels is not None else None
         return self._finish(
             NextSentencePredictorOutput, return_dict, loss=loss, logits=logits, hidden_states=out.hidden_states,
             attentions=out.attentions,

@@ -1,0 +1,617 @@
+"""Property-based fuzzing of every registered variant and head (hypothesis).
+
+Everything is derived from ``hf_variants.registry.SPECS``: a variant added later is fuzzed with no
+new code. Per variant, the base config is its ``<name>-mini`` named config (the class defaults when
+it has none); hypothesis then draws the shared architecture fields of
+:class:`~hf_variants.modules.configuration.TransformerConfig` (sizes, heads dividing the width,
+pre/post-LN, norm type, cross-layer sharing, position type, summary type, padding-free on/off,
+eager/SDPA, ...). Which values of each choice field a variant accepts is *probed* through its own
+``check_architecture`` (ViT pins pre-LN, learned positions and the first-token summary), so the
+draws stay valid without a per-variant table. Inputs follow the model's ``main_input_name``:
+token ids with a random padding mask, or pixel values; labels follow the forward's argument names
+and the shape of the unlabelled output (see :func:`make_labels`).
+
+Properties (each a function of (spec, head, drawn config, drawn inputs)):
+
+- ``valid_run``: every output (and the loss, with labels) is finite.
+- ``padding_invariance``: extra right padding changes nothing at real tokens (token inputs only).
+- ``batch_invariance``: each example alone equals its row of the batch (<= 1e-5).
+- ``determinism``: the same seed builds the same model and gives the same training-mode outputs.
+- ``invalid_config``: one field made invalid -> ``ValueError`` naming the field, at model build.
+- ``invalid_input``: one input made invalid -> ``ValueError`` naming the input.
+
+Run the nightly size (>= 1,000 cases per variant) with::
+
+    PYTHONPATH=. python benchmarks/fuzz_variants.py --cases-per-variant 1000 --max-minutes 60
+
+The CI sample is tests/test_fuzz_variants.py (a few cases per variant, head and property).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import inspect
+import json
+import math
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import torch
+from hypothesis import HealthCheck, Phase, assume, given, settings, strategies as st
+from transformers.activations import ACT2FN
+
+import hf_variants  # noqa: F401  (registers every variant)
+from hf_variants.configs import available_named_configs, named_config, named_config_path
+from hf_variants.modules.configuration import TransformerConfig
+from hf_variants.registry import SPECS, VariantSpec
+
+PROPERTIES = ("valid_run", "padding_invariance", "batch_invariance", "determinism", "invalid_config", "invalid_input")
+TOLERANCE = 1e-5
+IGNORE_INDEX = -100
+
+# Choice fields of TransformerConfig and the values drawn for them (a variant keeps those its
+# check_architecture accepts one at a time; see accepted_choices).
+CHOICE_FIELDS: dict[str, tuple] = {
+    "pre_layer_norm": (False, True),
+    "norm_type": ("layer_norm", "rms_norm"),
+    "layer_sharing": ("none", "all", "attention", "ffn"),
+    "position_embedding_type": ("learned", "sinusoidal", "none"),
+    "summary_type": ("first", "last", "last_real", "mean"),
+    "is_decoder": (False, True),
+    "gated_ffn": (False, True),
+    "use_bias": (True, False),
+    "hidden_act": ("gelu", "relu", "gelu_new", "silu"),
+    "padding_free": (True, False),
+    "sparse_prediction": (False, True),
+    "attention_scale": (None, 1.0),
+    "layer_norm_eps": (1e-12, 1e-6, 1e-5),
+}
+# Size fields drawn for every variant (widths are drawn as heads x per-head width).
+TEXT_ONLY_FIELDS = ("vocab_size", "max_position_embeddings", "type_vocab_size", "embedding_size", "pad_token_id")
+SHARED_FIELDS = {f.name for f in dataclasses.fields(TransformerConfig)}
+
+
+# ----------------------------------------------------------------------------- configs
+def base_fields(spec: VariantSpec) -> dict:
+    """The variant's ``<name>-mini`` named config as constructor kwargs (its class defaults if none)."""
+    name = f"{spec.name}-mini"
+    if name not in available_named_configs():
+        return {}
+    written = json.loads((named_config_path(name) / "config.json").read_text())
+    config = named_config(name)
+    return {f.name: getattr(config, f.name) for f in dataclasses.fields(spec.config_class) if f.name in written}
+
+
+def is_text(spec: VariantSpec) -> bool:
+    """True when the variant's main input is token ids (every head agrees on the main input)."""
+    return all(cls.main_input_name == "input_ids" for cls in spec.classes.values())
+
+
+def make_config(spec: VariantSpec, fields: dict):
+    return spec.config_class(**{**base_fields(spec), **fields})
+
+
+_ACCEPTED: dict[str, dict[str, tuple]] = {}
+
+
+def accepted_choices(spec: VariantSpec) -> dict[str, tuple]:
+    """Per choice field, the values the variant's check_architecture accepts (probed one field at a
+    time on the base config); fields with a single accepted value are pinned to it."""
+    if spec.name not in _ACCEPTED:
+        accepted = {}
+        for name, values in CHOICE_FIELDS.items():
+            keep = []
+            for value in values:
+                try:
+                    make_config(spec, {name: value}).check_architecture()
+                    keep.append(value)
+                except ValueError:
+                    pass
+            accepted[name] = tuple(keep)
+        _ACCEPTED[spec.name] = accepted
+    return _ACCEPTED[spec.name]
+
+
+@st.composite
+def valid_fields(draw, spec: VariantSpec) -> dict:
+    """Constructor kwargs of a random valid tiny config of ``spec`` (plus "_attn" and "_seed")."""
+    heads = draw(st.integers(1, 4))
+    fields = {
+        "num_attention_heads": heads,
+        "hidden_size": heads * draw(st.sampled_from((2, 4, 8))),
+        "num_hidden_layers": draw(st.integers(1, 3)),
+        "intermediate_size": draw(st.integers(1, 48)),
+        "hidden_dropout_prob": draw(st.sampled_from((0.0, 0.1, 0.5))),
+        "attention_probs_dropout_prob": draw(st.sampled_from((0.0, 0.1))),
+        "num_labels": draw(st.integers(1, 5)),
+        "initializer_range": draw(st.sampled_from((0.02, 0.2, 1.0))),
+    }
+    if draw(st.booleans()):
+        fields["head_dim"] = draw(st.sampled_from((2, 4, 8)))
+    for name, values in accepted_choices(spec).items():
+        if values:
+            fields[name] = draw(st.sampled_from(values))
+    if is_text(spec):
+        fields["vocab_size"] = draw(st.integers(2, 99))
+        fields["max_position_embeddings"] = draw(st.integers(8, 40))
+        fields["type_vocab_size"] = draw(st.integers(0, 3))
+        fields["pad_token_id"] = draw(st.integers(0, min(fields["vocab_size"] - 1, 4)))  # real pad ids are small
+        if draw(st.booleans()):
+            fields["embedding_size"] = draw(st.integers(2, 24))
+    fields["_attn"] = draw(st.sampled_from(("eager", "sdpa")))
+    fields["_seed"] = draw(st.integers(0, 2**16))
+    return fields
+
+
+def build(spec: VariantSpec, head: str, fields: dict):
+    """(model, config) for drawn ``fields``, or a hypothesis rejection when the drawn combination
+    is one the variant refuses (a ValueError from check_architecture)."""
+    kwargs = {k: v for k, v in fields.items() if not k.startswith("_")}
+    config = make_config(spec, kwargs)
+    try:
+        config.check_architecture()
+    except ValueError:
+        assume(False)
+    torch.manual_seed(fields["_seed"])
+    model = spec.classes[head](config)
+    model.config._attn_implementation = fields["_attn"]
+    return model.eval(), config
+
+
+# ----------------------------------------------------------------------------- inputs
+@st.composite
+def input_shapes(draw, spec: VariantSpec, fields: dict) -> dict:
+    """Batch size, length, per-row real lengths and padding side, and a tensor seed."""
+    batch = draw(st.integers(1, 4))
+    shape = {"batch": batch, "seed": draw(st.integers(0, 2**16))}
+    if is_text(spec):
+        longest = fields["max_position_embeddings"] if fields.get("position_embedding_type") != "none" else 40
+        length = draw(st.integers(1, min(longest, 16)))
+        shape.update(length=length, lengths=draw(st.lists(st.integers(1, length), min_size=batch, max_size=batch)),
+                     left=draw(st.booleans()), choices=draw(st.integers(1, 3)))
+    return shape
+
+
+def longest_input(model) -> int:
+    """The longest token sequence the model embeds: its embeddings' ``max_sequence_length`` where
+    they define one (RoBERTa's positions start after the padding index), else max_position_embeddings
+    (unbounded without position embeddings)."""
+    config = model.config
+    if config.position_embedding_type == "none":
+        return 10**6
+    embeddings = getattr(model.base_model, "embeddings", None)
+    return getattr(embeddings, "max_sequence_length", config.max_position_embeddings)
+
+
+def make_inputs(spec: VariantSpec, head: str, model, shape: dict) -> dict[str, torch.Tensor]:
+    """The model's main input (``main_input_name``) and, for token ids, mask and segments.
+    Multiple choice inputs get a choice dimension: (B, C, T). Draws longer than the model takes are
+    rejected (hypothesis draws again)."""
+    config = model.config
+    if "length" in shape:
+        assume(shape["length"] <= longest_input(model))
+    generator = torch.Generator().manual_seed(shape["seed"])
+    main_input = spec.classes[head].main_input_name
+    if main_input == "pixel_values":
+        size = config.image_size
+        return {"pixel_values": torch.randn(shape["batch"], config.num_channels, size, size, generator=generator)}
+    if main_input != "input_ids":
+        raise NotImplementedError(f"no input generator for main input {main_input!r}; add one to benchmarks/fuzz_variants.py")
+    batch, length = shape["batch"], shape["length"]
+    position = torch.arange(length)[None, :]
+    real_lengths = torch.tensor(shape["lengths"])[:, None]
+    mask = (position >= length - real_lengths) if shape["left"] else (position < real_lengths)
+    mask = mask.long()
+    ids = torch.randint(0, config.vocab_size, (batch, length), generator=generator)
+    if config.pad_token_id is not None:
+        ids = torch.where(mask.bool(), ids, config.pad_token_id)
+    inputs = {"input_ids": ids, "attention_mask": mask}
+    if config.type_vocab_size > 0:
+        inputs["token_type_ids"] = torch.randint(0, config.type_vocab_size, (batch, length), generator=generator)
+    if head == "ForMultipleChoice":
+        inputs = {k: v[:, None].repeat(1, shape["choices"], 1) for k, v in inputs.items()}
+    return inputs
+
+
+def first_logits(output) -> torch.Tensor | None:
+    """The first output field whose name ends in "logits" (the prediction a ``labels`` argument scores)."""
+    for name, value in output.items():
+        if name.endswith("logits") and isinstance(value, torch.Tensor):
+            return value
+    return None
+
+
+# Label arguments whose meaning is the same for every head that takes them.
+BINARY_LABELS = ("next_sentence_label", "sentence_order_label")
+POSITION_LABELS = ("start_positions", "end_positions")
+
+
+def label_arguments(model) -> list[str]:
+    parameters = inspect.signature(model.forward).parameters
+    return [name for name in ("labels", *BINARY_LABELS, *POSITION_LABELS) if name in parameters]
+
+
+def make_labels(model, inputs: dict[str, torch.Tensor], generator: torch.Generator) -> dict[str, torch.Tensor]:
+    """Labels for every label argument the head's forward takes, shaped by its unlabelled output:
+    ``labels`` scoring (B, T, K) logits are (B, T) ids in [0, K) (-100 at padding and at random
+    positions), scoring (B, K) logits (B,) ids in [0, K) (floats when K == 1: regression)."""
+    with torch.no_grad():
+        output = model(**inputs)
+    main = inputs.get("input_ids", inputs.get("pixel_values"))
+    batch = main.shape[0]
+    labels = {}
+    for name in label_arguments(model):
+        if name in BINARY_LABELS:
+            labels[name] = torch.randint(0, 2, (batch,), generator=generator)
+        elif name in POSITION_LABELS:
+            labels[name] = torch.randint(0, main.shape[-1], (batch,), generator=generator)
+        else:
+            logits = first_logits(output)
+            if logits is None:
+                continue
+            classes = logits.shape[-1]
+            if logits.dim() == 3 and "attention_mask" in inputs and logits.shape[:2] == inputs["attention_mask"].shape:
+                ids = torch.randint(0, classes, tuple(logits.shape[:2]), generator=generator)
+                drop = (torch.rand(ids.shape, generator=generator) < 0.5) | (inputs["attention_mask"] == 0)
+                labels[name] = ids.masked_fill(drop, IGNORE_INDEX)
+            elif logits.dim() == 2:
+                if classes == 1 and type(model).__name__.endswith(("ForSequenceClassification", "ForImageClassification")):
+                    labels[name] = torch.randn(batch, generator=generator)
+                else:
+                    labels[name] = torch.randint(0, classes, (batch,), generator=generator)
+    return labels
+
+
+# ----------------------------------------------------------------------------- comparisons
+def output_tensors(output) -> dict[str, torch.Tensor]:
+    """The tensor fields of a model output that hold predictions (no loss, hidden states, attentions)."""
+    return {name: value for name, value in output.items()
+            if isinstance(value, torch.Tensor) and name != "loss"}
+
+
+def assert_finite(output) -> None:
+    for name, value in output.items():
+        values = value if isinstance(value, tuple) else (value,)
+        for tensor in values:
+            if isinstance(tensor, torch.Tensor) and tensor.is_floating_point():
+                assert bool(torch.isfinite(tensor).all()), f"{name} holds non-finite values"
+
+
+def assert_rows_equal(name: str, got: torch.Tensor, expected: torch.Tensor, real: torch.Tensor | None) -> None:
+    """Compare outputs; ``real`` (the leading dims of a per-token output) selects the real tokens."""
+    if real is not None:
+        got, expected = got[real.bool()], expected[real.bool()]
+    if not got.numel():
+        return
+    diff = (got - expected).abs().max().item()
+    # 1e-5 absolute for outputs of magnitude <= 1, relative above (initializer_range 1.0 gives
+    # logits in the hundreds, where fp32 rounding alone exceeds 1e-5).
+    bound = TOLERANCE * max(1.0, expected.abs().max().item())
+    assert diff <= bound, f"{name}: max abs diff {diff:.3g} > {bound:.3g}"
+
+
+def token_level_fields(model, inputs: dict[str, torch.Tensor]) -> set[str]:
+    """Names of the output fields with one entry per token: those whose size along the token
+    dimension follows the input length (found by one call with a column of padding more)."""
+    if "attention_mask" not in inputs:
+        return set()
+    mask = inputs["attention_mask"]
+    token_dim, length = mask.dim() - 1, mask.shape[-1]
+    with torch.no_grad():
+        base = output_tensors(model(**inputs))
+    candidates = {name for name, value in base.items()
+                  if value.dim() > token_dim and tuple(value.shape[: mask.dim()]) == tuple(mask.shape)}
+    if length < longest_input(model):
+        change = 1
+    elif length > 1:
+        change = -1
+    else:  # a one-token model: selecting the (one, real) token changes nothing anyway
+        return candidates
+    other = {k: torch.nn.functional.pad(v, (0, 1)) if change == 1 else v[..., :-1] for k, v in inputs.items()}
+    with torch.no_grad():
+        changed = output_tensors(model(**other))
+    return {name for name in candidates if changed[name].shape[token_dim] == length + change}
+
+
+def is_stochastic(model, inputs: dict[str, torch.Tensor]) -> bool:
+    """True when two eval-mode calls on the same inputs differ (a head that draws, e.g. MAE's masking)."""
+    with torch.no_grad():
+        first, second = output_tensors(model(**inputs)), output_tensors(model(**inputs))
+    return any(first[k].shape != second[k].shape or not torch.equal(first[k], second[k]) for k in first)
+
+
+# ----------------------------------------------------------------------------- properties
+def prop_valid_run(spec, head, fields, shape) -> str | None:
+    model, config = build(spec, head, fields)
+    inputs = make_inputs(spec, head, model, shape)
+    labels = make_labels(model, inputs, torch.Generator().manual_seed(shape["seed"] + 1))
+    model.train()
+    output = model(**inputs, **labels)
+    assert_finite(output)
+    if labels or output.get("loss") is not None:
+        loss = output.get("loss")
+        if loss is not None:
+            loss.backward()  # gradients finite too
+            for name, parameter in model.named_parameters():
+                assert parameter.grad is None or bool(torch.isfinite(parameter.grad).all()), f"grad of {name} not finite"
+    return None
+
+
+def prop_padding_invariance(spec, head, fields, shape) -> str | None:
+    if not is_text(spec):
+        return f"{spec.name}: not applicable, its main input is {spec.classes[head].main_input_name} (fixed token count, no padding)"
+    model, config = build(spec, head, fields)
+    inputs = make_inputs(spec, head, model, shape)
+    if is_stochastic(model, inputs):
+        return f"{head}: stochastic outputs"
+    extra = 3
+    assume(shape["length"] + extra <= longest_input(model))
+    pad = config.pad_token_id if config.pad_token_id is not None else 0
+    padded = {k: torch.nn.functional.pad(v, (0, extra), value=pad if k == "input_ids" else 0) for k, v in inputs.items()}
+    per_token = token_level_fields(model, inputs)
+    with torch.no_grad():
+        base, more = output_tensors(model(**inputs)), output_tensors(model(**padded))
+    mask = inputs["attention_mask"]
+    for name, value in base.items():
+        other = more[name]
+        if name in per_token:  # real positions only
+            other = other[(slice(None),) * (mask.dim() - 1) + (slice(0, mask.shape[-1]),)]
+            assert_rows_equal(name, other, value, mask)
+        elif config.summary_type == "last" or (config.summary_type == "first" and not bool(mask[..., 0].all())):
+            # "last" reads position T-1, which extra padding moves by definition; "first" on a
+            # left-padded row reads a padding token, whose state no real token defines (causal
+            # attention leaves it no visible key at all).
+            continue
+        else:
+            assert_rows_equal(name, other, value, None)
+    return None
+
+
+def prop_batch_invariance(spec, head, fields, shape) -> str | None:
+    model, config = build(spec, head, fields)
+    inputs = make_inputs(spec, head, model, shape)
+    if is_stochastic(model, inputs):
+        return f"{head}: stochastic outputs (checked by determinism instead)"
+    per_token = token_level_fields(model, inputs)
+    with torch.no_grad():
+        batch_out = output_tensors(model(**inputs))
+        for row in range(shape["batch"]):
+            alone = output_tensors(model(**{k: v[row : row + 1] for k, v in inputs.items()}))
+            for name, value in alone.items():
+                real = inputs["attention_mask"][row : row + 1] if name in per_token else None
+                assert_rows_equal(f"{name} row {row}", value, batch_out[name][row : row + 1], real)
+    return None
+
+
+def prop_determinism(spec, head, fields, shape) -> str | None:
+    """Same seed -> same weights and the same training-mode (dropout, random masking) outputs."""
+    results = []
+    for _ in range(2):
+        model, config = build(spec, head, fields)
+        inputs = make_inputs(spec, head, model, shape)
+        model.train()
+        torch.manual_seed(fields["_seed"] + 1)
+        results.append(output_tensors(model(**inputs)))
+    for name, value in results[0].items():
+        assert torch.equal(value, results[1][name]), f"{name} differs between two runs under one seed"
+    return None
+
+
+def invalid_config_mutations(spec: VariantSpec, fields: dict) -> list[tuple[dict, str]]:
+    """(field changes, the name the ValueError must contain) making a valid config invalid."""
+    hidden, heads = fields["hidden_size"], fields["num_attention_heads"]
+    mutations = [
+        ({"num_attention_heads": hidden + 1, "head_dim": None}, "num_attention_heads"),
+        ({"layer_sharing": "some"}, "layer_sharing"),
+        ({"norm_type": "batch_norm"}, "norm_type"),
+        ({"position_embedding_type": "rotary"}, "position_embedding_type"),
+        ({"summary_type": "max"}, "summary_type"),
+        ({"hidden_act": "no_such_activation"}, "hidden_act"),
+        ({"hidden_dropout_prob": 1.5}, "hidden_dropout_prob"),
+        ({"attention_probs_dropout_prob": -0.1}, "attention_probs_dropout_prob"),
+        ({"layer_norm_eps": -1e-5}, "layer_norm_eps"),
+        ({"layer_norm_eps": 0.0}, "layer_norm_eps"),
+        ({"head_dim": -heads}, "head_dim"),
+    ]
+    for name in ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"):
+        mutations.append(({name: 0}, name))
+        mutations.append(({name: -1}, name))
+    if is_text(spec):
+        mutations += [
+            ({"vocab_size": 0}, "vocab_size"),
+            ({"pad_token_id": fields["vocab_size"]}, "pad_token_id"),
+            ({"max_position_embeddings": 0}, "max_position_embeddings"),
+            ({"type_vocab_size": -1}, "type_vocab_size"),
+            ({"embedding_size": 0}, "embedding_size"),
+        ]
+    # The variant's own integer fields (sizes, counts): negative is never meaningful.
+    base = make_config(spec, {})
+    for field in dataclasses.fields(spec.config_class):
+        value = getattr(base, field.name, None)
+        is_size = isinstance(value, int) and not isinstance(value, bool) and value > 0 and not field.name.endswith("_id")
+        if field.name not in SHARED_FIELDS and is_size:
+            mutations.append(({field.name: -1}, field.name))
+    return mutations
+
+
+@st.composite
+def invalid_config_cases(draw, spec: VariantSpec):
+    fields = draw(valid_fields(spec))
+    try:  # mutate valid configs only, so the error can only be about the mutated field
+        make_config(spec, {k: v for k, v in fields.items() if not k.startswith("_")}).check_architecture()
+    except ValueError:
+        assume(False)
+    mutations = invalid_config_mutations(spec, fields)
+    return fields, draw(st.sampled_from(mutations))
+
+
+def prop_invalid_config(spec, head, fields, mutation) -> str | None:
+    changes, expected_name = mutation
+    kwargs = {k: v for k, v in {**fields, **changes}.items() if not k.startswith("_")}
+    try:
+        config = make_config(spec, kwargs)
+    except ValueError as error:  # refused at construction: fine too, as long as it names the field
+        assert expected_name in str(error), f"{changes}: ValueError does not name {expected_name!r}: {error}"
+        return None
+    try:
+        model = spec.classes[head](config)
+    except ValueError as error:
+        assert expected_name in str(error), f"{changes}: ValueError does not name {expected_name!r}: {error}"
+        return None
+    except Exception as error:  # noqa: BLE001 (the point: anything but a ValueError is a failure)
+        raise AssertionError(f"{changes}: {type(error).__name__} instead of a ValueError: {error}") from error
+    raise AssertionError(f"{changes}: the model was built ({type(model).__name__}); expected a ValueError naming {expected_name!r}")
+
+
+def invalid_input_mutations(spec: VariantSpec, head: str, model, inputs: dict, labels: dict) -> list[tuple[str, dict, str]]:
+    """(description, replacement inputs, a word the ValueError must contain)."""
+    config = model.config
+    cases = []
+    main = spec.classes[head].main_input_name
+    value = inputs[main]
+    cases.append(("empty batch", {k: v[:0] for k, v in {**inputs, **labels}.items()}, main))
+    if main == "input_ids":
+        ids, mask = inputs["input_ids"], inputs["attention_mask"]
+        cases += [
+            ("float ids", {"input_ids": ids.float()}, "input_ids"),
+            ("id == vocab_size", {"input_ids": ids.clone().fill_(config.vocab_size)}, "input_ids"),
+            ("negative id", {"input_ids": ids.clone().fill_(-1)}, "input_ids"),
+            ("empty sequences", {k: v[..., :0] for k, v in inputs.items()}, "input_ids"),
+            ("mask one longer", {"attention_mask": torch.nn.functional.pad(mask, (0, 1), value=1)}, "attention_mask"),
+            ("mask without its batch dim", {"attention_mask": mask[0]}, "attention_mask"),
+            ("mask of halves", {"attention_mask": mask.float() * 0.5}, "attention_mask"),
+            ("mask of twos", {"attention_mask": mask * 2}, "attention_mask"),
+            ("token_type_ids out of range", {"token_type_ids": torch.full_like(ids, 10**6)},  # past any table (XLM embeds segments in the word table)
+             "token_type_ids"),
+        ]
+        if config.position_embedding_type != "none":  # "none": position_ids are not read
+            cases.append(("position_ids out of range",
+                          {"position_ids": torch.full_like(ids, config.max_position_embeddings)}, "position_ids"))
+            longer = longest_input(model) + 1
+            cases.append(("over-long sequence", {
+                "input_ids": torch.ones(*ids.shape[:-1], longer, dtype=torch.long),
+                "attention_mask": torch.ones(*ids.shape[:-1], longer, dtype=torch.long),
+                **({"token_type_ids": None} if "token_type_ids" in inputs else {}),
+            }, "sequence length"))
+    if main == "pixel_values":
+        pixels = inputs["pixel_values"]
+        cases += [
+            ("pixels without a batch dim", {"pixel_values": pixels[0]}, "pixel_values"),
+            ("wrong channel count", {"pixel_values": pixels.repeat(1, 2, 1, 1)}, "channels"),
+            ("wrong image size", {"pixel_values": pixels[..., :-1, :-1]}, "size"),
+        ]
+    for name, label in labels.items():
+        cases.append((f"{name} one row longer", {name: torch.cat([label, label[:1]])}, name))
+        if not label.is_floating_point() and name not in POSITION_LABELS:  # answers past the end are ignored, as in transformers
+            top = int(label.max()) if label.numel() else 0
+            cases.append((f"{name} far out of range", {name: label.clone().fill_(top + 10**6)}, name))
+    if "token_type_ids" not in inputs:
+        cases = [case for case in cases if case[0] != "token_type_ids out of range" or config.type_vocab_size == 0]
+    return cases
+
+
+def prop_invalid_input(spec, head, fields, shape, pick) -> str | None:
+    model, config = build(spec, head, fields)
+    inputs = make_inputs(spec, head, model, shape)
+    labels = make_labels(model, inputs, torch.Generator().manual_seed(shape["seed"] + 1))
+    cases = invalid_input_mutations(spec, head, model, inputs, labels)
+    description, changes, expected = cases[pick % len(cases)]
+    call = {k: v for k, v in {**inputs, **labels, **changes}.items() if v is not None}
+    try:
+        with torch.no_grad():
+            output = model(**call)
+    except ValueError as error:
+        assert expected in str(error), f"{description}: ValueError does not name {expected!r}: {error}"
+        return None
+    except Exception as error:  # noqa: BLE001
+        raise AssertionError(f"{description}: {type(error).__name__} instead of a ValueError: {error}") from error
+    raise AssertionError(f"{description}: ran without error (outputs finite: "
+                         f"{all(torch.isfinite(t).all() for t in output_tensors(output).values() if t.is_floating_point())})")
+
+
+# ----------------------------------------------------------------------------- hypothesis drivers
+def run_property(prop: str, spec: VariantSpec, head: str, max_examples: int, derandomize: bool,
+                 counter: Counter | None = None, skipped: set | None = None, shrink: bool = True) -> None:
+    """Run one property for one (variant, head) with hypothesis; raises on the first failure (shrunk)."""
+    counter = counter if counter is not None else Counter()
+    skipped = skipped if skipped is not None else set()
+    options = settings(max_examples=max_examples, derandomize=derandomize, deadline=None, database=None,
+                       suppress_health_check=list(HealthCheck), print_blob=True, report_multiple_bugs=False,
+                       phases=[Phase.explicit, Phase.generate, *([Phase.shrink] if shrink else [])])
+    key = (spec.name, head, prop)
+
+    def record(reason):
+        counter[key] += 1
+        if reason:
+            skipped.add((spec.name, head, prop, reason))
+
+    if prop == "invalid_config":
+        @options
+        @given(case=invalid_config_cases(spec))
+        def check(case):
+            record(prop_invalid_config(spec, head, *case))
+    elif prop == "invalid_input":
+        @options
+        @given(data=st.data())
+        def check(data):
+            fields = data.draw(valid_fields(spec))
+            shape = data.draw(input_shapes(spec, fields))
+            record(prop_invalid_input(spec, head, fields, shape, data.draw(st.integers(0, 1000))))
+    else:
+        function = globals()[f"prop_{prop}"]
+
+        @options
+        @given(data=st.data())
+        def check(data):
+            fields = data.draw(valid_fields(spec))
+            record(function(spec, head, fields, data.draw(input_shapes(spec, fields))))
+    check()
+
+
+def variant_heads() -> list[tuple[VariantSpec, str]]:
+    return [(spec, head) for spec in SPECS.values() for head in spec.classes]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases-per-variant", type=int, default=1000, help="spread over its heads and properties")
+    parser.add_argument("--max-minutes", type=float, default=60.0, help="stop starting new (head, property) runs after this")
+    parser.add_argument("--variants", nargs="*", help="variant names (default: every registered one)")
+    parser.add_argument("--json", type=Path, help="write the counts and failures here")
+    parser.add_argument("--no-shrink", action="store_true", help="report failures unshrunk (bounded time)")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    start = time.monotonic()
+    counter, skipped, failures = Counter(), set(), []
+    specs = [s for s in SPECS.values() if not args.variants or s.name in args.variants]
+    for spec in specs:
+        runs = [(head, prop) for head in spec.classes for prop in PROPERTIES]
+        per_run = math.ceil(args.cases_per_variant / len(runs))
+        for head, prop in runs:
+            if time.monotonic() - start > args.max_minutes * 60:
+                break
+            try:
+                run_property(prop, spec, head, per_run, derandomize=False, counter=counter, skipped=skipped,
+                             shrink=not args.no_shrink)
+            except Exception as error:  # noqa: BLE001  (report every failing run, keep going)
+                notes = " | ".join(getattr(error, "__notes__", []))[:2000]
+                failures.append({"variant": spec.name, "head": head, "property": prop, "error": str(error)[:2000],
+                                 "example": notes})
+                print(f"FAIL {spec.name} {head} {prop}: {str(error)[:500]}", flush=True)
+            print(f"{spec.name:10s} {head:28s} {prop:20s} cases={counter[(spec.name, head, prop)]}", flush=True)
+    per_variant = Counter()
+    for (variant, _, _), count in counter.items():
+        per_variant[variant] += count
+    summary = {"cases_per_variant": dict(per_variant), "failures": failures, "minutes": (time.monotonic() - start) / 60,
+               "not_applicable": sorted({f"{v} {h} {p}: {r}" for v, h, p, r in skipped})}
+    print(json.dumps(summary, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps(summary, indent=1))
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()

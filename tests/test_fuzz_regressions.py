@@ -1,0 +1,104 @@
+"""The failures the fuzzer (benchmarks/fuzz_variants.py) found, each kept as a plain test."""
+
+import pytest
+import torch
+
+import hf_variants
+from hf_variants import BertConfig, ViTConfig
+from encoder_tester import TINY
+
+IDS = torch.tensor([[5, 6, 7, 8], [9, 10, 0, 0]])
+MASK = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0]])
+
+
+def bert(head="Model", **overrides):
+    return getattr(hf_variants, f"Bert{head}")(BertConfig(**{**TINY, **overrides})).eval()
+
+
+@pytest.mark.parametrize("head", ["ForMaskedLM", "ForTokenClassification"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_batch_without_targets_has_zero_loss_not_nan(head, sparse):
+    """Every label -100 (no masked token drawn): the loss was a NaN mean over nothing, and NaN
+    gradients ruin every weight at the next step. Now an exact 0 in the graph."""
+    model = bert(head, sparse_prediction=sparse).train()
+    out = model(IDS, attention_mask=MASK, labels=torch.full_like(IDS, -100))
+    assert out.loss.item() == 0.0
+    out.loss.backward()
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+
+
+def test_float_ids_and_float_class_labels_are_value_errors():
+    with pytest.raises(ValueError, match="input_ids must be an integer tensor"):
+        bert()(IDS.float())
+    with pytest.raises(ValueError, match="token_type_ids must be an integer tensor"):
+        bert()(IDS, token_type_ids=torch.zeros(2, 4))
+    with pytest.raises(ValueError, match="labels must hold integer class ids"):
+        bert("ForTokenClassification")(IDS, labels=torch.zeros(2, 4))
+
+
+@pytest.mark.parametrize("mask", [MASK * 0.5, MASK * 2])
+def test_attention_mask_values_other_than_0_and_1(mask):
+    with pytest.raises(ValueError, match="attention_mask must hold only 0"):
+        bert("ForQuestionAnswering")(IDS, attention_mask=mask)
+    bert()(IDS, attention_mask=MASK.float())  # 0./1. floats and bools stay accepted
+    bert()(IDS, attention_mask=MASK.bool())
+
+
+def test_empty_batches():
+    with pytest.raises(ValueError, match=r"empty batch: input_ids has shape \(0, 4\)"):
+        bert()(IDS[:0])
+    with pytest.raises(ValueError, match="empty batch: input_ids .*no tokens"):
+        bert()(IDS[:, :0])
+    with pytest.raises(ValueError, match="empty batch: input_ids"):
+        bert("ForMultipleChoice")(torch.ones(2, 3, 0, dtype=torch.long))
+    vit_config = ViTConfig(image_size=8, patch_size=4, num_channels=1, hidden_size=8, num_hidden_layers=1,
+                           num_attention_heads=2, intermediate_size=8)
+    with pytest.raises(ValueError, match="empty batch: pixel_values"):
+        hf_variants.ViTModel(vit_config)(torch.zeros(0, 1, 8, 8))
+
+
+@pytest.mark.parametrize("head", ["ForMaskedLM", "ForPreTraining"])
+@pytest.mark.parametrize("overrides", [dict(is_decoder=True), dict(summary_type="mean")])
+def test_sparse_prediction_with_a_causal_stack_or_a_mean_summary(head, overrides):
+    """Causal stacks compute every position, and a pooler over the mean reads every position: the
+    MLM head asked for masked positions only got (B, T) states (label shape ValueError) or
+    scattered a None summary position (TypeError). The sparse loss equals the dense one."""
+    labels = torch.full_like(IDS, -100)
+    labels[0, 1], labels[1, 0] = 7, 3
+    torch.manual_seed(0)
+    dense = bert(head, **overrides)
+    sparse = bert(head, sparse_prediction=True, **overrides)
+    sparse.load_state_dict(dense.state_dict())
+    with torch.no_grad():
+        expected = dense(IDS, attention_mask=MASK, labels=labels).loss
+        got = sparse(IDS, attention_mask=MASK, labels=labels).loss
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_one_real_token_in_a_packed_batch():
+    """B = total tokens = 1: the (B, 1, H) summary state was taken for a packed (N, H) tensor and
+    re-padded (RuntimeError in gather). Now equals the unpadded row."""
+    model = bert("ForSequenceClassification", padding_free=True)
+    with torch.no_grad():
+        padded = model(torch.tensor([[5, 0]]), attention_mask=torch.tensor([[1, 0]])).logits
+        alone = model(torch.tensor([[5]])).logits
+    torch.testing.assert_close(padded, alone, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        (dict(num_attention_heads=0), "num_attention_heads must be positive"),  # was a ZeroDivisionError
+        (dict(layer_norm_eps=-1e-5), "layer_norm_eps must be positive"),  # was built, NaN on use
+        (dict(layer_norm_eps=0.0), "layer_norm_eps must be positive"),
+        (dict(hidden_act="no_such_activation"), "hidden_act 'no_such_activation'"),
+    ],
+)
+def test_invalid_configs_found_by_the_fuzzer(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        hf_variants.BertModel(BertConfig(**{**TINY, **overrides}))
+
+
+def test_next_sentence_labels_are_named_by_their_argument():
+    with pytest.raises(ValueError, match="labels contains class 5"):
+        bert("ForNextSentencePrediction")(IDS, labels=torch.tensor([0, 5]))
