@@ -359,8 +359,13 @@ class EncoderForMultipleChoice(EncoderTaskModel):
     def __init__(self, config) -> None:
         super().__init__(config)
         self._build_backbone(config)
-        self.classifier = PooledClassifier(config.hidden_size, 1, classifier_dropout(config))
+        self.classifier = self.build_classifier(config)
         self.post_init()
+
+    def build_classifier(self, config) -> nn.Module:
+        """The per-choice scorer, called as ``classifier(summary (N, H), pooled (N, H) or None) -> (N, 1)``:
+        BERT's dropout + linear on the pooled output. Variants without a pooler override it."""
+        return PooledClassifier(config.hidden_size, 1, classifier_dropout(config))
 
     def forward(
         self,
