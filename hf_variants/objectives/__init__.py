@@ -9,13 +9,14 @@ from .mlm import (DataCollatorForMaskedLM, DataCollatorForPrecomputedMasks, Mask
 from .packing import (INPUT_FORMATS, iter_corpus_documents, pack_doc_sentences, pack_full_sentences,
                       pretraining_dataset, tokenize_documents)
 from .pairs import build_nsp_pairs, build_sop_pairs
+from .rtd import DataCollatorForReplacedTokenDetection
 from .spans import (DataCollatorForNgramMasking, DataCollatorForSpanMasking, WordSpan,
                     clipped_geometric_probabilities, inverse_length_probabilities, sample_word_spans)
 from .templates import SpecialTokenTemplate
 
 __all__ = [
     "IGNORE_INDEX", "INPUT_FORMATS", "DataCollatorForMaskedLM", "DataCollatorForNgramMasking",
-    "DataCollatorForPrecomputedMasks", "DataCollatorForSpanMasking", "MaskingCollator", "SpecialTokenTemplate",
+    "DataCollatorForPrecomputedMasks", "DataCollatorForReplacedTokenDetection", "DataCollatorForSpanMasking", "MaskingCollator", "SpecialTokenTemplate",
     "VocabInfo", "WordSpan", "build_nsp_pairs", "build_sop_pairs", "candidate_mask",
     "clipped_geometric_probabilities", "corrupt", "inverse_length_probabilities", "iter_corpus_documents",
     "make_static_masked_dataset", "masking_budgets", "pack_doc_sentences", "pack_full_sentences", "pad_batch",
