@@ -243,18 +243,21 @@ class ElectraForPreTraining(EncoderTaskModel, ElectraPreTrainedModel):
             config.embedding_size,
         )
         self._share_embeddings()
+        # save_pretrained reads the instance's map to store each shared tensor once.
+        self._tied_weights_keys = {**type(self)._tied_weights_keys, **self._shared_embedding_keys()}
         self.post_init()
 
     # ------------------------------------------------------------------ shared weights
-    def _shared_embedding_names(self) -> list[str]:
-        """Parameter names (relative to an ``embeddings`` module) the generator shares."""
+    def _shared_embedding_keys(self) -> dict[str, str]:
+        """{generator parameter: discriminator parameter} for the shared embedding tables."""
         embeddings = self.electra.embeddings
-        return [
+        names = [
             f"{module}.{name}"
             for module in SHARED_EMBEDDING_MODULES
             if getattr(embeddings, module, None) is not None
             for name, _ in getattr(embeddings, module).named_parameters()
         ]
+        return {f"generator.embeddings.{name}": f"electra.embeddings.{name}" for name in names}
 
     def _share_embeddings(self) -> None:
         for module in SHARED_EMBEDDING_MODULES:
@@ -265,9 +268,7 @@ class ElectraForPreTraining(EncoderTaskModel, ElectraPreTrainedModel):
         ``tie_word_embeddings``) plus the shared embedding tables, which are shared whatever
         ``tie_word_embeddings`` says: save_pretrained stores them once, from_pretrained re-ties them."""
         tied = super().get_expanded_tied_weights_keys(all_submodels)
-        tied.update(
-            {f"generator.embeddings.{name}": f"electra.embeddings.{name}" for name in self._shared_embedding_names()}
-        )
+        tied.update(self._shared_embedding_keys())
         return tied
 
     def set_input_embeddings(self, value: nn.Embedding) -> None:
