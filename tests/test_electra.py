@@ -315,3 +315,37 @@ def test_bad_inputs_name_the_problem():
         model(input_ids=batch["input_ids"], labels=batch["labels"][:, :5])
     with pytest.raises(ValueError, match="outside"):
         model(input_ids=batch["input_ids"], labels=batch["labels"].masked_fill(batch["labels"] != -100, 500))
+
+
+# ----------------------------------------------------------------------------- named configs
+def discriminator_parameters(name: str) -> int:
+    """The discriminator as pretrained (encoder + RTD head), the network the paper's sizes describe
+    (the generator is discarded after pretraining)."""
+    with torch.device("meta"):
+        model = hf_variants.ElectraForReplacedTokenDetection(hf_variants.named_config(name))
+    return sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("name, paper_millions", [("electra-small", 14), ("electra-base", 110), ("electra-large", 335)])
+def test_parameter_counts_match_the_paper(name, paper_millions):
+    """Within 3% of the paper's table (whole millions), except Small: its discriminator has 13.55M,
+    3.2% under the paper's "14M" (13.55 rounded up; the released electra-small-discriminator has the
+    same 13.5M), so Small gets 3.5%. Base 109.5M (-0.5%), Large 335.1M (+0.04%)."""
+    count = discriminator_parameters(name)
+    tolerance = 0.035 if name == "electra-small" else 0.03
+    assert abs(count - paper_millions * 1e6) / (paper_millions * 1e6) < tolerance
+
+
+@pytest.mark.parametrize("name, layers, hidden, embedding, generator_hidden, mlm_probability", [
+    ("electra-mini", 4, 256, 128, 64, 0.15), ("electra-small", 12, 256, 128, 64, 0.15),
+    ("electra-base", 12, 768, 768, 256, 0.15), ("electra-large", 24, 1024, 1024, 256, 0.25),
+])
+def test_named_configs(name, layers, hidden, embedding, generator_hidden, mlm_probability):
+    config = hf_variants.named_config(name)
+    assert type(config) is ElectraConfig
+    assert (config.num_hidden_layers, config.hidden_size, config.embedding_size) == (layers, hidden, embedding)
+    assert config.intermediate_size == 4 * hidden and config.hidden_size // config.num_attention_heads == 64
+    generator = config.generator_config()
+    assert (generator.hidden_size, generator.num_attention_heads, generator.intermediate_size) == (
+        generator_hidden, generator_hidden // 64, 4 * generator_hidden)
+    assert config.mlm_probability == mlm_probability

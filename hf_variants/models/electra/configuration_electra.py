@@ -32,6 +32,7 @@ class ElectraConfig(TransformerConfig):
     generator_weight: float = 1.0  # loss = generator_weight * MLM + discriminator_weight * RTD (original gen_weight)
     discriminator_weight: float = 50.0  # lambda of the paper (sec. 2): the RTD loss is ~50x smaller than the MLM loss
     sampling_temperature: float = 1.0  # generator samples softmax(logits / T) by Gumbel-max (the original's temperature)
+    mlm_probability: float = 0.15  # fraction of tokens the RTD collator masks (Large: 0.25); read by run_pretraining, not the model
     summary_last_dropout: float = 0.1  # multiple choice: dropout after the summary dense + gelu (transformers' name)
 
     def check_architecture(self) -> None:
@@ -45,6 +46,8 @@ class ElectraConfig(TransformerConfig):
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.sampling_temperature <= 0:
             raise ValueError(f"sampling_temperature must be > 0, got {self.sampling_temperature}")
+        if not 0.0 < self.mlm_probability < 1.0:
+            raise ValueError(f"mlm_probability must be in (0, 1), got {self.mlm_probability}")
         if not 0.0 <= self.summary_last_dropout < 1.0:
             raise ValueError(f"summary_last_dropout must be in [0, 1), got {self.summary_last_dropout}")
         hidden, heads, layers = self.generator_sizes()
