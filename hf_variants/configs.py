@@ -1,4 +1,8 @@
-"""Named model flavours shipped in ``modeling_configs/<name>/config.json`` (bert-mini, bert-base, ...)."""
+"""Named model flavours shipped in ``modeling_configs/<name>/config.json`` (bert-mini, bert-base, ...).
+
+The folder lives at the repository's top level; a wheel (``pip install .``) carries it as package
+data inside the package, ``hf_variants/modeling_configs`` (see setup.py).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,16 @@ from pathlib import Path
 
 from transformers import AutoConfig, PreTrainedConfig
 
-MODELING_CONFIGS_DIR = Path(__file__).resolve().parent.parent / "modeling_configs"
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def _modeling_configs_dir() -> Path:
+    """The installed copy (wheel) if there is one, else the source checkout's top-level folder."""
+    installed = _PACKAGE_DIR / "modeling_configs"
+    return installed if installed.is_dir() else _PACKAGE_DIR.parent / "modeling_configs"
+
+
+MODELING_CONFIGS_DIR = _modeling_configs_dir()
 
 
 def available_named_configs() -> list[str]:

@@ -16,8 +16,12 @@ tokens, mask token and single/pair templates intact. Kinds:
   encoder in this library that uses it: lower-casing + NFKD accent stripping (ALBERT's
   ``do_lower_case=True``), ids ``<pad>=0 <unk>=1 [CLS]=2 [SEP]=3 [MASK]=4`` and the BERT-style
   template ``[CLS] A [SEP]`` / ``[CLS] A [SEP] B [SEP]`` with token_type_ids 0/1. (XLNet puts
-  ``<sep> <cls>`` at the end and T5 only appends ``</s>``; those variants will add their own kind
-  when they land, reusing `_unigram_backend`.)
+  ``<sep> <cls>`` at the end; that variant will add its own kind when it lands, reusing
+  `_unigram_backend`.)
+- ``"unigram-t5"``: T5's SentencePiece Unigram: cased, NFKC-normalised, ids ``<pad>=0 </s>=1
+  <unk>=2``, ``</s>`` appended (``A </s>`` / ``A </s> B </s>``, no token_type_ids), and
+  `extra_ids` sentinels ``<extra_id_0>`` ... at the top of the vocabulary in descending order
+  (``<extra_id_0>`` has the largest id), as in T5's vocabulary, for span corruption.
 """
 
 from __future__ import annotations
@@ -28,9 +32,12 @@ from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre
 from transformers import PreTrainedTokenizerFast
 
 TOKENIZER_KINDS = ("wordpiece-uncased", "wordpiece-cased", "bpe", "unigram")
+# Kinds with a different set of special tokens (no [CLS]/[SEP]/[MASK]): text-to-text models.
+SEQ2SEQ_TOKENIZER_KINDS = ("unigram-t5",)
 
 WORDPIECE_SPECIALS = {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]",
                       "sep_token": "[SEP]", "mask_token": "[MASK]"}
+T5_SPECIALS = {"pad_token": "<pad>", "eos_token": "</s>", "unk_token": "<unk>"}
 BPE_SPECIALS = {"bos_token": "<s>", "pad_token": "<pad>", "eos_token": "</s>", "unk_token": "<unk>",
                 "mask_token": "<mask>", "cls_token": "<s>", "sep_token": "</s>"}
 UNIGRAM_SPECIALS = {"pad_token": "<pad>", "unk_token": "<unk>", "cls_token": "[CLS]",
@@ -81,6 +88,19 @@ def _unigram_backend(lowercase: bool = True) -> tuple[Tokenizer, list[str], str]
     return backend, specials, "unigram"
 
 
+def _t5_unigram_backend() -> tuple[Tokenizer, list[str], str]:
+    backend, _, model_kind = _unigram_backend(lowercase=False)
+    backend.normalizer = normalizers.NFKC()  # SentencePiece's default nmt_nfkc, which T5 kept
+    return backend, list(T5_SPECIALS.values()), model_kind
+
+
+def _add_sentinels(backend: Tokenizer, extra_ids: int) -> list[str]:
+    """Append ``<extra_id_{extra_ids - 1}>`` ... ``<extra_id_0>``, so <extra_id_0> gets the top id."""
+    sentinels = [f"<extra_id_{k}>" for k in range(extra_ids)]
+    backend.add_special_tokens([AddedToken(token, special=True, normalized=False) for token in reversed(sentinels)])
+    return sentinels
+
+
 def _make_trainer(model_kind: str, vocab_size: int, specials: list[str], min_frequency: int,
                   show_progress: bool) -> trainers.Trainer:
     if model_kind == "wordpiece":
@@ -111,30 +131,41 @@ def train_tokenizer(
     min_frequency: int = 2,
     model_max_length: int = 512,
     show_progress: bool = False,
+    extra_ids: int = 100,
 ) -> PreTrainedTokenizerFast:
     """Train a tokenizer of the given `kind` on `texts` (streamed, never materialised).
 
     Args:
-        kind: one of `TOKENIZER_KINDS` (see the module docstring for what each reproduces).
+        kind: one of `TOKENIZER_KINDS` or `SEQ2SEQ_TOKENIZER_KINDS` (see the module docstring for
+            what each reproduces).
         texts: an iterable of raw strings (paragraphs or documents); blank ones are skipped.
         vocab_size: target vocabulary size including the 5 special tokens.
         min_frequency: minimum pair frequency for a merge (WordPiece/BPE only).
         model_max_length: stored in the tokenizer config (truncation limit).
+        extra_ids: ``"unigram-t5"`` only: number of sentinel tokens, counted in `vocab_size`
+            (T5: 100 of 32,100).
 
     Returns:
         A `PreTrainedTokenizerFast` with pad/unk/cls/sep/mask tokens set and the post-processor
         for single sequences and pairs installed.
     """
-    if kind not in TOKENIZER_KINDS:
-        raise ValueError(f"unknown tokenizer kind {kind!r}; expected one of {TOKENIZER_KINDS}")
+    if kind not in TOKENIZER_KINDS + SEQ2SEQ_TOKENIZER_KINDS:
+        raise ValueError(f"unknown tokenizer kind {kind!r}; expected one of "
+                         f"{TOKENIZER_KINDS + SEQ2SEQ_TOKENIZER_KINDS}")
     if vocab_size < 100:
         raise ValueError(f"vocab_size={vocab_size} is too small (need at least 100)")
+    if kind == "unigram-t5" and not 0 <= extra_ids <= vocab_size - 100:
+        raise ValueError(f"extra_ids={extra_ids} must be in [0, vocab_size - 100] (vocab_size={vocab_size})")
     if kind.startswith("wordpiece"):
         backend, specials, model_kind = _wordpiece_backend(lowercase=kind == "wordpiece-uncased")
         named = WORDPIECE_SPECIALS
     elif kind == "bpe":
         backend, specials, model_kind = _bpe_backend()
         named = BPE_SPECIALS
+    elif kind == "unigram-t5":
+        backend, specials, model_kind = _t5_unigram_backend()
+        named = T5_SPECIALS
+        vocab_size -= extra_ids  # the sentinels are added after training
     else:
         backend, specials, model_kind = _unigram_backend()
         named = UNIGRAM_SPECIALS
@@ -143,6 +174,14 @@ def train_tokenizer(
     if backend.get_vocab_size() <= len(specials):
         raise ValueError("the training texts produced an empty vocabulary (are they all blank?)")
 
+    if kind == "unigram-t5":
+        backend.post_processor = processors.TemplateProcessing(
+            single="$A:0 </s>:0", pair="$A:0 </s>:0 $B:0 </s>:0",
+            special_tokens=[("</s>", backend.token_to_id("</s>"))])
+        sentinels = _add_sentinels(backend, extra_ids)
+        return PreTrainedTokenizerFast(tokenizer_object=backend, model_max_length=model_max_length,
+                                       model_input_names=["input_ids", "attention_mask"],
+                                       extra_special_tokens=sentinels, **named)
     if model_kind == "bpe":
         backend.post_processor = processors.RobertaProcessing(
             ("</s>", backend.token_to_id("</s>")), ("<s>", backend.token_to_id("<s>")),

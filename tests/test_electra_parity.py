@@ -129,20 +129,32 @@ def _grads_as_model(model):
     return clone
 
 
-@pytest.mark.parametrize("head", ["ForReplacedTokenDetection", "ForMaskedLM", "ForSequenceClassification"])
-def test_checkpoint_saved_by_transformers_loads_with_identical_outputs(head, tmp_path):
-    """A folder written by transformers' class (what the Hub's google/electra-* repositories hold)
-    loads as the hf-variants class (``load_pretrained``: transformers reads it, the key map converts)."""
+@pytest.mark.parametrize("head", list(THEIRS))
+def test_from_pretrained_of_a_folder_saved_by_transformers(head, tmp_path):
+    """``OurClass.from_pretrained(<folder written by transformers' class>)`` (what the Hub's
+    google/electra-* repositories hold) converts on load: identical outputs, no weight left out."""
     theirs = reference(head, "sdpa")
     theirs.save_pretrained(tmp_path)
-    auto_class = transformers.AutoModelForPreTraining if head == "ForReplacedTokenDetection" else getattr(
-        transformers, f"AutoModel{head}")
-    ours = hf_variants.load_pretrained(str(tmp_path), auto_class).eval()
-    assert type(ours) is getattr(hf_variants, f"Electra{head}")
-    inputs = make_inputs(head, "right")
+    ours, info = getattr(hf_variants, f"Electra{head}").from_pretrained(tmp_path, output_loading_info=True)
+    assert ours.config.model_type == "hfv_electra"
+    assert not info["missing_keys"] and not info["unexpected_keys"], info
+    inputs = make_inputs(head, "left")
     with torch.no_grad():
-        assert_same_outputs(theirs(**inputs, output_hidden_states=True), ours(**inputs, output_hidden_states=True),
+        assert_same_outputs(theirs(**inputs, output_hidden_states=True), ours.eval()(**inputs, output_hidden_states=True),
                             inputs["attention_mask"])
+
+
+def test_a_released_discriminator_checkpoint_starts_the_joint_model(tmp_path):
+    """transformers' ElectraForPreTraining folder through AutoModelForPreTraining (load_pretrained):
+    our joint model with that discriminator and a newly initialised generator."""
+    theirs = reference("ForReplacedTokenDetection", "sdpa")
+    theirs.save_pretrained(tmp_path)
+    joint = hf_variants.load_pretrained(str(tmp_path), transformers.AutoModelForPreTraining).eval()
+    assert type(joint) is hf_variants.ElectraForPreTraining
+    inputs = make_inputs("Model", "right")
+    with torch.no_grad():
+        torch.testing.assert_close(joint(**inputs).logits[inputs["attention_mask"].bool()],
+                                   theirs(**inputs).logits[inputs["attention_mask"].bool()], atol=ATOL, rtol=0)
 
 
 def test_conversion_refuses_what_transformers_cannot_express():

@@ -16,7 +16,7 @@ import torch
 import transformers
 
 import hf_variants
-from hf_variants.models.bert.conversion import bert_adapter
+from hf_variants.models.bert.weights import bert_adapter
 from hf_variants.modules.attention import MultiHeadAttention, make_attention_bias
 from hf_variants.modules.padding import UnpaddedBatch
 

@@ -23,6 +23,7 @@ from torch import nn
 from transformers import PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
+from ..conversion.hooks import CheckpointConversionMixin
 from ..hub.save_hook import RemoteCodeMixin
 from .embeddings import TransformerEmbeddings
 from .encoder import LayerSpec, LayerStack
@@ -32,7 +33,7 @@ from .norms import RMSNorm
 from .padding import gather_positions
 
 
-class TransformerPreTrainedModel(RemoteCodeMixin, PreTrainedModel):
+class TransformerPreTrainedModel(CheckpointConversionMixin, RemoteCodeMixin, PreTrainedModel):
     """Shared PreTrainedModel settings for every variant. Every ``save_pretrained`` also writes the
     self-contained remote code + ``auto_map`` (see hf_variants.hub.save_hook), so any saved or
     pushed checkpoint loads with ``trust_remote_code=True`` without the package."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from huggingface_hub.dataclasses import strict
 from transformers import PreTrainedConfig
 
+from ..conversion.hooks import CheckpointConfigMixin
 from .embeddings import POSITION_EMBEDDING_TYPES
 from .encoder import SHARING_MODES
 from .heads import SUMMARY_TYPES
@@ -19,7 +20,7 @@ from .norms import NORM_TYPES
 
 
 @strict
-class TransformerConfig(PreTrainedConfig):
+class TransformerConfig(CheckpointConfigMixin, PreTrainedConfig):
     """Shared architecture fields (defaults: BERT-base). See each variant's config for its own."""
 
     vocab_size: int = 30522  # token vocabulary V

@@ -2,6 +2,8 @@
 builders. `masking.py` holds the shared core (candidates, budgets, word boundaries, 80/10/10)
 that later objectives (ELECTRA RTD, XLNet PLM, T5 span corruption, XLM TLM) build on."""
 
+from .clm import (DataCollatorForPackedCausalLM, causal_lm_dataset, document_causal_bias, document_causal_mask,
+                  pack_causal_documents)
 from .masking import (IGNORE_INDEX, VocabInfo, candidate_mask, corrupt, masking_budgets, pad_batch,
                       select_whole_units, word_starts)
 from .mlm import (DataCollatorForMaskedLM, DataCollatorForPrecomputedMasks, MaskingCollator,
@@ -9,16 +11,27 @@ from .mlm import (DataCollatorForMaskedLM, DataCollatorForPrecomputedMasks, Mask
 from .packing import (INPUT_FORMATS, iter_corpus_documents, pack_doc_sentences, pack_full_sentences,
                       pretraining_dataset, tokenize_documents)
 from .pairs import build_nsp_pairs, build_sop_pairs
+from .plm import DataCollatorForPermutationLM, factorization_ranks, permutation_visibility
+from .span_corruption import (DataCollatorForSpanCorruption, pack_for_span_corruption,
+                              random_spans_noise_mask, sentinel_ids, span_corruption_dataset,
+                              span_corruption_lengths)
 from .rtd import DataCollatorForReplacedTokenDetection
 from .spans import (DataCollatorForNgramMasking, DataCollatorForSpanMasking, WordSpan,
-                    clipped_geometric_probabilities, inverse_length_probabilities, sample_word_spans)
+                    clipped_geometric_probabilities, inverse_length_probabilities, sample_batch_word_spans,
+                    sample_word_spans)
 from .templates import SpecialTokenTemplate
+from .tlm import DataCollatorForTranslationLM, build_tlm_example, tlm_dataset
 
 __all__ = [
     "IGNORE_INDEX", "INPUT_FORMATS", "DataCollatorForMaskedLM", "DataCollatorForNgramMasking",
-    "DataCollatorForPrecomputedMasks", "DataCollatorForReplacedTokenDetection", "DataCollatorForSpanMasking", "MaskingCollator", "SpecialTokenTemplate",
-    "VocabInfo", "WordSpan", "build_nsp_pairs", "build_sop_pairs", "candidate_mask",
-    "clipped_geometric_probabilities", "corrupt", "inverse_length_probabilities", "iter_corpus_documents",
-    "make_static_masked_dataset", "masking_budgets", "pack_doc_sentences", "pack_full_sentences", "pad_batch",
-    "pretraining_dataset", "sample_word_spans", "select_whole_units", "tokenize_documents", "word_starts",
+    "DataCollatorForPackedCausalLM", "DataCollatorForPermutationLM", "DataCollatorForPrecomputedMasks",
+    "DataCollatorForReplacedTokenDetection", "DataCollatorForSpanCorruption", "DataCollatorForSpanMasking", "DataCollatorForTranslationLM",
+    "MaskingCollator", "SpecialTokenTemplate", "VocabInfo", "WordSpan", "build_nsp_pairs", "build_sop_pairs",
+    "build_tlm_example", "candidate_mask", "causal_lm_dataset", "clipped_geometric_probabilities", "corrupt",
+    "document_causal_bias", "document_causal_mask", "factorization_ranks", "inverse_length_probabilities",
+    "iter_corpus_documents", "make_static_masked_dataset", "masking_budgets", "pack_causal_documents",
+    "pack_doc_sentences", "pack_for_span_corruption", "pack_full_sentences", "pad_batch",
+    "permutation_visibility", "pretraining_dataset", "random_spans_noise_mask", "sample_batch_word_spans",
+    "sample_word_spans", "select_whole_units", "sentinel_ids", "span_corruption_dataset",
+    "span_corruption_lengths", "tlm_dataset", "tokenize_documents", "word_starts",
 ]

@@ -34,12 +34,15 @@ IGNORE_INDEX = -100
 
 # Per-token sequence columns a collator understands; everything else must be a scalar label.
 SEQUENCE_COLUMNS = ("input_ids", "token_type_ids", "special_tokens_mask", "word_ids", "attention_mask",
-                    "labels", "sbo_left", "sbo_right", "sbo_relative", "sbo_labels")
+                    "labels", "sbo_left", "sbo_right", "sbo_relative", "sbo_labels", "langs", "position_ids",
+                    "document_ids")
 # Per-example labels passed through as (B,) tensors (NSP / SOP / classification).
 SCALAR_LABEL_COLUMNS = ("next_sentence_label", "sentence_order_label", "label")
 # Padding value per stored column (labels and SBO targets are ignored at pad positions).
 PAD_VALUES = {"token_type_ids": 0, "special_tokens_mask": 1, "word_ids": -1, "labels": IGNORE_INDEX,
-              "sbo_left": 0, "sbo_right": 0, "sbo_relative": 0, "sbo_labels": IGNORE_INDEX}
+              "sbo_left": 0, "sbo_right": 0, "sbo_relative": 0, "sbo_labels": IGNORE_INDEX,
+              "langs": 0, "position_ids": 0,  # XLM's TLM (`tlm.py`) and packed CLM (`clm.py`)
+              "document_ids": -1}  # packed CLM: -1 marks padding
 
 
 @dataclass
@@ -61,15 +64,18 @@ class VocabInfo:
     word_start: np.ndarray = field(repr=False)
 
     @classmethod
-    def from_tokenizer(cls, tokenizer) -> VocabInfo:
-        if tokenizer.mask_token_id is None:
+    def from_tokenizer(cls, tokenizer, require_mask: bool = True) -> VocabInfo:
+        """With `require_mask=False` (objectives that never write [MASK]: XLNet's PLM, T5's span
+        corruption, causal LM) a tokenizer without a mask token gets ``mask_id = -1``."""
+        if require_mask and tokenizer.mask_token_id is None:
             raise ValueError("the tokenizer has no mask token; masked language modelling needs one")
         if tokenizer.pad_token_id is None:
             raise ValueError("the tokenizer has no pad token; dynamic padding needs one")
         vocab_size = len(tokenizer)
         special = np.zeros(vocab_size, dtype=bool)
         special[list(tokenizer.all_special_ids)] = True
-        return cls(pad_id=tokenizer.pad_token_id, mask_id=tokenizer.mask_token_id, special=special,
+        mask_id = tokenizer.mask_token_id if tokenizer.mask_token_id is not None else -1
+        return cls(pad_id=tokenizer.pad_token_id, mask_id=mask_id, special=special,
                    replacement_ids=np.flatnonzero(~special).astype(np.int64),
                    word_start=np.asarray(word_start_table(tokenizer), dtype=bool))
 

@@ -153,6 +153,29 @@ def sample_word_spans(word_begin: np.ndarray, word_length: np.ndarray, target: f
     return spans
 
 
+def sample_batch_word_spans(starts: np.ndarray, candidates: np.ndarray, targets: np.ndarray,
+                            lengths: np.ndarray, probabilities: np.ndarray, rng: np.random.Generator
+                            ) -> list[list[WordSpan]]:
+    """`sample_word_spans` for every row of a batch.
+
+    Args:
+        starts: (B, T) bool word starts (`word_starts`); candidates: (B, T) bool maskable tokens.
+        targets: (B,) expected number of tokens to cover per row.
+        lengths / probabilities: span lengths in words and their probabilities.
+
+    Returns:
+        Per row, the placed spans (placement order).
+    """
+    word_of_token = word_start_positions(starts, candidates)
+    width = candidates.shape[1]
+    spans = []
+    for row in range(candidates.shape[0]):
+        begins = np.flatnonzero(starts[row])
+        word_length = np.bincount(word_of_token[row][candidates[row]], minlength=width)[begins]
+        spans.append(sample_word_spans(begins, word_length, float(targets[row]), lengths, probabilities, rng))
+    return spans
+
+
 class _WordSpanCollator(MaskingCollator):
     """Shared driver: find words per row, sample spans, corrupt, fill per-token targets."""
 
@@ -165,22 +188,17 @@ class _WordSpanCollator(MaskingCollator):
         candidates = candidate_mask(columns, lengths, self.vocab)
         targets = candidates.sum(axis=1) * self.mlm_probability
         starts = word_starts(columns, candidates, self.vocab)
-        word_of_token = word_start_positions(starts, candidates)
         batch, width = candidates.shape
         selected = np.zeros((batch, width), dtype=bool)
         span_start = np.full((batch, width), -1, dtype=np.int64)
         span_end = np.full((batch, width), -1, dtype=np.int64)
-        self.last_spans: list[list[WordSpan]] = []
-        for row in range(batch):
-            begins = np.flatnonzero(starts[row])
-            word_length = np.bincount(word_of_token[row][candidates[row]], minlength=width)[begins]
-            spans = sample_word_spans(begins, word_length, float(targets[row]), self.length_values,
-                                      self.length_probabilities, rng)
+        self.last_spans: list[list[WordSpan]] = sample_batch_word_spans(
+            starts, candidates, targets, self.length_values, self.length_probabilities, rng)
+        for row, spans in enumerate(self.last_spans):
             for span in spans:
                 selected[row, span.start:span.end] = True
                 span_start[row, span.start:span.end] = span.start
                 span_end[row, span.start:span.end] = span.end
-            self.last_spans.append(spans)
         original = columns["input_ids"]
         columns["input_ids"], columns["labels"] = corrupt(
             original, selected, self.vocab, rng, self.mask_probability, self.random_probability,

@@ -1,8 +1,8 @@
 """ELECTRA (Clark et al. 2020): the variant's one declaration. Everything else reads ``SPEC``."""
 
 from ... import papers
+from ...conversion import register_weights
 from ...registry import VariantSpec
-from . import conversion  # noqa: F401  (registers the transformers <-> ours key map)
 from .configuration_electra import ElectraConfig
 from .modeling_electra import *  # noqa: F401,F403
 from .modeling_electra import (
@@ -16,6 +16,7 @@ from .modeling_electra import (
     ElectraModel,
 )
 from .modeling_electra import __all__ as _modeling_all
+from .weights import WEIGHTS
 
 SPEC = VariantSpec(
     name="electra",
@@ -34,5 +35,8 @@ SPEC = VariantSpec(
     pretraining_objective="rtd",
     tokenizer_kind="wordpiece-uncased",
 )
+
+# The one key map serves from_transformers, to_transformers and from_pretrained (models/<v>/weights.py).
+register_weights(WEIGHTS, SPEC.classes)
 
 __all__ = ["ElectraConfig", "SPEC", *_modeling_all]

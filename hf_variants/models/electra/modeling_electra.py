@@ -13,7 +13,8 @@ Names. transformers calls its discriminator-with-RTD-head class ``ElectraForPreT
 that name is the joint model, because ``AutoModelForPreTraining.from_config`` must build what
 pretraining ELECTRA from scratch means (both networks), and every variant's ``...ForPreTraining`` is
 its paper's pretraining objective. transformers' class maps onto
-:class:`ElectraForReplacedTokenDetection` (same weights, same outputs), named after the paper's task.
+:class:`ElectraForReplacedTokenDetection` (same weights, same outputs), named after the paper's task
+(key map: ``weights.py``).
 """
 
 from __future__ import annotations

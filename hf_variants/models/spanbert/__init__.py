@@ -1,8 +1,8 @@
 """SpanBERT (Joshi et al. 2020): the variant's one declaration. Everything else reads ``SPEC``."""
 
 from ... import papers
+from ...conversion import register_weights
 from ...registry import VariantSpec
-from . import conversion  # noqa: F401  (registers the BERT-format key map)
 from .configuration_spanbert import SpanBertConfig
 from .modeling_spanbert import *  # noqa: F401,F403
 from .modeling_spanbert import (
@@ -15,6 +15,7 @@ from .modeling_spanbert import (
     SpanBertModel,
 )
 from .modeling_spanbert import __all__ as _modeling_all
+from .weights import WEIGHTS
 
 SPEC = VariantSpec(
     name="spanbert",
@@ -32,5 +33,8 @@ SPEC = VariantSpec(
     pretraining_objective="span",
     tokenizer_kind="wordpiece-cased",
 )
+
+# The one key map serves from_transformers, to_transformers and from_pretrained (models/<v>/weights.py).
+register_weights(WEIGHTS, SPEC.classes)
 
 __all__ = ["SpanBertConfig", "SPEC", *_modeling_all]

@@ -6,7 +6,8 @@ the task mixins); this file adds only what is SpanBERT's own: the SBO head and t
 model that sums the two losses.
 
 The backbone lives under ``bert`` (``base_model_prefix``), as in the released SpanBERT
-checkpoints, so BERT-format weights map onto it with BERT's key map (see ``conversion.py``).
+checkpoints, so BERT-format weights map onto it with BERT's key map (see ``weights.py``):
+``SpanBertForQuestionAnswering.from_pretrained("SpanBERT/spanbert-base-cased")`` loads them.
 """
 
 from __future__ import annotations
@@ -42,11 +43,10 @@ from .configuration_spanbert import SpanBertConfig
 SBO_INPUT_NAMES = ("sbo_left", "sbo_right", "sbo_relative", "sbo_labels")
 
 
-def _conversion():
-    """The BERT-format adapters, imported on first use and by absolute name: they need
-    hf-variants' conversion registry (conversion.py imports this module), which the
-    self-contained remote-code export of the modeling files does not carry."""
-    return importlib.import_module("hf_variants.models.spanbert.conversion")
+def _weights():
+    """SpanBERT's key map module (weights.py, which imports no modeling code), imported on first
+    use by absolute name: the self-contained remote-code export of this file does not carry it."""
+    return importlib.import_module("hf_variants.models.spanbert.weights")
 
 
 class SpanBertPreTrainedModel(TransformerPreTrainedModel):
@@ -56,7 +56,8 @@ class SpanBertPreTrainedModel(TransformerPreTrainedModel):
     @classmethod
     def from_bert_checkpoint(cls, source, output_loading_info: bool = False, **config_overrides):
         """Load a BERT-format checkpoint (e.g. a released SpanBERT: transformers ``BertModel`` keys,
-        no MLM/SBO weights) into this SpanBERT class.
+        no MLM/SBO weights) into this SpanBERT class: ``from_pretrained`` (which reads such
+        checkpoints directly) plus a transformers model instance as source and the report below.
 
         Args:
             source: a folder with ``config.json`` (model_type "bert") and ``model.safetensors`` (or
@@ -67,12 +68,12 @@ class SpanBertPreTrainedModel(TransformerPreTrainedModel):
                 weights this class has no place for (e.g. the pooler for SpanBertForPreTraining).
             config_overrides: SpanBertConfig fields to set (num_labels, sbo_weight, ...).
         """
-        return _conversion().load_bert_checkpoint(cls, source, output_loading_info=output_loading_info, **config_overrides)
+        return _weights().load_bert_checkpoint(cls, source, output_loading_info=output_loading_info, **config_overrides)
 
     def save_bert_checkpoint(self, save_directory) -> None:
         """Export the encoder as a plain transformers ``BertModel`` folder (config.json model_type
         "bert" + model.safetensors) that loads without hf-variants. Heads are not exported."""
-        _conversion().export_bert_encoder(self).save_pretrained(save_directory)
+        _weights().export_bert_encoder(self).save_pretrained(save_directory)
 
 
 class SpanBertModel(TransformerBackbone, SpanBertPreTrainedModel):

@@ -1,0 +1,198 @@
+"""A variant's explicit key map and everything derived from it.
+
+One :class:`KeyMap` per variant (``models/<variant>/weights.py``) lists how transformers' weight
+names map onto ours. Two things are derived from it, never written by hand:
+
+- :meth:`KeyMap.adapter` -> a :class:`StateDictAdapter` for one head: whole state dicts both ways
+  (``from_transformers`` / ``to_transformers``);
+- :meth:`KeyMap.checkpoint_conversion` -> transformers v5 ``WeightRenaming`` / ``WeightConverter``
+  transforms, registered with ``register_checkpoint_conversion_mapping`` under our model_type, so
+  ``OurClass.from_pretrained(<transformers checkpoint>)`` converts on load.
+
+Templates are dotted names with ``{i}`` standing for a layer index.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import torch
+from transformers.conversion_mapping import get_checkpoint_conversion_mapping
+from transformers.core_model_loading import Concatenate, WeightConverter, WeightRenaming, WeightTransform
+
+Renames = list[tuple[str, str]]  # (transformers template, our template)
+Fused = list[tuple[str, list[str]]]  # (our template, [transformers templates concatenated along dim 0])
+
+
+def _split_layer_prefix(template: str) -> tuple[str, str]:
+    """``encoder.layer.{i}.attention.self.query.weight`` -> (``encoder.layer.{i}.``, ``attention.self.query.weight``)."""
+    cut = template.rfind("{i}.")
+    return (template[: cut + 4], template[cut + 4 :]) if cut >= 0 else ("", template)
+
+
+def _common_dotted_prefix(names: tuple[str, ...]) -> str:
+    """The dotted components all ``names`` start with, with a trailing dot (or "")."""
+    parts = [name.split(".") for name in names]
+    common = []
+    for column in zip(*parts):
+        if len(set(column)) > 1:
+            break
+        common.append(column[0])
+    return "".join(c + "." for c in common)
+
+
+def _template_regex(template: str) -> str:
+    """``encoder.layer.{i}.output.dense.weight`` -> a regex with the layer index as group 1."""
+    return re.escape(template).replace(r"\{i\}", r"(\d+)")
+
+
+@dataclass
+class StateDictAdapter:
+    """An explicit, two-way key map between a transformers state dict and ours (full key names).
+
+    ``renames`` are (transformers template, our template) pairs applied in order; the reverse
+    direction is derived from them. ``fused`` lists our tensors built by concatenating several
+    transformers tensors along dim 0 (the fused QKV projection). ``ignored`` are transformers
+    keys (regexes) with no counterpart of ours (duplicates of tied tensors).
+    """
+
+    renames: Renames
+    fused: Fused = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+
+    @staticmethod
+    def _pattern(template: str) -> re.Pattern:
+        return re.compile("^" + re.escape(template).replace(r"\{i\}", r"(?P<i>\d+)") + "$")
+
+    def to_ours(self, theirs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        ours: dict[str, torch.Tensor] = {}
+        pending = dict(theirs)
+        for our_template, their_templates in self.fused:
+            patterns = [self._pattern(t) for t in their_templates]
+            for key in [k for k in pending if patterns[0].match(k)]:
+                index = patterns[0].match(key).groupdict().get("i")
+                parts = [t.format(i=index) for t in their_templates]
+                ours[our_template.format(i=index)] = torch.cat([pending.pop(p) for p in parts], dim=0)
+        for key in list(pending):
+            if any(re.fullmatch(p, key) for p in self.ignored):
+                pending.pop(key)
+                continue
+            for their_template, our_template in self.renames:
+                match = self._pattern(their_template).match(key)
+                if match:
+                    ours[our_template.format(**match.groupdict())] = pending.pop(key)
+                    break
+        if pending:
+            raise ValueError(f"no mapping for transformers weights: {sorted(pending)[:8]}")
+        return ours
+
+    def to_theirs(self, ours: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        theirs: dict[str, torch.Tensor] = {}
+        pending = dict(ours)
+        for our_template, their_templates in self.fused:
+            pattern = self._pattern(our_template)
+            for key in [k for k in pending if pattern.match(k)]:
+                index = pattern.match(key).groupdict().get("i")
+                for name, part in zip(their_templates, pending.pop(key).chunk(len(their_templates), dim=0)):
+                    theirs[name.format(i=index)] = part.clone()
+        for key in list(pending):
+            for their_template, our_template in self.renames:
+                match = self._pattern(our_template).match(key)
+                if match:
+                    theirs[their_template.format(**match.groupdict())] = pending.pop(key)
+                    break
+        if pending:
+            raise ValueError(f"no transformers counterpart for weights: {sorted(pending)[:8]}")
+        return theirs
+
+
+@dataclass(frozen=True)
+class KeyMap:
+    """One variant's weight names: transformers' -> ours.
+
+    Args:
+        backbone: renames inside the encoder, relative to it (``embeddings.LayerNorm.weight``).
+        backbone_fused: our fused tensors inside the encoder and the transformers tensors they
+            concatenate (dim 0), relative to it.
+        heads: per head suffix ("Model", "ForMaskedLM", ...), renames relative to the model root
+            (``cls.predictions.transform.dense.weight``). Every suffix listed has an adapter.
+        their_prefix / our_prefix: where each side keeps the backbone inside a head model
+            (``base_model_prefix``); the bare model has none on either side.
+        ignored: per head suffix, transformers keys (regexes, from the model root) with no
+            counterpart of ours, such as a second name of a tied tensor.
+    """
+
+    backbone: Renames
+    backbone_fused: Fused
+    heads: dict[str, Renames]
+    their_prefix: str
+    our_prefix: str
+    ignored: dict[str, list[str]] = field(default_factory=dict)
+
+    def adapter(self, head: str) -> StateDictAdapter:
+        """The full-key adapter of one head ("Model" = the bare encoder, keys without prefix)."""
+        if head not in self.heads:
+            raise ValueError(f"no key map for head {head!r}; known: {sorted(self.heads)}")
+        bare = head == "Model"
+        theirs = "" if bare else self.their_prefix + "."
+        ours = "" if bare else self.our_prefix + "."
+        renames = [(theirs + t, ours + o) for t, o in self.backbone] + list(self.heads[head])
+        fused = [(ours + o, [theirs + t for t in ts]) for o, ts in self.backbone_fused]
+        return StateDictAdapter(renames=renames, fused=fused, ignored=list(self.ignored.get(head, [])))
+
+    def checkpoint_conversion(self) -> list[WeightTransform]:
+        """transformers v5 load-time transforms for any of our classes of this variant.
+
+        One list serves every head (transformers looks mappings up by model_type): each rename
+        matches at the start of a key or after a dot, so it works with or without the backbone
+        prefix (transformers adds or strips ``base_model_prefix`` afterwards), and a rename whose
+        result does not exist in the model being loaded (``classifier`` -> ``classifier.out_proj``
+        for token classification) is undone by transformers, which then keeps the original key.
+        transformers' legacy ``LayerNorm.gamma/beta`` renames come first so TF-era checkpoints
+        reach our renames with today's names.
+        """
+        legacy = [t for t in (get_checkpoint_conversion_mapping("legacy") or []) if isinstance(t, WeightRenaming)]
+        renames: dict[str, str] = {}
+        for theirs, ours in self.backbone + [r for head in self.heads.values() for r in head]:
+            if theirs != ours:
+                if renames.setdefault(theirs, ours) != ours:
+                    raise ValueError(f"key map renames {theirs!r} both to {renames[theirs]!r} and {ours!r}")
+        if self.their_prefix != self.our_prefix:
+            renames[f"{self.their_prefix}."] = f"{self.our_prefix}."
+        converters = []
+        for our_template, their_templates in self.backbone_fused:
+            their_prefix, their_leaves = zip(*(_split_layer_prefix(t) for t in their_templates))
+            our_prefix, our_leaf = _split_layer_prefix(our_template)
+            if len(set(their_prefix)) != 1:
+                raise ValueError(f"fused tensors must come from one layer: {their_templates}")
+            # transformers' converters replace the leaf of a name only (the tensors they return are
+            # named by the target leaf); the layer part is renamed first, for these keys alone.
+            shared = _common_dotted_prefix(their_leaves)
+            if their_prefix[0] != our_prefix:
+                renames[their_prefix[0] + shared] = our_prefix + shared
+            converters.append(
+                WeightConverter(
+                    source_patterns=[self._anchored(leaf) for leaf in their_leaves],
+                    target_patterns=our_leaf,
+                    operations=[Concatenate(dim=0)],
+                )
+            )
+        self._check_no_chains(renames)
+        transforms: list[WeightTransform] = list(legacy)
+        transforms += [WeightRenaming(self._anchored(t), o.replace("{i}", r"\1")) for t, o in renames.items()]
+        return transforms + converters
+
+    @staticmethod
+    def _anchored(template: str) -> str:
+        # At the start of the key or right after a dot: "embeddings..." must not match "xembeddings...".
+        return r"(?<![^.])" + _template_regex(template)
+
+    @staticmethod
+    def _check_no_chains(renames: dict[str, str]) -> None:
+        """transformers applies every matching rename in turn: no rename may produce a name
+        another one would rename again."""
+        for source, target in renames.items():
+            for other in renames:
+                if other != source and re.search(KeyMap._anchored(other), target.replace("{i}", "0")):
+                    raise ValueError(f"key map rename {source!r} -> {target!r} would be renamed again by {other!r}")

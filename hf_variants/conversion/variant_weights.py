@@ -1,0 +1,116 @@
+"""Per-variant weight formats: the key map, the checkpoint formats it reads, the config translation.
+
+A variant's ``models/<variant>/weights.py`` builds one :class:`VariantWeights` (it must not import
+the variant's modeling module, so a model and its key map never import each other);
+:func:`register_weights` then wires it into every direction at once:
+
+- ``from_transformers`` / ``to_transformers``: a (our class, transformers class, adapter) pair
+  per head that transformers has;
+- ``OurClass.from_pretrained(<transformers checkpoint>)``: the transforms derived from the key map
+  are registered with transformers' ``register_checkpoint_conversion_mapping`` under our
+  model_type, and the config translation is applied by :mod:`hf_variants.conversion.loading`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import transformers
+from transformers import PreTrainedConfig
+from transformers.conversion_mapping import register_checkpoint_conversion_mapping
+from transformers.core_model_loading import WeightTransform
+
+from .key_map import KeyMap, StateDictAdapter
+
+
+def shared_config_fields(source: PreTrainedConfig | dict, target_class: type) -> dict:
+    """The entries of ``source`` (a config or its dict) that ``target_class`` (a dataclass config) declares as fields."""
+    names = {f.name for f in dataclasses.fields(target_class)}
+    items = source.items() if isinstance(source, dict) else source.to_dict().items()
+    return {k: v for k, v in items if k in names}
+
+
+@dataclass(frozen=True)
+class VariantWeights:
+    """Everything about one variant's weights outside its modeling code.
+
+    Args:
+        config_class: our config class (model_type ``hfv_<variant>``).
+        key_map: the one explicit key map (transformers names -> ours).
+        transformers_classes: head suffix -> the transformers class with the same head, for
+            ``from_transformers`` / ``to_transformers`` (heads transformers lacks are left out).
+        source_model_types: model_types of other checkpoints whose weights follow ``key_map``
+            (transformers' "bert"); ``from_pretrained`` translates their config.json. A config.json
+            without a model_type (checkpoints from before transformers recorded it) counts as one.
+        config_to_theirs: our config -> the transformers config (ValueError where it has no equivalent).
+        config_defaults: values set on configs translated from a source format, where ours
+            differs from theirs by default or by name.
+    """
+
+    config_class: type
+    key_map: KeyMap
+    transformers_classes: dict[str, str]
+    source_model_types: tuple[str, ...]
+    config_to_theirs: Callable[[PreTrainedConfig], PreTrainedConfig]
+    config_defaults: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def model_type(self) -> str:
+        return self.config_class.model_type
+
+    def adapter(self, head: str) -> StateDictAdapter:
+        return self.key_map.adapter(head)
+
+    def checkpoint_conversion(self) -> list[WeightTransform]:
+        return self.key_map.checkpoint_conversion()
+
+    def config_dict_to_ours(self, config_dict: dict) -> dict:
+        """A source checkpoint's config.json contents -> the arguments of our config class:
+        the fields both have, plus ``config_defaults`` (model_type, architectures and fields we
+        do not have, such as ``use_cache``, are dropped)."""
+        fields = shared_config_fields(config_dict, self.config_class)
+        fields.pop("architectures", None)
+        fields.update(self.config_defaults)
+        return fields
+
+    def config_to_ours(self, config: PreTrainedConfig, **overrides) -> PreTrainedConfig:
+        """A transformers config object (e.g. ``transformers.BertConfig``) -> ours."""
+        return self.config_class(**{**self.config_dict_to_ours(config.to_dict()), **overrides})
+
+
+@dataclass
+class ConversionPair:
+    """Our class <-> transformers class, with the adapter and the variant's config translators."""
+
+    ours: type
+    theirs: type
+    adapter: StateDictAdapter
+    weights: VariantWeights
+
+
+# Our model_type -> its weights; every (ours, theirs) pair, in registration order.
+WEIGHTS: dict[str, VariantWeights] = {}
+PAIRS: list[ConversionPair] = []
+
+
+def register_weights(weights: VariantWeights, classes: dict[str, type]) -> None:
+    """Wire a variant's weights into from_transformers, to_transformers and from_pretrained.
+
+    ``classes``: head suffix ("Model", "ForMaskedLM", ...) -> our class (a VariantSpec's
+    ``classes``). The first variant registered for a transformers class answers
+    ``from_transformers`` for it. Registering again (a module reload) replaces the earlier registration.
+    """
+    WEIGHTS[weights.model_type] = weights
+    register_checkpoint_conversion_mapping(weights.model_type, weights.checkpoint_conversion(), overwrite=True)
+    PAIRS[:] = [p for p in PAIRS if p.weights.model_type != weights.model_type]
+    for suffix, their_name in weights.transformers_classes.items():
+        PAIRS.append(
+            ConversionPair(
+                ours=classes[suffix],
+                theirs=getattr(transformers, their_name),
+                adapter=weights.adapter(suffix),
+                weights=weights,
+            )
+        )

@@ -1,0 +1,163 @@
+"""Causal language modelling with several documents packed into each row (GPT; Radford et al.
+2018/2019 trained on contiguous chunks; packing with per-document masks as in Krell et al. 2021,
+"Efficient Sequence Packing without Cross-contamination").
+
+A packed row holds documents back to back (each followed by EOS when the tokenizer has one, as
+GPT-2's ``<|endoftext|>``), so no compute goes to padding. Three things keep the documents apart:
+
+- `position_ids` restart at 0 at every document (a packed document sees the positions it would
+  see alone);
+- `document_ids` (B, T), 0, 1, 2, ... per row and -1 on padding, from which a model builds the
+  block-diagonal causal mask (`document_causal_mask` / `document_causal_bias`: token i attends
+  to j iff both are in the same document and j <= i);
+- `labels` are the input ids with -100 on padding and on the first token of every document:
+  transformers' causal LM losses shift labels left, so label t is predicted at position t - 1,
+  and the first token of a document must not be predicted from the end of the previous one.
+
+With `attention_mask_4d=True` the collator returns `document_causal_bias` as `attention_mask`
+(B, 1, T, T), which transformers' decoders (GPT-2, Llama, ...) use as given, so packed batches
+run on them too; a padding query attends to itself only, so no softmax row is empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+
+import datasets
+import numpy as np
+import torch
+
+from .masking import IGNORE_INDEX, pad_batch, word_start_positions
+from .packing import iter_corpus_documents, tokenize_documents
+
+
+def pack_causal_documents(documents: Iterable[Sequence[int]], max_length: int, eos_token_id: int | None = None
+                          ) -> Iterator[dict[str, list[int]]]:
+    """Fill rows of `max_length` tokens with documents back to back (EOS appended to each when
+    `eos_token_id` is given). A document that does not fit in what is left of a row is split
+    and continues at the start of the next row, so every row but the last is full.
+
+    Yields:
+        ``{"input_ids", "document_ids", "position_ids"}``, each at most `max_length` long.
+    """
+    if max_length < 2:
+        raise ValueError(f"max_length must be >= 2, got {max_length}")
+    row: dict[str, list[int]] = {"input_ids": [], "document_ids": [], "position_ids": []}
+    for document in documents:
+        tokens = list(document) + ([eos_token_id] if eos_token_id is not None else [])
+        if not document:
+            continue
+        while tokens:
+            room = max_length - len(row["input_ids"])
+            piece, tokens = tokens[:room], tokens[room:]
+            document_id = row["document_ids"][-1] + 1 if row["document_ids"] else 0
+            row["input_ids"] += piece
+            row["document_ids"] += [document_id] * len(piece)
+            row["position_ids"] += list(range(len(piece)))
+            if len(row["input_ids"]) == max_length:
+                yield row
+                row = {"input_ids": [], "document_ids": [], "position_ids": []}
+    if row["input_ids"]:
+        yield row
+
+
+def causal_lm_dataset(corpus: datasets.Dataset, tokenizer, max_length: int = 1024) -> datasets.Dataset:
+    """Packed CLM rows from a `load_corpus`-style corpus (one document = all its paragraphs,
+    joined by newlines), with the tokenizer's EOS after each document when it has one."""
+
+    def generate(corpus, tokenizer, max_length):
+        documents = tokenize_documents((["\n".join(paragraphs)] for paragraphs in iter_corpus_documents(corpus)),
+                                       tokenizer, sentences=False)
+        flat = ([token for segment in document for token in segment] for document in documents)
+        yield from pack_causal_documents(flat, max_length, tokenizer.eos_token_id)
+
+    return datasets.Dataset.from_generator(
+        generate, gen_kwargs={"corpus": corpus, "tokenizer": tokenizer, "max_length": max_length})
+
+
+def document_causal_mask(document_ids: torch.Tensor) -> torch.Tensor:
+    """(B, T) document ids (-1 = padding) -> (B, 1, T, T) bool, True where query i may attend
+    to key j: same document and j <= i. A padding query attends to itself only."""
+    if document_ids.ndim != 2:
+        raise ValueError(f"document_ids must be (batch, length), got shape {tuple(document_ids.shape)}")
+    width = document_ids.shape[1]
+    causal = torch.ones(width, width, dtype=torch.bool, device=document_ids.device).tril()
+    same = document_ids[:, :, None] == document_ids[:, None, :]
+    real = (document_ids >= 0)[:, None, :]
+    itself = torch.eye(width, dtype=torch.bool, device=document_ids.device)
+    return ((same & causal & real) | itself)[:, None]
+
+
+def document_causal_bias(document_ids: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """`document_causal_mask` as an additive bias (B, 1, T, T): 0 where allowed, the dtype's
+    most negative value elsewhere (added to the attention scores before the softmax)."""
+    allowed = document_causal_mask(document_ids)
+    return torch.zeros(allowed.shape, dtype=dtype, device=document_ids.device).masked_fill(
+        ~allowed, torch.finfo(dtype).min)
+
+
+class DataCollatorForPackedCausalLM:
+    """Pads packed CLM rows (`pack_causal_documents` / `causal_lm_dataset`) and makes the labels.
+
+    Args:
+        tokenizer: needs a pad token (or an EOS token, used for padding as GPT-2 does).
+        attention_mask_4d: return `attention_mask` as the (B, 1, T, T) `document_causal_bias`
+            (for transformers' decoders) instead of the (B, T) padding mask.
+        return_document_ids: include `document_ids` (for models that build the mask themselves;
+            turn off for models whose forward does not take it).
+        one_document_per_feature: accept features without `document_ids`, each one document.
+            Off by default, so that packed rows whose `document_ids` were dropped on the way
+            (`Trainer` drops dataset columns the model's forward does not name: pass
+            `TrainingArguments(remove_unused_columns=False)`) raise instead of silently
+            attending across documents.
+        pad_to_multiple_of: pad T up to a multiple.
+
+    Features: `input_ids`, `document_ids` and optionally `position_ids` (recomputed from
+    `document_ids` when absent).
+
+    Returns from `__call__`: input_ids (B, T), position_ids (B, T), labels (B, T), attention_mask
+    (B, T) int64 or (B, 1, T, T) float32, and document_ids (B, T) int64 (-1 on padding).
+    """
+
+    def __init__(self, tokenizer, attention_mask_4d: bool = False, return_document_ids: bool = True,
+                 one_document_per_feature: bool = False, pad_to_multiple_of: int | None = None):
+        pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        if pad_id is None:
+            raise ValueError("the tokenizer has neither a pad nor an EOS token to pad with")
+        self.pad_id = pad_id
+        self.attention_mask_4d = attention_mask_4d
+        self.return_document_ids = return_document_ids
+        self.one_document_per_feature = one_document_per_feature
+        self.pad_to_multiple_of = pad_to_multiple_of
+
+    def __call__(self, features: Sequence[Mapping]) -> dict[str, torch.Tensor]:
+        if any("labels" in feature for feature in features):
+            raise ValueError("features already carry 'labels'; the packed CLM collator makes them from input_ids")
+        if any("document_ids" not in f for f in features):
+            if not self.one_document_per_feature:
+                raise ValueError("features have no 'document_ids' (with Trainer, set remove_unused_columns=False so "
+                                 "the column reaches the collator; for unpacked documents pass "
+                                 "one_document_per_feature=True)")
+            features = [{**f, "document_ids": [0] * len(f["input_ids"])} for f in features]
+        columns, lengths = pad_batch(features, self.pad_id, self.pad_to_multiple_of)
+        document_ids = columns["document_ids"]
+        inside = document_ids >= 0
+        if (~inside & (np.arange(document_ids.shape[1])[None, :] < lengths[:, None])).any():
+            raise ValueError("document_ids must be >= 0 inside a row (-1 marks padding)")
+        document_start = inside.copy()
+        document_start[:, 1:] &= document_ids[:, 1:] != document_ids[:, :-1]
+        if "position_ids" not in columns:
+            columns["position_ids"] = np.where(
+                inside, np.arange(document_ids.shape[1])[None, :] - word_start_positions(document_start, inside), 0)
+        elif (columns["position_ids"][document_start] != 0).any():
+            raise ValueError("position_ids must restart at 0 where a document starts")
+        labels = np.where(inside & ~document_start, columns["input_ids"], IGNORE_INDEX)
+        batch = {"input_ids": torch.from_numpy(columns["input_ids"]),
+                 "position_ids": torch.from_numpy(columns["position_ids"]),
+                 "labels": torch.from_numpy(labels)}
+        ids = torch.from_numpy(document_ids)
+        batch["attention_mask"] = document_causal_bias(ids) if self.attention_mask_4d else torch.from_numpy(
+            inside.astype(np.int64))
+        if self.return_document_ids:
+            batch["document_ids"] = ids
+        return batch
