@@ -79,9 +79,12 @@ def test_generator_follows_the_original_rule():
     assert (generator.num_hidden_layers, generator.embedding_size) == (12, 768)
     small = ElectraConfig(hidden_size=256, embedding_size=128, num_attention_heads=4, intermediate_size=1024)
     assert small.generator_config().hidden_size == 64 and small.generator_config().num_attention_heads == 1
-    model = ElectraForPreTraining(tiny_config(embedding_size=64))
-    assert model.electra.embeddings.projection is None  # E = H: the discriminator needs no projection
-    assert model.generator.embeddings.projection.weight.shape == (32, 64)  # the generator projects E -> its H
+    for embedding_size in (64, None):  # E = H, given or by default
+        model = ElectraForPreTraining(tiny_config(embedding_size=embedding_size))
+        assert model.electra.embeddings.projection is None  # the discriminator needs no projection
+        assert model.generator.embeddings.projection.weight.shape == (32, 64)  # the generator projects E -> its H
+        assert model.generator_mlm_head.decoder.weight.shape == (TINY["vocab_size"], 64)
+        assert model(**masked_batch()).loss is not None
 
 
 @pytest.mark.parametrize("overrides, message", [

@@ -241,7 +241,7 @@ class ElectraForPreTraining(EncoderTaskModel, ElectraPreTrainedModel):
         self.generator = ElectraModel(generator_config)
         self.generator_mlm_head = MaskedLMHead(
             generator_config.hidden_size, config.vocab_size, generator_config.hidden_act, config.layer_norm_eps,
-            config.embedding_size,
+            generator_config.embedding_size,  # E, tied to the shared word embeddings
         )
         self._share_embeddings()
         # save_pretrained reads the instance's map to store each shared tensor once.
@@ -321,7 +321,8 @@ class ElectraForPreTraining(EncoderTaskModel, ElectraPreTrainedModel):
         if labels is not None:
             check_label_shape(labels, input_ids.shape, "labels")
         if selected is None or not bool(selected.any()):
-            prediction_logits = self.generator_mlm_head(self.generator(input_ids, **segments).last_hidden_state)
+            generator_states = self.generator(input_ids, **segments, return_dict=True).last_hidden_state
+            prediction_logits = self.generator_mlm_head(generator_states)
             corrupted, discriminator_labels = input_ids, None if labels is None else torch.zeros_like(labels)
             # No masked position: nothing to predict or replace. The zero keeps the generator in the
             # graph, so every parameter gets a (zero) gradient, as data-parallel training expects.
