@@ -3,6 +3,9 @@
 A variant's test module builds an :class:`EncoderTester` with its config class and model
 classes and parametrizes the ``check_*`` functions over its heads. A variant whose pretraining
 head needs extra inputs passes ``extra_inputs`` (head -> callable(tester, input_ids) -> dict).
+Variants with other inputs than token ids (ViT's pixels) subclass the tester, override
+:meth:`EncoderTester.inputs`, name their heads' outputs in ``main_outputs`` and run the checks
+that do not depend on padding (loss, gradient flow, save/load, backends).
 """
 
 from __future__ import annotations
@@ -50,12 +53,18 @@ class EncoderTester:
         batch_size: int = 3,
         seq_length: int = 10,
         num_choices: int = 2,
+        main_outputs: dict[str, str] | None = None,
     ) -> None:
         self.config_class = config_class
         self.classes = classes
         self.config_overrides = config_overrides or {}
         self.extra_inputs = extra_inputs or {}
         self.batch_size, self.seq_length, self.num_choices = batch_size, seq_length, num_choices
+        self.main_outputs = {**MAIN_OUTPUT, **(main_outputs or {})}
+
+    def main_output(self, head: str) -> str:
+        """The output ``head`` is judged by (MAIN_OUTPUT, or the variant's own ``main_outputs``)."""
+        return self.main_outputs[head]
 
     def config(self, **overrides):
         return self.config_class(**{**TINY, **self.config_overrides, **overrides})
@@ -121,7 +130,7 @@ def check_forward_shapes(tester: EncoderTester, head: str) -> None:
         "ForQuestionAnswering": (b, t),
         "ForMultipleChoice": (b, tester.num_choices),
     }[head]
-    assert tuple(out[MAIN_OUTPUT[head]].shape) == expected
+    assert tuple(out[tester.main_output(head)].shape) == expected
     assert out.get("loss") is None
 
 
@@ -173,7 +182,7 @@ def check_save_load(tester: EncoderTester, head: str, tmp_path) -> None:
     with torch.no_grad():
         a, b = model(**inputs), reloaded(**inputs)
     # Identical weights; loaded tensors may differ in memory layout, hence ~1e-9 GEMM rounding.
-    torch.testing.assert_close(a[MAIN_OUTPUT[head]], b[MAIN_OUTPUT[head]], atol=1e-6, rtol=0)
+    torch.testing.assert_close(a[tester.main_output(head)], b[tester.main_output(head)], atol=1e-6, rtol=0)
     if hasattr(reloaded, "mlm_head"):
         assert reloaded.mlm_head.decoder.weight is reloaded.get_input_embeddings().weight
 
@@ -183,9 +192,9 @@ def check_backends_agree(tester: EncoderTester, head: str) -> None:
     inputs = tester.inputs(head, labels=False)
     with torch.no_grad():
         model.config._attn_implementation = "eager"
-        eager = model(**inputs)[MAIN_OUTPUT[head]]
+        eager = model(**inputs)[tester.main_output(head)]
         model.config._attn_implementation = "sdpa"
-        sdpa = model(**inputs)[MAIN_OUTPUT[head]]
+        sdpa = model(**inputs)[tester.main_output(head)]
     torch.testing.assert_close(eager, sdpa, atol=1e-5, rtol=0)
 
 
@@ -200,10 +209,10 @@ def check_batch_vs_single(tester: EncoderTester, head: str) -> None:
     model = tester.model(head).eval()
     inputs = tester.inputs(head, labels=False)
     with torch.no_grad():
-        batch_out = model(**inputs)[MAIN_OUTPUT[head]]
+        batch_out = model(**inputs)[tester.main_output(head)]
         for i in range(tester.batch_size):
             length = int(inputs["attention_mask"][i].sum())
-            alone = model(**{k: v[i : i + 1, :length] for k, v in inputs.items()})[MAIN_OUTPUT[head]][0]
+            alone = model(**{k: v[i : i + 1, :length] for k, v in inputs.items()})[tester.main_output(head)][0]
             batched = batch_out[i, :length] if head in TOKEN_LEVEL else batch_out[i]
             torch.testing.assert_close(alone, batched, atol=1e-5, rtol=0)
 
@@ -214,10 +223,10 @@ def check_padding_invariance(tester: EncoderTester, head: str) -> None:
     inputs = tester.inputs(head, labels=False)
     padded = {k: torch.nn.functional.pad(v, (0, 4), value=0) for k, v in inputs.items()}
     with torch.no_grad():
-        base = model(**inputs)[MAIN_OUTPUT[head]]
-        more = model(**padded)[MAIN_OUTPUT[head]]
+        base = model(**inputs)[tester.main_output(head)]
+        more = model(**padded)[tester.main_output(head)]
         model.config.padding_free = True
-        packed = model(**padded)[MAIN_OUTPUT[head]]
+        packed = model(**padded)[tester.main_output(head)]
     if head in TOKEN_LEVEL:
         keep = inputs["attention_mask"].bool()
         base, more, packed = base[keep], more[:, : tester.seq_length][keep], packed[:, : tester.seq_length][keep]

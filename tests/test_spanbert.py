@@ -50,8 +50,9 @@ def test_config_fields_and_validation():
     assert config.vocab_size == 28996
     assert isinstance(AutoConfig.for_model("hfv_spanbert"), SpanBertConfig)
     for bad in (dict(max_span_length=0), dict(sbo_position_embedding_size=-1), dict(sbo_weight=-0.1), dict(hidden_size=30)):
+        config = SpanBertConfig(**bad)  # a config may hold it; the model build refuses it
         with pytest.raises(ValueError, match=next(iter(bad)) if "hidden" not in next(iter(bad)) else "divisible"):
-            SpanBertConfig(**bad)
+            hf_variants.SpanBertModel(config)
 
 
 @pytest.mark.parametrize("name, layers, hidden, vocab", [

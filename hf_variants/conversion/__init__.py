@@ -1,7 +1,8 @@
 """Weights to and from transformers' native classes, from one explicit key map per variant.
 
 - ``from_transformers(model)`` returns the hf-variants model with the same head and identical
-  weights; ``to_transformers(model)`` the reverse.
+  weights; ``to_transformers(model)`` the reverse (``to_transformers(model, transformers_class)``
+  picks the family where several transformers families share the variant's weights).
 - ``OurClass.from_pretrained(<folder or Hub id of a transformers checkpoint>)`` converts on load
   through transformers v5's checkpoint conversion mapping (see :mod:`.hooks`, :mod:`.loading`).
 
@@ -31,10 +32,10 @@ __all__ = [
 
 def _convert(model: PreTrainedModel, pair: ConversionPair, to_ours: bool) -> PreTrainedModel:
     weights = pair.weights
-    config = weights.config_to_ours(model.config) if to_ours else weights.config_to_theirs(model.config)
+    config = weights.config_to_ours(model.config) if to_ours else weights.config_to_family(model.config, pair.theirs.config_class)
     config._attn_implementation = model.config._attn_implementation
     target_class = pair.ours if to_ours else pair.theirs
-    target = target_class(config)
+    target = target_class(config, **(pair.constructor_kwargs(model) if pair.constructor_kwargs else {}))
     state = model.state_dict()
     mapped = pair.adapter.to_ours(state) if to_ours else pair.adapter.to_theirs(state)
     expected = set(target.state_dict())
@@ -43,7 +44,9 @@ def _convert(model: PreTrainedModel, pair: ConversionPair, to_ours: bool) -> Pre
     missing = {k for k in missing if not _is_tied_copy(target, k)}
     if missing:
         raise ValueError(f"converted weights miss {sorted(missing)[:8]}")
-    target.load_state_dict(mapped, strict=False)
+    unexpected = target.load_state_dict(mapped, strict=False).unexpected_keys
+    if unexpected:
+        raise ValueError(f"converted weights have no place in {target_class.__name__}: {sorted(unexpected)[:8]}")
     target.to(dtype=next(model.parameters()).dtype)
     target.train(model.training)
     return target
@@ -61,12 +64,17 @@ def from_transformers(model: PreTrainedModel) -> PreTrainedModel:
     raise ValueError(f"no hf-variants equivalent registered for {type(model).__name__}")
 
 
-def to_transformers(model: PreTrainedModel) -> PreTrainedModel:
-    """hf-variants model -> the transformers class with the same architecture and head."""
+def to_transformers(model: PreTrainedModel, transformers_class: type | None = None) -> PreTrainedModel:
+    """hf-variants model -> the transformers class with the same architecture and head.
+
+    ``transformers_class`` picks one when several transformers families share our weights
+    (``RobertaForMaskedLM`` or ``XLMRobertaForMaskedLM``); by default, the variant's first family.
+    """
     for pair in PAIRS:
-        if type(model) is pair.ours:
+        if type(model) is pair.ours and (transformers_class is None or pair.theirs is transformers_class):
             return _convert(model, pair, to_ours=False)
-    raise ValueError(f"no transformers equivalent registered for {type(model).__name__}")
+    target = "" if transformers_class is None else f" of class {transformers_class.__name__}"
+    raise ValueError(f"no transformers equivalent{target} registered for {type(model).__name__}")
 
 
 def load_pretrained(path_or_id: str, auto_class: type, **kwargs) -> PreTrainedModel:

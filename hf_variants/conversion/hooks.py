@@ -40,10 +40,15 @@ class CheckpointConfigMixin:
 class CheckpointConversionMixin:
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs):
-        load = super().from_pretrained
         if not _IN_PACKAGE:
-            return load(pretrained_model_name_or_path, *model_args, **kwargs)
-        return _loading().load_checked(cls, load, pretrained_model_name_or_path, *model_args, **kwargs)
+            return super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
+        loading = _loading()
+        loader = loading.class_for_loading(cls)  # cls, unless its name would pick transformers' renames
+        load = super(CheckpointConversionMixin, loader).from_pretrained
+        result = loading.load_checked(loader, load, pretrained_model_name_or_path, *model_args, **kwargs)
+        model = result[0] if isinstance(result, tuple) else result
+        model.__class__ = cls  # the loading subclass adds nothing: give back the class asked for
+        return result
 
     def save_pretrained(self, save_directory: str | os.PathLike, *args, **kwargs):
         # Our state dict names are our format; transformers' default (save_original_format=True)

@@ -180,19 +180,28 @@ class KeyMap:
             )
         self._check_no_chains(renames)
         transforms: list[WeightTransform] = list(legacy)
-        transforms += [WeightRenaming(self._anchored(t), o.replace("{i}", r"\1")) for t, o in renames.items()]
+        transforms += [WeightRenaming(self._anchored_at_root(t), o.replace("{i}", r"\1")) for t, o in renames.items()]
         return transforms + converters
+
+    def _anchored_at_root(self, template: str) -> str:
+        """A rename's source: at the start of the key or right after the backbone prefix (either
+        side's), never deeper. transformers applies every matching rename in turn, and our name
+        may end like one of theirs (ViT: ours ``encoder.layers.{i}`` ends with theirs ``layers.{i}``),
+        so a rename matching after any dot would rename our result again."""
+        prefixes = "|".join(re.escape(p + ".") for p in sorted({self.their_prefix, self.our_prefix}) if p)
+        return (rf"^(?:{prefixes})?" if prefixes else "^") + _template_regex(template)
 
     @staticmethod
     def _anchored(template: str) -> str:
         # At the start of the key or right after a dot: "embeddings..." must not match "xembeddings...".
         return r"(?<![^.])" + _template_regex(template)
 
-    @staticmethod
-    def _check_no_chains(renames: dict[str, str]) -> None:
+    def _check_no_chains(self, renames: dict[str, str]) -> None:
         """transformers applies every matching rename in turn: no rename may produce a name
-        another one would rename again."""
+        another one would rename again (bare, or under either backbone prefix)."""
         for source, target in renames.items():
             for other in renames:
-                if other != source and re.search(KeyMap._anchored(other), target.replace("{i}", "0")):
+                pattern = self._anchored_at_root(other)
+                names = [target.replace("{i}", "0")] + [f"{p}.{target.replace('{i}', '0')}" for p in (self.their_prefix, self.our_prefix) if p]
+                if other != source and any(re.search(pattern, name) for name in names):
                     raise ValueError(f"key map rename {source!r} -> {target!r} would be renamed again by {other!r}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from transformers import PreTrainedConfig, PreTrainedModel
+from transformers.conversion_mapping import get_checkpoint_conversion_mapping
 
 from .variant_weights import WEIGHTS
 
@@ -80,6 +81,26 @@ def check_backbone_loaded(
             f"Load it with the class made for it (e.g. transformers.AutoModel.from_pretrained), or build a "
             f"randomly initialised {type(model).__name__} with from_config if that is what you want."
         )
+
+
+_LOADING_CLASSES: dict[type, type] = {}
+
+
+def class_for_loading(cls: type) -> type:
+    """``cls``, or a subclass of it under a name transformers keeps no conversion mapping for.
+
+    transformers looks a model's checkpoint conversion up by class name before model_type. Where
+    one of our classes shares its name with one of transformers' (``hf_variants.ViTModel`` and
+    transformers' ``ViTModel``, whose mapping renames transformers 4 names to transformers 5
+    ones), transformers would apply its renames instead of the key map we register under our
+    model_type, and the bare model would not load a transformers checkpoint. A subclass with
+    another name (same module, nothing added) makes transformers use ours.
+    """
+    if get_checkpoint_conversion_mapping(cls.__name__) is None:
+        return cls
+    if cls not in _LOADING_CLASSES:
+        _LOADING_CLASSES[cls] = type(f"{cls.__name__}WithOwnConversion", (cls,), {"__module__": cls.__module__})
+    return _LOADING_CLASSES[cls]
 
 
 def load_checked(cls: type, load: Callable, pretrained_model_name_or_path, *model_args, **kwargs):

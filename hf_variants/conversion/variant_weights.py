@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import transformers
-from transformers import PreTrainedConfig
+from transformers import PreTrainedConfig, PreTrainedModel
 from transformers.conversion_mapping import register_checkpoint_conversion_mapping
 from transformers.core_model_loading import WeightTransform
 
@@ -39,22 +39,30 @@ class VariantWeights:
     Args:
         config_class: our config class (model_type ``hfv_<variant>``).
         key_map: the one explicit key map (transformers names -> ours).
-        transformers_classes: head suffix -> the transformers class with the same head, for
-            ``from_transformers`` / ``to_transformers`` (heads transformers lacks are left out).
+        transformers_classes: head suffix -> the name of the transformers class with the same head,
+            for ``from_transformers`` / ``to_transformers`` (heads transformers lacks are left out);
+            or a tuple of names, one per transformers family with the same weight names
+            (``("RobertaModel", "XLMRobertaModel")``), the first being ``to_transformers``' default.
         source_model_types: model_types of other checkpoints whose weights follow ``key_map``
             (transformers' "bert"); ``from_pretrained`` translates their config.json. A config.json
             without a model_type (checkpoints from before transformers recorded it) counts as one.
-        config_to_theirs: our config -> the transformers config (ValueError where it has no equivalent).
+        config_to_theirs: our config -> the transformers config of the first family (ValueError
+            where it has no equivalent); :meth:`config_to_family` gives the other families'.
         config_defaults: values set on configs translated from a source format, where ours
             differs from theirs by default or by name.
+        constructor_kwargs: head suffix -> a function of a model giving the arguments beyond the
+            config that rebuild its architecture in the other library (both classes take the same
+            ones, e.g. ViTModel's ``add_pooling_layer`` / ``use_mask_token``); heads not listed
+            need none.
     """
 
     config_class: type
     key_map: KeyMap
-    transformers_classes: dict[str, str]
+    transformers_classes: dict[str, str | tuple[str, ...]]
     source_model_types: tuple[str, ...]
     config_to_theirs: Callable[[PreTrainedConfig], PreTrainedConfig]
     config_defaults: dict[str, Any] = field(default_factory=dict)
+    constructor_kwargs: dict[str, Callable[[PreTrainedModel], dict]] = field(default_factory=dict)
 
     @property
     def model_type(self) -> str:
@@ -65,6 +73,21 @@ class VariantWeights:
 
     def checkpoint_conversion(self) -> list[WeightTransform]:
         return self.key_map.checkpoint_conversion()
+
+    def transformers_class_names(self, head: str) -> tuple[str, ...]:
+        """The transformers classes (names, default first) with the same head as our ``head``."""
+        names = self.transformers_classes[head]
+        return (names,) if isinstance(names, str) else tuple(names)
+
+    def config_to_family(self, config: PreTrainedConfig, config_class: type) -> PreTrainedConfig:
+        """Our config -> ``config_class``, the config class of one of our transformers families
+        (the target model's ``config_class``). Families share weight names and config fields
+        (``XLMRobertaConfig`` and ``RobertaConfig``), so another family's config is the first
+        family's, read by its own class."""
+        theirs = self.config_to_theirs(config)
+        if type(theirs) is config_class:
+            return theirs
+        return config_class(**shared_config_fields(theirs, config_class))
 
     def config_dict_to_ours(self, config_dict: dict) -> dict:
         """A source checkpoint's config.json contents -> the arguments of our config class:
@@ -82,12 +105,14 @@ class VariantWeights:
 
 @dataclass
 class ConversionPair:
-    """Our class <-> transformers class, with the adapter and the variant's config translators."""
+    """Our class <-> transformers class, with the adapter and the variant's config translators;
+    ``constructor_kwargs(model)``: the arguments beyond the config that rebuild ``model`` (or None)."""
 
     ours: type
     theirs: type
     adapter: StateDictAdapter
     weights: VariantWeights
+    constructor_kwargs: Callable[[PreTrainedModel], dict] | None = None
 
 
 # Our model_type -> its weights; every (ours, theirs) pair, in registration order.
@@ -100,17 +125,22 @@ def register_weights(weights: VariantWeights, classes: dict[str, type]) -> None:
 
     ``classes``: head suffix ("Model", "ForMaskedLM", ...) -> our class (a VariantSpec's
     ``classes``). The first variant registered for a transformers class answers
-    ``from_transformers`` for it. Registering again (a module reload) replaces the earlier registration.
+    ``from_transformers`` for it; an our class with several transformers families gets one pair
+    per family, default family first. Registering again (a module reload) replaces the earlier
+    registration.
     """
     WEIGHTS[weights.model_type] = weights
     register_checkpoint_conversion_mapping(weights.model_type, weights.checkpoint_conversion(), overwrite=True)
     PAIRS[:] = [p for p in PAIRS if p.weights.model_type != weights.model_type]
-    for suffix, their_name in weights.transformers_classes.items():
-        PAIRS.append(
-            ConversionPair(
-                ours=classes[suffix],
-                theirs=getattr(transformers, their_name),
-                adapter=weights.adapter(suffix),
-                weights=weights,
+    for suffix in weights.transformers_classes:
+        adapter = weights.adapter(suffix)
+        for their_name in weights.transformers_class_names(suffix):
+            PAIRS.append(
+                ConversionPair(
+                    ours=classes[suffix],
+                    theirs=getattr(transformers, their_name),
+                    adapter=adapter,
+                    weights=weights,
+                    constructor_kwargs=weights.constructor_kwargs.get(suffix),
+                )
             )
-        )

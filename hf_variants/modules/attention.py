@@ -6,6 +6,13 @@ bias, ALiBi-style biases) and the padding-free layout. Backends: ``eager`` (expl
 can return the attention probabilities) and ``sdpa`` (``torch.nn.functional.scaled_dot_product_attention``).
 Variants with a different score function (Transformer-XL/XLNet relative attention with
 ``r_w``/``r_r`` biases) subclass it and override :meth:`MultiHeadAttention.attend`.
+
+Per-layer state: a transformers ``Cache`` (``past_key_values``) grows the self-attention keys and
+values one generation step at a time and keeps the encoder's cross-attention keys/values after the
+first step (``EncoderDecoderCache``); a ``memory`` (B, M, H) of earlier states (Transformer-XL/
+XLNet ``mems``) is prepended to the keys and values but never queried. Whenever keys outnumber
+queries (cache or memory), query i is the (S - T + i)-th key position and causal masking aligns
+to the bottom right: it sees keys 0..S-T+i.
 """
 
 from __future__ import annotations
@@ -15,6 +22,8 @@ import math
 import torch
 from torch import nn
 from torch.nn import functional as F
+
+from transformers.cache_utils import Cache, EncoderDecoderCache
 
 from .dropout import dropout as apply_dropout
 from .padding import UnpaddedBatch, additive_mask, gather_positions
@@ -27,12 +36,16 @@ def make_attention_bias(
     dtype: torch.dtype,
     causal: bool = False,
     query_length: int | None = None,
+    key_length: int | None = None,
+    device: torch.device | None = None,
 ) -> torch.Tensor | None:
     """Turn a (B, S) keep-mask into an additive bias broadcastable to (B, heads, T, S).
 
     Returns None when nothing is masked (lets SDPA pick its fastest kernel). Masked positions get
     the most negative finite value of ``dtype`` rather than -inf so a fully masked row stays
-    finite (as transformers does).
+    finite (as transformers does). With ``causal``, the T queries are the last T of the S keys
+    (S - T cached or memory positions come first): query i sees keys 0..S-T+i. Without a mask,
+    S is ``key_length`` (default T).
     """
     if attention_mask is None and not causal:
         return None
@@ -41,9 +54,10 @@ def make_attention_bias(
     if attention_mask is not None and not bool(attention_mask.all()):
         bias = additive_mask(~attention_mask[:, None, None, :].to(torch.bool), dtype)
     if causal:
-        key_length = attention_mask.shape[-1] if attention_mask is not None else query_length
+        if attention_mask is not None:
+            key_length, device = attention_mask.shape[-1], attention_mask.device
+        key_length = key_length or query_length
         query_length = query_length or key_length
-        device = attention_mask.device if attention_mask is not None else None
         # Query i (the last `query_length` positions of the keys) may see keys 0..offset+i.
         offset = key_length - query_length
         future = torch.ones(query_length, key_length, dtype=torch.bool, device=device).triu(offset + 1)
@@ -63,6 +77,7 @@ class MultiHeadAttention(nn.Module):
         cross_attention: keys/values come from ``key_value_states`` instead of the input.
         key_value_size: width of ``key_value_states`` (defaults to H).
         scale: score scale; defaults to 1/sqrt(head_dim) (T5 uses 1.0).
+        layer_idx: the depth of this module in its stack: where it reads and writes a Cache.
     """
 
     def __init__(
@@ -75,8 +90,10 @@ class MultiHeadAttention(nn.Module):
         cross_attention: bool = False,
         key_value_size: int | None = None,
         scale: float | None = None,
+        layer_idx: int | None = None,
     ) -> None:
         super().__init__()
+        self.layer_idx = layer_idx
         if head_dim is None:
             if hidden_size % num_heads != 0:
                 raise ValueError(
@@ -124,21 +141,87 @@ class MultiHeadAttention(nn.Module):
             query, key, value = qkv.chunk(3, dim=-1)
         return self._split_heads(query), self._split_heads(key), self._split_heads(value)
 
+    def _project_split(
+        self, query_input: torch.Tensor, key_value_input: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Self-attention projections from different inputs: queries from ``query_input`` (B, M, H),
+        keys and values from ``key_value_input`` (B, S, H). The fused weight's query rows and
+        key/value rows are used separately (views, no copy)."""
+        weight, bias = self.qkv.weight, self.qkv.bias
+        inner = self.inner_size
+        query = F.linear(query_input, weight[:inner], None if bias is None else bias[:inner])
+        key, value = F.linear(key_value_input, weight[inner:], None if bias is None else bias[inner:]).chunk(2, dim=-1)
+        return self._split_heads(query), self._split_heads(key), self._split_heads(value)
+
     def project_selected_queries(
         self, hidden_states: torch.Tensor, query_positions: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Self-attention keys/values at every position but queries only at ``query_positions``:
         hidden (B, T, H), positions (B, M) -> query (B, heads, M, D), key and value (B, heads, T, D).
+        The queries nobody reads are never projected."""
+        return self._project_split(gather_positions(hidden_states, query_positions), hidden_states)
 
-        The fused weight's query rows and key/value rows are used separately (views, no copy), so
-        the queries nobody reads are never projected.
-        """
-        weight, bias = self.qkv.weight, self.qkv.bias
-        inner = self.inner_size
-        selected = gather_positions(hidden_states, query_positions)
-        query = F.linear(selected, weight[:inner], None if bias is None else bias[:inner])
-        key, value = F.linear(hidden_states, weight[inner:], None if bias is None else bias[inner:]).chunk(2, dim=-1)
-        return self._split_heads(query), self._split_heads(key), self._split_heads(value)
+    def project_with_memory(
+        self, hidden_states: torch.Tensor, memory: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Queries from the current segment (B, T, H) only; keys and values from the memory
+        (B, M, H) followed by the segment: (B, heads, T, D) and twice (B, heads, M + T, D)."""
+        return self._project_split(hidden_states, torch.cat([memory.to(hidden_states.dtype), hidden_states], dim=1))
+
+    def _cached_cross_key_value(
+        self, past_key_values: Cache | None, layer_idx: int | None
+    ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """The encoder keys/values this layer stored on an earlier generation step, or None."""
+        if not (self.cross_attention and isinstance(past_key_values, EncoderDecoderCache)):
+            return None
+        if not past_key_values.is_updated.get(layer_idx):
+            return None
+        layer = past_key_values.cross_attention_cache.layers[layer_idx]
+        return layer.keys, layer.values
+
+    def _update_cache(
+        self, past_key_values: Cache, layer_idx: int, key: torch.Tensor, value: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Self-attention: append this step's keys/values (B, h, T, D) and return all (B, h, past+T, D).
+        Cross-attention: store the encoder's keys/values once (EncoderDecoderCache only)."""
+        if not self.cross_attention:
+            if isinstance(past_key_values, EncoderDecoderCache):
+                past_key_values = past_key_values.self_attention_cache
+            return past_key_values.update(key, value, layer_idx)
+        if isinstance(past_key_values, EncoderDecoderCache):
+            key, value = past_key_values.cross_attention_cache.update(key, value, layer_idx)
+            past_key_values.is_updated[layer_idx] = True
+        return key, value
+
+    def _check_state_arguments(
+        self,
+        hidden_states: torch.Tensor,
+        past_key_values: Cache | None,
+        layer_idx: int | None,
+        memory: torch.Tensor | None,
+        unpadded: UnpaddedBatch | None,
+    ) -> None:
+        if past_key_values is None and memory is None:
+            return
+        if unpadded is not None:
+            raise ValueError("past_key_values and memory need the padded layout; run this batch padded")
+        if past_key_values is not None:
+            if not isinstance(past_key_values, Cache):
+                raise ValueError(
+                    f"past_key_values must be a transformers Cache (e.g. DynamicCache), got {type(past_key_values).__name__}"
+                )
+            if layer_idx is None:
+                raise ValueError("a cache needs the layer index: pass layer_idx (LayerStack passes the depth)")
+        if memory is not None:
+            if self.cross_attention:
+                raise ValueError("memory is prepended to self-attention keys; cross-attention takes none")
+            if past_key_values is not None:
+                raise ValueError("pass either past_key_values or memory, not both")
+            if memory.dim() != 3 or memory.shape[0] != hidden_states.shape[0] or memory.shape[2] != hidden_states.shape[2]:
+                raise ValueError(
+                    f"memory has shape {tuple(memory.shape)}, expected (batch={hidden_states.shape[0]}, M, "
+                    f"hidden={hidden_states.shape[2]})"
+                )
 
     def attend(
         self,
@@ -151,31 +234,35 @@ class MultiHeadAttention(nn.Module):
         attn_implementation: str,
         output_attentions: bool,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Attention proper. query (B, h, T, D), key/value (B, h, S, D) -> ((B, h, T, D), probs or None)."""
+        """Attention proper. query (B, h, T, D), key/value (B, h, S, D) -> ((B, h, T, D), probs or None).
+
+        With S > T (cached or memory keys first), ``is_causal`` lets query i see keys 0..S-T+i.
+        """
         bias = attention_bias
         if position_bias is not None:
             bias = position_bias if bias is None else bias + position_bias
+        query_length, key_length = query.shape[2], key.shape[2]
+        # One query is the last position (bottom-right alignment): it sees every key, so a
+        # generation step needs no causal mask.
+        is_causal = is_causal and query_length > 1
         dropout = self.dropout if self.training else 0.0
         # SDPA on CPU has no fused dropout: with dropout it runs the same explicit softmax as below,
         # but draws its mask with the slower bernoulli_ (see dropout.py), so training uses ours.
         sdpa_is_faster = dropout == 0.0 or query.device.type != "cpu"
         if attn_implementation == "sdpa" and not output_attentions and sdpa_is_faster:
-            use_causal_flag = is_causal and bias is None
-            if is_causal and bias is not None:
-                bias = bias + make_attention_bias(None, query.dtype, causal=True, query_length=query.shape[2]).to(
-                    bias.device
-                )
+            # SDPA's own causal flag aligns the mask top-left: right only for square score matrices.
+            use_causal_flag = is_causal and bias is None and query_length == key_length
+            if is_causal and not use_causal_flag:
+                bias = _with_causal_bias(bias, query_length, key_length, query.dtype, query.device)
             context = F.scaled_dot_product_attention(
                 query, key, value, attn_mask=bias, dropout_p=dropout, is_causal=use_causal_flag, scale=self.scale
             )
             return context, None
         scores = torch.matmul(query, key.transpose(-1, -2)) * self.scale
+        if is_causal:
+            bias = _with_causal_bias(bias, query_length, key_length, scores.dtype, scores.device)
         if bias is not None:
             scores = scores + bias
-        if is_causal:
-            scores = scores + make_attention_bias(None, scores.dtype, causal=True, query_length=query.shape[2]).to(
-                scores.device
-            )
         probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
         context = torch.matmul(apply_dropout(probs, dropout, self.training), value)
         return context, probs
@@ -210,25 +297,39 @@ class MultiHeadAttention(nn.Module):
         attn_implementation: str = "sdpa",
         output_attentions: bool = False,
         query_positions: torch.Tensor | None = None,
+        past_key_values: Cache | None = None,
+        layer_idx: int | None = None,
+        memory: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Attend.
 
         Args:
             hidden_states: (B, T, H), or (total_tokens, H) when ``unpadded`` describes the batch.
-            attention_bias: additive (B, 1, 1|T, S) bias from :func:`make_attention_bias`; must be None
-                for self-attention over a packed batch (``unpadded`` defines its padding).
+            attention_bias: additive (B, 1, 1|T, S) bias from :func:`make_attention_bias`; S counts
+                every key: cached and memory positions included. Must be None for self-attention
+                over a packed batch (``unpadded`` defines its padding).
             key_value_states: (B, S, H_kv) encoder states for cross-attention.
             position_bias: additive (1|B, heads, T, S) relative-position bias.
-            is_causal: mask future positions.
+            is_causal: mask future positions (bottom-right aligned when S > T).
             unpadded: set on the padding-free path; input and output are then packed.
             query_positions: (B, M) positions to attend from (e.g. [CLS] only, or the masked
                 tokens), for heads that read nothing else; the output is then (B, M, H). Padded
                 layout, self-attention without a position bias only.
+            past_key_values: a transformers Cache. Self-attention appends this call's keys/values to
+                layer ``layer_idx`` and attends over all of them; cross-attention (with an
+                ``EncoderDecoderCache``) projects the encoder states on the first call only.
+            layer_idx: the depth of this call in the stack (defaults to ``self.layer_idx``, which
+                LayerStack sets; a module shared across depths gets the depth per call).
+            memory: (B, M, H) earlier states (no gradient expected) prepended to the keys and
+                values of self-attention, never queried (Transformer-XL/XLNet ``mems``).
         Returns:
             (output with the layout of ``hidden_states``, attention probabilities (B, h, T, S) or None).
         """
         if attn_implementation not in ATTENTION_BACKENDS:
             raise ValueError(f"attn_implementation must be one of {ATTENTION_BACKENDS}, got {attn_implementation!r}")
+        if layer_idx is None:
+            layer_idx = getattr(self, "layer_idx", None)
+        stateful = past_key_values is not None or memory is not None
         if unpadded is not None and attention_bias is not None and not self.cross_attention:
             # The packed batch carries its padding in `unpadded`; any other bias is defined in padded
             # coordinates and would be ignored by the bucketed path: refuse it rather than drop it.
@@ -238,19 +339,34 @@ class MultiHeadAttention(nn.Module):
                 "padded layout (BatchLayout.plan does this)"
             )
         if query_positions is not None and (
-            self.cross_attention or unpadded is not None or is_causal or position_bias is not None
+            self.cross_attention or unpadded is not None or is_causal or position_bias is not None or stateful
         ):
-            raise ValueError("query_positions needs padded, non-causal self-attention without a position bias")
+            raise ValueError(
+                "query_positions needs padded, non-causal, stateless self-attention without a position bias"
+            )
+        self._check_state_arguments(hidden_states, past_key_values, layer_idx, memory, unpadded)
         if unpadded is not None and unpadded.total_tokens > 0 and not (
             self.cross_attention or position_bias is not None or output_attentions
         ):
             return self._attend_bucketed(hidden_states, unpadded, is_causal, attn_implementation), None
+        cached_cross = self._cached_cross_key_value(past_key_values, layer_idx)
         if query_positions is not None:
             query, key, value = self.project_selected_queries(hidden_states, query_positions)
+        elif memory is not None:
+            query, key, value = self.project_with_memory(hidden_states, memory)
+        elif cached_cross is not None:
+            query, (key, value) = self._split_heads(self.query(hidden_states)), cached_cross
         else:
             query, key, value = self.project(hidden_states, key_value_states, unpadded)
         if unpadded is not None and not self.cross_attention:
             attention_bias = unpadded.attention_bias(query.dtype)  # re-padded around the kernel: mask the padding
+        if past_key_values is not None and cached_cross is None:
+            key, value = self._update_cache(past_key_values, layer_idx, key, value)
+        if attention_bias is not None and attention_bias.shape[-1] not in (1, key.shape[2]):
+            raise ValueError(
+                f"attention_bias covers {attention_bias.shape[-1]} keys but there are {key.shape[2]} "
+                "(cached and memory positions count; build the mask over all of them)"
+            )
         context, probs = self.attend(
             query, key, value, attention_bias, position_bias, is_causal, attn_implementation, output_attentions
         )
@@ -259,3 +375,15 @@ class MultiHeadAttention(nn.Module):
         if unpadded is not None:
             context = unpadded.unpad(context)
         return self.out(context), probs
+
+
+def _with_causal_bias(
+    bias: torch.Tensor | None, query_length: int, key_length: int, dtype: torch.dtype, device: torch.device
+) -> torch.Tensor:
+    """``bias`` plus the bottom-right aligned causal mask (T, S), clamped so it stays finite."""
+    causal = make_attention_bias(
+        None, dtype, causal=True, query_length=query_length, key_length=key_length, device=device
+    )
+    if bias is None:
+        return causal
+    return (bias + causal).clamp(min=torch.finfo(dtype).min)

@@ -11,9 +11,21 @@ hooks where it differs:
   norm type, biases, gated FFN, attention scale, sharing);
 - :meth:`TransformerBackbone.build_pooler`: BERT's pooler or none.
 
+Embeddings whose main input is not token ids (ViT's ``pixel_values``) declare it as
+``main_input_name`` and build the whole (B, T, H) sequence themselves; the variant's ``forward``
+embeds and hands the sequence to :meth:`TransformerBackbone.forward_embedded` (same layer stack,
+layout planning and pooler as the token path).
+
 The summary token (``config.summary_type``: first, last, last real token, mean) is what the pooler
 and every sequence-level head read; causal attention comes from ``config.is_decoder``; the
 packed-vs-padded layout is planned once per forward by :class:`~hf_variants.modules.layout.BatchLayout`.
+
+Per-layer state: a DecoderBackbone (decoder.py: overrides :meth:`TransformerBackbone.prepare_cache`
+and :meth:`TransformerBackbone.default_position_ids`) reads and extends a transformers ``Cache``
+(``past_key_values``, ``use_cache``) and continues positions after the cached ones; layers with
+cross-attention attend to ``encoder_hidden_states``; a
+:class:`~hf_variants.modules.memory.SegmentMemory` (Transformer-XL/XLNet ``mems``) prepends each
+layer's memory to its keys and values. Cache and memory run padded.
 """
 
 from __future__ import annotations
@@ -21,14 +33,17 @@ from __future__ import annotations
 import torch
 from torch import nn
 from transformers import PreTrainedModel
+from transformers.cache_utils import Cache
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
 from ..conversion.hooks import CheckpointConversionMixin
 from ..hub.save_hook import RemoteCodeMixin
 from .embeddings import TransformerEmbeddings
 from .encoder import LayerSpec, LayerStack
+from .attention import make_attention_bias
 from .heads import MaskedLMHead, Pooler, summarize, summary_positions
 from .layout import BatchLayout
+from .memory import SegmentMemory
 from .norms import RMSNorm
 from .padding import gather_positions
 
@@ -113,6 +128,11 @@ class TransformerBackbone:
         output_positions_mask: torch.Tensor | None = None,
         reads_padding: bool = False,
         attention_bias: torch.Tensor | None = None,
+        past_key_values: Cache | None = None,
+        use_cache: bool | None = None,
+        encoder_hidden_states: torch.Tensor | None = None,
+        encoder_attention_mask: torch.Tensor | None = None,
+        memories: SegmentMemory | None = None,
         **kwargs,
     ) -> BaseModelOutputWithPooling | tuple:
         """Encode a batch.
@@ -132,35 +152,166 @@ class TransformerBackbone:
             reads_padding: the caller reads states at padding positions (runs padded).
             attention_bias: an extra additive bias broadcastable to (B, heads, T, T) (a permutation
                 or document mask); runs padded.
+            past_key_values: (decoders) a Cache from an earlier call, extended in place and
+                returned; ``attention_mask`` then covers past + T positions, (B, past + T).
+            use_cache: (decoders) create and return a cache (default ``config.use_cache``).
+            encoder_hidden_states: (B, S, H) encoder output for cross-attention layers, with
+                ``encoder_attention_mask`` (B, S).
+            memories: a SegmentMemory (one (B, M, H) tensor per layer, or none yet) prepended to
+                each layer's keys/values; ``attention_mask`` covers the T new positions only.
+                The next memories are read from ``memories.updated()``.
             kwargs: further embedding inputs named by the embeddings' ``extra_input_names``.
         Returns:
             BaseModelOutputWithPooling: last_hidden_state (B, T, H), pooler_output (B, H) or None,
             hidden_states (layers+1 of (B, T, H)) and attentions (layers of (B, heads, T, T)) if asked.
             When the batch runs packed (see layout.py), outputs at padding positions are exactly zero.
         """
-        config = self.config
-        output_attentions = bool(output_attentions if output_attentions is not None else config.output_attentions)
-        output_hidden_states = bool(
-            output_hidden_states if output_hidden_states is not None else config.output_hidden_states
+        output_attentions, output_hidden_states, return_dict = self._output_flags(
+            output_attentions, output_hidden_states, return_dict
         )
-        return_dict = return_dict if return_dict is not None else config.return_dict
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("pass exactly one of input_ids or inputs_embeds")
         batch, length = input_ids.shape if input_ids is not None else inputs_embeds.shape[:2]
         device = input_ids.device if input_ids is not None else inputs_embeds.device
+        past_key_values = self.prepare_cache(past_key_values, use_cache)
+        past_length = past_key_values.get_seq_length() if past_key_values is not None else 0
+        self._check_state_inputs(encoder_hidden_states, memories, past_key_values, batch)
         extra_inputs = {name: kwargs[name] for name in self.embeddings.extra_input_names if kwargs.get(name) is not None}
-        per_token = {"attention_mask": attention_mask, "token_type_ids": token_type_ids, "position_ids": position_ids}
+        per_token = {"token_type_ids": token_type_ids, "position_ids": position_ids}
         for name, tensor in {**per_token, **extra_inputs}.items():
             if tensor is not None and tuple(tensor.shape) != (batch, length):
                 raise ValueError(f"{name} has shape {tuple(tensor.shape)}, expected {(batch, length)} like input_ids")
-        self.embeddings.check_inputs(input_ids, token_type_ids, position_ids, length)
+        if attention_mask is not None and tuple(attention_mask.shape) != (batch, past_length + length):
+            cached = f" (cached positions {past_length} + new tokens {length})" if past_length else " like input_ids"
+            raise ValueError(
+                f"attention_mask has shape {tuple(attention_mask.shape)}, expected {(batch, past_length + length)}{cached}"
+            )
+        self.embeddings.check_inputs(input_ids, token_type_ids, position_ids, past_length + length)
         if position_ids is None:
-            position_ids = self.embeddings.default_position_ids(input_ids, attention_mask, batch, length, device)
+            position_ids = self.default_position_ids(input_ids, attention_mask, past_length, batch, length, device)
+        mask_of_new_tokens = attention_mask[:, past_length:] if attention_mask is not None else None
+        if memories is not None:
+            attention_mask = memories.extend_attention_mask(attention_mask)
 
+        layout, summary = self._plan_layout(
+            attention_mask,
+            batch,
+            length,
+            device,
+            self.embeddings.word_embeddings.weight.dtype,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            summary_mask=mask_of_new_tokens,
+            stateful=past_key_values is not None or memories is not None,
+            padding_free=padding_free,
+            summary_only=summary_only,
+            output_positions=output_positions,
+            output_positions_mask=output_positions_mask,
+            reads_padding=reads_padding,
+            attention_bias=attention_bias,
+        )
+        hidden_states = self.embeddings(
+            layout.to_packed(input_ids),
+            layout.to_packed(position_ids),
+            layout.to_packed(token_type_ids),
+            layout.to_packed(inputs_embeds),
+            **{name: layout.to_packed(value) for name, value in extra_inputs.items()},
+        )
+        layer_state = dict(
+            past_key_values=past_key_values,
+            memories=memories,
+            encoder_hidden_states=encoder_hidden_states,
+            encoder_attention_bias=make_attention_bias(encoder_attention_mask, hidden_states.dtype),
+        )
+        return self._run_layers(
+            hidden_states, layout, mask_of_new_tokens, summary, output_attentions, output_hidden_states, return_dict,
+            **layer_state,
+        )
+
+    def forward_embedded(
+        self,
+        embeddings: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        summary_only: bool = False,
+        output_positions: torch.Tensor | None = None,
+    ) -> BaseModelOutputWithPooling | tuple:
+        """The layer stack and pooler over a sequence the embeddings module built from another main
+        input than token ids (ViT's ``pixel_values``: patches, [CLS] and positions are all its own).
+
+        A backbone whose embeddings declare ``main_input_name != "input_ids"`` defines its own
+        ``forward(<main input>, ...)``, embeds, and calls this. Args as :meth:`forward`;
+        ``embeddings`` (B, T, H) with its ``attention_mask`` (B, T) or None (nothing masked).
+        Returns what :meth:`forward` returns.
+        """
+        config = self.config
+        output_attentions, output_hidden_states, return_dict = self._output_flags(
+            output_attentions, output_hidden_states, return_dict
+        )
+        if embeddings.dim() != 3 or embeddings.shape[-1] != config.hidden_size:
+            raise ValueError(f"embeddings must be (batch, length, {config.hidden_size}), got {tuple(embeddings.shape)}")
+        batch, length = embeddings.shape[:2]
+        if attention_mask is not None and tuple(attention_mask.shape) != (batch, length):
+            raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)}, expected {(batch, length)}")
+        layout, summary = self._plan_layout(
+            attention_mask,
+            batch,
+            length,
+            embeddings.device,
+            embeddings.dtype,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            summary_mask=attention_mask,
+            summary_only=summary_only,
+            output_positions=output_positions,
+        )
+        return self._run_layers(
+            layout.to_packed(embeddings), layout, attention_mask, summary, output_attentions, output_hidden_states,
+            return_dict,
+        )
+
+    def _output_flags(
+        self, output_attentions: bool | None, output_hidden_states: bool | None, return_dict: bool | None
+    ) -> tuple[bool, bool, bool]:
+        """The call's flags, the config's where the call leaves them None."""
+        config = self.config
+        return (
+            bool(output_attentions if output_attentions is not None else config.output_attentions),
+            bool(output_hidden_states if output_hidden_states is not None else config.output_hidden_states),
+            return_dict if return_dict is not None else config.return_dict,
+        )
+
+    def _plan_layout(
+        self,
+        attention_mask: torch.Tensor | None,
+        batch: int,
+        length: int,
+        device: torch.device,
+        dtype: torch.dtype,
+        *,
+        output_attentions: bool,
+        output_hidden_states: bool,
+        summary_mask: torch.Tensor | None,
+        stateful: bool = False,
+        padding_free: bool | None = None,
+        summary_only: bool = False,
+        output_positions: torch.Tensor | None = None,
+        output_positions_mask: torch.Tensor | None = None,
+        reads_padding: bool = False,
+        attention_bias: torch.Tensor | None = None,
+    ) -> tuple[BatchLayout, torch.Tensor | None]:
+        """(the batch's layout, the (B, 1) summary positions, or None when nothing reads them or for "mean"); see :meth:`forward`.
+
+        ``summary_mask`` (B, T): the padding mask of the T new tokens (where the summary token is
+        looked for); ``stateful``: a cache or memories add keys the packed layout has no slot for.
+        """
+        config = self.config
         wants_all_layers = output_hidden_states or output_attentions
         summary = None  # (B, 1) summary-token positions, when something reads them
         if self.pooler is not None or summary_only:
-            summary = summary_positions(config.summary_type, attention_mask, batch, length, device)
+            summary = summary_positions(config.summary_type, summary_mask, batch, length, device)
         if self.pooler is not None and summary is not None and output_positions is None and not wants_all_layers:
             summary_read = summary  # the pooler reads the summary token: a layout must compute it
         else:
@@ -171,22 +322,33 @@ class TransformerBackbone:
             attention_mask,
             batch,
             length,
-            self.embeddings.word_embeddings.weight.dtype,
+            dtype,
             padding_free=config.padding_free if padding_free is None else padding_free,
-            output_positions=None if wants_all_layers else output_positions,
+            # The selected-query kernel takes no cache or memory: stateful calls compute every position.
+            output_positions=None if wants_all_layers or stateful else output_positions,
             output_positions_mask=output_positions_mask,
             extra_bias=attention_bias,
-            reads_padding=reads_padding or _reads_padding(attention_mask, summary_read),
+            reads_padding=reads_padding or _reads_padding(summary_mask, summary_read),
             is_causal=config.is_decoder,
-            needs_padded=wants_all_layers,
+            # A cache or a memory adds keys the packed layout has no slot for.
+            needs_padded=wants_all_layers or stateful,
         )
-        hidden_states = self.embeddings(
-            layout.to_packed(input_ids),
-            layout.to_packed(position_ids),
-            layout.to_packed(token_type_ids),
-            layout.to_packed(inputs_embeds),
-            **{name: layout.to_packed(value) for name, value in extra_inputs.items()},
-        )
+        return layout, summary
+
+    def _run_layers(
+        self,
+        hidden_states: torch.Tensor,
+        layout: BatchLayout,
+        summary_mask: torch.Tensor | None,
+        summary: torch.Tensor | None,
+        output_attentions: bool,
+        output_hidden_states: bool,
+        return_dict: bool,
+        past_key_values: Cache | None = None,
+        **layer_state,
+    ) -> BaseModelOutputWithPooling | tuple:
+        """Embedded inputs (in ``layout``) -> layer stack -> pooler -> the model output.
+        ``layer_state``: memories and the encoder states / bias of cross-attention, for the stack."""
         computed_positions = layout.output_positions  # (B, M) or None: what last_hidden_state will hold
         if self.encoder.num_layers == 0:
             layout.output_positions = None  # no layer to skip work in: gathered below
@@ -196,20 +358,63 @@ class TransformerBackbone:
             output_hidden_states=output_hidden_states,
             output_attentions=output_attentions,
             attn_implementation=self.attention_backend,
+            past_key_values=past_key_values,
+            **layer_state,
         )
         hidden_states = layout.to_padded(hidden_states)
         if self.encoder.num_layers == 0 and computed_positions is not None:
             hidden_states = gather_positions(hidden_states, computed_positions)
         pooled = None
         if self.pooler is not None:
-            pooled = self.pooler(self._summary(hidden_states, attention_mask, summary, computed_positions))
-        output = BaseModelOutputWithPooling(
-            last_hidden_state=hidden_states,
-            pooler_output=pooled,
-            hidden_states=tuple(all_hidden) if output_hidden_states else None,
-            attentions=tuple(all_attentions) if output_attentions else None,
+            pooled = self.pooler(self._summary(hidden_states, summary_mask, summary, computed_positions))
+        output = self.build_output(
+            hidden_states,
+            pooled,
+            tuple(all_hidden) if output_hidden_states else None,
+            tuple(all_attentions) if output_attentions else None,
+            past_key_values,
         )
         return output if return_dict else output.to_tuple()
+
+    def build_output(self, last_hidden_state, pooler_output, hidden_states, attentions, past_key_values):
+        """The forward's ModelOutput (decoders return transformers' decoder output type)."""
+        return BaseModelOutputWithPooling(
+            last_hidden_state=last_hidden_state,
+            pooler_output=pooler_output,
+            hidden_states=hidden_states,
+            attentions=attentions,
+        )
+
+    # ------------------------------------------------------------------ per-layer state
+    @property
+    def has_cross_attention(self) -> bool:
+        return self.encoder.num_layers > 0 and self.encoder.layer_at(0).cross_attention is not None
+
+    def default_position_ids(
+        self, input_ids: torch.Tensor | None, attention_mask: torch.Tensor | None, past_length: int, batch: int,
+        length: int, device,
+    ) -> torch.Tensor:
+        """(B, T) positions when the caller passes none: the embeddings' default (decoders continue
+        after the cached positions, see DecoderBackbone)."""
+        return self.embeddings.default_position_ids(input_ids, attention_mask, batch, length, device)
+
+    def prepare_cache(self, past_key_values: Cache | None, use_cache: bool | None) -> Cache | None:
+        """The cache this call reads and extends. Encoders keep none; DecoderBackbone overrides this."""
+        if past_key_values is not None or use_cache:
+            raise ValueError(f"{type(self).__name__} keeps no cache: past_key_values / use_cache need a DecoderBackbone")
+        return None
+
+    def _check_state_inputs(
+        self, encoder_hidden_states: torch.Tensor | None, memories: SegmentMemory | None, past_key_values, batch: int
+    ) -> None:
+        if encoder_hidden_states is not None and not self.has_cross_attention:
+            raise ValueError("encoder_hidden_states were given but this model has no cross-attention layers")
+        if self.has_cross_attention and encoder_hidden_states is None:
+            raise ValueError("this decoder attends to an encoder: pass encoder_hidden_states")
+        if memories is not None:
+            if past_key_values is not None:
+                raise ValueError("pass either memories or a cache (past_key_values / use_cache=True), not both")
+            memories.check_batch(batch, self.config.hidden_size)
 
     def _summary(
         self,

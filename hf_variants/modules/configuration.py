@@ -91,3 +91,50 @@ class TransformerConfig(CheckpointConfigMixin, PreTrainedConfig):
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
         if self.pad_token_id is not None and not 0 <= self.pad_token_id < self.vocab_size:
             raise ValueError(f"pad_token_id {self.pad_token_id} is outside the vocabulary (vocab_size={self.vocab_size})")
+
+
+@strict
+class DecoderConfig(TransformerConfig):
+    """The fields a generating decoder adds (decoder-only variants: GPT). Read by DecoderBackbone
+    and by transformers' ``generate()`` (the token ids seed the model's generation_config)."""
+
+    is_decoder: bool = True  # causal self-attention
+    use_cache: bool = True  # keep past keys/values (a transformers Cache) between generation steps
+    add_cross_attention: bool = False  # layers also attend to an encoder's states (set on an encoder-decoder's decoder)
+    bos_token_id: int | None = None  # first token of a generated sequence
+    eos_token_id: int | None = None  # generation stops at this token
+
+    def check_architecture(self) -> None:
+        super().check_architecture()
+        for name in ("bos_token_id", "eos_token_id"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value < self.vocab_size:
+                raise ValueError(f"{name} {value} is outside the vocabulary (vocab_size={self.vocab_size})")
+
+
+@strict
+class EncoderDecoderConfig(DecoderConfig):
+    """The fields an encoder-decoder adds (the original Transformer, T5). The top-level config
+    describes the encoder; EncoderDecoderBackbone derives the decoder's copy (causal, with
+    cross-attention, ``decoder_layers`` deep)."""
+
+    is_decoder: bool = False  # the encoder half; the decoder's copy sets it
+    is_encoder_decoder: bool = True
+    decoder_start_token_id: int | None = None  # first decoder input (generation and shifted labels)
+    # Decoder depth (None: as the encoder). transformers' flat encoder-decoder name: generate()
+    # sizes its cache from it through get_text_config(decoder=True).
+    decoder_layers: int | None = None
+
+    def __post_init__(self, **kwargs):
+        super().__post_init__(**kwargs)
+        if self.decoder_layers is None:
+            self.decoder_layers = self.num_hidden_layers
+
+    def check_architecture(self) -> None:
+        super().check_architecture()
+        if self.decoder_layers <= 0:
+            raise ValueError(f"decoder_layers must be positive, got {self.decoder_layers}")
+        if self.decoder_start_token_id is not None and not 0 <= self.decoder_start_token_id < self.vocab_size:
+            raise ValueError(
+                f"decoder_start_token_id {self.decoder_start_token_id} is outside the vocabulary (vocab_size={self.vocab_size})"
+            )

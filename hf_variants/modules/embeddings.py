@@ -86,6 +86,9 @@ class TransformerEmbeddings(nn.Module):
         self.dropout = Dropout(dropout)
         self.projection = nn.Linear(embedding_size, hidden_size) if embedding_size != hidden_size else None
 
+    # The model input this module embeds (the backbone's forward takes token ids; embeddings of
+    # another input, e.g. ViT's "pixel_values", are driven through TransformerBackbone.forward_embedded).
+    main_input_name: str = "input_ids"
     # Further (B, T) inputs a subclass embeds, passed by name from the backbone's forward (XLM: "langs").
     extra_input_names: tuple[str, ...] = ()
 

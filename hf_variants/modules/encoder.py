@@ -9,6 +9,11 @@ connections, in the post-LN order of the original Transformer/BERT
 (every layer its own weights), "all" (one layer applied num_layers times), "attention" or "ffn"
 (that sub-block shared, the rest per layer). Shared weights are stored once (in layer 0), so
 safetensors never sees two names for one tensor.
+
+Per-layer state rides along: a transformers ``Cache`` (``past_key_values``, read and written at
+each layer's depth, which is the cache index even when one module serves every depth) and a
+:class:`~.memory.SegmentMemory` (Transformer-XL/XLNet ``mems``: each layer's earlier input states,
+prepended to its keys and values).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
+from transformers.cache_utils import Cache
 from transformers.modeling_layers import GradientCheckpointingLayer
 
 from .attention import MultiHeadAttention
@@ -25,6 +31,7 @@ from .dropout import Dropout
 from .feed_forward import FeedForward
 from .layout import BatchLayout
 from .norms import build_norm
+from .memory import SegmentMemory
 from .padding import UnpaddedBatch, gather_positions
 
 if TYPE_CHECKING:
@@ -143,16 +150,24 @@ class TransformerLayer(GradientCheckpointingLayer):
         shared_attention: MultiHeadAttention | None = None,
         shared_ffn: FeedForward | None = None,
         output_positions: torch.Tensor | None = None,
+        past_key_values: Cache | None = None,
+        layer_idx: int | None = None,
+        memory: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Returns (hidden states, self-attention probabilities or None).
 
         ``output_positions`` (B, M), padded (B, T, H) input, no cross-attention: compute the
         output at those positions only, (B, M, H); every position still serves as key and value.
+        ``past_key_values`` / ``layer_idx``: the cache and this layer's index in it (self- and
+        cross-attention). ``memory`` (B, M, H): this layer's earlier input states, prepended to
+        the self-attention keys/values (normalised like the input in the pre-LN order).
         """
         if output_positions is not None and (unpadded is not None or encoder_hidden_states is not None):
             raise ValueError("output_positions needs the padded layout and no cross-attention")
         attention = shared_attention or self.attention
         ffn = shared_ffn or self.ffn
+        if memory is not None and self.pre_layer_norm:
+            memory = self.attention_norm(memory)
         hidden_states, probs = self._residual(
             hidden_states,
             self.attention_norm,
@@ -165,6 +180,9 @@ class TransformerLayer(GradientCheckpointingLayer):
                 attn_implementation=attn_implementation,
                 output_attentions=output_attentions,
                 query_positions=output_positions,
+                past_key_values=past_key_values,
+                layer_idx=layer_idx,
+                memory=memory,
             ),
             output_positions,
         )
@@ -178,6 +196,8 @@ class TransformerLayer(GradientCheckpointingLayer):
                     key_value_states=encoder_hidden_states,
                     unpadded=unpadded,
                     attn_implementation=attn_implementation,
+                    past_key_values=past_key_values,
+                    layer_idx=layer_idx,
                 ),
             )
         hidden_states, _ = self._residual(hidden_states, self.ffn_norm, lambda x: (ffn(x), None))
@@ -187,7 +207,11 @@ class TransformerLayer(GradientCheckpointingLayer):
 class LayerStack(nn.Module):
     """``num_layers`` applications of TransformerLayer with optional cross-layer sharing."""
 
-    def __init__(self, spec: LayerSpec, num_layers: int, sharing: str = "none") -> None:
+    def __init__(
+        self, spec: LayerSpec, num_layers: int, sharing: str = "none", final_norm_in_hidden_states: bool = True
+    ) -> None:
+        """``final_norm_in_hidden_states``: the last entry of ``output_hidden_states`` is after the
+        pre-LN stack's final norm (BERT-style, GPT-2) or before it (transformers' ViT and CLIP)."""
         super().__init__()
         if sharing not in SHARING_MODES:
             raise ValueError(f"unknown layer sharing mode {sharing!r}; choose one of {SHARING_MODES}")
@@ -204,8 +228,14 @@ class LayerStack(nn.Module):
                 )
                 for i in range(num_layers)
             )
+        for depth, layer in enumerate(self.layers):
+            # The cache index of a module used at one depth only; shared modules get it per call.
+            for attention in (layer.attention, layer.cross_attention):
+                if attention is not None:
+                    attention.layer_idx = depth
         # Pre-LN leaves the residual stream un-normalised: one LayerNorm closes the stack.
         self.final_layer_norm = spec.norm() if spec.pre_layer_norm else None
+        self.final_norm_in_hidden_states = final_norm_in_hidden_states
 
     def layer_at(self, depth: int) -> TransformerLayer:
         return self.layers[0] if self.sharing == "all" else self.layers[depth]
@@ -216,6 +246,8 @@ class LayerStack(nn.Module):
         layout: BatchLayout,
         output_hidden_states: bool = False,
         output_attentions: bool = False,
+        past_key_values: Cache | None = None,
+        memories: SegmentMemory | None = None,
         **layer_kwargs,
     ) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
         """Returns (last hidden states, all hidden states [input + one per layer] if asked, attentions if asked).
@@ -226,7 +258,16 @@ class LayerStack(nn.Module):
         layers ran packed): heads that read only the summary token, or only the masked tokens,
         skip the last layer's queries, output projection and FFN everywhere else. Exact: nothing
         else feeds their output. Not with ``output_hidden_states`` (the last layer would be partial).
+
+        ``past_key_values``: a transformers Cache, indexed by depth. ``memories``: a
+        :class:`SegmentMemory` with one (B, M, H) tensor per layer (or none yet); each layer
+        attends over its memory + the current states, and its input states are recorded in
+        ``memories`` (read the next segment's memories from ``memories.updated()``). With a cache
+        or a memory the layout is padded and its ``attention_bias`` covers every key: past or
+        memory positions + T (``SegmentMemory.extend_attention_mask``).
         """
+        if memories is not None and memories.num_layers != self.num_layers:
+            raise ValueError(f"memories hold {memories.num_layers} layers, the stack has {self.num_layers}")
         if layout.output_positions is not None and output_hidden_states:
             raise ValueError("output_positions cannot return all hidden states")
         all_hidden: list[torch.Tensor] = []
@@ -239,6 +280,7 @@ class LayerStack(nn.Module):
             layer_layout, positions = layout, None
             if depth == self.num_layers - 1 and layout.output_positions is not None:
                 hidden_states, layer_layout, positions = layout.to_padded(hidden_states), layout.padded(), layout.output_positions
+            layer_input = hidden_states
             hidden_states, probs = self.layer_at(depth)(
                 hidden_states,
                 layer_layout.layer_attention_bias,
@@ -248,12 +290,19 @@ class LayerStack(nn.Module):
                 shared_attention=shared_attention,
                 shared_ffn=shared_ffn,
                 output_positions=positions,
+                past_key_values=past_key_values,
+                layer_idx=depth,
+                memory=memories.layer(depth) if memories is not None else None,
                 **layer_kwargs,
             )
+            if memories is not None:
+                memories.record(depth, layer_input)
             if output_attentions:
                 all_attentions.append(probs)
+        if output_hidden_states and not self.final_norm_in_hidden_states:
+            all_hidden.append(hidden_states)
         if self.final_layer_norm is not None:
             hidden_states = self.final_layer_norm(hidden_states)
-        if output_hidden_states:
+        if output_hidden_states and self.final_norm_in_hidden_states:
             all_hidden.append(hidden_states)
         return hidden_states, all_hidden, all_attentions

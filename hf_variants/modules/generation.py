@@ -1,0 +1,295 @@
+"""Task bases that generate: causal LM (decoder-only) and seq2seq LM (encoder-decoder).
+
+Both inherit transformers' ``GenerationMixin``, so ``model.generate(...)`` runs transformers' own
+loop (greedy, sampling, beam search, ``max_new_tokens``, EOS stopping, left-padded batches) with
+a ``DynamicCache`` / ``EncoderDecoderCache`` that the backbones read and extend; beams reorder the
+cache through ``Cache.reorder_cache``. A variant declares::
+
+    class XForCausalLM(DecoderForCausalLM, XPreTrainedModel):
+        backbone_class = XModel                       # a DecoderBackbone class
+
+    class XForConditionalGeneration(EncoderDecoderForSeq2SeqLM, XPreTrainedModel):
+        backbone_class = XModel                       # an EncoderDecoderBackbone class
+
+The output projection is tied to the word embeddings (``config.tie_word_embeddings``); variants
+with a rescale before it (T5: d_model^-0.5) override :meth:`GenerativeTaskModel.compute_logits`.
+Generation reads ``bos_token_id`` / ``eos_token_id`` / ``pad_token_id`` / ``decoder_start_token_id``
+from the config, as transformers does.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+from transformers import GenerationMixin
+from transformers.cache_utils import Cache
+from transformers.modeling_outputs import BaseModelOutput, CausalLMOutputWithCrossAttentions, Seq2SeqLMOutput
+
+from .heads import IGNORE_INDEX, TiedDecoder, check_class_labels, check_label_shape
+
+
+def causal_lm_loss(logits: torch.Tensor, labels: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
+    """Next-token cross-entropy: logits (B, T, V) at position t predict ``labels[:, t + 1]`` (B, T);
+    IGNORE_INDEX (-100) targets are skipped. Mean over the predicted tokens, computed in float32."""
+    check_label_shape(labels, logits.shape[:2])
+    return lm_loss(logits[:, :-1], labels[:, 1:], label_smoothing)
+
+
+def lm_loss(logits: torch.Tensor, labels: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
+    """Token cross-entropy without a shift: logits (B, T, V), labels (B, T) with IGNORE_INDEX skipped."""
+    check_label_shape(labels, logits.shape[:2])
+    vocab_size = logits.shape[-1]
+    check_class_labels(labels, vocab_size)
+    return F.cross_entropy(
+        logits.reshape(-1, vocab_size).float(),
+        labels.reshape(-1),
+        ignore_index=IGNORE_INDEX,
+        label_smoothing=label_smoothing,
+    )
+
+
+def shift_tokens_right(labels: torch.Tensor, pad_token_id: int | None, decoder_start_token_id: int | None) -> torch.Tensor:
+    """Teacher-forcing decoder inputs from seq2seq labels: (B, T) -> (B, T), the start token first,
+    then labels[:, :-1], with ignored targets (-100) replaced by the pad token."""
+    if decoder_start_token_id is None:
+        raise ValueError("config.decoder_start_token_id must be set to build decoder_input_ids from labels")
+    if pad_token_id is None:
+        raise ValueError("config.pad_token_id must be set to build decoder_input_ids from labels")
+    shifted = labels.new_empty(labels.shape)
+    shifted[:, 1:] = labels[:, :-1]
+    shifted[:, 0] = decoder_start_token_id
+    return shifted.masked_fill(shifted == IGNORE_INDEX, pad_token_id)
+
+
+def _predicts_from_padding(labels: torch.Tensor | None, attention_mask: torch.Tensor | None) -> bool:
+    """True when a padding position predicts a real target (left padding: the last padding slot
+    predicts the first token, as in transformers' loss). Its logits are read from the state computed
+    at that slot, which only the padded layout has (packed leaves zeros there)."""
+    if labels is None or attention_mask is None or tuple(attention_mask.shape) != tuple(labels.shape):
+        return False
+    return bool(((attention_mask[:, :-1] == 0) & (labels[:, 1:] != IGNORE_INDEX)).any())
+
+
+def _targets_at_padding(labels: torch.Tensor | None, decoder_attention_mask: torch.Tensor | None) -> bool:
+    """True when a seq2seq target sits at a padding position of the decoder input (read padded)."""
+    if labels is None or decoder_attention_mask is None or decoder_attention_mask.shape != labels.shape:
+        return False
+    return bool(((decoder_attention_mask == 0) & (labels != IGNORE_INDEX)).any())
+
+
+class GenerativeTaskModel(GenerationMixin):
+    """Common plumbing of the two bases: the backbone under ``base_model_prefix``, an LM head tied to
+    the word embeddings, and ``compute_logits``."""
+
+    backbone_class: type
+    label_smoothing: float = 0.0  # the original Transformer trains with 0.1
+
+    @classmethod
+    def can_generate(cls) -> bool:
+        # transformers looks for GenerationMixin among a model's direct bases; ours inherit it
+        # through this mixin, so say so (it gives the model its generation_config).
+        return True
+
+    def _build(self, config) -> None:
+        if config.embedding_size not in (None, config.hidden_size):
+            raise ValueError(
+                f"the LM head is tied to (vocab_size, hidden_size) word embeddings; embedding_size="
+                f"{config.embedding_size} != hidden_size={config.hidden_size} needs a head that projects back to E"
+            )
+        setattr(self, self.base_model_prefix, self.backbone_class(config))
+        # Bias-free, as every tied LM output in the family; TiedDecoder builds the weight's gradient
+        # contiguous so the tied embedding accumulates it in place (see heads.py).
+        self.lm_head = TiedDecoder(config.hidden_size, config.vocab_size, bias=False)
+
+    @property
+    def backbone(self):
+        return getattr(self, self.base_model_prefix)
+
+    def get_output_embeddings(self) -> nn.Linear:
+        return self.lm_head
+
+    def set_output_embeddings(self, new_embeddings: nn.Linear) -> None:
+        self.lm_head = new_embeddings
+
+    def compute_logits(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        """(..., H) -> (..., V). Variants that rescale before a tied output override this."""
+        return self.lm_head(hidden_states)
+
+    @staticmethod
+    def _finish(output_cls, return_dict: bool | None, **fields):
+        output = output_cls(**fields)
+        return output if return_dict is not False else output.to_tuple()
+
+
+class DecoderForCausalLM(GenerativeTaskModel):
+    """Causal language modelling: logits (B, T, V), loss = next-token cross-entropy with -100 ignored.
+
+    Without labels the backbone keeps a cache by default (``config.use_cache``), as transformers'
+    models do; with labels (training) it does not unless ``use_cache=True`` is passed, so training
+    batches are free to run in the packed layout.
+    """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if getattr(cls, "base_model_prefix", ""):
+            cls._tied_weights_keys = {"lm_head.weight": f"{cls.base_model_prefix}.embeddings.word_embeddings.weight"}
+
+    def __init__(self, config) -> None:
+        super().__init__(config)
+        self._build(config)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        past_key_values: Cache | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        use_cache: bool | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        logits_to_keep: int | torch.Tensor = 0,
+        attention_bias: torch.Tensor | None = None,
+        **kwargs,
+    ) -> CausalLMOutputWithCrossAttentions | tuple:
+        """Args as the decoder backbone, plus:
+            labels: (B, T) target ids (usually the input ids), -100 where nothing is predicted; the
+                shift happens inside (position t predicts labels[:, t + 1]).
+            logits_to_keep: k > 0 computes logits for the last k positions only (generation reads
+                the last one); a 1-D tensor selects positions. Not with labels.
+            attention_bias: an extra additive (B, 1, T, T) bias, e.g. the block-diagonal mask of
+                packed documents (objectives.clm.document_causal_bias); runs padded.
+        Returns:
+            CausalLMOutputWithCrossAttentions: loss, logits (B, T or k, V), past_key_values, ...
+        """
+        if labels is not None and use_cache is None and past_key_values is None:
+            use_cache = False
+        if labels is not None and not (isinstance(logits_to_keep, int) and logits_to_keep == 0):
+            raise ValueError("logits_to_keep cannot be combined with labels (the loss needs every position)")
+        out = self.backbone(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+            past_key_values=past_key_values,
+            use_cache=use_cache,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+            reads_padding=_predicts_from_padding(labels, attention_mask),
+            attention_bias=attention_bias,
+        )
+        hidden_states = out.last_hidden_state
+        if isinstance(logits_to_keep, int):
+            if logits_to_keep > 0:
+                hidden_states = hidden_states[:, -logits_to_keep:]
+        else:
+            hidden_states = hidden_states[:, logits_to_keep]
+        logits = self.compute_logits(hidden_states)
+        loss = causal_lm_loss(logits, labels, self.label_smoothing) if labels is not None else None
+        return self._finish(
+            CausalLMOutputWithCrossAttentions,
+            return_dict,
+            loss=loss,
+            logits=logits,
+            past_key_values=out.past_key_values,
+            hidden_states=out.hidden_states,
+            attentions=out.attentions,
+        )
+
+
+class EncoderDecoderForSeq2SeqLM(GenerativeTaskModel):
+    """Sequence-to-sequence language modelling (translation, T5's text-to-text).
+
+    labels (B, T): the target ids, -100 where nothing is predicted. Without ``decoder_input_ids``
+    they are built from the labels as transformers does: shifted right behind
+    ``config.decoder_start_token_id``, -100 replaced by the pad token.
+    """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        prefix = getattr(cls, "base_model_prefix", "")
+        if prefix:
+            source = f"{prefix}.encoder.embeddings.word_embeddings.weight"
+            cls._tied_weights_keys = {
+                "lm_head.weight": source,
+                f"{prefix}.decoder.embeddings.word_embeddings.weight": source,
+            }
+
+    def __init__(self, config) -> None:
+        super().__init__(config)
+        self._build(config)
+        self.post_init()
+
+    def get_encoder(self, modality: str | None = None):
+        return self.backbone.get_encoder()
+
+    def get_decoder(self):
+        return self.backbone.get_decoder()
+
+    def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
+        """Used by transformers' DataCollatorForSeq2Seq to build decoder_input_ids in the collator."""
+        return shift_tokens_right(labels, self.config.pad_token_id, self.config.decoder_start_token_id)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        decoder_input_ids: torch.Tensor | None = None,
+        decoder_attention_mask: torch.Tensor | None = None,
+        decoder_position_ids: torch.Tensor | None = None,
+        encoder_outputs: BaseModelOutput | tuple | None = None,
+        past_key_values: Cache | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        decoder_inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        use_cache: bool | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> Seq2SeqLMOutput | tuple:
+        """Args as the encoder-decoder backbone, plus ``labels`` (B, T). Returns Seq2SeqLMOutput:
+        loss (mean token cross-entropy, ``label_smoothing`` applied), logits (B, T, V), the cache
+        and the encoder output (reused by ``generate``)."""
+        if labels is not None:
+            if use_cache is None and past_key_values is None:
+                use_cache = False
+            if decoder_input_ids is None and decoder_inputs_embeds is None:
+                decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
+        out = self.backbone(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            decoder_input_ids=decoder_input_ids,
+            decoder_attention_mask=decoder_attention_mask,
+            decoder_position_ids=decoder_position_ids,
+            encoder_outputs=encoder_outputs,
+            past_key_values=past_key_values,
+            inputs_embeds=inputs_embeds,
+            decoder_inputs_embeds=decoder_inputs_embeds,
+            use_cache=use_cache,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+            reads_padding=_targets_at_padding(labels, decoder_attention_mask),
+        )
+        logits = self.compute_logits(out.last_hidden_state)
+        loss = lm_loss(logits, labels, self.label_smoothing) if labels is not None else None
+        return self._finish(
+            Seq2SeqLMOutput,
+            return_dict,
+            loss=loss,
+            logits=logits,
+            past_key_values=out.past_key_values,
+            decoder_hidden_states=out.decoder_hidden_states,
+            decoder_attentions=out.decoder_attentions,
+            encoder_last_hidden_state=out.encoder_last_hidden_state,
+            encoder_hidden_states=out.encoder_hidden_states,
+            encoder_attentions=out.encoder_attentions,
+        )
