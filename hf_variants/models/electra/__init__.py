@@ -1,7 +1,6 @@
 """ELECTRA (Clark et al. 2020): the variant's one declaration. Everything else reads ``SPEC``."""
 
 from ... import papers
-from ...conversion import register_weights
 from ...registry import VariantSpec
 from .configuration_electra import ElectraConfig
 from .modeling_electra import *  # noqa: F401,F403
@@ -31,12 +30,10 @@ SPEC = VariantSpec(
         "ForQuestionAnswering": ElectraForQuestionAnswering,
         "ForMultipleChoice": ElectraForMultipleChoice,
     },
+    weights=WEIGHTS,  # the one key map: from_transformers, to_transformers and from_pretrained
     paper=papers.ELECTRA,
     pretraining_objective="rtd",
     tokenizer_kind="wordpiece-uncased",
 )
-
-# The one key map serves from_transformers, to_transformers and from_pretrained (models/<v>/weights.py).
-register_weights(WEIGHTS, SPEC.classes)
 
 __all__ = ["ElectraConfig", "SPEC", *_modeling_all]

@@ -160,8 +160,10 @@ class ElectraForMultipleChoice(EncoderForMultipleChoice, ElectraPreTrainedModel)
     backbone_class = ElectraModel
     uses_pooler = False
 
-    def build_classifier(self, config: ElectraConfig) -> nn.Module:
-        return SummaryClassifier(config.hidden_size, 1, config.summary_last_dropout, activation="gelu", input_dropout=0.0)
+    def build_classifier(self, config: ElectraConfig, num_outputs: int) -> nn.Module:
+        return SummaryClassifier(
+            config.hidden_size, num_outputs, config.summary_last_dropout, activation="gelu", input_dropout=0.0
+        )
 
 
 # ----------------------------------------------------------------------------- joint pretraining
