@@ -54,14 +54,15 @@ from hf_variants.registry import spec_for  # noqa: E402
 from hf_variants.data import load_corpus  # noqa: E402
 from hf_variants.objectives import (INPUT_FORMATS, DataCollatorForMaskedLM,  # noqa: E402
                                     DataCollatorForNgramMasking, DataCollatorForPrecomputedMasks,
-                                    DataCollatorForSpanMasking, make_static_masked_dataset, pretraining_dataset)
+                                    DataCollatorForReplacedTokenDetection, DataCollatorForSpanMasking,
+                                    make_static_masked_dataset, pretraining_dataset)
 from hf_variants.objectives.masking import SeededRNG  # noqa: E402
 from hf_variants.tokenization import TOKENIZER_KINDS, train_tokenizer  # noqa: E402
 
 logger = logging.getLogger("run_pretraining")
 
 MASKING_SCHEMES = {"mlm": DataCollatorForMaskedLM, "span": DataCollatorForSpanMasking,
-                   "ngram": DataCollatorForNgramMasking}
+                   "ngram": DataCollatorForNgramMasking, "rtd": DataCollatorForReplacedTokenDetection}
 SENTENCE_TASKS = ("nsp", "sop")
 
 
@@ -70,11 +71,13 @@ class PretrainingArguments:
     model_name_or_path: str = field(default="bert-mini", metadata={
         "help": "a modeling_configs/ name (from scratch) or a checkpoint folder"})
     objective: str | None = field(default=None, metadata={
-        "help": "mlm | span | ngram, optionally +nsp or +sop (mlm+nsp, mlm+sop, ngram+sop); default: the model's paper"})
+        "help": "mlm | span | ngram, optionally +nsp or +sop (mlm+nsp, mlm+sop, ngram+sop), or rtd (ELECTRA); "
+                "default: the model's paper"})
     masking: str = field(default="dynamic", metadata={"help": "dynamic (RoBERTa) or static (BERT)"})
     static_copies: int = field(default=10, metadata={"help": "static masking: masked copies of the data (BERT: 10)"})
     whole_word_mask: bool = field(default=False, metadata={"help": "mlm: mask whole words"})
-    mlm_probability: float = field(default=0.15)
+    mlm_probability: float | None = field(default=None, metadata={
+        "help": "fraction of tokens masked; default: the config's mlm_probability (ELECTRA-Large: 0.25), else 0.15"})
     input_format: str | None = field(default=None, metadata={
         "help": f"one of {INPUT_FORMATS}; default full-sentences, or segment-pair with nsp/sop"})
     tokenizer_name: str | None = field(default=None, metadata={"help": "a tokenizer folder; default: train one"})
@@ -95,7 +98,9 @@ class PretrainingArguments:
 def parse_objective(objective: str) -> tuple[str, str | None]:
     masking, _, sentence_task = objective.partition("+")
     if masking not in MASKING_SCHEMES or (sentence_task and sentence_task not in SENTENCE_TASKS):
-        raise ValueError(f"unknown objective {objective!r}: use mlm, span or ngram, optionally +nsp or +sop")
+        raise ValueError(f"unknown objective {objective!r}: use mlm, span or ngram, optionally +nsp or +sop, or rtd")
+    if masking == "rtd" and sentence_task:
+        raise ValueError(f"objective {objective!r}: ELECTRA's replaced token detection has no sentence task")
     return masking, sentence_task or None
 
 
@@ -160,9 +165,12 @@ def load_tokenizer(args: PretrainingArguments, model_type: str, train_text: data
                            model_max_length=max(args.max_seq_length, args.phase2_max_seq_length))
 
 
-def load_model(args: PretrainingArguments, config, from_scratch: bool, tokenizer, sentence_task: str | None):
-    # A pretraining head of its own (NSP/SOP, SpanBERT's SBO) goes through AutoModelForPreTraining.
-    auto_class = AutoModelForPreTraining if sentence_task or hasattr(config, "sbo_weight") else AutoModelForMaskedLM
+def load_model(args: PretrainingArguments, config, from_scratch: bool, tokenizer, sentence_task: str | None,
+               masking: str = "mlm"):
+    # A pretraining head of its own (NSP/SOP, SpanBERT's SBO, ELECTRA's generator + discriminator)
+    # goes through AutoModelForPreTraining.
+    own_head = sentence_task or hasattr(config, "sbo_weight") or masking == "rtd"
+    auto_class = AutoModelForPreTraining if own_head else AutoModelForMaskedLM
     longest = max(args.max_seq_length, args.phase2_max_seq_length if args.phase2_fraction else 0)
     if longest > getattr(config, "max_position_embeddings", longest):
         raise ValueError(f"sequences of {longest} tokens exceed the model's {config.max_position_embeddings} positions")
@@ -261,6 +269,7 @@ def evaluate(model, examples: datasets.Dataset, collator, batch_size: int) -> di
     model.eval()
     total_loss, correct, predicted, relation_correct, relations = 0.0, 0, 0, 0, 0
     sbo_total, sbo_count = 0.0, 0
+    rtd_total, rtd_correct, rtd_tokens = 0.0, 0, 0
     for start in range(0, len(examples), batch_size):
         batch = collator([examples[i] for i in range(start, min(start + batch_size, len(examples)))])
         batch = {k: v.to(model.device) for k, v in batch.items()}
@@ -277,6 +286,11 @@ def evaluate(model, examples: datasets.Dataset, collator, batch_size: int) -> di
         if getattr(output, "sbo_loss", None) is not None:  # SpanBERT: the span boundary objective's loss too
             count = int((batch["sbo_labels"] != -100).sum())
             sbo_total, sbo_count = sbo_total + output.sbo_loss.item() * count, sbo_count + count
+        if getattr(output, "discriminator_loss", None) is not None:  # ELECTRA: replaced token detection
+            real = batch["attention_mask"].bool()
+            rtd_total += output.discriminator_loss.item() * int(real.sum())
+            rtd_correct += ((output.logits[real] > 0).long() == output.discriminator_labels[real]).sum().item()
+            rtd_tokens += int(real.sum())
         # NSP (BERT: seq_relationship_logits) or SOP (ALBERT: sop_logits, sentence_order_label).
         relation_logits = getattr(output, "seq_relationship_logits", None)
         relation_logits = relation_logits if relation_logits is not None else getattr(output, "sop_logits", None)
@@ -290,6 +304,8 @@ def evaluate(model, examples: datasets.Dataset, collator, batch_size: int) -> di
                "mlm_accuracy": correct / predicted, "masked_tokens": predicted}
     if sbo_count:
         results.update(sbo_loss=sbo_total / sbo_count, sbo_tokens=sbo_count)
+    if rtd_tokens:
+        results.update(discriminator_loss=rtd_total / rtd_tokens, discriminator_accuracy=rtd_correct / rtd_tokens)
     if relations:
         results["sentence_relation_accuracy"] = relation_correct / relations
     return results
@@ -341,11 +357,12 @@ def main(argv: list[str] | None = None) -> dict:
     vocabulary_digest = hashlib.sha256(json.dumps(sorted(tokenizer.get_vocab().items())).encode()).hexdigest()[:16]
     logger.info("process %d of %d: tokenizer vocabulary digest %s", training_args.process_index,
                 training_args.world_size, vocabulary_digest)
-    model = load_model(args, config, from_scratch, tokenizer, sentence_task)
+    model = load_model(args, config, from_scratch, tokenizer, sentence_task, masking)
     masking_options = {"whole_word_mask": True} if args.whole_word_mask and masking == "mlm" else {}
     if masking == "span" and hasattr(model.config, "max_span_length"):
         masking_options["max_sbo_offset"] = model.config.max_span_length  # the SBO position table's size
-    make_collator = functools.partial(MASKING_SCHEMES[masking], tokenizer, mlm_probability=args.mlm_probability,
+    mlm_probability = args.mlm_probability or getattr(config, "mlm_probability", 0.15)
+    make_collator = functools.partial(MASKING_SCHEMES[masking], tokenizer, mlm_probability=mlm_probability,
                                       **masking_options)
 
     phase_lengths = [args.max_seq_length] + ([args.phase2_max_seq_length] if args.phase2_fraction else [])

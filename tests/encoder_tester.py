@@ -159,6 +159,10 @@ def check_gradient_flow(tester: EncoderTester, head: str) -> None:
 
 def _may_lack_grad(name: str, head: str) -> bool:
     # The pooler is unused by heads that read tokens; the padding row of the word table never gets gradient.
+    # The per-choice scorer's bias adds the same constant to every choice, which the softmax over
+    # choices ignores: its gradient is exactly zero in theory (and may be in floating point).
+    if head == "ForMultipleChoice" and name == "classifier.out_proj.bias":
+        return True
     return "pooler" in name and head in ("ForMaskedLM", "ForTokenClassification", "ForQuestionAnswering")
 
 

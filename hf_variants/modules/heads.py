@@ -212,17 +212,24 @@ class PooledClassifier(nn.Module):
 
 class SummaryClassifier(nn.Module):
     """RoBERTa/ELECTRA's classifier: dropout, dense, activation, dropout, linear on the summary
-    token (no pooler). Reads ``summary`` (B, H)."""
+    token (no pooler). Reads ``summary`` (B, H).
 
-    def __init__(self, hidden_size: int, num_labels: int, dropout: float, activation: str = "tanh") -> None:
+    ``input_dropout``: the first dropout's probability when it differs from the second (ELECTRA's
+    multiple-choice summary has none before its dense layer); None -> ``dropout``.
+    """
+
+    def __init__(
+        self, hidden_size: int, num_labels: int, dropout: float, activation: str = "tanh", input_dropout: float | None = None
+    ) -> None:
         super().__init__()
         self.dropout = Dropout(dropout)
+        self.input_dropout = self.dropout if input_dropout is None else Dropout(input_dropout)
         self.dense = nn.Linear(hidden_size, hidden_size)
         self.activation = ACT2FN[activation]
         self.out_proj = nn.Linear(hidden_size, num_labels)
 
     def forward(self, summary: torch.Tensor, pooled: torch.Tensor | None) -> torch.Tensor:
-        hidden = self.activation(self.dense(self.dropout(summary)))
+        hidden = self.activation(self.dense(self.input_dropout(summary)))
         return self.out_proj(self.dropout(hidden))
 
 

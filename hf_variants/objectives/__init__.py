@@ -15,6 +15,7 @@ from .plm import DataCollatorForPermutationLM, factorization_ranks, permutation_
 from .span_corruption import (DataCollatorForSpanCorruption, pack_for_span_corruption,
                               random_spans_noise_mask, sentinel_ids, span_corruption_dataset,
                               span_corruption_lengths)
+from .rtd import DataCollatorForReplacedTokenDetection
 from .spans import (DataCollatorForNgramMasking, DataCollatorForSpanMasking, WordSpan,
                     clipped_geometric_probabilities, inverse_length_probabilities, sample_batch_word_spans,
                     sample_word_spans)
@@ -24,7 +25,7 @@ from .tlm import DataCollatorForTranslationLM, build_tlm_example, tlm_dataset
 __all__ = [
     "IGNORE_INDEX", "INPUT_FORMATS", "DataCollatorForMaskedLM", "DataCollatorForNgramMasking",
     "DataCollatorForPackedCausalLM", "DataCollatorForPermutationLM", "DataCollatorForPrecomputedMasks",
-    "DataCollatorForSpanCorruption", "DataCollatorForSpanMasking", "DataCollatorForTranslationLM",
+    "DataCollatorForReplacedTokenDetection", "DataCollatorForSpanCorruption", "DataCollatorForSpanMasking", "DataCollatorForTranslationLM",
     "MaskingCollator", "SpecialTokenTemplate", "VocabInfo", "WordSpan", "build_nsp_pairs", "build_sop_pairs",
     "build_tlm_example", "candidate_mask", "causal_lm_dataset", "clipped_geometric_probabilities", "corrupt",
     "document_causal_bias", "document_causal_mask", "factorization_ranks", "inverse_length_probabilities",
