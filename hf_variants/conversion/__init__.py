@@ -70,9 +70,14 @@ def to_transformers(model: PreTrainedModel, transformers_class: type | None = No
     ``transformers_class`` picks one when several transformers families share our weights
     (``RobertaForMaskedLM`` or ``XLMRobertaForMaskedLM``); by default, the variant's first family.
     """
-    for pair in PAIRS:
-        if type(model) is pair.ours and (transformers_class is None or pair.theirs is transformers_class):
-            return _convert(model, pair, to_ours=False)
+    candidates = [p for p in PAIRS if type(model) is p.ours and transformers_class in (None, p.theirs)]
+    if transformers_class is None and len(candidates) > 1:
+        # Several families: the one whose config the variant translates this model's config to
+        # (GPT: GPT-2 for a pre-LN config, OpenAI GPT for a post-LN one); else the default first.
+        wanted = type(candidates[0].weights.config_to_theirs(model.config))
+        candidates = [p for p in candidates if p.theirs.config_class is wanted] or candidates
+    if candidates:
+        return _convert(model, candidates[0], to_ours=False)
     target = "" if transformers_class is None else f" of class {transformers_class.__name__}"
     raise ValueError(f"no transformers equivalent{target} registered for {type(model).__name__}")
 

@@ -54,6 +54,10 @@ class VariantWeights:
             config that rebuild its architecture in the other library (both classes take the same
             ones, e.g. ViTModel's ``add_pooling_layer`` / ``use_mask_token``); heads not listed
             need none.
+        family_key_maps: transformers class-name prefix -> the key map of that family, for
+            families whose weight names differ from ``key_map``'s (OpenAI GPT's ``tokens_embed``
+            where GPT-2 has ``wte``); families not listed use ``key_map``. ``key_map`` must also
+            read these families' names (it serves ``from_pretrained`` of all of them).
     """
 
     config_class: type
@@ -63,12 +67,17 @@ class VariantWeights:
     config_to_theirs: Callable[[PreTrainedConfig], PreTrainedConfig]
     config_defaults: dict[str, Any] = field(default_factory=dict)
     constructor_kwargs: dict[str, Callable[[PreTrainedModel], dict]] = field(default_factory=dict)
+    family_key_maps: dict[str, KeyMap] = field(default_factory=dict)
 
     @property
     def model_type(self) -> str:
         return self.config_class.model_type
 
-    def adapter(self, head: str) -> StateDictAdapter:
+    def adapter(self, head: str, transformers_class_name: str = "") -> StateDictAdapter:
+        """The adapter of ``head`` for the transformers family of ``transformers_class_name``."""
+        for family, key_map in self.family_key_maps.items():
+            if transformers_class_name.startswith(family):
+                return key_map.adapter(head)
         return self.key_map.adapter(head)
 
     def checkpoint_conversion(self) -> list[WeightTransform]:
@@ -133,13 +142,12 @@ def register_weights(weights: VariantWeights, classes: dict[str, type]) -> None:
     register_checkpoint_conversion_mapping(weights.model_type, weights.checkpoint_conversion(), overwrite=True)
     PAIRS[:] = [p for p in PAIRS if p.weights.model_type != weights.model_type]
     for suffix in weights.transformers_classes:
-        adapter = weights.adapter(suffix)
         for their_name in weights.transformers_class_names(suffix):
             PAIRS.append(
                 ConversionPair(
                     ours=classes[suffix],
                     theirs=getattr(transformers, their_name),
-                    adapter=adapter,
+                    adapter=weights.adapter(suffix, their_name),
                     weights=weights,
                     constructor_kwargs=weights.constructor_kwargs.get(suffix),
                 )

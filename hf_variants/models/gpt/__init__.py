@@ -1,0 +1,37 @@
+"""GPT (GPT-1, Radford et al. 2018; GPT-2, Radford et al. 2019): the variant's one declaration.
+Everything else reads ``SPEC``."""
+
+from ... import papers
+from ...conversion import register_weights
+from ...registry import VariantSpec
+from .configuration_gpt import GPTConfig
+from .modeling_gpt import *  # noqa: F401,F403
+from .modeling_gpt import (
+    GPTForQuestionAnswering,
+    GPTForSequenceClassification,
+    GPTForTokenClassification,
+    GPTLMHeadModel,
+    GPTModel,
+)
+from .modeling_gpt import __all__ as _modeling_all
+from .weights import WEIGHTS
+
+SPEC = VariantSpec(
+    name="gpt",
+    config_class=GPTConfig,
+    classes={
+        "Model": GPTModel,
+        "LMHeadModel": GPTLMHeadModel,
+        "ForSequenceClassification": GPTForSequenceClassification,
+        "ForTokenClassification": GPTForTokenClassification,
+        "ForQuestionAnswering": GPTForQuestionAnswering,
+    },
+    paper=papers.GPT,
+    pretraining_objective="clm",
+    tokenizer_kind="bpe",
+)
+
+# The one key map serves from_transformers, to_transformers and from_pretrained (models/<v>/weights.py).
+register_weights(WEIGHTS, SPEC.classes)
+
+__all__ = ["GPTConfig", "SPEC", *_modeling_all]
