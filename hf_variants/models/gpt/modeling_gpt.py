@@ -22,13 +22,13 @@ import math
 
 import torch
 from torch import nn
+from transformers import initialization as init
 from transformers.modeling_outputs import SequenceClassifierOutput
 
-from ...modules.attention import MultiHeadAttention
 from ...modules.backbone import TransformerPreTrainedModel
 from ...modules.decoder import DecoderBackbone
 from ...modules.embeddings import TransformerEmbeddings, check_index_range
-from ...modules.feed_forward import FeedForward
+from ...modules.encoder import LayerStack
 from ...modules.generation import DecoderForCausalLM
 from ...modules.heads import sequence_classification_loss
 from ...modules.padding import gather_positions
@@ -64,13 +64,11 @@ class GPTPreTrainedModel(TransformerPreTrainedModel):
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
         super()._init_weights(module)
-        # Children are initialised before their parents: these overwrite the plain normal init.
-        if self.config.scale_residual_init:
+        # GPT-2: the projections that add into the residual stream start smaller, std / sqrt(2 L),
+        # so the residual's variance does not grow with depth (GPTModel.build_layers marks them).
+        if getattr(module, "is_residual_projection", False) and self.config.scale_residual_init:
             std = self.config.initializer_range / math.sqrt(2 * self.config.num_hidden_layers)
-            if isinstance(module, MultiHeadAttention):
-                module.out.weight.normal_(mean=0.0, std=std)
-            elif isinstance(module, FeedForward):
-                module.down.weight.normal_(mean=0.0, std=std)
+            init.normal_(module.weight, mean=0.0, std=std)
 
 
 class GPTModel(DecoderBackbone, GPTPreTrainedModel):
@@ -82,6 +80,13 @@ class GPTModel(DecoderBackbone, GPTPreTrainedModel):
     def build_embeddings(self, config: GPTConfig) -> GPTEmbeddings:
         kwargs = TransformerEmbeddings.config_kwargs(config)
         return GPTEmbeddings(**{**kwargs, "pad_token_id": None}, layer_norm=False)
+
+    def build_layers(self, config: GPTConfig) -> LayerStack:
+        stack = super().build_layers(config)
+        for layer in stack.layers:
+            layer.attention.out.is_residual_projection = True
+            layer.ffn.down.is_residual_projection = True
+        return stack
 
 
 class GPTLMHeadModel(DecoderForCausalLM, GPTPreTrainedModel):
