@@ -17,7 +17,7 @@ from encoder_tester import ALL_CHECKS, TINY, EncoderTester, check_save_load
 
 # Token ids of the tiny configs: 0 pads (the shared tester's padding id), 1 starts, 2 ends.
 IDS = dict(pad_token_id=0, bos_token_id=1, eos_token_id=2)
-GPT1 = dict(pre_layer_norm=False, hidden_act="gelu", scale_residual_init=False, intermediate_size=128)
+GPT1 = dict(pre_layer_norm=False, scale_residual_init=False, intermediate_size=128)
 GENERATIONS = {"gpt2": dict(IDS), "gpt1": dict(IDS, **GPT1)}
 
 ENCODER_HEADS = ["Model", "ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering"]

@@ -33,7 +33,10 @@ __all__ = [
 def _convert(model: PreTrainedModel, pair: ConversionPair, to_ours: bool) -> PreTrainedModel:
     weights = pair.weights
     config = weights.config_to_ours(model.config) if to_ours else weights.config_to_family(model.config, pair.theirs.config_class)
-    config._attn_implementation = model.config._attn_implementation
+    backend = model.config._attn_implementation
+    if to_ours or backend != "sdpa" or pair.theirs._supports_sdpa:
+        # (A class without SDPA, e.g. OpenAIGPT*, keeps transformers' default: eager.)
+        config._attn_implementation = backend
     target_class = pair.ours if to_ours else pair.theirs
     target = target_class(config, **(pair.constructor_kwargs(model) if pair.constructor_kwargs else {}))
     state = model.state_dict()

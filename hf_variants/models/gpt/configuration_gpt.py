@@ -12,7 +12,7 @@ from ...modules.configuration import DecoderConfig
 @strict
 class GPTConfig(DecoderConfig):
     """Defaults are GPT-2 small (124M). GPT-1 is ``pre_layer_norm=False`` (post-LN, no final
-    LayerNorm), ``hidden_act="gelu"``, 512 positions, a 40,478-token BPE vocabulary and no scaled
+    LayerNorm), ``hidden_act="gelu_new"`` too (the tanh GELU, which transformers' OpenAIGPTConfig calls "gelu"), 512 positions, a 40,478-token BPE vocabulary and no scaled
     residual init (``modeling_configs/openai-gpt``).
 
     Both generations embed tokens and learned positions with no embedding LayerNorm and no segment
@@ -28,7 +28,7 @@ class GPTConfig(DecoderConfig):
     num_hidden_layers: int = 12
     num_attention_heads: int = 12
     intermediate_size: int = 3072  # 4 H
-    hidden_act: str = "gelu_new"  # GPT-2's tanh approximation of GELU (GPT-1 in transformers: exact "gelu")
+    hidden_act: str = "gelu_new"  # the tanh approximation of GELU (GPT-1 and GPT-2)
     hidden_dropout_prob: float = 0.1  # residual and embedding dropout (transformers' resid_pdrop / embd_pdrop)
     attention_probs_dropout_prob: float = 0.1
     max_position_embeddings: int = 1024  # GPT-1: 512

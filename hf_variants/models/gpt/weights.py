@@ -92,6 +92,11 @@ OPENAI_KEY_MAP = _key_map(_OPENAI_EMBEDDINGS)
 _OPENAI_HEADS = ("Model", "LMHeadModel", "ForSequenceClassification")
 
 
+# OpenAI GPT's ``afn`` names -> ours: its "gelu" is the tanh approximation (the original GPT-1's
+# activation), our "gelu_new"; the exact GELU has no name there.
+_OPENAI_ACTIVATIONS = {"gelu": "gelu_new", "relu": "relu", "silu": "silu", "swish": "silu"}
+
+
 def _check_expressible(config: GPTConfig) -> None:
     required = {
         "norm_type": "layer_norm", "use_bias": True, "gated_ffn": False, "head_dim": None, "attention_scale": None,
@@ -137,7 +142,13 @@ def config_to_theirs(config: GPTConfig) -> transformers.GPT2Config | transformer
                 f"transformers' OpenAI GPT has a 4 x hidden_size FFN; intermediate_size={config.intermediate_size} "
                 f"!= {4 * config.hidden_size}"
             )
-        theirs = transformers.OpenAIGPTConfig(afn=config.hidden_act, **common)
+        afn = {ours: theirs for theirs, ours in _OPENAI_ACTIVATIONS.items() if theirs != "swish"}.get(config.hidden_act)
+        if afn is None:
+            raise ValueError(
+                f"transformers' OpenAI GPT has no activation {config.hidden_act!r} (its afn covers "
+                f"{sorted(set(_OPENAI_ACTIVATIONS.values()))} in our names; its 'gelu' is our 'gelu_new')"
+            )
+        theirs = transformers.OpenAIGPTConfig(afn=afn, **common)
     if config.classifier_dropout is not None:
         theirs.classifier_dropout = config.classifier_dropout  # read by GPT2ForTokenClassification
     return theirs
@@ -165,7 +176,7 @@ def config_dict_to_ours(config_dict: dict) -> dict:
         **_label_fields(config_dict),
     )
     if is_openai:
-        fields.update(pre_layer_norm=False, scale_residual_init=False, hidden_act=config_dict.get("afn", "gelu"),
+        fields.update(pre_layer_norm=False, scale_residual_init=False, hidden_act=_OPENAI_ACTIVATIONS.get(config_dict.get("afn", "gelu"), config_dict.get("afn")),
                       intermediate_size=4 * hidden)
     else:
         fields.update(pre_layer_norm=True, hidden_act=config_dict.get("activation_function", "gelu_new"),
