@@ -12,6 +12,8 @@ All three read the same :class:`KeyMap` (``models/<variant>/weights.py``), wired
 
 from __future__ import annotations
 
+import re
+
 from transformers import PreTrainedConfig, PreTrainedModel
 
 from .key_map import KeyMap, StateDictAdapter
@@ -45,6 +47,8 @@ def _convert(model: PreTrainedModel, pair: ConversionPair, to_ours: bool) -> Pre
     # Tied copies (e.g. the MLM decoder) may appear under one name only.
     missing = expected - set(mapped)
     missing = {k for k in missing if not _is_tied_copy(target, k)}
+    if not to_ours:
+        missing = {k for k in missing if not any(re.fullmatch(p, k) for p in weights.theirs_built_by_init)}
     if missing:
         raise ValueError(f"converted weights miss {sorted(missing)[:8]}")
     unexpected = target.load_state_dict(mapped, strict=False).unexpected_keys

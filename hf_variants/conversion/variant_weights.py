@@ -58,6 +58,9 @@ class VariantWeights:
             families whose weight names differ from ``key_map``'s (OpenAI GPT's ``tokens_embed``
             where GPT-2 has ``wte``); families not listed use ``key_map``. ``key_map`` must also
             read these families' names (it serves ``from_pretrained`` of all of them).
+        theirs_built_by_init: transformers keys (regexes) with no counterpart of ours that the
+            transformers class computes itself when built (Marian's fixed sinusoidal table, its
+            all-zero ``final_logits_bias``): ``to_transformers`` leaves them to its init.
     """
 
     config_class: type
@@ -68,6 +71,7 @@ class VariantWeights:
     config_defaults: dict[str, Any] = field(default_factory=dict)
     constructor_kwargs: dict[str, Callable[[PreTrainedModel], dict]] = field(default_factory=dict)
     family_key_maps: dict[str, KeyMap] = field(default_factory=dict)
+    theirs_built_by_init: tuple[str, ...] = ()
 
     @property
     def model_type(self) -> str:
