@@ -6,7 +6,7 @@
 `--model_name_or_path` is a named flavour in `modeling_configs/` (trained from scratch) or a
 checkpoint folder (training continues from its weights). The objective defaults to the model's
 paper (BERT: mlm+nsp); the tokenizer is `--tokenizer_name` or one trained on the training text
-(`--tokenizer_kind`, `--vocab_size`). Text comes from `--corpus austen|wikipedia|lee`
+(`--tokenizer_kind`, `--vocab_size`). Text comes from `--corpus austen|wikipedia|lee|multilingual`
 (`hf_variants.data`) or `--train_file` (one paragraph per line, an empty line between
 documents: BERT's format). The last `--validation_fraction` of the documents is held out; MLM
 accuracy and perplexity on it (fixed masks) are reported before and after training in
@@ -75,7 +75,7 @@ class PretrainingArguments:
     tokenizer_name: str | None = field(default=None, metadata={"help": "a tokenizer folder; default: train one"})
     tokenizer_kind: str | None = field(default=None, metadata={"help": f"for training one: {TOKENIZER_KINDS}"})
     vocab_size: int = field(default=8000, metadata={"help": "for training a tokenizer"})
-    corpus: str | None = field(default=None, metadata={"help": "austen | wikipedia | lee (hf_variants.data)"})
+    corpus: str | None = field(default=None, metadata={"help": "austen | wikipedia | lee | multilingual (hf_variants.data)"})
     train_file: str | None = field(default=None, metadata={"help": "text: a paragraph per line, blank line between documents"})
     max_documents: int | None = field(default=None, metadata={"help": "use only the first N documents"})
     validation_fraction: float = field(default=0.05, metadata={"help": "documents held out for evaluation"})
@@ -257,9 +257,13 @@ def evaluate(model, examples: datasets.Dataset, collator, batch_size: int) -> di
         if getattr(output, "sbo_loss", None) is not None:  # SpanBERT: the span boundary objective's loss too
             count = int((batch["sbo_labels"] != -100).sum())
             sbo_total, sbo_count = sbo_total + output.sbo_loss.item() * count, sbo_count + count
-        if getattr(output, "seq_relationship_logits", None) is not None and "next_sentence_label" in batch:
-            relation_correct += (output.seq_relationship_logits.argmax(-1) == batch["next_sentence_label"]).sum().item()
-            relations += batch["next_sentence_label"].numel()
+        # NSP (BERT: seq_relationship_logits) or SOP (ALBERT: sop_logits, sentence_order_label).
+        relation_logits = getattr(output, "seq_relationship_logits", None)
+        relation_logits = relation_logits if relation_logits is not None else getattr(output, "sop_logits", None)
+        relation_labels = batch.get("next_sentence_label", batch.get("sentence_order_label"))
+        if relation_logits is not None and relation_labels is not None:
+            relation_correct += (relation_logits.argmax(-1) == relation_labels).sum().item()
+            relations += relation_labels.numel()
     if predicted == 0:
         raise ValueError("the validation set produced no masked tokens")
     results = {"mlm_loss": total_loss / predicted, "mlm_perplexity": math.exp(total_loss / predicted),

@@ -35,14 +35,15 @@ __all__ = [
 def _convert(model: PreTrainedModel, pair: ConversionPair, to_ours: bool) -> PreTrainedModel:
     weights = pair.weights
     config = weights.config_to_ours(model.config) if to_ours else weights.config_to_family(model.config, pair.theirs.config_class)
-    backend = model.config._attn_implementation
-    if to_ours or backend != "sdpa" or pair.theirs._supports_sdpa:
-        # (A class without SDPA, e.g. OpenAIGPT*, keeps transformers' default: eager.)
-        config._attn_implementation = backend
     target_class = pair.ours if to_ours else pair.theirs
+    implementation = model.config._attn_implementation
+    if implementation == "sdpa" and not target_class._supports_sdpa:
+        implementation = "eager"  # a transformers class with one kernel only (XLM): same maths
+    config._attn_implementation = implementation
     target = target_class(config, **(pair.constructor_kwargs(model) if pair.constructor_kwargs else {}))
     state = model.state_dict()
-    mapped = pair.adapter.to_ours(state) if to_ours else pair.adapter.to_theirs(state)
+    adapter = weights.adapter_for_config(pair.head, config)
+    mapped = adapter.to_ours(state) if to_ours else adapter.to_theirs(state)
     expected = set(target.state_dict())
     # Tied copies (e.g. the MLM decoder) may appear under one name only.
     missing = expected - set(mapped)

@@ -54,10 +54,6 @@ class VariantWeights:
             config that rebuild its architecture in the other library (both classes take the same
             ones, e.g. ViTModel's ``add_pooling_layer`` / ``use_mask_token``); heads not listed
             need none.
-        family_key_maps: transformers class-name prefix -> the key map of that family, for
-            families whose weight names differ from ``key_map``'s (OpenAI GPT's ``tokens_embed``
-            where GPT-2 has ``wte``); families not listed use ``key_map``. ``key_map`` must also
-            read these families' names (it serves ``from_pretrained`` of all of them).
         theirs_built_by_init: transformers keys (regexes) with no counterpart of ours that the
             transformers class computes itself when built (Marian's fixed sinusoidal table, its
             all-zero ``final_logits_bias``): ``to_transformers`` leaves them to its init.
@@ -70,19 +66,20 @@ class VariantWeights:
     config_to_theirs: Callable[[PreTrainedConfig], PreTrainedConfig]
     config_defaults: dict[str, Any] = field(default_factory=dict)
     constructor_kwargs: dict[str, Callable[[PreTrainedModel], dict]] = field(default_factory=dict)
-    family_key_maps: dict[str, KeyMap] = field(default_factory=dict)
     theirs_built_by_init: tuple[str, ...] = ()
 
     @property
     def model_type(self) -> str:
         return self.config_class.model_type
 
-    def adapter(self, head: str, transformers_class_name: str = "") -> StateDictAdapter:
-        """The adapter of ``head`` for the transformers family of ``transformers_class_name``."""
-        for family, key_map in self.family_key_maps.items():
-            if transformers_class_name.startswith(family):
-                return key_map.adapter(head)
+    def adapter(self, head: str) -> StateDictAdapter:
         return self.key_map.adapter(head)
+
+    def adapter_for_config(self, head: str, config: PreTrainedConfig) -> StateDictAdapter:
+        """The adapter ``from_transformers`` / ``to_transformers`` use for a model with ``config``
+        (the target's). The key map's own, unless a variant's names depend on the config (ALBERT's
+        inner layer groups, which no ``{i}`` template can renumber)."""
+        return self.adapter(head)
 
     def checkpoint_conversion(self) -> list[WeightTransform]:
         return self.key_map.checkpoint_conversion()
@@ -118,14 +115,16 @@ class VariantWeights:
 
 @dataclass
 class ConversionPair:
-    """Our class <-> transformers class, with the adapter and the variant's config translators;
-    ``constructor_kwargs(model)``: the arguments beyond the config that rebuild ``model`` (or None)."""
+    """Our class <-> transformers class (head suffix ``head``), with the adapter and the variant's
+    config translators; ``constructor_kwargs(model)``: the arguments beyond the config that rebuild
+    ``model`` (or None)."""
 
     ours: type
     theirs: type
     adapter: StateDictAdapter
     weights: VariantWeights
     constructor_kwargs: Callable[[PreTrainedModel], dict] | None = None
+    head: str = "Model"
 
 
 # Our model_type -> its weights; every (ours, theirs) pair, in registration order.
@@ -151,8 +150,9 @@ def register_weights(weights: VariantWeights, classes: dict[str, type]) -> None:
                 ConversionPair(
                     ours=classes[suffix],
                     theirs=getattr(transformers, their_name),
-                    adapter=weights.adapter(suffix, their_name),
+                    adapter=weights.adapter(suffix),
                     weights=weights,
                     constructor_kwargs=weights.constructor_kwargs.get(suffix),
+                    head=suffix,
                 )
             )

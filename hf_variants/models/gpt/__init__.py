@@ -2,7 +2,6 @@
 Everything else reads ``SPEC``."""
 
 from ... import papers
-from ...conversion import register_weights
 from ...registry import VariantSpec
 from .configuration_gpt import GPTConfig
 from .modeling_gpt import *  # noqa: F401,F403
@@ -26,12 +25,10 @@ SPEC = VariantSpec(
         "ForTokenClassification": GPTForTokenClassification,
         "ForQuestionAnswering": GPTForQuestionAnswering,
     },
+    weights=WEIGHTS,
     paper=papers.GPT,
     pretraining_objective="clm",
     tokenizer_kind="bpe",
 )
-
-# The one key map serves from_transformers, to_transformers and from_pretrained (models/<v>/weights.py).
-register_weights(WEIGHTS, SPEC.classes)
 
 __all__ = ["GPTConfig", "SPEC", *_modeling_all]

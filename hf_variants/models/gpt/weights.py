@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import transformers
 
-from ...conversion import KeyMap, VariantWeights
+from ...conversion import KeyMap, StateDictAdapter, VariantWeights
 from ..bert.weights import head_renames
 from .configuration_gpt import GPTConfig
 
@@ -83,8 +83,8 @@ def _key_map(embeddings: list[tuple[str, str]]) -> KeyMap:
     )
 
 
-# The GPT-2 names first (to_transformers of the GPT-2 family writes them); the OpenAI GPT
-# embedding names too, so one load-time mapping reads both families' checkpoints.
+# GPT-2's names, and OpenAI GPT's embedding names too so one load-time mapping (from_pretrained)
+# reads both families' checkpoints; GPT-2's come first, so to_transformers writes them.
 KEY_MAP = _key_map(_GPT2_EMBEDDINGS + _OPENAI_EMBEDDINGS)
 OPENAI_KEY_MAP = _key_map(_OPENAI_EMBEDDINGS)
 
@@ -189,7 +189,12 @@ def config_dict_to_ours(config_dict: dict) -> dict:
 
 
 class GPTWeights(VariantWeights):
-    """VariantWeights whose two transformers families differ in config (GPT2Config / OpenAIGPTConfig)."""
+    """VariantWeights whose two transformers families differ in config (GPT2Config / OpenAIGPTConfig)
+    and in the embeddings' names (the family follows the config: post-LN is OpenAI GPT)."""
+
+    def adapter_for_config(self, head: str, config) -> StateDictAdapter:
+        is_gpt1 = isinstance(config, transformers.OpenAIGPTConfig) or (isinstance(config, GPTConfig) and not config.pre_layer_norm)
+        return (OPENAI_KEY_MAP if is_gpt1 else KEY_MAP).adapter(head)
 
     def config_dict_to_ours(self, config_dict: dict) -> dict:
         if config_dict.get("model_type") == self.model_type:
@@ -212,7 +217,6 @@ WEIGHTS = GPTWeights(
     },
     source_model_types=("gpt2", "openai-gpt"),
     config_to_theirs=config_to_theirs,
-    family_key_maps={"OpenAIGPT": OPENAI_KEY_MAP},
 )
 
 

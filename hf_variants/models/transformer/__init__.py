@@ -1,7 +1,6 @@
 """The original Transformer (Vaswani et al. 2017): the variant's one declaration. Everything else reads ``SPEC``."""
 
 from ... import papers
-from ...conversion import register_weights
 from ...registry import VariantSpec
 from .configuration_transformer import OriginalTransformerConfig
 from .modeling_transformer import *  # noqa: F401,F403
@@ -14,6 +13,7 @@ SPEC = VariantSpec(
     name="transformer",
     config_class=OriginalTransformerConfig,
     classes={"Model": TransformerModel, "ForConditionalGeneration": TransformerForConditionalGeneration},
+    weights=WEIGHTS,
     paper=papers.TRANSFORMER,
     pretraining_objective="seq2seq",
     tokenizer_kind="bpe",
@@ -23,8 +23,6 @@ SPEC = VariantSpec(
         "noam_training_arguments": noam_training_arguments,
     },
 )
-
-register_weights(WEIGHTS, SPEC.classes)
 
 __all__ = ["OriginalTransformerConfig", "SPEC", "noam_learning_rate", "noam_peak_learning_rate",
            "noam_training_arguments", *_modeling_all]

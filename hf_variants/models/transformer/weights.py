@@ -164,8 +164,8 @@ class _ZeroOutputBiasAdapter(StateDictAdapter):
 class TransformerWeights(VariantWeights):
     """VariantWeights with Marian's config names (d_model, encoder_layers ...) translated explicitly."""
 
-    def adapter(self, head: str, transformers_class_name: str = "") -> StateDictAdapter:
-        plain = super().adapter(head, transformers_class_name)
+    def adapter(self, head: str) -> StateDictAdapter:
+        plain = super().adapter(head)
         return _ZeroOutputBiasAdapter(plain.renames, plain.fused, plain.ignored, plain.transposed)
 
     def config_dict_to_ours(self, config_dict: dict) -> dict:
