@@ -153,3 +153,46 @@ def test_config_translation_round_trips():
         hf_variants.models.gpt.weights.config_to_theirs(hf_variants.GPTConfig(pre_layer_norm=False, hidden_act="gelu"))
     with pytest.raises(ValueError, match="4 x hidden_size"):
         hf_variants.models.gpt.weights.config_to_theirs(hf_variants.GPTConfig(pre_layer_norm=False, intermediate_size=100))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_double_heads_match_and_combine_the_losses_as_gpt1(family, tmp_path):
+    torch.manual_seed(0)
+    theirs = getattr(transformers, family + "DoubleHeadsModel")(their_config(family, "eager")).eval()
+    ours = from_transformers(theirs).eval()
+    assert type(ours) is hf_variants.GPTDoubleHeadsModel
+    ids = torch.randint(3, 99, (2, 3, 6))
+    mc_token_ids, mc_labels = torch.randint(0, 6, (2, 3)), torch.tensor([0, 2])
+    with torch.no_grad():
+        a = theirs(ids, mc_token_ids=mc_token_ids, labels=ids, mc_labels=mc_labels)
+        b = ours(ids, mc_token_ids=mc_token_ids, labels=ids, mc_labels=mc_labels)
+    for name in ("logits", "mc_logits", "mc_loss"):
+        torch.testing.assert_close(b[name], a[name], atol=1e-5, rtol=0)
+    torch.testing.assert_close(b.lm_loss, a.loss, atol=1e-5, rtol=0)  # transformers' `loss` is the LM part
+    torch.testing.assert_close(b.loss, b.mc_loss + 0.5 * b.lm_loss)  # L3 = L2 + lambda L1, lambda 0.5
+    back = to_transformers(ours).eval()
+    assert type(back) is type(theirs)
+    with torch.no_grad():
+        torch.testing.assert_close(back(ids, mc_token_ids=mc_token_ids).mc_logits, a.mc_logits, atol=1e-5, rtol=0)
+    theirs.save_pretrained(tmp_path)
+    loaded = hf_variants.GPTDoubleHeadsModel.from_pretrained(tmp_path).eval()
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(ids, mc_token_ids=mc_token_ids).mc_logits, a.mc_logits, atol=1e-5, rtol=0)
+
+
+def test_gpt1_formatting_feeds_the_double_heads_model():
+    start, delim, extract = 90, 91, 92
+    batch = hf_variants.format_gpt1_inputs([[[5, 6], [7]], [[5, 6], [8, 9]]], start, delim, extract, PAD)
+    assert batch["input_ids"][0].tolist() == [[start, 5, 6, delim, 7, extract, PAD], [start, 5, 6, delim, 8, 9, extract]]
+    assert batch["mc_token_ids"].tolist() == [[5, 6]] and batch["labels"][0, 0, -1].item() == -100
+    single = hf_variants.format_gpt1_inputs([[[5, 6, 7]]], start, delim, extract, PAD)
+    assert single["input_ids"][0, 0].tolist() == [start, 5, 6, 7, extract]
+    torch.manual_seed(0)
+    model = hf_variants.GPTDoubleHeadsModel(hf_variants.GPTConfig(**hf_variants.models.gpt.weights.config_dict_to_ours(
+        their_config("OpenAIGPT").to_dict()))).eval()
+    out = model(**batch, mc_labels=torch.tensor([1]))
+    assert out.mc_logits.shape == (1, 2) and torch.isfinite(out.loss)
+    with pytest.raises(ValueError, match="mc_token_ids"):
+        model(batch["input_ids"], mc_token_ids=torch.tensor([[5, 7]]))
+    with pytest.raises(ValueError, match="non-empty"):
+        hf_variants.format_gpt1_inputs([[]], start, delim, extract, PAD)

@@ -13,6 +13,7 @@ from .modeling_gpt import (
     GPTModel,
 )
 from .modeling_gpt import __all__ as _modeling_all
+from .finetuning import GPTDoubleHeadsModel, GPTDoubleHeadsOutput, format_gpt1_inputs
 from .weights import WEIGHTS
 
 SPEC = VariantSpec(
@@ -24,11 +25,13 @@ SPEC = VariantSpec(
         "ForSequenceClassification": GPTForSequenceClassification,
         "ForTokenClassification": GPTForTokenClassification,
         "ForQuestionAnswering": GPTForQuestionAnswering,
+        "DoubleHeadsModel": GPTDoubleHeadsModel,  # GPT-1 fine-tuning (no Auto class)
     },
     weights=WEIGHTS,
     paper=papers.GPT,
     pretraining_objective="clm",
     tokenizer_kind="bpe",
+    exports={"GPTDoubleHeadsOutput": GPTDoubleHeadsOutput, "format_gpt1_inputs": format_gpt1_inputs},
 )
 
-__all__ = ["GPTConfig", "SPEC", *_modeling_all]
+__all__ = ["GPTConfig", "SPEC", "GPTDoubleHeadsModel", "GPTDoubleHeadsOutput", "format_gpt1_inputs", *_modeling_all]

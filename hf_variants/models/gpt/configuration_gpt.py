@@ -40,6 +40,7 @@ class GPTConfig(DecoderConfig):
     pad_token_id: int | None = None  # GPT-2 has no padding token (fine-tuning usually sets it to eos)
     bos_token_id: int | None = 50256  # <|endoftext|>
     eos_token_id: int | None = 50256
+    lm_loss_weight: float = 0.5  # GPT-1 fine-tuning: lambda of the auxiliary LM loss (GPTDoubleHeadsModel)
     padding_free: bool = True  # training batches without a cache may run packed (same results at real tokens)
 
     def check_architecture(self) -> None:

@@ -66,6 +66,8 @@ _HEADS = {
     "ForSequenceClassification": [("score.weight", "classifier.out_proj.weight")],
     "ForTokenClassification": head_renames([("classifier", "classifier")]),
     "ForQuestionAnswering": head_renames([("qa_outputs", "qa_outputs")]),
+    "DoubleHeadsModel": [("lm_head.weight", "lm_head.weight")]
+    + head_renames([("multiple_choice_head.summary", "multiple_choice_head.out_proj")]),
 }
 # Causal-mask buffers that checkpoints saved by older transformers versions carry: not weights.
 _IGNORED = [r"(transformer\.)?h\.\d+\.attn\.(masked_)?bias"]
@@ -89,7 +91,7 @@ KEY_MAP = _key_map(_GPT2_EMBEDDINGS + _OPENAI_EMBEDDINGS)
 OPENAI_KEY_MAP = _key_map(_OPENAI_EMBEDDINGS)
 
 # The heads transformers' OpenAI GPT has (no token classification or QA).
-_OPENAI_HEADS = ("Model", "LMHeadModel", "ForSequenceClassification")
+_OPENAI_HEADS = ("Model", "LMHeadModel", "ForSequenceClassification", "DoubleHeadsModel")
 
 
 # OpenAI GPT's ``afn`` names -> ours: its "gelu" is the tanh approximation (the original GPT-1's
