@@ -104,7 +104,9 @@ class _WithoutCache:
 
 
 class GPTScore(nn.Module):
-    """transformers' bias-free ``score`` projection of the summary token: (B, H) -> (B, num_labels)."""
+    """transformers' bias-free ``score`` projection of the summary token: (B, H) -> (B, num_labels).
+    No dropout (as transformers' GPT-2 / OpenAI GPT classifiers); ``dropout`` is the classifier
+    interface's argument, unused."""
 
     def __init__(self, hidden_size: int, num_labels: int, dropout: float) -> None:
         super().__init__()
