@@ -7,12 +7,14 @@ later runs read the cache only.
 from __future__ import annotations
 
 import collections
+import gzip
 import re
 import struct
 import subprocess
 import zipfile
 
 import datasets
+import numpy as np
 import pytest
 
 from hf_variants import data
@@ -210,6 +212,52 @@ def test_sentence_pairs_balanced_and_true_next_sentences():
         # Austen often puts two spaces between sentences: "next" means only whitespace between.
         adjacent = re.search(re.escape(row["sentence1"]) + r"[ ]+" + re.escape(row["sentence2"]), text)
         assert (adjacent is not None) == (row["label"] == 1), row
+
+
+# ------------------------------------------------------------------------------------ images
+def test_fashion_mnist_official_test_set_and_balanced_validation():
+    images = data.load_fashion_mnist()
+    assert {split: len(part) for split, part in images.items()} == {"train": 55_000, "validation": 5_000, "test": 10_000}
+    assert images["train"].features["label"].names[0] == "T-shirt/top" and images["train"].features["label"].num_classes == 10
+    assert collections.Counter(images["validation"]["label"]) == {label: 500 for label in range(10)}
+    assert collections.Counter(images["test"]["label"]) == {label: 1_000 for label in range(10)}  # as published
+    assert images["test"]["id"] == list(range(10_000))
+    train_ids, validation_ids = set(images["train"]["id"]), set(images["validation"]["id"])
+    assert not train_ids & validation_ids and train_ids | validation_ids == set(range(60_000))
+    first = images["train"][0]["image"]
+    assert first.mode == "L" and first.size == (28, 28)
+    pixels = np.asarray(images["test"][0]["image"])
+    assert pixels.dtype == np.uint8 and 0 < pixels.mean() < 255  # a real image, not blank
+    # The shuffled training order is fixed, so --max_train_samples picks the same rows every run.
+    assert data.load_fashion_mnist()["train"][:5]["id"] == images["train"][:5]["id"]
+
+
+def test_idx_reader_rejects_a_wrong_header(tmp_path):
+    from hf_variants.data.images import IDX_IMAGES_MAGIC, IDX_LABELS_MAGIC, read_idx
+
+    path = tmp_path / "labels.gz"
+    path.write_bytes(gzip.compress(struct.pack(">II", IDX_LABELS_MAGIC, 3) + bytes([1, 2, 3])))
+    assert read_idx(path, IDX_LABELS_MAGIC).tolist() == [1, 2, 3]
+    with pytest.raises(RuntimeError, match="magic number"):
+        read_idx(path, IDX_IMAGES_MAGIC)
+    path.write_bytes(gzip.compress(struct.pack(">II", IDX_LABELS_MAGIC, 4) + bytes([1, 2, 3])))
+    with pytest.raises(RuntimeError, match="found 3 bytes"):
+        read_idx(path, IDX_LABELS_MAGIC)
+
+
+def test_digits_are_scikit_learns_images_scaled_to_bytes():
+    from sklearn.datasets import load_digits
+
+    digits = data.load_named_dataset("hf_variants/digits")
+    assert {split: len(part) for split, part in digits.items()} == {"train": 1_439, "validation": 179, "test": 179}
+    _assert_disjoint_splits(digits)
+    original = load_digits()
+    row = digits["validation"][0]
+    pixels = np.asarray(row["image"])
+    assert pixels.shape == (8, 8) and pixels.max() <= 255
+    np.testing.assert_array_equal(pixels, np.rint(original.images[row["id"]] * 255 / 16))
+    assert row["label"] == original.target[row["id"]]
+    assert digits["train"].features["label"].names == [str(digit) for digit in range(10)]
 
 
 # ------------------------------------------------------------------- registry and checks

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import datasets
 
+from .images import load_digits, load_fashion_mnist
 from .labelled import load_rt_polarity, load_wnut16, load_wsj_pos
 from .text_tasks import load_real_text_qa, load_sentence_pairs
 
@@ -16,6 +17,8 @@ _LOADERS: dict[str, tuple[Callable[..., datasets.DatasetDict], tuple[str, ...]]]
     "hf_variants/wsj_pos": (lambda config: load_wsj_pos(), ()),
     "hf_variants/real_text_qa": (lambda config: load_real_text_qa(), ()),
     "hf_variants/sentence_pairs": (lambda config: load_sentence_pairs(), ()),
+    "hf_variants/fashion_mnist": (lambda config: load_fashion_mnist(), ()),
+    "hf_variants/digits": (lambda config: load_digits(), ()),
 }
 DATASET_NAMES = tuple(_LOADERS)
 
@@ -25,8 +28,9 @@ def load_named_dataset(name: str, config_name: str | None = None) -> datasets.Da
 
     Names: ``hf_variants/rt_polarity`` (configs ``binary`` (default), ``fine``),
     ``hf_variants/wnut16``, ``hf_variants/wsj_pos``, ``hf_variants/real_text_qa``,
-    ``hf_variants/sentence_pairs``. Any other name raises ``ValueError`` (scripts then fall back
-    to ``datasets.load_dataset`` for Hub names).
+    ``hf_variants/sentence_pairs``, ``hf_variants/fashion_mnist``, ``hf_variants/digits`` (images).
+    Any other name raises ``ValueError`` (scripts then fall back to ``datasets.load_dataset`` for
+    Hub names).
     """
     if name not in _LOADERS:
         raise ValueError(f"unknown hf_variants dataset {name!r}; known names: {', '.join(DATASET_NAMES)}")

