@@ -54,6 +54,8 @@ class ScaledSinusoidalEmbeddings(TransformerEmbeddings):
 class OriginalTransformerPreTrainedModel(SharedPreTrainedModel):
     config_class = OriginalTransformerConfig
     base_model_prefix = "model"
+    # Marian checkpoints store their fixed sinusoidal tables; ours are computed from the config.
+    _keys_to_ignore_on_load_unexpected = [r"(en|de)coder\.embed_positions\.weight"]
 
 
 class TransformerEncoder(TransformerBackbone, OriginalTransformerPreTrainedModel):
