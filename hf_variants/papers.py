@@ -184,3 +184,46 @@ VIT = VariantInfo(
 }""",
     
 )
+
+GPT = VariantInfo(
+        "GPT",
+        "GPT is a decoder-only Transformer pretrained as a left-to-right language model: masked (causal) "
+        "self-attention, learned absolute positions, GELU feed-forward layers and an output layer tied to "
+        "the token embeddings. GPT-1 (post-LayerNorm, 512 positions) is fine-tuned with task inputs "
+        "delimited by [START]/[DELIM]/[EXTRACT] tokens and an auxiliary language-modelling loss; GPT-2 moves "
+        "the LayerNorm to each sub-block's input, adds a final LayerNorm, scales the residual projections' "
+        "initialisation by 1/sqrt(2 * layers) and uses 1024 positions and a byte-level BPE vocabulary.",
+        "Language Models are Unsupervised Multitask Learners",
+        "https://cdn.openai.com/better-language-models/language_models_are_unsupervised_multitask_learners.pdf",
+        """@techreport{radford2019language,
+  title = {Language Models are Unsupervised Multitask Learners},
+  author = {Radford, Alec and Wu, Jeffrey and Child, Rewon and Luan, David and Amodei, Dario and Sutskever, Ilya},
+  institution = {OpenAI},
+  year = {2019}
+}
+@techreport{radford2018improving,
+  title = {Improving Language Understanding by Generative Pre-Training},
+  author = {Radford, Alec and Narasimhan, Karthik and Salimans, Tim and Sutskever, Ilya},
+  institution = {OpenAI},
+  year = {2018}
+}""",
+)
+
+TRANSFORMER = VariantInfo(
+        "Transformer",
+        "The Transformer is an encoder-decoder built from attention alone: six post-LayerNorm encoder layers "
+        "(self-attention and a ReLU feed-forward layer) and six decoder layers that add masked self-attention "
+        "and attention over the encoder's output, with fixed sinusoidal positions, one embedding matrix shared by "
+        "source, target and output layer (scaled by sqrt(d_model)), label smoothing 0.1 and Adam with an "
+        "inverse square-root learning-rate schedule after 4,000 warm-up steps.",
+        "Attention Is All You Need",
+        "https://arxiv.org/abs/1706.03762",
+        """@inproceedings{vaswani2017attention,
+  title = {Attention Is All You Need},
+  author = {Vaswani, Ashish and Shazeer, Noam and Parmar, Niki and Uszkoreit, Jakob and Jones, Llion
+            and Gomez, Aidan N. and Kaiser, {\\L}ukasz and Polosukhin, Illia},
+  booktitle = {Advances in Neural Information Processing Systems 30 (NeurIPS)},
+  pages = {5998--6008},
+  year = {2017}
+}""",
+)

@@ -130,4 +130,4 @@ def test_to_transformers_refuses_what_bert_cannot_express():
 
 def test_unknown_class_is_refused():
     with pytest.raises(ValueError, match="no hf-variants equivalent"):
-        hf_variants.from_transformers(transformers.GPT2Model(transformers.GPT2Config(n_layer=1, n_embd=8, n_head=2)))
+        hf_variants.from_transformers(transformers.GPTJModel(transformers.GPTJConfig(n_layer=1, n_embd=8, n_head=2, rotary_dim=4)))

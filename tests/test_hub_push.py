@@ -16,6 +16,7 @@ from safetensors.torch import save_file
 from transformers import AutoModelForSequenceClassification, BertTokenizerFast
 
 import hf_variants
+from hf_variants.modules.configuration import DecoderConfig
 from hf_variants.cli import main as cli_main
 from hf_variants.hub import PushError, push_model_dir
 from hf_variants.registry import REGISTERED
@@ -57,8 +58,11 @@ def make_run_dir(tmp_path: Path, model_type: str = "hfv_bert") -> Path:
     out = tmp_path / "run"
     config_class, model_class = VARIANTS[model_type]
     # embedding_size = hidden_size: no factorization, valid for variants whose default E is larger (ALBERT's 128).
+    # Decoders (GPT) default to their real vocabulary's special ids: the tiny vocabulary's instead
+    # (its [PAD] is 0; a batch of sentences needs a padding id to find each row's last token).
+    special = dict(pad_token_id=0, bos_token_id=None, eos_token_id=None) if issubclass(config_class, DecoderConfig) else {}
     config = config_class(hidden_size=32, embedding_size=32, num_hidden_layers=2, num_attention_heads=2,
-                          intermediate_size=37, vocab_size=99, num_labels=3)
+                          intermediate_size=37, vocab_size=99, num_labels=3, **special)
     model = model_class(config).eval()
     model.save_pretrained(out)
     (tmp_path / "vocab.txt").write_text("\n".join(tiny_vocab()) + "\n")

@@ -12,6 +12,8 @@ All three read the same :class:`KeyMap` (``models/<variant>/weights.py``), wired
 
 from __future__ import annotations
 
+import re
+
 from transformers import PreTrainedConfig, PreTrainedModel
 
 from .key_map import KeyMap, StateDictAdapter
@@ -46,6 +48,8 @@ def _convert(model: PreTrainedModel, pair: ConversionPair, to_ours: bool) -> Pre
     # Tied copies (e.g. the MLM decoder) may appear under one name only.
     missing = expected - set(mapped)
     missing = {k for k in missing if not _is_tied_copy(target, k)}
+    if not to_ours:
+        missing = {k for k in missing if not any(re.fullmatch(p, k) for p in weights.theirs_built_by_init)}
     if missing:
         raise ValueError(f"converted weights miss {sorted(missing)[:8]}")
     unexpected = target.load_state_dict(mapped, strict=False).unexpected_keys
@@ -74,9 +78,14 @@ def to_transformers(model: PreTrainedModel, transformers_class: type | None = No
     ``transformers_class`` picks one when several transformers families share our weights
     (``RobertaForMaskedLM`` or ``XLMRobertaForMaskedLM``); by default, the variant's first family.
     """
-    for pair in PAIRS:
-        if type(model) is pair.ours and (transformers_class is None or pair.theirs is transformers_class):
-            return _convert(model, pair, to_ours=False)
+    candidates = [p for p in PAIRS if type(model) is p.ours and transformers_class in (None, p.theirs)]
+    if transformers_class is None and len(candidates) > 1:
+        # Several families: the one whose config the variant translates this model's config to
+        # (GPT: GPT-2 for a pre-LN config, OpenAI GPT for a post-LN one); else the default first.
+        wanted = type(candidates[0].weights.config_to_theirs(model.config))
+        candidates = [p for p in candidates if p.theirs.config_class is wanted] or candidates
+    if candidates:
+        return _convert(model, candidates[0], to_ours=False)
     target = "" if transformers_class is None else f" of class {transformers_class.__name__}"
     raise ValueError(f"no transformers equivalent{target} registered for {type(model).__name__}")
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import torch
 from transformers.conversion_mapping import get_checkpoint_conversion_mapping
-from transformers.core_model_loading import Concatenate, WeightConverter, WeightRenaming, WeightTransform
+from transformers.core_model_loading import Concatenate, Transpose, WeightConverter, WeightRenaming, WeightTransform
 
 Renames = list[tuple[str, str]]  # (transformers template, our template)
 Fused = list[tuple[str, list[str]]]  # (our template, [transformers templates concatenated along dim 0])
@@ -54,12 +54,14 @@ class StateDictAdapter:
     ``renames`` are (transformers template, our template) pairs applied in order; the reverse
     direction is derived from them. ``fused`` lists our tensors built by concatenating several
     transformers tensors along dim 0 (the fused QKV projection). ``ignored`` are transformers
-    keys (regexes) with no counterpart of ours (duplicates of tied tensors).
+    keys (regexes) with no counterpart of ours (duplicates of tied tensors). ``transposed`` are
+    renames whose 2-D tensor is also transposed (transformers' Conv1D weights).
     """
 
     renames: Renames
     fused: Fused = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
+    transposed: Renames = field(default_factory=list)
 
     @staticmethod
     def _pattern(template: str) -> re.Pattern:
@@ -74,6 +76,7 @@ class StateDictAdapter:
                 index = patterns[0].match(key).groupdict().get("i")
                 parts = [t.format(i=index) for t in their_templates]
                 ours[our_template.format(i=index)] = torch.cat([pending.pop(p) for p in parts], dim=0)
+        self._move_transposed(pending, ours, self.transposed)
         for key in list(pending):
             if any(re.fullmatch(p, key) for p in self.ignored):
                 pending.pop(key)
@@ -96,6 +99,7 @@ class StateDictAdapter:
                 index = pattern.match(key).groupdict().get("i")
                 for name, part in zip(their_templates, pending.pop(key).chunk(len(their_templates), dim=0)):
                     theirs[name.format(i=index)] = part.clone()
+        self._move_transposed(pending, theirs, [(o, t) for t, o in self.transposed])
         for key in list(pending):
             for their_template, our_template in self.renames:
                 match = self._pattern(our_template).match(key)
@@ -105,6 +109,14 @@ class StateDictAdapter:
         if pending:
             raise ValueError(f"no transformers counterpart for weights: {sorted(pending)[:8]}")
         return theirs
+
+
+    def _move_transposed(self, pending: dict, target: dict, pairs: Renames) -> None:
+        """Move the keys of ``pending`` matching a (source, target) template pair into ``target``, transposed."""
+        for source_template, target_template in pairs:
+            pattern = self._pattern(source_template)
+            for key in [k for k in pending if pattern.match(k)]:
+                target[target_template.format(**pattern.match(key).groupdict())] = pending.pop(key).t().contiguous()
 
 
 @dataclass(frozen=True)
@@ -121,6 +133,8 @@ class KeyMap:
             (``base_model_prefix``); the bare model has none on either side.
         ignored: per head suffix, transformers keys (regexes, from the model root) with no
             counterpart of ours, such as a second name of a tied tensor.
+        backbone_transposed: renames inside the encoder whose 2-D tensor transformers stores
+            transposed (GPT-2's Conv1D: (in, out) where our nn.Linear has (out, in)).
     """
 
     backbone: Renames
@@ -129,6 +143,7 @@ class KeyMap:
     their_prefix: str
     our_prefix: str
     ignored: dict[str, list[str]] = field(default_factory=dict)
+    backbone_transposed: Renames = field(default_factory=list)
 
     def adapter(self, head: str) -> StateDictAdapter:
         """The full-key adapter of one head ("Model" = the bare encoder, keys without prefix)."""
@@ -139,7 +154,10 @@ class KeyMap:
         ours = "" if bare else self.our_prefix + "."
         renames = [(theirs + t, ours + o) for t, o in self.backbone] + list(self.heads[head])
         fused = [(ours + o, [theirs + t for t in ts]) for o, ts in self.backbone_fused]
-        return StateDictAdapter(renames=renames, fused=fused, ignored=list(self.ignored.get(head, [])))
+        transposed = [(theirs + t, ours + o) for t, o in self.backbone_transposed]
+        return StateDictAdapter(
+            renames=renames, fused=fused, ignored=list(self.ignored.get(head, [])), transposed=transposed
+        )
 
     def checkpoint_conversion(self) -> list[WeightTransform]:
         """transformers v5 load-time transforms for any of our classes of this variant.
@@ -176,6 +194,18 @@ class KeyMap:
                     source_patterns=[self._anchored(leaf) for leaf in their_leaves],
                     target_patterns=our_leaf,
                     operations=[Concatenate(dim=0)],
+                )
+            )
+        for their_template, our_template in self.backbone_transposed:
+            # As the fused tensors: the layer part is renamed first (for this key alone), then a
+            # converter renames the leaf and transposes.
+            their_layer, their_leaf = _split_layer_prefix(their_template)
+            our_layer, our_leaf = _split_layer_prefix(our_template)
+            if their_layer != our_layer:
+                renames[their_template] = our_layer + their_leaf
+            converters.append(
+                WeightConverter(
+                    source_patterns=[self._anchored(their_leaf)], target_patterns=our_leaf, operations=[Transpose(0, 1)]
                 )
             )
         self._check_no_chains(renames)

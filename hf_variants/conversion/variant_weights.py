@@ -54,6 +54,9 @@ class VariantWeights:
             config that rebuild its architecture in the other library (both classes take the same
             ones, e.g. ViTModel's ``add_pooling_layer`` / ``use_mask_token``); heads not listed
             need none.
+        theirs_built_by_init: transformers keys (regexes) with no counterpart of ours that the
+            transformers class computes itself when built (Marian's fixed sinusoidal table, its
+            all-zero ``final_logits_bias``): ``to_transformers`` leaves them to its init.
     """
 
     config_class: type
@@ -63,6 +66,7 @@ class VariantWeights:
     config_to_theirs: Callable[[PreTrainedConfig], PreTrainedConfig]
     config_defaults: dict[str, Any] = field(default_factory=dict)
     constructor_kwargs: dict[str, Callable[[PreTrainedModel], dict]] = field(default_factory=dict)
+    theirs_built_by_init: tuple[str, ...] = ()
 
     @property
     def model_type(self) -> str:
@@ -141,13 +145,12 @@ def register_weights(weights: VariantWeights, classes: dict[str, type]) -> None:
     register_checkpoint_conversion_mapping(weights.model_type, weights.checkpoint_conversion(), overwrite=True)
     PAIRS[:] = [p for p in PAIRS if p.weights.model_type != weights.model_type]
     for suffix in weights.transformers_classes:
-        adapter = weights.adapter(suffix)
         for their_name in weights.transformers_class_names(suffix):
             PAIRS.append(
                 ConversionPair(
                     ours=classes[suffix],
                     theirs=getattr(transformers, their_name),
-                    adapter=adapter,
+                    adapter=weights.adapter(suffix),
                     weights=weights,
                     constructor_kwargs=weights.constructor_kwargs.get(suffix),
                     head=suffix,

@@ -13,15 +13,25 @@ from .dropout import Dropout
 POSITION_EMBEDDING_TYPES = ("learned", "sinusoidal", "none")
 
 
-def sinusoidal_table(num_positions: int, dim: int) -> torch.Tensor:
-    """The fixed encoding of "Attention Is All You Need" (sec. 3.5): (num_positions, dim),
-    sin on even and cos on odd dimensions with wavelengths 2pi .. 10000*2pi."""
-    position = torch.arange(num_positions, dtype=torch.float32)[:, None]
-    frequency = torch.exp(torch.arange(0, dim, 2, dtype=torch.float32) * (-math.log(10000.0) / dim))
-    table = torch.zeros(num_positions, dim)
-    table[:, 0::2] = torch.sin(position * frequency)
-    table[:, 1::2] = torch.cos(position * frequency[: dim // 2])
-    return table
+SINUSOIDAL_LAYOUTS = ("interleaved", "concatenated")
+
+
+def sinusoidal_table(num_positions: int, dim: int, layout: str = "interleaved") -> torch.Tensor:
+    """The fixed encoding of "Attention Is All You Need" (sec. 3.5): (num_positions, dim) with
+    wavelengths 2pi .. 10000*2pi. ``layout`` "interleaved" (the paper's formula): sin on even and
+    cos on odd dimensions; "concatenated": all sines then all cosines (tensor2tensor, fairseq,
+    Marian). Angles are computed in float64 (as Marian's numpy table), then cast to float32."""
+    if layout not in SINUSOIDAL_LAYOUTS:
+        raise ValueError(f"sinusoidal layout must be one of {SINUSOIDAL_LAYOUTS}, got {layout!r}")
+    position = torch.arange(num_positions, dtype=torch.float64)[:, None]
+    frequency = torch.exp(torch.arange(0, dim, 2, dtype=torch.float64) * (-math.log(10000.0) / dim))
+    sines, cosines = torch.sin(position * frequency), torch.cos(position * frequency[: dim // 2])
+    if layout == "concatenated":
+        return torch.cat([sines, cosines], dim=1).float()
+    table = torch.zeros(num_positions, dim, dtype=torch.float64)
+    table[:, 0::2] = sines
+    table[:, 1::2] = cosines
+    return table.float()
 
 
 def check_index_range(ids: torch.Tensor, size: int, what: str, size_name: str) -> None:
@@ -52,6 +62,7 @@ class TransformerEmbeddings(nn.Module):
         position_embedding_type: "learned", "sinusoidal" (fixed) or "none" (relative-position models).
         layer_norm: apply LayerNorm to the summed embeddings (False for pre-LN GPT-style stacks).
         pad_token_id: padding index of the word table.
+        sinusoidal_layout: "interleaved" or "concatenated" sin/cos (see :func:`sinusoidal_table`).
         project: whether the E -> H projection exists; None: only when E != H (transformers'
             ALBERT keeps it even when E = H, so its checkpoints need True).
     """
@@ -68,6 +79,7 @@ class TransformerEmbeddings(nn.Module):
         dropout: float = 0.1,
         pad_token_id: int | None = 0,
         layer_norm: bool = True,
+        sinusoidal_layout: str = "interleaved",
         project: bool | None = None,
     ) -> None:
         super().__init__()
@@ -79,13 +91,15 @@ class TransformerEmbeddings(nn.Module):
         self.max_position_embeddings = max_position_embeddings
         self.type_vocab_size = type_vocab_size
         self.position_embedding_type = position_embedding_type
+        self.sinusoidal_layout = sinusoidal_layout
         self.word_embeddings = nn.Embedding(vocab_size, embedding_size, padding_idx=pad_token_id)
         if position_embedding_type == "learned":
             self.position_embeddings = nn.Embedding(max_position_embeddings, embedding_size)
         elif position_embedding_type == "sinusoidal":
             # Not a parameter and not saved: it is a function of the config.
             self.register_buffer(
-                "sinusoidal_positions", sinusoidal_table(max_position_embeddings, embedding_size), persistent=False
+                "sinusoidal_positions", sinusoidal_table(max_position_embeddings, embedding_size, sinusoidal_layout),
+                persistent=False,
             )
         self.token_type_embeddings = nn.Embedding(type_vocab_size, embedding_size) if type_vocab_size > 0 else None
         self.layer_norm = nn.LayerNorm(embedding_size, eps=layer_norm_eps) if layer_norm else None
@@ -128,7 +142,7 @@ class TransformerEmbeddings(nn.Module):
     def reset_fixed_buffers(self) -> None:
         """Recompute the sinusoidal table (after meta-device initialisation in from_pretrained)."""
         if self.position_embedding_type == "sinusoidal":
-            table = sinusoidal_table(self.max_position_embeddings, self.word_embeddings.embedding_dim)
+            table = sinusoidal_table(self.max_position_embeddings, self.word_embeddings.embedding_dim, self.sinusoidal_layout)
             self.sinusoidal_positions.copy_(table.to(self.sinusoidal_positions.device))
 
     def check_inputs(

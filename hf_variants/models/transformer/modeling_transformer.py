@@ -1,0 +1,102 @@
+"""The original Transformer (Vaswani et al. 2017): an encoder-decoder on the shared blocks.
+
+What is the Transformer's own, on top of ``hf_variants.modules``:
+
+- the embeddings: the one shared word matrix scaled by sqrt(d_model), plus fixed sinusoidal
+  positions, no LayerNorm (post-LN layers normalise after each sub-layer), dropout
+  (:class:`ScaledSinusoidalEmbeddings`);
+- positions 0..T-1 on both sides whatever the padding (Marian's convention; the source is
+  right-padded, the target starts at the decoder start token);
+- the loss: label-smoothed cross-entropy (``config.label_smoothing``, 0.1 in the paper).
+
+The encoder and decoder layers, the cache, cross-attention and ``generate()`` are the shared ones
+(``EncoderDecoderBackbone``, ``EncoderDecoderForSeq2SeqLM``); the warm-up schedule is in
+:mod:`hf_variants.models.transformer.schedule`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ...modules.backbone import TransformerBackbone
+from ...modules.backbone import TransformerPreTrainedModel as SharedPreTrainedModel
+from ...modules.decoder import DecoderBackbone, EncoderDecoderBackbone
+from ...modules.embeddings import TransformerEmbeddings
+from ...modules.generation import EncoderDecoderForSeq2SeqLM
+from .configuration_transformer import OriginalTransformerConfig
+
+
+class ScaledSinusoidalEmbeddings(TransformerEmbeddings):
+    """sqrt(d_model) * word embedding + sinusoidal position -> dropout. (B, T) ids -> (B, T, H).
+    Embeddings passed as ``inputs_embeds`` are used as given (not scaled)."""
+
+    def __init__(self, scale: float, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.scale = scale
+
+    @classmethod
+    def from_config(cls, config: OriginalTransformerConfig) -> "ScaledSinusoidalEmbeddings":
+        return cls(
+            scale=math.sqrt(config.hidden_size) if config.scale_embedding else 1.0,
+            layer_norm=False,
+            sinusoidal_layout=config.sinusoidal_layout,
+            **TransformerEmbeddings.config_kwargs(config),
+        )
+
+    def forward(self, input_ids, position_ids, token_type_ids=None, inputs_embeds=None) -> torch.Tensor:
+        if inputs_embeds is None:
+            inputs_embeds = self.word_embeddings(input_ids) * self.scale
+        return super().forward(None, position_ids, token_type_ids, inputs_embeds)
+
+
+class OriginalTransformerPreTrainedModel(SharedPreTrainedModel):
+    config_class = OriginalTransformerConfig
+    base_model_prefix = "model"
+    # Marian checkpoints store their fixed sinusoidal tables; ours are computed from the config.
+    _keys_to_ignore_on_load_unexpected = [r"(en|de)coder\.embed_positions\.weight"]
+
+
+class TransformerEncoder(TransformerBackbone, OriginalTransformerPreTrainedModel):
+    """The encoder stack: source ids (B, S) -> states (B, S, H)."""
+
+    def build_embeddings(self, config: OriginalTransformerConfig) -> ScaledSinusoidalEmbeddings:
+        return ScaledSinusoidalEmbeddings.from_config(config)
+
+
+class TransformerDecoder(DecoderBackbone, OriginalTransformerPreTrainedModel):
+    """The decoder stack: masked self-attention, attention over the encoder's states, FFN."""
+
+    positions_from_attention_mask = False
+
+    def build_embeddings(self, config: OriginalTransformerConfig) -> ScaledSinusoidalEmbeddings:
+        return ScaledSinusoidalEmbeddings.from_config(config)
+
+
+class TransformerModel(EncoderDecoderBackbone, OriginalTransformerPreTrainedModel):
+    """Encoder + decoder sharing one word matrix; returns the decoder's last states (B, T, H)."""
+
+    encoder_class = TransformerEncoder
+    decoder_class = TransformerDecoder
+
+
+class TransformerForConditionalGeneration(EncoderDecoderForSeq2SeqLM, OriginalTransformerPreTrainedModel):
+    """The translation model: logits (B, T, V) from the output layer tied to the shared embeddings,
+    loss = label-smoothed cross-entropy; ``generate()`` decodes greedily or by beam search."""
+
+    backbone_class = TransformerModel
+
+    def __init__(self, config: OriginalTransformerConfig) -> None:
+        super().__init__(config)
+        self.label_smoothing = config.label_smoothing
+
+
+__all__ = [
+    "ScaledSinusoidalEmbeddings",
+    "OriginalTransformerPreTrainedModel",
+    "TransformerEncoder",
+    "TransformerDecoder",
+    "TransformerModel",
+    "TransformerForConditionalGeneration",
+]
