@@ -1,0 +1,40 @@
+"""XLNet (Yang et al. 2019): the variant's one declaration. Everything else reads ``SPEC``."""
+
+from ... import papers
+from ...conversion import register_weights
+from ...registry import VariantSpec
+from .configuration_xlnet import XLNetConfig
+from .modeling_xlnet import *  # noqa: F401,F403
+from .modeling_xlnet import (
+    XLNetForMultipleChoice,
+    XLNetForQuestionAnsweringSimple,
+    XLNetForSequenceClassification,
+    XLNetForTokenClassification,
+    XLNetLMHeadModel,
+    XLNetModel,
+)
+from .modeling_xlnet import __all__ as _modeling_all
+from .weights import WEIGHTS
+
+SPEC = VariantSpec(
+    name="xlnet",
+    config_class=XLNetConfig,
+    classes={
+        "Model": XLNetModel,
+        # The permutation LM is the pretraining model (as transformers maps XLNet for pretraining).
+        "LMHeadModel": XLNetLMHeadModel,
+        "ForPreTraining": XLNetLMHeadModel,
+        "ForSequenceClassification": XLNetForSequenceClassification,
+        "ForTokenClassification": XLNetForTokenClassification,
+        "ForQuestionAnswering": XLNetForQuestionAnsweringSimple,
+        "ForMultipleChoice": XLNetForMultipleChoice,
+    },
+    paper=papers.XLNET,
+    pretraining_objective="plm",
+    tokenizer_kind="unigram",
+)
+
+# The one key map serves from_transformers, to_transformers and from_pretrained (models/<v>/weights.py).
+register_weights(WEIGHTS, SPEC.classes)
+
+__all__ = ["XLNetConfig", "SPEC", *_modeling_all]
