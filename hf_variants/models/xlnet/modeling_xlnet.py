@@ -28,7 +28,20 @@ from torch import nn
 from torch.nn import functional as F
 from transformers import GenerationMixin
 from transformers import initialization as init
-from transformers.models.xlnet.modeling_xlnet import XLNetLMHeadModelOutput, XLNetModelOutput
+from transformers.modeling_outputs import (
+    MultipleChoiceModelOutput,
+    QuestionAnsweringModelOutput,
+    SequenceClassifierOutput,
+    TokenClassifierOutput,
+)
+from transformers.models.xlnet.modeling_xlnet import (
+    XLNetForMultipleChoiceOutput,
+    XLNetForQuestionAnsweringSimpleOutput,
+    XLNetForSequenceClassificationOutput,
+    XLNetForTokenClassificationOutput,
+    XLNetLMHeadModelOutput,
+    XLNetModelOutput,
+)
 
 from ...modules.attention import MultiHeadAttention
 from ...modules.backbone import TransformerPreTrainedModel
@@ -484,6 +497,16 @@ class _XLNetTaskModel:
 
     backbone_class = XLNetModel
     uses_pooler = False
+    # transformers' XLNet output types: the standard fields plus the next segment's ``mems``.
+    output_types = {
+        SequenceClassifierOutput: XLNetForSequenceClassificationOutput,
+        TokenClassifierOutput: XLNetForTokenClassificationOutput,
+        QuestionAnsweringModelOutput: XLNetForQuestionAnsweringSimpleOutput,
+        MultipleChoiceModelOutput: XLNetForMultipleChoiceOutput,
+    }
+
+    def extra_outputs(self, backbone_output) -> dict:
+        return {"mems": backbone_output.mems}
 
     def _summary(self, out, attention_mask: torch.Tensor | None) -> torch.Tensor:
         # transformers' XLNet summary reads position T-1 (or 0, or the mean over all T), padding or not.
