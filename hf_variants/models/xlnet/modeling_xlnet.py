@@ -46,6 +46,7 @@ from transformers.models.xlnet.modeling_xlnet import (
 from ...modules.attention import MultiHeadAttention
 from ...modules.backbone import TransformerPreTrainedModel
 from ...modules.dropout import Dropout
+from ...modules.embeddings import check_index_range
 from ...modules.feed_forward import FeedForward
 from ...modules.heads import SequenceSummary, check_class_labels
 from ...modules.memory import SegmentMemory
@@ -357,8 +358,7 @@ class XLNetModel(XLNetPreTrainedModel):
         if input_ids is not None:
             if input_ids.dim() != 2:
                 raise ValueError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}")
-            if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= config.vocab_size):
-                raise ValueError(f"input_ids must lie in [0, vocab_size={config.vocab_size})")
+            check_index_range(input_ids, self.word_embeddings.num_embeddings, "input_ids", "vocab_size")
             inputs_embeds = self.word_embeddings(input_ids)
         elif inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != config.hidden_size:
             raise ValueError(f"inputs_embeds must be (batch, length, {config.hidden_size}), got {tuple(inputs_embeds.shape)}")
