@@ -141,11 +141,10 @@ def test_plm_collator_batch_trains_the_lm_head():
     for _ in range(5):
         loss = model(**batch).loss
         loss.backward()
+        assert bool(model.transformer.mask_emb.grad.abs().sum() > 0)  # the query stream starts from mask_emb
         optimizer.step(), optimizer.zero_grad()
         losses.append(loss.item())
     assert losses[-1] < losses[0]
-    loss.backward()
-    assert bool(model.transformer.mask_emb.grad.abs().sum() > 0)  # the query stream starts from mask_emb
     assert "perm_mask" in inspect.signature(SPEC.classes["ForSequenceClassification"].forward).parameters
 
 
