@@ -177,3 +177,26 @@ def test_transformers_names_are_aliases():
     config = XLNetConfig(d_model=64, n_layer=3, n_head=4, d_inner=100, dropout=0.2)
     assert (config.hidden_size, config.num_hidden_layers, config.num_attention_heads) == (64, 3, 4)
     assert (config.intermediate_size, config.hidden_dropout_prob, config.d_model) == (100, 0.2, 64)
+
+
+@pytest.mark.parametrize(
+    "name, layers, hidden, heads, params",
+    # The paper (Yang et al. 2019, sec. 3.1 and appendix A.3) gives the sizes, "the same architecture
+    # hyperparameters as BERT-Base / BERT-Large", but no parameter table; the counts are transformers'
+    # XLNetModel's for these sizes (BERT's 110M / 340M plus the relative-position projection W_r,
+    # the biases r_w, r_r, r_s, seg_embed and the 32k vocabulary).
+    [("xlnet-mini", 4, 256, 4, 11_614_464), ("xlnet-base", 12, 768, 12, 116_718_336), ("xlnet-large", 24, 1024, 16, 360_268_800)],
+)
+def test_named_configs_have_the_paper_sizes(name, layers, hidden, heads, params):
+    import transformers
+    from transformers import AutoModel
+
+    config = hf_variants.named_config(name)
+    assert (config.model_type, config.num_hidden_layers, config.hidden_size, config.num_attention_heads) == (
+        "hfv_xlnet", layers, hidden, heads)
+    assert config.intermediate_size == 4 * hidden and config.vocab_size == 32000
+    with torch.device("meta"):
+        ours = AutoModel.from_config(config)
+        theirs = transformers.XLNetModel(hf_variants.models.xlnet.weights.config_to_theirs(config))
+    counted = sum(p.numel() for p in ours.parameters())
+    assert counted == sum(p.numel() for p in theirs.parameters()) == params

@@ -3,12 +3,10 @@ modelling with two-stream attention.
 
 What is XLNet's own, on top of ``hf_variants.modules``:
 
-- :class:`RelativeAttention`: the shared MultiHeadAttention with XLNet's score
-  ``(q + r_w_bias)·k  +  (q + r_r_bias)·W_r R_{i-j}  +  (q + r_s_bias)·s_ij`` (content, position
-  with Transformer-XL's relative shift, relative segment), scaled by 1/sqrt(d). The content term
-  runs through the shared ``attend`` (eager or SDPA) with the query shifted by ``r_w_bias``; the
-  position and segment terms ride along as its additive ``position_bias``. Projections are kept
-  as XLNet's per-head (H, heads, D) tensors, so transformers' checkpoints load by renaming alone.
+- relative attention (``modules/relative_attention.py``, shared with Transformer-XL) with XLNet's
+  relative segment term: ``(q + r_w_bias)·k + (q + r_r_bias)·W_r R_{i-j} + (q + r_s_bias)·s_ij``.
+  The content term runs through the shared ``attend`` (eager or SDPA) with the query shifted by
+  ``r_w_bias``; the position and segment terms ride along as its additive ``position_bias``.
 - two streams: the content stream ``h`` (sees itself) and the query stream ``g``, started from the
   learned ``mask_emb`` at the ``target_mapping`` positions (sees the content of the others only,
   never its own token): the prediction at a position cannot read the token it predicts.
@@ -43,7 +41,6 @@ from transformers.models.xlnet.modeling_xlnet import (
     XLNetModelOutput,
 )
 
-from ...modules.attention import MultiHeadAttention
 from ...modules.backbone import TransformerPreTrainedModel
 from ...modules.dropout import Dropout
 from ...modules.embeddings import check_index_range
@@ -52,6 +49,7 @@ from ...modules.heads import SequenceSummary, check_class_labels
 from ...modules.memory import SegmentMemory
 from ...modules.norms import build_norm
 from ...modules.padding import additive_mask
+from ...modules.relative_attention import RelativeAttention, relative_encodings
 from ...modules.task_models import (
     EncoderForMultipleChoice,
     EncoderForQuestionAnswering,
@@ -69,83 +67,6 @@ class XLNetBackboneOutput(XLNetModelOutput):
     pooler_output: torch.Tensor | None = None
 
 
-def relative_shift(scores: torch.Tensor, key_length: int) -> torch.Tensor:
-    """Transformer-XL's relative shift: (B, h, T, R) scores against the R = M + 2T relative
-    encodings, ordered from distance S = M + T down to -T + 1, -> (B, h, T, S) with entry (i, j)
-    the score against distance (M + i) - j. Row i is moved left by T - i by viewing the matrix with
-    its two last axes swapped, dropping the first row and viewing it back."""
-    batch, heads, length, relative = scores.shape
-    shifted = scores.reshape(batch, heads, relative, length)[:, :, 1:]
-    return shifted.reshape(batch, heads, length, relative - 1)[..., :key_length]
-
-
-class RelativeAttention(MultiHeadAttention):
-    """XLNet's relative multi-head attention over (memory +) the content stream.
-
-    Parameters are transformers' (names and shapes): ``q``, ``k``, ``v``, ``o``, ``r`` (H, heads, D),
-    biases ``r_w_bias``, ``r_r_bias``, ``r_s_bias`` (heads, D), ``seg_embed`` (2, heads, D).
-    """
-
-    def build_projections(self, hidden_size: int, key_value_size: int, bias: bool) -> None:
-        shape = (hidden_size, self.num_heads, self.head_dim)
-        for name in ("q", "k", "v", "o", "r"):
-            setattr(self, name, nn.Parameter(torch.empty(shape)))
-        for name in ("r_w_bias", "r_r_bias", "r_s_bias"):
-            setattr(self, name, nn.Parameter(torch.empty(self.num_heads, self.head_dim)))
-        self.seg_embed = nn.Parameter(torch.empty(2, self.num_heads, self.head_dim))
-
-    @staticmethod
-    def _heads(states: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        """(B, T, H) @ (H, heads, D) -> (B, heads, T, D)."""
-        return torch.einsum("bth,hnd->bntd", states, weight)
-
-    def keys_values(self, content: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(B, S, H) memory + content states -> keys and values (B, heads, S, D), shared by both streams."""
-        return self._heads(content, self.k), self._heads(content, self.v)
-
-    def position_keys(self, encodings: torch.Tensor) -> torch.Tensor:
-        """(1 or B, R, H) relative encodings -> (1 or B, heads, R, D)."""
-        return self._heads(encodings, self.r)
-
-    def project_queries(self, states: torch.Tensor) -> torch.Tensor:
-        return self._heads(states, self.q)
-
-    def output(self, context: torch.Tensor) -> torch.Tensor:
-        """(B, heads, T, D) -> (B, T, H) through ``o``."""
-        return torch.einsum("bntd,hnd->bth", context, self.o)
-
-    def relative_bias(
-        self, query: torch.Tensor, position_keys: torch.Tensor, different_segment: torch.Tensor | None, key_length: int
-    ) -> torch.Tensor:
-        """The position and segment terms, scaled: (B, heads, T, S), added to the content scores.
-
-        ``different_segment`` (B, 1, T, S): 1.0 where query and key lie in different segments."""
-        position = torch.matmul(query + self.r_r_bias[:, None], position_keys.transpose(-1, -2))
-        bias = relative_shift(position, key_length)
-        if different_segment is not None:
-            segment = torch.einsum("bntd,snd->bnts", query + self.r_s_bias[:, None], self.seg_embed)
-            same, different = segment[..., :1], segment[..., 1:]
-            bias = bias + same * (1.0 - different_segment) + different * different_segment
-        return bias * self.scale
-
-    def attend_relative(
-        self,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        value: torch.Tensor,
-        position_keys: torch.Tensor,
-        different_segment: torch.Tensor | None,
-        mask_bias: torch.Tensor | None,
-        attn_implementation: str,
-        output_attentions: bool,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """query (B, heads, T, D) against key/value (B, heads, S, D) -> context (B, heads, T, D), probs."""
-        bias = self.relative_bias(query, position_keys, different_segment, key.shape[2])
-        return self.attend(
-            query + self.r_w_bias[:, None], key, value, mask_bias, bias, False, attn_implementation, output_attentions
-        )
-
-
 class XLNetLayer(nn.Module):
     """Relative attention for each stream -> dropout -> residual -> LayerNorm, then the shared FFN
     (its inner dropout is XLNet's dropout) -> dropout -> residual -> LayerNorm, for each stream."""
@@ -154,7 +75,7 @@ class XLNetLayer(nn.Module):
         super().__init__()
         self.attention = RelativeAttention(
             config.hidden_size, config.num_attention_heads, dropout=config.hidden_dropout_prob, head_dim=config.head_dim
-        )
+        )  # with XLNet's relative segment terms
         self.attention_norm = build_norm(config.norm_type, config.hidden_size, config.layer_norm_eps)
         self.ffn = FeedForward(
             config.hidden_size, config.intermediate_size, config.hidden_act, inner_dropout=config.hidden_dropout_prob
@@ -213,17 +134,10 @@ class XLNetPreTrainedModel(TransformerPreTrainedModel):
         super()._init_weights(module)
         std = self.config.initializer_range
         if isinstance(module, RelativeAttention):
-            for name in ("q", "k", "v", "o", "r", "r_w_bias", "r_r_bias", "r_s_bias", "seg_embed"):
-                init.normal_(getattr(module, name), mean=0.0, std=std)
+            for parameter in module.parameters_to_initialise():
+                init.normal_(parameter, mean=0.0, std=std)
         elif isinstance(module, XLNetModel):
             init.normal_(module.mask_emb, mean=0.0, std=std)
-
-
-def sinusoids(distances: torch.Tensor, width: int) -> torch.Tensor:
-    """(R,) relative distances -> (R, width) encodings [sin(d w_k) | cos(d w_k)], w_k = 10000^(-2k/width)."""
-    inverse_frequency = 1.0 / torch.pow(10000, torch.arange(0, width, 2, device=distances.device).float() / width)
-    angles = distances[:, None] * inverse_frequency
-    return torch.cat([angles.sin(), angles.cos()], dim=-1)
 
 
 class XLNetModel(XLNetPreTrainedModel):
@@ -250,17 +164,10 @@ class XLNetModel(XLNetPreTrainedModel):
         ("uni"), clamped to ``clamp_len``: (1, R, H), or (B, R, H) with ``bi_data`` (the second half
         of the batch reads the distances negated: the sequence backwards)."""
         config = self.config
-        end = -length if config.attn_type == "bi" else -1
-        forward = torch.arange(key_length, end, -1, device=device).float()
-        directions = [forward, -forward] if config.bi_data else [forward]
-        if config.clamp_len > 0:
-            directions = [d.clamp(-config.clamp_len, config.clamp_len) for d in directions]
-        encodings = [sinusoids(d, config.hidden_size)[None] for d in directions]
-        if config.bi_data:
-            if batch % 2:
-                raise ValueError(f"bi_data splits the batch into a forward and a backward half: batch size {batch} is odd")
-            encodings = [e.expand(batch // 2, -1, -1) for e in encodings]
-        return torch.cat(encodings, dim=0)
+        return relative_encodings(
+            length, key_length, config.hidden_size, bidirectional=config.attn_type == "bi", clamp_len=config.clamp_len,
+            batch=batch, both_directions=config.bi_data, device=device,
+        )
 
     def attention_biases(
         self,
@@ -542,6 +449,4 @@ __all__ = [
     "XLNetForTokenClassification",
     "XLNetForQuestionAnsweringSimple",
     "XLNetForMultipleChoice",
-    "RelativeAttention",
-    "relative_shift",
 ]
