@@ -185,3 +185,15 @@ def test_from_pretrained_of_a_transformers_folder(head, tmp_path):
     inputs = {**make_inputs("right"), **(permutation_inputs() if head != "ForSequenceClassification" else {})}
     with torch.no_grad():
         compare(theirs(**inputs), ours(**inputs))
+
+
+def test_greedy_generation_matches_transformers():
+    """generate() through mems (transformers' dummy-token scheme) gives transformers' tokens."""
+    theirs = reference("LMHeadModel", mem_len=None)
+    ours = ours_from(theirs, "sdpa")
+    prompt = torch.randint(6, TINY["vocab_size"], (2, 5), generator=torch.Generator().manual_seed(8))
+    settings = dict(max_new_tokens=6, do_sample=False, use_mems=True, pad_token_id=5)
+    expected = theirs.generate(prompt, **settings)
+    got = ours.generate(prompt, **settings)
+    assert got.shape == (2, 11)
+    assert torch.equal(got, expected)

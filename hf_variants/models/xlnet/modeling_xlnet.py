@@ -343,6 +343,36 @@ class XLNetLMHeadModel(XLNetPreTrainedModel, GenerationMixin):
         self.lm_loss = nn.Linear(config.hidden_size, config.vocab_size)
         self.post_init()
 
+    # generate(): each step appends a dummy token that no other token sees and predicts it through
+    # the query stream; with mems only the last ``GENERATION_OVERLAP`` tokens are recomputed
+    # (transformers' XLNet does the same, so greedy generation matches it token for token).
+    GENERATION_OVERLAP = 2
+
+    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, use_mems=None, **kwargs) -> dict:
+        """``past_key_values`` are the ``mems`` of the previous step (generate() keeps them under that
+        name, and creates no Cache for classes named XLNet)."""
+        batch = input_ids.shape[0]
+        if past_key_values:
+            input_ids = input_ids[:, -self.GENERATION_OVERLAP:]
+        input_ids = torch.cat([input_ids, input_ids.new_zeros(batch, 1)], dim=1)
+        length = input_ids.shape[1]
+        perm_mask = torch.zeros(batch, length, length, device=input_ids.device)
+        perm_mask[:, :, -1] = 1.0  # nobody reads the dummy token
+        target_mapping = torch.zeros(batch, 1, length, device=input_ids.device)
+        target_mapping[:, 0, -1] = 1.0  # predict it
+        inputs = {"input_ids": input_ids, "perm_mask": perm_mask, "target_mapping": target_mapping, "use_mems": use_mems}
+        if past_key_values:
+            # The overlap is recomputed: drop it from the memory.
+            inputs["mems"] = tuple(layer[: -self.GENERATION_OVERLAP] for layer in past_key_values)
+        skipped = {"attention_mask", "use_cache", "past_key_values", "cache_position", "position_ids"}
+        inputs.update({key: value for key, value in kwargs.items() if key not in skipped and key not in inputs})
+        return inputs
+
+    @staticmethod
+    def _reorder_cache(mems: tuple[torch.Tensor, ...], beam_idx: torch.Tensor) -> list[torch.Tensor]:
+        """Beam search: mems (M, B, H) follow the chosen beams."""
+        return [layer.index_select(1, beam_idx.to(layer.device)) for layer in mems]
+
     def get_output_embeddings(self) -> nn.Linear:
         return self.lm_loss
 
