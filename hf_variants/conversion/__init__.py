@@ -40,7 +40,8 @@ def _convert(model: PreTrainedModel, pair: ConversionPair, to_ours: bool) -> Pre
     config._attn_implementation = implementation
     target = target_class(config, **(pair.constructor_kwargs(model) if pair.constructor_kwargs else {}))
     state = model.state_dict()
-    mapped = pair.adapter.to_ours(state) if to_ours else pair.adapter.to_theirs(state)
+    adapter = weights.adapter_for_config(pair.head, config)
+    mapped = adapter.to_ours(state) if to_ours else adapter.to_theirs(state)
     expected = set(target.state_dict())
     # Tied copies (e.g. the MLM decoder) may appear under one name only.
     missing = expected - set(mapped)

@@ -11,7 +11,7 @@
 The weight renames themselves are transformers' own mechanism, registered per model_type by
 :func:`hf_variants.conversion.register_weights`.
 
-Like ``hub/save_hook.py``, this module imports nothing from the package at import time: the
+Like ``hf_variants/persistence.py``, this module imports nothing from the package at import time: the
 remote-code export copies it next to the modeling code, and in such a copy (module name not
 under ``hf_variants.``) both hooks step aside.
 """

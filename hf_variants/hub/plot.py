@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 # Keys Trainer logs next to eval metrics that are bookkeeping, not model quality.
 NON_METRIC_SUFFIXES = ("_runtime", "_samples_per_second", "_steps_per_second", "_flos")
+
+logger = logging.getLogger(__name__)
 
 
 def _series(log_history: Sequence[Mapping], key: str) -> tuple[list[float], list[float]]:
@@ -30,7 +33,7 @@ def plot_training_curves(log_history: Sequence[Mapping], path: str | Path) -> Pa
     """Saves a PNG with training/eval loss (left) and eval metrics (right) against the optimizer step.
 
     Returns the path, or None when `log_history` holds no per-step loss to plot (a run that logged
-    nothing gets no plot rather than an empty figure).
+    nothing gets no plot rather than an empty figure) or matplotlib (the `plot` extra) is missing.
     """
     train_steps, train_loss = _series(log_history, "loss")
     eval_steps, eval_loss = _series(log_history, "eval_loss")
@@ -38,7 +41,11 @@ def plot_training_curves(log_history: Sequence[Mapping], path: str | Path) -> Pa
     if not train_loss and not eval_loss and not metric_keys:
         return None
 
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:  # an optional extra: `pip install hf-variants[plot]`
+        logger.warning("matplotlib is not installed (pip install 'hf-variants[plot]'): the model card gets no training-curve plot")
+        return None
 
     matplotlib.use("Agg")  # files only: works without a display, in CI and on servers
     import matplotlib.pyplot as plt

@@ -40,7 +40,7 @@ from transformers.cache_utils import Cache
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
 from ..conversion.hooks import CheckpointConversionMixin
-from ..hub.save_hook import RemoteCodeMixin
+from ..persistence import RemoteCodeMixin
 from .embeddings import TransformerEmbeddings
 from .encoder import LayerSpec, LayerStack
 from .attention import make_attention_bias
@@ -53,7 +53,7 @@ from .padding import gather_positions
 
 class TransformerPreTrainedModel(CheckpointConversionMixin, RemoteCodeMixin, PreTrainedModel):
     """Shared PreTrainedModel settings for every variant. Every ``save_pretrained`` also writes the
-    self-contained remote code + ``auto_map`` (see hf_variants.hub.save_hook), so any saved or
+    self-contained remote code + ``auto_map`` (see hf_variants.persistence), so any saved or
     pushed checkpoint loads with ``trust_remote_code=True`` without the package."""
 
     supports_gradient_checkpointing = True

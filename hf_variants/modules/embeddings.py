@@ -49,6 +49,8 @@ class TransformerEmbeddings(nn.Module):
         position_embedding_type: "learned", "sinusoidal" (fixed) or "none" (relative-position models).
         layer_norm: apply LayerNorm to the summed embeddings (False for pre-LN GPT-style stacks).
         pad_token_id: padding index of the word table.
+        project: whether the E -> H projection exists; None: only when E != H (transformers'
+            ALBERT keeps it even when E = H, so its checkpoints need True).
     """
 
     def __init__(
@@ -63,6 +65,7 @@ class TransformerEmbeddings(nn.Module):
         dropout: float = 0.1,
         pad_token_id: int | None = 0,
         layer_norm: bool = True,
+        project: bool | None = None,
     ) -> None:
         super().__init__()
         if position_embedding_type not in POSITION_EMBEDDING_TYPES:
@@ -84,7 +87,11 @@ class TransformerEmbeddings(nn.Module):
         self.token_type_embeddings = nn.Embedding(type_vocab_size, embedding_size) if type_vocab_size > 0 else None
         self.layer_norm = nn.LayerNorm(embedding_size, eps=layer_norm_eps) if layer_norm else None
         self.dropout = Dropout(dropout)
-        self.projection = nn.Linear(embedding_size, hidden_size) if embedding_size != hidden_size else None
+        if project is None:
+            project = embedding_size != hidden_size
+        if not project and embedding_size != hidden_size:
+            raise ValueError(f"embedding_size {embedding_size} != hidden_size {hidden_size} needs the projection")
+        self.projection = nn.Linear(embedding_size, hidden_size) if project else None
 
     # The model input this module embeds (the backbone's forward takes token ids; embeddings of
     # another input, e.g. ViT's "pixel_values", are driven through TransformerBackbone.forward_embedded).

@@ -1,7 +1,6 @@
 """XLM (Lample & Conneau 2019): the variant's one declaration. Everything else reads ``SPEC``."""
 
 from ... import papers
-from ...conversion import register_weights
 from ...registry import VariantSpec
 from .configuration_xlm import XLMConfig
 from .modeling_xlm import *  # noqa: F401,F403
@@ -29,13 +28,12 @@ SPEC = VariantSpec(
         "ForQuestionAnswering": XLMForQuestionAnsweringSimple,
         "ForMultipleChoice": XLMForMultipleChoice,
     },
+    weights=WEIGHTS,
     paper=papers.XLM,
     # run_pretraining has no "tlm" objective yet (TLM needs parallel rows: objectives.tlm_dataset).
     pretraining_objective="mlm",
     tokenizer_kind="bpe",  # XLM uses BPE (fastBPE); ours is the byte-level kind (no unknown characters in any language)
 )
 
-# The one key map serves from_transformers, to_transformers and from_pretrained (models/<v>/weights.py).
-register_weights(WEIGHTS, SPEC.classes)
 
 __all__ = ["XLMConfig", "SPEC", *_modeling_all]
