@@ -1,7 +1,6 @@
 """XLNet (Yang et al. 2019): the variant's one declaration. Everything else reads ``SPEC``."""
 
 from ... import papers
-from ...conversion import register_weights
 from ...registry import VariantSpec
 from .configuration_xlnet import XLNetConfig
 from .modeling_xlnet import *  # noqa: F401,F403
@@ -29,12 +28,10 @@ SPEC = VariantSpec(
         "ForQuestionAnswering": XLNetForQuestionAnsweringSimple,
         "ForMultipleChoice": XLNetForMultipleChoice,
     },
+    weights=WEIGHTS,
     paper=papers.XLNET,
     pretraining_objective="plm",
     tokenizer_kind="unigram",
 )
-
-# The one key map serves from_transformers, to_transformers and from_pretrained (models/<v>/weights.py).
-register_weights(WEIGHTS, SPEC.classes)
 
 __all__ = ["XLNetConfig", "SPEC", *_modeling_all]
