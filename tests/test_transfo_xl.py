@@ -152,3 +152,18 @@ def test_named_mini_config_and_original_names():
     config = hf_variants.named_config("transfo-xl-mini")
     assert (config.model_type, config.num_hidden_layers, config.hidden_size) == ("hfv_transfo_xl", 4, 256)
     assert TransfoXLConfig(d_model=64, n_head=4, d_head=16, dropatt=0.0).attention_probs_dropout_prob == 0.0
+
+
+def test_word_vocabulary_is_json_and_round_trips(tmp_path):
+    from transformers import AutoTokenizer
+
+    from hf_variants.models.transfo_xl import word_level_tokenizer
+
+    lines = ["the cat sat on the mat", "the dog sat", "a rare word"]
+    tokenizer = word_level_tokenizer(lines, min_frequency=2)
+    ids = tokenizer("the cat sat")["input_ids"]
+    assert tokenizer.convert_ids_to_tokens(ids) == ["the", "<unk>", "sat", "<eos>"]  # cat is seen once
+    tokenizer.save_pretrained(tmp_path)
+    assert (tmp_path / "tokenizer.json").exists()
+    assert not any(p.suffix in (".bin", ".pkl", ".pickle") for p in tmp_path.iterdir())
+    assert AutoTokenizer.from_pretrained(tmp_path)("the cat sat")["input_ids"] == ids

@@ -4,8 +4,6 @@ factorization order), memory (no gradient into it, mem_len kept, causal recurren
 run over the concatenation), a batch of the faithful PLM collator, bad input, named configs."""
 
 import inspect
-import json
-from pathlib import Path
 
 import pytest
 import torch

@@ -10,6 +10,7 @@ from .configuration_transfo_xl import TransfoXLConfig
 from .modeling_transfo_xl import *  # noqa: F401,F403
 from .modeling_transfo_xl import TransfoXLLMHeadModel, TransfoXLModel
 from .modeling_transfo_xl import __all__ as _modeling_all
+from .tokenization_transfo_xl import word_level_tokenizer
 
 SPEC = VariantSpec(
     name="transfo_xl",
@@ -20,7 +21,8 @@ SPEC = VariantSpec(
     },
     paper=papers.TRANSFO_XL,
     pretraining_objective="clm",
-    tokenizer_kind="wordpiece-cased",
+    tokenizer_kind="wordpiece-cased",  # run_pretraining's kinds; word_level_tokenizer is the paper's vocabulary
+    exports={"word_level_tokenizer": word_level_tokenizer},
 )
 
-__all__ = ["TransfoXLConfig", "SPEC", *_modeling_all]
+__all__ = ["TransfoXLConfig", "SPEC", "word_level_tokenizer", *_modeling_all]

@@ -94,8 +94,7 @@ class XLNetWeights(VariantWeights):
                 fields[ours] = config_dict[theirs]
         if "n_token" in config_dict:
             fields["vocab_size"] = config_dict["n_token"]
-        if fields.get("head_dim") is None and "hidden_size" in fields and "num_attention_heads" in fields:
-            fields["head_dim"] = None
+        # XLNet has one dropout rate; ours is read from hidden_dropout_prob, kept equal for clarity.
         fields["attention_probs_dropout_prob"] = fields.get("hidden_dropout_prob", 0.1)
         return fields
 
