@@ -10,6 +10,7 @@ that do not depend on padding (loss, gradient flow, save/load, backends).
 
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 import pytest
@@ -54,13 +55,17 @@ class EncoderTester:
         seq_length: int = 10,
         num_choices: int = 2,
         main_outputs: dict[str, str] | None = None,
+        params_without_grad: tuple[str, ...] = (),
     ) -> None:
+        """``params_without_grad``: regexes of parameter names the tester's inputs legitimately
+        leave without gradient (XLNet's ``mask_emb`` only serves a ``target_mapping``)."""
         self.config_class = config_class
         self.classes = classes
         self.config_overrides = config_overrides or {}
         self.extra_inputs = extra_inputs or {}
         self.batch_size, self.seq_length, self.num_choices = batch_size, seq_length, num_choices
         self.main_outputs = {**MAIN_OUTPUT, **(main_outputs or {})}
+        self.params_without_grad = params_without_grad
 
     def main_output(self, head: str) -> str:
         """The output ``head`` is judged by (MAIN_OUTPUT, or the variant's own ``main_outputs``)."""
@@ -124,6 +129,7 @@ def check_forward_shapes(tester: EncoderTester, head: str) -> None:
         "Model": (b, t, cfg.hidden_size),
         "ForPreTraining": (b, t, cfg.vocab_size),
         "ForMaskedLM": (b, t, cfg.vocab_size),
+        "LMHeadModel": (b, t, cfg.vocab_size),
         "ForNextSentencePrediction": (b, 2),
         "ForSequenceClassification": (b, cfg.num_labels),
         "ForTokenClassification": (b, t, cfg.num_labels),
@@ -153,6 +159,7 @@ def check_gradient_flow(tester: EncoderTester, head: str) -> None:
         name
         for name, p in model.named_parameters()
         if p.requires_grad and (p.grad is None or not torch.any(p.grad != 0)) and not _may_lack_grad(name, head)
+        and not any(re.search(pattern, name) for pattern in tester.params_without_grad)
     ]
     assert not without_grad, f"parameters with no gradient: {without_grad}"
 
@@ -199,7 +206,7 @@ def check_backends_agree(tester: EncoderTester, head: str) -> None:
 
 
 # Heads whose main output has one row per token (compared at real positions only).
-TOKEN_LEVEL = {"Model", "ForPreTraining", "ForMaskedLM", "ForTokenClassification", "ForQuestionAnswering"}
+TOKEN_LEVEL = {"Model", "ForPreTraining", "ForMaskedLM", "LMHeadModel", "ForTokenClassification", "ForQuestionAnswering"}
 
 
 def check_batch_vs_single(tester: EncoderTester, head: str) -> None:
@@ -245,13 +252,13 @@ def check_resize_token_embeddings(tester: EncoderTester, head: str) -> None:
     ids = inputs["input_ids"].clone()
     ids[..., 1] = old_size + 5
     out = model(**dict(inputs, input_ids=ids))
-    assert torch.isfinite(out[MAIN_OUTPUT[head]]).all()
+    assert torch.isfinite(out[tester.main_output(head)]).all()
     decoder = model.get_output_embeddings()
     if decoder is not None:
         assert decoder.weight is model.get_input_embeddings().weight
         assert decoder.bias is None or decoder.bias.shape == (old_size + 10,)
         if head in ("ForMaskedLM", "ForPreTraining"):
-            assert out[MAIN_OUTPUT[head]].shape[-1] == old_size + 10
+            assert out[tester.main_output(head)].shape[-1] == old_size + 10
     with pytest.raises(ValueError, match=f"id {old_size + 10}"):
         model(**dict(inputs, input_ids=ids.masked_fill(ids == old_size + 5, old_size + 10)))
 
@@ -266,7 +273,7 @@ def check_returned_states_in_graph(tester: EncoderTester, head: str) -> None:
     returned = [*out.hidden_states, *out.attentions]
     for tensor in returned:
         tensor.retain_grad()
-    out[MAIN_OUTPUT[head]].float().pow(2).sum().backward()
+    out[tester.main_output(head)].float().pow(2).sum().backward()
     for index, tensor in enumerate(returned):
         assert tensor.grad is not None and bool(tensor.grad.abs().sum() > 0), f"returned tensor {index} got no gradient"
 

@@ -106,9 +106,15 @@ class MultiHeadAttention(nn.Module):
         self.dropout = dropout
         self.scale = scale if scale is not None else 1.0 / math.sqrt(head_dim)
         self.cross_attention = cross_attention
-        if cross_attention:
+        self.build_projections(hidden_size, key_value_size or hidden_size, bias)
+
+    def build_projections(self, hidden_size: int, key_value_size: int, bias: bool) -> None:
+        """Create the input and output projections (hook: a variant whose checkpoints store them
+        in another form, e.g. XLNet's per-head (H, heads, D) tensors, overrides this together with
+        :meth:`project` and the output projection)."""
+        if self.cross_attention:
             self.query = nn.Linear(hidden_size, self.inner_size, bias=bias)
-            self.key_value = nn.Linear(key_value_size or hidden_size, 2 * self.inner_size, bias=bias)
+            self.key_value = nn.Linear(key_value_size, 2 * self.inner_size, bias=bias)
         else:
             # One GEMM instead of three: the fused projection is the performance path.
             self.qkv = nn.Linear(hidden_size, 3 * self.inner_size, bias=bias)

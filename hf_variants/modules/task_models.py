@@ -172,9 +172,17 @@ class EncoderTaskModel:
         wants_all = wants_all or (output_hidden_states if output_hidden_states is not None else config.output_hidden_states)
         return not wants_all and bool((labels != IGNORE_INDEX).any())
 
-    @staticmethod
-    def _finish(output_cls, return_dict: bool | None, **fields):
-        output = output_cls(**fields)
+    # A variant's own output types, standing in for the standard ones (XLNet's carry ``mems``).
+    output_types: dict[type, type] = {}
+
+    def extra_outputs(self, backbone_output) -> dict:
+        """Fields of the backbone's output a head returns beside its own (XLNet: ``mems``)."""
+        return {}
+
+    def _finish(self, output_cls, return_dict: bool | None, backbone_output=None, **fields):
+        if backbone_output is not None:
+            fields.update(self.extra_outputs(backbone_output))
+        output = self.output_types.get(output_cls, output_cls)(**fields)
         return output if return_dict is not False else output.to_tuple()
 
 
@@ -232,7 +240,7 @@ class EncoderForMaskedLM(EncoderTaskModel):
         labels = self._labels_at(labels, read)
         loss, logits = masked_lm_loss(self.mlm_head, out.last_hidden_state, labels, self.config.vocab_size, sparse)
         return self._finish(
-            MaskedLMOutput, return_dict, loss=loss, logits=logits, hidden_states=out.hidden_states, attentions=out.attentions
+            MaskedLMOutput, return_dict, backbone_output=out, loss=loss, logits=logits, hidden_states=out.hidden_states, attentions=out.attentions
         )
 
 
@@ -276,7 +284,7 @@ class EncoderForSequenceClassification(EncoderTaskModel):
         logits = self.classifier(self._summary(out, attention_mask), out.pooler_output)
         loss = sequence_classification_loss(self.config, logits, labels) if labels is not None else None
         return self._finish(
-            SequenceClassifierOutput, return_dict, loss=loss, logits=logits, hidden_states=out.hidden_states,
+            SequenceClassifierOutput, return_dict, backbone_output=out, loss=loss, logits=logits, hidden_states=out.hidden_states,
             attentions=out.attentions,
         )
 
@@ -313,7 +321,7 @@ class EncoderForTokenClassification(EncoderTaskModel):
         logits = self.classifier(self.dropout(out.last_hidden_state))
         loss = token_classification_loss(logits, labels) if labels is not None else None
         return self._finish(
-            TokenClassifierOutput, return_dict, loss=loss, logits=logits, hidden_states=out.hidden_states,
+            TokenClassifierOutput, return_dict, backbone_output=out, loss=loss, logits=logits, hidden_states=out.hidden_states,
             attentions=out.attentions,
         )
 
@@ -358,7 +366,7 @@ class EncoderForQuestionAnswering(EncoderTaskModel):
         if start_positions is not None and end_positions is not None:
             loss = span_extraction_loss(start_logits, end_logits, start_positions, end_positions)
         return self._finish(
-            QuestionAnsweringModelOutput, return_dict, loss=loss, start_logits=start_logits, end_logits=end_logits,
+            QuestionAnsweringModelOutput, return_dict, backbone_output=out, loss=loss, start_logits=start_logits, end_logits=end_logits,
             hidden_states=out.hidden_states, attentions=out.attentions,
         )
 
@@ -413,7 +421,7 @@ class EncoderForMultipleChoice(EncoderTaskModel):
         if labels is not None:
             loss = multiple_choice_loss(logits, labels)
         return self._finish(
-            MultipleChoiceModelOutput, return_dict, loss=loss, logits=logits, hidden_states=out.hidden_states,
+            MultipleChoiceModelOutput, return_dict, backbone_output=out, loss=loss, logits=logits, hidden_states=out.hidden_states,
             attentions=out.attentions,
         )
 

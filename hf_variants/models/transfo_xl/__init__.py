@@ -1,0 +1,28 @@
+"""Transformer-XL (Dai et al. 2019): the variant's one declaration. Everything else reads ``SPEC``.
+
+transformers v5 has no Transformer-XL (removed with its pickled tokenizer), so there is no key
+map to transformers and no from_transformers / to_transformers pair.
+"""
+
+from ... import papers
+from ...registry import VariantSpec
+from .configuration_transfo_xl import TransfoXLConfig
+from .modeling_transfo_xl import *  # noqa: F401,F403
+from .modeling_transfo_xl import TransfoXLLMHeadModel, TransfoXLModel
+from .modeling_transfo_xl import __all__ as _modeling_all
+from .tokenization_transfo_xl import word_level_tokenizer
+
+SPEC = VariantSpec(
+    name="transfo_xl",
+    config_class=TransfoXLConfig,
+    classes={
+        "Model": TransfoXLModel,
+        "LMHeadModel": TransfoXLLMHeadModel,
+    },
+    paper=papers.TRANSFO_XL,
+    pretraining_objective="clm",
+    tokenizer_kind="wordpiece-cased",  # run_pretraining's kinds; word_level_tokenizer is the paper's vocabulary
+    exports={"word_level_tokenizer": word_level_tokenizer},
+)
+
+__all__ = ["TransfoXLConfig", "SPEC", "word_level_tokenizer", *_modeling_all]

@@ -1,0 +1,257 @@
+"""Transformer-XL (Dai et al. 2019): a causal language model with segment-level recurrence and
+relative positional encoding.
+
+What is Transformer-XL's own, on top of ``hf_variants.modules``:
+
+- recurrence (sec. 3.2): each layer attends over its memory, the input states it saw on earlier
+  segments (``SegmentMemory``: detached, the last ``mem_len`` kept), followed by the current
+  segment; ``mems`` are returned and accepted (one (M, B, H) tensor per layer, time first as the
+  original code and transformers' XLNet), and evaluation may pass a longer memory than training.
+- relative attention (sec. 3.3, ``modules/relative_attention.py``): scores
+  ``(q_i + u)·k_j + (q_i + v)·W_r R_{i-j}`` with per-layer ``u = r_w_bias``, ``v = r_r_bias``,
+  the relative shift, distances clamped at ``clamp_len``; causal, so query i sees the memory and
+  positions up to i.
+- the block: post-LN attention and ReLU FFN (dropout inside and after), embeddings scaled by
+  sqrt(d_model), dropout on embeddings, position encodings and the output.
+
+The LM head is a softmax tied to the embeddings (the paper's adaptive softmax is not provided).
+Labels follow transformers' causal LMs: pass ``labels = input_ids``; the shift is inside.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+from transformers import initialization as init
+from transformers.utils import ModelOutput
+
+from ...modules.backbone import TransformerPreTrainedModel
+from ...modules.dropout import Dropout
+from ...modules.embeddings import check_index_range
+from ...modules.feed_forward import FeedForward
+from ...modules.heads import check_class_labels
+from ...modules.memory import SegmentMemory
+from ...modules.norms import build_norm
+from ...modules.padding import additive_mask
+from ...modules.relative_attention import RelativeAttention, relative_encodings
+from .configuration_transfo_xl import TransfoXLConfig
+
+
+@dataclass
+class TransfoXLModelOutput(ModelOutput):
+    """last_hidden_state (B, T, H); mems: one (M, B, H) tensor per layer for the next segment."""
+
+    last_hidden_state: torch.Tensor | None = None
+    mems: tuple[torch.Tensor, ...] | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+
+
+@dataclass
+class TransfoXLLMHeadModelOutput(ModelOutput):
+    """loss (scalar, next-token cross-entropy), logits (B, T, V), mems as TransfoXLModelOutput."""
+
+    loss: torch.Tensor | None = None
+    logits: torch.Tensor | None = None
+    mems: tuple[torch.Tensor, ...] | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+
+
+class TransfoXLLayer(nn.Module):
+    """x = LN(x + Dropout(RelAttn(x, memory))); x = LN(x + Dropout(FFN(x))), FFN with inner dropout."""
+
+    def __init__(self, config: TransfoXLConfig) -> None:
+        super().__init__()
+        self.attention = RelativeAttention(
+            config.hidden_size, config.num_attention_heads, dropout=config.attention_probs_dropout_prob,
+            head_dim=config.head_dim, segment_terms=False,
+        )
+        self.attention_norm = build_norm(config.norm_type, config.hidden_size, config.layer_norm_eps)
+        self.ffn = FeedForward(
+            config.hidden_size, config.intermediate_size, config.hidden_act, inner_dropout=config.hidden_dropout_prob
+        )
+        self.ffn_norm = build_norm(config.norm_type, config.hidden_size, config.layer_norm_eps)
+        self.dropout = Dropout(config.hidden_dropout_prob)
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        memory: torch.Tensor | None,
+        encodings: torch.Tensor,
+        causal_bias: torch.Tensor,
+        attn_implementation: str,
+        output_attentions: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """hidden (B, T, H), memory (B, M, H) or None, encodings (1, M + T + 1, H), causal_bias (1, 1, T, M + T)."""
+        attention = self.attention
+        keys_from = hidden_states if memory is None else torch.cat([memory.to(hidden_states.dtype), hidden_states], 1)
+        key, value = attention.keys_values(keys_from)
+        context, probs = attention.attend_relative(
+            attention.project_queries(hidden_states), key, value, attention.position_keys(encodings), None,
+            causal_bias, attn_implementation, output_attentions,
+        )
+        hidden_states = self.attention_norm(hidden_states + self.dropout(attention.output(context)))
+        return self.ffn_norm(hidden_states + self.dropout(self.ffn(hidden_states))), probs
+
+
+class TransfoXLPreTrainedModel(TransformerPreTrainedModel):
+    config_class = TransfoXLConfig
+    base_model_prefix = "transformer"
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        super()._init_weights(module)
+        if isinstance(module, RelativeAttention):
+            for parameter in module.parameters_to_initialise():
+                init.normal_(parameter, mean=0.0, std=self.config.initializer_range)
+
+
+class TransfoXLModel(TransfoXLPreTrainedModel):
+    """The bare recurrent decoder."""
+
+    def __init__(self, config: TransfoXLConfig) -> None:
+        super().__init__(config)
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.layers = nn.ModuleList(TransfoXLLayer(config) for _ in range(config.num_hidden_layers))
+        self.dropout = Dropout(config.hidden_dropout_prob)
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.word_embeddings
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.word_embeddings = value
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        mems: list[torch.Tensor] | tuple[torch.Tensor, ...] | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        mem_len: int | None = None,
+        use_mems: bool | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> TransfoXLModelOutput | tuple:
+        """input_ids (B, T) (or inputs_embeds (B, T, H)); mems: one (M, B, H) tensor per layer from
+        the previous segment; ``mem_len`` overrides config.mem_len for this call (evaluation with a
+        longer memory than training). ``attention_mask`` is accepted only when it masks nothing:
+        Transformer-XL reads contiguous text, with no padding."""
+        config = self.config
+        output_attentions = config.output_attentions if output_attentions is None else output_attentions
+        output_hidden_states = config.output_hidden_states if output_hidden_states is None else output_hidden_states
+        return_dict = config.return_dict if return_dict is None else return_dict
+        use_mems = config.use_mems if use_mems is None else use_mems
+        if attention_mask is not None and not bool(attention_mask.all()):
+            raise ValueError("Transformer-XL has no padding mask: feed contiguous text (attention_mask must be all ones)")
+        if (input_ids is None) == (inputs_embeds is None):
+            raise ValueError("pass exactly one of input_ids and inputs_embeds")
+        if input_ids is not None:
+            if input_ids.dim() != 2:
+                raise ValueError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}")
+            check_index_range(input_ids, self.word_embeddings.num_embeddings, "input_ids", "vocab_size")
+            inputs_embeds = self.word_embeddings(input_ids)
+        elif inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != config.hidden_size:
+            raise ValueError(f"inputs_embeds must be (batch, length, {config.hidden_size}), got {tuple(inputs_embeds.shape)}")
+        batch, length = inputs_embeds.shape[:2]
+        mem_len = config.mem_len if mem_len is None else mem_len
+        memory = SegmentMemory(
+            None if mems is None else [m.transpose(0, 1) for m in mems], config.num_hidden_layers, mem_len=mem_len
+        )
+        memory.check_batch(batch, config.hidden_size)
+        key_length = memory.length + length
+
+        # Query i (after M memory positions) sees keys 0 .. M + i.
+        future = torch.ones(length, key_length, dtype=torch.bool, device=inputs_embeds.device).triu(memory.length + 1)
+        causal_bias = additive_mask(future, inputs_embeds.dtype)[None, None]
+        encodings = relative_encodings(
+            length, key_length, config.hidden_size, bidirectional=False, clamp_len=config.clamp_len,
+            device=inputs_embeds.device,
+        )
+        encodings = self.dropout(encodings.to(inputs_embeds.dtype))
+        hidden_states = self.dropout(inputs_embeds * config.hidden_size**0.5)
+        all_hidden, all_attentions = [], []
+        for depth, layer in enumerate(self.layers):
+            memory.record(depth, hidden_states)
+            if output_hidden_states:
+                all_hidden.append(hidden_states)
+            hidden_states, probs = layer(
+                hidden_states, memory.layer(depth), encodings, causal_bias, self.attention_backend, output_attentions
+            )
+            if output_attentions:
+                all_attentions.append(probs)
+        if output_hidden_states:
+            all_hidden.append(hidden_states)
+        new_mems = memory.updated() if use_mems else None
+        result = TransfoXLModelOutput(
+            last_hidden_state=self.dropout(hidden_states),
+            mems=None if new_mems is None else tuple(m.transpose(0, 1) for m in new_mems),
+            hidden_states=tuple(all_hidden) if output_hidden_states else None,
+            attentions=tuple(all_attentions) if output_attentions else None,
+        )
+        return result if return_dict else result.to_tuple()
+
+
+class TransfoXLLMHeadModel(TransfoXLPreTrainedModel):
+    """Next-token prediction: logits = h E^T + b (tied softmax), loss = cross-entropy of
+    logits[:, :-1] against labels[:, 1:] (-100 ignored)."""
+
+    _tied_weights_keys = {"lm_head.weight": "transformer.word_embeddings.weight"}
+
+    def __init__(self, config: TransfoXLConfig) -> None:
+        super().__init__(config)
+        self.transformer = TransfoXLModel(config)
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size)
+        self.post_init()
+
+    def get_output_embeddings(self) -> nn.Linear:
+        return self.lm_head
+
+    def set_output_embeddings(self, new_embeddings: nn.Linear) -> None:
+        self.lm_head = new_embeddings
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        mems: list[torch.Tensor] | tuple[torch.Tensor, ...] | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        mem_len: int | None = None,
+        use_mems: bool | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> TransfoXLLMHeadModelOutput | tuple:
+        out = self.transformer(
+            input_ids, mems=mems, inputs_embeds=inputs_embeds, attention_mask=attention_mask, mem_len=mem_len,
+            use_mems=use_mems, output_attentions=output_attentions, output_hidden_states=output_hidden_states,
+            return_dict=True,
+        )
+        logits = self.lm_head(out.last_hidden_state)
+        loss = None
+        if labels is not None:
+            if tuple(labels.shape) != tuple(logits.shape[:2]):
+                raise ValueError(f"labels has shape {tuple(labels.shape)}, expected {tuple(logits.shape[:2])}")
+            check_class_labels(labels, self.config.vocab_size)
+            loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1))
+        result = TransfoXLLMHeadModelOutput(
+            loss=loss, logits=logits, mems=out.mems, hidden_states=out.hidden_states, attentions=out.attentions
+        )
+        return result if return_dict is not False else result.to_tuple()
+
+
+__all__ = [
+    "TransfoXLPreTrainedModel",
+    "TransfoXLModel",
+    "TransfoXLLMHeadModel",
+    "TransfoXLModelOutput",
+    "TransfoXLLMHeadModelOutput",
+]

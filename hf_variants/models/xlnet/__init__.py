@@ -1,0 +1,37 @@
+"""XLNet (Yang et al. 2019): the variant's one declaration. Everything else reads ``SPEC``."""
+
+from ... import papers
+from ...registry import VariantSpec
+from .configuration_xlnet import XLNetConfig
+from .modeling_xlnet import *  # noqa: F401,F403
+from .modeling_xlnet import (
+    XLNetForMultipleChoice,
+    XLNetForQuestionAnsweringSimple,
+    XLNetForSequenceClassification,
+    XLNetForTokenClassification,
+    XLNetLMHeadModel,
+    XLNetModel,
+)
+from .modeling_xlnet import __all__ as _modeling_all
+from .weights import WEIGHTS
+
+SPEC = VariantSpec(
+    name="xlnet",
+    config_class=XLNetConfig,
+    classes={
+        "Model": XLNetModel,
+        # The permutation LM is the pretraining model (as transformers maps XLNet for pretraining).
+        "LMHeadModel": XLNetLMHeadModel,
+        "ForPreTraining": XLNetLMHeadModel,
+        "ForSequenceClassification": XLNetForSequenceClassification,
+        "ForTokenClassification": XLNetForTokenClassification,
+        "ForQuestionAnswering": XLNetForQuestionAnsweringSimple,
+        "ForMultipleChoice": XLNetForMultipleChoice,
+    },
+    weights=WEIGHTS,
+    paper=papers.XLNET,
+    pretraining_objective="plm",
+    tokenizer_kind="unigram",
+)
+
+__all__ = ["XLNetConfig", "SPEC", *_modeling_all]

@@ -1,0 +1,482 @@
+"""XLNet (Yang et al. 2019): a post-LN Transformer-XL encoder trained by permutation language
+modelling with two-stream attention.
+
+What is XLNet's own, on top of ``hf_variants.modules``:
+
+- relative attention (``modules/relative_attention.py``, shared with Transformer-XL) with XLNet's
+  relative segment term: ``(q + r_w_bias)·k + (q + r_r_bias)·W_r R_{i-j} + (q + r_s_bias)·s_ij``.
+  The content term runs through the shared ``attend`` (eager or SDPA) with the query shifted by
+  ``r_w_bias``; the position and segment terms ride along as its additive ``position_bias``.
+- two streams: the content stream ``h`` (sees itself) and the query stream ``g``, started from the
+  learned ``mask_emb`` at the ``target_mapping`` positions (sees the content of the others only,
+  never its own token): the prediction at a position cannot read the token it predicts.
+- masks: ``perm_mask`` (B, T, T) (1: i may not see j), padding, ``attn_type="uni"`` causality.
+- memory: each layer's input states of earlier segments (:class:`~hf_variants.modules.memory.SegmentMemory`),
+  accepted and returned as transformers' ``mems``: one (M, B, H) tensor per layer, time first.
+
+Everything runs in the padded layout (relative positions and permutation masks are defined there).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+from transformers import GenerationMixin
+from transformers import initialization as init
+from transformers.modeling_outputs import (
+    MultipleChoiceModelOutput,
+    QuestionAnsweringModelOutput,
+    SequenceClassifierOutput,
+    TokenClassifierOutput,
+)
+from transformers.models.xlnet.modeling_xlnet import (
+    XLNetForMultipleChoiceOutput,
+    XLNetForQuestionAnsweringSimpleOutput,
+    XLNetForSequenceClassificationOutput,
+    XLNetForTokenClassificationOutput,
+    XLNetLMHeadModelOutput,
+    XLNetModelOutput,
+)
+
+from ...modules.backbone import TransformerPreTrainedModel
+from ...modules.dropout import Dropout
+from ...modules.embeddings import check_index_range
+from ...modules.feed_forward import FeedForward
+from ...modules.heads import SequenceSummary, check_class_labels
+from ...modules.memory import SegmentMemory
+from ...modules.norms import build_norm
+from ...modules.padding import additive_mask
+from ...modules.relative_attention import RelativeAttention, relative_encodings
+from ...modules.task_models import (
+    EncoderForMultipleChoice,
+    EncoderForQuestionAnswering,
+    EncoderForSequenceClassification,
+    EncoderForTokenClassification,
+)
+from .configuration_xlnet import XLNetConfig
+
+
+@dataclass
+class XLNetBackboneOutput(XLNetModelOutput):
+    """transformers' XLNetModelOutput, plus an always-None ``pooler_output`` (XLNet has no pooler)
+    that the shared task heads read."""
+
+    pooler_output: torch.Tensor | None = None
+
+
+class XLNetLayer(nn.Module):
+    """Relative attention for each stream -> dropout -> residual -> LayerNorm, then the shared FFN
+    (its inner dropout is XLNet's dropout) -> dropout -> residual -> LayerNorm, for each stream."""
+
+    def __init__(self, config: XLNetConfig) -> None:
+        super().__init__()
+        self.attention = RelativeAttention(
+            config.hidden_size, config.num_attention_heads, dropout=config.hidden_dropout_prob, head_dim=config.head_dim
+        )  # with XLNet's relative segment terms
+        self.attention_norm = build_norm(config.norm_type, config.hidden_size, config.layer_norm_eps)
+        self.ffn = FeedForward(
+            config.hidden_size, config.intermediate_size, config.hidden_act, inner_dropout=config.hidden_dropout_prob
+        )
+        self.ffn_norm = build_norm(config.norm_type, config.hidden_size, config.layer_norm_eps)
+        self.dropout = Dropout(config.hidden_dropout_prob)
+
+    def _finish(self, stream: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
+        """Attention output (B, heads, T, D) + residual ``stream`` (B, T, H) -> the layer's output."""
+        hidden = self.attention_norm(stream + self.dropout(self.attention.output(context)))
+        return self.ffn_norm(hidden + self.dropout(self.ffn(hidden)))
+
+    def forward(
+        self,
+        content: torch.Tensor,
+        query_stream: torch.Tensor | None,
+        memory: torch.Tensor | None,
+        encodings: torch.Tensor,
+        different_segment: torch.Tensor | None,
+        content_bias: torch.Tensor | None,
+        query_bias: torch.Tensor | None,
+        target_mapping: torch.Tensor | None,
+        attn_implementation: str,
+        output_attentions: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, tuple]:
+        """content (B, T, H), query_stream (B, P, H) or None, memory (B, M, H) or None,
+        encodings (1 or B, M + 2T, H), target_mapping (B, P, T) -> the new streams and attention maps."""
+        attention = self.attention
+        keys_from = content if memory is None else torch.cat([memory.to(content.dtype), content], dim=1)
+        key, value = attention.keys_values(keys_from)
+        position_keys = attention.position_keys(encodings)
+        args = (key, value, position_keys, different_segment)
+        context, probs = attention.attend_relative(
+            attention.project_queries(content), *args, content_bias, attn_implementation, output_attentions
+        )
+        new_content = self._finish(content, context)
+        if query_stream is None:
+            return new_content, None, (probs,)
+        query = attention.project_queries(query_stream)
+        if target_mapping is not None:
+            # Each prediction's query sits at the position it predicts: (B, heads, P, D) -> (B, heads, T, D).
+            query = torch.einsum("bnpd,bpt->bntd", query, target_mapping)
+        context, query_probs = attention.attend_relative(query, *args, query_bias, attn_implementation, output_attentions)
+        if target_mapping is not None:
+            context = torch.einsum("bntd,bpt->bnpd", context, target_mapping)
+        return new_content, self._finish(query_stream, context), (probs, query_probs)
+
+
+class XLNetPreTrainedModel(TransformerPreTrainedModel):
+    config_class = XLNetConfig
+    base_model_prefix = "transformer"
+    forward_input_names = ("mems", "perm_mask", "target_mapping", "input_mask", "use_mems")
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        super()._init_weights(module)
+        std = self.config.initializer_range
+        if isinstance(module, RelativeAttention):
+            for parameter in module.parameters_to_initialise():
+                init.normal_(parameter, mean=0.0, std=std)
+        elif isinstance(module, XLNetModel):
+            init.normal_(module.mask_emb, mean=0.0, std=std)
+
+
+class XLNetModel(XLNetPreTrainedModel):
+    """The bare two-stream encoder. ``last_hidden_state`` is the query stream at the
+    ``target_mapping`` predictions (B, P, H) when one is given, else the content stream (B, T, H)."""
+
+    def __init__(self, config: XLNetConfig, add_pooling_layer: bool = False) -> None:
+        super().__init__(config)
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.mask_emb = nn.Parameter(torch.empty(1, 1, config.hidden_size))
+        self.layers = nn.ModuleList(XLNetLayer(config) for _ in range(config.num_hidden_layers))
+        self.dropout = Dropout(config.hidden_dropout_prob)
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.word_embeddings
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.word_embeddings = value
+
+    # ------------------------------------------------------------------ the inputs XLNet reads
+    def relative_encodings(self, length: int, key_length: int, batch: int, device: torch.device) -> torch.Tensor:
+        """Sinusoids of the relative distances from ``key_length`` down to -length + 1 ("bi") or 0
+        ("uni"), clamped to ``clamp_len``: (1, R, H), or (B, R, H) with ``bi_data`` (the second half
+        of the batch reads the distances negated: the sequence backwards)."""
+        config = self.config
+        return relative_encodings(
+            length, key_length, config.hidden_size, bidirectional=config.attn_type == "bi", clamp_len=config.clamp_len,
+            batch=batch, both_directions=config.bi_data, device=device,
+        )
+
+    def attention_biases(
+        self,
+        attention_mask: torch.Tensor | None,
+        input_mask: torch.Tensor | None,
+        perm_mask: torch.Tensor | None,
+        batch: int,
+        length: int,
+        memory_length: int,
+        device: torch.device,
+        dtype: torch.dtype,
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """Additive (B or 1, 1, T, M + T) biases of the content stream and of the query stream.
+
+        A query may not see key j when j is padding, when ``perm_mask`` forbids it, or (``uni``)
+        when j lies ahead; memory positions are always visible. The content stream also always
+        sees itself, the query stream never unless allowed otherwise (it must not read its token)."""
+        if attention_mask is not None and input_mask is not None:
+            raise ValueError("pass either attention_mask (1 = real token) or input_mask (1 = padding), not both")
+        key_length = memory_length + length
+        hidden = None  # (B or 1, T, M + T) bool: True where the query stream may not look
+        if self.config.attn_type == "uni":
+            hidden = torch.ones(length, key_length, dtype=torch.bool, device=device).triu(memory_length + 1)
+            if self.config.same_length:
+                hidden[:, :length] |= torch.ones(length, length, dtype=torch.bool, device=device).tril(-1)
+            hidden = hidden[None]
+        padding = (1 - attention_mask) if attention_mask is not None else input_mask
+        data = None
+        if padding is not None:
+            check_shape(padding, (batch, length), "attention_mask" if attention_mask is not None else "input_mask")
+            data = padding.to(torch.float32)[:, None, :]
+        if perm_mask is not None:
+            check_shape(perm_mask, (batch, length, length), "perm_mask")
+            data = perm_mask.to(torch.float32) if data is None else data + perm_mask.to(torch.float32)
+        if data is not None:
+            data = F.pad(data, (memory_length, 0)) > 0
+            hidden = data if hidden is None else hidden | data
+        if hidden is None:
+            return None, None
+        own = torch.zeros(length, key_length, dtype=torch.bool, device=device)
+        own[:, memory_length:] = torch.eye(length, dtype=torch.bool, device=device)
+        content_hidden = hidden & ~own
+        return additive_mask(content_hidden[:, None], dtype), additive_mask(hidden[:, None], dtype)
+
+    @staticmethod
+    def segment_differences(token_type_ids: torch.Tensor | None, memory_length: int, dtype: torch.dtype) -> torch.Tensor | None:
+        """(B, T) segment ids -> (B, 1, T, M + T) 1.0 where query and key lie in different segments
+        (memory positions count as segment 0)."""
+        if token_type_ids is None:
+            return None
+        keys = F.pad(token_type_ids, (memory_length, 0))
+        return (token_type_ids[:, :, None] != keys[:, None, :]).to(dtype)[:, None]
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        mems: list[torch.Tensor] | tuple[torch.Tensor, ...] | None = None,
+        perm_mask: torch.Tensor | None = None,
+        target_mapping: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        input_mask: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        use_mems: bool | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> XLNetBackboneOutput | tuple:
+        """transformers' XLNetModel arguments and outputs.
+
+        Args:
+            input_ids: (B, T) (or ``inputs_embeds`` (B, T, H)).
+            attention_mask: (B, T) 1 for real tokens (or ``input_mask``: 1 for padding).
+            mems: one (M, B, H) tensor per layer from an earlier call (time first, as transformers).
+            perm_mask: (B, T, T) 1 where token i may not see token j (the factorization order).
+            target_mapping: (B, P, T) one-hot: the P positions the query stream predicts.
+            token_type_ids: (B, T) segment ids (only equality between two tokens matters).
+            use_mems: return the next segment's ``mems`` (default: config.use_mems_eval /
+                use_mems_train by training mode).
+        The shared task bases' layout arguments (``summary_only``, ``output_positions``, ...) are
+        accepted and ignored: XLNet always computes every position in the padded layout.
+        """
+        config = self.config
+        for name in ("position_ids",):
+            if kwargs.get(name) is not None:
+                raise ValueError(f"XLNet has no {name}: positions are relative")
+        output_attentions = config.output_attentions if output_attentions is None else output_attentions
+        output_hidden_states = config.output_hidden_states if output_hidden_states is None else output_hidden_states
+        return_dict = config.return_dict if return_dict is None else return_dict
+        if use_mems is None:
+            use_mems = config.use_mems_train if self.training else config.use_mems_eval
+        if (input_ids is None) == (inputs_embeds is None):
+            raise ValueError("pass exactly one of input_ids and inputs_embeds")
+        if input_ids is not None:
+            if input_ids.dim() != 2:
+                raise ValueError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}")
+            check_index_range(input_ids, self.word_embeddings.num_embeddings, "input_ids", "vocab_size")
+            inputs_embeds = self.word_embeddings(input_ids)
+        elif inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != config.hidden_size:
+            raise ValueError(f"inputs_embeds must be (batch, length, {config.hidden_size}), got {tuple(inputs_embeds.shape)}")
+        batch, length = inputs_embeds.shape[:2]
+        device, dtype = inputs_embeds.device, inputs_embeds.dtype
+        if token_type_ids is not None:
+            check_shape(token_type_ids, (batch, length), "token_type_ids")
+        if target_mapping is not None and (target_mapping.dim() != 3 or tuple(target_mapping.shape[::2]) != (batch, length)):
+            raise ValueError(f"target_mapping must be (batch={batch}, num_predict, length={length}), got {tuple(target_mapping.shape)}")
+
+        # mems: transformers' (M, B, H) per layer <-> the shared memory's (B, M, H).
+        if mems is not None and (len(mems) == 0 or mems[0] is None):
+            mems = None
+        memory = SegmentMemory(
+            None if mems is None else [m.transpose(0, 1) for m in mems],
+            config.num_hidden_layers,
+            mem_len=config.mem_len or None,  # transformers keeps everything for mem_len None or 0
+            reuse_length=config.reuse_len or None,
+        )
+        memory.check_batch(batch, config.hidden_size)
+        memory_length = memory.length
+
+        content_bias, query_bias = self.attention_biases(
+            attention_mask, input_mask, perm_mask, batch, length, memory_length, device, dtype
+        )
+        different_segment = self.segment_differences(token_type_ids, memory_length, dtype)
+        encodings = self.dropout(self.relative_encodings(length, memory_length + length, batch, device).to(dtype))
+
+        content = self.dropout(inputs_embeds)
+        query_stream = None
+        if target_mapping is not None:
+            target_mapping = target_mapping.to(dtype)
+            query_stream = self.dropout(self.mask_emb.expand(batch, target_mapping.shape[1], -1))
+
+        backend = self.attention_backend
+        all_hidden, all_attentions = [], []
+        for depth, layer in enumerate(self.layers):
+            memory.record(depth, content)
+            if output_hidden_states:
+                all_hidden.extend([content] if query_stream is None else [content, query_stream])
+            content, query_stream, probs = layer(
+                content, query_stream, memory.layer(depth), encodings, different_segment, content_bias, query_bias,
+                target_mapping, backend, output_attentions,
+            )
+            if output_attentions:
+                all_attentions.append(probs[0] if query_stream is None else probs)
+        if output_hidden_states:
+            all_hidden.extend([content] if query_stream is None else [content, query_stream])
+        output = self.dropout(content if query_stream is None else query_stream)
+        new_mems = tuple(m.transpose(0, 1) for m in memory.updated()) if use_mems else None
+        result = XLNetBackboneOutput(
+            last_hidden_state=output,
+            mems=new_mems,
+            hidden_states=tuple(all_hidden) if output_hidden_states else None,
+            attentions=tuple(all_attentions) if output_attentions else None,
+        )
+        return result if return_dict else result.to_tuple()
+
+
+def check_shape(tensor: torch.Tensor, expected: tuple[int, ...], name: str) -> None:
+    if tuple(tensor.shape) != tuple(expected):
+        raise ValueError(f"{name} has shape {tuple(tensor.shape)}, expected {tuple(expected)}")
+
+
+class XLNetLMHeadModel(XLNetPreTrainedModel, GenerationMixin):
+    """Permutation LM head: logits = h W_emb^T + b at the ``target_mapping`` predictions (B, P, V)
+    (or every position (B, T, V) without one); loss = cross-entropy against ``labels`` (B, P)
+    (or (B, T)), -100 ignored. Batches come from ``hf_variants.objectives.DataCollatorForPermutationLM``."""
+
+    _tied_weights_keys = {"lm_loss.weight": "transformer.word_embeddings.weight"}
+
+    def __init__(self, config: XLNetConfig) -> None:
+        super().__init__(config)
+        self.transformer = XLNetModel(config)
+        self.lm_loss = nn.Linear(config.hidden_size, config.vocab_size)
+        self.post_init()
+
+    # generate(): each step appends a dummy token that no other token sees and predicts it through
+    # the query stream; with mems only the last ``GENERATION_OVERLAP`` tokens are recomputed
+    # (transformers' XLNet does the same, so greedy generation matches it token for token).
+    GENERATION_OVERLAP = 2
+
+    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, use_mems=None, **kwargs) -> dict:
+        """``past_key_values`` are the ``mems`` of the previous step (generate() keeps them under that
+        name, and creates no Cache for classes named XLNet)."""
+        batch = input_ids.shape[0]
+        if past_key_values:
+            input_ids = input_ids[:, -self.GENERATION_OVERLAP:]
+        input_ids = torch.cat([input_ids, input_ids.new_zeros(batch, 1)], dim=1)
+        length = input_ids.shape[1]
+        perm_mask = torch.zeros(batch, length, length, device=input_ids.device)
+        perm_mask[:, :, -1] = 1.0  # nobody reads the dummy token
+        target_mapping = torch.zeros(batch, 1, length, device=input_ids.device)
+        target_mapping[:, 0, -1] = 1.0  # predict it
+        inputs = {"input_ids": input_ids, "perm_mask": perm_mask, "target_mapping": target_mapping, "use_mems": use_mems}
+        if past_key_values:
+            # The overlap is recomputed: drop it from the memory.
+            inputs["mems"] = tuple(layer[: -self.GENERATION_OVERLAP] for layer in past_key_values)
+        skipped = {"attention_mask", "use_cache", "past_key_values", "cache_position", "position_ids"}
+        inputs.update({key: value for key, value in kwargs.items() if key not in skipped and key not in inputs})
+        return inputs
+
+    @staticmethod
+    def _reorder_cache(mems: tuple[torch.Tensor, ...], beam_idx: torch.Tensor) -> list[torch.Tensor]:
+        """Beam search: mems (M, B, H) follow the chosen beams."""
+        return [layer.index_select(1, beam_idx.to(layer.device)) for layer in mems]
+
+    def get_output_embeddings(self) -> nn.Linear:
+        return self.lm_loss
+
+    def set_output_embeddings(self, new_embeddings: nn.Linear) -> None:
+        self.lm_loss = new_embeddings
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        mems: list[torch.Tensor] | tuple[torch.Tensor, ...] | None = None,
+        perm_mask: torch.Tensor | None = None,
+        target_mapping: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        input_mask: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        use_mems: bool | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> XLNetLMHeadModelOutput | tuple:
+        out = self.transformer(
+            input_ids, attention_mask=attention_mask, mems=mems, perm_mask=perm_mask, target_mapping=target_mapping,
+            token_type_ids=token_type_ids, input_mask=input_mask, inputs_embeds=inputs_embeds, use_mems=use_mems,
+            output_attentions=output_attentions, output_hidden_states=output_hidden_states, return_dict=True,
+        )
+        logits = self.lm_loss(out.last_hidden_state)
+        loss = None
+        if labels is not None:
+            check_shape(labels, logits.shape[:2], "labels")
+            check_class_labels(labels, self.config.vocab_size)
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+        result = XLNetLMHeadModelOutput(
+            loss=loss, logits=logits, mems=out.mems, hidden_states=out.hidden_states, attentions=out.attentions
+        )
+        return result if return_dict is not False else result.to_tuple()
+
+
+class SummaryScorer(nn.Module):
+    """transformers' XLNet sequence head: the summary token (B, H) -> SequenceSummary (projection to
+    H, tanh, dropout) -> ``logits_proj`` (B, num_outputs)."""
+
+    def __init__(self, config: XLNetConfig, num_outputs: int) -> None:
+        super().__init__()
+        self.summary = SequenceSummary(
+            config.hidden_size, num_outputs, use_proj=config.summary_use_proj, proj_to_labels=False,
+            activation=config.summary_activation, last_dropout=config.summary_last_dropout,
+        )
+        self.logits_proj = nn.Linear(config.hidden_size, num_outputs)
+
+    def forward(self, summary: torch.Tensor, pooled: torch.Tensor | None = None) -> torch.Tensor:
+        return self.logits_proj(self.summary(summary))
+
+
+class _XLNetTaskModel:
+    """The shared encoder heads on XLNet's backbone (no pooler; XLNet's inputs pass through **kwargs)."""
+
+    backbone_class = XLNetModel
+    uses_pooler = False
+    # transformers' XLNet output types: the standard fields plus the next segment's ``mems``.
+    output_types = {
+        SequenceClassifierOutput: XLNetForSequenceClassificationOutput,
+        TokenClassifierOutput: XLNetForTokenClassificationOutput,
+        QuestionAnsweringModelOutput: XLNetForQuestionAnsweringSimpleOutput,
+        MultipleChoiceModelOutput: XLNetForMultipleChoiceOutput,
+    }
+
+    def extra_outputs(self, backbone_output) -> dict:
+        return {"mems": backbone_output.mems}
+
+    def _summary(self, out, attention_mask: torch.Tensor | None) -> torch.Tensor:
+        # transformers' XLNet summary reads position T-1 (or 0, or the mean over all T), padding or not.
+        states = out.last_hidden_state
+        return {"first": states[:, 0], "last": states[:, -1], "mean": states.mean(dim=1)}[self.config.summary_type]
+
+    def build_classifier(self, config: XLNetConfig, num_outputs: int) -> SummaryScorer:
+        return SummaryScorer(config, num_outputs)
+
+
+class XLNetForSequenceClassification(_XLNetTaskModel, EncoderForSequenceClassification, XLNetPreTrainedModel):
+    """The summary token (``summary_type``: last, XLNet's <cls>) -> SummaryScorer (B, num_labels)."""
+
+
+class XLNetForMultipleChoice(_XLNetTaskModel, EncoderForMultipleChoice, XLNetPreTrainedModel):
+    """Inputs (B, C, T); one score per choice from the summary token; logits (B, C)."""
+
+
+class XLNetForTokenClassification(_XLNetTaskModel, EncoderForTokenClassification, XLNetPreTrainedModel):
+    """Per-token Linear(H, num_labels) (no dropout before it, as transformers' XLNet)."""
+
+
+class XLNetForQuestionAnsweringSimple(_XLNetTaskModel, EncoderForQuestionAnswering, XLNetPreTrainedModel):
+    """Start/end logits per token (transformers' XLNetForQuestionAnsweringSimple, the class its
+    AutoModelForQuestionAnswering picks). The beam-search SQuAD 2.0 head is not provided."""
+
+
+__all__ = [
+    "XLNetPreTrainedModel",
+    "XLNetModel",
+    "XLNetLMHeadModel",
+    "XLNetForSequenceClassification",
+    "XLNetForTokenClassification",
+    "XLNetForQuestionAnsweringSimple",
+    "XLNetForMultipleChoice",
+]

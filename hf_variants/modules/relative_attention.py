@@ -1,0 +1,147 @@
+"""Relative multi-head attention of Transformer-XL (Dai et al. 2019, sec. 3.3) and XLNet.
+
+The score of query i against key j (memory positions first, then the segment) is
+
+    A_ij = (q_i + u)·k_j  +  (q_i + v)·W_r R_{i-j}  [+ (q_i + b)·s_ij]
+
+with ``u = r_w_bias`` (content bias), ``v = r_r_bias`` (position bias), R the sinusoids of the
+relative distance, and XLNet's optional relative segment term (``b = r_s_bias``, s_ij one of two
+learned ``seg_embed`` vectors: same segment or not). The content term runs through the shared
+:meth:`MultiHeadAttention.attend` (eager or SDPA kernels) with the query shifted by ``u``; the
+position and segment terms ride along as its additive ``position_bias``, computed once per query
+against every relative distance and aligned to (i, j) by the relative shift.
+
+Projections are per-head (H, heads, D) tensors without biases (``q k v o r``), the layout of
+transformers' XLNet checkpoints (loadable by renaming alone).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .attention import MultiHeadAttention
+
+
+def relative_shift(scores: torch.Tensor, key_length: int) -> torch.Tensor:
+    """(B, h, T, R) scores against R relative encodings ordered from distance R - T down (the
+    last T - 1 of them negative for bidirectional attention) -> (B, h, T, S = key_length), entry
+    (i, j) the score against distance (S - T + i) - j. Row i moves left by T - i: view the matrix
+    with its two last axes swapped, drop the first row, view it back (Transformer-XL's trick,
+    no gather)."""
+    batch, heads, length, relative = scores.shape
+    shifted = scores.reshape(batch, heads, relative, length)[:, :, 1:]
+    return shifted.reshape(batch, heads, length, relative - 1)[..., :key_length]
+
+
+def sinusoids(distances: torch.Tensor, width: int) -> torch.Tensor:
+    """(R,) relative distances -> (R, width) encodings [sin(d w_k) | cos(d w_k)], w_k = 10000^(-2k/width)."""
+    inverse_frequency = 1.0 / torch.pow(10000, torch.arange(0, width, 2, device=distances.device).float() / width)
+    angles = distances[:, None] * inverse_frequency
+    return torch.cat([angles.sin(), angles.cos()], dim=-1)
+
+
+def relative_encodings(
+    length: int,
+    key_length: int,
+    width: int,
+    *,
+    bidirectional: bool,
+    clamp_len: int = -1,
+    batch: int = 1,
+    both_directions: bool = False,
+    device: torch.device | None = None,
+) -> torch.Tensor:
+    """Sinusoids of the distances ``key_length`` down to -length + 1 (``bidirectional``) or 0
+    (causal: the future is masked), clamped to [-clamp_len, clamp_len] when ``clamp_len`` > 0:
+    (1, R, width); with ``both_directions`` (XLNet's ``bi_data``), (batch, R, width) whose second
+    half reads the distances negated (the sequence backwards)."""
+    end = -length if bidirectional else -1
+    forward = torch.arange(key_length, end, -1, device=device).float()
+    directions = [forward, -forward] if both_directions else [forward]
+    if clamp_len > 0:
+        directions = [d.clamp(-clamp_len, clamp_len) for d in directions]
+    encodings = [sinusoids(d, width)[None] for d in directions]
+    if not both_directions:
+        return encodings[0]
+    if batch % 2:
+        raise ValueError(f"bi_data splits the batch into a forward and a backward half: batch size {batch} is odd")
+    return torch.cat([e.expand(batch // 2, -1, -1) for e in encodings], dim=0)
+
+
+class RelativeAttention(MultiHeadAttention):
+    """Relative multi-head attention (see the module docstring).
+
+    Parameters: ``q``, ``k``, ``v``, ``o``, ``r`` (H, heads, D); ``r_w_bias``, ``r_r_bias``
+    (heads, D); with ``segment_terms`` also ``r_s_bias`` (heads, D) and ``seg_embed`` (2, heads, D).
+    """
+
+    def __init__(self, hidden_size: int, num_heads: int, dropout: float = 0.0, head_dim: int | None = None,
+                 segment_terms: bool = True) -> None:
+        self.segment_terms = segment_terms
+        super().__init__(hidden_size, num_heads, dropout=dropout, head_dim=head_dim, bias=False)
+
+    def build_projections(self, hidden_size: int, key_value_size: int, bias: bool) -> None:
+        shape = (hidden_size, self.num_heads, self.head_dim)
+        for name in ("q", "k", "v", "o", "r"):
+            setattr(self, name, nn.Parameter(torch.empty(shape)))
+        for name in ("r_w_bias", "r_r_bias") + (("r_s_bias",) if self.segment_terms else ()):
+            setattr(self, name, nn.Parameter(torch.empty(self.num_heads, self.head_dim)))
+        if self.segment_terms:
+            self.seg_embed = nn.Parameter(torch.empty(2, self.num_heads, self.head_dim))
+
+    def parameters_to_initialise(self) -> list[nn.Parameter]:
+        """Every tensor of this module (all drawn from N(0, initializer_range) in XLNet and Transformer-XL)."""
+        return list(self.parameters(recurse=False))
+
+    @staticmethod
+    def _heads(states: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        """(B, T, H) @ (H, heads, D) -> (B, heads, T, D)."""
+        return torch.einsum("bth,hnd->bntd", states, weight)
+
+    def keys_values(self, content: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, S, H) memory + segment states -> keys and values (B, heads, S, D)."""
+        return self._heads(content, self.k), self._heads(content, self.v)
+
+    def position_keys(self, encodings: torch.Tensor) -> torch.Tensor:
+        """(1 or B, R, H) relative encodings -> (1 or B, heads, R, D)."""
+        return self._heads(encodings, self.r)
+
+    def project_queries(self, states: torch.Tensor) -> torch.Tensor:
+        return self._heads(states, self.q)
+
+    def output(self, context: torch.Tensor) -> torch.Tensor:
+        """(B, heads, T, D) -> (B, T, H) through ``o``."""
+        return torch.einsum("bntd,hnd->bth", context, self.o)
+
+    def relative_bias(
+        self, query: torch.Tensor, position_keys: torch.Tensor, different_segment: torch.Tensor | None, key_length: int
+    ) -> torch.Tensor:
+        """The position (and segment) terms, scaled: (B, heads, T, S), added to the content scores.
+        ``different_segment`` (B, 1, T, S): 1.0 where query and key lie in different segments."""
+        position = torch.matmul(query + self.r_r_bias[:, None], position_keys.transpose(-1, -2))
+        bias = relative_shift(position, key_length)
+        if different_segment is not None:
+            if not self.segment_terms:
+                raise ValueError("this attention has no relative segment terms: pass no segment ids")
+            segment = torch.einsum("bntd,snd->bnts", query + self.r_s_bias[:, None], self.seg_embed)
+            same, different = segment[..., :1], segment[..., 1:]
+            bias = bias + same * (1.0 - different_segment) + different * different_segment
+        return bias * self.scale
+
+    def attend_relative(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        position_keys: torch.Tensor,
+        different_segment: torch.Tensor | None,
+        mask_bias: torch.Tensor | None,
+        attn_implementation: str,
+        output_attentions: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """query (B, heads, T, D) against key/value (B, heads, S, D) -> context (B, heads, T, D), probs."""
+        bias = self.relative_bias(query, position_keys, different_segment, key.shape[2])
+        return self.attend(
+            query + self.r_w_bias[:, None], key, value, mask_bias, bias, False, attn_implementation, output_attentions
+        )
