@@ -37,8 +37,8 @@ def _convert(model: PreTrainedModel, pair: ConversionPair, to_ours: bool) -> Pre
     target_class = pair.ours if to_ours else pair.theirs
     target = target_class(config, **(pair.constructor_kwargs(model) if pair.constructor_kwargs else {}))
     state = model.state_dict()
-    mapped = pair.adapter.to_ours(state) if to_ours else pair.adapter.to_theirs(state)
     expected = set(target.state_dict())
+    mapped = pair.adapter.to_ours(state) if to_ours else pair.adapter.to_theirs(state, expected)
     # Tied copies (e.g. the MLM decoder) may appear under one name only.
     missing = expected - set(mapped)
     missing = {k for k in missing if not _is_tied_copy(target, k)}
