@@ -212,3 +212,37 @@ def test_t5_mini_loads_by_name():
 def test_spec_names_span_corruption_and_the_t5_tokenizer():
     assert SPEC.pretraining_objective == "span-corruption" and SPEC.tokenizer_kind == "unigram-t5"
     assert SPEC.tokenizer_kind in SEQ2SEQ_TOKENIZER_KINDS and DataCollatorForSpanCorruption is not None
+
+
+def test_remote_code_loads_without_the_package(tmp_path):
+    """save_pretrained writes self-contained code: AutoModelForSeq2SeqLM with trust_remote_code, in a
+    fresh process that cannot import hf_variants, gives the same logits and generates."""
+    import subprocess
+    import sys
+
+    torch.manual_seed(0)
+    model = tiny_model()
+    model.save_pretrained(tmp_path)
+    ids, target = torch.randint(2, 99, (2, 7)), torch.randint(0, 99, (2, 4))
+    with torch.no_grad():
+        expected = model(input_ids=ids, decoder_input_ids=target).logits
+    torch.save({"ids": ids, "target": target, "expected": expected}, tmp_path / "reference.pt")
+    script = f"""
+import importlib.abc, sys, torch
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] == "hf_variants":
+            raise ImportError("hf_variants must not be needed")
+sys.meta_path.insert(0, Block())
+from transformers import AutoModelForSeq2SeqLM
+model = AutoModelForSeq2SeqLM.from_pretrained({str(tmp_path)!r}, trust_remote_code=True).eval()
+ref = torch.load({str(tmp_path / "reference.pt")!r}, weights_only=True)
+with torch.no_grad():
+    diff = (model(input_ids=ref["ids"], decoder_input_ids=ref["target"]).logits - ref["expected"]).abs().max().item()
+assert diff <= 1e-6, diff
+assert model.generate(ref["ids"], max_new_tokens=3).shape == (2, 4)
+print("ok", type(model).__module__)
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.startswith("ok transformers_modules.")
