@@ -18,13 +18,14 @@ from transformers import (
     AutoModelForSequenceClassification,
     AutoTokenizer,
     DataCollatorWithPadding,
-    Trainer,
     TrainingArguments,
     pipeline,
 )
 
 import hf_variants
+from hf_variants.atomic import write_text_atomically
 from hf_variants.data import cache_dir, load_rt_polarity
+from hf_variants.hub.trainer import CheckpointSafeTrainer
 from hf_variants.hub import DatasetInfo, write_model_card
 from hf_variants.metrics import accuracy
 
@@ -90,8 +91,9 @@ def main() -> None:
         use_cpu=True,
         disable_tqdm=False,
     )
-    trainer = Trainer(
+    trainer = CheckpointSafeTrainer(  # transformers' Trainer with atomic saves
         model=model,
+        processing_class=tokenizer,
         args=training_args,
         train_dataset=encoded["train"],
         eval_dataset=encoded["validation"],
@@ -105,10 +107,9 @@ def main() -> None:
     print(f"[result] validation accuracy {validation['validation_accuracy']:.4f}")
     print(f"[result] test accuracy {test['test_accuracy']:.4f} (majority-class baseline {majority:.4f})")
 
-    trainer.save_model(args.output_dir)
-    tokenizer.save_pretrained(args.output_dir)
+    trainer.save_model(args.output_dir)  # model and tokenizer together, moved into place when complete
     results = {**validation, **test, "majority_baseline": majority, "wall_time_s": time.time() - started}
-    Path(args.output_dir, "all_results.json").write_text(json.dumps(results, indent=2))
+    write_text_atomically(Path(args.output_dir, "all_results.json"), json.dumps(results, indent=2))
     write_model_card(
         args.output_dir,
         trainer_state=trainer.state,

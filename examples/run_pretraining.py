@@ -6,7 +6,7 @@
 `--model_name_or_path` is a named flavour in `modeling_configs/` (trained from scratch) or a
 checkpoint folder (training continues from its weights). The objective defaults to the model's
 paper (BERT: mlm+nsp); the tokenizer is `--tokenizer_name` or one trained on the training text
-(`--tokenizer_kind`, `--vocab_size`). Text comes from `--corpus austen|wikipedia|lee`
+(`--tokenizer_kind`, `--vocab_size`). Text comes from `--corpus austen|wikipedia|lee|multilingual`
 (`hf_variants.data`) or `--train_file` (one paragraph per line, an empty line between
 documents: BERT's format). The last `--validation_fraction` of the documents is held out; MLM
 accuracy and perplexity on it (fixed masks) are reported before and after training in
@@ -41,10 +41,15 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from transformers import (AutoConfig, AutoModelForMaskedLM, AutoModelForPreTraining, AutoTokenizer,  # noqa: E402
-                          HfArgumentParser, Trainer, TrainingArguments, set_seed)
+                          HfArgumentParser, TrainingArguments, set_seed)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a source checkout
 
 import hf_variants  # noqa: E402  (registers the hf-variants model types with the Auto classes)
+from hf_variants.atomic import save_atomically, write_text_atomically  # noqa: E402
 from hf_variants.configs import is_named_config, named_config  # noqa: E402
+from hf_variants.hub.trainer import CheckpointSafeTrainer  # noqa: E402
+from hf_variants.hub.checkpoints import last_complete_checkpoint, resolve_checkpoint  # noqa: E402
 from hf_variants.registry import spec_for  # noqa: E402
 from hf_variants.data import load_corpus  # noqa: E402
 from hf_variants.objectives import (INPUT_FORMATS, DataCollatorForMaskedLM,  # noqa: E402
@@ -75,7 +80,7 @@ class PretrainingArguments:
     tokenizer_name: str | None = field(default=None, metadata={"help": "a tokenizer folder; default: train one"})
     tokenizer_kind: str | None = field(default=None, metadata={"help": f"for training one: {TOKENIZER_KINDS}"})
     vocab_size: int = field(default=8000, metadata={"help": "for training a tokenizer"})
-    corpus: str | None = field(default=None, metadata={"help": "austen | wikipedia | lee (hf_variants.data)"})
+    corpus: str | None = field(default=None, metadata={"help": "austen | wikipedia | lee | multilingual (hf_variants.data)"})
     train_file: str | None = field(default=None, metadata={"help": "text: a paragraph per line, blank line between documents"})
     max_documents: int | None = field(default=None, metadata={"help": "use only the first N documents"})
     validation_fraction: float = field(default=0.05, metadata={"help": "documents held out for evaluation"})
@@ -83,6 +88,8 @@ class PretrainingArguments:
     phase2_fraction: float = field(default=0.0, metadata={"help": "fraction of steps at phase2_max_seq_length"})
     phase2_max_seq_length: int = field(default=512)
     short_seq_prob: float = field(default=0.1, metadata={"help": "pair formats: probability of a short target"})
+    overwrite_output_dir: bool = field(default=False, metadata={
+        "help": "start over even if output_dir holds checkpoints (default: resume from the newest complete one)"})
 
 
 def parse_objective(objective: str) -> tuple[str, str | None]:
@@ -228,11 +235,24 @@ class PhasedTrainingStream(torch.utils.data.Dataset):
         return example
 
 
-class StreamTrainer(Trainer):
+class StreamTrainer(CheckpointSafeTrainer):
     """Reads `PhasedTrainingStream` in order (it is already shuffled, phase by phase)."""
 
     def _get_train_sampler(self, train_dataset=None):
         return torch.utils.data.SequentialSampler(train_dataset or self.train_dataset)
+
+
+def checkpoint_to_resume(args: PretrainingArguments, training_args: TrainingArguments) -> str | None:
+    """`--resume_from_checkpoint PATH|last`, else the newest complete checkpoint-* of output_dir
+    (incomplete ones are skipped with a warning), unless `--overwrite_output_dir`."""
+    if training_args.resume_from_checkpoint is not None:
+        return resolve_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
+    if args.overwrite_output_dir:
+        return None
+    checkpoint = last_complete_checkpoint(training_args.output_dir)
+    if checkpoint is not None:
+        logger.info("resuming from %s (pass --overwrite_output_dir to start over)", checkpoint)
+    return checkpoint
 
 
 @torch.no_grad()
@@ -257,9 +277,13 @@ def evaluate(model, examples: datasets.Dataset, collator, batch_size: int) -> di
         if getattr(output, "sbo_loss", None) is not None:  # SpanBERT: the span boundary objective's loss too
             count = int((batch["sbo_labels"] != -100).sum())
             sbo_total, sbo_count = sbo_total + output.sbo_loss.item() * count, sbo_count + count
-        if getattr(output, "seq_relationship_logits", None) is not None and "next_sentence_label" in batch:
-            relation_correct += (output.seq_relationship_logits.argmax(-1) == batch["next_sentence_label"]).sum().item()
-            relations += batch["next_sentence_label"].numel()
+        # NSP (BERT: seq_relationship_logits) or SOP (ALBERT: sop_logits, sentence_order_label).
+        relation_logits = getattr(output, "seq_relationship_logits", None)
+        relation_logits = relation_logits if relation_logits is not None else getattr(output, "sop_logits", None)
+        relation_labels = batch.get("next_sentence_label", batch.get("sentence_order_label"))
+        if relation_logits is not None and relation_labels is not None:
+            relation_correct += (relation_logits.argmax(-1) == relation_labels).sum().item()
+            relations += relation_labels.numel()
     if predicted == 0:
         raise ValueError("the validation set produced no masked tokens")
     results = {"mlm_loss": total_loss / predicted, "mlm_perplexity": math.exp(total_loss / predicted),
@@ -302,12 +326,16 @@ def main(argv: list[str] | None = None) -> dict:
         raise ValueError(f"--phase2_fraction must be in [0, 1), got {args.phase2_fraction}")
 
     train_text, validation_text = load_text(args, minimum_documents=2 if sentence_task == "nsp" else 1)
+    checkpoint = checkpoint_to_resume(args, training_args)
     # Under DDP every process must use the same vocabulary, and `tokenizers` training is not
     # deterministic across processes: the main process trains and saves it, the others load it.
+    # A resumed run reuses the tokenizer its checkpoints were trained with.
     with training_args.main_process_first(desc="tokenizer"):
-        if training_args.process_index == 0:
+        if checkpoint is not None and not args.tokenizer_name:
+            tokenizer = AutoTokenizer.from_pretrained(training_args.output_dir)
+        elif training_args.process_index == 0:
             tokenizer = load_tokenizer(args, config.model_type, train_text, from_scratch)
-            tokenizer.save_pretrained(training_args.output_dir)
+            save_atomically(tokenizer, training_args.output_dir)
         else:
             tokenizer = AutoTokenizer.from_pretrained(training_args.output_dir)
     vocabulary_digest = hashlib.sha256(json.dumps(sorted(tokenizer.get_vocab().items())).encode()).hexdigest()[:16]
@@ -352,19 +380,20 @@ def main(argv: list[str] | None = None) -> dict:
         return evaluate(model, validation, ModelInputs(make_collator(seed=training_args.seed), model, 0),
                         training_args.per_device_eval_batch_size)
 
-    before = None if training_args.resume_from_checkpoint else evaluate_now()
+    before = None if checkpoint else evaluate_now()
     trainer = StreamTrainer(model=model, args=training_args, train_dataset=stream,
                             data_collator=ModelInputs(train_collator, model, training_args.seed),
                             processing_class=tokenizer)
-    train_output = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    train_output = trainer.train(resume_from_checkpoint=checkpoint)
     after = evaluate_now()
     trainer.save_model(training_args.output_dir)  # model.safetensors + config.json + tokenizer
+    trainer.save_state()  # trainer_state.json: the logged losses
     results = {"before_training": before, "after_training": after, "train_loss": train_output.training_loss,
                "global_step": train_output.global_step, "world_size": training_args.world_size, "objective": "+".join(filter(None, [masking, sentence_task])),
                "masking": args.masking, "input_format": input_format, "sequence_lengths": phase_lengths,
                "steps_per_phase": steps}
     if trainer.is_world_process_zero():
-        Path(training_args.output_dir, "eval_results.json").write_text(json.dumps(results, indent=2))
+        write_text_atomically(Path(training_args.output_dir, "eval_results.json"), json.dumps(results, indent=2))
         logger.info("validation before: %s", before)
         logger.info("validation after: %s", after)
     return results

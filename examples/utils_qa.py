@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import datasets
 import numpy as np
-from transformers import Trainer
+from hf_variants.hub.trainer import CheckpointSafeTrainer
 
 
 NO_ANSWER_POSITION = 0  # the [CLS] token: "no answer" / "answer not in this window"
@@ -255,7 +255,7 @@ def postprocess_qa_predictions(
     return result
 
 
-class QuestionAnsweringTrainer(Trainer):
+class QuestionAnsweringTrainer(CheckpointSafeTrainer):
     """Trainer whose ``evaluate``/``predict`` turn window logits into answers and score them.
 
     ``post_process(examples, features, start_logits, end_logits) -> QaPredictions`` and

@@ -30,12 +30,14 @@ import datasets
 import huggingface_hub
 import transformers
 from transformers import AutoConfig, AutoTokenizer, HfArgumentParser, PreTrainedModel, Trainer, TrainingArguments, set_seed
-from transformers.trainer_utils import get_last_checkpoint
 
+from .atomic import write_text_atomically
 from .configs import is_named_config, named_config_path
 from .conversion import load_pretrained
 from .data import check_columns, load_named_dataset
 from .hub import DatasetInfo, write_model_card
+from .hub.checkpoints import last_complete_checkpoint, resolve_checkpoint
+from .hub.trainer import CheckpointSafeTrainer
 
 logger = logging.getLogger("hf_variants.examples")
 
@@ -137,24 +139,18 @@ def setup_logging(training_args: TrainingArguments) -> None:
 def checkpoint_to_resume(training_args: TrainingArguments, data_args: DataArguments) -> str | None:
     """The checkpoint training continues from.
 
-    ``--resume_from_checkpoint PATH`` resumes from PATH; ``--resume_from_checkpoint last`` (or
-    ``true``) from the newest ``checkpoint-*`` in output_dir. Without it, a training run whose
-    output_dir already holds checkpoints resumes from the newest one, as transformers' examples
-    do, unless ``--overwrite_output_dir``.
+    ``--resume_from_checkpoint PATH`` resumes from PATH (refused with a ValueError if incomplete);
+    ``--resume_from_checkpoint last`` (or ``true``) from the newest complete ``checkpoint-*`` in
+    output_dir. Without it, a training run whose output_dir already holds checkpoints resumes from
+    the newest complete one, as transformers' examples do, unless ``--overwrite_output_dir``.
+    Incomplete checkpoints (a kill or a full disk while one was written) are skipped with a
+    warning naming them.
     """
     requested = training_args.resume_from_checkpoint
-    output_dir = training_args.output_dir
-    if requested is not None and str(requested).lower() in ("last", "true"):
-        last = get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
-        if last is None:
-            raise ValueError(f"--resume_from_checkpoint {requested}: no checkpoint-* folder in {output_dir}")
-        return last
     if requested is not None:
-        if not os.path.isdir(requested):
-            raise ValueError(f"--resume_from_checkpoint {requested} is not a directory")
-        return requested
-    if training_args.do_train and os.path.isdir(output_dir) and not data_args.overwrite_output_dir:
-        last = get_last_checkpoint(output_dir)
+        return resolve_checkpoint(requested, training_args.output_dir)
+    if training_args.do_train and not data_args.overwrite_output_dir:
+        last = last_complete_checkpoint(training_args.output_dir)
         if last is not None:
             logger.info("Checkpoint found, resuming training at %s (pass --overwrite_output_dir to start over)", last)
             return last
@@ -410,7 +406,7 @@ def build_trainer(
     data_collator,
     compute_metrics=None,
     eval_split: str = "validation",
-    trainer_class: type = Trainer,
+    trainer_class: type = CheckpointSafeTrainer,
     **extra,
 ) -> Trainer:
     """A Trainer over the tokenised ``features["train"]`` and ``features[eval_split]`` (either may be absent)."""
@@ -464,7 +460,7 @@ def write_lines(trainer: Trainer, filename: str, lines: Iterable[str]) -> Path |
         return None
     path = Path(trainer.args.output_dir) / filename
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    write_text_atomically(path, "".join(line + "\n" for line in lines))
     logger.info("Wrote %s", path)
     return path
 
@@ -474,7 +470,7 @@ def write_json(trainer: Trainer, filename: str, data: Any) -> Path | None:
         return None
     path = Path(trainer.args.output_dir) / filename
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_text_atomically(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     return path
 
 

@@ -65,6 +65,9 @@ class VariantSpec:
         paper: the card paragraph and citation (hf_variants.papers).
         pretraining_objective: run_pretraining's default ``--objective`` for this variant.
         tokenizer_kind: run_pretraining's default ``--tokenizer_kind`` when training one from scratch.
+        weights: the variant's ``VariantWeights`` (models/<variant>/weights.py: the one key map to
+            transformers' classes); registering the spec wires it into from_transformers,
+            to_transformers and from_pretrained. None for a variant transformers has no counterpart of.
         exports: further public names the package re-exports (helpers, output classes).
     """
 
@@ -74,6 +77,7 @@ class VariantSpec:
     paper: VariantInfo
     pretraining_objective: str = "mlm"
     tokenizer_kind: str = "wordpiece-uncased"
+    weights: object | None = None
     exports: dict[str, object] = field(default_factory=dict)
 
     @property
@@ -92,7 +96,8 @@ REGISTERED: dict[str, dict[str, type]] = {}
 
 
 def register(spec: VariantSpec) -> None:
-    """Register ``spec``'s config and every head with transformers' Auto classes."""
+    """Register ``spec``'s config and every head with transformers' Auto classes, and its weights
+    with the conversion machinery."""
     if spec.config_class.model_type != spec.model_type:
         raise ValueError(
             f"variant {spec.name!r}: config model_type {spec.config_class.model_type!r} must be {spec.model_type!r}"
@@ -101,6 +106,10 @@ def register(spec: VariantSpec) -> None:
     for head, model_class in spec.classes.items():
         if head in HEAD_AUTO_CLASSES:
             HEAD_AUTO_CLASSES[head].register(spec.config_class, model_class, exist_ok=True)
+    if spec.weights is not None:
+        from .conversion import register_weights  # the conversion machinery reads the specs' classes
+
+        register_weights(spec.weights, spec.classes)
     SPECS[spec.model_type] = spec
     REGISTERED[spec.model_type] = spec.auto_classes()
 

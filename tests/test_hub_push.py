@@ -58,7 +58,8 @@ def make_run_dir(tmp_path: Path, model_type: str = "hfv_bert") -> Path:
     """A run's output directory: our classifier, its tokenizer, and Trainer leftovers to skip."""
     out = tmp_path / "run"
     config_class, model_class = VARIANTS[model_type]
-    config = config_class(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+    # embedding_size = hidden_size: no factorization, valid for variants whose default E is larger (ALBERT's 128).
+    config = config_class(hidden_size=32, embedding_size=32, num_hidden_layers=2, num_attention_heads=2,
                           intermediate_size=37, vocab_size=99, num_labels=3)
     model = model_class(config).eval()
     model.save_pretrained(out)

@@ -33,12 +33,16 @@ __all__ = [
 def _convert(model: PreTrainedModel, pair: ConversionPair, to_ours: bool) -> PreTrainedModel:
     weights = pair.weights
     config = weights.config_to_ours(model.config) if to_ours else weights.config_to_family(model.config, pair.theirs.config_class)
-    config._attn_implementation = model.config._attn_implementation
     target_class = pair.ours if to_ours else pair.theirs
+    implementation = model.config._attn_implementation
+    if implementation == "sdpa" and not target_class._supports_sdpa:
+        implementation = "eager"  # a transformers class with one kernel only (XLM): same maths
+    config._attn_implementation = implementation
     target = target_class(config, **(pair.constructor_kwargs(model) if pair.constructor_kwargs else {}))
     state = model.state_dict()
     expected = set(target.state_dict())
-    mapped = pair.adapter.to_ours(state) if to_ours else pair.adapter.to_theirs(state, expected)
+    adapter = weights.adapter_for_config(pair.head, config)
+    mapped = adapter.to_ours(state) if to_ours else adapter.to_theirs(state, expected)
     # Tied copies (e.g. the MLM decoder) may appear under one name only.
     missing = expected - set(mapped)
     missing = {k for k in missing if not _is_tied_copy(target, k)}

@@ -71,6 +71,12 @@ class VariantWeights:
     def adapter(self, head: str) -> StateDictAdapter:
         return self.key_map.adapter(head)
 
+    def adapter_for_config(self, head: str, config: PreTrainedConfig) -> StateDictAdapter:
+        """The adapter ``from_transformers`` / ``to_transformers`` use for a model with ``config``
+        (the target's). The key map's own, unless a variant's names depend on the config (ALBERT's
+        inner layer groups, which no ``{i}`` template can renumber)."""
+        return self.adapter(head)
+
     def checkpoint_conversion(self) -> list[WeightTransform]:
         return self.key_map.checkpoint_conversion()
 
@@ -105,14 +111,16 @@ class VariantWeights:
 
 @dataclass
 class ConversionPair:
-    """Our class <-> transformers class, with the adapter and the variant's config translators;
-    ``constructor_kwargs(model)``: the arguments beyond the config that rebuild ``model`` (or None)."""
+    """Our class <-> transformers class (head suffix ``head``), with the adapter and the variant's
+    config translators; ``constructor_kwargs(model)``: the arguments beyond the config that rebuild
+    ``model`` (or None)."""
 
     ours: type
     theirs: type
     adapter: StateDictAdapter
     weights: VariantWeights
     constructor_kwargs: Callable[[PreTrainedModel], dict] | None = None
+    head: str = "Model"
 
 
 # Our model_type -> its weights; every (ours, theirs) pair, in registration order.
@@ -142,5 +150,6 @@ def register_weights(weights: VariantWeights, classes: dict[str, type]) -> None:
                     adapter=adapter,
                     weights=weights,
                     constructor_kwargs=weights.constructor_kwargs.get(suffix),
+                    head=suffix,
                 )
             )

@@ -6,6 +6,7 @@ Sources, sizes and licences are listed in the README's "Data" section. Public AP
 - ``load_corpus(name)`` / ``corpus_text_file(name)``: raw text ("austen", "wikipedia", "lee").
 - ``load_rt_polarity``, ``load_wnut16``, ``load_wsj_pos``: labelled sets with fixed seeded splits.
 - ``load_real_text_qa``, ``load_sentence_pairs``: QA and sentence-pair sets built from real text.
+- ``load_multilingual_text``: real French, German, Dutch, Spanish and Italian text (mBERT / XLM tokenizers).
 - ``load_named_dataset(name, config_name)``: the above by ``hf_variants/<name>``.
 - ``check_columns(dataset, required, purpose)``: a clear error for missing columns.
 """
@@ -13,6 +14,7 @@ Sources, sizes and licences are listed in the README's "Data" section. Public AP
 from .corpora import CORPUS_NAMES, corpus_text_file, load_corpus
 from .fetch import cache_dir
 from .labelled import load_rt_polarity, load_wnut16, load_wsj_pos
+from .multilingual import MULTILINGUAL_LANGUAGES, load_multilingual_text
 from .registry import DATASET_NAMES, check_columns, load_named_dataset
 from .sentences import sentence_spans, split_sentences
 from .text_tasks import load_real_text_qa, load_sentence_pairs
@@ -20,10 +22,12 @@ from .text_tasks import load_real_text_qa, load_sentence_pairs
 __all__ = [
     "CORPUS_NAMES",
     "DATASET_NAMES",
+    "MULTILINGUAL_LANGUAGES",
     "cache_dir",
     "check_columns",
     "corpus_text_file",
     "load_corpus",
+    "load_multilingual_text",
     "load_named_dataset",
     "load_real_text_qa",
     "load_rt_polarity",

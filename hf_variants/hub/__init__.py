@@ -1,6 +1,8 @@
-"""Publishing hf-variants checkpoints: model cards, remote-code export and pushes to the Hub."""
+"""Publishing hf-variants checkpoints: model cards, remote-code export, pushes to the Hub, atomic
+Trainer checkpoints and checks on loading."""
 
 from .card import DatasetInfo, RunSummary, build_model_card
+from .checkpoints import AtomicCheckpointsMixin, checkpoint_problems, last_complete_checkpoint
 from .push import PushError, PushResult, push_model_dir
 from .remote_code import export_remote_code
 from .run_record import rebuild_model_card, write_model_card
@@ -8,6 +10,7 @@ from .save_hook import RemoteCodeMixin
 from .variants import VariantInfo, variant_info, variant_name
 
 __all__ = [
+    "AtomicCheckpointsMixin",
     "DatasetInfo",
     "PushError",
     "PushResult",
@@ -15,7 +18,9 @@ __all__ = [
     "RunSummary",
     "VariantInfo",
     "build_model_card",
+    "checkpoint_problems",
     "export_remote_code",
+    "last_complete_checkpoint",
     "push_model_dir",
     "rebuild_model_card",
     "variant_info",

@@ -20,6 +20,7 @@ from typing import Any
 
 from huggingface_hub import ModelCard
 
+from ..atomic import staged_directory
 from .card import DatasetInfo, RunSummary, build_model_card
 from .plot import plot_training_curves
 
@@ -172,32 +173,35 @@ def write_model_card(
         history, state = _log_history_from(trainer_state or _read_json(output_dir / "trainer_state.json"))
     if eval_results is None:
         eval_results = _eval_results_from_files(output_dir)
-    if training_args is not None:
-        args = training_args_dict(training_args)
-        _write_json(destination / TRAINING_ARGS_FILE, args)
-    else:
-        args = _read_json(output_dir / TRAINING_ARGS_FILE) or {}
-    if isinstance(dataset, Mapping):
-        dataset = DatasetInfo.from_dict(dataset)
-    hardware = detect_hardware() if hardware is None else hardware  # "" = unknown, not reported
-    model_name = model_name or output_dir.resolve().name
+    # The card's files are written into a staging folder and moved into place together: a
+    # failure halfway leaves the previous card (or none) rather than a mix.
+    with staged_directory(destination) as staging:
+        if training_args is not None:
+            args = training_args_dict(training_args)
+            _write_json(staging / TRAINING_ARGS_FILE, args)
+        else:
+            args = _read_json(output_dir / TRAINING_ARGS_FILE) or {}
+        if isinstance(dataset, Mapping):
+            dataset = DatasetInfo.from_dict(dataset)
+        hardware = detect_hardware() if hardware is None else hardware  # "" = unknown, not reported
+        model_name = model_name or output_dir.resolve().name
 
-    record = {"dataset": dataset.to_dict() if dataset else None, "objective": objective, "task": task,
-              "base_model": base_model, "model_name": model_name, "repo_id": repo_id, "hardware": hardware,
-              "license": license, "language": language, "limitations": list(limitations),
-              "eval_results": dict(eval_results) if eval_results else None}
-    if not (output_dir / "trainer_state.json").is_file():
-        record["log_history"] = history  # nothing else on disk keeps it
-    _write_json(destination / RUN_RECORD_FILE, record)
+        record = {"dataset": dataset.to_dict() if dataset else None, "objective": objective, "task": task,
+                  "base_model": base_model, "model_name": model_name, "repo_id": repo_id, "hardware": hardware,
+                  "license": license, "language": language, "limitations": list(limitations),
+                  "eval_results": dict(eval_results) if eval_results else None}
+        if not (output_dir / "trainer_state.json").is_file():
+            record["log_history"] = history  # nothing else on disk keeps it
+        _write_json(staging / RUN_RECORD_FILE, record)
 
-    plot = plot_training_curves(history, destination / PLOT_FILE)
-    card = build_model_card(
-        config, model_name=model_name, eval_results=eval_results, dataset=dataset,
-        run=summarize_run(history, state, args, objective, hardware or None), task=task, base_model=base_model,
-        repo_id=repo_id, num_parameters=count_parameters(output_dir),
-        plot_filename=PLOT_FILE if plot else None, license=license, language=language, limitations=limitations,
-    )
-    card.save(destination / CARD_FILE)
+        plot = plot_training_curves(history, staging / PLOT_FILE)
+        card = build_model_card(
+            config, model_name=model_name, eval_results=eval_results, dataset=dataset,
+            run=summarize_run(history, state, args, objective, hardware or None), task=task, base_model=base_model,
+            repo_id=repo_id, num_parameters=count_parameters(output_dir),
+            plot_filename=PLOT_FILE if plot else None, license=license, language=language, limitations=limitations,
+        )
+        card.save(staging / CARD_FILE)
     logger.info("Wrote model card %s", destination / CARD_FILE)
     return card
 

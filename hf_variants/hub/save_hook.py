@@ -1,5 +1,11 @@
 """`RemoteCodeMixin`: every `save_pretrained` (hence `model.push_to_hub` and Trainer's saves and
-`Trainer.push_to_hub`) also writes the checkpoint's remote code and `auto_map`.
+`Trainer.push_to_hub`) is atomic and also writes the checkpoint's remote code and `auto_map`;
+every `from_pretrained` checks what it loads (`hf_variants.hub.load_checks`).
+
+Atomic: the weights, config and code are written into a temporary folder beside the target and
+moved into place only once complete (`hf_variants.atomic`), so a full disk, an exception or a kill
+while saving leaves the folder's previous checkpoint loadable; other files in the folder (a
+tokenizer, a Trainer's checkpoint-* folders) are kept.
 
 Use it first in a variant's PreTrainedModel bases. This module imports nothing from the package at
 import time because the remote-code export copies it too (as `hfv_hub_save_hook.py`); in such a copy
@@ -11,14 +17,41 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
+
+# Files a new save_pretrained makes obsolete when it does not write them itself: weights of an
+# older save (single file, shards, shard index; any `variant`) and the generated remote code.
+STALE_SAVE_FILE = re.compile(r"^(model(\.[\w-]+)?(-\d{5}-of-\d{5})?\.safetensors(\.index\.json)?|hfv_\w+\.py)$")
+
+
+def is_stale_save_file(name: str) -> bool:
+    return STALE_SAVE_FILE.match(name) is not None
 
 
 class RemoteCodeMixin:
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
+        """transformers' from_pretrained, with a ValueError naming the file and the key for a
+        truncated/corrupted checkpoint, wrong shapes or dtypes, missing or extra weights, and no
+        pickled weights (`hf_variants.hub.load_checks`)."""
+        load = super().from_pretrained
+        if not __name__.startswith("hf_variants."):
+            return load(pretrained_model_name_or_path, *args, **kwargs)
+        checks = importlib.import_module("hf_variants.hub.load_checks")
+        return checks.checked_from_pretrained(load, cls, pretrained_model_name_or_path, args, kwargs)
+
     def save_pretrained(self, save_directory: str | os.PathLike, *args, **kwargs):
-        result = super().save_pretrained(save_directory, *args, **kwargs)
+        if not __name__.startswith("hf_variants.") or not kwargs.get("is_main_process", True):
+            return super().save_pretrained(save_directory, *args, **kwargs)
+        if kwargs.get("push_to_hub"):  # transformers names the repo after the folder it writes
+            kwargs.setdefault("repo_id", os.path.basename(os.path.normpath(os.fspath(save_directory))))
+        atomic = importlib.import_module("hf_variants.atomic")
+        export_remote_code = importlib.import_module("hf_variants.hub.remote_code").export_remote_code
         # A variant defined outside the package (a user's own experiment) has no package source to
         # copy: it saves without remote code.
         defined_in_package = type(self).__module__.startswith("hf_variants.")
-        if __name__.startswith("hf_variants.") and defined_in_package and kwargs.get("is_main_process", True):
-            importlib.import_module("hf_variants.hub.remote_code").export_remote_code(save_directory)
+        with atomic.staged_directory(save_directory, stale=is_stale_save_file) as staging:
+            result = super().save_pretrained(staging, *args, **kwargs)
+            if defined_in_package:
+                export_remote_code(staging)
         return result

@@ -32,6 +32,9 @@ layer's memory to its keys and values. Cache and memory run padded.
 
 from __future__ import annotations
 
+import functools
+import inspect
+
 import torch
 from torch import nn
 from transformers import PreTrainedModel
@@ -63,6 +66,15 @@ class TransformerPreTrainedModel(CheckpointConversionMixin, RemoteCodeMixin, Pre
     # (it would double-count under DDP and gradient accumulation).
     accepts_loss_kwargs = False
     main_input_name = "input_ids"
+    # Further keyword inputs every forward of the variant takes (XLM: "langs", "lengths"). They reach
+    # the backbone through **kwargs; naming them in the signature keeps Trainer, which drops dataset
+    # columns that forward's signature does not name, from dropping them.
+    forward_input_names: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.forward_input_names:
+            cls.forward = _with_named_inputs(cls.forward, cls.forward_input_names)
 
     def __init__(self, config, *args, **kwargs) -> None:
         config.check_architecture()  # a clear ValueError naming the fields, before any module is built
@@ -86,6 +98,10 @@ class TransformerPreTrainedModel(CheckpointConversionMixin, RemoteCodeMixin, Pre
 
 class TransformerBackbone:
     """Mixin for the bare model (``...Model``). Must precede the variant's PreTrainedModel in the bases."""
+
+    # True: states at padding positions are exactly zero after the embeddings and every layer, as
+    # transformers' XLM computes them (it multiplies by the padding mask); real positions are unaffected.
+    zeroes_padding_states: bool = False
 
     def __init__(self, config, add_pooling_layer: bool = True) -> None:
         super().__init__(config)
@@ -349,6 +365,7 @@ class TransformerBackbone:
             is_causal=config.is_decoder,
             # A cache or a memory adds keys the packed layout has no slot for.
             needs_padded=wants_all_layers or stateful,
+            zero_padding=self.zeroes_padding_states,
         )
         return layout, summary
 
@@ -450,6 +467,24 @@ class TransformerBackbone:
         if not bool(found.any(dim=1).all()):
             raise ValueError("output_positions must include each row's summary position when the model has a pooler")
         return gather_positions(hidden_states, found.int().argmax(dim=1, keepdim=True))[:, 0]
+
+
+def _with_named_inputs(forward, names: tuple[str, ...]):
+    """``forward`` with keyword-only ``names`` (default None) in its signature, passed on through its
+    **kwargs; unchanged if it names them already or takes no **kwargs."""
+    signature = inspect.signature(forward)
+    parameters = list(signature.parameters.values())
+    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None)
+             for name in names if name not in signature.parameters]
+    if not added or not parameters or parameters[-1].kind is not inspect.Parameter.VAR_KEYWORD:
+        return forward
+
+    @functools.wraps(forward)
+    def forward_with_inputs(self, *args, **kwargs):
+        return forward(self, *args, **kwargs)
+
+    forward_with_inputs.__signature__ = signature.replace(parameters=[*parameters[:-1], *added, parameters[-1]])
+    return forward_with_inputs
 
 
 def _reads_padding(attention_mask: torch.Tensor | None, positions: torch.Tensor | None) -> bool:

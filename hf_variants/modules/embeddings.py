@@ -49,6 +49,8 @@ class TransformerEmbeddings(nn.Module):
         position_embedding_type: "learned", "sinusoidal" (fixed) or "none" (relative-position models).
         layer_norm: apply LayerNorm to the summed embeddings (False for pre-LN GPT-style stacks).
         pad_token_id: padding index of the word table.
+        project: whether the E -> H projection exists; None: only when E != H (transformers'
+            ALBERT keeps it even when E = H, so its checkpoints need True).
     """
 
     def __init__(
@@ -63,6 +65,7 @@ class TransformerEmbeddings(nn.Module):
         dropout: float = 0.1,
         pad_token_id: int | None = 0,
         layer_norm: bool = True,
+        project: bool | None = None,
     ) -> None:
         super().__init__()
         if position_embedding_type not in POSITION_EMBEDDING_TYPES:
@@ -84,7 +87,11 @@ class TransformerEmbeddings(nn.Module):
         self.token_type_embeddings = nn.Embedding(type_vocab_size, embedding_size) if type_vocab_size > 0 else None
         self.layer_norm = nn.LayerNorm(embedding_size, eps=layer_norm_eps) if layer_norm else None
         self.dropout = Dropout(dropout)
-        self.projection = nn.Linear(embedding_size, hidden_size) if embedding_size != hidden_size else None
+        if project is None:
+            project = embedding_size != hidden_size
+        if not project and embedding_size != hidden_size:
+            raise ValueError(f"embedding_size {embedding_size} != hidden_size {hidden_size} needs the projection")
+        self.projection = nn.Linear(embedding_size, hidden_size) if project else None
 
     # The model input this module embeds (the backbone's forward takes token ids; embeddings of
     # another input, e.g. ViT's "pixel_values", are driven through TransformerBackbone.forward_embedded).
@@ -143,14 +150,21 @@ class TransformerEmbeddings(nn.Module):
                 raise ValueError("token_type_ids were given but this model has no segment embeddings (type_vocab_size=0)")
             check_index_range(token_type_ids, self.type_vocab_size, "token_type_ids", "type_vocab_size")
 
+    def additional_embeddings(self, token_type_ids: torch.Tensor | None, **extra_inputs) -> torch.Tensor | None:
+        """Further embeddings summed with word + segment + position before the LayerNorm, or None.
+        Variants that embed more inputs (XLM's language ids, named in ``extra_input_names``) override it."""
+        return None
+
     def forward(
         self,
         input_ids: torch.Tensor | None,
         position_ids: torch.Tensor,
         token_type_ids: torch.Tensor | None = None,
         inputs_embeds: torch.Tensor | None = None,
+        **extra_inputs,
     ) -> torch.Tensor:
-        """ids (B, T) or (N,) -> embeddings (B, T, H) or (N, H)."""
+        """ids (B, T) or (N,) -> embeddings (B, T, H) or (N, H). ``extra_inputs``: the tensors named
+        by ``extra_input_names``, in the layout of ``input_ids``."""
         embeddings = self.word_embeddings(input_ids) if inputs_embeds is None else inputs_embeds
         if self.token_type_embeddings is not None:
             if token_type_ids is None:
@@ -160,6 +174,9 @@ class TransformerEmbeddings(nn.Module):
             embeddings = embeddings + self.position_embeddings(position_ids)
         elif self.position_embedding_type == "sinusoidal":
             embeddings = embeddings + self.sinusoidal_positions[position_ids]
+        additional = self.additional_embeddings(token_type_ids, **extra_inputs)
+        if additional is not None:
+            embeddings = embeddings + additional
         if self.layer_norm is not None:
             embeddings = self.layer_norm(embeddings)
         embeddings = self.dropout(embeddings)

@@ -8,7 +8,9 @@ connections, in the post-LN order of the original Transformer/BERT
 :class:`LayerStack` runs ``num_layers`` layers with ALBERT-style cross-layer sharing: "none"
 (every layer its own weights), "all" (one layer applied num_layers times), "attention" or "ffn"
 (that sub-block shared, the rest per layer). Shared weights are stored once (in layer 0), so
-safetensors never sees two names for one tensor.
+safetensors never sees two names for one tensor. A ``schedule`` generalises "all": the stored
+layer each depth applies, so several groups of layers can each be reused over a span of depths
+(ALBERT's ``num_hidden_groups`` / ``inner_group_num``).
 
 Per-layer state rides along: a transformers ``Cache`` (``past_key_values``, read and written at
 each layer's depth, which is the cache index even when one module serves every depth) and a
@@ -18,6 +20,7 @@ prepended to its keys and values).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -205,7 +208,16 @@ class TransformerLayer(GradientCheckpointingLayer):
 
 
 class LayerStack(nn.Module):
-    """``num_layers`` applications of TransformerLayer with optional cross-layer sharing."""
+    """``num_layers`` applications of TransformerLayer with optional cross-layer sharing.
+
+    Args:
+        sharing: "none" | "all" | "attention" | "ffn" (see the module docstring).
+        schedule: with sharing "all" only: the index of the stored layer applied at each depth
+            (``num_layers`` entries using every index 0..n-1); default: layer 0 at every depth.
+        final_norm_in_hidden_states: the last entry of ``output_hidden_states`` is after the
+            pre-LN stack's final norm (BERT-style, GPT-2) or before it (transformers' ViT and CLIP).
+        final_dropout: dropout after the pre-LN stack's final norm (T5's stacks end with one).
+    """
 
     def __init__(
         self,
@@ -213,17 +225,24 @@ class LayerStack(nn.Module):
         num_layers: int,
         sharing: str = "none",
         final_norm_in_hidden_states: bool = True,
+        schedule: Sequence[int] | None = None,
         final_dropout: float = 0.0,
     ) -> None:
-        """``final_norm_in_hidden_states``: the last entry of ``output_hidden_states`` is after the
-        pre-LN stack's final norm (BERT-style, GPT-2) or before it (transformers' ViT and CLIP).
-        ``final_dropout``: dropout after the pre-LN stack's final norm (T5's stacks end with one)."""
         super().__init__()
         if sharing not in SHARING_MODES:
             raise ValueError(f"unknown layer sharing mode {sharing!r}; choose one of {SHARING_MODES}")
+        if schedule is not None and sharing != "all":
+            raise ValueError(f"a layer schedule reuses whole layers: it needs sharing 'all', got {sharing!r}")
         self.num_layers = num_layers
         self.sharing = sharing
-        if sharing == "all":
+        self.schedule = None if schedule is None else tuple(int(index) for index in schedule)
+        if self.schedule is not None:
+            if len(self.schedule) != num_layers or sorted(set(self.schedule)) != list(range(len(set(self.schedule)))):
+                raise ValueError(
+                    f"schedule {self.schedule} must list {num_layers} stored-layer indices using each of 0..n-1"
+                )
+            self.layers = nn.ModuleList(TransformerLayer(spec) for _ in range(len(set(self.schedule))))
+        elif sharing == "all":
             self.layers = nn.ModuleList([TransformerLayer(spec)])
         else:
             self.layers = nn.ModuleList(
@@ -245,6 +264,8 @@ class LayerStack(nn.Module):
         self.final_norm_in_hidden_states = final_norm_in_hidden_states
 
     def layer_at(self, depth: int) -> TransformerLayer:
+        if self.schedule is not None:
+            return self.layers[self.schedule[depth]]
         return self.layers[0] if self.sharing == "all" else self.layers[depth]
 
     def forward(
@@ -281,6 +302,7 @@ class LayerStack(nn.Module):
         all_attentions: list[torch.Tensor] = []
         shared_attention = self.layers[0].attention if self.sharing == "attention" else None
         shared_ffn = self.layers[0].ffn if self.sharing == "ffn" else None
+        hidden_states = layout.zero_padding(hidden_states)
         for depth in range(self.num_layers):
             if output_hidden_states:
                 all_hidden.append(hidden_states)
@@ -302,6 +324,7 @@ class LayerStack(nn.Module):
                 memory=memories.layer(depth) if memories is not None else None,
                 **layer_kwargs,
             )
+            hidden_states = layer_layout.zero_padding(hidden_states, positions)
             if memories is not None:
                 memories.record(depth, layer_input)
             if output_attentions:

@@ -136,19 +136,28 @@ class MaskedLMHead(nn.Module):
 
     Args:
         embedding_size: width of the word embeddings the decoder is tied to (E; = H unless factorized).
+        transform: False for a decoder straight on the hidden states (XLM's prediction layer; needs E = H).
     """
 
     def __init__(
-        self, hidden_size: int, vocab_size: int, activation: str, layer_norm_eps: float, embedding_size: int | None = None
+        self,
+        hidden_size: int,
+        vocab_size: int,
+        activation: str,
+        layer_norm_eps: float,
+        embedding_size: int | None = None,
+        transform: bool = True,
     ) -> None:
         super().__init__()
         embedding_size = embedding_size or hidden_size
-        self.transform = PredictionTransform(hidden_size, embedding_size, activation, layer_norm_eps)
+        if not transform and embedding_size != hidden_size:
+            raise ValueError(f"a decoder without transform needs embedding_size ({embedding_size}) == hidden_size ({hidden_size})")
+        self.transform = PredictionTransform(hidden_size, embedding_size, activation, layer_norm_eps) if transform else None
         self.decoder = TiedDecoder(embedding_size, vocab_size)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         """(..., H) -> (..., V) logits."""
-        return self.decoder(self.transform(hidden_states))
+        return self.decoder(hidden_states if self.transform is None else self.transform(hidden_states))
 
 
 def masked_lm_loss(
@@ -202,6 +211,35 @@ class SummaryClassifier(nn.Module):
     def forward(self, summary: torch.Tensor, pooled: torch.Tensor | None) -> torch.Tensor:
         hidden = self.activation(self.dense(self.dropout(summary)))
         return self.out_proj(self.dropout(hidden))
+
+
+class SequenceSummary(nn.Module):
+    """transformers' ``SequenceSummary`` (XLM, XLNet, GPT double heads) on the summary vector:
+    dropout -> projection (to ``num_labels``, or to H when ``proj_to_labels`` is False; none
+    without ``use_proj``) -> activation -> dropout. Reads ``summary`` (B, H); returns (B, num_labels)
+    or (B, H). Which token summarises (first, last, mean) is the backbone's ``summary_type``.
+    """
+
+    def __init__(
+        self,
+        hidden_size: int,
+        num_labels: int,
+        use_proj: bool = True,
+        proj_to_labels: bool = True,
+        activation: str | None = None,
+        first_dropout: float = 0.0,
+        last_dropout: float = 0.0,
+    ) -> None:
+        super().__init__()
+        self.first_dropout = Dropout(first_dropout)
+        self.output_size = num_labels if use_proj and proj_to_labels and num_labels > 0 else hidden_size
+        self.summary = nn.Linear(hidden_size, self.output_size) if use_proj else nn.Identity()
+        # transformers: "tanh" (or any ACT2FN name) activates; None adds no activation.
+        self.activation = ACT2FN[activation] if activation else nn.Identity()
+        self.last_dropout = Dropout(last_dropout)
+
+    def forward(self, summary: torch.Tensor, pooled: torch.Tensor | None = None) -> torch.Tensor:
+        return self.last_dropout(self.activation(self.summary(self.first_dropout(summary))))
 
 
 # ----------------------------------------------------------------------------- losses

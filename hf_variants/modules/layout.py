@@ -14,6 +14,9 @@ rules, in one place:
   the tensors the computation used, so gradients reach them).
 - ``output_positions`` (B, M): the caller reads only these; the last layer computes them alone
   (in the padded layout, re-padded once if the earlier layers ran packed).
+- ``zero_padding``: states at padding positions are set to exactly zero after the embeddings and
+  after every layer (transformers' XLM multiplies by the padding mask there); the packed layout
+  holds no padding, so only the padded one multiplies.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ class BatchLayout:
         unpadded: where the real tokens live when the batch runs packed; None when padded.
         output_positions: (B, M) positions the caller reads; None for every position.
         is_causal: causal self-attention (decoders).
+        keep_mask: (B, T) 1 at real tokens, when states at padding positions are zeroed; else None.
     """
 
     batch_size: int
@@ -45,6 +49,7 @@ class BatchLayout:
     unpadded: UnpaddedBatch | None = None
     output_positions: torch.Tensor | None = None
     is_causal: bool = False
+    keep_mask: torch.Tensor | None = None
 
     @classmethod
     def plan(
@@ -61,6 +66,7 @@ class BatchLayout:
         reads_padding: bool = False,
         is_causal: bool = False,
         needs_padded: bool = False,
+        zero_padding: bool = False,
     ) -> "BatchLayout":
         """Decide the layout.
 
@@ -75,6 +81,7 @@ class BatchLayout:
             is_causal: causal self-attention.
             needs_padded: the caller needs the padded layout for another reason (a cache, memories,
                 every layer's hidden states or attention maps).
+            zero_padding: states at padding positions are zeroed (see :meth:`zero_padding`).
         """
         attention_bias = make_attention_bias(attention_mask, dtype)
         if extra_bias is not None:
@@ -85,7 +92,11 @@ class BatchLayout:
         if is_causal:
             # The selected-query kernel has no causal mask: causal stacks compute every position.
             output_positions = output_positions_mask = None
-        layout = cls(batch_size, length, attention_bias, None, output_positions, is_causal)
+        keep_mask = None
+        if zero_padding and attention_mask is not None:
+            new_tokens = attention_mask[:, -length:]  # cached or memory positions come first
+            keep_mask = None if bool(new_tokens.all()) else new_tokens
+        layout = cls(batch_size, length, attention_bias, None, output_positions, is_causal, keep_mask)
         packable = (
             padding_free
             and attention_mask is not None
@@ -117,6 +128,15 @@ class BatchLayout:
     def to_padded(self, tensor: torch.Tensor) -> torch.Tensor:
         """(total_tokens, ...) -> (B, T, ...) with zeros at padding when packed; unchanged when padded."""
         return self.unpadded.pad(tensor) if self.packed and tensor.shape[0] == self.unpadded.total_tokens else tensor
+
+    def zero_padding(self, hidden_states: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+        """Zero the states at padding positions when the layout was planned with ``zero_padding``.
+        ``hidden_states``: padded (B, T, H), or (B, M, H) at the (B, M) ``positions``; packed
+        (total_tokens, H) states hold no padding and are returned unchanged."""
+        if self.keep_mask is None or hidden_states.dim() == 2:
+            return hidden_states
+        keep = self.keep_mask if positions is None else self.keep_mask.gather(1, positions)
+        return hidden_states * keep[..., None].to(hidden_states.dtype)
 
     def padded(self) -> "BatchLayout":
         """The same batch in the padded layout (for the last layer when it computes ``output_positions``)."""

@@ -187,10 +187,12 @@ class EncoderForMaskedLM(EncoderTaskModel):
     def __init__(self, config) -> None:
         super().__init__(config)
         self._build_backbone(config)
-        self.mlm_head = MaskedLMHead(
-            config.hidden_size, config.vocab_size, config.hidden_act, config.layer_norm_eps, config.embedding_size
-        )
+        self.mlm_head = self.build_lm_head(config)
         self.post_init()
+
+    def build_lm_head(self, config) -> MaskedLMHead:
+        """BERT's transform + tied decoder (XLM overrides: the decoder alone)."""
+        return MaskedLMHead(config.hidden_size, config.vocab_size, config.hidden_act, config.layer_norm_eps, config.embedding_size)
 
     def get_output_embeddings(self) -> nn.Linear:
         return self.mlm_head.decoder
@@ -239,8 +241,13 @@ class EncoderForSequenceClassification(EncoderTaskModel):
         super().__init__(config)
         self.num_labels = config.num_labels
         self._build_backbone(config)
-        self.classifier = self.classifier_class(config.hidden_size, config.num_labels, classifier_dropout(config))
+        self.classifier = self.build_classifier(config, config.num_labels)
         self.post_init()
+
+    def build_classifier(self, config, num_outputs: int) -> nn.Module:
+        """The head on the summary token: called as ``classifier(summary (B, H), pooled (B, H) or None)``,
+        returns (B, num_outputs). Variants with another head (XLM's sequence summary) override it."""
+        return self.classifier_class(config.hidden_size, num_outputs, classifier_dropout(config))
 
     def forward(
         self,
@@ -359,8 +366,12 @@ class EncoderForMultipleChoice(EncoderTaskModel):
     def __init__(self, config) -> None:
         super().__init__(config)
         self._build_backbone(config)
-        self.classifier = PooledClassifier(config.hidden_size, 1, classifier_dropout(config))
+        self.classifier = self.build_classifier(config, 1)
         self.post_init()
+
+    def build_classifier(self, config, num_outputs: int) -> nn.Module:
+        """One score per choice: called as ``classifier(summary (B*C, H), pooled or None)`` -> (B*C, 1)."""
+        return PooledClassifier(config.hidden_size, num_outputs, classifier_dropout(config))
 
     def forward(
         self,

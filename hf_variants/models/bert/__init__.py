@@ -1,7 +1,6 @@
 """BERT (Devlin et al. 2019): the variant's one declaration. Everything else reads ``SPEC``."""
 
 from ... import papers
-from ...conversion import register_weights
 from ...registry import VariantSpec
 from .configuration_bert import BertConfig
 from .modeling_bert import *  # noqa: F401,F403
@@ -31,12 +30,11 @@ SPEC = VariantSpec(
         "ForQuestionAnswering": BertForQuestionAnswering,
         "ForMultipleChoice": BertForMultipleChoice,
     },
+    weights=WEIGHTS,
     paper=papers.BERT,
     pretraining_objective="mlm+nsp",
     tokenizer_kind="wordpiece-uncased",
 )
 
-# The one key map serves from_transformers, to_transformers and from_pretrained (models/<v>/weights.py).
-register_weights(WEIGHTS, SPEC.classes)
 
 __all__ = ["BertConfig", "SPEC", *_modeling_all]

@@ -36,10 +36,11 @@ class BertModel(TransformerBackbone, BertPreTrainedModel):
     """The bare encoder with BERT's pooler."""
 
 
-def sentence_relation_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Two-way cross-entropy for NSP (0 = B follows A, 1 = B is random) or SOP. logits (B, 2), labels (B,)."""
-    check_label_shape(labels.view(-1), (logits.shape[0],), "next_sentence_label")
-    check_class_labels(labels, 2, "next_sentence_label")
+def sentence_relation_loss(logits: torch.Tensor, labels: torch.Tensor, name: str = "next_sentence_label") -> torch.Tensor:
+    """Two-way cross-entropy for NSP (0 = B follows A, 1 = B is random) or SOP. logits (B, 2),
+    labels (B,); ``name``: the label argument named in errors."""
+    check_label_shape(labels.view(-1), (logits.shape[0],), name)
+    check_class_labels(labels, 2, name)
     return nn.functional.cross_entropy(logits, labels.view(-1))
 
 

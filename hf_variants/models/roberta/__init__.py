@@ -2,7 +2,6 @@
 declaration. Everything else reads ``SPEC``."""
 
 from ... import papers
-from ...conversion import register_weights
 from ...registry import VariantSpec
 from .configuration_roberta import RobertaConfig
 from .modeling_roberta import *  # noqa: F401,F403
@@ -30,12 +29,11 @@ SPEC = VariantSpec(
         "ForQuestionAnswering": RobertaForQuestionAnswering,
         "ForMultipleChoice": RobertaForMultipleChoice,
     },
+    weights=WEIGHTS,
     paper=papers.ROBERTA,
     pretraining_objective="mlm",
     tokenizer_kind="bpe",
 )
 
-# The one key map serves from_transformers, to_transformers and from_pretrained (models/<v>/weights.py).
-register_weights(WEIGHTS, SPEC.classes)
 
 __all__ = ["RobertaConfig", "SPEC", *_modeling_all]

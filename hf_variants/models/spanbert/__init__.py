@@ -1,7 +1,6 @@
 """SpanBERT (Joshi et al. 2020): the variant's one declaration. Everything else reads ``SPEC``."""
 
 from ... import papers
-from ...conversion import register_weights
 from ...registry import VariantSpec
 from .configuration_spanbert import SpanBertConfig
 from .modeling_spanbert import *  # noqa: F401,F403
@@ -29,12 +28,11 @@ SPEC = VariantSpec(
         "ForQuestionAnswering": SpanBertForQuestionAnswering,
         "ForMultipleChoice": SpanBertForMultipleChoice,
     },
+    weights=WEIGHTS,
     paper=papers.SPANBERT,
     pretraining_objective="span",
     tokenizer_kind="wordpiece-cased",
 )
 
-# The one key map serves from_transformers, to_transformers and from_pretrained (models/<v>/weights.py).
-register_weights(WEIGHTS, SPEC.classes)
 
 __all__ = ["SpanBertConfig", "SPEC", *_modeling_all]

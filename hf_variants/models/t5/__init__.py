@@ -1,7 +1,6 @@
 """T5 (Raffel et al. 2020): the variant's one declaration. Everything else reads ``SPEC``."""
 
 from ... import papers
-from ...conversion import register_weights
 from ...registry import VariantSpec
 from .configuration_t5 import T5Config
 from .modeling_t5 import *  # noqa: F401,F403
@@ -27,12 +26,10 @@ SPEC = VariantSpec(
         "ForTokenClassification": T5ForTokenClassification,
         "ForQuestionAnswering": T5ForQuestionAnswering,
     },
+    weights=WEIGHTS,
     paper=papers.T5,
     pretraining_objective="span-corruption",
     tokenizer_kind="unigram-t5",
 )
-
-# The one key map serves from_transformers, to_transformers and from_pretrained (models/<v>/weights.py).
-register_weights(WEIGHTS, SPEC.classes)
 
 __all__ = ["T5Config", "SPEC", *_modeling_all]

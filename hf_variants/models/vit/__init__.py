@@ -1,7 +1,6 @@
 """ViT (Dosovitskiy et al. 2021): the variant's one declaration. Everything else reads ``SPEC``."""
 
 from ... import papers
-from ...conversion import register_weights
 from ...registry import VariantSpec
 from .configuration_vit import ViTConfig
 from .mae import ViTForPreTraining, ViTForPreTrainingOutput
@@ -22,13 +21,12 @@ SPEC = VariantSpec(
         "ForImageClassification": ViTForImageClassification,
         "ForMaskedImageModeling": ViTForMaskedImageModeling,
     },
+    weights=WEIGHTS,
     paper=papers.VIT,
     pretraining_objective="mae",
     tokenizer_kind="none",  # images: no tokenizer
 )
 
-# The one key map serves from_transformers, to_transformers and from_pretrained (weights.py).
-register_weights(WEIGHTS, SPEC.classes)
 
 __all__ = [
     "ViTConfig",

@@ -1,0 +1,271 @@
+"""XLM (Lample & Conneau 2019, "Cross-lingual Language Model Pretraining"): BERT's post-LN encoder
+with a language embedding added to every token, trained with causal (CLM), masked (MLM) or
+translation (TLM) language modelling.
+
+What is XLM's own, on top of ``hf_variants.modules``:
+
+- :class:`XLMEmbeddings`: word + position + language embeddings (``langs`` (B, T), one id per
+  token), no segment table: ``token_type_ids``, if given, index the word table, as in
+  transformers' XLM. Fixed sinusoids (``position_embedding_type="sinusoidal"``) live in the
+  position table, frozen, as in the original code and in transformers' checkpoints.
+- :class:`XLMModel`: no pooler; states at padding positions are exactly zero (transformers
+  multiplies by the mask after the embeddings and each layer); without an ``attention_mask``,
+  ``lengths`` (B,) or the ``pad_token_id`` tokens give the padding.
+- heads: the LM head is a decoder tied to the word embeddings with no transform; sequence
+  classification and multiple choice read transformers' ``SequenceSummary`` (dropout ->
+  projection to num_labels), multiple choice then scores each choice with ``logits_proj``.
+
+Attention runs with eager or SDPA kernels and the padding-free layout (transformers' XLM is
+eager only). With ``is_decoder`` (alias ``causal``) attention is causal: the CLM setting. Labels
+are never shifted inside the model (as transformers' XLMWithLMHeadModel): for CLM, pass the next
+tokens as labels.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from transformers import initialization as init
+from transformers.modeling_outputs import BaseModelOutputWithPooling
+
+from ...modules.backbone import TransformerBackbone, TransformerPreTrainedModel
+from ...modules.embeddings import TransformerEmbeddings, check_index_range, sinusoidal_table
+from ...modules.heads import MaskedLMHead, SequenceSummary
+from ...modules.task_models import (
+    EncoderForMaskedLM,
+    EncoderForMultipleChoice,
+    EncoderForQuestionAnswering,
+    EncoderForSequenceClassification,
+    EncoderForTokenClassification,
+)
+from .configuration_xlm import XLMConfig
+
+
+class FrozenSinusoids(nn.Embedding):
+    """A position table holding the fixed sinusoids (the original code's ``--sinusoidal_embeddings``),
+    frozen as there: it never receives a gradient (also after ``from_pretrained``, which makes
+    loaded parameters trainable again). A table, not a buffer, so that checkpoints hold it under
+    transformers' name (``position_embeddings.weight``)."""
+
+    def __init__(self, num_positions: int, dim: int) -> None:
+        super().__init__(num_positions, dim)
+        self.weight.requires_grad_(False)
+        self.reset_sinusoids()
+
+    def forward(self, position_ids: torch.Tensor) -> torch.Tensor:
+        return nn.functional.embedding(position_ids, self.weight.detach())
+
+    def reset_sinusoids(self) -> None:
+        """Fill the table (skipped for a table loaded from a checkpoint)."""
+        init.copy_(self.weight, sinusoidal_table(*self.weight.shape).to(self.weight.device))
+
+
+class XLMEmbeddings(TransformerEmbeddings):
+    """(word + position + language [+ word table at token_type_ids]) -> LayerNorm -> dropout.
+
+    ``langs``: (B, T) language ids in [0, n_langs), or the packed (N,) layout like ``input_ids``.
+    They are checked always and embedded when ``use_lang_emb`` and ``n_langs > 1`` (transformers
+    ignores them otherwise, e.g. for XLM-100).
+    """
+
+    extra_input_names = ("langs",)
+
+    def __init__(self, config: XLMConfig) -> None:
+        kwargs = TransformerEmbeddings.config_kwargs(config)
+        fixed_sinusoids = config.position_embedding_type == "sinusoidal"
+        if fixed_sinusoids:
+            kwargs["position_embedding_type"] = "learned"  # a table lookup, of the frozen sinusoids
+        super().__init__(**kwargs)
+        if fixed_sinusoids:
+            self.position_embeddings = FrozenSinusoids(config.max_position_embeddings, config.hidden_size)
+        self.n_langs = config.n_langs
+        uses_languages = config.use_lang_emb and config.n_langs > 1
+        self.lang_embeddings = nn.Embedding(config.n_langs, config.hidden_size) if uses_languages else None
+
+    def check_inputs(self, input_ids, token_type_ids, position_ids, sequence_length: int) -> None:
+        super().check_inputs(input_ids, None, position_ids, sequence_length)
+        if token_type_ids is not None:
+            check_index_range(token_type_ids, self.word_embeddings.num_embeddings, "token_type_ids",
+                              "vocab_size (XLM looks token_type_ids up in the word embeddings)")
+
+    def additional_embeddings(self, token_type_ids: torch.Tensor | None, langs: torch.Tensor | None = None) -> torch.Tensor | None:
+        added = None
+        if langs is not None:
+            check_index_range(langs, self.n_langs, "langs", "n_langs")
+            if self.lang_embeddings is not None:
+                added = self.lang_embeddings(langs)
+        if token_type_ids is not None:
+            segments = self.word_embeddings(token_type_ids)
+            added = segments if added is None else added + segments
+        return added
+
+
+class XLMPreTrainedModel(TransformerPreTrainedModel):
+    config_class = XLMConfig
+    base_model_prefix = "transformer"
+    forward_input_names = ("langs", "lengths")
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        super()._init_weights(module)
+        if isinstance(module, FrozenSinusoids):
+            module.reset_sinusoids()
+        elif isinstance(module, nn.Embedding):  # the paper code: N(0, embed_init_std), zero padding row
+            init.normal_(module.weight, mean=0.0, std=self.config.embed_init_std)
+            if module.padding_idx is not None and not getattr(module.weight, "_is_hf_initialized", False):
+                init.zeros_(module.weight[module.padding_idx])
+
+
+def padding_mask(
+    input_ids: torch.Tensor | None,
+    attention_mask: torch.Tensor | None,
+    lengths: torch.Tensor | None,
+    pad_token_id: int | None,
+    batch: int,
+    length: int,
+    device: torch.device,
+) -> torch.Tensor | None:
+    """The (B, T) mask XLM attends with: ``attention_mask`` if given, else the first ``lengths``
+    (B,) tokens of each row, else the tokens that are not ``pad_token_id`` (transformers counts
+    them and keeps that many leading tokens: the same for right padding), else None."""
+    if attention_mask is not None:
+        return attention_mask
+    if lengths is not None:
+        if tuple(lengths.shape) != (batch,):
+            raise ValueError(f"lengths has shape {tuple(lengths.shape)}, expected ({batch},): one length per row")
+        if lengths.numel() and (int(lengths.min()) < 0 or int(lengths.max()) > length):
+            raise ValueError(f"lengths must lie in [0, {length}] (the sequence length), got {lengths.tolist()}")
+        return (torch.arange(length, device=device) < lengths.to(device)[:, None]).long()
+    if input_ids is not None and pad_token_id is not None and bool((input_ids == pad_token_id).any()):
+        return (input_ids != pad_token_id).long()
+    return None
+
+
+class XLMModel(TransformerBackbone, XLMPreTrainedModel):
+    """The bare encoder: no pooler; zeros at padding positions."""
+
+    zeroes_padding_states = True
+
+    def build_embeddings(self, config: XLMConfig) -> XLMEmbeddings:
+        return XLMEmbeddings(config)
+
+    def build_pooler(self, config: XLMConfig) -> None:
+        return None
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        langs: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        lengths: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> BaseModelOutputWithPooling | tuple:
+        """transformers' XLMModel arguments (no ``cache``): ``langs`` (B, T) language ids,
+        ``lengths`` (B,) real tokens per row (an alternative to ``attention_mask``); the rest and
+        the outputs as :meth:`TransformerBackbone.forward` (pooler_output is None)."""
+        if (input_ids is None) == (inputs_embeds is None):
+            raise ValueError("pass exactly one of input_ids or inputs_embeds")
+        reference = input_ids if input_ids is not None else inputs_embeds
+        batch, length = reference.shape[:2]
+        attention_mask = padding_mask(
+            input_ids, attention_mask, lengths, self.config.pad_token_id, batch, length, reference.device
+        )
+        return super().forward(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=return_dict,
+            langs=langs,
+            **kwargs,
+        )
+
+
+def summary_arguments(config: XLMConfig) -> dict:
+    """transformers' XLMSequenceSummary options, from the config's ``summary_*`` fields."""
+    return dict(
+        use_proj=config.summary_use_proj,
+        proj_to_labels=config.summary_proj_to_labels,
+        activation=config.summary_activation,
+        first_dropout=config.summary_first_dropout,
+        last_dropout=config.summary_last_dropout,
+    )
+
+
+class XLMWithLMHeadModel(EncoderForMaskedLM, XLMPreTrainedModel):
+    """MLM / TLM (and CLM with ``is_decoder``): logits = h W_emb^T + b at every position, loss =
+    cross-entropy where ``labels`` != -100 (labels are not shifted)."""
+
+    backbone_class = XLMModel
+
+    def build_lm_head(self, config: XLMConfig) -> MaskedLMHead:
+        return MaskedLMHead(config.hidden_size, config.vocab_size, config.hidden_act, config.layer_norm_eps, transform=False)
+
+
+class XLMForSequenceClassification(EncoderForSequenceClassification, XLMPreTrainedModel):
+    """The summary token (``summary_type``, first by default) -> dropout -> Linear(H, num_labels)."""
+
+    backbone_class = XLMModel
+    uses_pooler = False
+
+    def build_classifier(self, config: XLMConfig, num_outputs: int) -> SequenceSummary:
+        summary = SequenceSummary(config.hidden_size, num_outputs, **summary_arguments(config))
+        if summary.output_size != num_outputs:
+            raise ValueError(
+                "XLMForSequenceClassification needs the summary projected to num_labels: set "
+                "summary_use_proj=True and summary_proj_to_labels=True"
+            )
+        return summary
+
+
+class ChoiceScorer(SequenceSummary):
+    """transformers' XLMForMultipleChoice head: the sequence summary (B*C, num_labels or H), then
+    ``logits_proj`` to one score per choice (B*C, 1). The summary's weights sit where sequence
+    classification keeps them (``classifier.summary``), so one key map serves both heads."""
+
+    def __init__(self, config: XLMConfig) -> None:
+        super().__init__(config.hidden_size, config.num_labels, **summary_arguments(config))
+        self.logits_proj = nn.Linear(self.output_size, 1)
+
+    def forward(self, summary: torch.Tensor, pooled: torch.Tensor | None = None) -> torch.Tensor:
+        return self.logits_proj(super().forward(summary))
+
+
+class XLMForMultipleChoice(EncoderForMultipleChoice, XLMPreTrainedModel):
+    backbone_class = XLMModel
+    uses_pooler = False
+
+    def build_classifier(self, config: XLMConfig, num_outputs: int) -> ChoiceScorer:
+        return ChoiceScorer(config)
+
+
+class XLMForTokenClassification(EncoderForTokenClassification, XLMPreTrainedModel):
+    backbone_class = XLMModel
+
+
+class XLMForQuestionAnsweringSimple(EncoderForQuestionAnswering, XLMPreTrainedModel):
+    """Start/end logits per token (transformers' XLMForQuestionAnsweringSimple, the class its
+    AutoModelForQuestionAnswering picks for XLM). The beam-search SQuAD head of transformers'
+    XLMForQuestionAnswering is not provided."""
+
+    backbone_class = XLMModel
+
+
+__all__ = [
+    "XLMPreTrainedModel",
+    "XLMModel",
+    "XLMWithLMHeadModel",
+    "XLMForSequenceClassification",
+    "XLMForTokenClassification",
+    "XLMForQuestionAnsweringSimple",
+    "XLMForMultipleChoice",
+]
