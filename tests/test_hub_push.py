@@ -45,11 +45,13 @@ def tree_digest(directory: Path) -> str:
     return digest.hexdigest()
 
 
-# Every registered variant with a sequence classifier, read from the specs.
+# Every registered encoder variant with a sequence classifier, read from the specs (the run
+# directory below holds a BERT tokenizer and the check reads base_model(**batch): encoder-decoders
+# such as T5 need decoder inputs and their own tokenizer).
 VARIANTS = {  # model_type -> (config class, classifier class)
     model_type: (spec.config_class, spec.classes["ForSequenceClassification"])
     for model_type, spec in hf_variants.registry.SPECS.items()
-    if "ForSequenceClassification" in spec.classes
+    if "ForSequenceClassification" in spec.classes and not spec.config_class().is_encoder_decoder
 }
 
 

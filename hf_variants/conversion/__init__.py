@@ -42,9 +42,9 @@ def _convert(model: PreTrainedModel, pair: ConversionPair, to_ours: bool) -> Pre
     config._attn_implementation = implementation
     target = target_class(config, **(pair.constructor_kwargs(model) if pair.constructor_kwargs else {}))
     state = model.state_dict()
-    adapter = weights.adapter_for_config(pair.head, config)
-    mapped = adapter.to_ours(state) if to_ours else adapter.to_theirs(state)
     expected = set(target.state_dict())
+    adapter = weights.adapter_for_config(pair.head, config)
+    mapped = adapter.to_ours(state) if to_ours else adapter.to_theirs(state, expected)
     # Tied copies (e.g. the MLM decoder) may appear under one name only.
     missing = expected - set(mapped)
     missing = {k for k in missing if not _is_tied_copy(target, k)}

@@ -90,7 +90,10 @@ class StateDictAdapter:
             raise ValueError(f"no mapping for transformers weights: {sorted(pending)[:8]}")
         return ours
 
-    def to_theirs(self, ours: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    def to_theirs(self, ours: dict[str, torch.Tensor], expected: set[str] | None = None) -> dict[str, torch.Tensor]:
+        """Our state dict -> theirs. Where several renames reach one of our keys (T5's ``wi`` and
+        ``wi_1`` are both our ``ffn.up``), the first whose result is in ``expected`` (the target
+        model's keys) wins; without ``expected``, the first."""
         theirs: dict[str, torch.Tensor] = {}
         pending = dict(ours)
         for our_template, their_templates in self.fused:
@@ -101,11 +104,14 @@ class StateDictAdapter:
                     theirs[name.format(i=index)] = part.clone()
         self._move_transposed(pending, theirs, [(o, t) for t, o in self.transposed])
         for key in list(pending):
-            for their_template, our_template in self.renames:
-                match = self._pattern(our_template).match(key)
-                if match:
-                    theirs[their_template.format(**match.groupdict())] = pending.pop(key)
-                    break
+            candidates = [
+                their_template.format(**match.groupdict())
+                for their_template, our_template in self.renames
+                if (match := self._pattern(our_template).match(key))
+            ]
+            if candidates:
+                preferred = [name for name in candidates if expected is not None and name in expected]
+                theirs[(preferred or candidates)[0]] = pending.pop(key)
         if pending:
             raise ValueError(f"no transformers counterpart for weights: {sorted(pending)[:8]}")
         return theirs
@@ -135,6 +141,9 @@ class KeyMap:
             counterpart of ours, such as a second name of a tied tensor.
         backbone_transposed: renames inside the encoder whose 2-D tensor transformers stores
             transposed (GPT-2's Conv1D: (in, out) where our nn.Linear has (out, in)).
+        head_prefixes: per head suffix, (their prefix, our prefix) where a head keeps the backbone
+            elsewhere than ``their_prefix`` / ``our_prefix`` ("" = at the model root: transformers'
+            T5ForConditionalGeneration keeps its stacks at the root, ours under ``transformer``).
     """
 
     backbone: Renames
@@ -144,14 +153,16 @@ class KeyMap:
     our_prefix: str
     ignored: dict[str, list[str]] = field(default_factory=dict)
     backbone_transposed: Renames = field(default_factory=list)
+    head_prefixes: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def adapter(self, head: str) -> StateDictAdapter:
         """The full-key adapter of one head ("Model" = the bare encoder, keys without prefix)."""
         if head not in self.heads:
             raise ValueError(f"no key map for head {head!r}; known: {sorted(self.heads)}")
-        bare = head == "Model"
-        theirs = "" if bare else self.their_prefix + "."
-        ours = "" if bare else self.our_prefix + "."
+        their_prefix, our_prefix = ("", "") if head == "Model" else (self.their_prefix, self.our_prefix)
+        their_prefix, our_prefix = self.head_prefixes.get(head, (their_prefix, our_prefix))
+        theirs = their_prefix + "." if their_prefix else ""
+        ours = our_prefix + "." if our_prefix else ""
         renames = [(theirs + t, ours + o) for t, o in self.backbone] + list(self.heads[head])
         fused = [(ours + o, [theirs + t for t in ts]) for o, ts in self.backbone_fused]
         transposed = [(theirs + t, ours + o) for t, o in self.backbone_transposed]
@@ -179,6 +190,7 @@ class KeyMap:
         if self.their_prefix != self.our_prefix:
             renames[f"{self.their_prefix}."] = f"{self.our_prefix}."
         converters = []
+        converted: set[tuple[tuple[str, ...], str]] = set()
         for our_template, their_templates in self.backbone_fused:
             their_prefix, their_leaves = zip(*(_split_layer_prefix(t) for t in their_templates))
             our_prefix, our_leaf = _split_layer_prefix(our_template)
@@ -189,6 +201,9 @@ class KeyMap:
             shared = _common_dotted_prefix(their_leaves)
             if their_prefix[0] != our_prefix:
                 renames[their_prefix[0] + shared] = our_prefix + shared
+            if (their_leaves, our_leaf) in converted:
+                continue  # the same leaves in another stack (T5's encoder and decoder): one converter serves both
+            converted.add((their_leaves, our_leaf))
             converters.append(
                 WeightConverter(
                     source_patterns=[self._anchored(leaf) for leaf in their_leaves],

@@ -320,7 +320,7 @@ class MultiHeadAttention(nn.Module):
             unpadded: set on the padding-free path; input and output are then packed.
             query_positions: (B, M) positions to attend from (e.g. [CLS] only, or the masked
                 tokens), for heads that read nothing else; the output is then (B, M, H). Padded
-                layout, self-attention without a position bias only.
+                layout, self-attention only (a position bias is cut to those query rows).
             past_key_values: a transformers Cache. Self-attention appends this call's keys/values to
                 layer ``layer_idx`` and attends over all of them; cross-attention (with an
                 ``EncoderDecoderCache``) projects the encoder states on the first call only.
@@ -344,12 +344,13 @@ class MultiHeadAttention(nn.Module):
                 "carries its own padding mask; run biases such as permutation or document masks in the "
                 "padded layout (BatchLayout.plan does this)"
             )
-        if query_positions is not None and (
-            self.cross_attention or unpadded is not None or is_causal or position_bias is not None or stateful
-        ):
-            raise ValueError(
-                "query_positions needs padded, non-causal, stateless self-attention without a position bias"
-            )
+        if query_positions is not None and (self.cross_attention or unpadded is not None or is_causal or stateful):
+            raise ValueError("query_positions needs padded, non-causal, stateless self-attention")
+        if query_positions is not None and position_bias is not None:
+            # The bias rows of the selected queries: (1|B, h, T, S) -> (B, h, M, S).
+            batch, heads, keys = hidden_states.shape[0], position_bias.shape[1], position_bias.shape[-1]
+            rows = query_positions[:, None, :, None].expand(batch, heads, query_positions.shape[1], keys)
+            position_bias = position_bias.expand(batch, heads, -1, keys).gather(2, rows)
         self._check_state_arguments(hidden_states, past_key_values, layer_idx, memory, unpadded)
         if unpadded is not None and unpadded.total_tokens > 0 and not (
             self.cross_attention or position_bias is not None or output_attentions

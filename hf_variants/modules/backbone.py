@@ -9,7 +9,9 @@ hooks where it differs:
   its ``extra_input_names``);
 - :meth:`TransformerBackbone.build_layers`: the layer stack (from ``LayerSpec.from_config``:
   norm type, biases, gated FFN, attention scale, sharing);
-- :meth:`TransformerBackbone.build_pooler`: BERT's pooler or none.
+- :meth:`TransformerBackbone.build_pooler`: BERT's pooler or none;
+- :meth:`TransformerBackbone.build_position_bias`: a module computing an additive (1, heads, T, S)
+  self-attention bias once per forward, handed to every layer (T5's relative position buckets), or none.
 
 Embeddings whose main input is not token ids (ViT's ``pixel_values``) declare it as
 ``main_input_name`` and build the whole (B, T, H) sequence themselves; the variant's ``forward``
@@ -107,6 +109,9 @@ class TransformerBackbone:
         self.embeddings = self.build_embeddings(config)
         self.encoder = self.build_layers(config)
         self.pooler = self.build_pooler(config) if add_pooling_layer else None
+        position_bias = self.build_position_bias(config)
+        if position_bias is not None:  # registered only when it exists: other variants' keys are unchanged
+            self.position_bias = position_bias
         self.post_init()
 
     # ------------------------------------------------------------------ hooks
@@ -120,6 +125,13 @@ class TransformerBackbone:
     def build_pooler(self, config) -> nn.Module | None:
         """BERT's tanh pooler over the summary token; variants without one return None."""
         return Pooler(config.hidden_size)
+
+    def build_position_bias(self, config) -> nn.Module | None:
+        """None, or a module called as ``module(query_length, key_length, past_length)`` that returns
+        an additive (1, heads, T, S) self-attention bias (query i is position past_length + i, keys
+        0..S-1). It is computed once per forward and given to every layer (T5 computes its
+        relative-position bias in the first layer and shares it)."""
+        return None
 
     def get_input_embeddings(self) -> nn.Embedding:
         return self.embeddings.word_embeddings
@@ -245,6 +257,11 @@ class TransformerBackbone:
             encoder_hidden_states=encoder_hidden_states,
             encoder_attention_bias=make_attention_bias(encoder_attention_mask, hidden_states.dtype),
         )
+        if getattr(self, "position_bias", None) is not None:
+            memory_length = memories.length if memories is not None else 0
+            layer_state["position_bias"] = self.position_bias(
+                length, memory_length + past_length + length, memory_length + past_length
+            ).to(hidden_states.dtype)
         return self._run_layers(
             hidden_states, layout, mask_of_new_tokens, summary, output_attentions, output_hidden_states, return_dict,
             **layer_state,

@@ -62,7 +62,8 @@ class DecoderBackbone(TransformerBackbone):
     positions_from_attention_mask: bool = True
 
     def __init__(self, config: DecoderConfig, add_pooling_layer: bool = False) -> None:
-        if not isinstance(config, DecoderConfig):
+        # By its fields, not isinstance: remote code loads the config class from another module copy.
+        if not all(hasattr(config, name) for name in ("use_cache", "add_cross_attention", "eos_token_id")):
             raise ValueError(f"a DecoderBackbone needs a DecoderConfig (use_cache, token ids), got {type(config).__name__}")
         if not config.is_decoder:
             raise ValueError("a DecoderBackbone needs config.is_decoder=True (causal self-attention)")
@@ -145,7 +146,7 @@ class EncoderDecoderBackbone:
     _tied_weights_keys = {"decoder.embeddings.word_embeddings.weight": "encoder.embeddings.word_embeddings.weight"}
 
     def __init__(self, config: EncoderDecoderConfig) -> None:
-        if not isinstance(config, EncoderDecoderConfig):
+        if not (getattr(config, "is_encoder_decoder", False) and hasattr(config, "decoder_layers")):  # fields, as above
             raise ValueError(f"an EncoderDecoderBackbone needs an EncoderDecoderConfig, got {type(config).__name__}")
         super().__init__(config)
         self.config = config

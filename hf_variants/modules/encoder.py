@@ -216,6 +216,7 @@ class LayerStack(nn.Module):
             (``num_layers`` entries using every index 0..n-1); default: layer 0 at every depth.
         final_norm_in_hidden_states: the last entry of ``output_hidden_states`` is after the
             pre-LN stack's final norm (BERT-style, GPT-2) or before it (transformers' ViT and CLIP).
+        final_dropout: dropout after the pre-LN stack's final norm (T5's stacks end with one).
     """
 
     def __init__(
@@ -225,6 +226,7 @@ class LayerStack(nn.Module):
         sharing: str = "none",
         final_norm_in_hidden_states: bool = True,
         schedule: Sequence[int] | None = None,
+        final_dropout: float = 0.0,
     ) -> None:
         super().__init__()
         if sharing not in SHARING_MODES:
@@ -258,6 +260,7 @@ class LayerStack(nn.Module):
                     attention.layer_idx = depth
         # Pre-LN leaves the residual stream un-normalised: one LayerNorm closes the stack.
         self.final_layer_norm = spec.norm() if spec.pre_layer_norm else None
+        self.final_dropout = Dropout(final_dropout) if final_dropout > 0.0 and spec.pre_layer_norm else None
         self.final_norm_in_hidden_states = final_norm_in_hidden_states
 
     def layer_at(self, depth: int) -> TransformerLayer:
@@ -330,6 +333,8 @@ class LayerStack(nn.Module):
             all_hidden.append(hidden_states)
         if self.final_layer_norm is not None:
             hidden_states = self.final_layer_norm(hidden_states)
+        if self.final_dropout is not None:
+            hidden_states = self.final_dropout(hidden_states)
         if output_hidden_states and self.final_norm_in_hidden_states:
             all_hidden.append(hidden_states)
         return hidden_states, all_hidden, all_attentions
