@@ -313,9 +313,9 @@ def checkpoint_to_resume(args: PretrainingArguments, training_args: TrainingArgu
 
 @torch.no_grad()
 def evaluate(model, examples: datasets.Dataset, collator, batch_size: int) -> dict[str, float]:
-    """MLM loss / perplexity / accuracy on masked tokens (+ sentence-relation accuracy)."""
+    """MLM loss / perplexity / accuracy on masked tokens (+ sentence-relation loss and accuracy)."""
     model.eval()
-    total_loss, correct, predicted, relation_correct, relations = 0.0, 0, 0, 0, 0
+    total_loss, correct, predicted, relation_correct, relations, relation_loss = 0.0, 0, 0, 0, 0, 0.0
     sbo_total, sbo_count = 0.0, 0
     rtd_total, rtd_correct, rtd_tokens = 0.0, 0, 0
     for start in range(0, len(examples), batch_size):
@@ -345,6 +345,7 @@ def evaluate(model, examples: datasets.Dataset, collator, batch_size: int) -> di
         relation_labels = batch.get("next_sentence_label", batch.get("sentence_order_label"))
         if relation_logits is not None and relation_labels is not None:
             relation_correct += (relation_logits.argmax(-1) == relation_labels).sum().item()
+            relation_loss += F.cross_entropy(relation_logits.float(), relation_labels, reduction="sum").item()
             relations += relation_labels.numel()
     if predicted == 0:
         raise ValueError("the validation set produced no masked tokens")
@@ -355,7 +356,8 @@ def evaluate(model, examples: datasets.Dataset, collator, batch_size: int) -> di
     if rtd_tokens:
         results.update(discriminator_loss=rtd_total / rtd_tokens, discriminator_accuracy=rtd_correct / rtd_tokens)
     if relations:
-        results["sentence_relation_accuracy"] = relation_correct / relations
+        results.update(sentence_relation_accuracy=relation_correct / relations,
+                       sentence_relation_loss=relation_loss / relations)
     return results
 
 
