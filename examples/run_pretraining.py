@@ -387,6 +387,10 @@ def main(argv: list[str] | None = None) -> dict:
     # The paper's objective, from the variant's spec.
     masking, sentence_task = parse_objective(args.objective or spec_for(config.model_type).pretraining_objective)
     input_format = args.input_format or ("segment-pair" if sentence_task else "full-sentences")
+    if masking in OWN_EXAMPLE_BUILDERS:  # rows of the objective's own shape (TLM: one translation pair each)
+        if args.input_format:
+            raise ValueError(f"--input_format does not apply to objective {masking!r}: it builds its own rows")
+        input_format = f"{masking} rows"
     if (input_format in ("segment-pair", "sentence-pair")) != bool(sentence_task):
         raise ValueError(f"--input_format {input_format} does not fit objective {args.objective!r}: pair formats "
                          "go with +nsp/+sop, full-sentences/doc-sentences with plain masking")

@@ -28,7 +28,7 @@ def test_tlm_pretraining_loss_falls_and_languages_are_saved(tmp_path):
     script = load_script()
     results = script.main(TLM + ["--max_steps", "15", "--output_dir", str(tmp_path)])
     before, after = results["before_training"], results["after_training"]
-    assert results["objective"] == "tlm" and results["global_step"] == 15
+    assert results["objective"] == "tlm" and results["global_step"] == 15 and results["input_format"] == "tlm rows"
     assert after["mlm_loss"] < before["mlm_loss"] - 0.5
     config = AutoConfig.from_pretrained(tmp_path)
     assert config.lang2id == {"en": 0, "fr": 1}
