@@ -8,20 +8,10 @@ import pytest
 from test_run_pretraining import load_script
 from transformers import AutoConfig
 
-from hf_variants.data import load_django_translations
-
 TLM = ["--model_name_or_path", "xlm-mini", "--objective", "tlm", "--corpus", "django-en-fr", "--vocab_size", "600",
        "--max_seq_length", "64", "--per_device_train_batch_size", "16", "--per_device_eval_batch_size", "64",
        "--learning_rate", "2e-3", "--warmup_steps", "0.1", "--logging_steps", "4", "--seed", "0",
        "--save_strategy", "no", "--disable_tqdm", "true", "--validation_fraction", "0.1"]
-
-
-def test_django_catalogs_are_english_french_pairs():
-    pairs = load_django_translations()
-    assert len(pairs) == 735 and pairs.column_names == ["translation", "source", "document"]
-    by_english = {row["en"]: row["fr"] for row in pairs["translation"]}
-    assert by_english["No fields changed."] == "Aucun champ modifié."
-    assert all(row["en"] != row["fr"] for row in pairs["translation"])
 
 
 def test_tlm_pretraining_loss_falls_and_languages_are_saved(tmp_path):
