@@ -12,7 +12,7 @@ from .convert_old_checkpoint import convert_old_checkpoint as convert_old_transf
 from .modeling_transfo_xl import *  # noqa: F401,F403
 from .modeling_transfo_xl import TransfoXLLMHeadModel, TransfoXLModel
 from .modeling_transfo_xl import __all__ as _modeling_all
-from .tokenization_transfo_xl import word_level_tokenizer
+from .tokenization_transfo_xl import tokenizer_from_symbols, word_level_tokenizer
 
 SPEC = VariantSpec(
     name="transfo_xl",
@@ -24,8 +24,8 @@ SPEC = VariantSpec(
     paper=papers.TRANSFO_XL,
     pretraining_objective="clm",
     tokenizer_kind="wordpiece-cased",  # run_pretraining's kinds; word_level_tokenizer is the paper's vocabulary
-    exports={"word_level_tokenizer": word_level_tokenizer,
+    exports={"word_level_tokenizer": word_level_tokenizer, "tokenizer_from_symbols": tokenizer_from_symbols,
              "convert_old_transfo_xl_checkpoint": convert_old_transfo_xl_checkpoint},
 )
 
-__all__ = ["TransfoXLConfig", "SPEC", "word_level_tokenizer", "convert_old_transfo_xl_checkpoint", *_modeling_all]
+__all__ = ["TransfoXLConfig", "SPEC", "word_level_tokenizer", "tokenizer_from_symbols", "convert_old_transfo_xl_checkpoint", *_modeling_all]
