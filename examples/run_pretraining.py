@@ -5,10 +5,10 @@
 
 `--model_name_or_path` is a named flavour in `modeling_configs/` (trained from scratch) or a
 checkpoint folder (training continues from its weights). The objective defaults to the model's
-paper (BERT: mlm+nsp; ELECTRA: rtd; XLNet: plm, the permutation LM of `objectives/plm.py`); the
-tokenizer is `--tokenizer_name` or one trained on the training text (`--tokenizer_kind`,
-`--vocab_size`). Text comes from `--corpus austen|wikipedia|lee|multilingual` (`hf_variants.data`)
-or `--train_file` (one paragraph per line, an empty line between documents: BERT's format). The last `--validation_fraction` of the documents is held out; MLM
+paper (BERT: mlm+nsp); the tokenizer is `--tokenizer_name` or one trained on the training text
+(`--tokenizer_kind`, `--vocab_size`). Text comes from `--corpus austen|wikipedia|lee|multilingual`
+(`hf_variants.data`) or `--train_file` (one paragraph per line, an empty line between
+documents: BERT's format). The last `--validation_fraction` of the documents is held out; MLM
 accuracy and perplexity on it (fixed masks) are reported before and after training in
 `eval_results.json`.
 
