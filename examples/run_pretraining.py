@@ -53,10 +53,10 @@ from hf_variants.hub.checkpoints import last_complete_checkpoint, resolve_checkp
 from hf_variants.registry import spec_for  # noqa: E402
 from hf_variants.data import load_corpus  # noqa: E402
 from hf_variants.objectives import (INPUT_FORMATS, DataCollatorForMaskedLM,  # noqa: E402
-                                    DataCollatorForNgramMasking, DataCollatorForPermutationLM,
-                                    DataCollatorForPrecomputedMasks, DataCollatorForReplacedTokenDetection,
-                                    DataCollatorForSpanMasking,
+                                    DataCollatorForNgramMasking, DataCollatorForPrecomputedMasks,
+                                    DataCollatorForReplacedTokenDetection, DataCollatorForSpanMasking,
                                     make_static_masked_dataset, pretraining_dataset)
+from hf_variants.objectives import DataCollatorForPermutationLM  # noqa: E402
 from hf_variants.objectives.masking import SeededRNG  # noqa: E402
 from hf_variants.tokenization import TOKENIZER_KINDS, train_tokenizer  # noqa: E402
 
