@@ -25,7 +25,8 @@ from transformers import PreTrainedTokenizerFast
 
 from .modeling_transfo_xl import TransfoXLLMHeadModel
 from .tokenization_transfo_xl import tokenizer_from_symbols
-from .weights import old_config_to_ours, old_key_map, per_head_attention, shared_biases_to_layers
+from .weights import (old_config_to_ours, old_key_map, per_head_attention, shared_biases_to_layers,
+                      tied_inputs_from_softmax)
 
 VOCABULARY_FILE = "vocab.pkl"
 # The only globals a vocabulary pickle may name: containers the old vocabulary used (the original
@@ -92,8 +93,9 @@ def convert_old_checkpoint(
     if not (folder / "config.json").is_file():
         raise ValueError(f"{folder} has no config.json")
     config = old_config_to_ours(json.loads((folder / "config.json").read_text()))
-    state = per_head_attention(shared_biases_to_layers(read_old_weights(folder), config.num_hidden_layers),
-                               config.num_attention_heads, config.head_dim or config.hidden_size // config.num_attention_heads)
+    state = tied_inputs_from_softmax(read_old_weights(folder), config)
+    state = per_head_attention(shared_biases_to_layers(state, config.num_hidden_layers), config.num_attention_heads,
+                               config.head_dim or config.hidden_size // config.num_attention_heads)
     model = TransfoXLLMHeadModel(config)
     ours = old_key_map(config).to_ours(state)
     missing, unexpected = model.load_state_dict(ours, strict=False)

@@ -53,6 +53,23 @@ def shared_biases_to_layers(state: dict[str, torch.Tensor], layers: int) -> dict
     return state
 
 
+def tied_inputs_from_softmax(state: dict[str, torch.Tensor], config: TransfoXLConfig) -> dict[str, torch.Tensor]:
+    """A checkpoint that kept a tied tensor under its softmax name only (``crit.out_layers.k.weight``,
+    ``crit.out_projs.k``): the tensor moved to its input name, which ``old_key_map`` reads."""
+    state = dict(state)
+    pairs = []
+    if config.tie_word_embeddings:
+        tables = range(len(config.cutoffs or []) + 1) if config.div_val > 1 else [0]
+        pairs += [(f"crit.out_layers.{k}.weight", f"transformer.word_emb.emb_layers.{k}.weight") for k in tables]
+    if config.tie_projections and config.adaptive_input:
+        pairs += [(f"crit.out_projs.{k}", f"transformer.word_emb.emb_projs.{k if config.div_val > 1 else 0}")
+                  for k in range(1, len(config.cutoffs or []) + 1)]
+    for softmax_name, input_name in pairs:
+        if input_name not in state and softmax_name in state:
+            state[input_name] = state.pop(softmax_name)
+    return state
+
+
 def old_key_map(config: TransfoXLConfig) -> StateDictAdapter:
     """Old TransfoXLLMHeadModel names (after ``per_head_attention``) -> ours, for ``config``'s
     embedding and softmax kinds (one table or adaptive clusters; full or adaptive softmax)."""

@@ -151,9 +151,10 @@ def old_format_log_probs(state: dict, config: dict, input_ids: torch.Tensor) -> 
 def write_old_checkpoint(folder, config: dict, state: dict, weights_format: str, vocabulary: bytes | None = None):
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.json").write_text(json.dumps(config))
-    if weights_format == "safetensors":  # 4.x's safe serialization keeps one name per shared tensor
+    if weights_format.startswith("safetensors"):  # safe serialization keeps one name per shared tensor
         seen, unique = set(), {}
-        for key, tensor in state.items():
+        order = reversed(state.items()) if weights_format == "safetensors-softmax-names" else state.items()
+        for key, tensor in order:
             if id(tensor) not in seen:
                 seen.add(id(tensor))
                 unique[key] = tensor.contiguous()
@@ -174,6 +175,7 @@ def plain_vocabulary() -> bytes:
 @pytest.mark.parametrize("div_val,d_embed,untie_r,weights_format", [
     (2, D_MODEL, True, "safetensors"),  # the WT103 large kind (div_val 4 there): adaptive input, per-layer biases
     (1, D_MODEL, False, "bin"),  # the WT103 base kind: one table, shared biases, both names stored
+    (2, D_MODEL, True, "safetensors-softmax-names"),  # tied tensors kept under the softmax's names only
     (1, 12, True, "bin"),  # one projected table, tail projections tied to it
 ])
 def test_converted_model_equals_the_old_format_equations(tmp_path, div_val, d_embed, untie_r, weights_format):
