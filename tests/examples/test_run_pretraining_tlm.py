@@ -28,7 +28,7 @@ def test_tlm_refuses_plain_text_static_masks_and_models_without_languages(tmp_pa
     script = load_script()
     with pytest.raises(ValueError, match="need a parallel corpus"):
         script.main([*TLM[:4], "--corpus", "austen", *TLM[6:], "--max_steps", "1", "--output_dir", str(tmp_path)])
-    with pytest.raises(ValueError, match="masks are drawn per batch"):
+    with pytest.raises(ValueError, match="draws its targets per batch"):
         script.main(TLM + ["--masking", "static", "--max_steps", "1", "--output_dir", str(tmp_path)])
     with pytest.raises(ValueError, match="language embeddings"):
         script.main(["--model_name_or_path", "bert-tiny", *TLM[2:], "--max_steps", "1", "--output_dir", str(tmp_path)])
