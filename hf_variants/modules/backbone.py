@@ -161,6 +161,7 @@ class TransformerBackbone:
         encoder_hidden_states: torch.Tensor | None = None,
         encoder_attention_mask: torch.Tensor | None = None,
         memories: SegmentMemory | None = None,
+        document_ids: torch.Tensor | None = None,
         **kwargs,
     ) -> BaseModelOutputWithPooling | tuple:
         """Encode a batch.
@@ -180,6 +181,10 @@ class TransformerBackbone:
             reads_padding: the caller reads states at padding positions (runs padded).
             attention_bias: an extra additive bias broadcastable to (B, heads, T, T) (a permutation
                 or document mask); runs padded.
+            document_ids: (B, T) rows packed with several documents, 0, 1, ... per document and -1
+                on padding (``objectives.DataCollatorForPackedCausalLM``): attention stays inside
+                each document. Runs packed with one sequence per document when it can (no mask, no
+                padding), else padded with a block-diagonal bias. Not with cached positions.
             past_key_values: (decoders) a Cache from an earlier call, extended in place and
                 returned; ``attention_mask`` then covers past + T positions, (B, past + T).
             use_cache: (decoders) create and return a cache (default ``config.use_cache``).
@@ -209,6 +214,8 @@ class TransformerBackbone:
         past_key_values = self.prepare_cache(past_key_values, use_cache)
         past_length = past_key_values.get_seq_length() if past_key_values is not None else 0
         self._check_state_inputs(encoder_hidden_states, memories, past_key_values, batch)
+        if document_ids is not None and (past_length or memories is not None):
+            raise ValueError("document_ids describe the new tokens only: they cannot be combined with cached positions or memories")
         extra_inputs = {name: kwargs[name] for name in self.embeddings.extra_input_names if kwargs.get(name) is not None}
         per_token = {"token_type_ids": token_type_ids, "position_ids": position_ids}
         for name, tensor in {**per_token, **extra_inputs}.items():
@@ -243,6 +250,7 @@ class TransformerBackbone:
             output_positions_mask=output_positions_mask,
             reads_padding=reads_padding,
             attention_bias=attention_bias,
+            document_ids=document_ids,
         )
         hidden_states = self.embeddings(
             layout.to_packed(input_ids),
@@ -342,6 +350,7 @@ class TransformerBackbone:
         output_positions_mask: torch.Tensor | None = None,
         reads_padding: bool = False,
         attention_bias: torch.Tensor | None = None,
+        document_ids: torch.Tensor | None = None,
     ) -> tuple[BatchLayout, torch.Tensor | None]:
         """(the batch's layout, the (B, 1) summary positions, or None when nothing reads them or for "mean"); see :meth:`forward`.
 
@@ -374,6 +383,7 @@ class TransformerBackbone:
             # A cache or a memory adds keys the packed layout has no slot for.
             needs_padded=wants_all_layers or stateful,
             zero_padding=self.zeroes_padding_states,
+            document_ids=document_ids,
         )
         return layout, summary
 
