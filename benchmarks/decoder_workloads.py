@@ -34,12 +34,13 @@ LABEL_WORDS = ("negative", "positive")
 
 
 # ----------------------------------------------------------------------------- data
-def prepare_data(folder: Path) -> None:
-    """Tokenise the documents and pairs once and save them (JSON ids + the tokenizers) in ``folder``."""
+def prepare_data(folder: Path, limit: int | None = None) -> None:
+    """Tokenise the documents and pairs once and save them (JSON ids + the tokenizers) in ``folder``.
+    ``limit``: use only the first paragraphs / sentences (the harness's test)."""
     from hf_variants.data import load_corpus, load_rt_polarity
     from hf_variants.tokenization import train_tokenizer
 
-    paragraphs = list(load_corpus("austen")["text"])
+    paragraphs = list(load_corpus("austen")["text"])[:limit]
     order = list(range(len(paragraphs)))
     random.Random(0).shuffle(order)  # as a Trainer's sampler would: neighbouring paragraphs differ in length
     bpe = train_tokenizer("bpe", paragraphs, DOCUMENTS_VOCAB)
@@ -47,6 +48,7 @@ def prepare_data(folder: Path) -> None:
     bpe.save_pretrained(folder / "documents_tokenizer")
 
     train = load_rt_polarity()["train"]
+    train = train.select(range(min(limit or len(train), len(train))))
     unigram = train_tokenizer("unigram-t5", train["sentence"], PAIRS_VOCAB)
     sources = unigram(list(train["sentence"]))["input_ids"]  # each ends with </s>
     targets = unigram([LABEL_WORDS[label] for label in train["label"]])["input_ids"]
@@ -87,6 +89,9 @@ def build_models(named: str, **overrides) -> dict[str, torch.nn.Module]:
     theirs = hf_variants.to_transformers(seed_model)
     theirs.config._attn_implementation = "sdpa"
     ours = hf_variants.from_transformers(theirs)
+    # transformers' LM losses have no label smoothing (the original Transformer's default is 0.1):
+    # the same loss on both sides.
+    ours.label_smoothing = 0.0
     return {"transformers": theirs, "ours": ours}
 
 
@@ -103,7 +108,8 @@ def truncated_documents(data: Data, count: int, max_length: int) -> list[list[in
 def clm_feature_groups(data: Data, batch_size: int, steps: int, max_length: int) -> dict[str, list[list[dict]]]:
     """Per step, the features each side's collator receives for the same ``batch_size`` documents:
     transformers one padded row per document; ours the documents packed back to back into rows of
-    ``max_length`` (``hf_variants.objectives.pack_causal_documents``, no EOS added: it is there)."""
+    ``max_length`` (``hf_variants.objectives.pack_causal_documents``, whole documents: none is split
+    across rows, so both sides predict the same tokens from the same context; no EOS added: it is there)."""
     from hf_variants.objectives.clm import pack_causal_documents
 
     documents = truncated_documents(data, batch_size * steps, max_length)
@@ -111,7 +117,7 @@ def clm_feature_groups(data: Data, batch_size: int, steps: int, max_length: int)
     for step in range(steps):
         chunk = documents[step * batch_size:(step + 1) * batch_size]
         groups["transformers"].append([{"input_ids": ids} for ids in chunk])
-        groups["ours"].append(list(pack_causal_documents(chunk, max_length)))
+        groups["ours"].append(list(pack_causal_documents(chunk, max_length, split_documents=False)))
     return groups
 
 

@@ -72,3 +72,11 @@ def test_document_ids_with_a_cache_raise():
     cache = model(batch["input_ids"][:, :4], use_cache=True).past_key_values
     with pytest.raises(ValueError, match="document_ids describe the new tokens only"):
         model(batch["input_ids"][:, 4:6], past_key_values=cache, document_ids=batch["document_ids"][:, 4:6])
+
+
+def test_packing_whole_documents_starts_a_new_row_instead_of_splitting():
+    rows = list(pack_causal_documents([[5] * 6, [6] * 5, [7] * 4, [8] * 8], max_length=10, split_documents=False))
+    assert [row["input_ids"] for row in rows] == [[5] * 6, [6] * 5 + [7] * 4, [8] * 8]
+    assert rows[1]["document_ids"] == [0] * 5 + [1] * 4 and rows[1]["position_ids"] == [0, 1, 2, 3, 4, 0, 1, 2, 3]
+    with pytest.raises(ValueError, match="document 1 has 11 tokens"):
+        list(pack_causal_documents([[5], [6] * 10], max_length=10, eos_token_id=1, split_documents=False))
