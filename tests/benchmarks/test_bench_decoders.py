@@ -2,16 +2,11 @@
 fresh worker processes, and its same-work checks (equal losses, identical generated tokens)."""
 
 import dataclasses
-import sys
-from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
-
-import bench_decoders  # noqa: E402
-import decoder_workloads  # noqa: E402
+import bench_decoders  # benchmarks/ is on pytest's pythonpath
+import decoder_workloads
 
 TINY_GPT = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
 TINY_T5 = dict(hidden_size=32, num_hidden_layers=2, decoder_layers=2, num_attention_heads=4, head_dim=8,
