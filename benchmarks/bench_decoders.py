@@ -153,16 +153,7 @@ def run_worker(kind: str, scenario: Scenario, reps: int) -> dict:
         times = measure.interleaved_times(sides, scenario.steps, reps, warmup_steps=1)
         return {**measure.ratio_summary(times), **notes, **checks}
     if kind == "profile":
-        from torch.profiler import profile
-
-        tables = {}
-        for side in sides:
-            side.step(0)
-            with profile() as prof:
-                for index in range(1, scenario.steps + 1):
-                    side.step(index)
-            tables[side.name] = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=20)
-        return {"tables": tables}
+        return {"tables": measure.profile_tables(sides, scenario.steps, row_limit=20)}
     raise ValueError(f"unknown worker kind {kind!r}")
 
 
