@@ -50,7 +50,7 @@ from .heads import MaskedLMHead, Pooler, summarize, summary_positions
 from .layout import BatchLayout
 from .memory import SegmentMemory
 from .norms import RMSNorm
-from .padding import gather_positions
+from .padding import UnpaddedBatch, gather_positions, worth_unpadding
 
 
 class TransformerPreTrainedModel(CheckpointConversionMixin, RemoteCodeMixin, PreTrainedModel):
@@ -264,6 +264,7 @@ class TransformerBackbone:
             memories=memories,
             encoder_hidden_states=encoder_hidden_states,
             encoder_attention_bias=make_attention_bias(encoder_attention_mask, hidden_states.dtype),
+            encoder_unpadded=self._encoder_unpadded(encoder_hidden_states, encoder_attention_mask, past_length, padding_free),
         )
         if getattr(self, "position_bias", None) is not None:
             memory_length = memories.length if memories is not None else 0
@@ -320,6 +321,21 @@ class TransformerBackbone:
             layout.to_packed(embeddings), layout, attention_mask, summary, output_attentions, output_hidden_states,
             return_dict,
         )
+
+    def _encoder_unpadded(
+        self, encoder_hidden_states: torch.Tensor | None, encoder_attention_mask: torch.Tensor | None, past_length: int,
+        padding_free: bool | None,
+    ) -> UnpaddedBatch | None:
+        """Where the encoder's real tokens are, when cross-attention should project its keys and
+        values from those alone: a padded source, padding_free allowed, and the first call (later
+        decoding steps read the projections from the cache). Padded source slots then hold zero
+        keys and values, which the encoder attention mask hides exactly as before."""
+        allowed = self.config.padding_free if padding_free is None else padding_free
+        if encoder_hidden_states is None or encoder_attention_mask is None or past_length or not allowed:
+            return None
+        if not worth_unpadding(encoder_attention_mask):
+            return None
+        return UnpaddedBatch.from_attention_mask(encoder_attention_mask)
 
     def _output_flags(
         self, output_attentions: bool | None, output_hidden_states: bool | None, return_dict: bool | None
