@@ -62,7 +62,7 @@ PAPER_MARIAN = {"sinusoidal_layout": "concatenated"}
 SCENARIOS = {
     "clm-gpt2-mini": Scenario(
         "CLM training step, gpt2-mini, 16 Austen paragraphs: ours packed, transformers padded",
-        "clm", "gpt2-mini", 16, 3, target=1.5),
+        "clm", "gpt2-mini", 16, 2, target=1.5),
     "generate-gpt2-mini-b1": Scenario(
         "greedy generation, gpt2-mini, 1 Austen prompt, 64 new tokens", "generate", "gpt2-mini", 1, 2, new_tokens=64,
         target=1.2),
