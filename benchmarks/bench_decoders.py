@@ -216,15 +216,16 @@ def select(names: str | None) -> list[str]:
 
 
 def run(names: list[str], reps: int, threads: int, quick: bool, scenarios: dict = SCENARIOS,
-        data_limit: int | None = None) -> list[str]:
+        data_folder: Path | None = None) -> list[str]:
     """Measure ``names`` of ``scenarios`` (each in its own process) and return the markdown rows.
-    ``data_limit``: tokenise only that many paragraphs and sentences (the harness's test)."""
+    ``data_folder``: data already prepared by ``decoder_workloads.prepare_data`` (else prepared here)."""
     import decoder_workloads
 
     rows = []
     with tempfile.TemporaryDirectory() as folder:
-        decoder_workloads.prepare_data(Path(folder), data_limit)  # tokenise once; every worker reads it
-        os.environ["BENCH_DECODER_DATA"] = folder
+        if data_folder is None:
+            decoder_workloads.prepare_data(Path(folder))  # tokenise once; every worker reads it
+        os.environ["BENCH_DECODER_DATA"] = str(data_folder or folder)
         for name in names:
             # --quick: one batch per repetition (each repetition still interleaves both sides).
             scenario = dataclasses.replace(scenarios[name], steps=1) if quick else scenarios[name]
