@@ -169,7 +169,9 @@ class TiedDecoder(nn.Linear):
             logits = flat.mm(self.decode_weight()) if rows == 1 else self.weight.mm(flat.t()).t()
             if self.bias is not None:
                 logits = logits + self.bias
-            return logits.contiguous().view(*inputs.shape[:-1], self.out_features)
+            # (rows, V), transposed strides for 2+ rows: no copy here (generate() copies the last
+            # position's logits anyway); a size-1 dimension reshapes as a view.
+            return logits.reshape(*inputs.shape[:-1], self.out_features)
         self._decode_weight = None  # training: do not keep a stale copy alive
         return _DecoderProjection.apply(flat, self.weight, self.bias).view(*inputs.shape[:-1], self.out_features)
 
