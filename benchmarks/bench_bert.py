@@ -153,17 +153,8 @@ def run_worker(kind: str, scenario: Scenario, reps: int, side_name: str | None) 
             result[f"{name}_mfu"] = statistics.median(a / p for a, p in zip(achieved, peaks))
         return result
     if kind == "profile":
-        from torch.profiler import profile
-
         sides, _ = build_sides(scenario, ("transformers", "ours"))
-        tables = {}
-        for side in sides:
-            side.step(0)
-            with profile() as prof:
-                for index in range(1, scenario.steps + 1):
-                    side.step(index)
-            tables[side.name] = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15)
-        return {"tables": tables}
+        return {"tables": measure.profile_tables(sides, scenario.steps, row_limit=15)}
     raise ValueError(f"unknown worker kind {kind!r}")
 
 

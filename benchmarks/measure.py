@@ -153,3 +153,18 @@ def count_flops(run: Callable[[], None]) -> int:
     with counter:
         run()
     return counter.get_total_flops()
+
+
+# ----------------------------------------------------------------------------- profiles
+def profile_tables(sides: list, steps: int, row_limit: int = 15) -> dict[str, str]:
+    """torch.profiler op table (by self CPU time) of ``steps`` steps of each side, after one untimed step."""
+    from torch.profiler import profile
+
+    tables = {}
+    for side in sides:
+        side.step(0)
+        with profile() as prof:
+            for index in range(1, steps + 1):
+                side.step(index)
+        tables[side.name] = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=row_limit)
+    return tables

@@ -130,15 +130,22 @@ class MultiHeadAttention(nn.Module):
         hidden_states: torch.Tensor,
         key_value_states: torch.Tensor | None,
         unpadded: UnpaddedBatch | None,
+        key_value_unpadded: UnpaddedBatch | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Project to per-head queries, keys and values, each (B, heads, T or S, D)."""
+        """Project to per-head queries, keys and values, each (B, heads, T or S, D).
+        ``key_value_unpadded``: cross-attention projects the real tokens of ``key_value_states``
+        only (zero keys and values at its padding, hidden by the attention mask)."""
         if self.cross_attention:
             if key_value_states is None:
                 raise ValueError("cross-attention needs key_value_states (the encoder output)")
             query = self.query(hidden_states)
             if unpadded is not None:
                 query = unpadded.pad(query)
-            key, value = self.key_value(key_value_states).chunk(2, dim=-1)
+            if key_value_unpadded is not None:
+                key_value = key_value_unpadded.pad(self.key_value(key_value_unpadded.unpad(key_value_states)))
+            else:
+                key_value = self.key_value(key_value_states)
+            key, value = key_value.chunk(2, dim=-1)
         else:
             qkv = self.qkv(hidden_states)
             if unpadded is not None:
@@ -297,6 +304,7 @@ class MultiHeadAttention(nn.Module):
         attention_bias: torch.Tensor | None = None,
         *,
         key_value_states: torch.Tensor | None = None,
+        key_value_unpadded: UnpaddedBatch | None = None,
         position_bias: torch.Tensor | None = None,
         is_causal: bool = False,
         unpadded: UnpaddedBatch | None = None,
@@ -315,6 +323,8 @@ class MultiHeadAttention(nn.Module):
                 every key: cached and memory positions included. Must be None for self-attention
                 over a packed batch (``unpadded`` defines its padding).
             key_value_states: (B, S, H_kv) encoder states for cross-attention.
+            key_value_unpadded: where the real tokens of ``key_value_states`` are (padding-free
+                key/value projection; ``attention_bias`` must mask the padding).
             position_bias: additive (1|B, heads, T, S) relative-position bias.
             is_causal: mask future positions (bottom-right aligned when S > T).
             unpadded: set on the padding-free path; input and output are then packed.
@@ -364,7 +374,7 @@ class MultiHeadAttention(nn.Module):
         elif cached_cross is not None:
             query, (key, value) = self._split_heads(self.query(hidden_states)), cached_cross
         else:
-            query, key, value = self.project(hidden_states, key_value_states, unpadded)
+            query, key, value = self.project(hidden_states, key_value_states, unpadded, key_value_unpadded)
         if unpadded is not None and not self.cross_attention:
             attention_bias = unpadded.attention_bias(query.dtype)  # re-padded around the kernel: mask the padding
         if past_key_values is not None and cached_cross is None:

@@ -50,7 +50,7 @@ from .heads import MaskedLMHead, Pooler, summarize, summary_positions
 from .layout import BatchLayout
 from .memory import SegmentMemory
 from .norms import RMSNorm
-from .padding import gather_positions
+from .padding import UnpaddedBatch, gather_positions, worth_unpadding
 
 
 class TransformerPreTrainedModel(CheckpointConversionMixin, RemoteCodeMixin, PreTrainedModel):
@@ -161,6 +161,7 @@ class TransformerBackbone:
         encoder_hidden_states: torch.Tensor | None = None,
         encoder_attention_mask: torch.Tensor | None = None,
         memories: SegmentMemory | None = None,
+        document_ids: torch.Tensor | None = None,
         **kwargs,
     ) -> BaseModelOutputWithPooling | tuple:
         """Encode a batch.
@@ -180,6 +181,10 @@ class TransformerBackbone:
             reads_padding: the caller reads states at padding positions (runs padded).
             attention_bias: an extra additive bias broadcastable to (B, heads, T, T) (a permutation
                 or document mask); runs padded.
+            document_ids: (B, T) rows packed with several documents, 0, 1, ... per document and -1
+                on padding (``objectives.DataCollatorForPackedCausalLM``): attention stays inside
+                each document. Runs packed with one sequence per document when it can (no mask, no
+                padding), else padded with a block-diagonal bias. Not with cached positions.
             past_key_values: (decoders) a Cache from an earlier call, extended in place and
                 returned; ``attention_mask`` then covers past + T positions, (B, past + T).
             use_cache: (decoders) create and return a cache (default ``config.use_cache``).
@@ -209,6 +214,8 @@ class TransformerBackbone:
         past_key_values = self.prepare_cache(past_key_values, use_cache)
         past_length = past_key_values.get_seq_length() if past_key_values is not None else 0
         self._check_state_inputs(encoder_hidden_states, memories, past_key_values, batch)
+        if document_ids is not None and (past_length or memories is not None):
+            raise ValueError("document_ids describe the new tokens only: they cannot be combined with cached positions or memories")
         extra_inputs = {name: kwargs[name] for name in self.embeddings.extra_input_names if kwargs.get(name) is not None}
         per_token = {"token_type_ids": token_type_ids, "position_ids": position_ids}
         for name, tensor in {**per_token, **extra_inputs}.items():
@@ -243,6 +250,7 @@ class TransformerBackbone:
             output_positions_mask=output_positions_mask,
             reads_padding=reads_padding,
             attention_bias=attention_bias,
+            document_ids=document_ids,
         )
         hidden_states = self.embeddings(
             layout.to_packed(input_ids),
@@ -256,6 +264,7 @@ class TransformerBackbone:
             memories=memories,
             encoder_hidden_states=encoder_hidden_states,
             encoder_attention_bias=make_attention_bias(encoder_attention_mask, hidden_states.dtype),
+            encoder_unpadded=self._encoder_unpadded(encoder_hidden_states, encoder_attention_mask, past_length, padding_free),
         )
         if getattr(self, "position_bias", None) is not None:
             memory_length = memories.length if memories is not None else 0
@@ -313,6 +322,21 @@ class TransformerBackbone:
             return_dict,
         )
 
+    def _encoder_unpadded(
+        self, encoder_hidden_states: torch.Tensor | None, encoder_attention_mask: torch.Tensor | None, past_length: int,
+        padding_free: bool | None,
+    ) -> UnpaddedBatch | None:
+        """Where the encoder's real tokens are, when cross-attention should project its keys and
+        values from those alone: a padded source, padding_free allowed, and the first call (later
+        decoding steps read the projections from the cache). Padded source slots then hold zero
+        keys and values, which the encoder attention mask hides exactly as before."""
+        allowed = self.config.padding_free if padding_free is None else padding_free
+        if encoder_hidden_states is None or encoder_attention_mask is None or past_length or not allowed:
+            return None
+        if not worth_unpadding(encoder_attention_mask):
+            return None
+        return UnpaddedBatch.from_attention_mask(encoder_attention_mask)
+
     def _output_flags(
         self, output_attentions: bool | None, output_hidden_states: bool | None, return_dict: bool | None
     ) -> tuple[bool, bool, bool]:
@@ -342,6 +366,7 @@ class TransformerBackbone:
         output_positions_mask: torch.Tensor | None = None,
         reads_padding: bool = False,
         attention_bias: torch.Tensor | None = None,
+        document_ids: torch.Tensor | None = None,
     ) -> tuple[BatchLayout, torch.Tensor | None]:
         """(the batch's layout, the (B, 1) summary positions, or None when nothing reads them or for "mean"); see :meth:`forward`.
 
@@ -374,6 +399,7 @@ class TransformerBackbone:
             # A cache or a memory adds keys the packed layout has no slot for.
             needs_padded=wants_all_layers or stateful,
             zero_padding=self.zeroes_padding_states,
+            document_ids=document_ids,
         )
         return layout, summary
 

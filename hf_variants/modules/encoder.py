@@ -145,6 +145,7 @@ class TransformerLayer(GradientCheckpointingLayer):
         attention_bias: torch.Tensor | None = None,
         encoder_hidden_states: torch.Tensor | None = None,
         encoder_attention_bias: torch.Tensor | None = None,
+        encoder_unpadded: UnpaddedBatch | None = None,
         position_bias: torch.Tensor | None = None,
         is_causal: bool = False,
         unpadded: UnpaddedBatch | None = None,
@@ -164,6 +165,8 @@ class TransformerLayer(GradientCheckpointingLayer):
         ``past_key_values`` / ``layer_idx``: the cache and this layer's index in it (self- and
         cross-attention). ``memory`` (B, M, H): this layer's earlier input states, prepended to
         the self-attention keys/values (normalised like the input in the pre-LN order).
+        ``encoder_unpadded``: the real tokens of a padded ``encoder_hidden_states``; cross-attention
+        projects its keys and values from those alone.
         """
         if output_positions is not None and (unpadded is not None or encoder_hidden_states is not None):
             raise ValueError("output_positions needs the padded layout and no cross-attention")
@@ -197,6 +200,7 @@ class TransformerLayer(GradientCheckpointingLayer):
                     x,
                     encoder_attention_bias,
                     key_value_states=encoder_hidden_states,
+                    key_value_unpadded=encoder_unpadded,
                     unpadded=unpadded,
                     attn_implementation=attn_implementation,
                     past_key_values=past_key_values,

@@ -155,6 +155,7 @@ class DecoderForCausalLM(GenerativeTaskModel):
         return_dict: bool | None = None,
         logits_to_keep: int | torch.Tensor = 0,
         attention_bias: torch.Tensor | None = None,
+        document_ids: torch.Tensor | None = None,
         **kwargs,
     ) -> CausalLMOutputWithCrossAttentions | tuple:
         """Args as the decoder backbone, plus:
@@ -164,6 +165,9 @@ class DecoderForCausalLM(GenerativeTaskModel):
                 the last one); a 1-D tensor selects positions. Not with labels.
             attention_bias: an extra additive (B, 1, T, T) bias, e.g. the block-diagonal mask of
                 packed documents (objectives.clm.document_causal_bias); runs padded.
+            document_ids: (B, T) packed documents, -1 on padding (DataCollatorForPackedCausalLM's
+                column): the same block-diagonal attention without any mask, each document run
+                as its own padding-free sequence (faster than ``attention_bias``).
         Returns:
             CausalLMOutputWithCrossAttentions: loss, logits (B, T or k, V), past_key_values, ...
         """
@@ -184,6 +188,7 @@ class DecoderForCausalLM(GenerativeTaskModel):
             return_dict=True,
             reads_padding=_predicts_from_padding(labels, attention_mask),
             attention_bias=attention_bias,
+            document_ids=document_ids,
         )
         hidden_states = out.last_hidden_state
         if isinstance(logits_to_keep, int):

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from .attention import make_attention_bias
-from .padding import UnpaddedBatch, worth_unpadding
+from .padding import UnpaddedBatch, document_attention_bias, worth_unpadding
 
 
 @dataclass
@@ -67,6 +67,7 @@ class BatchLayout:
         is_causal: bool = False,
         needs_padded: bool = False,
         zero_padding: bool = False,
+        document_ids: torch.Tensor | None = None,
     ) -> "BatchLayout":
         """Decide the layout.
 
@@ -82,7 +83,20 @@ class BatchLayout:
             needs_padded: the caller needs the padded layout for another reason (a cache, memories,
                 every layer's hidden states or attention maps).
             zero_padding: states at padding positions are zeroed (see :meth:`zero_padding`).
+            document_ids: (B, T) packed rows of several documents (-1 on padding): attention stays
+                inside each document. Packed, every document is its own sequence (no mask at all);
+                when the batch must run padded, a block-diagonal bias keeps the documents apart.
         """
+        if document_ids is not None:
+            if tuple(document_ids.shape) != (batch_size, length):
+                raise ValueError(f"document_ids has shape {tuple(document_ids.shape)}, expected {(batch_size, length)}")
+            if padding_free and extra_bias is None and not (reads_padding or needs_padded):
+                layout = cls.plan(attention_mask, batch_size, length, dtype, padding_free=False, is_causal=is_causal,
+                                  zero_padding=zero_padding)
+                layout.unpadded = UnpaddedBatch.from_document_ids(document_ids)
+                return layout
+            documents = document_attention_bias(document_ids, dtype)
+            extra_bias = documents if extra_bias is None else extra_bias + documents
         attention_bias = make_attention_bias(attention_mask, dtype)
         if extra_bias is not None:
             extra_bias = extra_bias.to(dtype)

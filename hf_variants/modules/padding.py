@@ -34,6 +34,15 @@ def additive_mask(hidden: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return torch.zeros(hidden.shape, dtype=dtype, device=hidden.device).masked_fill(hidden, torch.finfo(dtype).min)
 
 
+def document_attention_bias(document_ids: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """(B, T) document ids of packed rows (-1 on padding) -> additive (B, 1, T, T) bias that keeps
+    attention inside each document (causality, if any, is the attention's own ``is_causal``). A
+    padding query sees itself only, so no softmax row is empty."""
+    same = (document_ids[:, :, None] == document_ids[:, None, :]) & (document_ids >= 0)[:, None, :]
+    itself = torch.eye(document_ids.shape[1], dtype=torch.bool, device=document_ids.device)
+    return additive_mask(~(same | itself)[:, None], dtype)
+
+
 def gather_positions(hidden_states: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
     """hidden (B, T, H), positions (B, M) -> (B, M, H): each row's states at its positions."""
     return hidden_states.gather(1, positions[..., None].expand(-1, -1, hidden_states.shape[-1]))
@@ -149,6 +158,26 @@ class UnpaddedBatch:
         indices = torch.nonzero(flat, as_tuple=False).flatten()
         seqlens = attention_mask.bool().sum(dim=1, dtype=torch.int32)
         cu_seqlens = torch.nn.functional.pad(torch.cumsum(seqlens, dim=0, dtype=torch.int32), (1, 0))
+        return cls(indices=indices, cu_seqlens=cu_seqlens, max_seqlen=max_seqlen, batch_size=batch_size)
+
+    @classmethod
+    def from_document_ids(cls, document_ids: torch.Tensor) -> "UnpaddedBatch":
+        """document_ids: (B, T) packed rows, 0, 1, 2, ... per document within a row and -1 on padding
+        (``hf_variants.objectives.DataCollatorForPackedCausalLM``). Every document becomes one
+        sequence of the packed batch, so attention (bucketed, see :attr:`attention_buckets`) stays
+        inside each document exactly, with no (B, 1, T, T) block-diagonal mask; ``pad``/``unpad``
+        still map to the (B, T) rows."""
+        if document_ids.dim() != 2:
+            raise ValueError(f"document_ids must be (batch, length), got shape {tuple(document_ids.shape)}")
+        batch_size, max_seqlen = document_ids.shape
+        real = document_ids >= 0
+        starts = real.clone()
+        starts[:, 1:] &= document_ids[:, 1:] != document_ids[:, :-1]  # a real token whose document differs from its left neighbour's
+        real, starts = real.reshape(-1), starts.reshape(-1)
+        indices = torch.nonzero(real, as_tuple=False).flatten()
+        start_offsets = torch.nonzero(starts[indices], as_tuple=False).flatten().to(torch.int32)
+        total = torch.tensor([indices.numel()], dtype=torch.int32, device=document_ids.device)
+        cu_seqlens = torch.cat([start_offsets, total])
         return cls(indices=indices, cu_seqlens=cu_seqlens, max_seqlen=max_seqlen, batch_size=batch_size)
 
     @property

@@ -31,11 +31,13 @@ from .masking import IGNORE_INDEX, pad_batch, word_start_positions
 from .packing import iter_corpus_documents, tokenize_documents
 
 
-def pack_causal_documents(documents: Iterable[Sequence[int]], max_length: int, eos_token_id: int | None = None
-                          ) -> Iterator[dict[str, list[int]]]:
+def pack_causal_documents(documents: Iterable[Sequence[int]], max_length: int, eos_token_id: int | None = None,
+                          split_documents: bool = True) -> Iterator[dict[str, list[int]]]:
     """Fill rows of `max_length` tokens with documents back to back (EOS appended to each when
     `eos_token_id` is given). A document that does not fit in what is left of a row is split
-    and continues at the start of the next row, so every row but the last is full.
+    and continues at the start of the next row, so every row but the last is full. With
+    `split_documents=False` it starts the next row instead (each document is learned whole, in
+    its own context; a row may end short), and a document longer than `max_length` raises.
 
     Yields:
         ``{"input_ids", "document_ids", "position_ids"}``, each at most `max_length` long.
@@ -43,10 +45,17 @@ def pack_causal_documents(documents: Iterable[Sequence[int]], max_length: int, e
     if max_length < 2:
         raise ValueError(f"max_length must be >= 2, got {max_length}")
     row: dict[str, list[int]] = {"input_ids": [], "document_ids": [], "position_ids": []}
-    for document in documents:
+    for index, document in enumerate(documents):
         tokens = list(document) + ([eos_token_id] if eos_token_id is not None else [])
         if not document:
             continue
+        if not split_documents:
+            if len(tokens) > max_length:
+                raise ValueError(f"document {index} has {len(tokens)} tokens (EOS included), more than max_length="
+                                 f"{max_length}; truncate it or pack with split_documents=True")
+            if len(row["input_ids"]) + len(tokens) > max_length:
+                yield row
+                row = {"input_ids": [], "document_ids": [], "position_ids": []}
         while tokens:
             room = max_length - len(row["input_ids"])
             piece, tokens = tokens[:room], tokens[room:]
