@@ -45,8 +45,8 @@ import datasets  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from transformers import (AutoModelForCausalLM, HfArgumentParser, LogitsProcessorList,  # noqa: E402
-                          TemperatureLogitsWarper, TopKLogitsWarper, TrainingArguments, set_seed)
+from transformers import (AutoModelForCausalLM, LogitsProcessorList, TemperatureLogitsWarper,  # noqa: E402
+                          TopKLogitsWarper)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling example scripts
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a source checkout
@@ -58,7 +58,8 @@ from hf_variants.objectives import (DataCollatorForPackedCausalLM, SegmentStream
                                     causal_lm_dataset, corpus_document_token_ids, document_separator_id)
 from hf_variants.registry import spec_for  # noqa: E402
 from hf_variants.tokenization import TOKENIZER_KINDS  # noqa: E402
-from run_pretraining import StreamTrainer, checkpoint_to_resume, load_config, load_text, shared_tokenizer  # noqa: E402
+from run_pretraining import (StreamTrainer, checkpoint_to_resume, load_config, load_text,  # noqa: E402
+                             parse_arguments, shared_tokenizer)
 
 logger = logging.getLogger("run_clm")
 
@@ -280,13 +281,8 @@ def sample_from_held_out(model, tokenizer, text: datasets.Dataset, args: ClmArgu
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = HfArgumentParser((ClmArguments, TrainingArguments))
-    parser.set_defaults(weight_decay=0.01, learning_rate=5e-4, warmup_steps=0.05, lr_scheduler_type="cosine",
-                        save_strategy="steps", save_steps=1000, logging_steps=50, report_to="none",
-                        dataloader_pin_memory=torch.cuda.is_available())
-    args, training_args = parser.parse_args_into_dataclasses(args=argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    set_seed(training_args.seed)
+    args, training_args = parse_arguments(ClmArguments, argv, learning_rate=5e-4, warmup_steps=0.05,
+                                          lr_scheduler_type="cosine")
     if args.max_seq_length < 2:
         raise ValueError(f"--max_seq_length must be >= 2, got {args.max_seq_length}")
 

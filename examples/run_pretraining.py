@@ -343,14 +343,21 @@ def build_examples(text: datasets.Dataset, tokenizer, input_format: str, max_len
     return examples
 
 
-def main(argv: list[str] | None = None) -> dict:
-    parser = HfArgumentParser((PretrainingArguments, TrainingArguments))
-    parser.set_defaults(weight_decay=0.01, learning_rate=1e-4, warmup_steps=0.01, lr_scheduler_type="linear",
-                        save_strategy="steps", save_steps=1000, logging_steps=50, report_to="none",
-                        dataloader_pin_memory=torch.cuda.is_available())
+def parse_arguments(arguments_class: type, argv: list[str] | None, **defaults) -> tuple:
+    """(script arguments, TrainingArguments) from the command line, with the pretraining scripts'
+    defaults (`defaults` override them); logging set up and the seed set."""
+    parser = HfArgumentParser((arguments_class, TrainingArguments))
+    parser.set_defaults(**{"weight_decay": 0.01, "save_strategy": "steps", "save_steps": 1000, "logging_steps": 50,
+                           "report_to": "none", "dataloader_pin_memory": torch.cuda.is_available(), **defaults})
     args, training_args = parser.parse_args_into_dataclasses(args=argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     set_seed(training_args.seed)
+    return args, training_args
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args, training_args = parse_arguments(PretrainingArguments, argv, learning_rate=1e-4, warmup_steps=0.01,
+                                          lr_scheduler_type="linear")
 
     config, from_scratch = load_config(args.model_name_or_path)
     # The paper's objective, from the variant's spec.

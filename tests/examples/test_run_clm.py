@@ -7,7 +7,6 @@ Transformer-XL keeps each process's segments in order."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -23,8 +22,10 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 import hf_variants  # noqa: F401  (registers the model types)
 from hf_variants import TransfoXLConfig, TransfoXLLMHeadModel
 from hf_variants.objectives import SegmentStreamDataset
+from example_scripts import load_example_script
+from paths import EXAMPLES_DIR
 
-SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "run_clm.py"
+SCRIPT = EXAMPLES_DIR / "run_clm.py"
 COMMON = ["--corpus", "austen", "--max_documents", "12", "--vocab_size", "600", "--max_seq_length", "32",
           "--per_device_train_batch_size", "4", "--per_device_eval_batch_size", "4", "--learning_rate", "2e-3",
           "--warmup_steps", "0.1", "--logging_steps", "4", "--save_strategy", "no", "--seed", "0",
@@ -33,12 +34,7 @@ COMMON = ["--corpus", "austen", "--max_documents", "12", "--vocab_size", "600", 
 
 
 def load_script():
-    if "run_clm" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("run_clm", SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["run_clm"] = module  # dataclasses resolve annotations through sys.modules
-        spec.loader.exec_module(module)
-    return sys.modules["run_clm"]
+    return load_example_script("run_clm")
 
 
 def logged_losses(output_dir: Path) -> list[float]:
