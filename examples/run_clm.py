@@ -221,6 +221,19 @@ def memory_perplexity(model, segments: SegmentStreamDataset, mem_len: int) -> di
     return perplexity_results(total_nll, segments.tokens_per_pass, mem_len=mem_len)
 
 
+def unigram_perplexity(train_ids: np.ndarray, targets: np.ndarray, vocab_size: int) -> float:
+    """Perplexity of the held-out `targets` under the training tokens' frequencies (add-one
+    smoothed): the bar a model clears only by using context."""
+    counts = np.bincount(train_ids, minlength=vocab_size).astype(np.float64) + 1
+    return float(np.exp(-np.log(counts / counts.sum())[targets].mean()))
+
+
+def packed_targets(rows: datasets.Dataset, collator) -> np.ndarray:
+    """The tokens `packed_perplexity` predicts: labels after the shift, without -100."""
+    labels = collator([rows[i] for i in range(len(rows))])["labels"][:, 1:]
+    return labels[labels != -100].numpy()
+
+
 def memory_lengths(args: ClmArguments) -> list[int]:
     if args.eval_mem_lens is None:
         return [0, args.max_seq_length, 4 * args.max_seq_length]
@@ -308,6 +321,8 @@ def main(argv: list[str] | None = None) -> dict:
 
         def evaluate(mem_len: int) -> dict:
             return memory_perplexity(trainer.model, held_out, mem_len)
+        train_ids = train_data.streams.reshape(-1)
+        held_out_targets = held_out.streams[:, 1:held_out.num_segments * args.max_seq_length + 1].reshape(-1)
         logger.info("Transformer-XL: %d streams of %d segments of %d tokens per pass (memory %d); held out: %d tokens",
                     training_args.per_device_train_batch_size * training_args.world_size, train_data.num_segments,
                     args.max_seq_length, model.config.mem_len, held_out.tokens_per_pass)
@@ -320,6 +335,8 @@ def main(argv: list[str] | None = None) -> dict:
 
         def evaluate(mem_len: int | None = None) -> dict:
             return packed_perplexity(trainer.model, held_out, collator, training_args.per_device_eval_batch_size)
+        train_ids = np.concatenate(train_data.with_format("numpy")["input_ids"])
+        held_out_targets = packed_targets(held_out, collator)
         logger.info("packed rows of %d tokens: %d for training, %d held out", args.max_seq_length, len(train_data),
                     len(held_out))
 
@@ -331,7 +348,8 @@ def main(argv: list[str] | None = None) -> dict:
     after = evaluate(training_mem_len)
     results = {"model": args.model_name_or_path, "before_training": before, "after_training": after,
                "train_loss": train_output.training_loss, "global_step": train_output.global_step,
-               "world_size": training_args.world_size, "sequence_length": args.max_seq_length}
+               "world_size": training_args.world_size, "sequence_length": args.max_seq_length,
+               "unigram_baseline_perplexity": unigram_perplexity(train_ids, held_out_targets, len(tokenizer))}
     if recurrent:
         results["training_mem_len"] = training_mem_len
         results["by_memory_length"] = [evaluate(length) for length in memory_lengths(args)]

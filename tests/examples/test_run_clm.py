@@ -52,6 +52,7 @@ def test_training_lowers_held_out_perplexity_and_the_output_loads(tmp_path, mode
     assert results["global_step"] == 16
     assert after["perplexity"] < 0.8 * before["perplexity"], (before, after)
     assert after["tokens"] == before["tokens"] > 1000
+    assert 1 < results["unigram_baseline_perplexity"] < before["perplexity"]  # random weights: about uniform
     losses = logged_losses(tmp_path)
     assert len(losses) == 4 and losses[-1] < losses[0] - 0.3, losses
     assert json.loads((tmp_path / "eval_results.json").read_text())["after_training"] == after
@@ -105,6 +106,13 @@ def test_evaluation_with_memory_reads_the_previous_segment_of_each_stream():
     assert with_memory["loss"] * with_memory["tokens"] == pytest.approx(expected, rel=1e-5)
     assert without["loss"] * without["tokens"] == pytest.approx(alone, rel=1e-5)
     assert abs(with_memory["loss"] - without["loss"]) > 0.05
+
+
+def test_unigram_baseline_is_the_frequency_model():
+    script = load_script()
+    # Add-one counts 4, 2, 1, 1 of 8: held-out tokens 0 and 1 cost -log(4/8) and -log(2/8).
+    baseline = script.unigram_perplexity(np.array([0, 0, 0, 1]), np.array([0, 1]), vocab_size=4)
+    assert baseline == pytest.approx(np.exp((np.log(2) + np.log(4)) / 2))
 
 
 def test_bad_arguments_are_refused(tmp_path):
