@@ -196,7 +196,8 @@ def load_config(name_or_path: str):
     return AutoConfig.from_pretrained(name_or_path), False
 
 
-def load_tokenizer(args: PretrainingArguments, model_type: str, train_text: datasets.Dataset, from_scratch: bool):
+def load_tokenizer(args: PretrainingArguments, model_type: str, train_text: datasets.Dataset, from_scratch: bool,
+                   model_max_length: int):
     if args.tokenizer_name:
         return AutoTokenizer.from_pretrained(args.tokenizer_name)
     if not from_scratch and (Path(args.model_name_or_path) / "tokenizer_config.json").is_file():
@@ -205,7 +206,29 @@ def load_tokenizer(args: PretrainingArguments, model_type: str, train_text: data
     kind = args.tokenizer_kind or spec_for(model_type).tokenizer_kind
     logger.info("training a %s tokenizer (vocabulary %d) on the training text", kind, args.vocab_size)
     return train_tokenizer(kind, (text for text in train_text["text"]), args.vocab_size,
-                           model_max_length=max(args.max_seq_length, args.phase2_max_seq_length))
+                           model_max_length=model_max_length)
+
+
+def shared_tokenizer(args, training_args: TrainingArguments, checkpoint: str | None, model_type: str,
+                     train_text: datasets.Dataset, from_scratch: bool, model_max_length: int):
+    """The one tokenizer every process uses, saved in output_dir.
+
+    Under DDP every process must use the same vocabulary, and `tokenizers` training is not
+    deterministic across processes: the main process trains (or loads) and saves it, the others
+    load it. A resumed run reuses the tokenizer its checkpoints were trained with.
+    """
+    with training_args.main_process_first(desc="tokenizer"):
+        if checkpoint is not None and not args.tokenizer_name:
+            tokenizer = AutoTokenizer.from_pretrained(training_args.output_dir)
+        elif training_args.process_index == 0:
+            tokenizer = load_tokenizer(args, model_type, train_text, from_scratch, model_max_length)
+            save_atomically(tokenizer, training_args.output_dir)
+        else:
+            tokenizer = AutoTokenizer.from_pretrained(training_args.output_dir)
+    vocabulary_digest = hashlib.sha256(json.dumps(sorted(tokenizer.get_vocab().items())).encode()).hexdigest()[:16]
+    logger.info("process %d of %d: tokenizer vocabulary digest %s", training_args.process_index,
+                training_args.world_size, vocabulary_digest)
+    return tokenizer
 
 
 def load_model(args: PretrainingArguments, config, from_scratch: bool, tokenizer, sentence_task: str | None,
@@ -383,14 +406,21 @@ def build_examples(text: datasets.Dataset, tokenizer, input_format: str, max_len
     return examples
 
 
-def main(argv: list[str] | None = None) -> dict:
-    parser = HfArgumentParser((PretrainingArguments, TrainingArguments))
-    parser.set_defaults(weight_decay=0.01, learning_rate=1e-4, warmup_steps=0.01, lr_scheduler_type="linear",
-                        save_strategy="steps", save_steps=1000, logging_steps=50, report_to="none",
-                        dataloader_pin_memory=torch.cuda.is_available())
+def parse_arguments(arguments_class: type, argv: list[str] | None, **defaults) -> tuple:
+    """(script arguments, TrainingArguments) from the command line, with the pretraining scripts'
+    defaults (`defaults` override them); logging set up and the seed set."""
+    parser = HfArgumentParser((arguments_class, TrainingArguments))
+    parser.set_defaults(**{"weight_decay": 0.01, "save_strategy": "steps", "save_steps": 1000, "logging_steps": 50,
+                           "report_to": "none", "dataloader_pin_memory": torch.cuda.is_available(), **defaults})
     args, training_args = parser.parse_args_into_dataclasses(args=argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     set_seed(training_args.seed)
+    return args, training_args
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args, training_args = parse_arguments(PretrainingArguments, argv, learning_rate=1e-4, warmup_steps=0.01,
+                                          lr_scheduler_type="linear")
 
     config, from_scratch = load_config(args.model_name_or_path)
     # The paper's objective, from the variant's spec.
@@ -416,20 +446,8 @@ def main(argv: list[str] | None = None) -> dict:
     if masking == "tlm":
         set_language_ids(config, train_text)
     checkpoint = checkpoint_to_resume(args, training_args)
-    # Under DDP every process must use the same vocabulary, and `tokenizers` training is not
-    # deterministic across processes: the main process trains and saves it, the others load it.
-    # A resumed run reuses the tokenizer its checkpoints were trained with.
-    with training_args.main_process_first(desc="tokenizer"):
-        if checkpoint is not None and not args.tokenizer_name:
-            tokenizer = AutoTokenizer.from_pretrained(training_args.output_dir)
-        elif training_args.process_index == 0:
-            tokenizer = load_tokenizer(args, config.model_type, train_text, from_scratch)
-            save_atomically(tokenizer, training_args.output_dir)
-        else:
-            tokenizer = AutoTokenizer.from_pretrained(training_args.output_dir)
-    vocabulary_digest = hashlib.sha256(json.dumps(sorted(tokenizer.get_vocab().items())).encode()).hexdigest()[:16]
-    logger.info("process %d of %d: tokenizer vocabulary digest %s", training_args.process_index,
-                training_args.world_size, vocabulary_digest)
+    tokenizer = shared_tokenizer(args, training_args, checkpoint, config.model_type, train_text, from_scratch,
+                                 model_max_length=max(args.max_seq_length, args.phase2_max_seq_length))
     model = load_model(args, config, from_scratch, tokenizer, sentence_task, masking)
     masking_options = {"whole_word_mask": True} if args.whole_word_mask and masking == "mlm" else {}
     if masking == "span" and hasattr(model.config, "max_span_length"):

@@ -2,8 +2,8 @@
 builders. `masking.py` holds the shared core (candidates, budgets, word boundaries, 80/10/10)
 that later objectives (ELECTRA RTD, XLNet PLM, T5 span corruption, XLM TLM) build on."""
 
-from .clm import (DataCollatorForPackedCausalLM, causal_lm_dataset, document_causal_bias, document_causal_mask,
-                  pack_causal_documents)
+from .clm import (DataCollatorForPackedCausalLM, causal_lm_dataset, corpus_document_token_ids, document_causal_bias,
+                  document_causal_mask, document_separator_id, pack_causal_documents)
 from .masking import (IGNORE_INDEX, VocabInfo, candidate_mask, corrupt, masking_budgets, pad_batch,
                       select_whole_units, word_starts)
 from .mlm import (DataCollatorForMaskedLM, DataCollatorForPrecomputedMasks, MaskingCollator,
@@ -15,6 +15,7 @@ from .plm import DataCollatorForPermutationLM, factorization_ranks, permutation_
 from .span_corruption import (DataCollatorForSpanCorruption, pack_for_span_corruption,
                               random_spans_noise_mask, sentinel_ids, span_corruption_dataset,
                               span_corruption_lengths)
+from .recurrence import SegmentStreamDataset, split_into_streams
 from .rtd import DataCollatorForReplacedTokenDetection
 from .spans import (DataCollatorForNgramMasking, DataCollatorForSpanMasking, WordSpan,
                     clipped_geometric_probabilities, inverse_length_probabilities, sample_batch_word_spans,
@@ -26,12 +27,12 @@ __all__ = [
     "IGNORE_INDEX", "INPUT_FORMATS", "DataCollatorForMaskedLM", "DataCollatorForNgramMasking",
     "DataCollatorForPackedCausalLM", "DataCollatorForPermutationLM", "DataCollatorForPrecomputedMasks",
     "DataCollatorForReplacedTokenDetection", "DataCollatorForSpanCorruption", "DataCollatorForSpanMasking", "DataCollatorForTranslationLM",
-    "MaskingCollator", "SpecialTokenTemplate", "VocabInfo", "WordSpan", "build_nsp_pairs", "build_sop_pairs",
-    "build_tlm_example", "candidate_mask", "causal_lm_dataset", "clipped_geometric_probabilities", "corrupt",
-    "document_causal_bias", "document_causal_mask", "factorization_ranks", "inverse_length_probabilities",
+    "MaskingCollator", "SegmentStreamDataset", "SpecialTokenTemplate", "VocabInfo", "WordSpan", "build_nsp_pairs", "build_sop_pairs",
+    "build_tlm_example", "candidate_mask", "causal_lm_dataset", "clipped_geometric_probabilities",
+    "corpus_document_token_ids", "corrupt", "document_causal_bias", "document_causal_mask", "document_separator_id", "factorization_ranks", "inverse_length_probabilities",
     "iter_corpus_documents", "make_static_masked_dataset", "masking_budgets", "pack_causal_documents",
     "pack_doc_sentences", "pack_for_span_corruption", "pack_full_sentences", "pad_batch",
     "permutation_visibility", "pretraining_dataset", "random_spans_noise_mask", "sample_batch_word_spans",
     "sample_word_spans", "select_whole_units", "sentinel_ids", "span_corruption_dataset",
-    "span_corruption_lengths", "tlm_dataset", "tokenize_documents", "word_starts",
+    "span_corruption_lengths", "split_into_streams", "tlm_dataset", "tokenize_documents", "word_starts",
 ]

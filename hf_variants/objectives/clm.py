@@ -70,15 +70,27 @@ def pack_causal_documents(documents: Iterable[Sequence[int]], max_length: int, e
         yield row
 
 
+def corpus_document_token_ids(corpus: datasets.Dataset, tokenizer) -> Iterator[list[int]]:
+    """The token ids of each document of a `load_corpus`-style corpus (one document = all its
+    paragraphs, joined by newlines), without special tokens; documents with no tokens are skipped."""
+    documents = tokenize_documents((["\n".join(paragraphs)] for paragraphs in iter_corpus_documents(corpus)),
+                                   tokenizer, sentences=False)
+    return ([token for segment in document for token in segment] for document in documents)
+
+
+def document_separator_id(tokenizer) -> int | None:
+    """The token that ends a document in a CLM stream: EOS (GPT-2's ``<|endoftext|>``), else SEP
+    (BERT-style vocabularies), else None (documents run into each other)."""
+    return tokenizer.eos_token_id if tokenizer.eos_token_id is not None else tokenizer.sep_token_id
+
+
 def causal_lm_dataset(corpus: datasets.Dataset, tokenizer, max_length: int = 1024) -> datasets.Dataset:
     """Packed CLM rows from a `load_corpus`-style corpus (one document = all its paragraphs,
     joined by newlines), with the tokenizer's EOS after each document when it has one."""
 
     def generate(corpus, tokenizer, max_length):
-        documents = tokenize_documents((["\n".join(paragraphs)] for paragraphs in iter_corpus_documents(corpus)),
-                                       tokenizer, sentences=False)
-        flat = ([token for segment in document for token in segment] for document in documents)
-        yield from pack_causal_documents(flat, max_length, tokenizer.eos_token_id)
+        yield from pack_causal_documents(corpus_document_token_ids(corpus, tokenizer), max_length,
+                                         tokenizer.eos_token_id)
 
     return datasets.Dataset.from_generator(
         generate, gen_kwargs={"corpus": corpus, "tokenizer": tokenizer, "max_length": max_length})
@@ -114,6 +126,9 @@ class DataCollatorForPackedCausalLM:
             (for transformers' decoders) instead of the (B, T) padding mask.
         return_document_ids: include `document_ids` (for models that build the mask themselves;
             turn off for models whose forward does not take it).
+        return_attention_bias: also return `document_causal_bias` as `attention_bias` (B, 1, T, T)
+            next to the (B, T) padding `attention_mask`: what hf-variants' decoders
+            (`GPTLMHeadModel(..., attention_bias=...)`) take for packed rows.
         one_document_per_feature: accept features without `document_ids`, each one document.
             Off by default, so that packed rows whose `document_ids` were dropped on the way
             (`Trainer` drops dataset columns the model's forward does not name: pass
@@ -125,11 +140,15 @@ class DataCollatorForPackedCausalLM:
     `document_ids` when absent).
 
     Returns from `__call__`: input_ids (B, T), position_ids (B, T), labels (B, T), attention_mask
-    (B, T) int64 or (B, 1, T, T) float32, and document_ids (B, T) int64 (-1 on padding).
+    (B, T) int64 or (B, 1, T, T) float32, document_ids (B, T) int64 (-1 on padding), and with
+    `return_attention_bias` attention_bias (B, 1, T, T) float32.
     """
 
     def __init__(self, tokenizer, attention_mask_4d: bool = False, return_document_ids: bool = True,
-                 one_document_per_feature: bool = False, pad_to_multiple_of: int | None = None):
+                 one_document_per_feature: bool = False, pad_to_multiple_of: int | None = None,
+                 return_attention_bias: bool = False):
+        if attention_mask_4d and return_attention_bias:
+            raise ValueError("attention_mask_4d and return_attention_bias both carry the document mask: choose one")
         pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         if pad_id is None:
             raise ValueError("the tokenizer has neither a pad nor an EOS token to pad with")
@@ -138,6 +157,7 @@ class DataCollatorForPackedCausalLM:
         self.return_document_ids = return_document_ids
         self.one_document_per_feature = one_document_per_feature
         self.pad_to_multiple_of = pad_to_multiple_of
+        self.return_attention_bias = return_attention_bias
 
     def __call__(self, features: Sequence[Mapping]) -> dict[str, torch.Tensor]:
         if any("labels" in feature for feature in features):
@@ -167,6 +187,8 @@ class DataCollatorForPackedCausalLM:
         ids = torch.from_numpy(document_ids)
         batch["attention_mask"] = document_causal_bias(ids) if self.attention_mask_4d else torch.from_numpy(
             inside.astype(np.int64))
+        if self.return_attention_bias:
+            batch["attention_bias"] = document_causal_bias(ids)
         if self.return_document_ids:
             batch["document_ids"] = ids
         return batch

@@ -1,5 +1,6 @@
 """Packed causal LM: no label across documents, positions restart, the mask is block-diagonal
-causal, and transformers' GPT-2 on a packed batch equals GPT-2 on each document alone."""
+causal, and transformers' GPT-2 (4D mask) and our GPT (attention_bias) on a packed batch equal
+each model on each document alone."""
 
 from __future__ import annotations
 
@@ -73,19 +74,9 @@ def test_mask_is_block_diagonal_causal():
     assert bool((bias[mask] == 0).all()) and bool((bias[~mask] == torch.finfo(torch.float16).min).all())
 
 
-@pytest.mark.parametrize("attn_implementation", ["eager", "sdpa"])
-def test_transformers_gpt2_packed_equals_documents_alone(attn_implementation):
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    tokenizer = austen_tokenizer()
-    documents = [doc[:20] for doc in paragraphs()[:9]]
-    rows = list(pack_causal_documents(documents, max_length=40, eos_token_id=tokenizer.sep_token_id))
-    collator = DataCollatorForPackedCausalLM(tokenizer, attention_mask_4d=True, return_document_ids=False)
-    batch = collator(rows)
-    assert set(batch) == {"input_ids", "position_ids", "labels", "attention_mask"}
-    config = GPT2Config(vocab_size=len(tokenizer), n_embd=32, n_layer=2, n_head=2, n_positions=64,
-                        attn_implementation=attn_implementation)
-    model = GPT2LMHeadModel(config).eval()
+def assert_packed_equals_documents_alone(model, batch: dict, rows: list[dict], tokenizer) -> None:
+    """Every document's logits in the packed batch equal the model's logits on it alone, and the
+    packed loss is exactly the documents' own next-token losses, nothing across them."""
     with torch.no_grad():
         packed = model(**batch)
         document_ids = DataCollatorForPackedCausalLM(tokenizer)(rows)["document_ids"]
@@ -97,8 +88,45 @@ def test_transformers_gpt2_packed_equals_documents_alone(attn_implementation):
                 torch.testing.assert_close(packed.logits[b, where], alone.logits[0], atol=1e-5, rtol=0)
                 logits, targets = alone.logits[0, :-1], batch["input_ids"][b, where][1:]
                 token_losses.append(torch.nn.functional.cross_entropy(logits, targets, reduction="none"))
-        # The packed loss is exactly the documents' own next-token losses, nothing across them.
-        torch.testing.assert_close(packed.loss, torch.cat(token_losses).mean(), atol=1e-5, rtol=0)
+    torch.testing.assert_close(packed.loss, torch.cat(token_losses).mean(), atol=1e-5, rtol=0)
+
+
+def packed_rows_of_paragraphs(tokenizer) -> list[dict]:
+    documents = [doc[:20] for doc in paragraphs()[:9]]
+    return list(pack_causal_documents(documents, max_length=40, eos_token_id=tokenizer.sep_token_id))
+
+
+@pytest.mark.parametrize("attn_implementation", ["eager", "sdpa"])
+def test_transformers_gpt2_packed_equals_documents_alone(attn_implementation):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    tokenizer = austen_tokenizer()
+    rows = packed_rows_of_paragraphs(tokenizer)
+    collator = DataCollatorForPackedCausalLM(tokenizer, attention_mask_4d=True, return_document_ids=False)
+    batch = collator(rows)
+    assert set(batch) == {"input_ids", "position_ids", "labels", "attention_mask"}
+    config = GPT2Config(vocab_size=len(tokenizer), n_embd=32, n_layer=2, n_head=2, n_positions=64,
+                        attn_implementation=attn_implementation)
+    assert_packed_equals_documents_alone(GPT2LMHeadModel(config).eval(), batch, rows, tokenizer)
+
+
+@pytest.mark.parametrize("attn_implementation", ["eager", "sdpa"])
+def test_our_gpt_packed_with_attention_bias_equals_documents_alone(attn_implementation):
+    """What run_clm.py trains GPT on: the (B, T) padding mask plus the document mask as attention_bias."""
+    from hf_variants import GPTConfig, GPTLMHeadModel
+
+    tokenizer = austen_tokenizer()
+    rows = packed_rows_of_paragraphs(tokenizer)
+    collator = DataCollatorForPackedCausalLM(tokenizer, return_document_ids=False, return_attention_bias=True)
+    batch = collator(rows)
+    assert set(batch) == {"input_ids", "position_ids", "labels", "attention_mask", "attention_bias"}
+    assert batch["attention_mask"].shape == batch["input_ids"].shape
+    config = GPTConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                       intermediate_size=64, max_position_embeddings=64, bos_token_id=None, eos_token_id=None,
+                       attn_implementation=attn_implementation)
+    assert_packed_equals_documents_alone(GPTLMHeadModel(config).eval(), batch, rows, tokenizer)
+    with pytest.raises(ValueError, match="choose one"):
+        DataCollatorForPackedCausalLM(tokenizer, attention_mask_4d=True, return_attention_bias=True)
 
 
 def test_one_document_per_feature_and_dataset_builder():

@@ -1,0 +1,20 @@
+"""Import an example script (examples/<name>.py) as a module, for tests in any folder."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from types import ModuleType
+
+from paths import EXAMPLES_DIR
+
+
+def load_example_script(name: str) -> ModuleType:
+    """examples/<name>.py as the module ``name`` (registered in sys.modules first, so its
+    dataclasses resolve their annotations and sibling scripts importing it get the same module)."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, EXAMPLES_DIR / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]

@@ -1,0 +1,142 @@
+"""examples/run_clm.py end to end on real Austen chapters (GPT with packed documents,
+Transformer-XL with segment-level recurrence): the held-out perplexity falls, the output folder
+loads with the Auto classes, continuations are sampled; evaluation with memory reads the
+previous segment of the same stream (equal to one causal run over both segments, different from
+no memory, and equal to segments run alone at mem_len 0); a real 2-process DDP run of
+Transformer-XL keeps each process's segments in order."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+import hf_variants  # noqa: F401  (registers the model types)
+from hf_variants import TransfoXLConfig, TransfoXLLMHeadModel
+from hf_variants.objectives import SegmentStreamDataset
+from example_scripts import load_example_script
+from paths import EXAMPLES_DIR
+
+SCRIPT = EXAMPLES_DIR / "run_clm.py"
+COMMON = ["--corpus", "austen", "--max_documents", "12", "--vocab_size", "600", "--max_seq_length", "32",
+          "--per_device_train_batch_size", "4", "--per_device_eval_batch_size", "4", "--learning_rate", "2e-3",
+          "--warmup_steps", "0.1", "--logging_steps", "4", "--save_strategy", "no", "--seed", "0",
+          "--max_eval_tokens", "2000", "--num_samples", "2", "--prompt_length", "8", "--sample_length", "6",
+          "--disable_tqdm", "true"]
+
+
+def load_script():
+    return load_example_script("run_clm")
+
+
+def logged_losses(output_dir: Path) -> list[float]:
+    history = json.loads((output_dir / "trainer_state.json").read_text())["log_history"]
+    return [entry["loss"] for entry in history if "loss" in entry]
+
+
+@pytest.mark.parametrize("model_name", ["gpt2-mini", "openai-gpt", "transfo-xl-mini"])
+def test_training_lowers_held_out_perplexity_and_the_output_loads(tmp_path, model_name):
+    size = ["--max_steps", "16"]
+    if model_name == "openai-gpt":  # GPT-1's post-LN block: the 117M named config, shrunk to test size
+        size += ["--config_overrides", "num_hidden_layers=2,hidden_size=64,num_attention_heads=4,intermediate_size=128"]
+    results = load_script().main(["--model_name_or_path", model_name, *COMMON, *size, "--output_dir", str(tmp_path)])
+    before, after = results["before_training"], results["after_training"]
+    assert results["global_step"] == 16
+    assert after["perplexity"] < 0.8 * before["perplexity"], (before, after)
+    assert after["tokens"] == before["tokens"] > 1000
+    assert 1 < results["unigram_baseline_perplexity"] < before["perplexity"]  # random weights: about uniform
+    losses = logged_losses(tmp_path)
+    assert len(losses) == 4 and losses[-1] < losses[0] - 0.3, losses
+    assert json.loads((tmp_path / "eval_results.json").read_text())["after_training"] == after
+
+    samples = json.loads((tmp_path / "samples.json").read_text())
+    assert samples == results["samples"] and len(samples) >= 1
+    assert all(sample["prompt"] and sample["sampled"] and sample["real"] for sample in samples)
+
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path)
+    model = AutoModelForCausalLM.from_pretrained(tmp_path).eval()
+    assert model.config.vocab_size == len(tokenizer)
+    ids = tokenizer("It is a truth universally acknowledged", return_tensors="pt", add_special_tokens=False).input_ids
+    assert model(ids).logits.shape == (1, ids.shape[1], len(tokenizer))
+    if model_name == "transfo-xl-mini":
+        table = results["by_memory_length"]
+        assert [row["mem_len"] for row in table] == [0, 32, 128]
+        assert results["training_mem_len"] == model.config.mem_len
+        assert len({row["perplexity"] for row in table}) == 3  # memory changes the prediction
+
+
+def tiny_transfo_xl() -> TransfoXLLMHeadModel:
+    torch.manual_seed(0)
+    config = TransfoXLConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, head_dim=8,
+                             intermediate_size=37, mem_len=6, clamp_len=-1,
+                             initializer_range=0.5)  # large weights: the context visibly matters
+    return TransfoXLLMHeadModel(config).eval()
+
+
+def negative_log_likelihood(logits: torch.Tensor, targets: torch.Tensor) -> float:
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="sum").item()
+
+
+def test_evaluation_with_memory_reads_the_previous_segment_of_each_stream():
+    script, model = load_script(), tiny_transfo_xl()
+    segment, streams = 6, 3
+    text = np.random.default_rng(0).integers(0, 99, size=streams * (2 * segment + 1))
+    segments = SegmentStreamDataset(text, segment, batch_size=streams)  # two segments per stream
+    assert segments.num_segments == 2
+    rows = torch.from_numpy(segments.streams)
+    with torch.no_grad():
+        # Memory of one segment: segment 2 sees all of segment 1, so the whole pass equals one
+        # causal run over both segments of each stream.
+        whole = model(rows[:, :2 * segment], mem_len=0).logits
+        expected = negative_log_likelihood(whole, rows[:, 1:2 * segment + 1])
+        # No memory: each segment alone.
+        alone = sum(negative_log_likelihood(model(rows[:, s:s + segment], mem_len=0).logits, rows[:, s + 1:s + segment + 1])
+                    for s in (0, segment))
+    with_memory = script.memory_perplexity(model, segments, mem_len=segment)
+    without = script.memory_perplexity(model, segments, mem_len=0)
+    assert with_memory["tokens"] == without["tokens"] == streams * 2 * segment
+    assert with_memory["loss"] * with_memory["tokens"] == pytest.approx(expected, rel=1e-5)
+    assert without["loss"] * without["tokens"] == pytest.approx(alone, rel=1e-5)
+    assert abs(with_memory["loss"] - without["loss"]) > 0.05
+
+
+def test_unigram_baseline_is_the_frequency_model():
+    script = load_script()
+    # Add-one counts 4, 2, 1, 1 of 8: held-out tokens 0 and 1 cost -log(4/8) and -log(2/8).
+    baseline = script.unigram_perplexity(np.array([0, 0, 0, 1]), np.array([0, 1]), vocab_size=4)
+    assert baseline == pytest.approx(np.exp((np.log(2) + np.log(4)) / 2))
+
+
+def test_bad_arguments_are_refused(tmp_path):
+    script = load_script()
+    with pytest.raises(ValueError, match="not causal LM"):
+        script.main(["--model_name_or_path", "bert-tiny", *COMMON, "--max_steps", "1", "--output_dir", str(tmp_path / "a")])
+    with pytest.raises(ValueError, match="segment-level recurrence"):
+        script.main(["--model_name_or_path", "gpt2-mini", *COMMON, "--mem_len", "8", "--max_steps", "1",
+                     "--output_dir", str(tmp_path / "b")])
+    with pytest.raises(ValueError, match="eval_mem_lens"):
+        script.memory_lengths(script.ClmArguments(eval_mem_lens="0,one"))
+
+
+@pytest.mark.slow
+def test_two_process_ddp_transfo_xl_keeps_each_process_segments_in_order(tmp_path):
+    """accelerate launch, 2 processes (gloo on CPU): each process owns its streams; the trainer
+    raises if a batch does not continue the previous one, so finishing proves the order."""
+    command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+               "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", str(SCRIPT),
+               "--model_name_or_path", "transfo-xl-mini", *COMMON, "--max_steps", "6", "--use_cpu", "true",
+               "--ddp_find_unused_parameters", "false", "--output_dir", str(tmp_path / "ddp")]
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    completed = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=400)
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-5000:]
+    results = json.loads((tmp_path / "ddp" / "eval_results.json").read_text())
+    assert results["world_size"] == 2 and results["global_step"] == 6
+    assert results["after_training"]["perplexity"] < results["before_training"]["perplexity"]
