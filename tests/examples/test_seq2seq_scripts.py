@@ -98,7 +98,7 @@ def test_span_corruption_pretraining_then_text_to_text_sentiment(tmp_path):
     results = load_script("run_pretraining").main([
         "--model_name_or_path", "t5-mini", "--corpus", "austen", "--max_documents", "12", "--vocab_size", "500",
         "--max_seq_length", "32", "--per_device_train_batch_size", "8", "--per_device_eval_batch_size", "32",
-        "--max_steps", "12", "--learning_rate", "3e-3", "--warmup_steps", "0.1", "--output_dir", str(pretrained),
+        "--max_steps", "24", "--learning_rate", "3e-3", "--warmup_steps", "0.1", "--output_dir", str(pretrained),
         ] + RUN_OPTIONS)  # fmt: skip
     assert results["objective"] == "span-corruption"  # T5's, from its spec
     before, after = results["before_training"], results["after_training"]
@@ -114,7 +114,7 @@ def test_span_corruption_pretraining_then_text_to_text_sentiment(tmp_path):
         "--model_name_or_path", str(pretrained), "--dataset_name", "hf_variants/rt_polarity", "--source_prefix", "sentiment: ",
         "--do_train", "--do_eval", "--do_predict", "--predict_with_generate", "--max_source_length", "48",
         "--max_target_length", "4", "--max_train_samples", "48", "--max_eval_samples", "16", "--max_predict_samples", "16",
-        "--num_train_epochs", "4", "--per_device_train_batch_size", "16", "--learning_rate", "3e-3",
+        "--num_train_epochs", "10", "--per_device_train_batch_size", "16", "--learning_rate", "5e-3",
         "--output_dir", str(output_dir)] + RUN_OPTIONS)  # fmt: skip
     assert_loss_falls(output_dir, window=2)
     assert 0 <= results["eval_exact_match"] <= 100
