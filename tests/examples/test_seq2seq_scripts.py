@@ -168,7 +168,7 @@ def test_local_files_need_columns_and_non_empty_targets(tmp_path):
 
 
 @pytest.mark.parametrize(("arguments", "message"), [
-    (["--masking", "static"], "--masking static is not available for objective 'span-corruption'"),
+    (["--masking", "static"], "--masking static stores MLM masks; objective span-corruption"),
     (["--objective", "span-corruption+nsp"], "has no sentence task"),
 ])  # fmt: skip
 def test_span_corruption_pretraining_argument_errors(tmp_path, arguments, message):
