@@ -1,7 +1,12 @@
-"""Pretrain an hf-variants encoder on real text with its paper's objective, using Trainer.
+"""Pretrain an hf-variants model on real text with its paper's objective, using Trainer.
 
     python examples/run_pretraining.py --model_name_or_path bert-mini --corpus austen \\
         --output_dir outputs/bert-mini-austen --max_steps 2000 --per_device_train_batch_size 32
+
+An encoder-decoder trains as AutoModelForSeq2SeqLM: `--model_name_or_path t5-mini` takes T5's span
+corruption (15% noise in spans of mean length 3; `--max_seq_length` is the corrupted input's length)
+and a T5 Unigram tokenizer with sentinels; the validation "mlm_*" numbers are then the loss and
+accuracy on the target tokens (sentinels, dropped tokens, EOS).
 
 `--model_name_or_path` is a named flavour in `modeling_configs/` (trained from scratch) or a
 checkpoint folder (training continues from its weights). The objective defaults to the model's
@@ -41,8 +46,8 @@ import datasets  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from transformers import (AutoConfig, AutoModelForMaskedLM, AutoModelForPreTraining, AutoTokenizer,  # noqa: E402
-                          HfArgumentParser, TrainingArguments, set_seed)
+from transformers import (AutoConfig, AutoModelForMaskedLM, AutoModelForPreTraining,  # noqa: E402
+                          AutoModelForSeq2SeqLM, AutoTokenizer, HfArgumentParser, TrainingArguments, set_seed)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a source checkout
 
@@ -59,14 +64,22 @@ from hf_variants.objectives import (INPUT_FORMATS, DataCollatorForMaskedLM,  # n
                                     DataCollatorForTranslationLM, make_static_masked_dataset,
                                     pretraining_dataset, tlm_dataset)
 from hf_variants.objectives import DataCollatorForPermutationLM  # noqa: E402
+from hf_variants.objectives import DataCollatorForSpanCorruption, span_corruption_dataset  # noqa: E402
 from hf_variants.objectives.masking import SeededRNG  # noqa: E402
 from hf_variants.tokenization import TOKENIZER_KINDS, train_tokenizer  # noqa: E402
 
 logger = logging.getLogger("run_pretraining")
 
+
+def span_corruption_collator(tokenizer, mlm_probability: float, seed: int | None = None) -> DataCollatorForSpanCorruption:
+    """T5's objective: `mlm_probability` is the noise density (15%), in spans of mean length 3."""
+    return DataCollatorForSpanCorruption(tokenizer, noise_density=mlm_probability, seed=seed)
+
+
 MASKING_SCHEMES = {"mlm": DataCollatorForMaskedLM, "span": DataCollatorForSpanMasking,
                    "ngram": DataCollatorForNgramMasking, "rtd": DataCollatorForReplacedTokenDetection,
-                   "plm": DataCollatorForPermutationLM, "tlm": DataCollatorForTranslationLM}
+                   "plm": DataCollatorForPermutationLM, "tlm": DataCollatorForTranslationLM,
+                   "span-corruption": span_corruption_collator}
 # Schemes with a pretraining head of their own (AutoModelForPreTraining) and no sentence task:
 # ELECTRA's generator + discriminator, XLNet's two-stream permutation LM.
 STANDALONE_SCHEMES = ("rtd", "plm")
@@ -87,7 +100,11 @@ def tlm_examples(pairs: datasets.Dataset, tokenizer, max_length: int, config) ->
 
 # Objectives whose rows are not one of `pretraining_dataset`'s input formats: objective ->
 # (text, tokenizer, max_length, config) -> rows. Their masks are drawn per batch (dynamic only).
-OWN_EXAMPLE_BUILDERS = {"tlm": tlm_examples}
+OWN_EXAMPLE_BUILDERS = {
+    "tlm": tlm_examples,
+    # T5: raw-token rows sized so the corrupted input is max_length tokens (random_spans_helper).
+    "span-corruption": lambda text, tokenizer, max_length, config: span_corruption_dataset(text, tokenizer, max_length),
+}
 PARALLEL_OBJECTIVES = ("tlm",)
 
 
@@ -97,7 +114,7 @@ class PretrainingArguments:
         "help": "a modeling_configs/ name (from scratch) or a checkpoint folder"})
     objective: str | None = field(default=None, metadata={
         "help": "mlm | span | ngram, optionally +nsp or +sop (mlm+nsp, mlm+sop, ngram+sop), rtd (ELECTRA), "
-                "plm (XLNet) or tlm (XLM, with a parallel --corpus); default: the model's paper"})
+                "plm (XLNet), tlm (XLM, with a parallel --corpus) or span-corruption (T5); default: the model's paper"})
     masking: str = field(default="dynamic", metadata={"help": "dynamic (RoBERTa) or static (BERT)"})
     static_copies: int = field(default=10, metadata={"help": "static masking: masked copies of the data (BERT: 10)"})
     whole_word_mask: bool = field(default=False, metadata={"help": "mlm: mask whole words"})
@@ -126,7 +143,7 @@ def parse_objective(objective: str) -> tuple[str, str | None]:
     masking, _, sentence_task = objective.partition("+")
     if masking not in MASKING_SCHEMES or (sentence_task and sentence_task not in SENTENCE_TASKS):
         raise ValueError(f"unknown objective {objective!r}: use mlm, span or ngram, optionally +nsp or +sop, "
-                         "or rtd, plm or tlm")
+                         "or rtd, plm, tlm or span-corruption")
     if (masking in STANDALONE_SCHEMES or masking in OWN_EXAMPLE_BUILDERS) and sentence_task:
         raise ValueError(f"objective {objective!r}: {masking} (ELECTRA's replaced token detection, XLNet's "
                          "permutation LM, XLM's translation LM) has no sentence task")
@@ -237,12 +254,16 @@ def load_model(args: PretrainingArguments, config, from_scratch: bool, tokenizer
     # goes through AutoModelForPreTraining.
     own_head = sentence_task or hasattr(config, "sbo_weight") or masking in STANDALONE_SCHEMES
     auto_class = AutoModelForPreTraining if own_head else AutoModelForMaskedLM
+    if getattr(config, "is_encoder_decoder", False):  # T5: the decoder writes the dropped spans
+        auto_class = AutoModelForSeq2SeqLM
     longest = max(args.max_seq_length, args.phase2_max_seq_length if args.phase2_fraction else 0)
     if longest > getattr(config, "max_position_embeddings", longest):
         raise ValueError(f"sequences of {longest} tokens exceed the model's {config.max_position_embeddings} positions")
     if from_scratch:
         config.vocab_size = len(tokenizer)
         config.pad_token_id = tokenizer.pad_token_id
+        if getattr(config, "is_encoder_decoder", False):
+            config.eos_token_id, config.decoder_start_token_id = tokenizer.eos_token_id, tokenizer.pad_token_id
         if hasattr(config, "sparse_prediction"):
             config.sparse_prediction = True  # vocabulary logits only at masked positions: same loss, less work
         return auto_class.from_config(config)

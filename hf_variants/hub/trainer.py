@@ -4,7 +4,7 @@ transformers' Trainer is slow: `import hf_variants` does not pay for it."""
 
 from __future__ import annotations
 
-from transformers import Trainer
+from transformers import Seq2SeqTrainer, Trainer
 
 from .checkpoints import AtomicCheckpointsMixin
 
@@ -13,3 +13,8 @@ class CheckpointSafeTrainer(AtomicCheckpointsMixin, Trainer):
     """transformers' Trainer whose checkpoints, final save, trainer state and results files are
     written atomically, and whose ``train(resume_from_checkpoint=True | "last" | path)`` resumes
     only from a complete checkpoint."""
+
+
+class CheckpointSafeSeq2SeqTrainer(AtomicCheckpointsMixin, Seq2SeqTrainer):
+    """transformers' Seq2SeqTrainer (evaluation and prediction by `generate()` with
+    ``--predict_with_generate``) with the atomic checkpoints of `CheckpointSafeTrainer`."""

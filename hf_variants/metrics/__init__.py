@@ -1,8 +1,10 @@
 """Offline metrics (numpy only; no ``evaluate`` download): classification, correlation,
-entity-level sequence labelling (seqeval) and SQuAD v1/v2. All return plain Python numbers.
+entity-level sequence labelling (seqeval), SQuAD v1/v2 and generated text (exact match, token
+error rate). All return plain Python numbers.
 """
 
 from .classification import GLUE_TASKS, accuracy, f1, glue_metrics, matthews_corrcoef, pearson_and_spearman
+from .generation import edit_distance, sequence_scores
 from .sequence_labeling import SCHEMES, extract_entities, seqeval_classification_report, seqeval_scores
 from .squad import exact_match_score, f1_score, normalize_answer, squad_scores
 
@@ -10,6 +12,7 @@ __all__ = [
     "GLUE_TASKS",
     "SCHEMES",
     "accuracy",
+    "edit_distance",
     "exact_match_score",
     "extract_entities",
     "f1",
@@ -20,5 +23,6 @@ __all__ = [
     "pearson_and_spearman",
     "seqeval_classification_report",
     "seqeval_scores",
+    "sequence_scores",
     "squad_scores",
 ]
