@@ -21,4 +21,8 @@ from .peft_targets import register_peft_targets as _register_peft_targets
 
 _register_peft_targets()  # LoraConfig / IA3Config(task_type=...) need no target_modules for our model types
 
+from .pipelines import register_pipelines as _register_pipelines
+
+_register_pipelines()  # pipeline("extractive-question-answering") and pipeline("seq2seq-generation")
+
 __version__ = "0.1.0"
