@@ -1,18 +1,15 @@
 """F1 (scikit-learn's f1_score): binary (the ``pos_label`` class) or averaged over classes.
 Same inputs and output as the Hub's ``evaluate.load("f1")``; loads offline from this folder."""
 
-import datasets
 import evaluate
 from sklearn.metrics import f1_score
+
+from hf_variants.metrics.loading import paired_metric_info
 
 
 class F1(evaluate.Metric):
     def _info(self):
-        return evaluate.MetricInfo(
-            description=__doc__, citation="",
-            inputs_description="predictions, references: label ids; labels, pos_label, average, sample_weight, zero_division",
-            features=datasets.Features({"predictions": datasets.Value("int32"), "references": datasets.Value("int32")}),
-        )
+        return paired_metric_info(__doc__, "int32")
 
     def _compute(self, predictions, references, labels=None, pos_label=1, average="binary", sample_weight=None,
                  zero_division=0.0):
