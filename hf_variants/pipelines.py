@@ -33,7 +33,8 @@ class ExtractiveQuestionAnsweringPipeline(Pipeline):
 
     Call with ``question=..., context=...`` (strings or equal-length lists) or with
     ``{"question": ..., "context": ...}`` dicts. Options (run_qa's names): ``max_seq_length``
-    (default: the tokenizer's limit, at most 384), ``doc_stride`` (128), ``n_best_size`` (20),
+    (default: the tokenizer's limit, at most 384), ``doc_stride`` (128, at most half the window),
+    ``n_best_size`` (20),
     ``max_answer_length`` (30), ``top_k`` (1).
     """
 
@@ -73,7 +74,7 @@ class ExtractiveQuestionAnsweringPipeline(Pipeline):
             postprocess["top_k"] = top_k
         return preprocess, {}, postprocess
 
-    def preprocess(self, inputs: dict, max_seq_length: int | None = None, doc_stride: int = 128) -> dict:
+    def preprocess(self, inputs: dict, max_seq_length: int | None = None, doc_stride: int | None = None) -> dict:
         """One example -> its windows: model tensors (W, T) plus the example and windows for post-processing."""
         if not isinstance(inputs, dict) or not {"question", "context"} <= set(inputs):
             raise ValueError(f"each input needs 'question' and 'context', got {inputs!r}")
@@ -81,7 +82,9 @@ class ExtractiveQuestionAnsweringPipeline(Pipeline):
             raise ValueError("question and context must not be empty")
         if max_seq_length is None:
             max_seq_length = min(384, self.tokenizer.model_max_length)
-        windowing = Windowing(max_seq_length, min(doc_stride, max_seq_length // 2), pad_to_max_length=False)
+        if doc_stride is None:
+            doc_stride = min(128, max_seq_length // 2)
+        windowing = Windowing(max_seq_length, doc_stride, pad_to_max_length=False)  # ValueError if stride >= length
         example = {"id": ["0"], "question": [inputs["question"]], "context": [inputs["context"]]}
         features = prepare_validation_features(example, self.tokenizer, QaColumns(), windowing)
         padded = self.tokenizer.pad({name: features[name] for name in _MODEL_INPUTS if name in features}, return_tensors="pt")

@@ -85,5 +85,7 @@ def test_pipeline_options_and_bad_input(trained_run):
         qa(question="who?")
     with pytest.raises(ValueError, match="must not be empty"):
         qa(question="who?", context="  ")
+    with pytest.raises(ValueError, match="doc_stride"):
+        qa(question="who?", context=row["context"], max_seq_length=64, doc_stride=64)
     with pytest.raises(ValueError, match="2 questions but 1 contexts"):
         qa(question=["a?", "b?"], context=["text"])
