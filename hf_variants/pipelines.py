@@ -7,12 +7,11 @@
   search and SQuAD v2 no-answer threshold (hf_variants.question_answering: the same code, so
   the pipeline gives run_qa's predictions).
 - ``"seq2seq-generation"`` (:class:`Text2TextGenerationPipeline`; transformers 5 removed and now
-  refuses the name "text2text-generation"): ``generate`` of an
-  encoder-decoder (T5, the original Transformer) on the tokenised input, decoded.
+  refuses the name "text2text-generation"): ``generate`` of an encoder-decoder (T5, the original
+  Transformer) on the tokenised input, decoded.
 """
 
 from __future__ import annotations
-
 
 import datasets
 from transformers import AutoModelForQuestionAnswering, AutoModelForSeq2SeqLM, Pipeline
@@ -22,7 +21,6 @@ from .question_answering import QaColumns, SpanSearch, Windowing, postprocess_qa
 
 QA_TASK = "extractive-question-answering"
 TEXT2TEXT_TASK = "seq2seq-generation"  # transformers 5 refuses its removed name "text2text-generation"
-_MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
 class ExtractiveQuestionAnsweringPipeline(Pipeline):
@@ -34,8 +32,7 @@ class ExtractiveQuestionAnsweringPipeline(Pipeline):
     Call with ``question=..., context=...`` (strings or equal-length lists) or with
     ``{"question": ..., "context": ...}`` dicts. Options (run_qa's names): ``max_seq_length``
     (default: the tokenizer's limit, at most 384), ``doc_stride`` (128, at most half the window),
-    ``n_best_size`` (20),
-    ``max_answer_length`` (30), ``top_k`` (1).
+    ``n_best_size`` (20), ``max_answer_length`` (30), ``top_k`` (1).
     """
 
     _load_processor = False
@@ -87,7 +84,8 @@ class ExtractiveQuestionAnsweringPipeline(Pipeline):
         windowing = Windowing(max_seq_length, doc_stride, pad_to_max_length=False)  # ValueError if stride >= length
         example = {"id": ["0"], "question": [inputs["question"]], "context": [inputs["context"]]}
         features = prepare_validation_features(example, self.tokenizer, QaColumns(), windowing)
-        padded = self.tokenizer.pad({name: features[name] for name in _MODEL_INPUTS if name in features}, return_tensors="pt")
+        model_inputs = {name: features[name] for name in self.tokenizer.model_input_names if name in features}
+        padded = self.tokenizer.pad(model_inputs, return_tensors="pt")
         return {"model_inputs": dict(padded), "example": example,
                 "windows": {"example_id": features["example_id"], "offset_mapping": features["offset_mapping"]}}
 
