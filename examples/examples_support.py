@@ -62,6 +62,14 @@ class ModelArguments:
     ignore_mismatched_sizes: bool = field(
         default=False, metadata={"help": "Re-initialise head weights whose shape differs (e.g. another label count)."}
     )
+    peft_method: str | None = field(
+        default=None,
+        metadata={"help": "Train a peft adapter instead of every weight: lora, ia3 or prefix (default targets: hf_variants.peft_targets)."},
+    )
+    lora_r: int = field(default=8, metadata={"help": "LoRA rank (--peft_method lora)."})
+    lora_alpha: int = field(default=16, metadata={"help": "LoRA scaling numerator: updates are scaled by alpha / r."})
+    lora_dropout: float = field(default=0.1, metadata={"help": "Dropout on the LoRA branch's input."})
+    num_virtual_tokens: int = field(default=20, metadata={"help": "Prefix length (--peft_method prefix)."})
 
 
 @dataclass
@@ -372,7 +380,41 @@ def load_model(
         if not config.model_type.startswith("hfv_"):
             logger.info("Converted the transformers %r checkpoint %s to hf_variants.%s", config.model_type, name, type(model).__name__)
     check_model_fits(model, tokenizer, max_seq_length)
-    return model
+    return with_peft_adapter(model, model_args, auto_class)
+
+
+# Auto class -> peft task type (the head stays trainable: peft keeps its classifier in modules_to_save).
+PEFT_TASK_TYPES = {
+    "AutoModelForSequenceClassification": "SEQ_CLS",
+    "AutoModelForTokenClassification": "TOKEN_CLS",
+    "AutoModelForQuestionAnswering": "QUESTION_ANS",
+    "AutoModelForCausalLM": "CAUSAL_LM",
+    "AutoModelForSeq2SeqLM": "SEQ_2_SEQ_LM",
+}
+
+
+def with_peft_adapter(model: PreTrainedModel, model_args: ModelArguments, auto_class: type):
+    """``model`` wrapped by peft when ``--peft_method`` is given (the rest of it frozen), else ``model``."""
+    method = model_args.peft_method
+    if method is None:
+        return model
+    import peft
+
+    task_type = PEFT_TASK_TYPES.get(auto_class.__name__)
+    configs = {
+        "lora": lambda: peft.LoraConfig(task_type=task_type, r=model_args.lora_r, lora_alpha=model_args.lora_alpha,
+                                        lora_dropout=model_args.lora_dropout),
+        "ia3": lambda: peft.IA3Config(task_type=task_type),
+        "prefix": lambda: peft.PrefixTuningConfig(task_type=task_type, num_virtual_tokens=model_args.num_virtual_tokens),
+    }
+    if method not in configs:
+        raise ValueError(f"--peft_method must be one of {sorted(configs)}, got {method!r}")
+    if task_type is None:
+        raise ValueError(f"--peft_method: no peft task type for {auto_class.__name__}; supported: {sorted(PEFT_TASK_TYPES)}")
+    wrapped = peft.get_peft_model(model, configs[method]())
+    trainable, total = wrapped.get_nb_trainable_parameters()
+    logger.info("peft %s: %d trainable parameters of %d (%.2f%%)", method, trainable, total, 100 * trainable / total)
+    return wrapped
 
 
 def check_model_fits(model: PreTrainedModel, tokenizer, max_seq_length: int | None) -> None:
@@ -515,6 +557,9 @@ def write_card(trainer: Trainer, model_args: ModelArguments, data_args: DataArgu
     ``results``: the run's metrics (``train_samples``, ``eval_samples`` and the ``eval_*`` scores).
     """
     if not trainer.is_world_process_zero():
+        return
+    if model_args.peft_method is not None:  # the folder holds an adapter: peft's save_pretrained wrote its card
+        logger.info("--peft_method: %s holds the adapter and peft's card (no config.json for ours)", trainer.args.output_dir)
         return
     dataset_name = dataset_description(data_args)
     dataset = DatasetInfo(

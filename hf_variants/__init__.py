@@ -17,4 +17,12 @@ for _spec in _registry.discover_specs(_models):
     _variant = _importlib.import_module(f"{_models.__name__}.{_spec.name}")
     globals().update({_name: getattr(_variant, _name) for _name in _variant.__all__ if _name != "SPEC"})
 
+from .peft_targets import register_peft_targets as _register_peft_targets
+
+_register_peft_targets()  # LoraConfig / IA3Config(task_type=...) need no target_modules for our model types
+
+from .pipelines import register_pipelines as _register_pipelines
+
+_register_pipelines()  # pipeline("extractive-question-answering") and pipeline("seq2seq-generation")
+
 __version__ = "0.1.0"

@@ -1,20 +1,77 @@
 """`CheckpointSafeTrainer`: transformers' Trainer with atomic checkpoints and saves, resuming only
-from complete checkpoints (`hf_variants.hub.checkpoints`). Its own module because importing
-transformers' Trainer is slow: `import hf_variants` does not pay for it."""
+from complete checkpoints (`hf_variants.hub.checkpoints`), whose ``push_to_hub`` publishes our
+model card. Its own module because importing transformers' Trainer is slow: `import hf_variants`
+does not pay for it."""
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
+
 from transformers import Seq2SeqTrainer, Trainer
 
+from .card import DatasetInfo
 from .checkpoints import AtomicCheckpointsMixin
+from .run_record import write_model_card
+
+logger = logging.getLogger(__name__)
 
 
-class CheckpointSafeTrainer(AtomicCheckpointsMixin, Trainer):
+class ModelCardTrainerMixin:
+    """``Trainer.create_model_card`` (called by ``Trainer.push_to_hub``) writes hf-variants' card
+    (hf_variants.hub.write_model_card: variant description, model-index with the last evaluation's
+    metrics, the training curve plot and run summary) instead of transformers' default one.
+
+    ``dataset`` (``push_to_hub(dataset=...)``) is a :class:`DatasetInfo`, or transformers' string
+    form (a dataset name, with ``dataset_tags`` as its id and ``dataset_args`` as its config). The
+    model-index needs it: without one the card reports no metrics. A folder without our
+    config.json (e.g. a peft adapter) gets transformers' card.
+    """
+
+    def create_model_card(self, language: str | None = None, license: str | None = None, tags=None,
+                          model_name: str | None = None, finetuned_from: str | None = None, tasks=None,
+                          dataset_tags=None, dataset: DatasetInfo | str | list[str] | None = None, dataset_args=None,
+                          **kwargs) -> None:
+        output_dir = Path(self.args.output_dir)
+        if not self.is_world_process_zero():
+            return
+        if not (output_dir / "config.json").is_file():
+            super().create_model_card(language=language, license=license, tags=tags, model_name=model_name,
+                                      finetuned_from=finetuned_from, tasks=tasks, dataset_tags=dataset_tags,
+                                      dataset=dataset, dataset_args=dataset_args, **kwargs)
+            return
+        dataset_info = _dataset_info(dataset, dataset_tags, dataset_args)
+        evaluations = [entry for entry in self.state.log_history if any(key.startswith("eval_") for key in entry)]
+        eval_results = {key: value for key, value in evaluations[-1].items() if key.startswith("eval_")} if evaluations else None
+        if eval_results and dataset_info is None:
+            logger.warning("push_to_hub: pass dataset=DatasetInfo(...) (or a dataset name) to put the metrics in the card")
+            eval_results = None
+        task = tasks[0] if isinstance(tasks, list) and tasks else tasks
+        write_model_card(
+            output_dir, trainer_state=self.state, eval_results=eval_results, training_args=self.args, dataset=dataset_info,
+            task=task, base_model=finetuned_from, model_name=model_name, repo_id=self.hub_model_id,
+            license=license or "apache-2.0", language=language or "en",
+        )
+
+
+def _dataset_info(dataset, dataset_tags, dataset_args) -> DatasetInfo | None:
+    """transformers' (name, tags, args) dataset description -> DatasetInfo (first entries of lists)."""
+    if dataset is None or isinstance(dataset, DatasetInfo):
+        return dataset
+
+    def first(value):
+        return value[0] if isinstance(value, (list, tuple)) and value else value
+
+    name = first(dataset)
+    return DatasetInfo(name=name, id=first(dataset_tags) or name, config=first(dataset_args))
+
+
+class CheckpointSafeTrainer(ModelCardTrainerMixin, AtomicCheckpointsMixin, Trainer):
     """transformers' Trainer whose checkpoints, final save, trainer state and results files are
-    written atomically, and whose ``train(resume_from_checkpoint=True | "last" | path)`` resumes
-    only from a complete checkpoint."""
+    written atomically, whose ``train(resume_from_checkpoint=True | "last" | path)`` resumes only
+    from a complete checkpoint, and whose ``push_to_hub`` publishes our model card."""
 
 
-class CheckpointSafeSeq2SeqTrainer(AtomicCheckpointsMixin, Seq2SeqTrainer):
+class CheckpointSafeSeq2SeqTrainer(ModelCardTrainerMixin, AtomicCheckpointsMixin, Seq2SeqTrainer):
     """transformers' Seq2SeqTrainer (evaluation and prediction by `generate()` with
-    ``--predict_with_generate``) with the atomic checkpoints of `CheckpointSafeTrainer`."""
+    ``--predict_with_generate``) with the atomic checkpoints and model card of `CheckpointSafeTrainer`."""

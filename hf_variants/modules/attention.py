@@ -160,8 +160,14 @@ class MultiHeadAttention(nn.Module):
         """Self-attention projections from different inputs: queries from ``query_input`` (B, M, H),
         keys and values from ``key_value_input`` (B, S, H). The fused weight's query rows and
         key/value rows are used separately (views, no copy)."""
-        weight, bias = self.qkv.weight, self.qkv.bias
         inner = self.inner_size
+        if type(self.qkv) is not nn.Linear:
+            # Wrapped by an adapter (peft's LoRA / (IA)^3 layers): its forward adds what the base
+            # weight lacks, so run the whole projection on both inputs and keep the rows needed.
+            query = self.qkv(query_input)[..., :inner]
+            key, value = self.qkv(key_value_input)[..., inner:].chunk(2, dim=-1)
+            return self._split_heads(query), self._split_heads(key), self._split_heads(value)
+        weight, bias = self.qkv.weight, self.qkv.bias
         query = F.linear(query_input, weight[:inner], None if bias is None else bias[:inner])
         key, value = F.linear(key_value_input, weight[inner:], None if bias is None else bias[inner:]).chunk(2, dim=-1)
         return self._split_heads(query), self._split_heads(key), self._split_heads(value)

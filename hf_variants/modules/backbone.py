@@ -73,8 +73,9 @@ class TransformerPreTrainedModel(CheckpointConversionMixin, RemoteCodeMixin, Pre
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
-        if cls.forward_input_names:
-            cls.forward = _with_named_inputs(cls.forward, cls.forward_input_names)
+        # past_key_values: a decoder's cache, or an encoder's key/value prefix (prefix tuning);
+        # peft passes it only to a forward whose signature names it.
+        cls.forward = _with_named_inputs(cls.forward, ("past_key_values", *cls.forward_input_names))
 
     def __init__(self, config, *args, **kwargs) -> None:
         config.check_architecture()  # a clear ValueError naming the fields, before any module is built
@@ -467,10 +468,17 @@ class TransformerBackbone:
         return self.embeddings.default_position_ids(input_ids, attention_mask, batch, length, device)
 
     def prepare_cache(self, past_key_values: Cache | None, use_cache: bool | None) -> Cache | None:
-        """The cache this call reads and extends. Encoders keep none; DecoderBackbone overrides this."""
-        if past_key_values is not None or use_cache:
-            raise ValueError(f"{type(self).__name__} keeps no cache: past_key_values / use_cache need a DecoderBackbone")
-        return None
+        """The cache this call reads. Encoders keep none between calls (DecoderBackbone overrides
+        this), but accept one holding a prefix of P keys/values per layer (prefix tuning: peft's
+        ``PrefixTuningConfig`` hands one in): every query also attends to those P positions,
+        ``attention_mask`` covers P + T, and the tokens' positions still start at 0."""
+        if use_cache:
+            raise ValueError(f"{type(self).__name__} keeps no cache: use_cache needs a DecoderBackbone")
+        if past_key_values is not None and not isinstance(past_key_values, Cache):
+            raise ValueError(
+                f"past_key_values must be a transformers Cache holding a key/value prefix, got {type(past_key_values).__name__}"
+            )
+        return past_key_values
 
     def _check_state_inputs(
         self, encoder_hidden_states: torch.Tensor | None, memories: SegmentMemory | None, past_key_values, batch: int

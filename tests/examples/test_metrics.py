@@ -1,5 +1,6 @@
-"""hf_variants.metrics against scikit-learn, scipy, the seqeval package and hand-computed SQuAD
-values (the official evaluation scripts' logic, worked out by hand in the comments)."""
+"""hf_variants.metrics (local ``evaluate`` modules shipped with the package) against
+scikit-learn, scipy, the seqeval package called directly, and hand-computed SQuAD values (the
+official evaluation scripts' logic, worked out by hand in the comments)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ from hf_variants.metrics import (
     glue_metrics,
     matthews_corrcoef,
     pearson_and_spearman,
-    seqeval_classification_report,
     seqeval_scores,
     squad_scores,
 )
@@ -57,7 +57,7 @@ def test_classification_edge_cases_and_bad_input():
     assert matthews_corrcoef([1, 1, 1], [0, 1, 0]) == 0.0  # constant prediction: undefined → 0
     assert matthews_corrcoef([0, 1, 0, 1], [0, 1, 0, 1]) == 1.0
     assert matthews_corrcoef([1, 0, 1, 0], [0, 1, 0, 1]) == -1.0
-    assert f1(["pos", "neg"], ["pos", "pos"], pos_label="pos") == pytest.approx(2 / 3)
+    assert f1([1, 0], [1, 1], pos_label=1) == pytest.approx(2 / 3)
     with pytest.raises(ValueError, match="2 predictions but 3 references"):
         accuracy([0, 1], [0, 1, 1])
     with pytest.raises(ValueError, match="empty"):
@@ -173,16 +173,14 @@ def test_seqeval_edge_cases():
 
 
 def test_seqeval_bad_input_and_report():
-    with pytest.raises(ValueError, match="not allowed in the IOB2 scheme"):
+    with pytest.raises(ValueError, match="Invalid token is found: S-PER"):
         seqeval_scores([["S-PER"]], [["S-PER"]], scheme="IOB2", mode="strict")
     with pytest.raises(ValueError, match="sequence 0: 2 true tags but 1 predicted"):
         seqeval_scores([["O", "O"]], [["O"]])
     with pytest.raises(ValueError, match="unknown tagging scheme"):
-        seqeval_scores([["O"]], [["O"]], scheme="BILOU")
+        seqeval_scores([["O"]], [["O"]], scheme="XYZ")
     with pytest.raises(ValueError, match="is not 'O' or"):
         seqeval_scores([["PER"]], [["O"]])
-    report = seqeval_classification_report([["B-PER", "O", "B-geo-loc"]], [["B-PER", "O", "O"]])
-    assert "geo-loc" in report and "micro avg" in report and "0.6667" in report
 
 
 # ------------------------------------------------------------------------------------ SQuAD
@@ -249,3 +247,42 @@ def test_squad_v2_hand_computed_with_thresholds():
     )
     assert "NoAns_exact" not in only_answerable and only_answerable["f1"] == 0.0
     assert all(type(value) in (float, int) for value in scores.values())
+
+
+# ----------------------------------------------------------------- the shipped evaluate modules
+@pytest.mark.parametrize("name", ["accuracy", "f1", "matthews_correlation", "pearsonr", "spearmanr", "seqeval", "squad", "squad_v2"])
+def test_every_hub_metric_name_loads_offline_with_evaluate(name):
+    """``evaluate.load(<folder inside the package>)`` works with the Hub offline (conftest sets
+    HF_HUB_OFFLINE) and gives the Hub metric's keys, computed by the library itself."""
+    import evaluate
+
+    from hf_variants.metrics import metric_path
+
+    metric = evaluate.load(metric_path(name))
+    if name == "seqeval":
+        scores = metric.compute(predictions=[["B-PER", "O", "B-LOC"]], references=[["B-PER", "O", "O"]])
+        assert scores["overall_precision"] == 0.5 and scores["PER"]["number"] == 1
+    elif name.startswith("squad"):
+        prediction = {"id": "q", "prediction_text": "Eiffel Tower in Paris"}
+        if name == "squad_v2":
+            prediction["no_answer_probability"] = 0.0
+        scores = metric.compute(predictions=[prediction], references=[_reference("q", "Eiffel Tower")])
+        assert scores["f1"] == pytest.approx(200 / 3)
+    else:
+        rng = np.random.default_rng(0)
+        references, predictions = rng.integers(0, 2, 50), rng.integers(0, 2, 50)
+        expected = {
+            "accuracy": sklearn.metrics.accuracy_score(references, predictions),
+            "f1": sklearn.metrics.f1_score(references, predictions),
+            "matthews_correlation": sklearn.metrics.matthews_corrcoef(references, predictions),
+            "pearsonr": scipy.stats.pearsonr(predictions, references)[0],
+            "spearmanr": scipy.stats.spearmanr(predictions, references)[0],
+        }[name]
+        assert metric.compute(predictions=predictions, references=references) == {name: pytest.approx(expected, abs=1e-12)}
+
+
+def test_unknown_metric_name_is_a_clear_error():
+    from hf_variants.metrics import metric_path
+
+    with pytest.raises(ValueError, match="no shipped metric 'bleu'"):
+        metric_path("bleu")

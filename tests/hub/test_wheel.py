@@ -94,6 +94,8 @@ with torch.no_grad():
     logits = model(input_ids=ids).logits
 expected = torch.tensor(json.load(open(expected_file)))
 assert torch.allclose(logits, expected, atol=1e-5, rtol=0), (logits, expected)
+from hf_variants.metrics import load_metric  # the evaluate modules ship inside the wheel
+assert load_metric("seqeval").compute(predictions=[["B-PER", "O"]], references=[["B-PER", "O"]])["overall_f1"] == 1.0
 print("OK", hf_variants.__file__)
 """
 
