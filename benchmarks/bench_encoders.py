@@ -397,8 +397,11 @@ def main(argv: list[str] | None = None, program: str = "benchmarks/bench_encoder
         corpus_file = Path(folder) / "corpus.json"
         workloads.Corpus.load().save(corpus_file)
         os.environ["BENCH_CORPUS_JSON"] = str(corpus_file)
-        rows = run_scenarios(names, reps, args.threads, args.quick, not args.no_memory)
-        mfu = run_mfu(args.quick, args.threads) if with_mfu else None
+        try:
+            rows = run_scenarios(names, reps, args.threads, args.quick, not args.no_memory)
+            mfu = run_mfu(args.quick, args.threads) if with_mfu else None
+        finally:
+            del os.environ["BENCH_CORPUS_JSON"]  # the file goes with the folder
     footer = f"total {time.perf_counter() - started:.0f} s; load average after {load_average()}"
     print(footer)
     if args.write:
