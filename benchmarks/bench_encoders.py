@@ -165,6 +165,7 @@ def build_sides(scenario: Scenario, which: tuple[str, ...]):
         else:
             padding = "longest" if scenario.data == "dynamic" else "max_length"
             batches = workloads.classification_batches(corpus, scenario.batch_size, scenario.steps, padding, layout)
+        batches = [{**batch, **encoder_variants.VARIANTS[scenario.variant].extra_inputs} for batch in batches]
 
         def batch_maker(name):
             return lambda index: batches[index % len(batches)]

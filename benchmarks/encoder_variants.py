@@ -57,7 +57,8 @@ class EncoderVariant:
     config: (shape, transformers class) -> transformers config; shape is "mini"/"base" for BERT,
         else a named config.
     layout: how the real sentences are written as this variant's ids.
-    padding_free: whether ours runs its padding-free path (XLNet's relative attention runs padded).
+    padding_free: whether ours runs its padding-free path (XLNet: left-padded rows in length buckets).
+    extra_inputs: further model arguments, the same for both sides.
     """
 
     classes: dict[str, tuple[str, str]]
@@ -65,7 +66,7 @@ class EncoderVariant:
     layout: TokenLayout = BERT_LAYOUT
     padding_free: bool = True
     num_labels: int = 2
-    notes: dict[str, str] = field(default_factory=dict)
+    extra_inputs: dict = field(default_factory=dict)
 
 
 VARIANTS = {
@@ -100,7 +101,9 @@ VARIANTS = {
         config=named_config_for,
         # XLNet's SentencePiece specials: <sep>=4, <cls>=3, <pad>=5; "A <sep> <cls>", left padding.
         layout=TokenLayout(vocab_size=32000, cls_id=3, sep_id=4, pad_id=5, cls_last=True, padding_side="left", segment_ids=False),
-        padding_free=False,
+        # A classifier feeds no next segment: neither side caches every layer's states as mems
+        # (in eval mode both would by default, use_mems_eval=True).
+        extra_inputs={"use_mems": False},
     ),
     "vit": EncoderVariant(
         classes={"image": ("ViTForImageClassification", "ViTForImageClassification")},
