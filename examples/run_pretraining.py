@@ -8,7 +8,8 @@ checkpoint folder (training continues from its weights). The objective defaults 
 paper (BERT: mlm+nsp); the tokenizer is `--tokenizer_name` or one trained on the training text
 (`--tokenizer_kind`, `--vocab_size`). Text comes from `--corpus austen|wikipedia|lee|multilingual`
 (`hf_variants.data`) or `--train_file` (one paragraph per line, an empty line between
-documents: BERT's format). The last `--validation_fraction` of the documents is held out; MLM
+documents: BERT's format). XLM's translation LM (`--objective tlm`) reads a parallel corpus
+instead: `--corpus django-en-fr` (real English-French pairs, `hf_variants.data.load_django_translations`). The last `--validation_fraction` of the documents is held out; MLM
 accuracy and perplexity on it (fixed masks) are reported before and after training in
 `eval_results.json`.
 
@@ -51,19 +52,43 @@ from hf_variants.configs import is_named_config, named_config  # noqa: E402
 from hf_variants.hub.trainer import CheckpointSafeTrainer  # noqa: E402
 from hf_variants.hub.checkpoints import last_complete_checkpoint, resolve_checkpoint  # noqa: E402
 from hf_variants.registry import spec_for  # noqa: E402
-from hf_variants.data import load_corpus  # noqa: E402
+from hf_variants.data import load_corpus, load_django_translations  # noqa: E402
 from hf_variants.objectives import (INPUT_FORMATS, DataCollatorForMaskedLM,  # noqa: E402
                                     DataCollatorForNgramMasking, DataCollatorForPrecomputedMasks,
                                     DataCollatorForReplacedTokenDetection, DataCollatorForSpanMasking,
-                                    make_static_masked_dataset, pretraining_dataset)
+                                    DataCollatorForTranslationLM, make_static_masked_dataset,
+                                    pretraining_dataset, tlm_dataset)
+from hf_variants.objectives import DataCollatorForPermutationLM  # noqa: E402
 from hf_variants.objectives.masking import SeededRNG  # noqa: E402
 from hf_variants.tokenization import TOKENIZER_KINDS, train_tokenizer  # noqa: E402
 
 logger = logging.getLogger("run_pretraining")
 
 MASKING_SCHEMES = {"mlm": DataCollatorForMaskedLM, "span": DataCollatorForSpanMasking,
-                   "ngram": DataCollatorForNgramMasking, "rtd": DataCollatorForReplacedTokenDetection}
+                   "ngram": DataCollatorForNgramMasking, "rtd": DataCollatorForReplacedTokenDetection,
+                   "plm": DataCollatorForPermutationLM, "tlm": DataCollatorForTranslationLM}
+# Schemes with a pretraining head of their own (AutoModelForPreTraining) and no sentence task:
+# ELECTRA's generator + discriminator, XLNet's two-stream permutation LM.
+STANDALONE_SCHEMES = ("rtd", "plm")
+# Schemes whose collator names its rate otherwise, with the paper's rate: XLNet predicts 1/K of
+# the tokens, K = 6 (the content stream is never corrupted, so there is no mask rate).
+PREDICTION_RATES = {"plm": ("plm_probability", 1 / 6)}
 SENTENCE_TASKS = ("nsp", "sop")
+# Parallel corpora (rows with a `translation` dict, the Hub's format) for the objectives that need one.
+PARALLEL_CORPORA = {"django-en-fr": load_django_translations}
+
+
+def tlm_examples(pairs: datasets.Dataset, tokenizer, max_length: int, config) -> datasets.Dataset:
+    """XLM's TLM rows: each pair concatenated, positions restarting, language ids per half from
+    `config.lang2id` (the pair's two languages, in the order of the translation dicts)."""
+    first, second = pairs[0]["translation"]
+    return tlm_dataset(pairs, tokenizer, first, second, config.lang2id, max_length)
+
+
+# Objectives whose rows are not one of `pretraining_dataset`'s input formats: objective ->
+# (text, tokenizer, max_length, config) -> rows. Their masks are drawn per batch (dynamic only).
+OWN_EXAMPLE_BUILDERS = {"tlm": tlm_examples}
+PARALLEL_OBJECTIVES = ("tlm",)
 
 
 @dataclass
@@ -71,19 +96,21 @@ class PretrainingArguments:
     model_name_or_path: str = field(default="bert-mini", metadata={
         "help": "a modeling_configs/ name (from scratch) or a checkpoint folder"})
     objective: str | None = field(default=None, metadata={
-        "help": "mlm | span | ngram, optionally +nsp or +sop (mlm+nsp, mlm+sop, ngram+sop), or rtd (ELECTRA); "
-                "default: the model's paper"})
+        "help": "mlm | span | ngram, optionally +nsp or +sop (mlm+nsp, mlm+sop, ngram+sop), rtd (ELECTRA), "
+                "plm (XLNet) or tlm (XLM, with a parallel --corpus); default: the model's paper"})
     masking: str = field(default="dynamic", metadata={"help": "dynamic (RoBERTa) or static (BERT)"})
     static_copies: int = field(default=10, metadata={"help": "static masking: masked copies of the data (BERT: 10)"})
     whole_word_mask: bool = field(default=False, metadata={"help": "mlm: mask whole words"})
     mlm_probability: float | None = field(default=None, metadata={
-        "help": "fraction of tokens masked; default: the config's mlm_probability (ELECTRA-Large: 0.25), else 0.15"})
+        "help": "fraction of tokens masked (plm: predicted); default: the config's mlm_probability (ELECTRA-Large: "
+                "0.25), else the paper's (0.15; plm: 1/6)"})
     input_format: str | None = field(default=None, metadata={
         "help": f"one of {INPUT_FORMATS}; default full-sentences, or segment-pair with nsp/sop"})
     tokenizer_name: str | None = field(default=None, metadata={"help": "a tokenizer folder; default: train one"})
     tokenizer_kind: str | None = field(default=None, metadata={"help": f"for training one: {TOKENIZER_KINDS}"})
     vocab_size: int = field(default=8000, metadata={"help": "for training a tokenizer"})
-    corpus: str | None = field(default=None, metadata={"help": "austen | wikipedia | lee | multilingual (hf_variants.data)"})
+    corpus: str | None = field(default=None, metadata={
+        "help": "austen | wikipedia | lee | multilingual (hf_variants.data), or django-en-fr (parallel, for tlm)"})
     train_file: str | None = field(default=None, metadata={"help": "text: a paragraph per line, blank line between documents"})
     max_documents: int | None = field(default=None, metadata={"help": "use only the first N documents"})
     validation_fraction: float = field(default=0.05, metadata={"help": "documents held out for evaluation"})
@@ -98,9 +125,11 @@ class PretrainingArguments:
 def parse_objective(objective: str) -> tuple[str, str | None]:
     masking, _, sentence_task = objective.partition("+")
     if masking not in MASKING_SCHEMES or (sentence_task and sentence_task not in SENTENCE_TASKS):
-        raise ValueError(f"unknown objective {objective!r}: use mlm, span or ngram, optionally +nsp or +sop, or rtd")
-    if masking == "rtd" and sentence_task:
-        raise ValueError(f"objective {objective!r}: ELECTRA's replaced token detection has no sentence task")
+        raise ValueError(f"unknown objective {objective!r}: use mlm, span or ngram, optionally +nsp or +sop, "
+                         "or rtd, plm or tlm")
+    if (masking in STANDALONE_SCHEMES or masking in OWN_EXAMPLE_BUILDERS) and sentence_task:
+        raise ValueError(f"objective {objective!r}: {masking} (ELECTRA's replaced token detection, XLNet's "
+                         "permutation LM, XLM's translation LM) has no sentence task")
     return masking, sentence_task or None
 
 
@@ -124,11 +153,25 @@ def read_text_file(path: str) -> datasets.Dataset:
     return datasets.Dataset.from_dict({"document": documents, "text": texts})
 
 
-def load_text(args: PretrainingArguments, minimum_documents: int) -> tuple[datasets.Dataset, datasets.Dataset]:
-    """The corpus split by document into (train, validation), each of >= `minimum_documents`."""
+def load_parallel_corpus(name: str) -> datasets.Dataset:
+    """A parallel corpus with a `text` column added (both sides on one line, for training the tokenizer)."""
+    pairs = PARALLEL_CORPORA[name]()
+    return pairs.map(lambda row: {"text": "\n".join(row["translation"].values())})
+
+
+def load_text(args: PretrainingArguments, minimum_documents: int,
+              parallel: bool = False) -> tuple[datasets.Dataset, datasets.Dataset]:
+    """The corpus split by document into (train, validation), each of >= `minimum_documents`.
+    With `parallel`, the corpus must be one of PARALLEL_CORPORA (its rows keep `translation`)."""
     if (args.corpus is None) == (args.train_file is None):
         raise ValueError("give exactly one of --corpus and --train_file")
-    corpus = load_corpus(args.corpus) if args.corpus else read_text_file(args.train_file)
+    if parallel != (args.corpus in PARALLEL_CORPORA):
+        raise ValueError(f"--corpus {args.corpus or args.train_file!r}: the objectives {PARALLEL_OBJECTIVES} need a "
+                         f"parallel corpus ({', '.join(PARALLEL_CORPORA)}) and the others plain text")
+    if parallel:
+        corpus = load_parallel_corpus(args.corpus)
+    else:
+        corpus = load_corpus(args.corpus) if args.corpus else read_text_file(args.train_file)
     document_ids = np.asarray(corpus["document"])
     unique = list(dict.fromkeys(document_ids.tolist()))
     if args.max_documents:
@@ -169,7 +212,7 @@ def load_model(args: PretrainingArguments, config, from_scratch: bool, tokenizer
                masking: str = "mlm"):
     # A pretraining head of its own (NSP/SOP, SpanBERT's SBO, ELECTRA's generator + discriminator)
     # goes through AutoModelForPreTraining.
-    own_head = sentence_task or hasattr(config, "sbo_weight") or masking == "rtd"
+    own_head = sentence_task or hasattr(config, "sbo_weight") or masking in STANDALONE_SCHEMES
     auto_class = AutoModelForPreTraining if own_head else AutoModelForMaskedLM
     longest = max(args.max_seq_length, args.phase2_max_seq_length if args.phase2_fraction else 0)
     if longest > getattr(config, "max_position_embeddings", longest):
@@ -185,6 +228,20 @@ def load_model(args: PretrainingArguments, config, from_scratch: bool, tokenizer
         raise ValueError(f"the checkpoint's vocabulary ({model.config.vocab_size}) does not match the tokenizer's "
                          f"({len(tokenizer)})")
     return model
+
+
+def set_language_ids(config, pairs: datasets.Dataset) -> None:
+    """Give the pair's languages ids in `config.lang2id` (a checkpoint's ids are kept; a config
+    without them numbers the languages in order), refusing a model without language ids."""
+    if not hasattr(config, "n_langs"):
+        raise ValueError(f"objective tlm needs a model with language embeddings (XLM), not {config.model_type}")
+    languages = list(pairs[0]["translation"])
+    lang2id = dict(config.lang2id or {})
+    for language in languages:
+        lang2id.setdefault(language, len(lang2id))
+    if len(lang2id) > config.n_langs:
+        raise ValueError(f"languages {sorted(lang2id)} do not fit the model's n_langs={config.n_langs}")
+    config.lang2id, config.id2lang = lang2id, {i: language for language, i in lang2id.items()}
 
 
 class ModelInputs:
@@ -265,9 +322,9 @@ def checkpoint_to_resume(args: PretrainingArguments, training_args: TrainingArgu
 
 @torch.no_grad()
 def evaluate(model, examples: datasets.Dataset, collator, batch_size: int) -> dict[str, float]:
-    """MLM loss / perplexity / accuracy on masked tokens (+ sentence-relation accuracy)."""
+    """MLM loss / perplexity / accuracy on masked tokens (+ sentence-relation loss and accuracy)."""
     model.eval()
-    total_loss, correct, predicted, relation_correct, relations = 0.0, 0, 0, 0, 0
+    total_loss, correct, predicted, relation_correct, relations, relation_loss = 0.0, 0, 0, 0, 0, 0.0
     sbo_total, sbo_count = 0.0, 0
     rtd_total, rtd_correct, rtd_tokens = 0.0, 0, 0
     for start in range(0, len(examples), batch_size):
@@ -297,6 +354,7 @@ def evaluate(model, examples: datasets.Dataset, collator, batch_size: int) -> di
         relation_labels = batch.get("next_sentence_label", batch.get("sentence_order_label"))
         if relation_logits is not None and relation_labels is not None:
             relation_correct += (relation_logits.argmax(-1) == relation_labels).sum().item()
+            relation_loss += F.cross_entropy(relation_logits.float(), relation_labels, reduction="sum").item()
             relations += relation_labels.numel()
     if predicted == 0:
         raise ValueError("the validation set produced no masked tokens")
@@ -307,14 +365,19 @@ def evaluate(model, examples: datasets.Dataset, collator, batch_size: int) -> di
     if rtd_tokens:
         results.update(discriminator_loss=rtd_total / rtd_tokens, discriminator_accuracy=rtd_correct / rtd_tokens)
     if relations:
-        results["sentence_relation_accuracy"] = relation_correct / relations
+        results.update(sentence_relation_accuracy=relation_correct / relations,
+                       sentence_relation_loss=relation_loss / relations)
     return results
 
 
 def build_examples(text: datasets.Dataset, tokenizer, input_format: str, max_length: int,
-                   sentence_task: str | None, args: PretrainingArguments, seed: int) -> datasets.Dataset:
-    examples = pretraining_dataset(text, tokenizer, input_format, max_length, task=sentence_task,
-                                   short_seq_prob=args.short_seq_prob, seed=seed)
+                   sentence_task: str | None, args: PretrainingArguments, seed: int, masking: str = "mlm",
+                   config=None) -> datasets.Dataset:
+    if masking in OWN_EXAMPLE_BUILDERS:
+        examples = OWN_EXAMPLE_BUILDERS[masking](text, tokenizer, max_length, config)
+    else:
+        examples = pretraining_dataset(text, tokenizer, input_format, max_length, task=sentence_task,
+                                       short_seq_prob=args.short_seq_prob, seed=seed)
     if len(examples) == 0:
         raise ValueError(f"no {input_format} examples could be built from the text")
     return examples
@@ -333,15 +396,25 @@ def main(argv: list[str] | None = None) -> dict:
     # The paper's objective, from the variant's spec.
     masking, sentence_task = parse_objective(args.objective or spec_for(config.model_type).pretraining_objective)
     input_format = args.input_format or ("segment-pair" if sentence_task else "full-sentences")
+    if masking in OWN_EXAMPLE_BUILDERS:  # rows of the objective's own shape (TLM: one translation pair each)
+        if args.input_format:
+            raise ValueError(f"--input_format does not apply to objective {masking!r}: it builds its own rows")
+        input_format = f"{masking} rows"
     if (input_format in ("segment-pair", "sentence-pair")) != bool(sentence_task):
         raise ValueError(f"--input_format {input_format} does not fit objective {args.objective!r}: pair formats "
                          "go with +nsp/+sop, full-sentences/doc-sentences with plain masking")
     if args.masking not in ("dynamic", "static"):
         raise ValueError(f"--masking must be dynamic or static, got {args.masking!r}")
+    if args.masking == "static" and (masking in STANDALONE_SCHEMES or masking in OWN_EXAMPLE_BUILDERS):
+        raise ValueError(f"--masking static stores MLM masks; objective {masking} draws its targets per batch "
+                         "(use --masking dynamic)")
     if not 0 <= args.phase2_fraction < 1:
         raise ValueError(f"--phase2_fraction must be in [0, 1), got {args.phase2_fraction}")
 
-    train_text, validation_text = load_text(args, minimum_documents=2 if sentence_task == "nsp" else 1)
+    train_text, validation_text = load_text(args, minimum_documents=2 if sentence_task == "nsp" else 1,
+                                            parallel=masking in PARALLEL_OBJECTIVES)
+    if masking == "tlm":
+        set_language_ids(config, train_text)
     checkpoint = checkpoint_to_resume(args, training_args)
     # Under DDP every process must use the same vocabulary, and `tokenizers` training is not
     # deterministic across processes: the main process trains and saves it, the others load it.
@@ -361,15 +434,15 @@ def main(argv: list[str] | None = None) -> dict:
     masking_options = {"whole_word_mask": True} if args.whole_word_mask and masking == "mlm" else {}
     if masking == "span" and hasattr(model.config, "max_span_length"):
         masking_options["max_sbo_offset"] = model.config.max_span_length  # the SBO position table's size
-    mlm_probability = args.mlm_probability or getattr(config, "mlm_probability", 0.15)
-    make_collator = functools.partial(MASKING_SCHEMES[masking], tokenizer, mlm_probability=mlm_probability,
-                                      **masking_options)
+    rate_name, paper_rate = PREDICTION_RATES.get(masking, ("mlm_probability", 0.15))
+    masking_options[rate_name] = args.mlm_probability or getattr(config, rate_name, paper_rate)
+    make_collator = functools.partial(MASKING_SCHEMES[masking], tokenizer, **masking_options)
 
     phase_lengths = [args.max_seq_length] + ([args.phase2_max_seq_length] if args.phase2_fraction else [])
-    phases = [build_examples(train_text, tokenizer, input_format, length, sentence_task, args, training_args.seed)
-              for length in phase_lengths]
+    phases = [build_examples(train_text, tokenizer, input_format, length, sentence_task, args, training_args.seed,
+                             masking, model.config) for length in phase_lengths]
     validation = build_examples(validation_text, tokenizer, input_format, args.max_seq_length, sentence_task, args,
-                                training_args.seed + 1)
+                                training_args.seed + 1, masking, model.config)
     if args.masking == "static":
         phases = [make_static_masked_dataset(p, tokenizer, args.static_copies, training_args.seed + i, make_collator())
                   for i, p in enumerate(phases)]

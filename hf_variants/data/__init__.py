@@ -8,6 +8,7 @@ Sources, sizes and licences are listed in the README's "Data" section. Public AP
 - ``load_real_text_qa``, ``load_sentence_pairs``: QA and sentence-pair sets built from real text.
 - ``load_fashion_mnist``, ``load_digits``: labelled grayscale images (``image``, ``label``).
 - ``load_multilingual_text``: real French, German, Dutch, Spanish and Italian text (mBERT / XLM tokenizers).
+- ``load_django_translations``: real English-French pairs (Django's translation catalogs; XLM's TLM).
 - ``load_named_dataset(name, config_name)``: the above by ``hf_variants/<name>``.
 - ``check_columns(dataset, required, purpose)``: a clear error for missing columns.
 """
@@ -17,6 +18,7 @@ from .fetch import cache_dir
 from .images import load_digits, load_fashion_mnist
 from .labelled import load_rt_polarity, load_wnut16, load_wsj_pos
 from .multilingual import MULTILINGUAL_LANGUAGES, load_multilingual_text
+from .parallel import load_django_translations
 from .registry import DATASET_NAMES, check_columns, load_named_dataset
 from .sentences import sentence_spans, split_sentences
 from .text_tasks import load_real_text_qa, load_sentence_pairs
@@ -30,6 +32,7 @@ __all__ = [
     "corpus_text_file",
     "load_corpus",
     "load_digits",
+    "load_django_translations",
     "load_fashion_mnist",
     "load_multilingual_text",
     "load_named_dataset",

@@ -77,6 +77,8 @@ def test_other_objectives_static_masking_and_two_phases(tmp_path):
     results = script.main(COMMON + ["--objective", "ngram+sop", "--max_steps", "2", "--save_steps", "100",
                                     "--output_dir", str(tmp_path / "sop")])
     assert "sentence_relation_accuracy" in results["after_training"]
+    # An untrained 2-way head scores near chance: its cross-entropy is near ln 2.
+    assert abs(results["before_training"]["sentence_relation_loss"] - 0.693) < 0.2
     with pytest.raises(ValueError, match="does not fit objective"):
         script.main(COMMON + ["--objective", "mlm", "--input_format", "segment-pair", "--output_dir",
                               str(tmp_path / "bad")])
