@@ -1,8 +1,6 @@
-"""Workloads for ``bench_bert.py``: real sentences, the real WordPiece tokenizer, batches, models
-and the timed step of each scenario.
-
-Every scenario builds the transformers model first (seeded), converts it with
-``hf_variants.from_transformers`` (identical weights), and feeds both the same batches.
+"""Workloads for the encoder benchmarks (``bench_encoders.py``, ``bench_bert.py``): real sentences,
+the real WordPiece tokenizer, each variant's token layout, batches, and the timed step of a side.
+The models of each variant are declared in ``encoder_variants.py``.
 """
 
 from __future__ import annotations
@@ -20,17 +18,8 @@ from typing import Callable
 import torch
 import transformers
 
-import hf_variants
-from hf_variants.conversion import shared_config_fields
-
 MOVIE_REVIEWS_MEMBER = "hutto_ICWSM_2014/movieReviewSnippets_GroundTruth.txt"
 MAX_LENGTH = 128  # the padded length of the "pad to 128" rows and the full-length rows
-
-# Architectures of the named configs in modeling_configs/ (transformers' field names).
-SHAPES = {
-    "mini": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024),
-    "base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072),
-}
 
 
 # ----------------------------------------------------------------------------- data
@@ -121,34 +110,74 @@ class Corpus:
         return [range(i * batch_size, (i + 1) * batch_size) for i in range(count)]
 
 
-def classification_batches(corpus: Corpus, batch_size: int, count: int, padding: str) -> list[dict]:
+@dataclass(frozen=True)
+class TokenLayout:
+    """How one variant writes the benchmark's real sentences as ids: its special tokens, padding
+    side and vocabulary size. The sentences are tokenised once with the real bert-base-uncased
+    WordPiece; other variants reuse those real id sequences (what their speed depends on is how the
+    lengths vary) with their own specials, regular ids folded into their vocabulary."""
+
+    vocab_size: int = 30522
+    cls_id: int = 101  # [CLS] / <s>: first token, or last with ``cls_last``
+    sep_id: int = 102  # [SEP] / </s>
+    pad_id: int = 0
+    cls_last: bool = False  # XLNet: "A <sep> <cls>", summarised at the last token
+    padding_side: str = "right"  # XLNet's tokenizer pads on the left, so <cls> stays last
+    segment_ids: bool = True  # the batch carries token_type_ids (all zeros: single sentences)
+
+    def encode(self, body: list[int]) -> list[int]:
+        """WordPiece ids of a text without its specials -> this layout's ids with its specials."""
+        folded = [i if i < self.vocab_size else FIRST_REGULAR_ID + (i - FIRST_REGULAR_ID) % (self.vocab_size - FIRST_REGULAR_ID) for i in body]
+        return [*folded, self.sep_id, self.cls_id] if self.cls_last else [self.cls_id, *folded, self.sep_id]
+
+    def pad(self, rows: list[list[int]], length: int | None = None) -> dict[str, torch.Tensor]:
+        """(B, T) input_ids, attention_mask (and zero token_type_ids), T = ``length`` or the longest row."""
+        length = length or max(map(len, rows))
+        input_ids = torch.full((len(rows), length), self.pad_id)
+        attention_mask = torch.zeros((len(rows), length), dtype=torch.long)
+        for row, ids in enumerate(rows):
+            span = slice(length - len(ids), length) if self.padding_side == "left" else slice(0, len(ids))
+            input_ids[row, span] = torch.tensor(ids)
+            attention_mask[row, span] = 1
+        batch = {"input_ids": input_ids}
+        if self.segment_ids:
+            batch["token_type_ids"] = torch.zeros_like(input_ids)
+        batch["attention_mask"] = attention_mask
+        return batch
+
+
+FIRST_REGULAR_ID = 1000  # WordPiece ids below this are specials and [unused] slots
+BERT_LAYOUT = TokenLayout()
+
+
+def classification_batches(corpus: Corpus, batch_size: int, count: int, padding: str, layout: TokenLayout = BERT_LAYOUT) -> list[dict]:
     """Padded classification batches: ``padding`` is "longest" (dynamic) or "max_length" (to 128)."""
     batches = []
     for rows in corpus.chunks(batch_size, count):
-        batch = corpus.tokenizer.pad([corpus.features[i] for i in rows], padding=padding, max_length=MAX_LENGTH, return_tensors="pt")
+        ids = [layout.encode(corpus.features[i]["input_ids"][1:-1]) for i in rows]
+        batch = layout.pad(ids, MAX_LENGTH if padding == "max_length" else None)
         batch["labels"] = torch.tensor([corpus.labels[i] for i in rows])
-        batches.append(dict(batch))
+        batches.append(batch)
     return batches
 
 
-def full_length_batches(corpus: Corpus, batch_size: int, count: int, token_labels: bool = False) -> list[dict]:
+def full_length_batches(corpus: Corpus, batch_size: int, count: int, token_labels: bool = False,
+                        layout: TokenLayout = BERT_LAYOUT) -> list[dict]:
     """Sentences concatenated into rows of exactly 128 tokens ([CLS] text [SEP]): no padding at all.
 
-    Labels: the sentence label of each row, or with ``token_labels`` a (B, 128) per-token target
-    (1 where the WordPiece is a "##" continuation, 0 elsewhere, -100 on [CLS]/[SEP])."""
+    Labels: the sentence label of each row, or with ``token_labels`` (WordPiece layout only) a
+    (B, 128) per-token target (1 where the WordPiece is a "##" continuation, 0 elsewhere, -100 on
+    [CLS]/[SEP])."""
+    if token_labels and layout != BERT_LAYOUT:
+        raise ValueError("token labels are defined on the WordPiece layout only")
     stream = [token for feature in corpus.features for token in feature["input_ids"][1:-1]]
     body = MAX_LENGTH - 2
-    cls_id, sep_id = corpus.tokenizer.cls_token_id, corpus.tokenizer.sep_token_id
-    rows = [[cls_id, *stream[i * body:(i + 1) * body], sep_id] for i in range(batch_size * count)]
+    rows = [layout.encode(stream[i * body:(i + 1) * body]) for i in range(batch_size * count)]
     batches = []
     for start in range(0, len(rows), batch_size):
-        input_ids = torch.tensor(rows[start:start + batch_size])
-        batches.append({
-            "input_ids": input_ids,
-            "attention_mask": torch.ones_like(input_ids),
-            "token_type_ids": torch.zeros_like(input_ids),
-            "labels": word_piece_labels(corpus.tokenizer, input_ids) if token_labels else torch.tensor(corpus.labels[start:start + batch_size]),
-        })
+        batch = layout.pad(rows[start:start + batch_size])
+        batch["labels"] = word_piece_labels(corpus.tokenizer, batch["input_ids"]) if token_labels else torch.tensor(corpus.labels[start:start + batch_size])
+        batches.append(batch)
     return batches
 
 
@@ -169,43 +198,6 @@ def mlm_collators(tokenizer) -> tuple[Callable, Callable, str]:
     except ImportError:
         return theirs, theirs, "transformers' DataCollatorForLanguageModeling for both (hf_variants.objectives not present)"
     return theirs, DataCollatorForMaskedLM(tokenizer, mlm_probability=0.15), "ours: hf_variants DataCollatorForMaskedLM"
-
-
-# ----------------------------------------------------------------------------- models
-THEIR_CLASSES = {
-    "mlm": transformers.BertForMaskedLM,
-    "cls": transformers.BertForSequenceClassification,
-    "tokens": transformers.BertForTokenClassification,
-}
-OUR_CLASSES = {
-    "mlm": hf_variants.BertForMaskedLM,
-    "cls": hf_variants.BertForSequenceClassification,
-    "tokens": hf_variants.BertForTokenClassification,
-}
-
-
-def build_models(task: str, shape: str, which: tuple[str, ...] = ("transformers", "ours")) -> dict[str, torch.nn.Module]:
-    """{"transformers": model, "ours": model}, or the one side in ``which``.
-
-    With both sides, ours is converted from theirs (identical weights). With one side only that
-    model is built (from the same configuration), so a memory process holds nothing else and
-    carries no heap left behind by a second model. Both run SDPA attention; ours runs the
-    padding-free path and sparse MLM prediction (set explicitly, whatever the config defaults).
-    """
-    torch.manual_seed(0)
-    config = transformers.BertConfig(**SHAPES[shape], num_labels=2, attn_implementation="sdpa")
-    models = {}
-    if "transformers" in which or len(which) > 1:
-        models["transformers"] = THEIR_CLASSES[task](config)
-    if "ours" in which:
-        if "transformers" in models:
-            models["ours"] = hf_variants.from_transformers(models["transformers"])
-        else:
-            our_config = hf_variants.BertConfig(**shared_config_fields(config, hf_variants.BertConfig))
-            models["ours"] = OUR_CLASSES[task](our_config)
-        models["ours"].config.sparse_prediction = True
-        models["ours"].config.padding_free = True
-    return {name: models[name] for name in which}
 
 
 # ----------------------------------------------------------------------------- steps

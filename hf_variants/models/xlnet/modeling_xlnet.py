@@ -14,7 +14,9 @@ What is XLNet's own, on top of ``hf_variants.modules``:
 - memory: each layer's input states of earlier segments (:class:`~hf_variants.modules.memory.SegmentMemory`),
   accepted and returned as transformers' ``mems``: one (M, B, H) tensor per layer, time first.
 
-Everything runs in the padded layout (relative positions and permutation masks are defined there).
+Everything runs in the padded layout (relative positions and permutation masks are defined there);
+with ``padding_free``, left-padded batches of plain encoding run in length buckets, each cut to its
+own longest row (exact at real tokens: the relative terms depend on i - j only).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from ...modules.feed_forward import FeedForward
 from ...modules.heads import SequenceSummary, check_class_labels
 from ...modules.memory import SegmentMemory
 from ...modules.norms import build_norm
-from ...modules.padding import additive_mask
+from ...modules.padding import additive_mask, bucket_rows, worth_unpadding
 from ...modules.relative_attention import RelativeAttention, relative_encodings
 from ...modules.task_models import (
     EncoderForMultipleChoice,
@@ -248,8 +250,9 @@ class XLNetModel(XLNetPreTrainedModel):
             token_type_ids: (B, T) segment ids (only equality between two tokens matters).
             use_mems: return the next segment's ``mems`` (default: config.use_mems_eval /
                 use_mems_train by training mode).
-        The shared task bases' layout arguments (``summary_only``, ``output_positions``, ...) are
-        accepted and ignored: XLNet always computes every position in the padded layout.
+        The shared task bases' layout arguments are read only to decide whether left-padded rows
+        may run in length buckets (:meth:`_runs_in_length_buckets`, ``config.padding_free``);
+        ``output_positions`` and the like are ignored: XLNet computes every position.
         """
         config = self.config
         for name in ("position_ids",):
@@ -275,6 +278,11 @@ class XLNetModel(XLNetPreTrainedModel):
             check_shape(token_type_ids, (batch, length), "token_type_ids")
         if target_mapping is not None and (target_mapping.dim() != 3 or tuple(target_mapping.shape[::2]) != (batch, length)):
             raise ValueError(f"target_mapping must be (batch={batch}, num_predict, length={length}), got {tuple(target_mapping.shape)}")
+
+        if self._runs_in_length_buckets(attention_mask, mems, perm_mask, target_mapping, use_mems,
+                                        output_attentions or output_hidden_states, kwargs):
+            result = self._forward_in_length_buckets(inputs_embeds, attention_mask, token_type_ids)
+            return result if return_dict else result.to_tuple()
 
         # mems: transformers' (M, B, H) per layer <-> the shared memory's (B, M, H).
         if mems is not None and (len(mems) == 0 or mems[0] is None):
@@ -323,6 +331,53 @@ class XLNetModel(XLNetPreTrainedModel):
             attentions=tuple(all_attentions) if output_attentions else None,
         )
         return result if return_dict else result.to_tuple()
+
+
+    def _runs_in_length_buckets(self, attention_mask, mems, perm_mask, target_mapping, use_mems, outputs_per_layer,
+                                layout: dict) -> bool:
+        """Whether this call may run its rows in length buckets (``config.padding_free``, or the
+        caller's ``padding_free``): a plain bidirectional encoding (no memory in or out, no
+        permutation or targets, no per-layer outputs, no ``bi_data``) of a left-padded batch
+        (every row ends at the last position, as XLNet's tokenizer pads) with enough padding to
+        be worth it, read only where real tokens sit (not ``reads_padding``; a summary head reads
+        the last token, or the mean)."""
+        allowed = layout.get("padding_free")
+        config = self.config
+        if not (config.padding_free if allowed is None else allowed) or attention_mask is None:
+            return False
+        if mems is not None or perm_mask is not None or target_mapping is not None or use_mems or outputs_per_layer:
+            return False
+        if config.attn_type != "bi" or config.bi_data or layout.get("reads_padding"):
+            return False
+        if layout.get("summary_only") and config.summary_type not in ("last", "last_real", "mean"):
+            return False
+        real = attention_mask.bool()
+        left_padded = bool(real[:, -1].all()) and bool((real[:, 1:] >= real[:, :-1]).all())
+        return left_padded and worth_unpadding(attention_mask)
+
+    def _forward_in_length_buckets(
+        self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None
+    ) -> XLNetBackboneOutput:
+        """Left-padded rows grouped by length (:func:`~hf_variants.modules.padding.bucket_rows`), each
+        group encoded cut to its own longest row: the padding a group does not need costs nothing.
+
+        Exact at real tokens: every term of XLNet's attention depends on positions only through
+        i - j, so dropping padding keys (masked anyway) from the left changes nothing; the outputs
+        at padding positions are zeros, as in the shared padding-free path.
+        inputs_embeds (B, T, H), attention_mask (B, T) -> last_hidden_state (B, T, H)."""
+        batch, length, hidden = inputs_embeds.shape
+        lengths = attention_mask.sum(dim=1).tolist()
+        output = inputs_embeds.new_zeros(batch, length, hidden)
+        for rows in bucket_rows(lengths):
+            index = torch.tensor(rows, device=inputs_embeds.device)
+            window = slice(length - max(lengths[row] for row in rows), length)
+            mask = attention_mask[index, window]
+            part = self(
+                inputs_embeds=inputs_embeds[index, window], attention_mask=mask, use_mems=False, return_dict=True,
+                token_type_ids=None if token_type_ids is None else token_type_ids[index, window], padding_free=False,
+            ).last_hidden_state
+            output[index, window] = part * mask[..., None].to(part.dtype)
+        return XLNetBackboneOutput(last_hidden_state=output)
 
 
 def check_shape(tensor: torch.Tensor, expected: tuple[int, ...], name: str) -> None:

@@ -1,0 +1,93 @@
+"""XLNet's ``padding_free``: left-padded batches run in length buckets, each cut to its own longest
+row. At real tokens it equals transformers' padded XLNet (outputs, classification logits, losses
+and every parameter gradient); padding positions are zeros; anything it cannot run exactly
+(right padding, memory, permutation masks, per-layer outputs) runs padded."""
+
+import pytest
+import torch
+import transformers
+
+import hf_variants
+from hf_variants.conversion import WEIGHTS
+
+ATOL = 1e-5
+TINY = dict(vocab_size=99, d_model=32, n_layer=2, n_head=4, d_inner=37, mem_len=5, pad_token_id=5, num_labels=3)
+# Lengths spread so that bucket_rows makes several buckets, and one row long enough to set T.
+LENGTHS = [12, 3, 4, 11, 7, 3, 12, 5]
+
+
+def left_padded(lengths=LENGTHS, seed: int = 1) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    width = max(lengths)
+    ids = torch.randint(6, TINY["vocab_size"], (len(lengths), width), generator=g)
+    mask = (torch.arange(width)[None, :] >= width - torch.tensor(lengths)[:, None]).long()
+    segments = torch.randint(0, 2, ids.shape, generator=g)
+    return {"input_ids": ids.masked_fill(mask == 0, 5), "attention_mask": mask, "token_type_ids": segments}
+
+
+def pair(head: str, implementation: str, **overrides):
+    torch.manual_seed(0)
+    theirs = getattr(transformers, f"XLNet{head}")(transformers.XLNetConfig(**{**TINY, **overrides}))
+    ours = hf_variants.from_transformers(theirs)
+    ours.config._attn_implementation = implementation
+    ours.config.padding_free = True
+    return theirs, ours
+
+
+def spy_on_layer_lengths(backbone) -> list[int]:
+    """Records the sequence length each call of the backbone's first layer sees."""
+    seen = []
+    backbone.layers[0].register_forward_hook(lambda module, args, out: seen.append(args[0].shape[1]))
+    return seen
+
+
+@pytest.mark.parametrize("implementation", ["eager", "sdpa"])
+def test_bare_model_equals_transformers_at_real_tokens_and_zero_at_padding(implementation):
+    theirs, ours = pair("Model", implementation)
+    inputs = left_padded()
+    seen = spy_on_layer_lengths(ours)
+    with torch.no_grad():
+        expected = theirs.eval()(**inputs, use_mems=False).last_hidden_state
+        got = ours.eval()(**inputs, use_mems=False).last_hidden_state
+    real = inputs["attention_mask"].bool()
+    torch.testing.assert_close(got[real], expected[real], atol=ATOL, rtol=0)
+    assert (got[~real] == 0).all()
+    assert len(seen) > 1 and max(seen) == max(LENGTHS) and min(seen) < max(LENGTHS)  # buckets, each cut short
+
+
+@pytest.mark.parametrize("implementation", ["eager", "sdpa"])
+def test_sequence_classification_training_step_equals_transformers(implementation):
+    theirs, ours = pair("ForSequenceClassification", implementation, dropout=0.0, summary_last_dropout=0.0)
+    inputs = {**left_padded(), "labels": torch.tensor([0, 1, 2, 0, 1, 2, 0, 1])}
+    seen = spy_on_layer_lengths(ours.transformer)
+    expected, got = theirs.train()(**inputs), ours.train()(**inputs)
+    assert len(seen) > 1  # the bucketed path ran
+    torch.testing.assert_close(got.logits, expected.logits, atol=ATOL, rtol=0)
+    torch.testing.assert_close(got.loss, expected.loss, atol=ATOL, rtol=0)
+    expected.loss.backward()
+    got.loss.backward()
+    ours_grads = dict(ours.named_parameters())
+    theirs_grads = {name: p.grad for name, p in theirs.named_parameters() if p.grad is not None}
+    # transformers' gradients under our names, by the variant's key map (the one conversion uses).
+    renamed = WEIGHTS["hfv_xlnet"].adapter("ForSequenceClassification").to_ours(theirs_grads)
+    assert renamed
+    for name, grad in renamed.items():
+        torch.testing.assert_close(ours_grads[name].grad, grad, atol=ATOL, rtol=0, msg=name)
+
+
+@pytest.mark.parametrize(
+    "inputs",
+    [
+        pytest.param(lambda: {**left_padded(), "attention_mask": left_padded()["attention_mask"].flip(1)}, id="right-padding"),
+        pytest.param(lambda: {**left_padded(), "use_mems": True}, id="mems-out"),
+        pytest.param(lambda: {**left_padded(), "output_hidden_states": True}, id="hidden-states"),
+        pytest.param(lambda: {**left_padded([6] * 8)}, id="no-padding"),
+    ],
+)
+def test_what_cannot_be_bucketed_runs_padded(inputs):
+    _, ours = pair("Model", "sdpa")
+    seen = spy_on_layer_lengths(ours)
+    batch = inputs()
+    with torch.no_grad():
+        ours.eval()(**batch)
+    assert seen == [batch["input_ids"].shape[1]]
