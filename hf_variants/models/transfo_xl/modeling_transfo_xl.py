@@ -26,6 +26,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 from transformers import initialization as init
+from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.utils import ModelOutput
 
 from ...modules.backbone import TransformerPreTrainedModel
@@ -61,7 +62,7 @@ class TransfoXLLMHeadModelOutput(ModelOutput):
     attentions: tuple[torch.Tensor, ...] | None = None
 
 
-class TransfoXLLayer(nn.Module):
+class TransfoXLLayer(GradientCheckpointingLayer):
     """x = LN(x + Dropout(RelAttn(x, memory))); x = LN(x + Dropout(FFN(x))), FFN with inner dropout."""
 
     def __init__(self, config: TransfoXLConfig) -> None:
@@ -100,6 +101,7 @@ class TransfoXLLayer(nn.Module):
 
 class TransfoXLPreTrainedModel(TransformerPreTrainedModel):
     config_class = TransfoXLConfig
+    _no_split_modules = ["TransfoXLLayer"]
     base_model_prefix = "transformer"
 
     @torch.no_grad()
