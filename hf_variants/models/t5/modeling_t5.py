@@ -32,6 +32,7 @@ from ...modules.feed_forward import FeedForward
 from ...modules.generation import EncoderDecoderForSeq2SeqLM, shift_tokens_right
 from ...modules.heads import SummaryClassifier, sequence_classification_loss, span_extraction_loss
 from ...modules.task_models import EncoderForTokenClassification
+from ...modules.tracing import is_tracing
 from .configuration_t5 import T5Config
 
 __all__ = [
@@ -266,7 +267,7 @@ class T5ForSequenceClassification(_T5EncoderDecoderHead):
             raise ValueError("T5ForSequenceClassification needs input_ids: it reads the state at the last EOS token")
         eos = input_ids.eq(self.config.eos_token_id)
         eos_counts = eos.sum(dim=1)
-        if int(eos_counts.min()) == 0 or int(eos_counts.max()) != int(eos_counts.min()):
+        if not is_tracing() and (int(eos_counts.min()) == 0 or int(eos_counts.max()) != int(eos_counts.min())):
             raise ValueError(
                 f"every row must contain the same number (>= 1) of eos tokens (id {self.config.eos_token_id}); "
                 f"counts per row: {eos_counts.tolist()}"

@@ -38,6 +38,7 @@ from ...modules.memory import SegmentMemory
 from ...modules.norms import build_norm
 from ...modules.padding import additive_mask
 from ...modules.relative_attention import RelativeAttention, relative_encodings
+from ...modules.tracing import is_tracing
 from .configuration_transfo_xl import TransfoXLConfig
 
 
@@ -150,7 +151,7 @@ class TransfoXLModel(TransfoXLPreTrainedModel):
         output_hidden_states = config.output_hidden_states if output_hidden_states is None else output_hidden_states
         return_dict = config.return_dict if return_dict is None else return_dict
         use_mems = config.use_mems if use_mems is None else use_mems
-        if attention_mask is not None and not bool(attention_mask.all()):
+        if attention_mask is not None and not is_tracing() and not bool(attention_mask.all()):
             raise ValueError("Transformer-XL has no padding mask: feed contiguous text (attention_mask must be all ones)")
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("pass exactly one of input_ids and inputs_embeds")
