@@ -84,3 +84,20 @@ def test_onnx_export_runs_in_onnxruntime_with_eager_outputs(spec, head, tmp_path
     assert len(got) == len(expected)
     for onnx_value, eager_value in zip(got, expected):
         torch.testing.assert_close(torch.from_numpy(onnx_value), eager_value, atol=1e-5, rtol=1e-5)
+
+
+def test_model_card_export_snippet_runs(tmp_path, monkeypatch):
+    """The card's "Compile and export" section says how, and its code runs as written."""
+    from hf_variants.hub.card import EXPORT_SNIPPET, build_model_card
+    from hf_variants.registry import SPECS
+
+    spec = SPECS["hfv_bert"]
+    model = tiny_model(spec, "ForSequenceClassification")
+    card = str(build_model_card(model.config.to_dict(), model_name="tiny"))
+    assert "## Compile and export" in card and EXPORT_SNIPPET in card
+    monkeypatch.chdir(tmp_path)
+    namespace = {"model": model, "inputs": model_inputs(spec, "ForSequenceClassification", model)}
+    exec(EXPORT_SNIPPET, namespace)
+    session = ort.InferenceSession(str(tmp_path / "model.onnx"), providers=["CPUExecutionProvider"])
+    assert [graph_input.name for graph_input in session.get_inputs()] == list(namespace["inputs"])
+    assert isinstance(namespace["program"], torch.export.ExportedProgram)
