@@ -24,7 +24,7 @@ Run the nightly size (>= 1,000 cases per variant) with::
 
     PYTHONPATH=. python benchmarks/fuzz_variants.py --cases-per-variant 1000 --max-minutes 60
 
-The CI sample is tests/test_fuzz_variants.py (a few cases per variant, head and property).
+The CI sample is tests/reliability/test_fuzz_variants.py (a few cases per variant, head and property).
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ Outputs are transformers' ModelOutput types, with ``loss`` when labels are given
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import torch
 from transformers.modeling_outputs import (
     MaskedLMOutput,
@@ -189,6 +191,18 @@ class EncoderTaskModel:
         return output if return_dict is not False else output.to_tuple()
 
 
+class MaskedLMPass(NamedTuple):
+    """What :meth:`EncoderForMaskedLM._masked_lm` returns: the backbone output (last_hidden_state
+    (B, T, H), or (B, M, H) at the M positions read), the mean MLM loss (None without labels), the
+    logits ((B, T, V), or (num_masked, V) with sparse prediction), and the positions read (None
+    for every position; else ((B, M) positions, (B, M) real-position mask))."""
+
+    encoded: Any
+    loss: torch.Tensor | None
+    logits: torch.Tensor
+    read: tuple[torch.Tensor, torch.Tensor] | None
+
+
 class EncoderForMaskedLM(EncoderTaskModel):
     """Masked language modelling; the decoder is tied to the word embeddings.
 
@@ -232,19 +246,47 @@ class EncoderForMaskedLM(EncoderTaskModel):
     ) -> MaskedLMOutput | tuple:
         """labels: (B, T) target ids, -100 where nothing is predicted. Logits (B, T, V), or
         (num_predicted, V) with ``config.sparse_prediction``."""
-        sparse = bool(self.config.sparse_prediction)
-        read = self._read_positions(
-            labels, input_ids, inputs_embeds, output_attentions, output_hidden_states, attention_mask=attention_mask
+        mlm = self._masked_lm(
+            labels, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
+            output_hidden_states, **kwargs,
         )
-        out = self._encode(
+        out = mlm.encoded
+        return self._finish(
+            MaskedLMOutput, return_dict, backbone_output=out, loss=mlm.loss, logits=mlm.logits, hidden_states=out.hidden_states,
+            attentions=out.attentions,
+        )
+
+    def _masked_lm(
+        self,
+        labels: torch.Tensor | None,
+        input_ids: torch.Tensor | None,
+        attention_mask: torch.Tensor | None,
+        token_type_ids: torch.Tensor | None,
+        position_ids: torch.Tensor | None,
+        inputs_embeds: torch.Tensor | None,
+        output_attentions: bool | None,
+        output_hidden_states: bool | None,
+        also_read: tuple[torch.Tensor, torch.Tensor] | None = None,
+        **kwargs,
+    ) -> MaskedLMPass:
+        """The masked-LM pass every MLM head shares (MLM alone, BERT's MLM + NSP, ALBERT's MLM + SOP,
+        SpanBERT's MLM + SBO): plan which positions the last layer computes (with sparse
+        prediction: the masked ones, the summary token when the pooler is used, and ``also_read``
+        for a second head), encode, and score the masked positions. labels (B, T), -100 where
+        nothing is predicted; see :class:`MaskedLMPass` for the shapes returned."""
+        read = self._read_positions(
+            labels, input_ids, inputs_embeds, output_attentions, output_hidden_states, also_read=also_read,
+            attention_mask=attention_mask,
+        )
+        encoded = self._encode(
             input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
             token_labels=labels, read=read, **kwargs,
         )
-        labels = self._labels_at(labels, read)
-        loss, logits = masked_lm_loss(self.mlm_head, out.last_hidden_state, labels, self.config.vocab_size, sparse)
-        return self._finish(
-            MaskedLMOutput, return_dict, backbone_output=out, loss=loss, logits=logits, hidden_states=out.hidden_states, attentions=out.attentions
+        loss, logits = masked_lm_loss(
+            self.mlm_head, encoded.last_hidden_state, self._labels_at(labels, read), self.config.vocab_size,
+            bool(self.config.sparse_prediction),
         )
+        return MaskedLMPass(encoded, loss, logits, read)
 
 
 class EncoderForSequenceClassification(EncoderTaskModel):

@@ -24,7 +24,7 @@ from transformers.utils import ModelOutput
 from ...modules.backbone import TransformerBackbone, TransformerPreTrainedModel
 from ...modules.embeddings import TransformerEmbeddings
 from ...modules.encoder import LayerSpec, LayerStack
-from ...modules.heads import PooledClassifier, masked_lm_loss
+from ...modules.heads import PooledClassifier
 from ...modules.task_models import (
     EncoderForMaskedLM,
     EncoderForMultipleChoice,
@@ -95,17 +95,11 @@ class AlbertForPreTraining(EncoderForMaskedLM, AlbertPreTrainedModel):
         **kwargs,
     ) -> AlbertForPreTrainingOutput | tuple:
         """labels: (B, T) MLM targets (-100 elsewhere); sentence_order_label: (B,) 0 = A then B, 1 = swapped."""
-        read = self._read_positions(
-            labels, input_ids, inputs_embeds, output_attentions, output_hidden_states, attention_mask=attention_mask
+        mlm = self._masked_lm(
+            labels, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
+            output_hidden_states,
         )
-        out = self._encode(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
-            token_labels=labels, read=read,
-        )
-        mlm_loss, prediction_logits = masked_lm_loss(
-            self.mlm_head, out.last_hidden_state, self._labels_at(labels, read), self.config.vocab_size,
-            bool(self.config.sparse_prediction),
-        )
+        out, mlm_loss = mlm.encoded, mlm.loss
         sop_logits = self.sop_classifier(None, out.pooler_output)
         sop_loss = None
         if sentence_order_label is not None:
@@ -113,7 +107,7 @@ class AlbertForPreTraining(EncoderForMaskedLM, AlbertPreTrainedModel):
         loss = mlm_loss + sop_loss if mlm_loss is not None and sop_loss is not None else None
         return self._finish(
             AlbertForPreTrainingOutput, return_dict, loss=loss, mlm_loss=mlm_loss, sop_loss=sop_loss,
-            prediction_logits=prediction_logits, sop_logits=sop_logits,
+            prediction_logits=mlm.logits, sop_logits=sop_logits,
             hidden_states=out.hidden_states, attentions=out.attentions,
         )
 

@@ -15,7 +15,7 @@ from transformers.modeling_outputs import NextSentencePredictorOutput
 from transformers.utils import ModelOutput
 
 from ...modules.backbone import TransformerBackbone, TransformerPreTrainedModel
-from ...modules.heads import check_class_labels, check_label_shape, masked_lm_loss
+from ...modules.heads import check_class_labels, check_label_shape
 from ...modules.task_models import (
     EncoderForMaskedLM,
     EncoderForMultipleChoice,
@@ -84,23 +84,17 @@ class BertForPreTraining(EncoderForMaskedLM, BertPreTrainedModel):
         **kwargs,
     ) -> BertForPreTrainingOutput | tuple:
         """labels: (B, T) MLM targets (-100 elsewhere); next_sentence_label: (B,) 0 = next, 1 = random."""
-        read = self._read_positions(
-            labels, input_ids, inputs_embeds, output_attentions, output_hidden_states, attention_mask=attention_mask
+        mlm = self._masked_lm(
+            labels, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
+            output_hidden_states,
         )
-        out = self._encode(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
-            token_labels=labels, read=read,
-        )
-        sparse = bool(self.config.sparse_prediction)
-        mlm_loss, prediction_logits = masked_lm_loss(
-            self.mlm_head, out.last_hidden_state, self._labels_at(labels, read), self.config.vocab_size, sparse
-        )
+        out, mlm_loss = mlm.encoded, mlm.loss
         relation_logits = self.nsp_head(out.pooler_output)
         nsp_loss = sentence_relation_loss(relation_logits, next_sentence_label) if next_sentence_label is not None else None
         loss = mlm_loss + nsp_loss if mlm_loss is not None and nsp_loss is not None else None
         return self._finish(
             BertForPreTrainingOutput, return_dict, loss=loss, mlm_loss=mlm_loss, nsp_loss=nsp_loss,
-            prediction_logits=prediction_logits, seq_relationship_logits=relation_logits,
+            prediction_logits=mlm.logits, seq_relationship_logits=relation_logits,
             hidden_states=out.hidden_states, attentions=out.attentions,
         )
 

@@ -28,7 +28,6 @@ from ...modules.heads import (
     TiedDecoder,
     check_class_labels,
     check_label_shape,
-    masked_lm_loss,
 )
 from ...modules.task_models import (
     EncoderForMaskedLM,
@@ -292,21 +291,13 @@ class SpanBertForPreTraining(EncoderForMaskedLM, SpanBertPreTrainedModel):
         )
         # With sparse prediction the last layer computes only what the two heads read: the masked
         # tokens (MLM) and the span boundaries (SBO).
-        read = self._read_positions(
-            labels, input_ids, inputs_embeds, output_attentions, output_hidden_states,
-            also_read=None if targets is None else targets.boundaries(), attention_mask=attention_mask,
+        mlm = self._masked_lm(
+            labels, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
+            output_hidden_states, also_read=None if targets is None else targets.boundaries(),
         )
-        out = self._encode(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
-            token_labels=labels, read=read,
-        )
-        hidden_states = out.last_hidden_state
-        if read is not None and targets is not None:
-            targets = targets.at_slots(self._slots(read, reference.shape[1]))
-        sparse = bool(self.config.sparse_prediction)
-        mlm_loss, prediction_logits = masked_lm_loss(
-            self.mlm_head, hidden_states, self._labels_at(labels, read), self.config.vocab_size, sparse
-        )
+        out, mlm_loss, prediction_logits, hidden_states = mlm.encoded, mlm.loss, mlm.logits, mlm.encoded.last_hidden_state
+        if mlm.read is not None and targets is not None:
+            targets = targets.at_slots(self._slots(mlm.read, reference.shape[1]))
         sbo_loss = sbo_logits = None
         if targets is not None:
             sbo_loss, sbo_logits = span_boundary_loss(self.sbo_head, hidden_states, targets)

@@ -1,0 +1,119 @@
+"""``pip install .`` as a user gets it: build the wheel (no network: --no-build-isolation), check what
+it carries, install it into a fresh venv (--no-deps; the dependencies come from this test venv's
+site-packages through a .pth file) and use it from another directory: named configs, the
+``hf-variants`` command, and ``from_pretrained`` of a transformers checkpoint."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import site
+import subprocess
+import sys
+import sysconfig
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+import transformers
+
+from paths import REPO_ROOT as REPO  # noqa: E402
+# What the wheel is built from: a copy, so the build leaves nothing (build/, *.egg-info) in the checkout.
+SOURCES = ["pyproject.toml", "setup.py", "README.md", "hf_variants", "modeling_configs"]
+
+pytestmark = pytest.mark.slow
+
+
+def run(command: list[str], cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, f"{command} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    source = tmp_path_factory.mktemp("source")
+    for name in SOURCES:
+        copy = shutil.copytree if (REPO / name).is_dir() else shutil.copy
+        copy(REPO / name, source / name, **({"ignore": shutil.ignore_patterns("__pycache__")} if (REPO / name).is_dir() else {}))
+    dist = tmp_path_factory.mktemp("dist")
+    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w", str(dist), "."], cwd=source)
+    (built,) = dist.glob("hf_variants-*.whl")
+    return built
+
+
+def test_wheel_contents(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    sources = {p.relative_to(REPO).as_posix() for p in (REPO / "hf_variants").rglob("*.py") if "__pycache__" not in p.parts}
+    assert sources <= names, sorted(sources - names)[:5]
+    configs = {p.relative_to(REPO).as_posix() for p in (REPO / "modeling_configs").glob("*/config.json")}
+    assert len(configs) >= 10 and {"hf_variants/" + c for c in configs} <= names
+    assert not any(n.startswith(("tests/", "examples/", "modeling_configs/", "benchmarks/")) for n in names)
+    (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+    assert "hf-variants = hf_variants.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+
+
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory) -> Path:
+    """A fresh venv with the wheel installed; returns its bin/ folder."""
+    root = tmp_path_factory.mktemp("venv")
+    venv.create(root, with_pip=False)
+    python = root / "bin" / "python"
+    run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", str(wheel)], cwd=root)
+    # torch, transformers ... from this venv. A plain path line: that folder's own .pth files (this
+    # checkout's editable install among them) are not run, so hf_variants can only come from the wheel.
+    fresh_site = Path(run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=root).stdout.strip())
+    (fresh_site / "test_dependencies.pth").write_text("\n".join([sysconfig.get_paths()["purelib"], *site.getsitepackages()]) + "\n")
+    return root / "bin"
+
+
+def clean_env() -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")}
+    env["HF_HUB_OFFLINE"] = "1"
+    return env
+
+
+CHECK = """
+import json, sys
+import torch, transformers
+import hf_variants
+from transformers import AutoConfig
+
+assert hf_variants.__file__.startswith(sys.prefix), hf_variants.__file__
+config = hf_variants.named_config("bert-mini", num_labels=3)
+assert config.model_type == "hfv_bert" and config.num_labels == 3 and config.num_hidden_layers == 4
+assert AutoConfig.from_pretrained(str(hf_variants.named_config_path("spanbert-mini"))).model_type == "hfv_spanbert"
+
+folder, expected_file = sys.argv[1], sys.argv[2]
+model = hf_variants.BertForSequenceClassification.from_pretrained(folder)
+ids = torch.tensor([[2, 5, 7, 11, 3]])
+with torch.no_grad():
+    logits = model(input_ids=ids).logits
+expected = torch.tensor(json.load(open(expected_file)))
+assert torch.allclose(logits, expected, atol=1e-5, rtol=0), (logits, expected)
+print("OK", hf_variants.__file__)
+"""
+
+
+def test_installed_wheel_works_from_another_directory(installed, tmp_path):
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                     intermediate_size=37, num_labels=3)
+    theirs = transformers.BertForSequenceClassification(config).eval()
+    theirs.save_pretrained(tmp_path / "checkpoint")
+    with torch.no_grad():
+        expected = theirs(input_ids=torch.tensor([[2, 5, 7, 11, 3]])).logits
+    (tmp_path / "expected.json").write_text(json.dumps(expected.tolist()))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    script = elsewhere / "check.py"
+    script.write_text(CHECK)
+    result = run([str(installed / "python"), str(script), str(tmp_path / "checkpoint"), str(tmp_path / "expected.json")],
+                 cwd=elsewhere, env=clean_env())
+    assert "OK" in result.stdout and str(REPO) not in result.stdout
+
+    help_text = run([str(installed / "hf-variants"), "--help"], cwd=elsewhere, env=clean_env()).stdout
+    assert "usage: hf-variants" in help_text and "push" in help_text

@@ -1,0 +1,100 @@
+"""Numerical parity with transformers' BERT, both conversion directions (fp32, max abs diff <= 1e-5)."""
+
+import pytest
+import torch
+import transformers
+
+import hf_variants
+from encoder_tester import TINY
+from parity import ATOL, assert_same_outputs, at_real_tokens, grads_as_model
+
+HEADS = list(hf_variants.registry.SPECS["hfv_bert"].classes)
+
+
+def reference(head: str, impl: str) -> transformers.PreTrainedModel:
+    config = transformers.BertConfig(**{**TINY, "num_labels": 2 if head == "ForQuestionAnswering" else 3})
+    config._attn_implementation = impl
+    torch.manual_seed(0)
+    return getattr(transformers, f"Bert{head}")(config).eval()
+
+
+def make_inputs(head: str, padding: bool, segments: bool) -> dict:
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(1, TINY["vocab_size"], (3, 12), generator=g)
+    mask = torch.ones_like(ids)
+    if padding:
+        mask[1, 8:] = 0
+        mask[2, 3:] = 0
+    inputs = {"input_ids": ids.masked_fill(mask == 0, 0), "attention_mask": mask}
+    if segments:
+        inputs["token_type_ids"] = (torch.arange(12) >= 6).long().expand(3, 12) * mask
+    if head == "ForMultipleChoice":
+        inputs = {k: v[:, None].repeat(1, 2, 1) for k, v in inputs.items()}
+    return inputs
+
+
+@pytest.mark.parametrize("impl", ["eager", "sdpa"])
+@pytest.mark.parametrize("head", HEADS)
+@pytest.mark.parametrize("padding,segments", [(False, False), (True, True), (True, False)])
+def test_parity_both_directions(head, impl, padding, segments):
+    theirs = reference(head, impl)
+    ours = hf_variants.from_transformers(theirs).eval()
+    assert type(ours).__module__.startswith("hf_variants") and ours.config.model_type == "hfv_bert"
+    back = hf_variants.to_transformers(ours).eval()
+    assert type(back) is type(theirs)
+    for key, value in theirs.state_dict().items():
+        assert torch.equal(value, back.state_dict()[key]), key
+    inputs = make_inputs(head, padding, segments)
+    with torch.no_grad():
+        expected = theirs(**inputs, output_hidden_states=True)
+        assert_same_outputs(expected, ours(**inputs, output_hidden_states=True), inputs["attention_mask"])
+        assert_same_outputs(expected, back(**inputs, output_hidden_states=True), inputs["attention_mask"])
+
+
+@pytest.mark.parametrize("head", ["Model", "ForMaskedLM", "ForTokenClassification", "ForSequenceClassification"])
+def test_padding_free_path_matches_transformers(head):
+    theirs = reference(head, "sdpa")
+    ours = hf_variants.from_transformers(theirs).eval()
+    ours.config.padding_free = True
+    inputs = make_inputs(head, padding=True, segments=True)
+    keep = inputs["attention_mask"].bool()
+    with torch.no_grad():
+        expected, got = theirs(**inputs), ours(**inputs)
+    key = "last_hidden_state" if head == "Model" else "logits"
+    if head == "ForSequenceClassification":
+        torch.testing.assert_close(got[key], expected[key], atol=ATOL, rtol=0)
+    else:
+        torch.testing.assert_close(got[key][keep], expected[key][keep], atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("head", ["ForMaskedLM", "ForSequenceClassification", "ForQuestionAnswering"])
+def test_gradients_match_transformers(head):
+    theirs = reference(head, "eager")
+    ours = hf_variants.from_transformers(theirs).eval()
+    inputs = make_inputs(head, padding=True, segments=True)
+    g = torch.Generator().manual_seed(2)
+    if head == "ForMaskedLM":
+        labels = {"labels": inputs["input_ids"].masked_fill(torch.rand(3, 12, generator=g) > 0.4, -100)}
+    elif head == "ForSequenceClassification":
+        labels = {"labels": torch.tensor([0, 2, 1])}
+    else:
+        labels = {"start_positions": torch.tensor([1, 2, 0]), "end_positions": torch.tensor([3, 5, 1])}
+    loss_theirs = theirs(**inputs, **labels).loss
+    loss_ours = ours(**inputs, **labels).loss
+    torch.testing.assert_close(loss_ours, loss_theirs, atol=ATOL, rtol=0)
+    loss_theirs.backward()
+    loss_ours.backward()
+    grads_ours = hf_variants.to_transformers(grads_as_model(ours)).state_dict()
+    for name, p in theirs.named_parameters():
+        torch.testing.assert_close(grads_ours[name], p.grad, atol=ATOL, rtol=0, msg=name)
+
+
+def test_to_transformers_refuses_what_bert_cannot_express():
+    model = hf_variants.BertModel(hf_variants.BertConfig(**{**TINY, "pre_layer_norm": True}))
+    with pytest.raises(ValueError, match="pre_layer_norm"):
+        hf_variants.to_transformers(model)
+
+
+def test_unknown_class_is_refused():
+    with pytest.raises(ValueError, match="no hf-variants equivalent"):
+        hf_variants.from_transformers(transformers.GPTJModel(transformers.GPTJConfig(n_layer=1, n_embd=8, n_head=2, rotary_dim=4)))

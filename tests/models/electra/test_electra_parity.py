@@ -1,0 +1,160 @@
+"""Numerical parity with transformers' ELECTRA, both conversion directions (fp32, max abs diff <= 1e-5):
+ElectraModel, ElectraForPreTraining (our ElectraForReplacedTokenDetection), ElectraForMaskedLM and
+the task heads; factorized (E < H) and plain (E = H) embeddings; eager and sdpa; no, right and
+left padding; losses and gradients; checkpoints saved by transformers."""
+
+import pytest
+import torch
+import transformers
+
+import hf_variants
+from encoder_tester import TINY
+from parity import ATOL, assert_same_outputs, at_real_tokens, grads_as_model
+
+FACTORIZED = {**TINY, "embedding_size": 16}  # E = 16 < H = 32: the E -> H projection exists
+# Our class name suffix -> transformers' class.
+THEIRS = {
+    "Model": "ElectraModel",
+    "ForReplacedTokenDetection": "ElectraForPreTraining",
+    "ForMaskedLM": "ElectraForMaskedLM",
+    "ForSequenceClassification": "ElectraForSequenceClassification",
+    "ForTokenClassification": "ElectraForTokenClassification",
+    "ForQuestionAnswering": "ElectraForQuestionAnswering",
+    "ForMultipleChoice": "ElectraForMultipleChoice",
+}
+
+
+def reference(head: str, impl: str, **overrides) -> transformers.PreTrainedModel:
+    fields = {**FACTORIZED, "num_labels": 2 if head == "ForQuestionAnswering" else 3, **overrides}
+    config = transformers.ElectraConfig(**fields)
+    config._attn_implementation = impl
+    torch.manual_seed(0)
+    return getattr(transformers, THEIRS[head])(config).eval()
+
+
+def make_inputs(head: str, padding: str) -> dict:
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(1, TINY["vocab_size"], (3, 12), generator=g)
+    mask = torch.ones_like(ids)
+    if padding == "right":
+        mask[1, 8:] = 0
+        mask[2, 3:] = 0
+    elif padding == "left":
+        mask[1, :4] = 0
+        mask[2, :9] = 0
+    inputs = {"input_ids": ids.masked_fill(mask == 0, 0), "attention_mask": mask,
+              "token_type_ids": (torch.arange(12) >= 6).long().expand(3, 12) * mask}
+    if head == "ForMultipleChoice":
+        inputs = {k: v[:, None].repeat(1, 2, 1) for k, v in inputs.items()}
+    return inputs
+
+
+@pytest.mark.parametrize("padding", ["right", "left"])  # row 0 of each batch is unpadded
+@pytest.mark.parametrize("impl", ["eager", "sdpa"])
+@pytest.mark.parametrize("head", list(THEIRS))
+def test_parity_both_directions(head, impl, padding):
+    theirs = reference(head, impl)
+    ours = hf_variants.from_transformers(theirs).eval()
+    assert type(ours) is getattr(hf_variants, f"Electra{head}") and ours.config.model_type == "hfv_electra"
+    if head != "Model":
+        assert ours.electra.embeddings.projection is not None  # transformers' electra.embeddings_project
+    back = hf_variants.to_transformers(ours).eval()
+    assert type(back) is type(theirs)
+    for key, value in theirs.state_dict().items():
+        assert torch.equal(value, back.state_dict()[key]), key
+    inputs = make_inputs(head, padding)
+    with torch.no_grad():
+        expected = theirs(**inputs, output_hidden_states=True)
+        assert_same_outputs(expected, ours(**inputs, output_hidden_states=True), inputs["attention_mask"])
+        assert_same_outputs(expected, back(**inputs, output_hidden_states=True), inputs["attention_mask"])
+        # The default fast path (padding-free, last layer only where read) gives the same logits.
+        main = "last_hidden_state" if head == "Model" else ("start_logits" if head == "ForQuestionAnswering" else "logits")
+        mask = inputs["attention_mask"]
+        torch.testing.assert_close(at_real_tokens(ours(**inputs)[main], mask), at_real_tokens(expected[main], mask),
+                                   atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("head", ["Model", "ForMaskedLM", "ForSequenceClassification"])
+def test_parity_without_projection(head):
+    """E = H (ELECTRA-Base/Large): neither side has a projection."""
+    theirs = reference(head, "sdpa", embedding_size=TINY["hidden_size"])
+    assert not hasattr(theirs.base_model, "embeddings_project")
+    ours = hf_variants.from_transformers(theirs).eval()
+    assert ours.base_model.embeddings.projection is None
+    inputs = make_inputs(head, "right")
+    with torch.no_grad():
+        assert_same_outputs(theirs(**inputs, output_hidden_states=True), ours(**inputs, output_hidden_states=True),
+                            inputs["attention_mask"])
+
+
+def labels_for(head: str, inputs: dict) -> dict:
+    g = torch.Generator().manual_seed(2)
+    ids = inputs["input_ids"]
+    if head == "ForMaskedLM":
+        return {"labels": ids.masked_fill(torch.rand(ids.shape, generator=g) > 0.4, -100)}
+    if head == "ForReplacedTokenDetection":
+        return {"labels": torch.randint(0, 2, ids.shape, generator=g)}
+    if head == "ForTokenClassification":
+        return {"labels": torch.randint(0, 3, ids.shape, generator=g).masked_fill(inputs["attention_mask"] == 0, -100)}
+    if head == "ForQuestionAnswering":
+        return {"start_positions": torch.tensor([1, 2, 0]), "end_positions": torch.tensor([3, 5, 1])}
+    if head == "ForMultipleChoice":
+        return {"labels": torch.tensor([0, 1, 1])}
+    return {"labels": torch.tensor([0, 2, 1])}
+
+
+@pytest.mark.parametrize("head", [h for h in THEIRS if h != "Model"])
+def test_losses_and_gradients_match_transformers(head):
+    theirs = reference(head, "eager")
+    ours = hf_variants.from_transformers(theirs).eval()
+    inputs = make_inputs(head, "right")
+    labels = labels_for(head, inputs)
+    loss_theirs = theirs(**inputs, **labels).loss
+    loss_ours = ours(**inputs, **labels).loss
+    torch.testing.assert_close(loss_ours, loss_theirs, atol=ATOL, rtol=0)
+    loss_theirs.backward()
+    loss_ours.backward()
+    grads_ours = hf_variants.to_transformers(grads_as_model(ours)).state_dict()
+    for name, p in theirs.named_parameters():
+        torch.testing.assert_close(grads_ours[name], p.grad, atol=ATOL, rtol=0, msg=name)
+
+
+@pytest.mark.parametrize("head", list(THEIRS))
+def test_from_pretrained_of_a_folder_saved_by_transformers(head, tmp_path):
+    """``OurClass.from_pretrained(<folder written by transformers' class>)`` (what the Hub's
+    google/electra-* repositories hold) converts on load: identical outputs, no weight left out."""
+    theirs = reference(head, "sdpa")
+    theirs.save_pretrained(tmp_path)
+    ours, info = getattr(hf_variants, f"Electra{head}").from_pretrained(tmp_path, output_loading_info=True)
+    assert ours.config.model_type == "hfv_electra"
+    assert not info["missing_keys"] and not info["unexpected_keys"], info
+    inputs = make_inputs(head, "left")
+    with torch.no_grad():
+        assert_same_outputs(theirs(**inputs, output_hidden_states=True), ours.eval()(**inputs, output_hidden_states=True),
+                            inputs["attention_mask"])
+
+
+def test_a_released_discriminator_checkpoint_starts_the_joint_model(tmp_path):
+    """transformers' ElectraForPreTraining folder through AutoModelForPreTraining (load_pretrained):
+    our joint model with that discriminator and a newly initialised generator."""
+    theirs = reference("ForReplacedTokenDetection", "sdpa")
+    theirs.save_pretrained(tmp_path)
+    joint = hf_variants.load_pretrained(str(tmp_path), transformers.AutoModelForPreTraining).eval()
+    assert type(joint) is hf_variants.ElectraForPreTraining
+    inputs = make_inputs("Model", "right")
+    with torch.no_grad():
+        torch.testing.assert_close(joint(**inputs).logits[inputs["attention_mask"].bool()],
+                                   theirs(**inputs).logits[inputs["attention_mask"].bool()], atol=ATOL, rtol=0)
+
+
+def test_conversion_refuses_what_transformers_cannot_express():
+    with pytest.raises(ValueError, match="gelu"):
+        hf_variants.from_transformers(reference("ForMaskedLM", "sdpa", hidden_act="relu"))
+    with pytest.raises(ValueError, match="summary_type"):
+        hf_variants.from_transformers(reference("ForMultipleChoice", "sdpa", summary_type="mean"))
+    ours = hf_variants.ElectraModel(hf_variants.ElectraConfig(**{**FACTORIZED, "pre_layer_norm": True}))
+    with pytest.raises(ValueError, match="pre_layer_norm"):
+        hf_variants.to_transformers(ours)
+    joint = hf_variants.ElectraForPreTraining(hf_variants.ElectraConfig(**FACTORIZED))
+    with pytest.raises(ValueError, match="no transformers equivalent"):
+        hf_variants.to_transformers(joint)
