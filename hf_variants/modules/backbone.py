@@ -11,7 +11,8 @@ hooks where it differs:
   norm type, biases, gated FFN, attention scale, sharing);
 - :meth:`TransformerBackbone.build_pooler`: BERT's pooler or none;
 - :meth:`TransformerBackbone.build_position_bias`: a module computing an additive (1, heads, T, S)
-  self-attention bias once per forward, handed to every layer (T5's relative position buckets), or none.
+  self-attention bias once per forward (called with (T, S, past_length, device=<the hidden states' device>)),
+  handed to every layer (T5's relative position buckets), or none.
 
 Embeddings whose main input is not token ids (ViT's ``pixel_values``) declare it as
 ``main_input_name`` and build the whole (B, T, H) sequence themselves; the variant's ``forward``
@@ -265,7 +266,7 @@ class TransformerBackbone:
         if getattr(self, "position_bias", None) is not None:
             memory_length = memories.length if memories is not None else 0
             layer_state["position_bias"] = self.position_bias(
-                length, memory_length + past_length + length, memory_length + past_length
+                length, memory_length + past_length + length, memory_length + past_length, device=hidden_states.device
             ).to(hidden_states.dtype)
         return self._run_layers(
             hidden_states, layout, mask_of_new_tokens, summary, output_attentions, output_hidden_states, return_dict,

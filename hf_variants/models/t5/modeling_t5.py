@@ -82,9 +82,13 @@ class T5RelativePositionBias(nn.Module):
         self.max_distance = max_distance
         self.bidirectional = bidirectional
 
-    def forward(self, query_length: int, key_length: int, past_length: int = 0) -> torch.Tensor:
-        """Queries are positions past_length .. past_length + T - 1, keys 0 .. S - 1 -> (1, heads, T, S)."""
-        device = self.embedding.weight.device
+    def forward(
+        self, query_length: int, key_length: int, past_length: int = 0, device: torch.device | None = None
+    ) -> torch.Tensor:
+        """Queries are positions past_length .. past_length + T - 1, keys 0 .. S - 1 -> (1, heads, T, S).
+        ``device``: where the computation runs (the hidden states'); the table's own device is "meta"
+        while accelerate offloads it (device_map with CPU/disk offload loads it for the lookup only)."""
+        device = self.embedding.weight.device if device is None else device
         queries = torch.arange(past_length, past_length + query_length, device=device)[:, None]
         keys = torch.arange(key_length, device=device)[None, :]
         buckets = relative_position_bucket(keys - queries, self.bidirectional, self.num_buckets, self.max_distance)
