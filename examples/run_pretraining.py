@@ -56,13 +56,21 @@ from hf_variants.objectives import (INPUT_FORMATS, DataCollatorForMaskedLM,  # n
                                     DataCollatorForNgramMasking, DataCollatorForPrecomputedMasks,
                                     DataCollatorForReplacedTokenDetection, DataCollatorForSpanMasking,
                                     make_static_masked_dataset, pretraining_dataset)
+from hf_variants.objectives import DataCollatorForPermutationLM  # noqa: E402
 from hf_variants.objectives.masking import SeededRNG  # noqa: E402
 from hf_variants.tokenization import TOKENIZER_KINDS, train_tokenizer  # noqa: E402
 
 logger = logging.getLogger("run_pretraining")
 
 MASKING_SCHEMES = {"mlm": DataCollatorForMaskedLM, "span": DataCollatorForSpanMasking,
-                   "ngram": DataCollatorForNgramMasking, "rtd": DataCollatorForReplacedTokenDetection}
+                   "ngram": DataCollatorForNgramMasking, "rtd": DataCollatorForReplacedTokenDetection,
+                   "plm": DataCollatorForPermutationLM}
+# Schemes with a pretraining head of their own (AutoModelForPreTraining) and no sentence task:
+# ELECTRA's generator + discriminator, XLNet's two-stream permutation LM.
+STANDALONE_SCHEMES = ("rtd", "plm")
+# Schemes whose collator names its rate otherwise, with the paper's rate: XLNet predicts 1/K of
+# the tokens, K = 6 (the content stream is never corrupted, so there is no mask rate).
+PREDICTION_RATES = {"plm": ("plm_probability", 1 / 6)}
 SENTENCE_TASKS = ("nsp", "sop")
 
 
@@ -71,13 +79,15 @@ class PretrainingArguments:
     model_name_or_path: str = field(default="bert-mini", metadata={
         "help": "a modeling_configs/ name (from scratch) or a checkpoint folder"})
     objective: str | None = field(default=None, metadata={
-        "help": "mlm | span | ngram, optionally +nsp or +sop (mlm+nsp, mlm+sop, ngram+sop), or rtd (ELECTRA); "
+        "help": "mlm | span | ngram, optionally +nsp or +sop (mlm+nsp, mlm+sop, ngram+sop), rtd (ELECTRA) "
+                "or plm (XLNet); "
                 "default: the model's paper"})
     masking: str = field(default="dynamic", metadata={"help": "dynamic (RoBERTa) or static (BERT)"})
     static_copies: int = field(default=10, metadata={"help": "static masking: masked copies of the data (BERT: 10)"})
     whole_word_mask: bool = field(default=False, metadata={"help": "mlm: mask whole words"})
     mlm_probability: float | None = field(default=None, metadata={
-        "help": "fraction of tokens masked; default: the config's mlm_probability (ELECTRA-Large: 0.25), else 0.15"})
+        "help": "fraction of tokens masked (plm: predicted); default: the config's mlm_probability (ELECTRA-Large: "
+                "0.25), else the paper's (0.15; plm: 1/6)"})
     input_format: str | None = field(default=None, metadata={
         "help": f"one of {INPUT_FORMATS}; default full-sentences, or segment-pair with nsp/sop"})
     tokenizer_name: str | None = field(default=None, metadata={"help": "a tokenizer folder; default: train one"})
@@ -98,9 +108,11 @@ class PretrainingArguments:
 def parse_objective(objective: str) -> tuple[str, str | None]:
     masking, _, sentence_task = objective.partition("+")
     if masking not in MASKING_SCHEMES or (sentence_task and sentence_task not in SENTENCE_TASKS):
-        raise ValueError(f"unknown objective {objective!r}: use mlm, span or ngram, optionally +nsp or +sop, or rtd")
-    if masking == "rtd" and sentence_task:
-        raise ValueError(f"objective {objective!r}: ELECTRA's replaced token detection has no sentence task")
+        raise ValueError(f"unknown objective {objective!r}: use mlm, span or ngram, optionally +nsp or +sop, "
+                         "or rtd, or plm")
+    if masking in STANDALONE_SCHEMES and sentence_task:
+        raise ValueError(f"objective {objective!r}: {masking} (ELECTRA's replaced token detection, XLNet's "
+                         "permutation LM) has no sentence task")
     return masking, sentence_task or None
 
 
@@ -169,7 +181,7 @@ def load_model(args: PretrainingArguments, config, from_scratch: bool, tokenizer
                masking: str = "mlm"):
     # A pretraining head of its own (NSP/SOP, SpanBERT's SBO, ELECTRA's generator + discriminator)
     # goes through AutoModelForPreTraining.
-    own_head = sentence_task or hasattr(config, "sbo_weight") or masking == "rtd"
+    own_head = sentence_task or hasattr(config, "sbo_weight") or masking in STANDALONE_SCHEMES
     auto_class = AutoModelForPreTraining if own_head else AutoModelForMaskedLM
     longest = max(args.max_seq_length, args.phase2_max_seq_length if args.phase2_fraction else 0)
     if longest > getattr(config, "max_position_embeddings", longest):
@@ -338,6 +350,9 @@ def main(argv: list[str] | None = None) -> dict:
                          "go with +nsp/+sop, full-sentences/doc-sentences with plain masking")
     if args.masking not in ("dynamic", "static"):
         raise ValueError(f"--masking must be dynamic or static, got {args.masking!r}")
+    if args.masking == "static" and masking in STANDALONE_SCHEMES:
+        raise ValueError(f"--masking static stores MLM masks; objective {masking} draws its targets per batch "
+                         "(use --masking dynamic)")
     if not 0 <= args.phase2_fraction < 1:
         raise ValueError(f"--phase2_fraction must be in [0, 1), got {args.phase2_fraction}")
 
@@ -361,9 +376,9 @@ def main(argv: list[str] | None = None) -> dict:
     masking_options = {"whole_word_mask": True} if args.whole_word_mask and masking == "mlm" else {}
     if masking == "span" and hasattr(model.config, "max_span_length"):
         masking_options["max_sbo_offset"] = model.config.max_span_length  # the SBO position table's size
-    mlm_probability = args.mlm_probability or getattr(config, "mlm_probability", 0.15)
-    make_collator = functools.partial(MASKING_SCHEMES[masking], tokenizer, mlm_probability=mlm_probability,
-                                      **masking_options)
+    rate_name, paper_rate = PREDICTION_RATES.get(masking, ("mlm_probability", 0.15))
+    masking_options[rate_name] = args.mlm_probability or getattr(config, rate_name, paper_rate)
+    make_collator = functools.partial(MASKING_SCHEMES[masking], tokenizer, **masking_options)
 
     phase_lengths = [args.max_seq_length] + ([args.phase2_max_seq_length] if args.phase2_fraction else [])
     phases = [build_examples(train_text, tokenizer, input_format, length, sentence_task, args, training_args.seed)

@@ -1,16 +1,18 @@
 """Transformer-XL (Dai et al. 2019): the variant's one declaration. Everything else reads ``SPEC``.
 
-transformers v5 has no Transformer-XL (removed with its pickled tokenizer), so there is no key
-map to transformers and no from_transformers / to_transformers pair.
+transformers v5 has no Transformer-XL (removed with its pickled tokenizer), so there is no
+from_transformers / to_transformers pair; ``weights.py`` maps the OLD transformers format, read by
+``convert_old_transfo_xl_checkpoint`` (``convert_old_checkpoint.py``).
 """
 
 from ... import papers
 from ...registry import VariantSpec
 from .configuration_transfo_xl import TransfoXLConfig
+from .convert_old_checkpoint import convert_old_checkpoint as convert_old_transfo_xl_checkpoint
 from .modeling_transfo_xl import *  # noqa: F401,F403
 from .modeling_transfo_xl import TransfoXLLMHeadModel, TransfoXLModel
 from .modeling_transfo_xl import __all__ as _modeling_all
-from .tokenization_transfo_xl import word_level_tokenizer
+from .tokenization_transfo_xl import tokenizer_from_symbols, word_level_tokenizer
 
 SPEC = VariantSpec(
     name="transfo_xl",
@@ -22,7 +24,8 @@ SPEC = VariantSpec(
     paper=papers.TRANSFO_XL,
     pretraining_objective="clm",
     tokenizer_kind="wordpiece-cased",  # run_pretraining's kinds; word_level_tokenizer is the paper's vocabulary
-    exports={"word_level_tokenizer": word_level_tokenizer},
+    exports={"word_level_tokenizer": word_level_tokenizer, "tokenizer_from_symbols": tokenizer_from_symbols,
+             "convert_old_transfo_xl_checkpoint": convert_old_transfo_xl_checkpoint},
 )
 
-__all__ = ["TransfoXLConfig", "SPEC", "word_level_tokenizer", *_modeling_all]
+__all__ = ["TransfoXLConfig", "SPEC", "word_level_tokenizer", "tokenizer_from_symbols", "convert_old_transfo_xl_checkpoint", *_modeling_all]

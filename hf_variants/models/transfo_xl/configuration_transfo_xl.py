@@ -2,8 +2,8 @@
 Beyond a Fixed-Length Context").
 
 Field names are the shared :class:`TransformerConfig`'s; the original code's names (``d_model``,
-``n_layer``, ``n_head``, ``d_head``, ``d_inner``, ``dropout``, ``dropatt``, ``n_token``) are
-aliases of them.
+``n_layer``, ``n_head``, ``d_head``, ``d_inner``, ``dropout``, ``dropatt``, ``n_token``,
+``d_embed``) are aliases of them.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from ...modules.configuration import TransformerConfig
 class TransfoXLConfig(TransformerConfig):
     """Defaults are the paper's WikiText-103 large model (18 layers, d_model 1024, 16 heads of 64,
     FFN 4096, dropout 0.2, attention dropout 0.2, mem_len 384, clamp_len 1000) with a plain tied
-    softmax: the adaptive input and softmax of the paper (cutoffs 20k/40k/200k) are not provided,
-    so the parameter count differs from the paper's 257M. Post-LN blocks with ReLU FFNs, no
-    absolute positions (relative sinusoids inside attention), per-layer ``r_w``/``r_r`` biases
-    (the released models' ``untie_r``), embeddings scaled by sqrt(d_model)."""
+    softmax; the paper's adaptive input and softmax (``cutoffs`` 20k/40k/200k, ``div_val`` 4 for
+    the large model, 1 for the base one) are set by the named configs ``transfo-xl-base`` /
+    ``transfo-xl-large`` (``adaptive.py``). Post-LN blocks with ReLU FFNs, no absolute positions
+    (relative sinusoids inside attention), per-layer ``r_w``/``r_r`` biases (the released models'
+    ``untie_r``), embeddings scaled by sqrt(d_model)."""
 
     model_type = "hfv_transfo_xl"
     attribute_map = {
@@ -32,6 +33,7 @@ class TransfoXLConfig(TransformerConfig):
         "d_inner": "intermediate_size",
         "dropout": "hidden_dropout_prob",
         "dropatt": "attention_probs_dropout_prob",
+        "d_embed": "embedding_size",
     }
 
     vocab_size: int = 267735  # WikiText-103 word vocabulary
@@ -50,9 +52,13 @@ class TransfoXLConfig(TransformerConfig):
     mem_len: int = 384  # memory positions kept for the next segment (0: no memory); evaluation may use more
     clamp_len: int = 1000  # relative distances beyond clamp_len use clamp_len's encoding (-1: none)
     use_mems: bool = True  # return mems by default
+    same_length: bool = False  # every query sees the same number of keys (the original evaluation; mask the oldest)
     padding_free: bool = False  # relative attention over memory runs in the padded layout
     pad_token_id: int | None = None  # the word vocabulary has no padding token
     tie_word_embeddings: bool = True  # the softmax shares the input embedding (tie_weight)
+    cutoffs: list[int] | None = None  # adaptive softmax cluster boundaries (WT103: [20000, 40000, 200000]); None: full softmax
+    div_val: int = 1  # adaptive input: cluster k embeds at width embedding_size // div_val**k (WT103 large: 4)
+    tie_projections: bool = True  # tail clusters' softmax projections shared with the input's (proj_share_all_but_first)
 
     def check_architecture(self) -> None:
         super().check_architecture()
@@ -66,5 +72,26 @@ class TransfoXLConfig(TransformerConfig):
             raise ValueError("Transformer-XL is a causal language model: is_decoder must be True")
         if self.position_embedding_type != "none":
             raise ValueError("Transformer-XL's positions are relative: position_embedding_type must be 'none'")
-        if self.embedding_size not in (None, self.hidden_size):
-            raise ValueError("the adaptive/projected embedding is not provided: embedding_size must be None")
+        cutoffs = list(self.cutoffs or [])
+        if any(not isinstance(c, int) for c in cutoffs) or cutoffs != sorted(set(cutoffs)) or (
+                cutoffs and not 0 < cutoffs[0] <= cutoffs[-1] < self.vocab_size):
+            raise ValueError(f"cutoffs must be increasing token ids strictly between 0 and vocab_size "
+                             f"({self.vocab_size}), got {self.cutoffs}")
+        if self.div_val < 1:
+            raise ValueError(f"div_val must be >= 1, got {self.div_val}")
+        width = self.embedding_size or self.hidden_size
+        if self.div_val > 1 and not cutoffs:
+            raise ValueError("div_val > 1 shrinks the tail clusters' embeddings: it needs cutoffs")
+        if width // self.div_val ** len(cutoffs) < 1:
+            raise ValueError(f"embedding_size {width} // div_val**{len(cutoffs)} leaves the last cluster no width")
+
+    @property
+    def adaptive_input(self) -> bool:
+        """Whether the input embedding is ``adaptive.AdaptiveEmbedding`` (narrower clusters or a
+        projection); otherwise one (vocab, hidden) table, as the WT103 base model."""
+        return self.div_val > 1 or self.embedding_size not in (None, self.hidden_size)
+
+    @property
+    def adaptive_softmax(self) -> bool:
+        """Whether the LM head is ``adaptive.AdaptiveSoftmax`` (clusters or a projection)."""
+        return bool(self.cutoffs) or self.adaptive_input

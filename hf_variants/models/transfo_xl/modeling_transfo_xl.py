@@ -14,8 +14,10 @@ What is Transformer-XL's own, on top of ``hf_variants.modules``:
 - the block: post-LN attention and ReLU FFN (dropout inside and after), embeddings scaled by
   sqrt(d_model), dropout on embeddings, position encodings and the output.
 
-The LM head is a softmax tied to the embeddings (the paper's adaptive softmax is not provided).
-Labels follow transformers' causal LMs: pass ``labels = input_ids``; the shift is inside.
+The LM head is a softmax tied to the embeddings or, with ``config.cutoffs`` / ``div_val`` /
+``embedding_size``, the paper's adaptive input and projected adaptive softmax (``adaptive.py``),
+whose ``logits`` are then log-probabilities. Labels follow transformers' causal LMs: pass
+``labels = input_ids``; the shift is inside.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from ...modules.norms import build_norm
 from ...modules.padding import additive_mask
 from ...modules.relative_attention import RelativeAttention, relative_encodings
 from ...modules.tracing import is_tracing
+from .adaptive import AdaptiveEmbedding, AdaptiveSoftmax, Projections
 from .configuration_transfo_xl import TransfoXLConfig
 
 
@@ -111,6 +114,12 @@ class TransfoXLPreTrainedModel(TransformerPreTrainedModel):
         if isinstance(module, RelativeAttention):
             for parameter in module.parameters_to_initialise():
                 init.normal_(parameter, mean=0.0, std=self.config.initializer_range)
+        if isinstance(module, Projections):
+            for projection in module:
+                init.normal_(projection, mean=0.0, std=self.config.initializer_range)
+        if isinstance(module, AdaptiveSoftmax) and len(module.bounds) > 1:
+            init.normal_(module.cluster_weight, mean=0.0, std=self.config.initializer_range)
+            init.zeros_(module.cluster_bias)
 
 
 class TransfoXLModel(TransfoXLPreTrainedModel):
@@ -118,15 +127,21 @@ class TransfoXLModel(TransfoXLPreTrainedModel):
 
     def __init__(self, config: TransfoXLConfig) -> None:
         super().__init__(config)
-        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size)
+        if config.adaptive_input:
+            self.word_embeddings = AdaptiveEmbedding(
+                config.vocab_size, config.hidden_size, config.embedding_size or config.hidden_size, config.cutoffs,
+                config.div_val,
+            )
+        else:
+            self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size)
         self.layers = nn.ModuleList(TransfoXLLayer(config) for _ in range(config.num_hidden_layers))
         self.dropout = Dropout(config.hidden_dropout_prob)
         self.post_init()
 
-    def get_input_embeddings(self) -> nn.Embedding:
+    def get_input_embeddings(self) -> nn.Embedding | AdaptiveEmbedding:
         return self.word_embeddings
 
-    def set_input_embeddings(self, value: nn.Embedding) -> None:
+    def set_input_embeddings(self, value: nn.Embedding | AdaptiveEmbedding) -> None:
         self.word_embeddings = value
 
     def forward(
@@ -172,6 +187,9 @@ class TransfoXLModel(TransfoXLPreTrainedModel):
 
         # Query i (after M memory positions) sees keys 0 .. M + i.
         future = torch.ones(length, key_length, dtype=torch.bool, device=inputs_embeds.device).triu(memory.length + 1)
+        if config.same_length:  # the original code's same_length: query i also loses keys older than i - mem_len
+            beyond_memory = key_length - mem_len
+            future |= torch.ones_like(future).tril(-(length - beyond_memory if beyond_memory > 0 else length))
         causal_bias = additive_mask(future, inputs_embeds.dtype)[None, None]
         encodings = relative_encodings(
             length, key_length, config.hidden_size, bidirectional=False, clamp_len=config.clamp_len,
@@ -201,20 +219,44 @@ class TransfoXLModel(TransfoXLPreTrainedModel):
         return result if return_dict else result.to_tuple()
 
 
+def adaptive_tied_weights(config: TransfoXLConfig) -> dict[str, str]:
+    """{softmax tensor: input tensor} shared by the adaptive input and softmax: every cluster's
+    table, and with ``tie_projections`` the tail clusters' projections (the head's is its own)."""
+    embeddings, clusters = "transformer.word_embeddings", len(config.cutoffs or []) + 1
+    if not config.adaptive_input:
+        return {"lm_head.cluster_layers.0.weight": f"{embeddings}.weight"}
+    tables = range(clusters) if config.div_val > 1 else [0]
+    tied = {f"lm_head.cluster_layers.{k}.weight": f"{embeddings}.tables.{k}.weight" for k in tables}
+    if config.tie_projections:
+        tied.update({f"lm_head.projections.{k}": f"{embeddings}.projections.{k if config.div_val > 1 else 0}"
+                     for k in range(1, clusters)})
+    return tied
+
+
 class TransfoXLLMHeadModel(TransfoXLPreTrainedModel):
     """Next-token prediction: logits = h E^T + b (tied softmax), loss = cross-entropy of
-    logits[:, :-1] against labels[:, 1:] (-100 ignored)."""
+    logits[:, :-1] against labels[:, 1:] (-100 ignored). With an adaptive vocabulary
+    (``config.adaptive_softmax``), ``lm_head`` is the projected adaptive softmax, ``logits`` (B, T, V) are
+    log-probabilities (None when labels are given: only the loss is computed) and the loss is its
+    negative log-likelihood (the paper's definition)."""
 
     _tied_weights_keys = {"lm_head.weight": "transformer.word_embeddings.weight"}
 
     def __init__(self, config: TransfoXLConfig) -> None:
         super().__init__(config)
         self.transformer = TransfoXLModel(config)
-        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size)
+        if config.adaptive_softmax:
+            self._tied_weights_keys = adaptive_tied_weights(config)
+            self.lm_head = AdaptiveSoftmax(
+                config.vocab_size, config.hidden_size, config.embedding_size or config.hidden_size, config.cutoffs,
+                config.div_val,
+            )
+        else:
+            self.lm_head = nn.Linear(config.hidden_size, config.vocab_size)
         self.post_init()
 
-    def get_output_embeddings(self) -> nn.Linear:
-        return self.lm_head
+    def get_output_embeddings(self) -> nn.Linear | None:
+        return None if self.config.adaptive_softmax else self.lm_head
 
     def set_output_embeddings(self, new_embeddings: nn.Linear) -> None:
         self.lm_head = new_embeddings
@@ -238,13 +280,25 @@ class TransfoXLLMHeadModel(TransfoXLPreTrainedModel):
             use_mems=use_mems, output_attentions=output_attentions, output_hidden_states=output_hidden_states,
             return_dict=True,
         )
-        logits = self.lm_head(out.last_hidden_state)
+        hidden = out.last_hidden_state
+        adaptive = isinstance(self.lm_head, AdaptiveSoftmax)
+        # With labels, the adaptive head computes only the clustered loss (no (B, T, V) tensor: the
+        # point of an adaptive softmax over a 267k vocabulary); logits are None then.
+        if adaptive:
+            logits = None if labels is not None else self.lm_head.log_probs(hidden)
+        else:
+            logits = self.lm_head(hidden)
         loss = None
         if labels is not None:
-            if tuple(labels.shape) != tuple(logits.shape[:2]):
-                raise ValueError(f"labels has shape {tuple(labels.shape)}, expected {tuple(logits.shape[:2])}")
+            if tuple(labels.shape) != tuple(hidden.shape[:2]):
+                raise ValueError(f"labels has shape {tuple(labels.shape)}, expected {tuple(hidden.shape[:2])}")
             check_class_labels(labels, self.config.vocab_size)
-            loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1))
+            targets = labels[:, 1:].reshape(-1)
+            if adaptive:  # the clustered negative log-likelihood: each tail softmax only where needed
+                losses = self.lm_head.negative_log_likelihood(hidden[:, :-1].reshape(-1, hidden.shape[-1]), targets)
+                loss = losses.sum() / (targets != -100).sum()
+            else:
+                loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), targets)
         result = TransfoXLLMHeadModelOutput(
             loss=loss, logits=logits, mems=out.mems, hidden_states=out.hidden_states, attentions=out.attentions
         )

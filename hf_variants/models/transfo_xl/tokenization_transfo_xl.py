@@ -10,10 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
 from transformers import PreTrainedTokenizerFast
 
 UNKNOWN, END_OF_LINE = "<unk>", "<eos>"
+
+
+def _with_word_level_conventions(backend: Tokenizer, lowercase: bool) -> PreTrainedTokenizerFast:
+    """Whitespace words, optional lower-casing, ``<eos>`` appended to every encoded line."""
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    if lowercase:
+        backend.normalizer = normalizers.Lowercase()
+    backend.post_processor = processors.TemplateProcessing(
+        single=f"$A {END_OF_LINE}", special_tokens=[(END_OF_LINE, backend.token_to_id(END_OF_LINE))]
+    )
+    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token=UNKNOWN, eos_token=END_OF_LINE)
 
 
 def word_level_tokenizer(
@@ -25,16 +36,23 @@ def word_level_tokenizer(
     if min_frequency < 1:
         raise ValueError(f"min_frequency must be >= 1, got {min_frequency}")
     backend = Tokenizer(models.WordLevel(unk_token=UNKNOWN))
-    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     if lowercase:
-        from tokenizers import normalizers
-
-        backend.normalizer = normalizers.Lowercase()
+        backend.normalizer = normalizers.Lowercase()  # the counts are of lower-cased words
     trainer = trainers.WordLevelTrainer(
         vocab_size=vocab_size or 1 << 30, min_frequency=min_frequency, special_tokens=[UNKNOWN, END_OF_LINE]
     )
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     backend.train_from_iterator(lines, trainer=trainer)
-    backend.post_processor = processors.TemplateProcessing(
-        single=f"$A {END_OF_LINE}", special_tokens=[(END_OF_LINE, backend.token_to_id(END_OF_LINE))]
-    )
-    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token=UNKNOWN, eos_token=END_OF_LINE)
+    return _with_word_level_conventions(backend, lowercase)
+
+
+def tokenizer_from_symbols(symbols: list[str], lowercase: bool = False) -> PreTrainedTokenizerFast:
+    """A fixed vocabulary (``symbols[i]`` has id i, the old TransfoXLTokenizer's ``idx2sym``) as a
+    WordLevel tokenizer; it must hold ``<unk>`` and ``<eos>``."""
+    if len(set(symbols)) != len(symbols):
+        raise ValueError("the vocabulary lists a symbol twice")
+    missing = [s for s in (UNKNOWN, END_OF_LINE) if s not in symbols]
+    if missing:
+        raise ValueError(f"the vocabulary has no {missing}: Transformer-XL's word vocabulary needs <unk> and <eos>")
+    vocabulary = {symbol: index for index, symbol in enumerate(symbols)}
+    return _with_word_level_conventions(Tokenizer(models.WordLevel(vocab=vocabulary, unk_token=UNKNOWN)), lowercase)
