@@ -26,6 +26,7 @@ from torch.nn import functional as F
 from transformers.cache_utils import Cache, EncoderDecoderCache
 
 from .dropout import dropout as apply_dropout
+from .tracing import is_tracing
 from .padding import UnpaddedBatch, additive_mask, gather_positions
 
 ATTENTION_BACKENDS = ("eager", "sdpa")
@@ -51,7 +52,9 @@ def make_attention_bias(
         return None
     min_value = torch.finfo(dtype).min
     bias = None
-    if attention_mask is not None and not bool(attention_mask.all()):
+    # Eager calls skip the bias when nothing is masked (SDPA's fastest kernel); a traced graph
+    # cannot look, and always adds it (a zero bias: the same outputs).
+    if attention_mask is not None and (is_tracing() or not bool(attention_mask.all())):
         bias = additive_mask(~attention_mask[:, None, None, :].to(torch.bool), dtype)
     if causal:
         if attention_mask is not None:
@@ -64,6 +67,30 @@ def make_attention_bias(
         causal_bias = additive_mask(future, dtype)[None, None]
         bias = causal_bias if bias is None else (bias + causal_bias).clamp(min=min_value)
     return bias
+
+
+class FusedQKVProjection(nn.Linear):
+    """The fused query/key/value projection: an ``nn.Linear`` (H -> 3 * inner; its state-dict keys
+    are ``weight`` and ``bias``) whose forward can also project queries and keys/values from
+    different inputs with the matching rows of the weight (views, no copy).
+
+    The split projection lives in ``forward`` (not in the attention module reading ``.weight``) so
+    that accelerate's offload hooks, which load a module's weights around its forward, cover it
+    (``device_map="auto"`` with CPU or disk offload).
+    """
+
+    def forward(
+        self, hidden_states: torch.Tensor, key_value_input: torch.Tensor | None = None
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        """(..., H) -> (..., 3 * inner); with ``key_value_input`` (B, S, H): (queries (B, M, inner)
+        from ``hidden_states`` (B, M, H), keys and values (B, S, 2 * inner) from ``key_value_input``)."""
+        if key_value_input is None:
+            return super().forward(hidden_states)
+        inner = self.out_features // 3
+        bias = self.bias
+        query = F.linear(hidden_states, self.weight[:inner], None if bias is None else bias[:inner])
+        key_value = F.linear(key_value_input, self.weight[inner:], None if bias is None else bias[inner:])
+        return query, key_value
 
 
 class MultiHeadAttention(nn.Module):
@@ -117,7 +144,7 @@ class MultiHeadAttention(nn.Module):
             self.key_value = nn.Linear(key_value_size, 2 * self.inner_size, bias=bias)
         else:
             # One GEMM instead of three: the fused projection is the performance path.
-            self.qkv = nn.Linear(hidden_size, 3 * self.inner_size, bias=bias)
+            self.qkv = FusedQKVProjection(hidden_size, 3 * self.inner_size, bias=bias)
         self.out = nn.Linear(self.inner_size, hidden_size, bias=bias)
 
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
@@ -161,15 +188,14 @@ class MultiHeadAttention(nn.Module):
         keys and values from ``key_value_input`` (B, S, H). The fused weight's query rows and
         key/value rows are used separately (views, no copy)."""
         inner = self.inner_size
-        if type(self.qkv) is not nn.Linear:
+        if not isinstance(self.qkv, FusedQKVProjection):
             # Wrapped by an adapter (peft's LoRA / (IA)^3 layers): its forward adds what the base
             # weight lacks, so run the whole projection on both inputs and keep the rows needed.
             query = self.qkv(query_input)[..., :inner]
             key, value = self.qkv(key_value_input)[..., inner:].chunk(2, dim=-1)
             return self._split_heads(query), self._split_heads(key), self._split_heads(value)
-        weight, bias = self.qkv.weight, self.qkv.bias
-        query = F.linear(query_input, weight[:inner], None if bias is None else bias[:inner])
-        key, value = F.linear(key_value_input, weight[inner:], None if bias is None else bias[inner:]).chunk(2, dim=-1)
+        query, key_value = self.qkv(query_input, key_value_input)
+        key, value = key_value.chunk(2, dim=-1)
         return self._split_heads(query), self._split_heads(key), self._split_heads(value)
 
     def project_selected_queries(

@@ -11,7 +11,8 @@ hooks where it differs:
   norm type, biases, gated FFN, attention scale, sharing);
 - :meth:`TransformerBackbone.build_pooler`: BERT's pooler or none;
 - :meth:`TransformerBackbone.build_position_bias`: a module computing an additive (1, heads, T, S)
-  self-attention bias once per forward, handed to every layer (T5's relative position buckets), or none.
+  self-attention bias once per forward (called with (T, S, past_length, device=<the hidden states' device>)),
+  handed to every layer (T5's relative position buckets), or none.
 
 Embeddings whose main input is not token ids (ViT's ``pixel_values``) declare it as
 ``main_input_name`` and build the whole (B, T, H) sequence themselves; the variant's ``forward``
@@ -48,6 +49,7 @@ from .encoder import LayerSpec, LayerStack
 from .attention import make_attention_bias
 from .heads import MaskedLMHead, Pooler, summarize, summary_positions
 from .layout import BatchLayout
+from .tracing import is_tracing
 from .memory import SegmentMemory
 from .norms import RMSNorm
 from .padding import UnpaddedBatch, gather_positions, worth_unpadding
@@ -59,6 +61,10 @@ class TransformerPreTrainedModel(CheckpointConversionMixin, RemoteCodeMixin, Pre
     pushed checkpoint loads with ``trust_remote_code=True`` without the package."""
 
     supports_gradient_checkpointing = True
+    # The unit device_map="auto" never splits across devices (accelerate's big-model inference),
+    # FSDP's auto-wrap wraps, and gradient checkpointing recomputes: the repeated block. A variant
+    # with its own block class (XLNet, Transformer-XL) names it instead.
+    _no_split_modules = ["TransformerLayer"]
     _supports_sdpa = True
     _supports_flash_attn = False
     _supports_flex_attn = False
@@ -270,7 +276,7 @@ class TransformerBackbone:
         if getattr(self, "position_bias", None) is not None:
             memory_length = memories.length if memories is not None else 0
             layer_state["position_bias"] = self.position_bias(
-                length, memory_length + past_length + length, memory_length + past_length
+                length, memory_length + past_length + length, memory_length + past_length, device=hidden_states.device
             ).to(hidden_states.dtype)
         return self._run_layers(
             hidden_states, layout, mask_of_new_tokens, summary, output_attentions, output_hidden_states, return_dict,
@@ -385,17 +391,21 @@ class TransformerBackbone:
             summary_read = None
         if summary_only and output_positions is None:
             output_positions = summary  # None for "mean": every position is read
+        padding_free = config.padding_free if padding_free is None else padding_free
+        # Whether a padding position is read matters to the packed layout only: the padded one
+        # decides without reading the mask (no sync, no graph break under torch.compile).
+        reads_padding = reads_padding or (padding_free and _reads_padding(summary_mask, summary_read))
         layout = BatchLayout.plan(
             attention_mask,
             batch,
             length,
             dtype,
-            padding_free=config.padding_free if padding_free is None else padding_free,
+            padding_free=padding_free,
             # The selected-query kernel takes no cache or memory: stateful calls compute every position.
             output_positions=None if wants_all_layers or stateful else output_positions,
             output_positions_mask=output_positions_mask,
             extra_bias=attention_bias,
-            reads_padding=reads_padding or _reads_padding(summary_mask, summary_read),
+            reads_padding=reads_padding,
             is_causal=config.is_decoder,
             # A cache or a memory adds keys the packed layout has no slot for.
             needs_padded=wants_all_layers or stateful,
@@ -506,7 +516,7 @@ class TransformerBackbone:
         if summary is None:
             raise ValueError('summary_type "mean" reads every position: output_positions cannot be used with a pooler')
         found = computed_positions == summary
-        if not bool(found.any(dim=1).all()):
+        if not is_tracing() and not bool(found.any(dim=1).all()):
             raise ValueError("output_positions must include each row's summary position when the model has a pooler")
         return gather_positions(hidden_states, found.int().argmax(dim=1, keepdim=True))[:, 0]
 
@@ -523,6 +533,10 @@ def check_attention_mask(attention_mask: torch.Tensor | None) -> None:
     """attention_mask holds 1 at real tokens and 0 at padding (bool, integer or float 0./1.):
     any other value (0.5, 2) would silently become a soft or inverted mask."""
     if attention_mask is None:
+        return
+    if is_tracing():  # the value check reads the mask (a graph break); the dtype check is static
+        if attention_mask.is_complex():
+            raise ValueError(f"attention_mask must hold only 0 (padding) and 1 (real token); found {attention_mask.dtype}")
         return
     if attention_mask.is_complex() or not bool(((attention_mask == 0) | (attention_mask == 1)).all()):
         bad = attention_mask[(attention_mask != 0) & (attention_mask != 1)].flatten()[:1].tolist()

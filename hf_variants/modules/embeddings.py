@@ -8,6 +8,8 @@ import math
 import torch
 from torch import nn
 
+from .tracing import is_tracing
+
 from .dropout import Dropout
 
 POSITION_EMBEDDING_TYPES = ("learned", "sinusoidal", "none")
@@ -39,7 +41,7 @@ def check_index_range(ids: torch.Tensor, size: int, what: str, size_name: str) -
     or a dtype RuntimeError deep inside torch."""
     if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
         raise ValueError(f"{what} must be an integer tensor (torch.long), got dtype {ids.dtype}")
-    if ids.numel() == 0:
+    if ids.numel() == 0 or is_tracing():  # reading the values would break a compiled graph
         return
     low, high = int(ids.min()), int(ids.max())
     if low < 0 or high >= size:

@@ -27,6 +27,7 @@ import torch
 
 from .attention import make_attention_bias
 from .padding import UnpaddedBatch, document_attention_bias, worth_unpadding
+from .tracing import is_tracing
 
 
 @dataclass
@@ -109,7 +110,8 @@ class BatchLayout:
         keep_mask = None
         if zero_padding and attention_mask is not None:
             new_tokens = attention_mask[:, -length:]  # cached or memory positions come first
-            keep_mask = None if bool(new_tokens.all()) else new_tokens
+            # Traced graphs cannot look whether anything is padding: multiplying by ones is exact.
+            keep_mask = new_tokens if is_tracing() or not bool(new_tokens.all()) else None
         layout = cls(batch_size, length, attention_bias, None, output_positions, is_causal, keep_mask)
         packable = (
             padding_free

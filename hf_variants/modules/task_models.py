@@ -89,7 +89,10 @@ class EncoderTaskModel:
         last layer computes alone. ``kwargs``: further embedding inputs (e.g. XLM's ``langs``).
         """
         reads_padding = not self.padding_free_safe
-        if token_labels is not None and attention_mask is not None and token_labels.shape == attention_mask.shape:
+        # Only the packed layout cares (and reading the labels would sync: no graph break without it).
+        padding_free = kwargs.get("padding_free")
+        may_pack = (self.config.padding_free if padding_free is None else padding_free) and not reads_padding
+        if may_pack and token_labels is not None and attention_mask is not None and token_labels.shape == attention_mask.shape:
             reads_padding = reads_padding or bool(((token_labels != IGNORE_INDEX) & (attention_mask == 0)).any())
         return self.backbone(
             input_ids=input_ids,

@@ -21,6 +21,7 @@ from ...modules.generation import causal_lm_loss
 from ...modules.heads import TiedDecoder
 from ...modules.padding import gather_positions
 from ...modules.task_models import classifier_dropout, multiple_choice_loss
+from ...modules.tracing import is_tracing
 from .modeling_gpt import GPTModel, GPTPreTrainedModel
 
 
@@ -113,7 +114,7 @@ class GPTDoubleHeadsModel(GPTPreTrainedModel):
             mc_token_ids = torch.full((batch, choices), length - 1, dtype=torch.long, device=reference.device)
         if tuple(mc_token_ids.shape) != (batch, choices):
             raise ValueError(f"mc_token_ids has shape {tuple(mc_token_ids.shape)}, expected {(batch, choices)}")
-        if bool((mc_token_ids < 0).any() | (mc_token_ids >= length).any()):
+        if not is_tracing() and bool((mc_token_ids < 0).any() | (mc_token_ids >= length).any()):
             raise ValueError(f"mc_token_ids must be positions in [0, {length})")
         extract = gather_positions(hidden_states, mc_token_ids.reshape(-1, 1))[:, 0]
         mc_logits = self.multiple_choice_head(extract).view(batch, choices)

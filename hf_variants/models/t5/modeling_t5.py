@@ -32,6 +32,7 @@ from ...modules.feed_forward import FeedForward
 from ...modules.generation import EncoderDecoderForSeq2SeqLM, shift_tokens_right
 from ...modules.heads import SummaryClassifier, sequence_classification_loss, span_extraction_loss
 from ...modules.task_models import EncoderForTokenClassification
+from ...modules.tracing import is_tracing
 from .configuration_t5 import T5Config
 
 __all__ = [
@@ -81,9 +82,13 @@ class T5RelativePositionBias(nn.Module):
         self.max_distance = max_distance
         self.bidirectional = bidirectional
 
-    def forward(self, query_length: int, key_length: int, past_length: int = 0) -> torch.Tensor:
-        """Queries are positions past_length .. past_length + T - 1, keys 0 .. S - 1 -> (1, heads, T, S)."""
-        device = self.embedding.weight.device
+    def forward(
+        self, query_length: int, key_length: int, past_length: int = 0, device: torch.device | None = None
+    ) -> torch.Tensor:
+        """Queries are positions past_length .. past_length + T - 1, keys 0 .. S - 1 -> (1, heads, T, S).
+        ``device``: where the computation runs (the hidden states'); the table's own device is "meta"
+        while accelerate offloads it (device_map with CPU/disk offload loads it for the lookup only)."""
+        device = self.embedding.weight.device if device is None else device
         queries = torch.arange(past_length, past_length + query_length, device=device)[:, None]
         keys = torch.arange(key_length, device=device)[None, :]
         buckets = relative_position_bucket(keys - queries, self.bidirectional, self.num_buckets, self.max_distance)
@@ -266,7 +271,7 @@ class T5ForSequenceClassification(_T5EncoderDecoderHead):
             raise ValueError("T5ForSequenceClassification needs input_ids: it reads the state at the last EOS token")
         eos = input_ids.eq(self.config.eos_token_id)
         eos_counts = eos.sum(dim=1)
-        if int(eos_counts.min()) == 0 or int(eos_counts.max()) != int(eos_counts.min()):
+        if not is_tracing() and (int(eos_counts.min()) == 0 or int(eos_counts.max()) != int(eos_counts.min())):
             raise ValueError(
                 f"every row must contain the same number (>= 1) of eos tokens (id {self.config.eos_token_id}); "
                 f"counts per row: {eos_counts.tolist()}"

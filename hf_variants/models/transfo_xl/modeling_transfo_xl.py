@@ -28,6 +28,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 from transformers import initialization as init
+from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.utils import ModelOutput
 
 from ...modules.backbone import TransformerPreTrainedModel
@@ -39,6 +40,7 @@ from ...modules.memory import SegmentMemory
 from ...modules.norms import build_norm
 from ...modules.padding import additive_mask
 from ...modules.relative_attention import RelativeAttention, relative_encodings
+from ...modules.tracing import is_tracing
 from .adaptive import AdaptiveEmbedding, AdaptiveSoftmax, Projections
 from .configuration_transfo_xl import TransfoXLConfig
 
@@ -64,7 +66,7 @@ class TransfoXLLMHeadModelOutput(ModelOutput):
     attentions: tuple[torch.Tensor, ...] | None = None
 
 
-class TransfoXLLayer(nn.Module):
+class TransfoXLLayer(GradientCheckpointingLayer):
     """x = LN(x + Dropout(RelAttn(x, memory))); x = LN(x + Dropout(FFN(x))), FFN with inner dropout."""
 
     def __init__(self, config: TransfoXLConfig) -> None:
@@ -103,6 +105,7 @@ class TransfoXLLayer(nn.Module):
 
 class TransfoXLPreTrainedModel(TransformerPreTrainedModel):
     config_class = TransfoXLConfig
+    _no_split_modules = ["TransfoXLLayer"]
     base_model_prefix = "transformer"
 
     @torch.no_grad()
@@ -163,7 +166,7 @@ class TransfoXLModel(TransfoXLPreTrainedModel):
         output_hidden_states = config.output_hidden_states if output_hidden_states is None else output_hidden_states
         return_dict = config.return_dict if return_dict is None else return_dict
         use_mems = config.use_mems if use_mems is None else use_mems
-        if attention_mask is not None and not bool(attention_mask.all()):
+        if attention_mask is not None and not is_tracing() and not bool(attention_mask.all()):
             raise ValueError("Transformer-XL has no padding mask: feed contiguous text (attention_mask must be all ones)")
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("pass exactly one of input_ids and inputs_embeds")

@@ -152,6 +152,10 @@ class ViTPreTrainedModel(TransformerPreTrainedModel):
     base_model_prefix = "vit"
     main_input_name = "pixel_values"
     input_modalities = ("image",)
+    # Beside the layers, the modules holding parameters of their own next to their children (the
+    # [CLS] token and position table; MAE's mask token and decoder positions) stay whole, as in
+    # transformers' ViT / ViTMAE: split, their own parameters would miss accelerate's offload hooks.
+    _no_split_modules = ["ViTEmbeddings", "TransformerLayer", "MAEDecoder"]
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:

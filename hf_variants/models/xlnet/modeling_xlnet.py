@@ -27,6 +27,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 from transformers import GenerationMixin
+from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers import initialization as init
 from transformers.modeling_outputs import (
     MultipleChoiceModelOutput,
@@ -69,7 +70,7 @@ class XLNetBackboneOutput(XLNetModelOutput):
     pooler_output: torch.Tensor | None = None
 
 
-class XLNetLayer(nn.Module):
+class XLNetLayer(GradientCheckpointingLayer):
     """Relative attention for each stream -> dropout -> residual -> LayerNorm, then the shared FFN
     (its inner dropout is XLNet's dropout) -> dropout -> residual -> LayerNorm, for each stream."""
 
@@ -128,6 +129,7 @@ class XLNetLayer(nn.Module):
 
 class XLNetPreTrainedModel(TransformerPreTrainedModel):
     config_class = XLNetConfig
+    _no_split_modules = ["XLNetLayer"]
     base_model_prefix = "transformer"
     forward_input_names = ("mems", "perm_mask", "target_mapping", "input_mask", "use_mems")
 

@@ -1,0 +1,20 @@
+"""Whether the forward is being traced by torch.compile / torch.export (and so the ONNX exporter).
+
+Eager forwards read a few tensor values in Python: input checks (``int(ids.max())``), and layout
+shortcuts (no bias when nothing is masked, the packed layout when enough is padding). Under a
+tracer each such read is a graph break (torch.compile) or an error (``torch.export``,
+``fullgraph=True``). While tracing, the padded path takes the branch that is right for every
+input instead (build the padding bias, multiply by the keep-mask, compute every position), which
+gives the eager outputs, and the value checks of the inputs are left to eager calls (shapes and
+dtypes are still checked: they are static). The packed (padding-free) layout is data-dependent by
+nature (its token count is the batch's real-token count): see the README's torch.compile section.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def is_tracing() -> bool:
+    """True inside torch.compile / torch.export tracing (dynamo); False in eager calls."""
+    return torch.compiler.is_compiling()
