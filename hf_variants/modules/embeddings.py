@@ -36,6 +36,24 @@ def sinusoidal_table(num_positions: int, dim: int, layout: str = "interleaved") 
     return table.float()
 
 
+def embed_token_ids(
+    word_embeddings: nn.Module, input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None, hidden_size: int
+) -> torch.Tensor:
+    """The (B, T, H) input of a model whose embedding is the word table alone (positions enter
+    through relative attention: Transformer-XL, XLNet): exactly one of ``input_ids`` (B, T), checked
+    against the table's ``num_embeddings``, or ``inputs_embeds`` (B, T, H); ValueError otherwise."""
+    if (input_ids is None) == (inputs_embeds is None):
+        raise ValueError("pass exactly one of input_ids and inputs_embeds")
+    if input_ids is not None:
+        if input_ids.dim() != 2:
+            raise ValueError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}")
+        check_index_range(input_ids, word_embeddings.num_embeddings, "input_ids", "vocab_size")
+        return word_embeddings(input_ids)
+    if inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != hidden_size:
+        raise ValueError(f"inputs_embeds must be (batch, length, {hidden_size}), got {tuple(inputs_embeds.shape)}")
+    return inputs_embeds
+
+
 def check_index_range(ids: torch.Tensor, size: int, what: str, size_name: str) -> None:
     """Raise a ValueError naming the first bad id (or a non-integer dtype) instead of an IndexError
     or a dtype RuntimeError deep inside torch."""

@@ -33,7 +33,7 @@ from transformers.utils import ModelOutput
 
 from ...modules.backbone import TransformerPreTrainedModel
 from ...modules.dropout import Dropout
-from ...modules.embeddings import check_index_range
+from ...modules.embeddings import embed_token_ids
 from ...modules.feed_forward import FeedForward
 from ...modules.heads import check_class_labels
 from ...modules.memory import SegmentMemory
@@ -168,15 +168,7 @@ class TransfoXLModel(TransfoXLPreTrainedModel):
         use_mems = config.use_mems if use_mems is None else use_mems
         if attention_mask is not None and not is_tracing() and not bool(attention_mask.all()):
             raise ValueError("Transformer-XL has no padding mask: feed contiguous text (attention_mask must be all ones)")
-        if (input_ids is None) == (inputs_embeds is None):
-            raise ValueError("pass exactly one of input_ids and inputs_embeds")
-        if input_ids is not None:
-            if input_ids.dim() != 2:
-                raise ValueError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}")
-            check_index_range(input_ids, self.word_embeddings.num_embeddings, "input_ids", "vocab_size")
-            inputs_embeds = self.word_embeddings(input_ids)
-        elif inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != config.hidden_size:
-            raise ValueError(f"inputs_embeds must be (batch, length, {config.hidden_size}), got {tuple(inputs_embeds.shape)}")
+        inputs_embeds = embed_token_ids(self.word_embeddings, input_ids, inputs_embeds, config.hidden_size)
         batch, length = inputs_embeds.shape[:2]
         mem_len = config.mem_len if mem_len is None else mem_len
         memory = SegmentMemory(

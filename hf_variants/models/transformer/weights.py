@@ -144,6 +144,9 @@ def config_dict_to_ours(config_dict: dict) -> dict:
         bos_token_id=config_dict.get("bos_token_id"),
         decoder_start_token_id=config_dict.get("decoder_start_token_id"),
         use_cache=config_dict.get("use_cache", True),
+        # MarianMTModel's loss is plain cross-entropy: a converted model keeps the loss it had
+        # (set label_smoothing=0.1 for the paper's training recipe).
+        label_smoothing=0.0,
         **{k: config_dict[k] for k in ("id2label", "label2id") if config_dict.get(k) is not None},
     )
 

@@ -46,7 +46,7 @@ from transformers.models.xlnet.modeling_xlnet import (
 
 from ...modules.backbone import TransformerPreTrainedModel
 from ...modules.dropout import Dropout
-from ...modules.embeddings import check_index_range
+from ...modules.embeddings import embed_token_ids
 from ...modules.feed_forward import FeedForward
 from ...modules.heads import SequenceSummary, check_class_labels
 from ...modules.memory import SegmentMemory
@@ -265,15 +265,7 @@ class XLNetModel(XLNetPreTrainedModel):
         return_dict = config.return_dict if return_dict is None else return_dict
         if use_mems is None:
             use_mems = config.use_mems_train if self.training else config.use_mems_eval
-        if (input_ids is None) == (inputs_embeds is None):
-            raise ValueError("pass exactly one of input_ids and inputs_embeds")
-        if input_ids is not None:
-            if input_ids.dim() != 2:
-                raise ValueError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}")
-            check_index_range(input_ids, self.word_embeddings.num_embeddings, "input_ids", "vocab_size")
-            inputs_embeds = self.word_embeddings(input_ids)
-        elif inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != config.hidden_size:
-            raise ValueError(f"inputs_embeds must be (batch, length, {config.hidden_size}), got {tuple(inputs_embeds.shape)}")
+        inputs_embeds = embed_token_ids(self.word_embeddings, input_ids, inputs_embeds, config.hidden_size)
         batch, length = inputs_embeds.shape[:2]
         device, dtype = inputs_embeds.device, inputs_embeds.dtype
         if token_type_ids is not None:

@@ -92,6 +92,19 @@ def test_from_pretrained_of_a_marian_folder(head, tmp_path):
     torch.testing.assert_close(outputs(ours, "right"), outputs(theirs, "right"), atol=1e-5, rtol=0)
 
 
+def test_a_converted_marian_model_keeps_its_loss(tmp_path):
+    """MarianMTModel's loss has no label smoothing: converted (in memory or from its folder), ours
+    gives the same loss, not the paper's smoothed one."""
+    theirs = marian("MTModel")
+    theirs.save_pretrained(tmp_path)
+    ids, mask = source_batch("right")
+    with torch.no_grad():
+        expected = theirs(ids, attention_mask=mask, labels=TARGETS).loss
+        for ours in (from_transformers(theirs).eval(), TransformerForConditionalGeneration.from_pretrained(tmp_path).eval()):
+            assert ours.config.label_smoothing == 0.0
+            torch.testing.assert_close(ours(ids, attention_mask=mask, labels=TARGETS).loss, expected, atol=1e-5, rtol=0)
+
+
 @pytest.mark.parametrize("backend", ["eager", "sdpa"])
 def test_generation_gives_marians_tokens(backend):
     theirs = marian("MTModel", backend)
