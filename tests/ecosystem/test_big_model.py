@@ -21,7 +21,7 @@ def layer_class_names(model: torch.nn.Module) -> set[str]:
     return {type(module).__name__ for module in model.modules() if isinstance(module, GradientCheckpointingLayer)}
 
 
-@pytest.mark.parametrize("spec,head", params())
+@pytest.mark.parametrize("spec,head", params(rotation=0))
 def test_no_split_modules_name_the_repeated_layer(spec, head):
     """The layer class, and only classes of the model's own package (ViT adds its embeddings and
     MAE decoder, whose own parameters must stay with them)."""
@@ -56,7 +56,7 @@ def offload_marks(spec, head):
     return [pytest.mark.xfail(reason=reason, strict=True, raises=RuntimeError)] if reason else []
 
 
-@pytest.mark.parametrize("spec,head", params(marks_for=offload_marks))
+@pytest.mark.parametrize("spec,head", params(marks_for=offload_marks, rotation=1))
 def test_device_map_auto_offloads_to_cpu_and_disk_with_equal_outputs(spec, head, tmp_path):
     model = tiny_model(spec, head, padding_free=False)
     inputs = model_inputs(spec, head, model)
@@ -96,7 +96,7 @@ def test_bert_mini_classifier_loads_offloaded_like_transformers_bert(tmp_path):
     torch.testing.assert_close(got, expected, atol=1e-6, rtol=1e-6)
 
 
-@pytest.mark.parametrize("spec,head", params())
+@pytest.mark.parametrize("spec,head", params(rotation=2))
 def test_meta_device_initialisation_then_loading_gives_the_model(spec, head):
     reference = tiny_model(spec, head, padding_free=False)
     inputs = model_inputs(spec, head, reference)
@@ -134,7 +134,7 @@ def leaf_calls(model: torch.nn.Module, layer: torch.nn.Module, run) -> int:
     return len(calls)
 
 
-@pytest.mark.parametrize("spec,head", params())
+@pytest.mark.parametrize("spec,head", params(rotation=3))
 def test_gradient_checkpointing_recomputes_layers_and_keeps_gradients(spec, head):
     model = tiny_model(spec, head, padding_free=False).train()  # tiny_config turns dropout off
     inputs = model_inputs(spec, head, model)

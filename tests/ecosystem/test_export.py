@@ -46,7 +46,7 @@ def is_stochastic(model, inputs) -> bool:
     return any(isinstance(a, torch.Tensor) and not torch.equal(a, b) for a, b in zip(first, second))
 
 
-@pytest.mark.parametrize("spec,head", params())
+@pytest.mark.parametrize("spec,head", params(rotation=5))
 def test_torch_export_gives_eager_outputs(spec, head):
     model = tiny_model(spec, head, padding_free=False)
     inputs = export_inputs(spec, head, model)
