@@ -53,6 +53,10 @@ class ModelArguments:
         metadata={"help": "A modeling_configs/ name (random init), a local checkpoint or a Hub model id."}
     )
     config_name: str | None = field(default=None, metadata={"help": "Config name or path, if not the model's own."})
+    config_overrides: str | None = field(
+        default=None,
+        metadata={"help": "From scratch only: config settings to change, e.g. 'patch_size=7,encoder_stride=7' (transformers' syntax)."},
+    )
     tokenizer_name: str | None = field(
         default=None, metadata={"help": "Tokenizer name or path (required with a modeling_configs/ name)."}
     )
@@ -366,6 +370,10 @@ def load_model(
     else:
         config = AutoConfig.from_pretrained(config_source, **hub_options)
     from_scratch = is_named_config(name)
+    if model_args.config_overrides:
+        if not from_scratch:
+            raise ValueError(f"--config_overrides changes a config trained from scratch; {name} is a checkpoint (its weights fix the shapes)")
+        config.update_from_string(model_args.config_overrides)  # raises ValueError naming an unknown key
     if label_names is not None:
         label2id = label_ids_for(None if from_scratch else config, label_names)
         config.label2id = label2id
