@@ -22,8 +22,19 @@ def _paired(predictions: ArrayLike, references: ArrayLike) -> tuple[list, list]:
     return predictions, references
 
 
+def _as_class_ids(predictions: list, references: list) -> tuple[list[int], list[int]]:
+    """The labels as integer ids, one per distinct value over both lists (the evaluate modules
+    declare integer features; tag strings such as POS tags would fail their cast). Integer labels
+    pass through unchanged."""
+    if all(isinstance(value, (int, np.integer)) and not isinstance(value, bool) for value in predictions + references):
+        return predictions, references
+    ids: dict = {}
+    return [ids.setdefault(value, len(ids)) for value in predictions], [ids.setdefault(value, len(ids)) for value in references]
+
+
 def accuracy(predictions: ArrayLike, references: ArrayLike) -> float:
-    predictions, references = _paired(predictions, references)
+    """Share of exact matches; labels may be any hashable values (class ids, tag strings)."""
+    predictions, references = _as_class_ids(*_paired(predictions, references))
     return load_metric("accuracy").compute(predictions=predictions, references=references)["accuracy"]
 
 
@@ -36,7 +47,7 @@ def f1(predictions: ArrayLike, references: ArrayLike, average: str = "binary", p
 
 
 def matthews_corrcoef(predictions: ArrayLike, references: ArrayLike) -> float:
-    predictions, references = _paired(predictions, references)
+    predictions, references = _as_class_ids(*_paired(predictions, references))
     return load_metric("matthews_correlation").compute(predictions=predictions, references=references)["matthews_correlation"]
 
 

@@ -218,6 +218,14 @@ def test_span_task_rejects_tags_without_bio_prefixes():
     run_ner.check_tag_scheme("pos", ["NN", "VB"])
 
 
+def test_pos_word_accuracy_scores_tag_strings():
+    # The POS path of run_ner's metric ran into the evaluate accuracy module's integer cast
+    # (ValueError: invalid literal for int() with base 10: 'CD'); 3 of 4 words right here.
+    run_ner = load_script("run_ner")
+    scores = run_ner.word_level_scores("pos", [["CD", "NN"], ["VB", "DT"]], [["CD", "NN"], ["VB", "NN"]], per_type=False)
+    assert scores == {"accuracy": pytest.approx(0.75)}
+
+
 # ------------------------------------------------------------------------------ labels and data
 
 

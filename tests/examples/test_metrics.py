@@ -52,6 +52,17 @@ def test_classification_metrics_match_sklearn(num_labels):
     assert type(accuracy([1, 0], [1, 1])) is float and type(matthews_corrcoef([1, 0], [1, 1])) is float
 
 
+def test_accuracy_and_matthews_take_tag_strings():
+    # run_ner --task_name pos scores word tags as strings ("NN", "CD"): a regression test for the
+    # evaluate modules' integer features rejecting them.
+    references = ["NN", "CD", "VB", "NN", "DT", "NN"]
+    predictions = ["NN", "NN", "VB", "JJ", "DT", "NN"]
+    assert accuracy(predictions, references) == pytest.approx(sklearn.metrics.accuracy_score(references, predictions))
+    assert matthews_corrcoef(predictions, references) == pytest.approx(
+        sklearn.metrics.matthews_corrcoef(references, predictions), abs=1e-12)
+    assert accuracy(np.array(["a", "b"]), np.array(["a", "a"])) == 0.5
+
+
 def test_classification_edge_cases_and_bad_input():
     assert f1([0, 0, 0], [0, 0, 0]) == 0.0  # no positives anywhere: sklearn's zero_division=0
     assert matthews_corrcoef([1, 1, 1], [0, 1, 0]) == 0.0  # constant prediction: undefined → 0
