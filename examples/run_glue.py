@@ -169,7 +169,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
             else:
                 hidden = HIDDEN_LABEL if split.startswith("test") else None
                 labels = support.encode_labels(dataset, label_column, label2id, split, hidden_label=hidden)
-            if not split.startswith("test"):
+            # A test split is scored too when every row has its label (GLUE's test sets hide theirs: -1).
+            if not split.startswith("test") or HIDDEN_LABEL not in labels:
                 dataset = dataset.add_column("labels", labels)
         support.report_truncation(tokenizer, split, list(dataset[first]), list(dataset[second]) if second else None, max_length)
         with training_args.main_process_first(desc=f"tokenizing {split}"):
@@ -195,14 +196,19 @@ def main(argv: Sequence[str] | None = None) -> dict:
             eval_metrics.update({f"{key}{suffix}": value for key, value in metrics.items()})
         results.update(support.save_eval_metrics(trainer, eval_metrics, len(splits[next(iter(validation_splits))])))
     if training_args.do_predict:
-        for split in test_splits:
-            write_test_predictions(trainer, features[split], split, data_args.task_name, is_regression)
+        for split, suffix in test_splits.items():
+            metrics = write_test_predictions(trainer, features[split], split, data_args.task_name, is_regression)
+            if metrics:
+                results.update(support.save_eval_metrics(
+                    trainer, {f"{key}{suffix}": value for key, value in metrics.items()}, len(splits[split]), split="predict"))
     return support.finish(trainer, model_args, data_args, "text-classification", results)
 
 
-def write_test_predictions(trainer: Trainer, features: datasets.Dataset, split: str, task_name: str | None, is_regression: bool) -> None:
-    """predict_results[_<task>].txt: "index<TAB>prediction" per line (class names, or the score)."""
-    logits = trainer.predict(features, metric_key_prefix="predict").predictions
+def write_test_predictions(trainer: Trainer, features: datasets.Dataset, split: str, task_name: str | None, is_regression: bool) -> dict:
+    """predict_results[_<task>].txt: "index<TAB>prediction" per line (class names, or the score).
+    Returns the split's metrics (``predict_accuracy``, ...) when its rows carry labels, else {}."""
+    output = trainer.predict(features, metric_key_prefix="predict")
+    logits = output.predictions
     logits = logits[0] if isinstance(logits, tuple) else logits
     id2label = trainer.model.config.id2label
     if is_regression:
@@ -211,6 +217,9 @@ def write_test_predictions(trainer: Trainer, features: datasets.Dataset, split: 
         values = [id2label[int(index)] for index in np.argmax(logits, axis=-1)]
     name = f"predict_results_{task_name}{'_mm' if split.endswith('mismatched') else ''}.txt" if task_name else "predict_results.txt"
     support.write_lines(trainer, name, ["index\tprediction"] + [f"{index}\t{value}" for index, value in enumerate(values)])
+    if "labels" not in features.column_names:
+        return {}
+    return {key: value for key, value in output.metrics.items() if not key.endswith(("_runtime", "_per_second"))}
 
 
 if __name__ == "__main__":

@@ -293,6 +293,20 @@ def test_glue_script_reports_missing_columns_and_unseen_labels(tmp_path):
         run_main("run_glue", ["--model_name_or_path", "bert-tiny", "--train_file", train, "--do_train"] + common_args(tmp_path / "c"))
 
 
+def test_glue_script_scores_a_labelled_test_split_only(tmp_path):
+    # GLUE's test sets hide their labels (-1): predictions only. A test file with labels gets predict_accuracy.
+    train = write_json_lines(tmp_path / "train.jsonl", [{"sentence": "fine film", "label": 1}, {"sentence": "dull", "label": 0}])
+    hidden = write_json_lines(tmp_path / "hidden.jsonl", [{"sentence": "fine", "label": -1}, {"sentence": "dull film", "label": -1}])
+    model = ["--model_name_or_path", "bert-tiny", "--tokenizer_name", MINILM, "--train_file", train, "--do_train", "--do_predict",
+             "--max_steps", "1"]
+    results = run_main("run_glue", model + ["--test_file", hidden] + common_args(tmp_path / "hidden"))
+    assert "predict_accuracy" not in results
+    assert len((tmp_path / "hidden" / "predict_results.txt").read_text().splitlines()) == 3
+    results = run_main("run_glue", model + ["--test_file", train] + common_args(tmp_path / "labelled"))
+    predicted = [line.split("\t")[1] for line in (tmp_path / "labelled" / "predict_results.txt").read_text().splitlines()[1:]]
+    assert results["predict_accuracy"] == sum(p == t for p, t in zip(predicted, ["1", "0"])) / 2
+
+
 def test_qa_windows_too_short_for_the_question_are_an_error(tokenizer, utils_qa):
     question = "In which year did the author who wrote about the Mysteries of Udolpho travel to the continent?"
     examples = datasets.Dataset.from_dict(qa_batch("Some context.", None, None, question=question))

@@ -81,6 +81,10 @@ def test_run_glue_on_movie_reviews(tmp_path):
     predictions = (output_dir / "predict_results.txt").read_text().splitlines()
     assert predictions[0] == "index\tprediction" and len(predictions) == 11
     assert {line.split("\t")[1] for line in predictions[1:]} <= {"negative", "positive"}
+    # The test file carries its labels, so it is scored too: the accuracy of the written predictions.
+    test_labels = [json.loads(line)["label"] for line in Path(files["test"]).read_text().splitlines()]
+    right = sum(line.split("\t")[1] == label for line, label in zip(predictions[1:], test_labels))
+    assert results["predict_accuracy"] == pytest.approx(right / 10) and results["predict_samples"] == 10
 
 
 def test_run_ner_on_wnut16(tmp_path):
