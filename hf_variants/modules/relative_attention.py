@@ -12,7 +12,10 @@ position and segment terms ride along as its additive ``position_bias``, compute
 against every relative distance and aligned to (i, j) by the relative shift.
 
 Projections are per-head (H, heads, D) tensors without biases (``q k v o r``), the layout of
-transformers' XLNet checkpoints (loadable by renaming alone).
+transformers' XLNet checkpoints (loadable by renaming alone). Layers call the module itself
+(:meth:`RelativeAttention.forward`), never its helpers: every read of its parameters happens
+inside its own forward, where accelerate's offload hooks load them (``device_map="auto"`` with
+CPU/disk offload).
 """
 
 from __future__ import annotations
@@ -145,3 +148,40 @@ class RelativeAttention(MultiHeadAttention):
         return self.attend(
             query + self.r_w_bias[:, None], key, value, mask_bias, bias, False, attn_implementation, output_attentions
         )
+
+    def forward(
+        self,
+        content: torch.Tensor,
+        memory: torch.Tensor | None,
+        encodings: torch.Tensor,
+        different_segment: torch.Tensor | None,
+        mask_bias: torch.Tensor | None,
+        attn_implementation: str,
+        output_attentions: bool,
+        query_stream: torch.Tensor | None = None,
+        query_mask_bias: torch.Tensor | None = None,
+        target_mapping: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, tuple[torch.Tensor | None, ...]]:
+        """The content stream ``content`` (B, T, H) attends to [``memory`` (B, M, H); content] under
+        ``mask_bias`` (B or 1, 1, T, M + T); ``encodings`` (1 or B, R, H) are the relative sinusoids.
+        XLNet's query stream ``query_stream`` (B, P, H) attends to the same keys and values under
+        ``query_mask_bias``; with ``target_mapping`` (B, P, T) each of its P queries sits at the
+        position it predicts. Returns the content output (B, T, H) and the query output (B, P, H)
+        or None, both through ``o``, and the attention maps: (content,) or (content, query)."""
+        keys_from = content if memory is None else torch.cat([memory.to(content.dtype), content], dim=1)
+        key, value = self.keys_values(keys_from)
+        shared = (key, value, self.position_keys(encodings), different_segment)
+        context, probs = self.attend_relative(
+            self.project_queries(content), *shared, mask_bias, attn_implementation, output_attentions
+        )
+        if query_stream is None:
+            return self.output(context), None, (probs,)
+        query = self.project_queries(query_stream)
+        if target_mapping is not None:  # (B, heads, P, D) -> (B, heads, T, D)
+            query = torch.einsum("bnpd,bpt->bntd", query, target_mapping)
+        query_context, query_probs = self.attend_relative(
+            query, *shared, query_mask_bias, attn_implementation, output_attentions
+        )
+        if target_mapping is not None:
+            query_context = torch.einsum("bntd,bpt->bnpd", query_context, target_mapping)
+        return self.output(context), self.output(query_context), (probs, query_probs)

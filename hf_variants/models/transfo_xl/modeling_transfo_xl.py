@@ -92,14 +92,10 @@ class TransfoXLLayer(GradientCheckpointingLayer):
         output_attentions: bool,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """hidden (B, T, H), memory (B, M, H) or None, encodings (1, M + T + 1, H), causal_bias (1, 1, T, M + T)."""
-        attention = self.attention
-        keys_from = hidden_states if memory is None else torch.cat([memory.to(hidden_states.dtype), hidden_states], 1)
-        key, value = attention.keys_values(keys_from)
-        context, probs = attention.attend_relative(
-            attention.project_queries(hidden_states), key, value, attention.position_keys(encodings), None,
-            causal_bias, attn_implementation, output_attentions,
+        attended, _, (probs,) = self.attention(
+            hidden_states, memory, encodings, None, causal_bias, attn_implementation, output_attentions
         )
-        hidden_states = self.attention_norm(hidden_states + self.dropout(attention.output(context)))
+        hidden_states = self.attention_norm(hidden_states + self.dropout(attended))
         return self.ffn_norm(hidden_states + self.dropout(self.ffn(hidden_states))), probs
 
 

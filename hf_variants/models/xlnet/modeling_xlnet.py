@@ -86,9 +86,9 @@ class XLNetLayer(GradientCheckpointingLayer):
         self.ffn_norm = build_norm(config.norm_type, config.hidden_size, config.layer_norm_eps)
         self.dropout = Dropout(config.hidden_dropout_prob)
 
-    def _finish(self, stream: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
-        """Attention output (B, heads, T, D) + residual ``stream`` (B, T, H) -> the layer's output."""
-        hidden = self.attention_norm(stream + self.dropout(self.attention.output(context)))
+    def _finish(self, stream: torch.Tensor, attended: torch.Tensor) -> torch.Tensor:
+        """Attention output (B, T, H) + residual ``stream`` (B, T, H) -> the layer's output."""
+        hidden = self.attention_norm(stream + self.dropout(attended))
         return self.ffn_norm(hidden + self.dropout(self.ffn(hidden)))
 
     def forward(
@@ -106,25 +106,14 @@ class XLNetLayer(GradientCheckpointingLayer):
     ) -> tuple[torch.Tensor, torch.Tensor | None, tuple]:
         """content (B, T, H), query_stream (B, P, H) or None, memory (B, M, H) or None,
         encodings (1 or B, M + 2T, H), target_mapping (B, P, T) -> the new streams and attention maps."""
-        attention = self.attention
-        keys_from = content if memory is None else torch.cat([memory.to(content.dtype), content], dim=1)
-        key, value = attention.keys_values(keys_from)
-        position_keys = attention.position_keys(encodings)
-        args = (key, value, position_keys, different_segment)
-        context, probs = attention.attend_relative(
-            attention.project_queries(content), *args, content_bias, attn_implementation, output_attentions
+        content_attended, query_attended, probs = self.attention(
+            content, memory, encodings, different_segment, content_bias, attn_implementation, output_attentions,
+            query_stream=query_stream, query_mask_bias=query_bias, target_mapping=target_mapping,
         )
-        new_content = self._finish(content, context)
+        new_content = self._finish(content, content_attended)
         if query_stream is None:
-            return new_content, None, (probs,)
-        query = attention.project_queries(query_stream)
-        if target_mapping is not None:
-            # Each prediction's query sits at the position it predicts: (B, heads, P, D) -> (B, heads, T, D).
-            query = torch.einsum("bnpd,bpt->bntd", query, target_mapping)
-        context, query_probs = attention.attend_relative(query, *args, query_bias, attn_implementation, output_attentions)
-        if target_mapping is not None:
-            context = torch.einsum("bntd,bpt->bnpd", context, target_mapping)
-        return new_content, self._finish(query_stream, context), (probs, query_probs)
+            return new_content, None, probs
+        return new_content, self._finish(query_stream, query_attended), probs
 
 
 class XLNetPreTrainedModel(TransformerPreTrainedModel):
