@@ -66,6 +66,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--tokenizer_name", required=True, help="a tokenizer folder (a run_pretraining output)")
     parser.add_argument("--train_file", help="the run's --train_file")
     parser.add_argument("--corpus", help="or the run's --corpus")
+    parser.add_argument("--dataset_name", help="or the run's --dataset_name (a Hub dataset with a text column)")
+    parser.add_argument("--dataset_config_name", default=None)
     parser.add_argument("--max_documents", type=int, default=None)
     parser.add_argument("--validation_fraction", type=float, default=0.05)
     args = parser.parse_args(argv)
