@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 from torch.nn import functional as F
+from transformers import GenerationMixin
 from transformers import initialization as init
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.utils import ModelOutput
@@ -233,7 +234,7 @@ def adaptive_tied_weights(config: TransfoXLConfig) -> dict[str, str]:
     return tied
 
 
-class TransfoXLLMHeadModel(TransfoXLPreTrainedModel):
+class TransfoXLLMHeadModel(TransfoXLPreTrainedModel, GenerationMixin):
     """Next-token prediction: logits = h E^T + b (tied softmax), loss = cross-entropy of
     logits[:, :-1] against labels[:, 1:] (-100 ignored). With an adaptive vocabulary
     (``config.adaptive_softmax``), ``lm_head`` is the projected adaptive softmax, ``logits`` (B, T, V) are
@@ -255,6 +256,29 @@ class TransfoXLLMHeadModel(TransfoXLPreTrainedModel):
             self.lm_head = nn.Linear(config.hidden_size, config.vocab_size)
         self.post_init()
 
+    # generate(): the prompt runs once, then each new token runs alone on the memory of everything
+    # before it (the paper's fast evaluation, sec. 3.2). Exact equal to recomputing the whole text
+    # while it fits in mem_len; beyond that each token sees the last mem_len states, as in training.
+    @classmethod
+    def _supports_default_dynamic_cache(cls) -> bool:
+        return False  # the cache is ``mems`` (one (M, B, H) tensor per layer), not key/value pairs
+
+    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, mem_len=None, use_cache=True, **kwargs) -> dict:
+        """``past_key_values`` are the previous step's ``mems`` (generate() hands them back under
+        that name). With ``mem_len=0`` (no memory) or ``use_cache=False`` every step recomputes the text."""
+        recurrent = use_cache and (self.config.mem_len if mem_len is None else mem_len) > 0
+        inputs = {"mem_len": mem_len, "use_mems": recurrent, "logits_to_keep": kwargs.get("logits_to_keep", 0)}
+        if recurrent and past_key_values:
+            inputs.update(input_ids=input_ids[:, -1:], mems=past_key_values)
+        else:  # the first step: the padding check sees the whole attention mask
+            inputs.update(input_ids=input_ids, attention_mask=kwargs.get("attention_mask"))
+        return inputs
+
+    @staticmethod
+    def _reorder_cache(mems: tuple[torch.Tensor, ...], beam_idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """Beam search: mems (M, B, H) follow the chosen beams."""
+        return tuple(layer.index_select(1, beam_idx.to(layer.device)) for layer in mems)
+
     def get_output_embeddings(self) -> nn.Linear | None:
         return None if self.config.adaptive_softmax else self.lm_head
 
@@ -273,21 +297,25 @@ class TransfoXLLMHeadModel(TransfoXLPreTrainedModel):
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        logits_to_keep: int = 0,
         **kwargs,
     ) -> TransfoXLLMHeadModelOutput | tuple:
+        """``logits_to_keep`` k > 0: logits of the last k positions only, (B, k, V) (generate()
+        asks for 1: no (B, T, V) tensor over the prompt); 0: every position."""
         out = self.transformer(
             input_ids, mems=mems, inputs_embeds=inputs_embeds, attention_mask=attention_mask, mem_len=mem_len,
             use_mems=use_mems, output_attentions=output_attentions, output_hidden_states=output_hidden_states,
             return_dict=True, past_key_values=kwargs.get("past_key_values"),  # a key/value prefix (prefix tuning), if any
         )
         hidden = out.last_hidden_state
+        read = hidden[:, -logits_to_keep:] if logits_to_keep > 0 and labels is None else hidden
         adaptive = isinstance(self.lm_head, AdaptiveSoftmax)
         # With labels, the adaptive head computes only the clustered loss (no (B, T, V) tensor: the
         # point of an adaptive softmax over a 267k vocabulary); logits are None then.
         if adaptive:
-            logits = None if labels is not None else self.lm_head.log_probs(hidden)
+            logits = None if labels is not None else self.lm_head.log_probs(read)
         else:
-            logits = self.lm_head(hidden)
+            logits = self.lm_head(read)
         loss = None
         if labels is not None:
             if tuple(labels.shape) != tuple(hidden.shape[:2]):

@@ -116,7 +116,7 @@ class MAEDecoder(nn.Module):
         patches = gather_positions(shuffled, ids_restore)  # back to raster order
         hidden = torch.cat((hidden[:, :1], patches), dim=1) + self.position_embeddings
         layout = BatchLayout(batch_size=batch, length=num_patches + 1, attention_bias=None)
-        hidden, _, _ = self.layers(hidden, layout, attn_implementation=attn_implementation)
+        hidden, *_ = self.layers(hidden, layout, attn_implementation=attn_implementation)
         return self.prediction(hidden[:, 1:])
 
 

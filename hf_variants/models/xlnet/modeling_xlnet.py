@@ -53,6 +53,7 @@ from ...modules.memory import SegmentMemory
 from ...modules.norms import build_norm
 from ...modules.padding import additive_mask, bucket_rows, worth_unpadding
 from ...modules.relative_attention import KeyValuePrefix, RelativeAttention, relative_encodings
+from ...modules.tracing import is_tracing
 from ...modules.task_models import (
     EncoderForMultipleChoice,
     EncoderForQuestionAnswering,
@@ -346,6 +347,8 @@ class XLNetModel(XLNetPreTrainedModel):
         allowed = layout.get("padding_free")
         config = self.config
         if not (config.padding_free if allowed is None else allowed) or attention_mask is None:
+            return False
+        if is_tracing():  # the bucket layout reads mask values: traced graphs take the padded path
             return False
         if mems is not None or perm_mask is not None or target_mapping is not None or use_mems or outputs_per_layer:
             return False
