@@ -75,10 +75,21 @@ SHARED_FIELDS = {f.name for f in dataclasses.fields(TransformerConfig)}
 
 
 # ----------------------------------------------------------------------------- configs
+def mini_config_name(spec: VariantSpec) -> str | None:
+    """The variant's ``*-mini`` named config: the one whose model_type is the spec's (gpt -> gpt2-mini,
+    transfo_xl -> transfo-xl-mini); None when it has none."""
+    for name in available_named_configs():
+        if name.endswith("-mini"):
+            written = json.loads((named_config_path(name) / "config.json").read_text())
+            if written.get("model_type") == spec.model_type:
+                return name
+    return None
+
+
 def base_fields(spec: VariantSpec) -> dict:
-    """The variant's ``<name>-mini`` named config as constructor kwargs (its class defaults if none)."""
-    name = f"{spec.name}-mini"
-    if name not in available_named_configs():
+    """The variant's ``*-mini`` named config as constructor kwargs (its class defaults if none)."""
+    name = mini_config_name(spec)
+    if name is None:
         return {}
     written = json.loads((named_config_path(name) / "config.json").read_text())
     config = named_config(name)
@@ -92,6 +103,14 @@ def is_text(spec: VariantSpec) -> bool:
 
 def make_config(spec: VariantSpec, fields: dict):
     return spec.config_class(**{**base_fields(spec), **fields})
+
+
+def special_token_fields(spec: VariantSpec) -> list[str]:
+    """The config's special token ids other than padding (bos, eos, decoder_start, ...) that the
+    base config sets: drawn inside the drawn vocabulary, or they would point past it."""
+    base = make_config(spec, {})
+    return sorted(name for name in vars(base) if name.endswith("_token_id") and name != "pad_token_id"
+                  and isinstance(getattr(base, name), int))
 
 
 _ACCEPTED: dict[str, dict[str, tuple]] = {}
@@ -135,10 +154,15 @@ def valid_fields(draw, spec: VariantSpec) -> dict:
         if values:
             fields[name] = draw(st.sampled_from(values))
     if is_text(spec):
-        fields["vocab_size"] = draw(st.integers(2, 99))
+        special = special_token_fields(spec)
+        fields["vocab_size"] = draw(st.integers(len(special) + 2, 99))
         fields["max_position_embeddings"] = draw(st.integers(8, 40))
         fields["type_vocab_size"] = draw(st.integers(0, 3))
-        fields["pad_token_id"] = draw(st.integers(0, min(fields["vocab_size"] - 1, 4)))  # real pad ids are small
+        # Real special ids are small and distinct (eos must not be padding: T5's classifier counts eos).
+        small = list(range(min(fields["vocab_size"], len(special) + 5)))
+        ids = draw(st.permutations(small))
+        fields["pad_token_id"] = ids[0]
+        fields.update(zip(special, ids[1:]))
         if draw(st.booleans()):
             fields["embedding_size"] = draw(st.integers(2, 24))
     fields["_attn"] = draw(st.sampled_from(("eager", "sdpa")))
@@ -149,8 +173,7 @@ def valid_fields(draw, spec: VariantSpec) -> dict:
 def build(spec: VariantSpec, head: str, fields: dict):
     """(model, config) for drawn ``fields``, or a hypothesis rejection when the drawn combination
     is one the variant refuses (a ValueError from check_architecture)."""
-    kwargs = {k: v for k, v in fields.items() if not k.startswith("_")}
-    config = make_config(spec, kwargs)
+    config = make_config(spec, constructor_kwargs(head, fields))
     try:
         config.check_architecture()
     except ValueError:
@@ -159,6 +182,13 @@ def build(spec: VariantSpec, head: str, fields: dict):
     model = spec.classes[head](config)
     model.config._attn_implementation = fields["_attn"]
     return model.eval(), config
+
+
+def constructor_kwargs(head: str, fields: dict) -> dict:
+    """The drawn fields a config is built from: without the "_" draws, and with the two labels a
+    question answering head predicts (start and end: T5's head requires num_labels == 2)."""
+    kwargs = {k: v for k, v in fields.items() if not k.startswith("_")}
+    return {**kwargs, "num_labels": 2} if head.endswith("ForQuestionAnswering") else kwargs
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -171,8 +201,43 @@ def input_shapes(draw, spec: VariantSpec, fields: dict) -> dict:
         longest = fields["max_position_embeddings"] if fields.get("position_embedding_type") != "none" else 40
         length = draw(st.integers(1, min(longest, 16)))
         shape.update(length=length, lengths=draw(st.lists(st.integers(1, length), min_size=batch, max_size=batch)),
-                     left=draw(st.booleans()), choices=draw(st.integers(1, 3)))
+                     left=draw(st.booleans()), choices=draw(st.integers(1, 3)),
+                     decoder_length=draw(st.integers(1, min(longest, 8))))
     return shape
+
+
+_ACCEPTS_PADDING: dict[tuple[str, str], bool] = {}
+
+
+def accepts_padding(spec: VariantSpec, head: str) -> bool:
+    """False for a head that refuses any padding (Transformer-XL reads contiguous text: a mask with
+    a 0 is a ValueError naming attention_mask); probed once on the base config."""
+    key = (spec.name, head)
+    if key not in _ACCEPTS_PADDING:
+        model = spec.classes[head](make_config(spec, constructor_kwargs(head, {}))).eval()
+        ids = torch.tensor([[3, 4, 3, 4]]) % model.config.vocab_size
+        call = {"input_ids": ids, "attention_mask": torch.tensor([[1, 1, 1, 0]])}
+        if takes_decoder_inputs(model):
+            call["decoder_input_ids"] = ids
+        try:
+            with torch.no_grad():
+                model(**call)
+            _ACCEPTS_PADDING[key] = True
+        except ValueError as error:
+            _ACCEPTS_PADDING[key] = "attention_mask" not in str(error)
+    return _ACCEPTS_PADDING[key]
+
+
+def accepts_padding_model(model) -> bool:
+    """:func:`accepts_padding` for a built model (its spec and head found from its class)."""
+    spec = next(s for s in SPECS.values() if type(model) in s.classes.values())
+    head = next(h for h, cls in spec.classes.items() if cls is type(model))
+    return accepts_padding(spec, head)
+
+
+def takes_decoder_inputs(model) -> bool:
+    """An encoder-decoder head whose forward reads decoder_input_ids (not T5's encoder-only heads)."""
+    return model.config.is_encoder_decoder and "decoder_input_ids" in inspect.signature(model.forward).parameters
 
 
 def longest_input(model) -> int:
@@ -202,13 +267,21 @@ def make_inputs(spec: VariantSpec, head: str, model, shape: dict) -> dict[str, t
         raise NotImplementedError(f"no input generator for main input {main_input!r}; add one to benchmarks/fuzz_variants.py")
     batch, length = shape["batch"], shape["length"]
     position = torch.arange(length)[None, :]
-    real_lengths = torch.tensor(shape["lengths"])[:, None]
+    real_lengths = torch.tensor(shape["lengths"] if accepts_padding(spec, head) else [length] * batch)[:, None]
     mask = (position >= length - real_lengths) if shape["left"] else (position < real_lengths)
     mask = mask.long()
     ids = torch.randint(0, config.vocab_size, (batch, length), generator=generator)
+    decoder = takes_decoder_inputs(model)
+    eos = getattr(config, "eos_token_id", None)
+    if decoder and isinstance(eos, int):  # sources end in EOS, as a tokenizer writes them (T5's classifier reads it)
+        ids = ids.masked_fill(ids == eos, (eos + 1) % config.vocab_size)
+        last_real = torch.full((batch,), length - 1) if shape["left"] else real_lengths[:, 0] - 1
+        ids[torch.arange(batch), last_real] = eos
     if config.pad_token_id is not None:
         ids = torch.where(mask.bool(), ids, config.pad_token_id)
     inputs = {"input_ids": ids, "attention_mask": mask}
+    if decoder:
+        inputs["decoder_input_ids"] = torch.randint(0, config.vocab_size, (batch, shape["decoder_length"]), generator=generator)
     if config.type_vocab_size > 0:
         inputs["token_type_ids"] = torch.randint(0, config.type_vocab_size, (batch, length), generator=generator)
     if head == "ForMultipleChoice":
@@ -253,16 +326,34 @@ def make_labels(model, inputs: dict[str, torch.Tensor], generator: torch.Generat
             if logits is None:
                 continue
             classes = logits.shape[-1]
-            if logits.dim() == 3 and "attention_mask" in inputs and logits.shape[:2] == inputs["attention_mask"].shape:
+            token_mask = per_token_mask(model, inputs, logits)
+            if token_mask is not None and logits.dim() == 3:
                 ids = torch.randint(0, classes, tuple(logits.shape[:2]), generator=generator)
-                drop = (torch.rand(ids.shape, generator=generator) < 0.5) | (inputs["attention_mask"] == 0)
+                drop = (torch.rand(ids.shape, generator=generator) < 0.5) | (token_mask == 0)
                 labels[name] = ids.masked_fill(drop, IGNORE_INDEX)
+            elif token_mask is not None:  # (B, T) scores of one binary decision per token (ELECTRA's discriminator)
+                labels[name] = torch.randint(0, 2, tuple(logits.shape), generator=generator) * token_mask
             elif logits.dim() == 2:
                 if classes == 1 and type(model).__name__.endswith(("ForSequenceClassification", "ForImageClassification")):
                     labels[name] = torch.randn(batch, generator=generator)
                 else:
                     labels[name] = torch.randint(0, classes, (batch,), generator=generator)
     return labels
+
+
+SEQUENCE_HEADS = ("ForSequenceClassification", "ForMultipleChoice", "ForImageClassification")
+
+
+def per_token_mask(model, inputs: dict[str, torch.Tensor], logits: torch.Tensor) -> torch.Tensor | None:
+    """The (B, T) mask of the tokens ``logits`` score one by one: the source's attention_mask, or
+    all of decoder_input_ids for a decoder's logits; None for a sequence-level prediction."""
+    if type(model).__name__.endswith(SEQUENCE_HEADS):
+        return None
+    if "attention_mask" in inputs and tuple(logits.shape[:2]) == tuple(inputs["attention_mask"].shape):
+        return inputs["attention_mask"]
+    if "decoder_input_ids" in inputs and tuple(logits.shape[:2]) == tuple(inputs["decoder_input_ids"].shape):
+        return torch.ones_like(inputs["decoder_input_ids"])
+    return None
 
 
 # ----------------------------------------------------------------------------- comparisons
@@ -310,10 +401,21 @@ def token_level_fields(model, inputs: dict[str, torch.Tensor]) -> set[str]:
         change = -1
     else:  # a one-token model: selecting the (one, real) token changes nothing anyway
         return candidates
-    other = {k: torch.nn.functional.pad(v, (0, 1)) if change == 1 else v[..., :-1] for k, v in inputs.items()}
+    real_extra = int(not accepts_padding_model(model))  # a head refusing padding gets one more real token
+    other = with_source_padding(inputs, 1, 0, mask_value=real_extra) if change == 1 else {
+        k: v if k.startswith("decoder_") else v[..., :-1] for k, v in inputs.items()}
     with torch.no_grad():
         changed = output_tensors(model(**other))
     return {name for name in candidates if changed[name].shape[token_dim] == length + change}
+
+
+def with_source_padding(inputs: dict[str, torch.Tensor], extra: int, pad_id: int,
+                        mask_value: int = 0) -> dict[str, torch.Tensor]:
+    """``inputs`` with ``extra`` padding positions more on the right of the source (input_ids
+    get ``pad_id``, the mask ``mask_value``, segment ids 0); a decoder's inputs stay as they are."""
+    fill = {"input_ids": pad_id, "attention_mask": mask_value}
+    return {k: v if k.startswith("decoder_") else torch.nn.functional.pad(v, (0, extra), value=fill.get(k, 0))
+            for k, v in inputs.items()}
 
 
 def is_stochastic(model, inputs: dict[str, torch.Tensor]) -> bool:
@@ -343,14 +445,15 @@ def prop_valid_run(spec, head, fields, shape) -> str | None:
 def prop_padding_invariance(spec, head, fields, shape) -> str | None:
     if not is_text(spec):
         return f"{spec.name}: not applicable, its main input is {spec.classes[head].main_input_name} (fixed token count, no padding)"
+    if not accepts_padding(spec, head):
+        return f"{spec.name} {head}: not applicable, refuses padding (contiguous text only)"
     model, config = build(spec, head, fields)
     inputs = make_inputs(spec, head, model, shape)
     if is_stochastic(model, inputs):
         return f"{head}: stochastic outputs"
     extra = 3
     assume(shape["length"] + extra <= longest_input(model))
-    pad = config.pad_token_id if config.pad_token_id is not None else 0
-    padded = {k: torch.nn.functional.pad(v, (0, extra), value=pad if k == "input_ids" else 0) for k, v in inputs.items()}
+    padded = with_source_padding(inputs, extra, config.pad_token_id if config.pad_token_id is not None else 0)
     per_token = token_level_fields(model, inputs)
     with torch.no_grad():
         base, more = output_tensors(model(**inputs)), output_tensors(model(**padded))
@@ -450,7 +553,7 @@ def invalid_config_cases(draw, spec: VariantSpec):
 
 def prop_invalid_config(spec, head, fields, mutation) -> str | None:
     changes, expected_name = mutation
-    kwargs = {k: v for k, v in {**fields, **changes}.items() if not k.startswith("_")}
+    kwargs = {**constructor_kwargs(head, fields), **changes}
     try:
         config = make_config(spec, kwargs)
     except ValueError as error:  # refused at construction: fine too, as long as it names the field

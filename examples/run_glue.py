@@ -140,7 +140,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     first, second = text_columns(data_args, reference)
     for split, dataset in splits.items():
         needs_label = not split.startswith("test")
-        support.require_columns(dataset, [first, second, label_column if needs_label else None], f"{split} sequence classification")
+        support.require_columns(dataset, [first, second, label_column if needs_label else None], f"{split} sequence classification",
+                                text_columns=[first, second])
     if label_column not in reference.column_names:
         raise ValueError(f"the data has no label column {label_column!r} (columns: {reference.column_names}): pass --label_column_name")
     is_regression = is_regression_task(data_args, reference)

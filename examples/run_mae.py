@@ -68,7 +68,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     raw = load_images(data_args, model_args, training_args.seed)
     splits = support.select_splits(raw, data_args, training_args)
     for split, dataset in splits.items():
-        support.require_columns(dataset, [data_args.image_column_name], f"{split} MAE pretraining")
+        support.require_columns(dataset, [data_args.image_column_name], f"{split} MAE pretraining",
+                                image_columns=[data_args.image_column_name])
 
     name = model_args.model_name_or_path
     config_source = model_args.config_name or name

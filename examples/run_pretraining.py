@@ -58,6 +58,7 @@ from hf_variants.hub.trainer import CheckpointSafeTrainer  # noqa: E402
 from hf_variants.hub.checkpoints import last_complete_checkpoint, resolve_checkpoint  # noqa: E402
 from hf_variants.registry import spec_for  # noqa: E402
 from hf_variants.data import load_corpus, load_django_translations  # noqa: E402
+from hf_variants.data.data_files import read_utf8_text  # noqa: E402
 from hf_variants.objectives import (INPUT_FORMATS, DataCollatorForMaskedLM,  # noqa: E402
                                     DataCollatorForNgramMasking, DataCollatorForPrecomputedMasks,
                                     DataCollatorForReplacedTokenDetection, DataCollatorForSpanMasking,
@@ -151,22 +152,22 @@ def parse_objective(objective: str) -> tuple[str, str | None]:
 
 
 def read_text_file(path: str) -> datasets.Dataset:
-    """BERT's pretraining text format -> rows (document, text)."""
-    if not Path(path).is_file():
-        raise ValueError(f"--train_file {path} does not exist")
+    """BERT's pretraining text format -> rows (document, text). A missing or empty file, or a byte
+    that is not UTF-8, is a ValueError naming the file (and line)."""
+    try:
+        text = read_utf8_text(path)
+    except ValueError as error:
+        raise ValueError(f"--train_file {error}") from None
     documents, texts, document, blank_seen = [], [], 0, False
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            line = line.strip()
-            if not line:
-                blank_seen = bool(texts)
-                continue
-            if blank_seen:  # the first paragraph after one or more blank lines opens a new document
-                document, blank_seen = document + 1, False
-            documents.append(document)
-            texts.append(line)
-    if not texts:
-        raise ValueError(f"--train_file {path} has no text")
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            blank_seen = bool(texts)
+            continue
+        if blank_seen:  # the first paragraph after one or more blank lines opens a new document
+            document, blank_seen = document + 1, False
+        documents.append(document)
+        texts.append(line)
     return datasets.Dataset.from_dict({"document": documents, "text": texts})
 
 

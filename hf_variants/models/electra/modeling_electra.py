@@ -264,7 +264,9 @@ class ElectraForPreTraining(EncoderTaskModel, ElectraPreTrainedModel):
 
     def _share_embeddings(self) -> None:
         for module in SHARED_EMBEDDING_MODULES:
-            setattr(self.generator.embeddings, module, getattr(self.electra.embeddings, module))
+            # Sinusoidal or no positions: no table to share (each side computes the same function).
+            if hasattr(self.electra.embeddings, module):
+                setattr(self.generator.embeddings, module, getattr(self.electra.embeddings, module))
 
     def get_expanded_tied_weights_keys(self, all_submodels: bool = False) -> dict:
         """transformers' tie map (the generator decoder -> word embeddings, when

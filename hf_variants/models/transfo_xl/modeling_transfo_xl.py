@@ -26,7 +26,6 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 from transformers import initialization as init
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.utils import ModelOutput
@@ -35,7 +34,7 @@ from ...modules.backbone import TransformerPreTrainedModel
 from ...modules.dropout import Dropout
 from ...modules.embeddings import embed_token_ids
 from ...modules.feed_forward import FeedForward
-from ...modules.heads import check_class_labels
+from ...modules.heads import IGNORE_INDEX, check_class_labels, cross_entropy_or_zero
 from ...modules.memory import SegmentMemory
 from ...modules.norms import build_norm
 from ...modules.padding import additive_mask
@@ -288,9 +287,10 @@ class TransfoXLLMHeadModel(TransfoXLPreTrainedModel):
             targets = labels[:, 1:].reshape(-1)
             if adaptive:  # the clustered negative log-likelihood: each tail softmax only where needed
                 losses = self.lm_head.negative_log_likelihood(hidden[:, :-1].reshape(-1, hidden.shape[-1]), targets)
-                loss = losses.sum() / (targets != -100).sum()
+                # No target (every label -100, or one-token rows): an exact 0 in the graph, not 0 / 0.
+                loss = losses.sum() / (targets != IGNORE_INDEX).sum().clamp(min=1)
             else:
-                loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), targets)
+                loss = cross_entropy_or_zero(logits[:, :-1].reshape(-1, logits.shape[-1]), targets)
         result = TransfoXLLMHeadModelOutput(
             loss=loss, logits=logits, mems=out.mems, hidden_states=out.hidden_states, attentions=out.attentions
         )

@@ -48,7 +48,7 @@ from ...modules.backbone import TransformerPreTrainedModel
 from ...modules.dropout import Dropout
 from ...modules.embeddings import embed_token_ids
 from ...modules.feed_forward import FeedForward
-from ...modules.heads import SequenceSummary, check_class_labels
+from ...modules.heads import SequenceSummary, check_class_labels, cross_entropy_or_zero
 from ...modules.memory import SegmentMemory
 from ...modules.norms import build_norm
 from ...modules.padding import additive_mask, bucket_rows, worth_unpadding
@@ -455,7 +455,7 @@ class XLNetLMHeadModel(XLNetPreTrainedModel, GenerationMixin):
         if labels is not None:
             check_shape(labels, logits.shape[:2], "labels")
             check_class_labels(labels, self.config.vocab_size)
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+            loss = cross_entropy_or_zero(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
         result = XLNetLMHeadModelOutput(
             loss=loss, logits=logits, mems=out.mems, hidden_states=out.hidden_states, attentions=out.attentions
         )
