@@ -284,8 +284,11 @@ def make_inputs(spec: VariantSpec, head: str, model, shape: dict) -> dict[str, t
         inputs["decoder_input_ids"] = torch.randint(0, config.vocab_size, (batch, shape["decoder_length"]), generator=generator)
     if config.type_vocab_size > 0:
         inputs["token_type_ids"] = torch.randint(0, config.type_vocab_size, (batch, length), generator=generator)
-    if head == "ForMultipleChoice":
+    if head in CHOICE_HEADS:
         inputs = {k: v[:, None].repeat(1, shape["choices"], 1) for k, v in inputs.items()}
+    if "mc_token_ids" in inspect.signature(model.forward).parameters:  # GPT's [EXTRACT] token: the last real one
+        last_real = torch.full(mask.shape[:1], length - 1) if shape["left"] else mask.sum(-1) - 1
+        inputs["mc_token_ids"] = last_real[:, None].repeat(1, inputs["input_ids"].shape[1])
     return inputs
 
 
@@ -297,6 +300,10 @@ def first_logits(output) -> torch.Tensor | None:
     return None
 
 
+# The inputs with one entry per source token (padded or cut along their last dimension).
+SOURCE_TOKEN_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+# Heads whose inputs have a choice dimension: (B, C, T).
+CHOICE_HEADS = ("ForMultipleChoice", "DoubleHeadsModel")
 # Label arguments whose meaning is the same for every head that takes them.
 BINARY_LABELS = ("next_sentence_label", "sentence_order_label")
 POSITION_LABELS = ("start_positions", "end_positions")
@@ -403,7 +410,7 @@ def token_level_fields(model, inputs: dict[str, torch.Tensor]) -> set[str]:
         return candidates
     real_extra = int(not accepts_padding_model(model))  # a head refusing padding gets one more real token
     other = with_source_padding(inputs, 1, 0, mask_value=real_extra) if change == 1 else {
-        k: v if k.startswith("decoder_") else v[..., :-1] for k, v in inputs.items()}
+        k: v[..., :-1] if k in SOURCE_TOKEN_INPUTS else v for k, v in inputs.items()}
     with torch.no_grad():
         changed = output_tensors(model(**other))
     return {name for name in candidates if changed[name].shape[token_dim] == length + change}
@@ -412,9 +419,10 @@ def token_level_fields(model, inputs: dict[str, torch.Tensor]) -> set[str]:
 def with_source_padding(inputs: dict[str, torch.Tensor], extra: int, pad_id: int,
                         mask_value: int = 0) -> dict[str, torch.Tensor]:
     """``inputs`` with ``extra`` padding positions more on the right of the source (input_ids
-    get ``pad_id``, the mask ``mask_value``, segment ids 0); a decoder's inputs stay as they are."""
+    get ``pad_id``, the mask ``mask_value``, segment ids 0); a decoder's inputs and positions
+    (mc_token_ids) stay as they are."""
     fill = {"input_ids": pad_id, "attention_mask": mask_value}
-    return {k: v if k.startswith("decoder_") else torch.nn.functional.pad(v, (0, extra), value=fill.get(k, 0))
+    return {k: torch.nn.functional.pad(v, (0, extra), value=fill.get(k, 0)) if k in SOURCE_TOKEN_INPUTS else v
             for k, v in inputs.items()}
 
 

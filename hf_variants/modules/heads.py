@@ -28,15 +28,15 @@ def check_class_labels(labels: torch.Tensor, num_classes: int, name: str = "labe
         raise ValueError(f"{name} contains class {bad}, outside [0, {num_classes}) (use {IGNORE_INDEX} to ignore)")
 
 
-def cross_entropy_or_zero(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+def cross_entropy_or_zero(logits: torch.Tensor, labels: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
     """Mean cross-entropy over the targets that are not IGNORE_INDEX. logits (N, C), labels (N,).
 
     A batch with no target at all (short texts that drew no masked token, a row of special tokens
     only) gives an exact 0 that still belongs to the graph, not the NaN of a mean over nothing,
-    which would turn every weight into NaN at the next optimizer step."""
-    if not bool((labels != IGNORE_INDEX).any()):
-        return logits.sum() * 0.0
-    return F.cross_entropy(logits, labels, ignore_index=IGNORE_INDEX)
+    which would turn every weight into NaN at the next optimizer step. No data-dependent branch
+    (torch.compile fullgraph traces it): ignored targets contribute 0 and the count is at least 1."""
+    losses = F.cross_entropy(logits, labels, ignore_index=IGNORE_INDEX, label_smoothing=label_smoothing, reduction="none")
+    return losses.sum() / (labels != IGNORE_INDEX).sum().clamp(min=1)
 
 
 def check_label_shape(labels: torch.Tensor, expected: tuple[int, ...], name: str = "labels") -> None:

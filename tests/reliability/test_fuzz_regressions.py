@@ -102,3 +102,78 @@ def test_invalid_configs_found_by_the_fuzzer(overrides, message):
 def test_next_sentence_labels_are_named_by_their_argument():
     with pytest.raises(ValueError, match="labels contains class 5"):
         bert("ForNextSentencePrediction")(IDS, labels=torch.tensor([0, 5]))
+
+
+# ------------------------------------------------------------- found fuzzing the later variants
+
+
+def tiny_model(variant: str, head: str, **overrides):
+    from hf_variants.registry import SPECS
+    from tiny_variants import tiny_config
+
+    spec = next(s for s in SPECS.values() if s.name == variant)
+    torch.manual_seed(0)
+    return spec.classes[head](tiny_config(spec, **overrides)).eval()
+
+
+@pytest.mark.parametrize("positions", ["sinusoidal", "none"])
+def test_electra_pretraining_without_a_position_table(positions):
+    """The generator shared the discriminator's position table by name: with sinusoidal or no
+    positions there is none (AttributeError at build). Now only existing tables are shared."""
+    model = tiny_model("electra", "ForPreTraining", position_embedding_type=positions).train()
+    labels = torch.full_like(IDS, -100)
+    labels[0, 1] = 7
+    out = model(IDS, attention_mask=MASK, labels=labels)
+    assert torch.isfinite(out.loss)
+    assert model.generator.embeddings.word_embeddings is model.electra.embeddings.word_embeddings
+
+
+@pytest.mark.parametrize("variant,head", [("transfo_xl", "Model"), ("transfo_xl", "LMHeadModel"), ("xlnet", "Model"),
+                                          ("xlnet", "ForSequenceClassification")])
+def test_empty_batches_of_the_relative_position_models(variant, head):
+    """Transformer-XL and XLNet embed through their own word table: a (0, T) batch ran and returned
+    empty outputs, a (B, 0) one failed deep inside. Now the shared empty-batch ValueError."""
+    model = tiny_model(variant, head)
+    with pytest.raises(ValueError, match=r"empty batch: input_ids has shape \(0, 4\) \(no examples\)"):
+        model(IDS[:0])
+    with pytest.raises(ValueError, match=r"empty batch: input_ids has shape \(2, 0\) \(no tokens\)"):
+        model(IDS[:, :0])
+
+
+@pytest.mark.parametrize("variant,head,overrides", [
+    ("transfo_xl", "LMHeadModel", {}),
+    ("transfo_xl", "LMHeadModel", {"cutoffs": [40, 70], "div_val": 2}),  # the adaptive softmax's own loss
+    ("xlnet", "LMHeadModel", {}),
+    ("gpt", "LMHeadModel", {}),  # the shared lm_loss: also T5's and the Transformer's seq2seq loss
+    ("t5", "ForConditionalGeneration", {}),
+])
+def test_language_model_batches_without_a_target_have_zero_loss(variant, head, overrides):
+    """Every label -100 (or one-token rows, whose next-token targets are empty): the loss was a NaN
+    (a mean over nothing; 0 / 0 in the adaptive softmax), poisoning the weights at the next step.
+    Now heads.cross_entropy_or_zero (branch-free: sum over targets / max(count, 1)) everywhere."""
+    model = tiny_model(variant, head, **overrides).train()
+    ids = torch.tensor([[5, 6, 7, 8], [9, 10, 11, 12]])
+    cases = [(ids, torch.full_like(ids, -100))]
+    if variant in ("transfo_xl", "gpt"):  # next-token targets: a one-token row has none (XLNet's are not shifted)
+        cases.append((ids[:, :1], ids[:, :1]))
+    for inputs, labels in cases:
+        out = model(inputs, labels=labels)
+        assert out.loss.item() == 0.0
+        out.loss.backward()
+        assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+
+
+def test_gpt_refuses_a_non_causal_config_in_check_architecture():
+    """is_decoder=False passed GPTConfig.check_architecture and failed first at model build; the
+    config check (which the fuzzer and from_config rely on) now names it."""
+    from hf_variants import GPTConfig
+
+    with pytest.raises(ValueError, match="GPT is a causal decoder: is_decoder must be True"):
+        GPTConfig(is_decoder=False).check_architecture()
+
+
+def test_t5_sequence_classification_of_an_empty_batch():
+    """The eos count ran before the empty-batch check: RuntimeError from min() over nothing."""
+    model = tiny_model("t5", "ForSequenceClassification")
+    with pytest.raises(ValueError, match=r"empty batch: input_ids has shape \(0, 4\)"):
+        model(IDS[:0], decoder_input_ids=IDS[:0])
