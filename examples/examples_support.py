@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import sys
 from collections.abc import Iterable, Sequence
@@ -331,6 +332,17 @@ def encode_labels(
             + (f" and {len(bad_rows) - 10} more" if len(bad_rows) > 10 else "")
         )
     return encoded
+
+
+def regression_targets(dataset: datasets.Dataset, column: str, split: str) -> list[float]:
+    """``column`` as finite floats (regression labels); ValueError naming the rows (file and line)
+    of a missing value, a NaN or an infinity, which would make the loss NaN."""
+    values = list(dataset[column])
+    bad = [row for row, value in enumerate(values) if not isinstance(value, (int, float)) or not math.isfinite(value)]
+    if bad:
+        raise ValueError(f"{split} split, column {column!r}: regression targets must be finite numbers; "
+                         f"{[values[row] for row in bad[:5]]} at {example_ids(dataset, bad[:5])}")
+    return [float(value) for value in values]
 
 
 # -------------------------------------------------------------------------------------- model

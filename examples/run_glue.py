@@ -166,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     for split, dataset in splits.items():
         if label_column in dataset.column_names:
             if is_regression:
-                labels = [float(value) for value in dataset[label_column]]
+                labels = support.regression_targets(dataset, label_column, split)
             else:
                 hidden = HIDDEN_LABEL if split.startswith("test") else None
                 labels = support.encode_labels(dataset, label_column, label2id, split, hidden_label=hidden)

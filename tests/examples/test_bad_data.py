@@ -251,3 +251,15 @@ def test_truncated_image_file_is_named_before_training(tmp_path, script):
     with pytest.raises(ValueError, match=r"train .*: 1 images in column 'image' cannot be read: " + re.escape(str(broken))):
         load_script(script).main(["--model_name_or_path", "vit-mini", "--train_dir", str(train_dir), "--do_train",
                                   "--output_dir", str(tmp_path / "out"), "--use_cpu", "--report_to", "none"])
+
+
+def test_regression_target_missing_names_the_line(tmp_path):
+    """Fine-grained sentiment (rt-polarity's mean ratings) as regression: an empty rating in the csv."""
+    rows = shuffled_rows(load_named_dataset("hf_variants/rt_polarity")["train"], 10)
+    rows = [{"sentence": row["sentence"], "label": row["rating"]} for row in rows]
+    path = Path(csv_file(tmp_path / "train.csv", rows))
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[8] = lines[8].rsplit(",", 1)[0] + ","  # line 9: the rating cut off
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"regression targets must be finite numbers; \[None\] at \[" + re.escape(f"'{path}, line 9'")):
+        run_glue(tmp_path, str(path))
