@@ -6,7 +6,7 @@ dimensions, pixel values) and labels shaped by the unlabelled output.
 
 Variant facts are probed, not tabulated: which choice values a config accepts
 (:func:`accepted_choices`), which heads refuse padding (:func:`accepts_padding`), which take decoder
-inputs (:func:`takes_decoder_inputs`) or ``mc_token_ids``.
+inputs (:func:`needs_decoder_inputs`) or ``mc_token_ids``.
 """
 
 from __future__ import annotations
@@ -190,7 +190,7 @@ def accepts_padding(spec: VariantSpec, head: str) -> bool:
         model = spec.classes[head](make_config(spec, constructor_kwargs(head, {}))).eval()
         ids = torch.tensor([[3, 4, 3, 4]]) % model.config.vocab_size
         call = {"input_ids": ids, "attention_mask": torch.tensor([[1, 1, 1, 0]])}
-        if takes_decoder_inputs(model):
+        if needs_decoder_inputs(spec, head):
             call["decoder_input_ids"] = ids
         try:
             with torch.no_grad():
@@ -208,9 +208,29 @@ def accepts_padding_model(model) -> bool:
     return accepts_padding(spec, head)
 
 
-def takes_decoder_inputs(model) -> bool:
-    """An encoder-decoder head whose forward reads decoder_input_ids (not T5's encoder-only heads)."""
-    return model.config.is_encoder_decoder and "decoder_input_ids" in inspect.signature(model.forward).parameters
+_NEEDS_DECODER_INPUTS: dict[tuple[str, str], bool] = {}
+
+
+def needs_decoder_inputs(spec: VariantSpec, head: str) -> bool:
+    """An encoder-decoder head that cannot run without decoder_input_ids (the base model, the LM
+    head without labels); T5's classification and QA heads derive theirs from input_ids, and
+    its encoder-only heads take none. Probed once on the base config."""
+    key = (spec.name, head)
+    if key not in _NEEDS_DECODER_INPUTS:
+        model = spec.classes[head](make_config(spec, constructor_kwargs(head, {}))).eval()
+        needs = False
+        if model.config.is_encoder_decoder and "decoder_input_ids" in inspect.signature(model.forward).parameters:
+            ids = torch.tensor([[3, 4, 3, 4]]) % model.config.vocab_size
+            eos = getattr(model.config, "eos_token_id", None)
+            if isinstance(eos, int):
+                ids[:, -1] = eos
+            try:
+                with torch.no_grad():
+                    model(input_ids=ids)
+            except ValueError as error:
+                needs = "decoder_input_ids" in str(error)
+        _NEEDS_DECODER_INPUTS[key] = needs
+    return _NEEDS_DECODER_INPUTS[key]
 
 
 def longest_input(model) -> int:
@@ -244,9 +264,9 @@ def make_inputs(spec: VariantSpec, head: str, model, shape: dict) -> dict[str, t
     mask = (position >= length - real_lengths) if shape["left"] else (position < real_lengths)
     mask = mask.long()
     ids = torch.randint(0, config.vocab_size, (batch, length), generator=generator)
-    decoder = takes_decoder_inputs(model)
+    decoder = needs_decoder_inputs(spec, head)
     eos = getattr(config, "eos_token_id", None)
-    if decoder and isinstance(eos, int):  # sources end in EOS, as a tokenizer writes them (T5's classifier reads it)
+    if config.is_encoder_decoder and isinstance(eos, int):  # sources end in EOS, as a tokenizer writes them (T5's classifier reads it)
         ids = ids.masked_fill(ids == eos, (eos + 1) % config.vocab_size)
         last_real = torch.full((batch,), length - 1) if shape["left"] else real_lengths[:, 0] - 1
         ids[torch.arange(batch), last_real] = eos

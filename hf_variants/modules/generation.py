@@ -279,6 +279,8 @@ class EncoderDecoderForSeq2SeqLM(GenerativeTaskModel):
             output_hidden_states=output_hidden_states,
             return_dict=True,
             reads_padding=_targets_at_padding(labels, decoder_attention_mask),
+            # the source's segments / positions go on to the encoder, which checks them
+            **{name: kwargs[name] for name in ("token_type_ids", "position_ids") if kwargs.get(name) is not None},
         )
         logits = self.compute_logits(out.last_hidden_state)
         loss = lm_loss(logits, labels, self.label_smoothing) if labels is not None else None
