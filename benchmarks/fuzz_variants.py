@@ -49,6 +49,7 @@ from fuzz_cases import (POSITION_LABELS, SHARED_FIELDS, SOURCE_TOKEN_INPUTS, acc
                         longest_input, make_config, make_inputs, make_labels, valid_fields)
 from hf_variants.registry import SPECS, VariantSpec
 
+NEGATIVE_MEANS_OFF = ("clamp_len",)
 PROPERTIES = ("valid_run", "padding_invariance", "batch_invariance", "determinism", "invalid_config", "invalid_input")
 TOLERANCE = 1e-5
 
@@ -214,8 +215,10 @@ def prop_padding_invariance(spec, head, fields, shape) -> str | None:
     for name in base:
         if name in per_token:  # real positions only
             comparison = Comparison(name, padded, inputs, lambda out: out[first_positions], lambda out: out, mask)
-        elif config.summary_type == "last" or (config.summary_type == "first" and not bool(mask[..., 0].all())):
-            # "last" reads position T-1, which extra padding moves by definition; "first" on a
+        elif (config.summary_type in getattr(model, "summary_reads_padding", ("last",))
+              or (config.summary_type == "first" and not bool(mask[..., 0].all()))):
+            # "last" reads position T-1, which extra padding moves by definition (XLNet's "mean",
+            # as transformers', averages the padding too: its model says so); "first" on a
             # left-padded row reads a padding token, whose state no real token defines (causal
             # attention leaves it no visible key at all).
             continue
@@ -288,12 +291,13 @@ def invalid_config_mutations(spec: VariantSpec, fields: dict) -> list[tuple[dict
             ({"type_vocab_size": -1}, "type_vocab_size"),
             ({"embedding_size": 0}, "embedding_size"),
         ]
-    # The variant's own integer fields (sizes, counts): negative is never meaningful.
+    # The variant's own integer fields (sizes, counts): negative is never meaningful, except where
+    # transformers gives -1 a meaning (clamp_len -1: no clamping, Transformer-XL and XLNet).
     base = make_config(spec, {})
     for field in dataclasses.fields(spec.config_class):
         value = getattr(base, field.name, None)
         is_size = isinstance(value, int) and not isinstance(value, bool) and value > 0 and not field.name.endswith("_id")
-        if field.name not in SHARED_FIELDS and is_size:
+        if field.name not in SHARED_FIELDS and field.name not in NEGATIVE_MEANS_OFF and is_size:
             mutations.append(({field.name: -1}, field.name))
     return mutations
 
@@ -376,8 +380,31 @@ def invalid_input_mutations(spec: VariantSpec, head: str, model, inputs: dict, l
         takes = "token_type_ids" in inspect.signature(model.forward).parameters or any(
             p.kind is p.VAR_KEYWORD for p in inspect.signature(model.forward).parameters.values())
         cases = [case for case in cases
-                 if case[0] != "token_type_ids out of range" or (config.type_vocab_size == 0 and takes)]
+                 if case[0] != "token_type_ids out of range" or (config.type_vocab_size == 0 and takes
+                                                                  and not compares_segments(model, inputs))]
     return cases
+
+
+_COMPARES_SEGMENTS: dict[type, bool] = {}
+
+
+def compares_segments(model, inputs: dict) -> bool:
+    """True when token_type_ids change the outputs without a segment table: XLNet's relative
+    segment encoding only asks whether two tokens share a segment, so any integers are valid.
+    Probed per model class on inputs of >= 2 tokens (a draw of one token cannot tell: assumed so)."""
+    kind = type(model)
+    ids = inputs["input_ids"]
+    if kind not in _COMPARES_SEGMENTS:
+        if ids.shape[-1] < 2:
+            return True
+        halves = (torch.arange(ids.shape[-1]) >= ids.shape[-1] // 2).long().expand_as(ids)
+        try:
+            with torch.no_grad():
+                plain, split = output_tensors(model(**inputs)), output_tensors(model(**inputs, token_type_ids=halves))
+            _COMPARES_SEGMENTS[kind] = any(not torch.equal(plain[k], split[k]) for k in plain if k in split)
+        except ValueError:
+            _COMPARES_SEGMENTS[kind] = False
+    return _COMPARES_SEGMENTS[kind]
 
 
 def prop_invalid_input(spec, head, fields, shape, pick) -> str | None:

@@ -30,7 +30,7 @@ from transformers import initialization as init
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.utils import ModelOutput
 
-from ...modules.backbone import TransformerPreTrainedModel
+from ...modules.backbone import TransformerPreTrainedModel, check_attention_mask
 from ...modules.dropout import Dropout
 from ...modules.embeddings import embed_token_ids
 from ...modules.feed_forward import FeedForward
@@ -165,10 +165,15 @@ class TransfoXLModel(TransfoXLPreTrainedModel):
         output_hidden_states = config.output_hidden_states if output_hidden_states is None else output_hidden_states
         return_dict = config.return_dict if return_dict is None else return_dict
         use_mems = config.use_mems if use_mems is None else use_mems
+        if kwargs.get("token_type_ids") is not None:  # not dropped silently by **kwargs
+            raise ValueError("Transformer-XL has no segments: token_type_ids cannot be used (leave them out)")
+        check_attention_mask(attention_mask)  # 0/1 only: a mask of 2s is no "all ones"
         if attention_mask is not None and not is_tracing() and not bool(attention_mask.all()):
             raise ValueError("Transformer-XL has no padding mask: feed contiguous text (attention_mask must be all ones)")
         inputs_embeds = embed_token_ids(self.word_embeddings, input_ids, inputs_embeds, config.hidden_size)
         batch, length = inputs_embeds.shape[:2]
+        if attention_mask is not None and tuple(attention_mask.shape) != (batch, length):
+            raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)}, expected {(batch, length)}")
         mem_len = config.mem_len if mem_len is None else mem_len
         memory = SegmentMemory(
             None if mems is None else [m.transpose(0, 1) for m in mems], config.num_hidden_layers, mem_len=mem_len
@@ -269,7 +274,7 @@ class TransfoXLLMHeadModel(TransfoXLPreTrainedModel):
         out = self.transformer(
             input_ids, mems=mems, inputs_embeds=inputs_embeds, attention_mask=attention_mask, mem_len=mem_len,
             use_mems=use_mems, output_attentions=output_attentions, output_hidden_states=output_hidden_states,
-            return_dict=True,
+            return_dict=True, **kwargs,
         )
         hidden = out.last_hidden_state
         adaptive = isinstance(self.lm_head, AdaptiveSoftmax)

@@ -44,7 +44,7 @@ from transformers.models.xlnet.modeling_xlnet import (
     XLNetModelOutput,
 )
 
-from ...modules.backbone import TransformerPreTrainedModel
+from ...modules.backbone import TransformerPreTrainedModel, check_attention_mask
 from ...modules.dropout import Dropout
 from ...modules.embeddings import embed_token_ids
 from ...modules.feed_forward import FeedForward
@@ -132,6 +132,9 @@ class XLNetPreTrainedModel(TransformerPreTrainedModel):
     _no_split_modules = ["XLNetLayer"]
     base_model_prefix = "transformer"
     forward_input_names = ("mems", "perm_mask", "target_mapping", "input_mask", "use_mems")
+    # Summary types that read padding positions too, as transformers' XLNet does (parity): "last"
+    # is position T-1 and "mean" averages all T. Read by the fuzzer's padding-invariance property.
+    summary_reads_padding = ("last", "mean")
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
@@ -273,6 +276,7 @@ class XLNetModel(XLNetPreTrainedModel):
         if target_mapping is not None and (target_mapping.dim() != 3 or tuple(target_mapping.shape[::2]) != (batch, length)):
             raise ValueError(f"target_mapping must be (batch={batch}, num_predict, length={length}), got {tuple(target_mapping.shape)}")
 
+        check_attention_mask(attention_mask)  # 0/1 only, before the length buckets count real tokens
         if self._runs_in_length_buckets(attention_mask, mems, perm_mask, target_mapping, use_mems,
                                         output_attentions or output_hidden_states, kwargs):
             result = self._forward_in_length_buckets(inputs_embeds, attention_mask, token_type_ids)
