@@ -177,3 +177,65 @@ def test_t5_sequence_classification_of_an_empty_batch():
     model = tiny_model("t5", "ForSequenceClassification")
     with pytest.raises(ValueError, match=r"empty batch: input_ids has shape \(0, 4\)"):
         model(IDS[:0], decoder_input_ids=IDS[:0])
+
+
+def test_electra_pretraining_with_a_causal_stack():
+    """is_decoder=True: the generator computes every position (BatchLayout.plan) but its labels were
+    cut to the masked positions (labels shape ValueError). Now the decoder reads the masked ones."""
+    model = tiny_model("electra", "ForPreTraining", is_decoder=True).train()
+    labels = torch.full_like(IDS, -100)
+    labels[0, 1], labels[1, 0] = 7, 3
+    out = model(IDS, attention_mask=MASK, labels=labels)
+    assert torch.isfinite(out.loss) and out.prediction_logits.shape == (2, model.config.vocab_size)
+
+
+@pytest.mark.parametrize("variant,head", [("xlnet", "Model"), ("transfo_xl", "Model")])
+@pytest.mark.parametrize("factor", [0.5, 2])
+def test_relative_position_models_check_mask_values(variant, head, factor):
+    """A mask of 0.5 or 2 ran silently in XLNet (a soft mask) and Transformer-XL (2s are "all ones")."""
+    with pytest.raises(ValueError, match="attention_mask must hold only 0"):
+        tiny_model(variant, head)(IDS, attention_mask=torch.ones_like(IDS) * factor)
+
+
+def test_transfo_xl_refuses_what_it_would_ignore():
+    """A mask without its batch dim, token_type_ids and a segment table size ran (ignored)."""
+    model = tiny_model("transfo_xl", "LMHeadModel")
+    with pytest.raises(ValueError, match=r"attention_mask has shape \(4,\), expected \(2, 4\)"):
+        model(IDS, attention_mask=torch.ones(4, dtype=torch.long))
+    with pytest.raises(ValueError, match="Transformer-XL has no segments: token_type_ids"):
+        model(IDS, token_type_ids=torch.zeros_like(IDS))
+    with pytest.raises(ValueError, match="type_vocab_size must be 0"):
+        tiny_model("transfo_xl", "Model", type_vocab_size=2)
+
+
+def test_xlnet_beam_sizes_are_positive():
+    with pytest.raises(ValueError, match="end_n_top must be >= 1"):
+        tiny_model("xlnet", "Model", end_n_top=-1)
+
+
+def test_t5_inputs_found_by_the_fuzzer():
+    """T5: token_type_ids vanished into **kwargs (now refused by the encoder, naming them); the
+    classifier indexed the decoder with the input's EOS positions (IndexError for decoder inputs of
+    another length) and counted EOS in negative ids before checking them; factorized embeddings
+    built a model only for the LM head to refuse it at build."""
+    ids = torch.tensor([[5, 6, 7, 1], [9, 10, 11, 1]])
+    with pytest.raises(ValueError, match="token_type_ids were given but this model has no segment embeddings"):
+        tiny_model("t5", "ForConditionalGeneration")(ids, decoder_input_ids=ids, token_type_ids=torch.zeros_like(ids))
+    classifier = tiny_model("t5", "ForSequenceClassification")
+    with pytest.raises(ValueError, match="decoder_input_ids has length 2 but input_ids 4"):
+        classifier(ids, decoder_input_ids=ids[:, :2])
+    with pytest.raises(ValueError, match="input_ids contains id -1"):
+        classifier(torch.full_like(ids, -1))
+    from hf_variants.registry import SPECS
+    from tiny_variants import tiny_config
+
+    with pytest.raises(ValueError, match="encoder-decoders have no factorized embeddings"):
+        tiny_config(next(s for s in SPECS.values() if s.name == "t5"), embedding_size=8).check_architecture()
+
+
+def test_question_answering_loss_when_every_answer_is_cut_away():
+    """Every start/end position past the sequence (ignored): NaN (as in transformers); now 0."""
+    model = tiny_model("t5", "ForQuestionAnswering").train()
+    ids = torch.tensor([[5, 6, 7, 1]])
+    out = model(ids, start_positions=torch.tensor([9]), end_positions=torch.tensor([9]))
+    assert out.loss.item() == 0.0

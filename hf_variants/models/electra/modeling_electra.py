@@ -332,14 +332,14 @@ class ElectraForPreTraining(EncoderTaskModel, ElectraPreTrainedModel):
             # graph, so every parameter gets a (zero) gradient, as data-parallel training expects.
             mlm_loss = None if labels is None else prediction_logits.sum() * 0.0
         else:
-            # The generator's last layer and decoder run at the masked positions only.
-            read = selected_positions(selected)
-            generator_out = self.generator(
-                input_ids, **segments, output_positions=read[0], output_positions_mask=read[1], return_dict=True
-            )
+            # The generator's last layer and decoder run at the masked positions only (a causal
+            # stack computes every position, BatchLayout.plan: its decoder reads the masked ones).
+            read = None if config.is_decoder else selected_positions(selected)
+            positions = {} if read is None else {"output_positions": read[0], "output_positions_mask": read[1]}
+            generator_out = self.generator(input_ids, **segments, **positions, return_dict=True)
             mlm_loss, prediction_logits = masked_lm_loss(
-                self.generator_mlm_head, generator_out.last_hidden_state, self._labels_at(labels, read),
-                config.vocab_size, sparse=True,
+                self.generator_mlm_head, generator_out.last_hidden_state,
+                labels if read is None else self._labels_at(labels, read), config.vocab_size, sparse=True,
             )
             original = torch.where(selected, labels, input_ids)
             corrupted = original.clone()
