@@ -274,7 +274,7 @@ def make_inputs(spec: VariantSpec, head: str, model, shape: dict) -> dict[str, t
         ids = torch.where(mask.bool(), ids, config.pad_token_id)
     inputs = {"input_ids": ids, "attention_mask": mask}
     if decoder:
-        inputs["decoder_input_ids"] = torch.randint(0, config.vocab_size, (batch, shape["decoder_length"]), generator=generator)
+        inputs["decoder_input_ids"] = torch.randint(0, config.vocab_size, (batch, shape.get("decoder_length", 4)), generator=generator)
     if config.type_vocab_size > 0:
         inputs["token_type_ids"] = torch.randint(0, config.type_vocab_size, (batch, length), generator=generator)
     if head in CHOICE_HEADS:

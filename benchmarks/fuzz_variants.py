@@ -44,7 +44,7 @@ from pathlib import Path
 import torch
 from hypothesis import HealthCheck, Phase, assume, given, settings, strategies as st
 
-from fuzz_cases import (POSITION_LABELS, SHARED_FIELDS, SOURCE_TOKEN_INPUTS, accepted_choices,  # noqa: F401
+from fuzz_cases import (POSITION_LABELS, SHARED_FIELDS, SOURCE_TOKEN_INPUTS, accepted_choices, base_fields,  # noqa: F401
                         accepts_padding, accepts_padding_model, build, constructor_kwargs, input_shapes, is_text,
                         longest_input, make_config, make_inputs, make_labels, valid_fields)
 from hf_variants.registry import SPECS, VariantSpec
