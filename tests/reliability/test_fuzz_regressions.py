@@ -239,3 +239,18 @@ def test_question_answering_loss_when_every_answer_is_cut_away():
     ids = torch.tensor([[5, 6, 7, 1]])
     out = model(ids, start_positions=torch.tensor([9]), end_positions=torch.tensor([9]))
     assert out.loss.item() == 0.0
+
+
+@pytest.mark.parametrize("sharing", ["attention", "ffn"])
+def test_gpt_with_partial_layer_sharing(sharing):
+    """Later layers hold None where they reuse layer 0's attention or FFN: GPT's scaled-init marking
+    of residual projections read them (AttributeError at build)."""
+    shared = tiny_model("gpt", "LMHeadModel", layer_sharing=sharing, num_hidden_layers=3)
+    out = shared(torch.tensor([[5, 6, 7, 8]]), labels=torch.tensor([[5, 6, 7, 8]]))
+    assert torch.isfinite(out.loss)
+
+
+def test_electra_pretraining_of_empty_sequences_names_input_ids():
+    """(B, 0) input_ids with (B, T) labels: the label shape error came first, naming labels."""
+    with pytest.raises(ValueError, match=r"empty batch: input_ids has shape \(2, 0\)"):
+        tiny_model("electra", "ForPreTraining")(IDS[:, :0], labels=IDS)
