@@ -360,6 +360,7 @@ def invalid_input_mutations(spec: VariantSpec, head: str, model, inputs: dict, l
                 "input_ids": torch.ones(*ids.shape[:-1], longer, dtype=torch.long),
                 "attention_mask": torch.ones(*ids.shape[:-1], longer, dtype=torch.long),
                 **({"token_type_ids": None} if "token_type_ids" in inputs else {}),
+                **dict.fromkeys(labels),  # labels of the old length would be a second fault (ELECTRA checks them first)
             }, "sequence length"))
     if main == "pixel_values":
         pixels = inputs["pixel_values"]
