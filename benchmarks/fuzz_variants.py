@@ -377,35 +377,15 @@ def invalid_input_mutations(spec: VariantSpec, head: str, model, inputs: dict, l
     if "token_type_ids" not in inputs:
         # Without a segment table, token_type_ids must be refused by name where the forward would
         # take them (a named argument or **kwargs); a forward without either already refuses them
-        # (Python's TypeError names the argument, as transformers' T5 classifier does).
+        # (Python's TypeError names the argument, as transformers' T5 classifier does). XLNet's
+        # relative segments take any integers (its model declares relative_segments).
         takes = "token_type_ids" in inspect.signature(model.forward).parameters or any(
             p.kind is p.VAR_KEYWORD for p in inspect.signature(model.forward).parameters.values())
         cases = [case for case in cases
-                 if case[0] != "token_type_ids out of range" or (config.type_vocab_size == 0 and takes
-                                                                  and not compares_segments(model, inputs))]
+                 if case[0] != "token_type_ids out of range" or (config.type_vocab_size == 0 and takes)]
+    if getattr(model, "relative_segments", False):
+        cases = [case for case in cases if case[0] != "token_type_ids out of range"]
     return cases
-
-
-_COMPARES_SEGMENTS: dict[type, bool] = {}
-
-
-def compares_segments(model, inputs: dict) -> bool:
-    """True when token_type_ids change the outputs without a segment table: XLNet's relative
-    segment encoding only asks whether two tokens share a segment, so any integers are valid.
-    Probed per model class on inputs of >= 2 tokens (a draw of one token cannot tell: assumed so)."""
-    kind = type(model)
-    ids = inputs["input_ids"]
-    if kind not in _COMPARES_SEGMENTS:
-        if ids.shape[-1] < 2:
-            return True
-        halves = (torch.arange(ids.shape[-1]) >= ids.shape[-1] // 2).long().expand_as(ids)
-        try:
-            with torch.no_grad():
-                plain, split = output_tensors(model(**inputs)), output_tensors(model(**inputs, token_type_ids=halves))
-            _COMPARES_SEGMENTS[kind] = any(not torch.equal(plain[k], split[k]) for k in plain if k in split)
-        except ValueError:
-            _COMPARES_SEGMENTS[kind] = False
-    return _COMPARES_SEGMENTS[kind]
 
 
 def prop_invalid_input(spec, head, fields, shape, pick) -> str | None:
