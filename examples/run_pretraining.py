@@ -224,11 +224,13 @@ def load_text(args: PretrainingArguments, minimum_documents: int,
               parallel: bool = False) -> tuple[datasets.Dataset, datasets.Dataset]:
     """The corpus split by document into (train, validation), each of >= `minimum_documents`.
     With `parallel`, the corpus must be one of PARALLEL_CORPORA or a dataset of translation rows."""
-    sources = {"--corpus": args.corpus, "--train_file": args.train_file, "--dataset_name": args.dataset_name}
+    # run_clm's arguments share this loader and have no --dataset_name.
+    dataset_name = getattr(args, "dataset_name", None)
+    sources = {"--corpus": args.corpus, "--train_file": args.train_file, "--dataset_name": dataset_name}
     if sum(source is not None for source in sources.values()) != 1:
-        raise ValueError(f"give exactly one of {', '.join(sources)}")
-    if args.dataset_name is not None:
-        corpus = load_dataset_corpus(args.dataset_name, args.dataset_config_name, parallel)
+        raise ValueError(f"give exactly one of {', '.join(name for name in sources if hasattr(args, name[2:]))}")
+    if dataset_name is not None:
+        corpus = load_dataset_corpus(dataset_name, args.dataset_config_name, parallel)
     elif parallel != (args.corpus in PARALLEL_CORPORA):
         raise ValueError(f"--corpus {args.corpus or args.train_file!r}: the objectives {PARALLEL_OBJECTIVES} need a "
                          f"parallel corpus ({', '.join(PARALLEL_CORPORA)}, or --dataset_name with translation rows) "
