@@ -8,12 +8,14 @@ warmed up (compiled) before timing, and the compile time is reported separately.
 
     /work/notes/heavy --all python benchmarks/bench_compile.py --write benchmarks/RESULTS.md
 
-``--write`` replaces the marker-delimited section of RESULTS.md (BEGIN/END compile).
+``--write`` replaces the marker-delimited section of RESULTS.md (BEGIN/END compile); ``--quick`` is a
+smoke run of the first workload on a tiny batch (checks the script, times nothing worth keeping).
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import platform
 import re
@@ -82,11 +84,13 @@ def run_workload(variant: str, config_name: str, head: str, train: bool, args) -
     inputs = build_inputs(config, head, args.batch_size, args.seq_length, generator)
     if not train:
         inputs.pop("labels")
+    # Each model its own config: a model keeps the config object it is given, so a shared one
+    # would leave both on whichever layout was set last.
     torch.manual_seed(0)
-    padded = spec.classes[head](config).train(train)
+    padded = spec.classes[head](copy.deepcopy(config)).train(train)
     padded.config.padding_free = False
     torch.manual_seed(0)
-    packed = spec.classes[head](config).train(train)  # same weights, padding-free default
+    packed = spec.classes[head](copy.deepcopy(config)).train(train)  # same weights, padding-free default
     packed.config.padding_free = True
     for module in (padded, packed):  # timing, not regularisation: identical work every step
         for sub in module.modules():
@@ -148,10 +152,16 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--only", nargs="*", help="variant names to run (default: all workloads)")
     parser.add_argument("--write", type=Path, help="replace the compile section of this markdown file")
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke run: the first workload, batch 2 x 16 tokens, 1 repetition of 1 step (not for --write)")
     args = parser.parse_args()
+    if args.quick:
+        if args.write:
+            raise ValueError("--quick is a smoke run; its timings are not written (drop --write)")
+        args.batch_size, args.seq_length, args.steps, args.reps = 2, 16, 1, 1
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     rows = []
-    for variant, config_name, head, train in WORKLOADS:
+    for variant, config_name, head, train in WORKLOADS[:1] if args.quick else WORKLOADS:
         if args.only and variant not in args.only:
             continue
         row = run_workload(variant, config_name, head, train, args)

@@ -9,7 +9,8 @@ eager/SDPA, ...). Which values of each choice field a variant accepts is *probed
 ``check_architecture`` (ViT pins pre-LN, learned positions and the first-token summary), so the
 draws stay valid without a per-variant table. Inputs follow the model's ``main_input_name``:
 token ids with a random padding mask, or pixel values; labels follow the forward's argument names
-and the shape of the unlabelled output (see :func:`make_labels`).
+and the shape of the unlabelled output (see :func:`make_labels`). What is drawn lives in
+benchmarks/fuzz_cases.py; this file holds the properties and the drivers.
 
 Properties (each a function of (spec, head, drawn config, drawn inputs)):
 
@@ -30,6 +31,7 @@ The CI sample is tests/reliability/test_fuzz_variants.py (a few cases per varian
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import inspect
 import json
@@ -41,228 +43,15 @@ from pathlib import Path
 
 import torch
 from hypothesis import HealthCheck, Phase, assume, given, settings, strategies as st
-from transformers.activations import ACT2FN
 
-import hf_variants  # noqa: F401  (registers every variant)
-from hf_variants.configs import available_named_configs, named_config, named_config_path
-from hf_variants.modules.configuration import TransformerConfig
+from fuzz_cases import (POSITION_LABELS, SHARED_FIELDS, SOURCE_TOKEN_INPUTS, accepted_choices, base_fields,  # noqa: F401
+                        accepts_padding, accepts_padding_model, build, constructor_kwargs, input_shapes, is_text,
+                        longest_input, make_config, make_inputs, make_labels, valid_fields)
 from hf_variants.registry import SPECS, VariantSpec
 
+NEGATIVE_MEANS_OFF = ("clamp_len",)
 PROPERTIES = ("valid_run", "padding_invariance", "batch_invariance", "determinism", "invalid_config", "invalid_input")
 TOLERANCE = 1e-5
-IGNORE_INDEX = -100
-
-# Choice fields of TransformerConfig and the values drawn for them (a variant keeps those its
-# check_architecture accepts one at a time; see accepted_choices).
-CHOICE_FIELDS: dict[str, tuple] = {
-    "pre_layer_norm": (False, True),
-    "norm_type": ("layer_norm", "rms_norm"),
-    "layer_sharing": ("none", "all", "attention", "ffn"),
-    "position_embedding_type": ("learned", "sinusoidal", "none"),
-    "summary_type": ("first", "last", "last_real", "mean"),
-    "is_decoder": (False, True),
-    "gated_ffn": (False, True),
-    "use_bias": (True, False),
-    "hidden_act": ("gelu", "relu", "gelu_new", "silu"),
-    "padding_free": (True, False),
-    "sparse_prediction": (False, True),
-    "attention_scale": (None, 1.0),
-    "layer_norm_eps": (1e-12, 1e-6, 1e-5),
-}
-# Size fields drawn for every variant (widths are drawn as heads x per-head width).
-TEXT_ONLY_FIELDS = ("vocab_size", "max_position_embeddings", "type_vocab_size", "embedding_size", "pad_token_id")
-SHARED_FIELDS = {f.name for f in dataclasses.fields(TransformerConfig)}
-
-
-# ----------------------------------------------------------------------------- configs
-def base_fields(spec: VariantSpec) -> dict:
-    """The variant's ``<name>-mini`` named config as constructor kwargs (its class defaults if none)."""
-    name = f"{spec.name}-mini"
-    if name not in available_named_configs():
-        return {}
-    written = json.loads((named_config_path(name) / "config.json").read_text())
-    config = named_config(name)
-    return {f.name: getattr(config, f.name) for f in dataclasses.fields(spec.config_class) if f.name in written}
-
-
-def is_text(spec: VariantSpec) -> bool:
-    """True when the variant's main input is token ids (every head agrees on the main input)."""
-    return all(cls.main_input_name == "input_ids" for cls in spec.classes.values())
-
-
-def make_config(spec: VariantSpec, fields: dict):
-    return spec.config_class(**{**base_fields(spec), **fields})
-
-
-_ACCEPTED: dict[str, dict[str, tuple]] = {}
-
-
-def accepted_choices(spec: VariantSpec) -> dict[str, tuple]:
-    """Per choice field, the values the variant's check_architecture accepts (probed one field at a
-    time on the base config); fields with a single accepted value are pinned to it."""
-    if spec.name not in _ACCEPTED:
-        accepted = {}
-        for name, values in CHOICE_FIELDS.items():
-            keep = []
-            for value in values:
-                try:
-                    make_config(spec, {name: value}).check_architecture()
-                    keep.append(value)
-                except ValueError:
-                    pass
-            accepted[name] = tuple(keep)
-        _ACCEPTED[spec.name] = accepted
-    return _ACCEPTED[spec.name]
-
-
-@st.composite
-def valid_fields(draw, spec: VariantSpec) -> dict:
-    """Constructor kwargs of a random valid tiny config of ``spec`` (plus "_attn" and "_seed")."""
-    heads = draw(st.integers(1, 4))
-    fields = {
-        "num_attention_heads": heads,
-        "hidden_size": heads * draw(st.sampled_from((2, 4, 8))),
-        "num_hidden_layers": draw(st.integers(1, 3)),
-        "intermediate_size": draw(st.integers(1, 48)),
-        "hidden_dropout_prob": draw(st.sampled_from((0.0, 0.1, 0.5))),
-        "attention_probs_dropout_prob": draw(st.sampled_from((0.0, 0.1))),
-        "num_labels": draw(st.integers(1, 5)),
-        "initializer_range": draw(st.sampled_from((0.02, 0.2, 1.0))),
-    }
-    if draw(st.booleans()):
-        fields["head_dim"] = draw(st.sampled_from((2, 4, 8)))
-    for name, values in accepted_choices(spec).items():
-        if values:
-            fields[name] = draw(st.sampled_from(values))
-    if is_text(spec):
-        fields["vocab_size"] = draw(st.integers(2, 99))
-        fields["max_position_embeddings"] = draw(st.integers(8, 40))
-        fields["type_vocab_size"] = draw(st.integers(0, 3))
-        fields["pad_token_id"] = draw(st.integers(0, min(fields["vocab_size"] - 1, 4)))  # real pad ids are small
-        if draw(st.booleans()):
-            fields["embedding_size"] = draw(st.integers(2, 24))
-    fields["_attn"] = draw(st.sampled_from(("eager", "sdpa")))
-    fields["_seed"] = draw(st.integers(0, 2**16))
-    return fields
-
-
-def build(spec: VariantSpec, head: str, fields: dict):
-    """(model, config) for drawn ``fields``, or a hypothesis rejection when the drawn combination
-    is one the variant refuses (a ValueError from check_architecture)."""
-    kwargs = {k: v for k, v in fields.items() if not k.startswith("_")}
-    config = make_config(spec, kwargs)
-    try:
-        config.check_architecture()
-    except ValueError:
-        assume(False)
-    torch.manual_seed(fields["_seed"])
-    model = spec.classes[head](config)
-    model.config._attn_implementation = fields["_attn"]
-    return model.eval(), config
-
-
-# ----------------------------------------------------------------------------- inputs
-@st.composite
-def input_shapes(draw, spec: VariantSpec, fields: dict) -> dict:
-    """Batch size, length, per-row real lengths and padding side, and a tensor seed."""
-    batch = draw(st.integers(1, 4))
-    shape = {"batch": batch, "seed": draw(st.integers(0, 2**16))}
-    if is_text(spec):
-        longest = fields["max_position_embeddings"] if fields.get("position_embedding_type") != "none" else 40
-        length = draw(st.integers(1, min(longest, 16)))
-        shape.update(length=length, lengths=draw(st.lists(st.integers(1, length), min_size=batch, max_size=batch)),
-                     left=draw(st.booleans()), choices=draw(st.integers(1, 3)))
-    return shape
-
-
-def longest_input(model) -> int:
-    """The longest token sequence the model embeds: its embeddings' ``max_sequence_length`` where
-    they define one (RoBERTa's positions start after the padding index), else max_position_embeddings
-    (unbounded without position embeddings)."""
-    config = model.config
-    if config.position_embedding_type == "none":
-        return 10**6
-    embeddings = getattr(model.base_model, "embeddings", None)
-    return getattr(embeddings, "max_sequence_length", config.max_position_embeddings)
-
-
-def make_inputs(spec: VariantSpec, head: str, model, shape: dict) -> dict[str, torch.Tensor]:
-    """The model's main input (``main_input_name``) and, for token ids, mask and segments.
-    Multiple choice inputs get a choice dimension: (B, C, T). Draws longer than the model takes are
-    rejected (hypothesis draws again)."""
-    config = model.config
-    if "length" in shape:
-        assume(shape["length"] <= longest_input(model))
-    generator = torch.Generator().manual_seed(shape["seed"])
-    main_input = spec.classes[head].main_input_name
-    if main_input == "pixel_values":
-        size = config.image_size
-        return {"pixel_values": torch.randn(shape["batch"], config.num_channels, size, size, generator=generator)}
-    if main_input != "input_ids":
-        raise NotImplementedError(f"no input generator for main input {main_input!r}; add one to benchmarks/fuzz_variants.py")
-    batch, length = shape["batch"], shape["length"]
-    position = torch.arange(length)[None, :]
-    real_lengths = torch.tensor(shape["lengths"])[:, None]
-    mask = (position >= length - real_lengths) if shape["left"] else (position < real_lengths)
-    mask = mask.long()
-    ids = torch.randint(0, config.vocab_size, (batch, length), generator=generator)
-    if config.pad_token_id is not None:
-        ids = torch.where(mask.bool(), ids, config.pad_token_id)
-    inputs = {"input_ids": ids, "attention_mask": mask}
-    if config.type_vocab_size > 0:
-        inputs["token_type_ids"] = torch.randint(0, config.type_vocab_size, (batch, length), generator=generator)
-    if head == "ForMultipleChoice":
-        inputs = {k: v[:, None].repeat(1, shape["choices"], 1) for k, v in inputs.items()}
-    return inputs
-
-
-def first_logits(output) -> torch.Tensor | None:
-    """The first output field whose name ends in "logits" (the prediction a ``labels`` argument scores)."""
-    for name, value in output.items():
-        if name.endswith("logits") and isinstance(value, torch.Tensor):
-            return value
-    return None
-
-
-# Label arguments whose meaning is the same for every head that takes them.
-BINARY_LABELS = ("next_sentence_label", "sentence_order_label")
-POSITION_LABELS = ("start_positions", "end_positions")
-
-
-def label_arguments(model) -> list[str]:
-    parameters = inspect.signature(model.forward).parameters
-    return [name for name in ("labels", *BINARY_LABELS, *POSITION_LABELS) if name in parameters]
-
-
-def make_labels(model, inputs: dict[str, torch.Tensor], generator: torch.Generator) -> dict[str, torch.Tensor]:
-    """Labels for every label argument the head's forward takes, shaped by its unlabelled output:
-    ``labels`` scoring (B, T, K) logits are (B, T) ids in [0, K) (-100 at padding and at random
-    positions), scoring (B, K) logits (B,) ids in [0, K) (floats when K == 1: regression)."""
-    with torch.no_grad():
-        output = model(**inputs)
-    main = inputs.get("input_ids", inputs.get("pixel_values"))
-    batch = main.shape[0]
-    labels = {}
-    for name in label_arguments(model):
-        if name in BINARY_LABELS:
-            labels[name] = torch.randint(0, 2, (batch,), generator=generator)
-        elif name in POSITION_LABELS:
-            labels[name] = torch.randint(0, main.shape[-1], (batch,), generator=generator)
-        else:
-            logits = first_logits(output)
-            if logits is None:
-                continue
-            classes = logits.shape[-1]
-            if logits.dim() == 3 and "attention_mask" in inputs and logits.shape[:2] == inputs["attention_mask"].shape:
-                ids = torch.randint(0, classes, tuple(logits.shape[:2]), generator=generator)
-                drop = (torch.rand(ids.shape, generator=generator) < 0.5) | (inputs["attention_mask"] == 0)
-                labels[name] = ids.masked_fill(drop, IGNORE_INDEX)
-            elif logits.dim() == 2:
-                if classes == 1 and type(model).__name__.endswith(("ForSequenceClassification", "ForImageClassification")):
-                    labels[name] = torch.randn(batch, generator=generator)
-                else:
-                    labels[name] = torch.randint(0, classes, (batch,), generator=generator)
-    return labels
 
 
 # ----------------------------------------------------------------------------- comparisons
@@ -293,6 +82,60 @@ def assert_rows_equal(name: str, got: torch.Tensor, expected: torch.Tensor, real
     assert diff <= bound, f"{name}: max abs diff {diff:.3g} > {bound:.3g}"
 
 
+@dataclasses.dataclass
+class Comparison:
+    """One output field of two calls that must agree: ``got_call`` and ``expected_call`` are the
+    inputs of the two forwards, ``got_part`` / ``expected_part`` cut the compared rows or positions
+    out of their outputs, ``real`` (or None) selects the real tokens of a per-token field."""
+
+    name: str
+    got_call: dict
+    expected_call: dict
+    got_part: object
+    expected_part: object
+    real: torch.Tensor | None
+
+
+def assert_agree_up_to_rounding(model, comparison: Comparison, outputs32: tuple[dict, dict]) -> None:
+    """The two float32 outputs agree to 1e-5 (relative above magnitude 1); where they do not, the
+    difference must be fp32 rounding between two evaluation orders (batch shapes pick different
+    matmul blockings, packed lengths different kernels), checked from the computation itself:
+
+    - in float64 (the same weights and inputs), the two calls agree to 1e-5 as well (any real
+      invariance bug -- a padding leak, a wrong position -- survives float64 unchanged);
+    - the float32 difference is at most the sum of the two float32 evaluations' own errors against
+      float64: |a32 - b32| <= |a32 - a64| + |a64 - b64| + |b64 - b32| (the triangle inequality).
+    """
+    got32 = comparison.got_part(outputs32[0][comparison.name])
+    expected32 = comparison.expected_part(outputs32[1][comparison.name])
+    try:
+        assert_rows_equal(comparison.name, got32, expected32, comparison.real)
+        return
+    except AssertionError as fp32_failure:
+        exact = float64_copy(model)
+        with torch.no_grad():
+            got64 = comparison.got_part(output_tensors(exact(**as_float64(comparison.got_call)))[comparison.name])
+            expected64 = comparison.expected_part(output_tensors(exact(**as_float64(comparison.expected_call)))[comparison.name])
+        assert_rows_equal(f"{comparison.name} (float64)", got64, expected64, comparison.real)
+        real = comparison.real.bool() if comparison.real is not None else slice(None)
+
+        def largest(tensor):
+            return tensor[real].abs().max().item()
+
+        diff = largest(got32.double() - expected32.double())
+        rounding = largest(got32.double() - got64) + largest(got64 - expected64) + largest(expected32.double() - expected64)
+        assert diff <= rounding, f"{fp32_failure} and exceeds the two evaluations' own float32 rounding ({rounding:.3g})"
+
+
+def float64_copy(model):
+    """The model with every parameter and buffer in float64 (a reference ~1e9 times finer than fp32)."""
+    return copy.deepcopy(model).double()
+
+
+def as_float64(inputs: dict) -> dict:
+    return {k: v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v for k, v in inputs.items()}
+
+
 def token_level_fields(model, inputs: dict[str, torch.Tensor]) -> set[str]:
     """Names of the output fields with one entry per token: those whose size along the token
     dimension follows the input length (found by one call with a column of padding more)."""
@@ -310,10 +153,22 @@ def token_level_fields(model, inputs: dict[str, torch.Tensor]) -> set[str]:
         change = -1
     else:  # a one-token model: selecting the (one, real) token changes nothing anyway
         return candidates
-    other = {k: torch.nn.functional.pad(v, (0, 1)) if change == 1 else v[..., :-1] for k, v in inputs.items()}
+    real_extra = int(not accepts_padding_model(model))  # a head refusing padding gets one more real token
+    other = with_source_padding(inputs, 1, 0, mask_value=real_extra) if change == 1 else {
+        k: v[..., :-1] if k in SOURCE_TOKEN_INPUTS else v for k, v in inputs.items()}
     with torch.no_grad():
         changed = output_tensors(model(**other))
     return {name for name in candidates if changed[name].shape[token_dim] == length + change}
+
+
+def with_source_padding(inputs: dict[str, torch.Tensor], extra: int, pad_id: int,
+                        mask_value: int = 0) -> dict[str, torch.Tensor]:
+    """``inputs`` with ``extra`` padding positions more on the right of the source (input_ids
+    get ``pad_id``, the mask ``mask_value``, segment ids 0); a decoder's inputs and positions
+    (mc_token_ids) stay as they are."""
+    fill = {"input_ids": pad_id, "attention_mask": mask_value}
+    return {k: torch.nn.functional.pad(v, (0, extra), value=fill.get(k, 0)) if k in SOURCE_TOKEN_INPUTS else v
+            for k, v in inputs.items()}
 
 
 def is_stochastic(model, inputs: dict[str, torch.Tensor]) -> bool:
@@ -343,30 +198,33 @@ def prop_valid_run(spec, head, fields, shape) -> str | None:
 def prop_padding_invariance(spec, head, fields, shape) -> str | None:
     if not is_text(spec):
         return f"{spec.name}: not applicable, its main input is {spec.classes[head].main_input_name} (fixed token count, no padding)"
+    if not accepts_padding(spec, head):
+        return f"{spec.name} {head}: not applicable, refuses padding (contiguous text only)"
     model, config = build(spec, head, fields)
     inputs = make_inputs(spec, head, model, shape)
     if is_stochastic(model, inputs):
         return f"{head}: stochastic outputs"
     extra = 3
     assume(shape["length"] + extra <= longest_input(model))
-    pad = config.pad_token_id if config.pad_token_id is not None else 0
-    padded = {k: torch.nn.functional.pad(v, (0, extra), value=pad if k == "input_ids" else 0) for k, v in inputs.items()}
+    padded = with_source_padding(inputs, extra, config.pad_token_id if config.pad_token_id is not None else 0)
     per_token = token_level_fields(model, inputs)
     with torch.no_grad():
         base, more = output_tensors(model(**inputs)), output_tensors(model(**padded))
     mask = inputs["attention_mask"]
-    for name, value in base.items():
-        other = more[name]
+    first_positions = (slice(None),) * (mask.dim() - 1) + (slice(0, mask.shape[-1]),)
+    for name in base:
         if name in per_token:  # real positions only
-            other = other[(slice(None),) * (mask.dim() - 1) + (slice(0, mask.shape[-1]),)]
-            assert_rows_equal(name, other, value, mask)
-        elif config.summary_type == "last" or (config.summary_type == "first" and not bool(mask[..., 0].all())):
-            # "last" reads position T-1, which extra padding moves by definition; "first" on a
+            comparison = Comparison(name, padded, inputs, lambda out: out[first_positions], lambda out: out, mask)
+        elif (config.summary_type in getattr(model, "summary_reads_padding", ("last",))
+              or (config.summary_type == "first" and not bool(mask[..., 0].all()))):
+            # "last" reads position T-1, which extra padding moves by definition (XLNet's "mean",
+            # as transformers', averages the padding too: its model says so); "first" on a
             # left-padded row reads a padding token, whose state no real token defines (causal
             # attention leaves it no visible key at all).
             continue
         else:
-            assert_rows_equal(name, other, value, None)
+            comparison = Comparison(name, padded, inputs, lambda out: out, lambda out: out, None)
+        assert_agree_up_to_rounding(model, comparison, (more, base))
     return None
 
 
@@ -379,10 +237,16 @@ def prop_batch_invariance(spec, head, fields, shape) -> str | None:
     with torch.no_grad():
         batch_out = output_tensors(model(**inputs))
         for row in range(shape["batch"]):
-            alone = output_tensors(model(**{k: v[row : row + 1] for k, v in inputs.items()}))
-            for name, value in alone.items():
+            row_inputs = {k: v[row : row + 1] for k, v in inputs.items()}
+            alone = output_tensors(model(**row_inputs))
+            for name in alone:
                 real = inputs["attention_mask"][row : row + 1] if name in per_token else None
-                assert_rows_equal(f"{name} row {row}", value, batch_out[name][row : row + 1], real)
+                comparison = Comparison(name, row_inputs, inputs, lambda out: out,
+                                        lambda out, row=row: out[row : row + 1], real)
+                try:
+                    assert_agree_up_to_rounding(model, comparison, (alone, batch_out))
+                except AssertionError as error:
+                    raise AssertionError(f"row {row}: {error}") from None
     return None
 
 
@@ -427,12 +291,13 @@ def invalid_config_mutations(spec: VariantSpec, fields: dict) -> list[tuple[dict
             ({"type_vocab_size": -1}, "type_vocab_size"),
             ({"embedding_size": 0}, "embedding_size"),
         ]
-    # The variant's own integer fields (sizes, counts): negative is never meaningful.
+    # The variant's own integer fields (sizes, counts): negative is never meaningful, except where
+    # transformers gives -1 a meaning (clamp_len -1: no clamping, Transformer-XL and XLNet).
     base = make_config(spec, {})
     for field in dataclasses.fields(spec.config_class):
         value = getattr(base, field.name, None)
         is_size = isinstance(value, int) and not isinstance(value, bool) and value > 0 and not field.name.endswith("_id")
-        if field.name not in SHARED_FIELDS and is_size:
+        if field.name not in SHARED_FIELDS and field.name not in NEGATIVE_MEANS_OFF and is_size:
             mutations.append(({field.name: -1}, field.name))
     return mutations
 
@@ -450,7 +315,7 @@ def invalid_config_cases(draw, spec: VariantSpec):
 
 def prop_invalid_config(spec, head, fields, mutation) -> str | None:
     changes, expected_name = mutation
-    kwargs = {k: v for k, v in {**fields, **changes}.items() if not k.startswith("_")}
+    kwargs = {**constructor_kwargs(head, fields), **changes}
     try:
         config = make_config(spec, kwargs)
     except ValueError as error:  # refused at construction: fine too, as long as it names the field
@@ -495,6 +360,7 @@ def invalid_input_mutations(spec: VariantSpec, head: str, model, inputs: dict, l
                 "input_ids": torch.ones(*ids.shape[:-1], longer, dtype=torch.long),
                 "attention_mask": torch.ones(*ids.shape[:-1], longer, dtype=torch.long),
                 **({"token_type_ids": None} if "token_type_ids" in inputs else {}),
+                **dict.fromkeys(labels),  # labels of the old length would be a second fault (ELECTRA checks them first)
             }, "sequence length"))
     if main == "pixel_values":
         pixels = inputs["pixel_values"]
@@ -509,7 +375,16 @@ def invalid_input_mutations(spec: VariantSpec, head: str, model, inputs: dict, l
             top = int(label.max()) if label.numel() else 0
             cases.append((f"{name} far out of range", {name: label.clone().fill_(top + 10**6)}, name))
     if "token_type_ids" not in inputs:
-        cases = [case for case in cases if case[0] != "token_type_ids out of range" or config.type_vocab_size == 0]
+        # Without a segment table, token_type_ids must be refused by name where the forward would
+        # take them (a named argument or **kwargs); a forward without either already refuses them
+        # (Python's TypeError names the argument, as transformers' T5 classifier does). XLNet's
+        # relative segments take any integers (its model declares relative_segments).
+        takes = "token_type_ids" in inspect.signature(model.forward).parameters or any(
+            p.kind is p.VAR_KEYWORD for p in inspect.signature(model.forward).parameters.values())
+        cases = [case for case in cases
+                 if case[0] != "token_type_ids out of range" or (config.type_vocab_size == 0 and takes)]
+    if getattr(model, "relative_segments", False):
+        cases = [case for case in cases if case[0] != "token_type_ids out of range"]
     return cases
 
 

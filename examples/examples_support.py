@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import sys
 from collections.abc import Iterable, Sequence
@@ -35,6 +36,8 @@ from hf_variants.atomic import write_text_atomically
 from hf_variants.configs import is_named_config, named_config_path
 from hf_variants.conversion import load_pretrained
 from hf_variants.data import check_columns, load_named_dataset
+from hf_variants.data.data_files import LOADERS as DATA_FILE_LOADERS
+from hf_variants.data.data_files import check_image_column, check_text_columns, describe_rows, keep_row_origin, load_data_file
 from hf_variants.hub import DatasetInfo, write_model_card
 from hf_variants.hub.checkpoints import last_complete_checkpoint, resolve_checkpoint
 from hf_variants.hub.trainer import CheckpointSafeTrainer
@@ -42,7 +45,7 @@ from hf_variants.hub.trainer import CheckpointSafeTrainer
 logger = logging.getLogger("hf_variants.examples")
 
 OUR_DATASET_PREFIX = "hf_variants/"
-LOCAL_FILE_LOADERS = {".csv": "csv", ".json": "json", ".jsonl": "json", ".tsv": "csv"}
+LOCAL_FILE_LOADERS = {suffix: loader for suffix, (loader, _) in DATA_FILE_LOADERS.items()}
 
 
 @dataclass
@@ -204,17 +207,10 @@ def load_raw_datasets(data_args: DataArguments, model_args: ModelArguments) -> d
     loaders = {LOCAL_FILE_LOADERS[Path(path).suffix] for path in files.values()}
     if len(loaders) != 1:
         raise ValueError(f"all data files must be of one kind (csv or json), got {files}")
-    loader = loaders.pop()
-    # One file at a time: loaded together, files whose columns differ fail inside ``datasets``
-    # with a schema-cast error instead of our column check naming the split.
+    # One file at a time, each checked first (UTF-8, not empty, every row well formed; errors name
+    # the file and line): loaded together, files whose columns differ fail inside ``datasets``.
     return datasets.DatasetDict(
-        {
-            split: datasets.load_dataset(
-                loader, data_files={split: path}, split=split, cache_dir=model_args.cache_dir,
-                **({"delimiter": "\t"} if Path(path).suffix == ".tsv" else {}),
-            )
-            for split, path in files.items()
-        }
+        {split: load_data_file(path, split, cache_dir=model_args.cache_dir) for split, path in files.items()}
     )
 
 
@@ -230,7 +226,7 @@ def take_split(
     if max_samples is not None:
         if max_samples <= 0:
             raise ValueError(f"max samples for {purpose} must be positive, got {max_samples}")
-        dataset = dataset.select(range(min(max_samples, len(dataset))))
+        dataset = keep_row_origin(dataset, dataset.select(range(min(max_samples, len(dataset)))))
     return dataset
 
 
@@ -249,16 +245,24 @@ def select_splits(
     return {name: take_split(raw, name, flag, limit) for name, asked, flag, limit in wanted if asked}
 
 
-def require_columns(dataset: datasets.Dataset, columns: Iterable[str | None], purpose: str) -> None:
-    """ValueError listing the columns found and the ones expected when any is missing."""
+def require_columns(
+    dataset: datasets.Dataset, columns: Iterable[str | None], purpose: str, *, text_columns: Iterable[str | None] = (),
+    split_into_words: bool = False, image_columns: Iterable[str] = (),
+) -> None:
+    """ValueError listing the columns found and the ones expected when any is missing; then every
+    value of ``text_columns`` must be a non-empty text (``split_into_words``: a list of words), and
+    every image of ``image_columns`` must decode, else a ValueError naming the file and line (or
+    image file) of the bad rows."""
     check_columns(dataset, [c for c in columns if c is not None], purpose)
+    check_text_columns(dataset, text_columns, purpose, split_into_words=split_into_words)
+    for column in image_columns:
+        check_image_column(dataset, column, purpose)
 
 
-def example_ids(dataset: datasets.Dataset, rows: Sequence[int]) -> list:
-    """How to name rows in an error: their ``id`` column if there is one, else their row index."""
-    if "id" in dataset.column_names:
-        return [dataset[int(row)]["id"] for row in rows]
-    return [f"row {row}" for row in rows]
+def example_ids(dataset: datasets.Dataset, rows: Sequence[int]) -> list[str]:
+    """How to name rows in an error: file and line for local files, else the row index; plus the
+    ``id`` column when there is one."""
+    return describe_rows(dataset, rows)
 
 
 def label_feature(dataset: datasets.Dataset, column: str) -> datasets.ClassLabel | None:
@@ -275,9 +279,12 @@ def label_names(dataset: datasets.Dataset, column: str) -> list[str]:
     feature = label_feature(dataset, column)
     if feature is not None:
         return list(feature.names)
-    values = list(dataset[column])
-    if values and isinstance(values[0], list):
-        values = [value for row in values for value in row]
+    rows = list(dataset[column])
+    missing = [row for row, value in enumerate(rows) if value is None or (isinstance(value, list) and None in value)]
+    if missing:  # an empty csv field or a JSON null: not a class named "None"
+        raise ValueError(f"column {column!r} has no label at {example_ids(dataset, missing[:5])}"
+                         + (f" and {len(missing) - 5} more rows" if len(missing) > 5 else ""))
+    values = [value for row in rows for value in row] if rows and isinstance(rows[0], list) else rows
     return sorted({str(value) for value in values})
 
 
@@ -330,6 +337,17 @@ def encode_labels(
             + (f" and {len(bad_rows) - 10} more" if len(bad_rows) > 10 else "")
         )
     return encoded
+
+
+def regression_targets(dataset: datasets.Dataset, column: str, split: str) -> list[float]:
+    """``column`` as finite floats (regression labels); ValueError naming the rows (file and line)
+    of a missing value, a NaN or an infinity, which would make the loss NaN."""
+    values = list(dataset[column])
+    bad = [row for row, value in enumerate(values) if not isinstance(value, (int, float)) or not math.isfinite(value)]
+    if bad:
+        raise ValueError(f"{split} split, column {column!r}: regression targets must be finite numbers; "
+                         f"{[values[row] for row in bad[:5]]} at {example_ids(dataset, bad[:5])}")
+    return [float(value) for value in values]
 
 
 # -------------------------------------------------------------------------------------- model
@@ -457,9 +475,12 @@ def max_length_for(tokenizer, requested: int) -> int:
     return requested
 
 
-def report_truncation(tokenizer, split: str, first: list[str], second: list[str] | None, max_length: int) -> int:
-    """Count (and log) the inputs longer than ``max_length`` tokens, which tokenisation truncates."""
-    encoded = tokenizer(first, second) if second is not None else tokenizer(first)
+def report_truncation(
+    tokenizer, split: str, first: list, second: list | None, max_length: int, split_into_words: bool = False
+) -> int:
+    """Count (and log, once per split) the inputs longer than ``max_length`` tokens, which
+    tokenisation truncates (``split_into_words``: inputs are lists of words, as for NER)."""
+    encoded = tokenizer(first, *([second] if second is not None else []), is_split_into_words=split_into_words)
     too_long = sum(len(ids) > max_length for ids in encoded["input_ids"])
     if too_long:
         logger.warning(

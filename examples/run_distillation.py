@@ -164,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     splits = support.select_splits(raw, data_args, training_args, ("validation",), ())
     text, label = data_args.text_column_name, data_args.label_column_name
     for split, dataset in splits.items():
-        support.require_columns(dataset, [text, label], f"{split} distillation")
+        support.require_columns(dataset, [text, label], f"{split} distillation", text_columns=[text])
 
     teacher = load_pretrained(model_args.teacher_model_name_or_path, AutoModelForSequenceClassification)
     names = [teacher.config.id2label[i] for i in range(teacher.config.num_labels)]

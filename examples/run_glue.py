@@ -140,7 +140,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     first, second = text_columns(data_args, reference)
     for split, dataset in splits.items():
         needs_label = not split.startswith("test")
-        support.require_columns(dataset, [first, second, label_column if needs_label else None], f"{split} sequence classification")
+        support.require_columns(dataset, [first, second, label_column if needs_label else None], f"{split} sequence classification",
+                                text_columns=[first, second])
     if label_column not in reference.column_names:
         raise ValueError(f"the data has no label column {label_column!r} (columns: {reference.column_names}): pass --label_column_name")
     is_regression = is_regression_task(data_args, reference)
@@ -165,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     for split, dataset in splits.items():
         if label_column in dataset.column_names:
             if is_regression:
-                labels = [float(value) for value in dataset[label_column]]
+                labels = support.regression_targets(dataset, label_column, split)
             else:
                 hidden = HIDDEN_LABEL if split.startswith("test") else None
                 labels = support.encode_labels(dataset, label_column, label2id, split, hidden_label=hidden)

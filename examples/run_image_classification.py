@@ -176,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     splits = support.select_splits(raw, data_args, training_args)
     image_column, label_column = data_args.image_column_name, data_args.label_column_name
     for split, dataset in splits.items():
-        support.require_columns(dataset, [image_column, label_column], f"{split} image classification")
+        support.require_columns(dataset, [image_column, label_column], f"{split} image classification", image_columns=[image_column])
     reference = splits.get("train") or next(iter(splits.values()))
     names = support.label_names(reference, label_column)
     if len(names) < 2:

@@ -66,7 +66,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     raw = load_images(data_args, model_args, training_args.seed)
     splits = support.select_splits(raw, data_args, training_args)
     for split, dataset in splits.items():
-        support.require_columns(dataset, [data_args.image_column_name], f"{split} MAE pretraining")
+        support.require_columns(dataset, [data_args.image_column_name], f"{split} MAE pretraining",
+                                image_columns=[data_args.image_column_name])
 
     # A named config (random weights, --config_overrides allowed), a local folder or a Hub id.
     model = support.load_model(

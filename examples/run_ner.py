@@ -63,6 +63,17 @@ class NerDataArguments(support.DataArguments):
         super().__post_init__()
 
 
+def check_one_tag_per_word(dataset: datasets.Dataset, text_column: str, label_column: str, split: str) -> None:
+    """Each row has as many tags as words (else training would label the wrong words silently)."""
+    words, tags = dataset[text_column], dataset[label_column]
+    bad = [row for row, (row_words, row_tags) in enumerate(zip(words, tags))
+           if not isinstance(row_tags, list) or len(row_tags) != len(row_words)]
+    if bad:
+        counts = [(len(words[row]), len(tags[row]) if isinstance(tags[row], list) else tags[row]) for row in bad[:3]]
+        raise ValueError(f"{split} split: {label_column!r} needs one tag per word of {text_column!r}; (words, tags) "
+                         f"{counts} at {support.example_ids(dataset, bad[:3])}" + (f" and {len(bad) - 3} more rows" if len(bad) > 3 else ""))
+
+
 def check_tag_scheme(task_name: str, tag_names: list[str]) -> None:
     """Span tasks need BIO-style tags; say so instead of reporting meaningless entity scores."""
     if task_name == "pos":
@@ -152,7 +163,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     text_column = data_args.text_column_name or "tokens"
     label_column = data_args.label_column_name or f"{data_args.task_name}_tags"
     for name, dataset in splits.items():
-        support.require_columns(dataset, [text_column, label_column], f"{name} token classification")
+        support.require_columns(dataset, [text_column, label_column], f"{name} token classification",
+                                text_columns=[text_column], split_into_words=True)
+        check_one_tag_per_word(dataset, text_column, label_column, name)
     tag_names = support.label_names(reference, label_column)
     check_tag_scheme(data_args.task_name, tag_names)
 
@@ -179,6 +192,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         label_ids = support.encode_labels(dataset, label_column, label2id, name)
         true_tags[name] = [[id2label[i] for i in row] for row in label_ids]
         dataset = dataset.add_column("label_ids", label_ids)
+        support.report_truncation(tokenizer, name, dataset[text_column], None, max_length, split_into_words=True)
         with training_args.main_process_first(desc=f"tokenizing {name}"):
             # Evaluation always labels first subwords only: it scores words, not subwords.
             mapped = dataset.map(

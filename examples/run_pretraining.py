@@ -60,6 +60,7 @@ from hf_variants.hub.trainer import CheckpointSafeTrainer  # noqa: E402
 from hf_variants.hub.checkpoints import last_complete_checkpoint, resolve_checkpoint  # noqa: E402
 from hf_variants.registry import spec_for  # noqa: E402
 from hf_variants.data import load_corpus, load_django_translations  # noqa: E402
+from hf_variants.data.data_files import read_utf8_text  # noqa: E402
 from hf_variants.objectives import (INPUT_FORMATS, DataCollatorForMaskedLM,  # noqa: E402
                                     DataCollatorForNgramMasking, DataCollatorForPrecomputedMasks,
                                     DataCollatorForReplacedTokenDetection, DataCollatorForSpanMasking,
@@ -157,22 +158,22 @@ def parse_objective(objective: str) -> tuple[str, str | None]:
 
 
 def read_text_file(path: str) -> datasets.Dataset:
-    """BERT's pretraining text format -> rows (document, text)."""
-    if not Path(path).is_file():
-        raise ValueError(f"--train_file {path} does not exist")
+    """BERT's pretraining text format -> rows (document, text). A missing or empty file, or a byte
+    that is not UTF-8, is a ValueError naming the file (and line)."""
+    try:
+        text = read_utf8_text(path)
+    except ValueError as error:
+        raise ValueError(f"--train_file {error}") from None
     documents, texts, document, blank_seen = [], [], 0, False
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            line = line.strip()
-            if not line:
-                blank_seen = bool(texts)
-                continue
-            if blank_seen:  # the first paragraph after one or more blank lines opens a new document
-                document, blank_seen = document + 1, False
-            documents.append(document)
-            texts.append(line)
-    if not texts:
-        raise ValueError(f"--train_file {path} has no text")
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            blank_seen = bool(texts)
+            continue
+        if blank_seen:  # the first paragraph after one or more blank lines opens a new document
+            document, blank_seen = document + 1, False
+        documents.append(document)
+        texts.append(line)
     return datasets.Dataset.from_dict({"document": documents, "text": texts})
 
 
@@ -223,11 +224,13 @@ def load_text(args: PretrainingArguments, minimum_documents: int,
               parallel: bool = False) -> tuple[datasets.Dataset, datasets.Dataset]:
     """The corpus split by document into (train, validation), each of >= `minimum_documents`.
     With `parallel`, the corpus must be one of PARALLEL_CORPORA or a dataset of translation rows."""
-    sources = {"--corpus": args.corpus, "--train_file": args.train_file, "--dataset_name": args.dataset_name}
+    # run_clm's arguments share this loader and have no --dataset_name.
+    dataset_name = getattr(args, "dataset_name", None)
+    sources = {"--corpus": args.corpus, "--train_file": args.train_file, "--dataset_name": dataset_name}
     if sum(source is not None for source in sources.values()) != 1:
-        raise ValueError(f"give exactly one of {', '.join(sources)}")
-    if args.dataset_name is not None:
-        corpus = load_dataset_corpus(args.dataset_name, args.dataset_config_name, parallel)
+        raise ValueError(f"give exactly one of {', '.join(name for name in sources if hasattr(args, name[2:]))}")
+    if dataset_name is not None:
+        corpus = load_dataset_corpus(dataset_name, args.dataset_config_name, parallel)
     elif parallel != (args.corpus in PARALLEL_CORPORA):
         raise ValueError(f"--corpus {args.corpus or args.train_file!r}: the objectives {PARALLEL_OBJECTIVES} need a "
                          f"parallel corpus ({', '.join(PARALLEL_CORPORA)}, or --dataset_name with translation rows) "

@@ -84,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         needs_answers = split != "test" or columns.answers in examples[split].column_names
         support.require_columns(
             examples[split], [columns.id, columns.question, columns.context, columns.answers if needs_answers else None],
-            f"{split} question answering",
+            f"{split} question answering", text_columns=[columns.question, columns.context],
         )
         if needs_answers:
             check_answers(examples[split], columns, data_args.version_2_with_negative, split)

@@ -113,7 +113,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     endings = ending_columns(next(iter(splits.values())))
     context, header, label_column = data_args.context_column_name, data_args.header_column_name, data_args.label_column_name
     for split, dataset in splits.items():
-        support.require_columns(dataset, [context, header, label_column, *endings], f"{split} multiple choice")
+        support.require_columns(dataset, [context, header, label_column, *endings], f"{split} multiple choice",
+                                text_columns=[context, *endings])
         check_choice_labels(dataset, label_column, len(endings), split)
 
     tokenizer = support.load_tokenizer(model_args)

@@ -62,10 +62,10 @@ def translation_pairs(source_lang: str, target_lang: str) -> seq2seq_support.Pai
         support.require_columns(dataset, [TRANSLATION_COLUMN], f"{split} translation pairs")
         rows = dataset[TRANSLATION_COLUMN]
         for name, language in (("--source_lang", source_lang), ("--target_lang", target_lang)):
-            missing = [row for row, pair in enumerate(rows) if language not in pair]
+            missing = [row for row, pair in enumerate(rows) if not isinstance(pair, dict) or language not in pair]
             if missing:
                 raise ValueError(f"{name} {language!r} is not a key of the {split} split's translation dicts "
-                                 f"(row {missing[0]} has {sorted(rows[missing[0]])})")
+                                 f"({support.example_ids(dataset, missing[:1])[0]} has {rows[missing[0]]!r})")
         return [pair[source_lang] for pair in rows], [pair[target_lang] for pair in rows]
 
     return pairs

@@ -93,14 +93,15 @@ def start(data_arguments_class: type, argv) -> tuple[Seq2SeqModelArguments, Seq2
     return model_args, data_args, training_args
 
 
-def check_pairs(sources: list, targets: list, split: str) -> None:
-    """ValueError naming the first rows whose source or target is not a non-empty string."""
+def check_pairs(sources: list, targets: list, split: str, dataset: datasets.Dataset) -> None:
+    """ValueError naming the first rows of ``dataset`` (file and line for local files) whose source
+    or target is not a non-empty string."""
     bad = [row for row, (source, target) in enumerate(zip(sources, targets))
            if not (isinstance(source, str) and source.strip() and isinstance(target, str) and target.strip())]
     if bad:
         examples = [(sources[row], targets[row]) for row in bad[:3]]
-        raise ValueError(f"{split} split: {len(bad)} rows have an empty or non-text source or target, e.g. rows "
-                         f"{bad[:3]}: {examples}")
+        raise ValueError(f"{split} split: {len(bad)} rows have an empty or non-text source or target, e.g. "
+                         f"{support.example_ids(dataset, bad[:3])}: {examples}")
 
 
 def load_or_train_tokenizer(model_args: Seq2SeqModelArguments, training_args: Seq2SeqTrainingArguments,
@@ -185,7 +186,7 @@ def run(model_args: Seq2SeqModelArguments, data_args: Seq2SeqDataArguments, trai
     pairs = {}
     for name, dataset in splits.items():
         pairs[name] = pairs_from_split(dataset, name)
-        check_pairs(*pairs[name], name)
+        check_pairs(*pairs[name], name, dataset)
     longest = max(data_args.max_source_length, data_args.max_target_length, data_args.val_max_target_length)
     tokenizer = load_or_train_tokenizer(model_args, training_args, pairs.get("train"), longest)
     model = load_model(model_args, tokenizer, data_args.max_source_length)

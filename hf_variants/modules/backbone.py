@@ -44,7 +44,7 @@ from transformers.modeling_outputs import BaseModelOutputWithPooling
 
 from ..conversion.hooks import CheckpointConversionMixin
 from ..persistence import RemoteCodeMixin
-from .embeddings import TransformerEmbeddings
+from .embeddings import TransformerEmbeddings, check_not_empty
 from .encoder import LayerSpec, LayerStack
 from .attention import make_attention_bias
 from .heads import MaskedLMHead, Pooler, summarize, summary_positions
@@ -521,14 +521,6 @@ class TransformerBackbone:
         if not is_tracing() and not bool(found.any(dim=1).all()):
             raise ValueError("output_positions must include each row's summary position when the model has a pooler")
         return gather_positions(hidden_states, found.int().argmax(dim=1, keepdim=True))[:, 0]
-
-
-def check_not_empty(name: str, shape: tuple[int, ...], batch: int, length: int) -> None:
-    """A batch without examples or tokens is a ValueError (not an empty output, nor an error from
-    a reduction deep inside the model)."""
-    if batch == 0 or length == 0:
-        what = "no examples" if batch == 0 else "no tokens"
-        raise ValueError(f"empty batch: {name} has shape {shape} ({what})")
 
 
 def check_attention_mask(attention_mask: torch.Tensor | None) -> None:

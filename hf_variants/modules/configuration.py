@@ -140,6 +140,11 @@ class EncoderDecoderConfig(DecoderConfig):
         super().check_architecture()
         if self.decoder_layers <= 0:
             raise ValueError(f"decoder_layers must be positive, got {self.decoder_layers}")
+        if self.embedding_size not in (None, self.hidden_size):  # refused here, not first by the LM head at build
+            raise ValueError(
+                f"encoder-decoders have no factorized embeddings: the seq2seq LM head is tied to (vocab_size, hidden_size) "
+                f"word embeddings; embedding_size={self.embedding_size} != hidden_size={self.hidden_size}"
+            )
         if self.decoder_start_token_id is not None and not 0 <= self.decoder_start_token_id < self.vocab_size:
             raise ValueError(
                 f"decoder_start_token_id {self.decoder_start_token_id} is outside the vocabulary (vocab_size={self.vocab_size})"

@@ -229,6 +229,10 @@ class EncoderDecoderBackbone:
                 input_ids=input_ids,
                 attention_mask=attention_mask,
                 inputs_embeds=inputs_embeds,
+                # Source segments and positions reach the encoder (a config without a segment table
+                # refuses token_type_ids there, naming them), not a silent **kwargs.
+                token_type_ids=kwargs.pop("token_type_ids", None),
+                position_ids=kwargs.pop("position_ids", None),
                 output_attentions=output_attentions,
                 output_hidden_states=output_hidden_states,
                 return_dict=True,

@@ -48,10 +48,20 @@ def embed_token_ids(
         if input_ids.dim() != 2:
             raise ValueError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}")
         check_index_range(input_ids, word_embeddings.num_embeddings, "input_ids", "vocab_size")
+        check_not_empty("input_ids", tuple(input_ids.shape), *input_ids.shape)
         return word_embeddings(input_ids)
     if inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != hidden_size:
         raise ValueError(f"inputs_embeds must be (batch, length, {hidden_size}), got {tuple(inputs_embeds.shape)}")
+    check_not_empty("inputs_embeds", tuple(inputs_embeds.shape), *inputs_embeds.shape[:2])
     return inputs_embeds
+
+
+def check_not_empty(name: str, shape: tuple[int, ...], batch: int, length: int) -> None:
+    """A batch without examples or tokens is a ValueError (not an empty output, nor an error from
+    a reduction deep inside the model)."""
+    if batch == 0 or length == 0:
+        what = "no examples" if batch == 0 else "no tokens"
+        raise ValueError(f"empty batch: {name} has shape {shape} ({what})")
 
 
 def check_index_range(ids: torch.Tensor, size: int, what: str, size_name: str) -> None:

@@ -26,7 +26,7 @@ from transformers import GenerationMixin
 from transformers.cache_utils import Cache
 from transformers.modeling_outputs import BaseModelOutput, CausalLMOutputWithCrossAttentions, Seq2SeqLMOutput
 
-from .heads import IGNORE_INDEX, TiedDecoder, check_class_labels, check_label_shape
+from .heads import IGNORE_INDEX, TiedDecoder, check_class_labels, check_label_shape, cross_entropy_or_zero
 
 
 def causal_lm_loss(logits: torch.Tensor, labels: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
@@ -37,16 +37,12 @@ def causal_lm_loss(logits: torch.Tensor, labels: torch.Tensor, label_smoothing: 
 
 
 def lm_loss(logits: torch.Tensor, labels: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
-    """Token cross-entropy without a shift: logits (B, T, V), labels (B, T) with IGNORE_INDEX skipped."""
+    """Token cross-entropy without a shift: logits (B, T, V), labels (B, T) with IGNORE_INDEX skipped
+    (no target at all, e.g. one-token rows after the causal shift: an exact 0, not NaN)."""
     check_label_shape(labels, logits.shape[:2])
     vocab_size = logits.shape[-1]
     check_class_labels(labels, vocab_size)
-    return F.cross_entropy(
-        logits.reshape(-1, vocab_size).float(),
-        labels.reshape(-1),
-        ignore_index=IGNORE_INDEX,
-        label_smoothing=label_smoothing,
-    )
+    return cross_entropy_or_zero(logits.reshape(-1, vocab_size).float(), labels.reshape(-1), label_smoothing)
 
 
 def shift_tokens_right(labels: torch.Tensor, pad_token_id: int | None, decoder_start_token_id: int | None) -> torch.Tensor:
@@ -283,6 +279,8 @@ class EncoderDecoderForSeq2SeqLM(GenerativeTaskModel):
             output_hidden_states=output_hidden_states,
             return_dict=True,
             reads_padding=_targets_at_padding(labels, decoder_attention_mask),
+            # the source's segments / positions go on to the encoder, which checks them
+            **{name: kwargs[name] for name in ("token_type_ids", "position_ids") if kwargs.get(name) is not None},
         )
         logits = self.compute_logits(out.last_hidden_state)
         loss = lm_loss(logits, labels, self.label_smoothing) if labels is not None else None

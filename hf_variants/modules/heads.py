@@ -28,15 +28,17 @@ def check_class_labels(labels: torch.Tensor, num_classes: int, name: str = "labe
         raise ValueError(f"{name} contains class {bad}, outside [0, {num_classes}) (use {IGNORE_INDEX} to ignore)")
 
 
-def cross_entropy_or_zero(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy over the targets that are not IGNORE_INDEX. logits (N, C), labels (N,).
+def cross_entropy_or_zero(
+    logits: torch.Tensor, labels: torch.Tensor, label_smoothing: float = 0.0, ignore_index: int = IGNORE_INDEX
+) -> torch.Tensor:
+    """Mean cross-entropy over the targets that are not ``ignore_index``. logits (N, C), labels (N,).
 
     A batch with no target at all (short texts that drew no masked token, a row of special tokens
     only) gives an exact 0 that still belongs to the graph, not the NaN of a mean over nothing,
-    which would turn every weight into NaN at the next optimizer step."""
-    if not bool((labels != IGNORE_INDEX).any()):
-        return logits.sum() * 0.0
-    return F.cross_entropy(logits, labels, ignore_index=IGNORE_INDEX)
+    which would turn every weight into NaN at the next optimizer step. No data-dependent branch
+    (torch.compile fullgraph traces it): ignored targets contribute 0 and the count is at least 1."""
+    losses = F.cross_entropy(logits, labels, ignore_index=ignore_index, label_smoothing=label_smoothing, reduction="none")
+    return losses.sum() / (labels != ignore_index).sum().clamp(min=1)
 
 
 def check_label_shape(labels: torch.Tensor, expected: tuple[int, ...], name: str = "labels") -> None:
@@ -337,13 +339,14 @@ def span_extraction_loss(
     start_logits: torch.Tensor, end_logits: torch.Tensor, start_positions: torch.Tensor, end_positions: torch.Tensor
 ) -> torch.Tensor:
     """(start CE + end CE) / 2. Logits (B, T); positions (B,). Positions outside the sequence are
-    clamped to T and ignored, as transformers does for answers truncated away."""
+    clamped to T and ignored, as transformers does for answers truncated away; a batch whose every
+    answer is ignored has loss 0 (transformers: NaN)."""
     batch, length = start_logits.shape
     for name, positions in (("start_positions", start_positions), ("end_positions", end_positions)):
         if positions.numel() != batch:
             raise ValueError(f"{name} has shape {tuple(positions.shape)}, expected ({batch},)")
     start_positions = start_positions.view(-1).clamp(0, length)
     end_positions = end_positions.view(-1).clamp(0, length)
-    start_loss = F.cross_entropy(start_logits, start_positions, ignore_index=length)
-    end_loss = F.cross_entropy(end_logits, end_positions, ignore_index=length)
+    start_loss = cross_entropy_or_zero(start_logits, start_positions, ignore_index=length)
+    end_loss = cross_entropy_or_zero(end_logits, end_positions, ignore_index=length)
     return (start_loss + end_loss) / 2

@@ -94,7 +94,9 @@ def model_inputs(spec: VariantSpec, head: str, model: torch.nn.Module, seed: int
     config = model.config
     lengths = [LENGTH, LENGTH - 3] if accepts_padding(spec, head) else [LENGTH, LENGTH]
     shape = {"batch": BATCH, "seed": seed, "length": LENGTH, "lengths": lengths, "left": False, "choices": CHOICES}
-    inputs = fuzz_variants.make_inputs(spec, head if head != "ForMultipleChoice" else "Model", model, shape)
+    # The choice dimension and mc_token_ids are added below: ask for a plain head's inputs.
+    inputs = fuzz_variants.make_inputs(spec, head if head not in ("ForMultipleChoice", "DoubleHeadsModel") else "Model",
+                                       model, shape)
     if "input_ids" in inputs:
         eos = getattr(config, "eos_token_id", None)
         if isinstance(eos, int) and getattr(config, "is_encoder_decoder", False) and head == "ForSequenceClassification":

@@ -233,7 +233,7 @@ def test_labels_unseen_in_training_are_reported_with_their_ids():
     train = datasets.Dataset.from_dict({"id": [1, 2], "label": ["positive", "negative"]})
     label2id = {name: i for i, name in enumerate(support.label_names(train, "label"))}
     validation = datasets.Dataset.from_dict({"id": [7, 8, 9], "label": ["negative", "neutral", "positive"]})
-    with pytest.raises(ValueError, match=r"labels \['neutral'\] are out of range or unseen in training.*examples \[8\]"):
+    with pytest.raises(ValueError, match=r"labels \['neutral'\] are out of range or unseen in training.*examples \['row 1 \(id 8\)'\]"):
         support.encode_labels(validation, "label", label2id, "validation")
     assert support.encode_labels(train, "label", label2id, "train") == [1, 0]
 
@@ -287,7 +287,7 @@ def test_glue_script_reports_missing_columns_and_unseen_labels(tmp_path):
     model = ["--model_name_or_path", "bert-tiny", "--tokenizer_name", MINILM]
     with pytest.raises(ValueError, match=r"needs columns \['sentence', 'label'\].*has \['sentence', 'stars'\].*missing: \['label'\]"):
         run_main("run_glue", model + ["--train_file", train, "--validation_file", no_label, "--do_train", "--do_eval"] + common_args(tmp_path / "a"))
-    with pytest.raises(ValueError, match=r"validation split.*\['neutral'\].*unseen in training.*\['row 0'\]"):
+    with pytest.raises(ValueError, match=r"validation split.*\['neutral'\].*unseen in training.*unseen.jsonl, line 1'\]"):
         run_main("run_glue", model + ["--train_file", train, "--validation_file", unseen, "--do_train", "--do_eval"] + common_args(tmp_path / "b"))
     with pytest.raises(ValueError, match="modeling_configs/ name.*--tokenizer_name"):
         run_main("run_glue", ["--model_name_or_path", "bert-tiny", "--train_file", train, "--do_train"] + common_args(tmp_path / "c"))

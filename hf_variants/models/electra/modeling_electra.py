@@ -28,7 +28,7 @@ from transformers.activations import ACT2FN
 from transformers.modeling_outputs import TokenClassifierOutput
 from transformers.utils import ModelOutput
 
-from ...modules.backbone import TransformerBackbone, TransformerPreTrainedModel
+from ...modules.backbone import TransformerBackbone, TransformerPreTrainedModel, check_not_empty
 from ...modules.heads import IGNORE_INDEX, MaskedLMHead, SummaryClassifier, check_label_shape, masked_lm_loss
 from ...modules.padding import selected_positions
 from ...modules.task_models import (
@@ -264,7 +264,9 @@ class ElectraForPreTraining(EncoderTaskModel, ElectraPreTrainedModel):
 
     def _share_embeddings(self) -> None:
         for module in SHARED_EMBEDDING_MODULES:
-            setattr(self.generator.embeddings, module, getattr(self.electra.embeddings, module))
+            # Sinusoidal or no positions: no table to share (each side computes the same function).
+            if hasattr(self.electra.embeddings, module):
+                setattr(self.generator.embeddings, module, getattr(self.electra.embeddings, module))
 
     def get_expanded_tied_weights_keys(self, all_submodels: bool = False) -> dict:
         """transformers' tie map (the generator decoder -> word embeddings, when
@@ -315,6 +317,7 @@ class ElectraForPreTraining(EncoderTaskModel, ElectraPreTrainedModel):
         (B, T, V) and the discriminator's logits on the input itself are returned, with no loss."""
         if input_ids is None or inputs_embeds is not None:
             raise ValueError("ElectraForPreTraining needs input_ids (it samples replacement ids), not inputs_embeds")
+        check_not_empty("input_ids", tuple(input_ids.shape), *input_ids.shape[:2])  # before the labels are checked against it
         if kwargs.get("next_sentence_label") is not None:
             raise ValueError("ELECTRA is pretrained without next sentence prediction: drop next_sentence_label")
         config = self.config
@@ -330,14 +333,14 @@ class ElectraForPreTraining(EncoderTaskModel, ElectraPreTrainedModel):
             # graph, so every parameter gets a (zero) gradient, as data-parallel training expects.
             mlm_loss = None if labels is None else prediction_logits.sum() * 0.0
         else:
-            # The generator's last layer and decoder run at the masked positions only.
-            read = selected_positions(selected)
-            generator_out = self.generator(
-                input_ids, **segments, output_positions=read[0], output_positions_mask=read[1], return_dict=True
-            )
+            # The generator's last layer and decoder run at the masked positions only (a causal
+            # stack computes every position, BatchLayout.plan: its decoder reads the masked ones).
+            read = None if config.is_decoder else selected_positions(selected)
+            positions = {} if read is None else {"output_positions": read[0], "output_positions_mask": read[1]}
+            generator_out = self.generator(input_ids, **segments, **positions, return_dict=True)
             mlm_loss, prediction_logits = masked_lm_loss(
-                self.generator_mlm_head, generator_out.last_hidden_state, self._labels_at(labels, read),
-                config.vocab_size, sparse=True,
+                self.generator_mlm_head, generator_out.last_hidden_state,
+                labels if read is None else self._labels_at(labels, read), config.vocab_size, sparse=True,
             )
             original = torch.where(selected, labels, input_ids)
             corrupted = original.clone()

@@ -45,6 +45,8 @@ class GPTConfig(DecoderConfig):
 
     def check_architecture(self) -> None:
         super().check_architecture()
+        if not self.is_decoder:  # refused here, with the other architecture checks, not first at model build
+            raise ValueError("GPT is a causal decoder: is_decoder must be True")
         if self.position_embedding_type != "learned":
             raise ValueError(f"GPT's positions are learned; position_embedding_type {self.position_embedding_type!r} is not supported")
         if self.type_vocab_size != 0:

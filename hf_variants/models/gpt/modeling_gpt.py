@@ -84,8 +84,11 @@ class GPTModel(DecoderBackbone, GPTPreTrainedModel):
     def build_layers(self, config: GPTConfig) -> LayerStack:
         stack = super().build_layers(config)
         for layer in stack.layers:
-            layer.attention.out.is_residual_projection = True
-            layer.ffn.down.is_residual_projection = True
+            # With layer_sharing "attention" or "ffn", later layers hold None and reuse layer 0's.
+            if layer.attention is not None:
+                layer.attention.out.is_residual_projection = True
+            if layer.ffn is not None:
+                layer.ffn.down.is_residual_projection = True
         return stack
 
 

@@ -25,7 +25,7 @@ from transformers.modeling_outputs import (
 
 from ...modules.backbone import TransformerBackbone, TransformerPreTrainedModel
 from ...modules.decoder import DecoderBackbone, EncoderDecoderBackbone
-from ...modules.embeddings import TransformerEmbeddings
+from ...modules.embeddings import TransformerEmbeddings, check_index_range, check_not_empty
 from ...modules.encoder import LayerSpec, LayerStack
 from ...modules.attention import MultiHeadAttention
 from ...modules.feed_forward import FeedForward
@@ -269,6 +269,13 @@ class T5ForSequenceClassification(_T5EncoderDecoderHead):
         """input_ids (B, S) with EOS tokens; labels (B,) (see sequence_classification_loss). Logits (B, num_labels)."""
         if input_ids is None:
             raise ValueError("T5ForSequenceClassification needs input_ids: it reads the state at the last EOS token")
+        check_not_empty("input_ids", tuple(input_ids.shape), *input_ids.shape[:2])  # before the eos count reads it
+        check_index_range(input_ids, self.config.vocab_size, "input_ids", "vocab_size")
+        if decoder_input_ids is not None and decoder_input_ids.shape[-1] != input_ids.shape[-1]:
+            raise ValueError(
+                f"decoder_input_ids has length {decoder_input_ids.shape[-1]} but input_ids {input_ids.shape[-1]}: the classifier "
+                "reads the decoder state at the input's last EOS, so leave decoder_input_ids out (they are input_ids shifted right)"
+            )
         eos = input_ids.eq(self.config.eos_token_id)
         eos_counts = eos.sum(dim=1)
         if not is_tracing() and (int(eos_counts.min()) == 0 or int(eos_counts.max()) != int(eos_counts.min())):

@@ -62,6 +62,8 @@ class TransfoXLConfig(TransformerConfig):
 
     def check_architecture(self) -> None:
         super().check_architecture()
+        if self.type_vocab_size != 0:  # the model builds no segment table; refused here, not ignored
+            raise ValueError(f"Transformer-XL has no segment embeddings: type_vocab_size must be 0, got {self.type_vocab_size}")
         if self.mem_len < 0:
             raise ValueError(f"mem_len must be >= 0, got {self.mem_len}")
         if self.hidden_size % 2:

@@ -26,17 +26,16 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 from transformers import GenerationMixin
 from transformers import initialization as init
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.utils import ModelOutput
 
-from ...modules.backbone import TransformerPreTrainedModel
+from ...modules.backbone import TransformerPreTrainedModel, check_attention_mask
 from ...modules.dropout import Dropout
 from ...modules.embeddings import embed_token_ids
 from ...modules.feed_forward import FeedForward
-from ...modules.heads import check_class_labels
+from ...modules.heads import IGNORE_INDEX, check_class_labels, cross_entropy_or_zero
 from ...modules.memory import SegmentMemory
 from ...modules.norms import build_norm
 from ...modules.padding import additive_mask
@@ -168,10 +167,16 @@ class TransfoXLModel(TransfoXLPreTrainedModel):
         output_hidden_states = config.output_hidden_states if output_hidden_states is None else output_hidden_states
         return_dict = config.return_dict if return_dict is None else return_dict
         use_mems = config.use_mems if use_mems is None else use_mems
+        if kwargs.get("token_type_ids") is not None:  # not dropped silently by **kwargs
+            raise ValueError("Transformer-XL has no segments: token_type_ids cannot be used (leave them out)")
+        check_attention_mask(attention_mask)  # 0/1 only: a mask of 2s is no "all ones"
         if attention_mask is not None and not is_tracing() and not bool(attention_mask.all()):
             raise ValueError("Transformer-XL has no padding mask: feed contiguous text (attention_mask must be all ones)")
         inputs_embeds = embed_token_ids(self.word_embeddings, input_ids, inputs_embeds, config.hidden_size)
         batch, length = inputs_embeds.shape[:2]
+        # With a prefix (past_key_values) the mask covers P + T: KeyValuePrefix.split_mask checks it.
+        if attention_mask is not None and kwargs.get("past_key_values") is None and tuple(attention_mask.shape) != (batch, length):
+            raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)}, expected {(batch, length)}")
         mem_len = config.mem_len if mem_len is None else mem_len
         memory = SegmentMemory(
             None if mems is None else [m.transpose(0, 1) for m in mems], config.num_hidden_layers, mem_len=mem_len
@@ -305,7 +310,8 @@ class TransfoXLLMHeadModel(TransfoXLPreTrainedModel, GenerationMixin):
         out = self.transformer(
             input_ids, mems=mems, inputs_embeds=inputs_embeds, attention_mask=attention_mask, mem_len=mem_len,
             use_mems=use_mems, output_attentions=output_attentions, output_hidden_states=output_hidden_states,
-            return_dict=True, past_key_values=kwargs.get("past_key_values"),  # a key/value prefix (prefix tuning), if any
+            # kwargs: a key/value prefix (prefix tuning) if any, and inputs the model refuses by name (token_type_ids)
+            return_dict=True, **kwargs,
         )
         hidden = out.last_hidden_state
         read = hidden[:, -logits_to_keep:] if logits_to_keep > 0 and labels is None else hidden
@@ -324,9 +330,10 @@ class TransfoXLLMHeadModel(TransfoXLPreTrainedModel, GenerationMixin):
             targets = labels[:, 1:].reshape(-1)
             if adaptive:  # the clustered negative log-likelihood: each tail softmax only where needed
                 losses = self.lm_head.negative_log_likelihood(hidden[:, :-1].reshape(-1, hidden.shape[-1]), targets)
-                loss = losses.sum() / (targets != -100).sum()
+                # No target (every label -100, or one-token rows): an exact 0 in the graph, not 0 / 0.
+                loss = losses.sum() / (targets != IGNORE_INDEX).sum().clamp(min=1)
             else:
-                loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), targets)
+                loss = cross_entropy_or_zero(logits[:, :-1].reshape(-1, logits.shape[-1]), targets)
         result = TransfoXLLMHeadModelOutput(
             loss=loss, logits=logits, mems=out.mems, hidden_states=out.hidden_states, attentions=out.attentions
         )

@@ -78,6 +78,9 @@ class XLNetConfig(TransformerConfig):
             raise ValueError(f"hidden_size must be even (sinusoidal relative encodings), got {self.hidden_size}")
         if self.mem_len is not None and self.mem_len < 0:
             raise ValueError(f"mem_len must be >= 0 or None, got {self.mem_len}")
+        for name in ("start_n_top", "end_n_top"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1 (a beam size), got {getattr(self, name)}")
         if self.reuse_len is not None and self.reuse_len < 0:
             raise ValueError(f"reuse_len must be >= 0 or None, got {self.reuse_len}")
         if self.embedding_size not in (None, self.hidden_size):

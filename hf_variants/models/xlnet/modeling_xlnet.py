@@ -44,11 +44,11 @@ from transformers.models.xlnet.modeling_xlnet import (
     XLNetModelOutput,
 )
 
-from ...modules.backbone import TransformerPreTrainedModel
+from ...modules.backbone import TransformerPreTrainedModel, check_attention_mask
 from ...modules.dropout import Dropout
 from ...modules.embeddings import embed_token_ids
 from ...modules.feed_forward import FeedForward
-from ...modules.heads import SequenceSummary, check_class_labels
+from ...modules.heads import SequenceSummary, check_class_labels, cross_entropy_or_zero
 from ...modules.memory import SegmentMemory
 from ...modules.norms import build_norm
 from ...modules.padding import additive_mask, bucket_rows, worth_unpadding
@@ -125,6 +125,12 @@ class XLNetPreTrainedModel(TransformerPreTrainedModel):
     _no_split_modules = ["XLNetLayer"]
     base_model_prefix = "transformer"
     forward_input_names = ("mems", "perm_mask", "target_mapping", "input_mask", "use_mems")
+    # Summary types that read padding positions too, as transformers' XLNet does (parity): "last"
+    # is position T-1 and "mean" averages all T. Read by the fuzzer's padding-invariance property.
+    summary_reads_padding = ("last", "mean")
+    # token_type_ids only say whether two tokens share a segment (relative segment encoding, no
+    # table): any integers are valid. Read by the fuzzer's invalid-input property.
+    relative_segments = True
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
@@ -276,6 +282,7 @@ class XLNetModel(XLNetPreTrainedModel):
         if target_mapping is not None and (target_mapping.dim() != 3 or tuple(target_mapping.shape[::2]) != (batch, length)):
             raise ValueError(f"target_mapping must be (batch={batch}, num_predict, length={length}), got {tuple(target_mapping.shape)}")
 
+        check_attention_mask(attention_mask)  # 0/1 only, before the length buckets count real tokens
         prefix = kwargs.pop("past_key_values", None)
         if prefix is not None:
             prefix = KeyValuePrefix(prefix, config.num_hidden_layers, batch, config.num_attention_heads,
@@ -467,7 +474,7 @@ class XLNetLMHeadModel(XLNetPreTrainedModel, GenerationMixin):
         if labels is not None:
             check_shape(labels, logits.shape[:2], "labels")
             check_class_labels(labels, self.config.vocab_size)
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+            loss = cross_entropy_or_zero(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
         result = XLNetLMHeadModelOutput(
             loss=loss, logits=logits, mems=out.mems, hidden_states=out.hidden_states, attentions=out.attentions
         )
