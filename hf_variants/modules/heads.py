@@ -13,6 +13,7 @@ from transformers.activations import ACT2FN
 
 from .dropout import Dropout
 from .padding import gather_positions
+from .tracing import is_tracing
 
 IGNORE_INDEX = -100
 
@@ -22,6 +23,8 @@ def check_class_labels(labels: torch.Tensor, num_classes: int, name: str = "labe
     """Class ids must be integers in [0, num_classes) or IGNORE_INDEX."""
     if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
         raise ValueError(f"{name} must hold integer class ids, got dtype {labels.dtype}")
+    if is_tracing():  # the range check reads values: traced graphs (compile, export) leave it to eager calls
+        return
     used = labels[labels != IGNORE_INDEX]
     if used.numel() and (int(used.min()) < 0 or int(used.max()) >= num_classes):
         bad = int(used.min()) if int(used.min()) < 0 else int(used.max())
