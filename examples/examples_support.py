@@ -73,6 +73,11 @@ class ModelArguments:
     lora_r: int = field(default=8, metadata={"help": "LoRA rank (--peft_method lora)."})
     lora_alpha: int = field(default=16, metadata={"help": "LoRA scaling numerator: updates are scaled by alpha / r."})
     lora_dropout: float = field(default=0.1, metadata={"help": "Dropout on the LoRA branch's input."})
+    lora_target_modules: str | None = field(
+        default=None,
+        metadata={"help": "Comma-separated module-name suffixes LoRA adapts (e.g. qkv,out,pooler.dense); "
+                          "default: the variant's registered targets (hf_variants.peft_targets)."},
+    )
     num_virtual_tokens: int = field(default=20, metadata={"help": "Prefix length (--peft_method prefix)."})
 
 
@@ -409,9 +414,16 @@ def with_peft_adapter(model: PreTrainedModel, model_args: ModelArguments, auto_c
     import peft
 
     task_type = PEFT_TASK_TYPES.get(auto_class.__name__)
+    lora_targets = None  # None: peft reads the variant's registered defaults
+    if model_args.lora_target_modules is not None:
+        if method != "lora":
+            raise ValueError(f"--lora_target_modules applies to --peft_method lora, not {method!r}")
+        lora_targets = [name.strip() for name in model_args.lora_target_modules.split(",") if name.strip()]
+        if not lora_targets:
+            raise ValueError("--lora_target_modules is empty: give comma-separated module names, e.g. qkv,out")
     configs = {
         "lora": lambda: peft.LoraConfig(task_type=task_type, r=model_args.lora_r, lora_alpha=model_args.lora_alpha,
-                                        lora_dropout=model_args.lora_dropout),
+                                        lora_dropout=model_args.lora_dropout, target_modules=lora_targets),
         "ia3": lambda: peft.IA3Config(task_type=task_type),
         "prefix": lambda: peft.PrefixTuningConfig(task_type=task_type, num_virtual_tokens=model_args.num_virtual_tokens),
     }

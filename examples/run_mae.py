@@ -22,11 +22,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run_image_classification
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a source checkout
 
-from transformers import AutoConfig, AutoModelForPreTraining, TrainingArguments  # noqa: E402
+from transformers import AutoModelForPreTraining, TrainingArguments  # noqa: E402
 
 import examples_support as support  # noqa: E402  (examples/examples_support.py)
-from hf_variants.configs import is_named_config, named_config_path  # noqa: E402
-from hf_variants.conversion import load_pretrained  # noqa: E402
 from run_image_classification import (  # noqa: E402
     IMAGE_MODES,
     ImageDataArguments,
@@ -70,16 +68,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
     for split, dataset in splits.items():
         support.require_columns(dataset, [data_args.image_column_name], f"{split} MAE pretraining")
 
-    name = model_args.model_name_or_path
-    config_source = model_args.config_name or name
-    hub_options = {"cache_dir": model_args.cache_dir, "revision": model_args.model_revision, "token": model_args.token}
-    config_path = str(named_config_path(config_source)) if is_named_config(config_source) else config_source
-    config = AutoConfig.from_pretrained(config_path, **({} if is_named_config(config_source) else hub_options))
-    config.mask_ratio, config.norm_pix_loss = model_args.mask_ratio, model_args.norm_pix_loss
-    if is_named_config(name):
-        model = AutoModelForPreTraining.from_config(config)
-    else:
-        model = load_pretrained(name, AutoModelForPreTraining, config=config, **hub_options)
+    # A named config (random weights, --config_overrides allowed), a local folder or a Hub id.
+    model = support.load_model(
+        model_args, AutoModelForPreTraining, None, mask_ratio=model_args.mask_ratio, norm_pix_loss=model_args.norm_pix_loss
+    )
     if model.config.num_channels not in IMAGE_MODES:
         raise ValueError(f"images can be fed to models with 1 or 3 channels, this one has {model.config.num_channels}")
     image_processor = load_image_processor(model_args, model.config)

@@ -14,7 +14,9 @@ paper (BERT: mlm+nsp); the tokenizer is `--tokenizer_name` or one trained on the
 (`--tokenizer_kind`, `--vocab_size`). Text comes from `--corpus austen|wikipedia|lee|multilingual`
 (`hf_variants.data`) or `--train_file` (one paragraph per line, an empty line between
 documents: BERT's format). XLM's translation LM (`--objective tlm`) reads a parallel corpus
-instead: `--corpus django-en-fr` (real English-French pairs, `hf_variants.data.load_django_translations`). The last `--validation_fraction` of the documents is held out; MLM
+instead: `--corpus django-en-fr` (real English-French pairs, `hf_variants.data.load_django_translations`).
+`--dataset_name` (with `--dataset_config_name`) reads a Hub dataset or a local dataset folder instead:
+translation rows for tlm (opus_books, wmt16), a `text` column otherwise (wikitext). The last `--validation_fraction` of the documents is held out; MLM
 accuracy and perplexity on it (fixed masks) are reported before and after training in
 `eval_results.json`.
 
@@ -129,6 +131,10 @@ class PretrainingArguments:
     corpus: str | None = field(default=None, metadata={
         "help": "austen | wikipedia | lee | multilingual (hf_variants.data), or django-en-fr (parallel, for tlm)"})
     train_file: str | None = field(default=None, metadata={"help": "text: a paragraph per line, blank line between documents"})
+    dataset_name: str | None = field(default=None, metadata={
+        "help": "a Hub dataset (or a local dataset folder) instead of --corpus: for tlm rows with a `translation` "
+                "dict (e.g. opus_books, wmt16), else a `text` column, one paragraph per row (e.g. wikitext)"})
+    dataset_config_name: str | None = field(default=None, metadata={"help": "its configuration, e.g. en-fr"})
     max_documents: int | None = field(default=None, metadata={"help": "use only the first N documents"})
     validation_fraction: float = field(default=0.05, metadata={"help": "documents held out for evaluation"})
     max_seq_length: int = field(default=128)
@@ -176,16 +182,57 @@ def load_parallel_corpus(name: str) -> datasets.Dataset:
     return pairs.map(lambda row: {"text": "\n".join(row["translation"].values())})
 
 
+def load_dataset_corpus(name: str, config_name: str | None, parallel: bool) -> datasets.Dataset:
+    """The train split of a Hub dataset (or local dataset folder) as corpus rows.
+
+    Parallel (tlm): rows with a `translation` dict, the same two languages in every row (the
+    Hub's translation format: opus_books, wmt16, ...); each pair is its own document, and gets a
+    `text` column (both sides) for training the tokenizer. Otherwise: a `text` column, one
+    paragraph per row, an empty row closing a document (wikitext's layout)."""
+    rows = datasets.load_dataset(name, config_name, split="train")
+    column = "translation" if parallel else "text"
+    if column not in rows.column_names:
+        kind = "parallel rows (a `translation` dict per row) for tlm" if parallel else "a `text` column"
+        raise ValueError(f"--dataset_name {name}: expected {kind}, the columns are {rows.column_names}")
+    if parallel:
+        languages = sorted(rows[0]["translation"])
+        if len(languages) != 2:
+            raise ValueError(f"--dataset_name {name}: row 0 translates between {languages}, tlm needs exactly two languages")
+
+        def pair_row(row: dict, index: int) -> dict:
+            if sorted(row["translation"]) != languages or not all(row["translation"].values()):
+                raise ValueError(f"--dataset_name {name}: row {index} has {row['translation']!r}, expected {languages} texts")
+            return {"text": "\n".join(row["translation"].values()), "document": index}
+
+        return rows.map(pair_row, with_indices=True)
+    documents, kept, document, blank_seen = [], [], 0, False
+    for index, text in enumerate(rows["text"]):
+        if not (text or "").strip():
+            blank_seen = bool(kept)
+            continue
+        if blank_seen:  # the first paragraph after empty rows opens a new document
+            document, blank_seen = document + 1, False
+        documents.append(document)
+        kept.append(index)
+    if not kept:
+        raise ValueError(f"--dataset_name {name}: the train split has no text")
+    return rows.select(kept).select_columns(["text"]).add_column("document", documents)
+
+
 def load_text(args: PretrainingArguments, minimum_documents: int,
               parallel: bool = False) -> tuple[datasets.Dataset, datasets.Dataset]:
     """The corpus split by document into (train, validation), each of >= `minimum_documents`.
-    With `parallel`, the corpus must be one of PARALLEL_CORPORA (its rows keep `translation`)."""
-    if (args.corpus is None) == (args.train_file is None):
-        raise ValueError("give exactly one of --corpus and --train_file")
-    if parallel != (args.corpus in PARALLEL_CORPORA):
+    With `parallel`, the corpus must be one of PARALLEL_CORPORA or a dataset of translation rows."""
+    sources = {"--corpus": args.corpus, "--train_file": args.train_file, "--dataset_name": args.dataset_name}
+    if sum(source is not None for source in sources.values()) != 1:
+        raise ValueError(f"give exactly one of {', '.join(sources)}")
+    if args.dataset_name is not None:
+        corpus = load_dataset_corpus(args.dataset_name, args.dataset_config_name, parallel)
+    elif parallel != (args.corpus in PARALLEL_CORPORA):
         raise ValueError(f"--corpus {args.corpus or args.train_file!r}: the objectives {PARALLEL_OBJECTIVES} need a "
-                         f"parallel corpus ({', '.join(PARALLEL_CORPORA)}) and the others plain text")
-    if parallel:
+                         f"parallel corpus ({', '.join(PARALLEL_CORPORA)}, or --dataset_name with translation rows) "
+                         "and the others plain text")
+    elif parallel:
         corpus = load_parallel_corpus(args.corpus)
     else:
         corpus = load_corpus(args.corpus) if args.corpus else read_text_file(args.train_file)

@@ -21,8 +21,10 @@ from .peft_targets import register_peft_targets as _register_peft_targets
 
 _register_peft_targets()  # LoraConfig / IA3Config(task_type=...) need no target_modules for our model types
 
-from .pipelines import register_pipelines as _register_pipelines
+from .pipeline_tasks import register_pipeline_tasks as _register_pipeline_tasks
 
-_register_pipelines()  # pipeline("extractive-question-answering") and pipeline("seq2seq-generation")
+# pipeline("extractive-question-answering") and pipeline("seq2seq-generation"); their module
+# (hf_variants.pipelines, which imports datasets) loads when a pipeline is first built.
+_register_pipeline_tasks()
 
 __version__ = "0.1.0"

@@ -1,6 +1,7 @@
 """Pipelines transformers 5 no longer ships, registered with its pipeline registry.
 
-``import hf_variants`` registers them, so ``transformers.pipeline(<task>, model=...)`` works:
+``import hf_variants`` registers their names (lazily, see pipeline_tasks.py), so
+``transformers.pipeline(<task>, model=...)`` works; importing this module registers the classes:
 
 - ``"extractive-question-answering"`` (:class:`ExtractiveQuestionAnsweringPipeline`): the answer
   span of a question in a context of any length, with run_qa's windowing (``doc_stride``), n-best
@@ -17,10 +18,8 @@ import datasets
 from transformers import AutoModelForQuestionAnswering, AutoModelForSeq2SeqLM, Pipeline
 from transformers.pipelines import PIPELINE_REGISTRY
 
+from .pipeline_tasks import QA_TASK, TEXT2TEXT_TASK, lazy_impl
 from .question_answering import QaColumns, SpanSearch, Windowing, postprocess_qa_predictions, prepare_validation_features
-
-QA_TASK = "extractive-question-answering"
-TEXT2TEXT_TASK = "seq2seq-generation"  # transformers 5 refuses its removed name "text2text-generation"
 
 
 class ExtractiveQuestionAnsweringPipeline(Pipeline):
@@ -134,10 +133,17 @@ class Text2TextGenerationPipeline(Pipeline):
 
 
 def register_pipelines() -> None:
-    """Register the tasks above with transformers' pipeline registry (idempotent)."""
+    """Register the classes above with transformers' pipeline registry (idempotent), in place of
+    the dotted paths ``import hf_variants`` registered."""
     for task, pipeline_class, auto_class in (
         (QA_TASK, ExtractiveQuestionAnsweringPipeline, AutoModelForQuestionAnswering),
         (TEXT2TEXT_TASK, Text2TextGenerationPipeline, AutoModelForSeq2SeqLM),
     ):
-        if PIPELINE_REGISTRY.supported_tasks.get(task, {}).get("impl") is not pipeline_class:
+        registered = PIPELINE_REGISTRY.supported_tasks.get(task, {}).get("impl")
+        if registered == lazy_impl(task):
+            del PIPELINE_REGISTRY.supported_tasks[task]  # our own placeholder: replaced without the overwrite warning
+        if registered is not pipeline_class:
             PIPELINE_REGISTRY.register_pipeline(task, pipeline_class=pipeline_class, pt_model=auto_class, type="text")
+
+
+register_pipelines()

@@ -152,6 +152,20 @@ class MultiHeadAttention(nn.Module):
         batch, length, _ = x.shape
         return x.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
 
+    def _merge_heads(self, context: torch.Tensor) -> torch.Tensor:
+        """(B, heads, T, D) -> (B, T, heads*D).
+
+        Under torch.export the copy is explicit: SDPA's traced output is laid out (B, T, heads, D),
+        so the reshape is recorded as a view, and the ONNX exporter's decomposition of SDPA into
+        plain matmuls (as it does for T5's position-biased attention) yields a
+        (B, heads, T, D)-contiguous tensor that view cannot merge. Eager calls keep the plain
+        reshape (a copy only when needed); the values are the same either way."""
+        batch, _, length, _ = context.shape
+        merged = context.transpose(1, 2)
+        if torch.compiler.is_exporting():
+            merged = merged.clone(memory_format=torch.contiguous_format)
+        return merged.reshape(batch, length, self.inner_size)
+
     def project(
         self,
         hidden_states: torch.Tensor,
@@ -327,7 +341,7 @@ class MultiHeadAttention(nn.Module):
             query, key, value = (self._split_heads(x) for x in bucket_qkv.chunk(3, dim=-1))
             bias = bucket.attention_bias(query.dtype)
             context, _ = self.attend(query, key, value, bias, None, is_causal, attn_implementation, False)
-            contexts.append(context.transpose(1, 2).reshape(bucket.num_rows, bucket.length, self.inner_size))
+            contexts.append(self._merge_heads(context))
         return self.out(unpadded.scatter_buckets(contexts))
 
     def forward(
@@ -419,8 +433,7 @@ class MultiHeadAttention(nn.Module):
         context, probs = self.attend(
             query, key, value, attention_bias, position_bias, is_causal, attn_implementation, output_attentions
         )
-        batch, _, length, _ = context.shape
-        context = context.transpose(1, 2).reshape(batch, length, self.inner_size)
+        context = self._merge_heads(context)
         if unpadded is not None:
             context = unpadded.unpad(context)
         return self.out(context), probs

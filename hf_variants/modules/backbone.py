@@ -431,7 +431,7 @@ class TransformerBackbone:
         computed_positions = layout.output_positions  # (B, M) or None: what last_hidden_state will hold
         if self.encoder.num_layers == 0:
             layout.output_positions = None  # no layer to skip work in: gathered below
-        hidden_states, all_hidden, all_attentions = self.encoder(
+        hidden_states, all_hidden, all_attentions, all_cross_attentions = self.encoder(
             hidden_states,
             layout,
             output_hidden_states=output_hidden_states,
@@ -452,11 +452,13 @@ class TransformerBackbone:
             tuple(all_hidden) if output_hidden_states else None,
             tuple(all_attentions) if output_attentions else None,
             past_key_values,
+            tuple(all_cross_attentions) if output_attentions and all_cross_attentions else None,
         )
         return output if return_dict else output.to_tuple()
 
-    def build_output(self, last_hidden_state, pooler_output, hidden_states, attentions, past_key_values):
-        """The forward's ModelOutput (decoders return transformers' decoder output type)."""
+    def build_output(self, last_hidden_state, pooler_output, hidden_states, attentions, past_key_values, cross_attentions=None):
+        """The forward's ModelOutput (decoders return transformers' decoder output type, with
+        ``cross_attentions``)."""
         return BaseModelOutputWithPooling(
             last_hidden_state=last_hidden_state,
             pooler_output=pooler_output,

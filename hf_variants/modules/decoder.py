@@ -121,14 +121,15 @@ class DecoderBackbone(TransformerBackbone):
             )
         return past_key_values
 
-    def build_output(self, last_hidden_state, pooler_output, hidden_states, attentions, past_key_values):
+    def build_output(self, last_hidden_state, pooler_output, hidden_states, attentions, past_key_values, cross_attentions=None):
         """BaseModelOutputWithPastAndCrossAttentions: last_hidden_state (B, T, H), the cache, and
-        hidden states / attentions (over past + T keys) if asked."""
+        hidden states / attentions (over past + T keys) / cross-attentions (B, h, T, S) if asked."""
         return BaseModelOutputWithPastAndCrossAttentions(
             last_hidden_state=last_hidden_state,
             past_key_values=past_key_values,
             hidden_states=hidden_states,
             attentions=attentions,
+            cross_attentions=cross_attentions,
         )
 
 
@@ -255,6 +256,7 @@ class EncoderDecoderBackbone:
             past_key_values=decoder_outputs.past_key_values,
             decoder_hidden_states=decoder_outputs.hidden_states,
             decoder_attentions=decoder_outputs.attentions,
+            cross_attentions=decoder_outputs.cross_attentions,
             encoder_last_hidden_state=encoder_outputs.last_hidden_state,
             encoder_hidden_states=encoder_outputs.hidden_states,
             encoder_attentions=encoder_outputs.attentions,

@@ -157,8 +157,9 @@ class TransformerLayer(GradientCheckpointingLayer):
         past_key_values: Cache | None = None,
         layer_idx: int | None = None,
         memory: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Returns (hidden states, self-attention probabilities or None).
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+        """Returns (hidden states, self-attention probabilities or None, cross-attention
+        probabilities (B, h, T, S) or None: with ``output_attentions`` and encoder states).
 
         ``output_positions`` (B, M), padded (B, T, H) input, no cross-attention: compute the
         output at those positions only, (B, M, H); every position still serves as key and value.
@@ -192,8 +193,9 @@ class TransformerLayer(GradientCheckpointingLayer):
             ),
             output_positions,
         )
+        cross_probs = None
         if self.cross_attention is not None and encoder_hidden_states is not None:
-            hidden_states, _ = self._residual(
+            hidden_states, cross_probs = self._residual(
                 hidden_states,
                 self.cross_attention_norm,
                 lambda x: self.cross_attention(
@@ -203,12 +205,13 @@ class TransformerLayer(GradientCheckpointingLayer):
                     key_value_unpadded=encoder_unpadded,
                     unpadded=unpadded,
                     attn_implementation=attn_implementation,
+                    output_attentions=output_attentions,
                     past_key_values=past_key_values,
                     layer_idx=layer_idx,
                 ),
             )
         hidden_states, _ = self._residual(hidden_states, self.ffn_norm, lambda x: (ffn(x), None))
-        return hidden_states, probs
+        return hidden_states, probs, cross_probs
 
 
 class LayerStack(nn.Module):
@@ -281,8 +284,9 @@ class LayerStack(nn.Module):
         past_key_values: Cache | None = None,
         memories: SegmentMemory | None = None,
         **layer_kwargs,
-    ) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
-        """Returns (last hidden states, all hidden states [input + one per layer] if asked, attentions if asked).
+    ) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]:
+        """Returns (last hidden states, all hidden states [input + one per layer] if asked,
+        self-attentions if asked, cross-attentions if asked and the layers have them).
 
         ``hidden_states`` are (B, T, H), or (total_tokens, H) when ``layout`` is packed; the result
         keeps that layout, except that with ``layout.output_positions`` (B, M) the last layer
@@ -304,6 +308,7 @@ class LayerStack(nn.Module):
             raise ValueError("output_positions cannot return all hidden states")
         all_hidden: list[torch.Tensor] = []
         all_attentions: list[torch.Tensor] = []
+        all_cross_attentions: list[torch.Tensor] = []
         shared_attention = self.layers[0].attention if self.sharing == "attention" else None
         shared_ffn = self.layers[0].ffn if self.sharing == "ffn" else None
         hidden_states = layout.zero_padding(hidden_states)
@@ -314,7 +319,7 @@ class LayerStack(nn.Module):
             if depth == self.num_layers - 1 and layout.output_positions is not None:
                 hidden_states, layer_layout, positions = layout.to_padded(hidden_states), layout.padded(), layout.output_positions
             layer_input = hidden_states
-            hidden_states, probs = self.layer_at(depth)(
+            hidden_states, probs, cross_probs = self.layer_at(depth)(
                 hidden_states,
                 layer_layout.layer_attention_bias,
                 is_causal=layer_layout.is_causal,
@@ -333,6 +338,8 @@ class LayerStack(nn.Module):
                 memories.record(depth, layer_input)
             if output_attentions:
                 all_attentions.append(probs)
+                if cross_probs is not None:
+                    all_cross_attentions.append(cross_probs)
         if output_hidden_states and not self.final_norm_in_hidden_states:
             all_hidden.append(hidden_states)
         if self.final_layer_norm is not None:
@@ -341,4 +348,4 @@ class LayerStack(nn.Module):
             hidden_states = self.final_dropout(hidden_states)
         if output_hidden_states and self.final_norm_in_hidden_states:
             all_hidden.append(hidden_states)
-        return hidden_states, all_hidden, all_attentions
+        return hidden_states, all_hidden, all_attentions, all_cross_attentions

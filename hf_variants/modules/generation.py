@@ -294,6 +294,7 @@ class EncoderDecoderForSeq2SeqLM(GenerativeTaskModel):
             past_key_values=out.past_key_values,
             decoder_hidden_states=out.decoder_hidden_states,
             decoder_attentions=out.decoder_attentions,
+            cross_attentions=out.cross_attentions,
             encoder_last_hidden_state=out.encoder_last_hidden_state,
             encoder_hidden_states=out.encoder_hidden_states,
             encoder_attentions=out.encoder_attentions,

@@ -12,13 +12,17 @@ position and segment terms ride along as its additive ``position_bias``, compute
 against every relative distance and aligned to (i, j) by the relative shift.
 
 Projections are per-head (H, heads, D) tensors without biases (``q k v o r``), the layout of
-transformers' XLNet checkpoints (loadable by renaming alone).
+transformers' XLNet checkpoints (loadable by renaming alone). Layers call the module itself
+(:meth:`RelativeAttention.forward`), never its helpers: every read of its parameters happens
+inside its own forward, where accelerate's offload hooks load them (``device_map="auto"`` with
+CPU/disk offload).
 """
 
 from __future__ import annotations
 
 import torch
 from torch import nn
+from transformers.cache_utils import Cache
 
 from .attention import MultiHeadAttention
 
@@ -67,6 +71,57 @@ def relative_encodings(
     if batch % 2:
         raise ValueError(f"bi_data splits the batch into a forward and a backward half: batch size {batch} is odd")
     return torch.cat([e.expand(batch // 2, -1, -1) for e in encodings], dim=0)
+
+
+class KeyValuePrefix:
+    """A learned memory in key/value form: P positions in front of every layer's memory (prefix
+    tuning on the memory models; Li & Liang 2021 over Transformer-XL's recurrence).
+
+    peft's ``PrefixTuningConfig`` hands the model ``past_key_values``, a transformers ``Cache``
+    holding, per layer, P keys and P values (B, heads, P, D). A memory position contributes to
+    relative attention only through its key and value (the position term reads the query and the
+    distance, not the memory's content), so a key/value prefix is exactly a memory of P virtual
+    positions the model never computed: they sit before the memory (the oldest positions, at the
+    largest distances), are always visible unless ``attention_mask`` (covering P + T, as peft
+    builds it) hides them, count as segment 0 (as memory does in XLNet), and never enter the
+    ``mems`` returned for the next segment.
+    """
+
+    def __init__(self, past_key_values: Cache, num_layers: int, batch: int, num_heads: int, head_dim: int) -> None:
+        if not isinstance(past_key_values, Cache):
+            raise ValueError(
+                f"past_key_values must be a transformers Cache holding a key/value prefix (prefix tuning), "
+                f"got {type(past_key_values).__name__}; earlier segments go in `mems`"
+            )
+        if len(past_key_values.layers) != num_layers:
+            raise ValueError(f"the key/value prefix has {len(past_key_values.layers)} layers, the model {num_layers}")
+        self.per_layer = [(layer.keys, layer.values) for layer in past_key_values.layers]
+        if any(keys is None for keys, _ in self.per_layer):
+            raise ValueError("the key/value prefix has layers holding no keys (an empty Cache)")
+        expected = (batch, num_heads, self.per_layer[0][0].shape[2], head_dim)
+        for keys, values in self.per_layer:
+            if tuple(keys.shape) != expected or tuple(values.shape) != expected:
+                raise ValueError(
+                    f"prefix keys/values must be (batch, heads, P, head_dim) = {expected}, got {tuple(keys.shape)} and "
+                    f"{tuple(values.shape)} (with peft, set PrefixTuningConfig(token_dim=heads * head_dim) when "
+                    "head_dim * heads != hidden_size)"
+                )
+        self.length = expected[2]
+
+    def layer(self, depth: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.per_layer[depth]
+
+    def split_mask(self, attention_mask: torch.Tensor | None, length: int) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """``attention_mask`` (B, P + T) (peft prepends the prefix's columns) or (B, T) -> the
+        prefix's visibility (B, P) or None (all visible), and the tokens' mask (B, T) or None."""
+        if attention_mask is None or attention_mask.shape[-1] == length:
+            return None, attention_mask
+        if attention_mask.shape[-1] != self.length + length:
+            raise ValueError(
+                f"attention_mask has {attention_mask.shape[-1]} columns: expected the {length} tokens, or the "
+                f"{self.length} prefix positions followed by them ({self.length + length})"
+            )
+        return attention_mask[:, : self.length], attention_mask[:, self.length :]
 
 
 class RelativeAttention(MultiHeadAttention):
@@ -145,3 +200,47 @@ class RelativeAttention(MultiHeadAttention):
         return self.attend(
             query + self.r_w_bias[:, None], key, value, mask_bias, bias, False, attn_implementation, output_attentions
         )
+
+    def forward(
+        self,
+        content: torch.Tensor,
+        memory: torch.Tensor | None,
+        encodings: torch.Tensor,
+        different_segment: torch.Tensor | None,
+        mask_bias: torch.Tensor | None,
+        attn_implementation: str,
+        output_attentions: bool,
+        query_stream: torch.Tensor | None = None,
+        query_mask_bias: torch.Tensor | None = None,
+        target_mapping: torch.Tensor | None = None,
+        key_value_prefix: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, tuple[torch.Tensor | None, ...]]:
+        """The content stream ``content`` (B, T, H) attends to [``memory`` (B, M, H); content] under
+        ``mask_bias`` (B or 1, 1, T, M + T); ``encodings`` (1 or B, R, H) are the relative sinusoids.
+        XLNet's query stream ``query_stream`` (B, P, H) attends to the same keys and values under
+        ``query_mask_bias``; with ``target_mapping`` (B, P, T) each of its P queries sits at the
+        position it predicts. Returns the content output (B, T, H) and the query output (B, P, H)
+        or None, both through ``o``, and the attention maps: (content,) or (content, query).
+        ``key_value_prefix``: keys and values (B, heads, P, D) of P positions before the memory
+        (:class:`KeyValuePrefix`); the biases and encodings then cover P + M + T keys."""
+        keys_from = content if memory is None else torch.cat([memory.to(content.dtype), content], dim=1)
+        key, value = self.keys_values(keys_from)
+        if key_value_prefix is not None:
+            prefix_key, prefix_value = key_value_prefix
+            key = torch.cat([prefix_key.to(key.dtype), key], dim=2)
+            value = torch.cat([prefix_value.to(value.dtype), value], dim=2)
+        shared = (key, value, self.position_keys(encodings), different_segment)
+        context, probs = self.attend_relative(
+            self.project_queries(content), *shared, mask_bias, attn_implementation, output_attentions
+        )
+        if query_stream is None:
+            return self.output(context), None, (probs,)
+        query = self.project_queries(query_stream)
+        if target_mapping is not None:  # (B, heads, P, D) -> (B, heads, T, D)
+            query = torch.einsum("bnpd,bpt->bntd", query, target_mapping)
+        query_context, query_probs = self.attend_relative(
+            query, *shared, query_mask_bias, attn_implementation, output_attentions
+        )
+        if target_mapping is not None:
+            query_context = torch.einsum("bntd,bpt->bnpd", query_context, target_mapping)
+        return self.output(context), self.output(query_context), (probs, query_probs)

@@ -39,3 +39,18 @@ def grads_as_model(model: torch.nn.Module) -> torch.nn.Module:
         for (_, p), (_, q) in zip(model.named_parameters(), clone.named_parameters()):
             q.copy_(p.grad if p.grad is not None else torch.zeros_like(p))
     return clone
+
+
+def assert_same_seq2seq_attentions(expected, got, source_mask: torch.Tensor) -> None:
+    """Encoder, decoder and cross-attention probabilities, layer by layer: (B, h, T, S) each; the
+    encoder's at real query rows (rows of padding queries are unspecified)."""
+    real_rows = source_mask.bool()
+    for name in ("encoder_attentions", "decoder_attentions", "cross_attentions"):
+        theirs, ours = getattr(expected, name), getattr(got, name)
+        assert ours is not None and len(ours) == len(theirs), name
+        for a, b in zip(theirs, ours):
+            assert a.shape == b.shape, name
+            if name == "encoder_attentions":
+                a, b = a.transpose(1, 2)[real_rows], b.transpose(1, 2)[real_rows]
+            assert (a - b).abs().max().item() <= ATOL, name
+

@@ -37,26 +37,7 @@ def model_bytes(model: torch.nn.Module) -> int:
     return sum(t.numel() * t.element_size() for t in model.state_dict().values())
 
 
-# Modules whose own parameters are read outside their forward, where accelerate's offload hooks
-# (which load a module's weights around its forward) do not reach. Open work; the xfail is strict.
-RELATIVE_ATTENTION_GAP = (
-    "RelativeAttention's per-head weights (q, k, v, o, r, biases) are used through helper methods "
-    "(keys_values, project_queries, attend_relative), not its forward: offloaded, they stay on meta"
-)
-OFFLOAD_GAPS = {
-    ("xlnet", None): RELATIVE_ATTENTION_GAP,
-    ("transfo_xl", None): RELATIVE_ATTENTION_GAP,
-    ("vit", "ForPreTraining"): "MAE's forward reads vit.embeddings' position table and [CLS] token itself (random masking "
-    "between the patch projection and the positions), outside ViTEmbeddings.forward",
-}
-
-
-def offload_marks(spec, head):
-    reason = OFFLOAD_GAPS.get((spec.name, head)) or OFFLOAD_GAPS.get((spec.name, None))
-    return [pytest.mark.xfail(reason=reason, strict=True, raises=RuntimeError)] if reason else []
-
-
-@pytest.mark.parametrize("spec,head", params(marks_for=offload_marks, rotation=1))
+@pytest.mark.parametrize("spec,head", params(rotation=1))
 def test_device_map_auto_offloads_to_cpu_and_disk_with_equal_outputs(spec, head, tmp_path):
     model = tiny_model(spec, head, padding_free=False)
     inputs = model_inputs(spec, head, model)

@@ -16,17 +16,9 @@ from torch.utils import _pytree as pytree
 from variant_cases import assert_outputs_equal, model_inputs, params, tiny_model
 
 
-
 def onnxruntime():
     """onnxruntime (the ``export`` extra); the ONNX tests skip without it, torch.export's run anyway."""
     return pytest.importorskip("onnxruntime")
-
-# (variant, reason) pairs whose ONNX export fails in torch 2.13's exporter, not in our code; the
-# torch.export test still covers them. Remove an entry when it passes (the xfail is strict).
-ONNX_EXPORTER_GAPS = {
-    "t5": "torch.onnx decomposition turns the attention output's reshape into an invalid view "
-    "('Cannot view a tensor with shape [B, T, heads, d_kv] ... as [B, T, inner]'); torch.export works",
-}
 
 
 def export_inputs(spec, head, model) -> dict[str, torch.Tensor | bool]:
@@ -61,8 +53,6 @@ def test_torch_export_gives_eager_outputs(spec, head):
 
 def onnx_marks(spec, head):
     marks = []
-    if spec.name in ONNX_EXPORTER_GAPS:
-        marks.append(pytest.mark.xfail(reason=ONNX_EXPORTER_GAPS[spec.name], strict=True))
     if head not in ("ForSequenceClassification", "ForImageClassification"):
         marks.append(pytest.mark.slow)  # one head per variant in the fast run; every head in CI's slow run
     return marks

@@ -166,3 +166,33 @@ def test_image_classification_with_the_saved_image_processor(spec, tmp_path):
         expected = model(**processor(image, return_tensors="pt")).logits[0].softmax(-1)
     assert {s["label"]: s["score"] for s in scores} == {
         name: pytest.approx(float(expected[i]), abs=1e-5) for i, name in enumerate(labels)}
+
+
+LAZY_REGISTRATION_CHECK = """
+import sys
+import hf_variants
+from transformers import pipeline
+from transformers.pipelines import PIPELINE_REGISTRY
+loaded_at_import = sorted({"hf_variants.pipelines", "datasets"} & set(sys.modules))
+assert not loaded_at_import, loaded_at_import
+assert PIPELINE_REGISTRY.supported_tasks["extractive-question-answering"]["impl"] == "hf_variants.pipelines.ExtractiveQuestionAnsweringPipeline"
+generator = pipeline("seq2seq-generation", model=sys.argv[1])
+assert type(generator).__qualname__ == "Text2TextGenerationPipeline", type(generator)
+print(generator("the film was great", max_new_tokens=3, do_sample=False)[0]["generated_text"] is not None)
+assert PIPELINE_REGISTRY.supported_tasks["seq2seq-generation"]["impl"] is type(generator)
+"""
+
+
+def test_import_registers_the_pipeline_tasks_without_loading_them(tmp_path):
+    """``import hf_variants`` leaves hf_variants.pipelines (and datasets) unloaded, yet
+    ``pipeline(<our task>)`` finds the task, imports the class and runs (a fresh interpreter)."""
+    import os
+    import subprocess
+    import sys
+
+    spec = SPECS["hfv_t5"]
+    folder, _, _ = saved(spec, "ForConditionalGeneration", tmp_path)
+    result = subprocess.run([sys.executable, "-c", LAZY_REGISTRATION_CHECK, folder], capture_output=True, text=True,
+                            env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().endswith("True")

@@ -131,6 +131,23 @@ def test_bad_arguments_raise_clear_errors(tmp_path):
     with pytest.raises(ValueError, match="got float64"):
         script.to_pil(np.zeros((4, 4)), "L")
     assert script.to_pil(np.full((4, 4, 1), 7, dtype=np.int64), "RGB").getpixel((0, 0)) == (7, 7, 7)
+    with pytest.raises(ValueError, match="patch_sise"):  # a misspelt --config_overrides key is named
+        script.main(common + ["--dataset_name", "hf_variants/digits", "--config_overrides", "patch_sise=7"])
+
+
+def test_config_overrides_change_a_named_config_and_are_refused_for_checkpoints(tmp_path):
+    import examples_support as support
+    from transformers import AutoModelForImageClassification
+
+    arguments = support.ModelArguments(model_name_or_path="vit-mini", config_overrides="patch_size=7,encoder_stride=7")
+    model = support.load_model(arguments, AutoModelForImageClassification, None, label_names=[str(i) for i in range(10)])
+    assert model.config.patch_size == 7 and model.config.encoder_stride == 7
+    assert model.vit.embeddings.patch_embeddings.projection.kernel_size == (7, 7)
+    assert model.vit.embeddings.position_embeddings.shape[1] == 1 + (28 // 7) ** 2  # CLS + 4 x 4 patches
+    model.save_pretrained(tmp_path / "checkpoint")
+    arguments = support.ModelArguments(model_name_or_path=str(tmp_path / "checkpoint"), config_overrides="patch_size=4")
+    with pytest.raises(ValueError, match="is a checkpoint"):
+        support.load_model(arguments, AutoModelForImageClassification, None)
 
 
 @pytest.mark.slow

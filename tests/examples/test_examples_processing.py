@@ -314,3 +314,29 @@ def test_ner_and_swag_scripts_report_missing_columns(tmp_path):
     )
     with pytest.raises(ValueError, match=r"labels must be ending indices in \[0, 3\).*\[3\]"):
         run_main("run_swag", ["--model_name_or_path", "bert-tiny", "--tokenizer_name", MINILM, "--train_file", swag_rows, "--do_train"] + common_args(tmp_path / "s"))
+
+
+def test_lora_target_modules_choose_what_lora_adapts():
+    """--lora_target_modules replaces the variant's registered LoRA targets; bad values say why."""
+    import peft
+    from transformers import AutoModelForSequenceClassification
+
+    from hf_variants.configs import named_config
+    from hf_variants.registry import SPECS
+
+    def adapted(**arguments):
+        config = named_config("bert-mini")
+        config.update({"num_hidden_layers": 2, "num_labels": 2})
+        model = SPECS["hfv_bert"].classes["ForSequenceClassification"](config)
+        model_args = support.ModelArguments(model_name_or_path="bert-mini", peft_method=arguments.pop("method", "lora"), **arguments)
+        return support.with_peft_adapter(model, model_args, AutoModelForSequenceClassification)
+
+    def lora_module_names(model) -> set[str]:
+        return {name.rsplit(".", 1)[-1] for name, module in model.named_modules() if isinstance(module, peft.tuners.lora.LoraLayer)}
+
+    assert lora_module_names(adapted()) == {"qkv"}  # the registered default
+    assert lora_module_names(adapted(lora_target_modules="qkv, out,pooler.dense")) == {"qkv", "out", "dense"}
+    with pytest.raises(ValueError, match="empty"):
+        adapted(lora_target_modules=" , ")
+    with pytest.raises(ValueError, match="applies to --peft_method lora"):
+        adapted(method="ia3", lora_target_modules="qkv")

@@ -34,3 +34,43 @@ def test_tlm_refuses_plain_text_static_masks_and_models_without_languages(tmp_pa
         script.main(["--model_name_or_path", "bert-tiny", *TLM[2:], "--max_steps", "1", "--output_dir", str(tmp_path)])
     with pytest.raises(ValueError, match="no sentence task"):
         script.main([*TLM[:2], "--objective", "tlm+sop", *TLM[4:], "--max_steps", "1", "--output_dir", str(tmp_path)])
+
+
+def write_dataset_folder(folder, rows: list[dict]) -> str:
+    """A local dataset folder (one train.jsonl): datasets.load_dataset reads it as it reads a Hub id."""
+    import json
+
+    folder.mkdir()
+    (folder / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return str(folder)
+
+
+def test_tlm_reads_translation_rows_from_a_dataset(tmp_path):
+    """--dataset_name takes the Hub's translation format (opus_books, wmt16): here the same real
+    Django pairs written as a local dataset folder, so the held-out split and languages match."""
+    from hf_variants.data import load_django_translations
+
+    pairs = [{"translation": row} for row in load_django_translations()["translation"]]
+    folder = write_dataset_folder(tmp_path / "pairs", pairs)
+    script = load_script()
+    arguments = [*TLM[:4], "--dataset_name", folder, *TLM[6:], "--max_steps", "2"]
+    results = script.main(arguments + ["--output_dir", str(tmp_path / "out")])
+    assert results["objective"] == "tlm" and results["global_step"] == 2
+    assert AutoConfig.from_pretrained(tmp_path / "out").lang2id == {"en": 0, "fr": 1}
+
+    broken = write_dataset_folder(tmp_path / "broken", pairs[:5] + [{"translation": {"en": "File", "de": "Datei"}}])
+    with pytest.raises(ValueError, match=r"row 5 has .*'de'.*expected \['en', 'fr'\]"):
+        script.main([*TLM[:4], "--dataset_name", broken, *TLM[6:], "--max_steps", "1", "--output_dir", str(tmp_path / "b")])
+    with pytest.raises(ValueError, match="exactly one of --corpus, --train_file, --dataset_name"):
+        script.main(TLM + ["--dataset_name", folder, "--max_steps", "1", "--output_dir", str(tmp_path / "c")])
+
+
+def test_plain_text_dataset_rows_become_documents(tmp_path):
+    """A `text` column, one paragraph per row; empty rows close a document (wikitext's layout)."""
+    script = load_script()
+    rows = [{"text": text} for text in ["", " = Emma = ", "First paragraph.", "", "", " = Persuasion = ", "Second.", ""]]
+    corpus = script.load_dataset_corpus(write_dataset_folder(tmp_path / "text", rows), None, parallel=False)
+    assert corpus["text"] == [" = Emma = ", "First paragraph.", " = Persuasion = ", "Second."]
+    assert corpus["document"] == [0, 0, 1, 1]
+    with pytest.raises(ValueError, match="expected parallel rows"):
+        script.load_dataset_corpus(str(tmp_path / "text"), None, parallel=True)

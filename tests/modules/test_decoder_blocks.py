@@ -66,7 +66,7 @@ def test_stack_with_cache_step_by_step_equals_one_causal_run(backend, sharing):
     layers = stack(sharing)
     hidden = states(2, 7)
     with torch.no_grad():
-        full, _, _ = layers(hidden, causal(hidden), attn_implementation=backend)
+        full, *_ = layers(hidden, causal(hidden), attn_implementation=backend)
         cache = DynamicCache()
         outputs = [layers(hidden[:, :4], causal(hidden[:, :4]), past_key_values=cache, attn_implementation=backend)[0]]
         for t in range(4, 7):
@@ -86,14 +86,14 @@ def test_cross_attention_keys_are_computed_once_and_reused(backend):
     source_bias = make_attention_bias(source_mask.bool(), torch.float32)
     kwargs = dict(encoder_attention_bias=source_bias, attn_implementation=backend)
     with torch.no_grad():
-        full, _, _ = layers(hidden, causal(hidden), encoder_hidden_states=source, **kwargs)
+        full, *_ = layers(hidden, causal(hidden), encoder_hidden_states=source, **kwargs)
         cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
-        first, _, _ = layers(hidden[:, :3], causal(hidden[:, :3]), encoder_hidden_states=source, past_key_values=cache,
+        first, *_ = layers(hidden[:, :3], causal(hidden[:, :3]), encoder_hidden_states=source, past_key_values=cache,
                              **kwargs)
         assert cache.is_updated == {0: True, 1: True, 2: True}
         assert cache.cross_attention_cache.layers[0].keys.shape == (2, 4, 6, 8)
         # Later steps read the stored encoder keys/values: different encoder states change nothing.
-        rest, _, _ = layers(hidden[:, 3:], causal(hidden[:, 3:]), encoder_hidden_states=torch.zeros_like(source),
+        rest, *_ = layers(hidden[:, 3:], causal(hidden[:, 3:]), encoder_hidden_states=torch.zeros_like(source),
                             past_key_values=cache, **kwargs)
     assert cache.get_seq_length() == 5
     torch.testing.assert_close(torch.cat([first, rest], dim=1), full, atol=1e-5, rtol=0)
@@ -106,15 +106,15 @@ def test_segment_memory_equals_one_causal_run_over_both_segments(backend, pre_la
     segment_1, segment_2 = states(2, 5), states(2, 4, seed=3)
     with torch.no_grad():
         both = torch.cat([segment_1, segment_2], dim=1)
-        full, _, _ = layers(both, causal(both), attn_implementation=backend)
+        full, *_ = layers(both, causal(both), attn_implementation=backend)
     memory_1 = SegmentMemory(None, num_layers=3, mem_len=5)
-    out_1, _, _ = layers(segment_1, causal(segment_1), memories=memory_1, attn_implementation=backend)
+    out_1, *_ = layers(segment_1, causal(segment_1), memories=memory_1, attn_implementation=backend)
     mems = memory_1.updated()
     assert len(mems) == 3 and all(m.shape == (2, 5, HIDDEN) and not m.requires_grad for m in mems)
     torch.testing.assert_close(mems[0], segment_1)  # layer 0's memory is its input
     segment_2 = segment_2.clone().requires_grad_(True)
     memory_2 = SegmentMemory(mems, num_layers=3, mem_len=5)
-    out_2, _, _ = layers(segment_2, causal(segment_2), memories=memory_2, attn_implementation=backend)
+    out_2, *_ = layers(segment_2, causal(segment_2), memories=memory_2, attn_implementation=backend)
     torch.testing.assert_close(out_1, full[:, :5], atol=1e-5, rtol=0)
     torch.testing.assert_close(out_2, full[:, 5:], atol=1e-5, rtol=0)
     # Gradient reaches the current segment and the weights, never the memory.
@@ -138,9 +138,9 @@ def test_segment_memory_with_padding_mask_and_reuse_length():
     extended = memory_2.extend_attention_mask(mask)
     assert extended.tolist() == [[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 0]]
     with torch.no_grad():
-        out, _, _ = layers(segment_2, causal(segment_2, extended), memories=memory_2)
+        out, *_ = layers(segment_2, causal(segment_2, extended), memories=memory_2)
         reference_input = torch.cat([segment_1[:, :3], segment_2], dim=1)
-        reference, _, _ = layers(reference_input, causal(reference_input))
+        reference, *_ = layers(reference_input, causal(reference_input))
     # Padding is row 1's last key: causal masking already hides it from the real queries.
     torch.testing.assert_close(out[0], reference[0, 3:], atol=1e-5, rtol=0)
     torch.testing.assert_close(out[1, :2], reference[1, 3:5], atol=1e-5, rtol=0)

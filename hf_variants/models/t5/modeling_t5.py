@@ -290,6 +290,7 @@ class T5ForSequenceClassification(_T5EncoderDecoderHead):
         output = Seq2SeqSequenceClassifierOutput(
             loss=loss, logits=logits, past_key_values=out.past_key_values,
             decoder_hidden_states=out.decoder_hidden_states, decoder_attentions=out.decoder_attentions,
+            cross_attentions=out.cross_attentions,
             encoder_last_hidden_state=out.encoder_last_hidden_state, encoder_hidden_states=out.encoder_hidden_states,
             encoder_attentions=out.encoder_attentions,
         )
@@ -340,6 +341,7 @@ class T5ForQuestionAnswering(_T5EncoderDecoderHead):
         output = Seq2SeqQuestionAnsweringModelOutput(
             loss=loss, start_logits=start_logits, end_logits=end_logits, past_key_values=out.past_key_values,
             decoder_hidden_states=out.decoder_hidden_states, decoder_attentions=out.decoder_attentions,
+            cross_attentions=out.cross_attentions,
             encoder_last_hidden_state=out.encoder_last_hidden_state, encoder_hidden_states=out.encoder_hidden_states,
             encoder_attentions=out.encoder_attentions,
         )

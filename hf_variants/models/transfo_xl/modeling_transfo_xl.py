@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 from torch.nn import functional as F
+from transformers import GenerationMixin
 from transformers import initialization as init
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.utils import ModelOutput
@@ -39,7 +40,7 @@ from ...modules.heads import check_class_labels
 from ...modules.memory import SegmentMemory
 from ...modules.norms import build_norm
 from ...modules.padding import additive_mask
-from ...modules.relative_attention import RelativeAttention, relative_encodings
+from ...modules.relative_attention import KeyValuePrefix, RelativeAttention, relative_encodings
 from ...modules.tracing import is_tracing
 from .adaptive import AdaptiveEmbedding, AdaptiveSoftmax, Projections
 from .configuration_transfo_xl import TransfoXLConfig
@@ -90,16 +91,15 @@ class TransfoXLLayer(GradientCheckpointingLayer):
         causal_bias: torch.Tensor,
         attn_implementation: str,
         output_attentions: bool,
+        key_value_prefix: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """hidden (B, T, H), memory (B, M, H) or None, encodings (1, M + T + 1, H), causal_bias (1, 1, T, M + T)."""
-        attention = self.attention
-        keys_from = hidden_states if memory is None else torch.cat([memory.to(hidden_states.dtype), hidden_states], 1)
-        key, value = attention.keys_values(keys_from)
-        context, probs = attention.attend_relative(
-            attention.project_queries(hidden_states), key, value, attention.position_keys(encodings), None,
-            causal_bias, attn_implementation, output_attentions,
+        """hidden (B, T, H), memory (B, M, H) or None, encodings (1, M + T + 1, H), causal_bias
+        (1, 1, T, M + T); key_value_prefix (B, heads, P, D) each, M then counting those P too."""
+        attended, _, (probs,) = self.attention(
+            hidden_states, memory, encodings, None, causal_bias, attn_implementation, output_attentions,
+            key_value_prefix=key_value_prefix,
         )
-        hidden_states = self.attention_norm(hidden_states + self.dropout(attention.output(context)))
+        hidden_states = self.attention_norm(hidden_states + self.dropout(attended))
         return self.ffn_norm(hidden_states + self.dropout(self.ffn(hidden_states))), probs
 
 
@@ -160,7 +160,9 @@ class TransfoXLModel(TransfoXLPreTrainedModel):
         """input_ids (B, T) (or inputs_embeds (B, T, H)); mems: one (M, B, H) tensor per layer from
         the previous segment; ``mem_len`` overrides config.mem_len for this call (evaluation with a
         longer memory than training). ``attention_mask`` is accepted only when it masks nothing:
-        Transformer-XL reads contiguous text, with no padding."""
+        Transformer-XL reads contiguous text, with no padding. ``past_key_values`` (keyword): a
+        transformers Cache holding P keys/values per layer, a learned memory in front of ``mems``
+        (peft's prefix tuning, see KeyValuePrefix); ``attention_mask`` may then cover P + T."""
         config = self.config
         output_attentions = config.output_attentions if output_attentions is None else output_attentions
         output_hidden_states = config.output_hidden_states if output_hidden_states is None else output_hidden_states
@@ -175,10 +177,16 @@ class TransfoXLModel(TransfoXLPreTrainedModel):
             None if mems is None else [m.transpose(0, 1) for m in mems], config.num_hidden_layers, mem_len=mem_len
         )
         memory.check_batch(batch, config.hidden_size)
-        key_length = memory.length + length
+        prefix = kwargs.pop("past_key_values", None)
+        if prefix is not None:
+            prefix = KeyValuePrefix(prefix, config.num_hidden_layers, batch, config.num_attention_heads,
+                                    self.layers[0].attention.head_dim)
+            prefix.split_mask(attention_mask, length)  # checks its width (the all-ones check ran above)
+        memory_length = memory.length + (prefix.length if prefix is not None else 0)  # the prefix comes first
+        key_length = memory_length + length
 
         # Query i (after M memory positions) sees keys 0 .. M + i.
-        future = torch.ones(length, key_length, dtype=torch.bool, device=inputs_embeds.device).triu(memory.length + 1)
+        future = torch.ones(length, key_length, dtype=torch.bool, device=inputs_embeds.device).triu(memory_length + 1)
         if config.same_length:  # the original code's same_length: query i also loses keys older than i - mem_len
             beyond_memory = key_length - mem_len
             future |= torch.ones_like(future).tril(-(length - beyond_memory if beyond_memory > 0 else length))
@@ -195,7 +203,8 @@ class TransfoXLModel(TransfoXLPreTrainedModel):
             if output_hidden_states:
                 all_hidden.append(hidden_states)
             hidden_states, probs = layer(
-                hidden_states, memory.layer(depth), encodings, causal_bias, self.attention_backend, output_attentions
+                hidden_states, memory.layer(depth), encodings, causal_bias, self.attention_backend, output_attentions,
+                None if prefix is None else prefix.layer(depth),
             )
             if output_attentions:
                 all_attentions.append(probs)
@@ -225,7 +234,7 @@ def adaptive_tied_weights(config: TransfoXLConfig) -> dict[str, str]:
     return tied
 
 
-class TransfoXLLMHeadModel(TransfoXLPreTrainedModel):
+class TransfoXLLMHeadModel(TransfoXLPreTrainedModel, GenerationMixin):
     """Next-token prediction: logits = h E^T + b (tied softmax), loss = cross-entropy of
     logits[:, :-1] against labels[:, 1:] (-100 ignored). With an adaptive vocabulary
     (``config.adaptive_softmax``), ``lm_head`` is the projected adaptive softmax, ``logits`` (B, T, V) are
@@ -247,6 +256,29 @@ class TransfoXLLMHeadModel(TransfoXLPreTrainedModel):
             self.lm_head = nn.Linear(config.hidden_size, config.vocab_size)
         self.post_init()
 
+    # generate(): the prompt runs once, then each new token runs alone on the memory of everything
+    # before it (the paper's fast evaluation, sec. 3.2). Exact equal to recomputing the whole text
+    # while it fits in mem_len; beyond that each token sees the last mem_len states, as in training.
+    @classmethod
+    def _supports_default_dynamic_cache(cls) -> bool:
+        return False  # the cache is ``mems`` (one (M, B, H) tensor per layer), not key/value pairs
+
+    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, mem_len=None, use_cache=True, **kwargs) -> dict:
+        """``past_key_values`` are the previous step's ``mems`` (generate() hands them back under
+        that name). With ``mem_len=0`` (no memory) or ``use_cache=False`` every step recomputes the text."""
+        recurrent = use_cache and (self.config.mem_len if mem_len is None else mem_len) > 0
+        inputs = {"mem_len": mem_len, "use_mems": recurrent, "logits_to_keep": kwargs.get("logits_to_keep", 0)}
+        if recurrent and past_key_values:
+            inputs.update(input_ids=input_ids[:, -1:], mems=past_key_values)
+        else:  # the first step: the padding check sees the whole attention mask
+            inputs.update(input_ids=input_ids, attention_mask=kwargs.get("attention_mask"))
+        return inputs
+
+    @staticmethod
+    def _reorder_cache(mems: tuple[torch.Tensor, ...], beam_idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """Beam search: mems (M, B, H) follow the chosen beams."""
+        return tuple(layer.index_select(1, beam_idx.to(layer.device)) for layer in mems)
+
     def get_output_embeddings(self) -> nn.Linear | None:
         return None if self.config.adaptive_softmax else self.lm_head
 
@@ -265,21 +297,25 @@ class TransfoXLLMHeadModel(TransfoXLPreTrainedModel):
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        logits_to_keep: int = 0,
         **kwargs,
     ) -> TransfoXLLMHeadModelOutput | tuple:
+        """``logits_to_keep`` k > 0: logits of the last k positions only, (B, k, V) (generate()
+        asks for 1: no (B, T, V) tensor over the prompt); 0: every position."""
         out = self.transformer(
             input_ids, mems=mems, inputs_embeds=inputs_embeds, attention_mask=attention_mask, mem_len=mem_len,
             use_mems=use_mems, output_attentions=output_attentions, output_hidden_states=output_hidden_states,
-            return_dict=True,
+            return_dict=True, past_key_values=kwargs.get("past_key_values"),  # a key/value prefix (prefix tuning), if any
         )
         hidden = out.last_hidden_state
+        read = hidden[:, -logits_to_keep:] if logits_to_keep > 0 and labels is None else hidden
         adaptive = isinstance(self.lm_head, AdaptiveSoftmax)
         # With labels, the adaptive head computes only the clustered loss (no (B, T, V) tensor: the
         # point of an adaptive softmax over a 267k vocabulary); logits are None then.
         if adaptive:
-            logits = None if labels is not None else self.lm_head.log_probs(hidden)
+            logits = None if labels is not None else self.lm_head.log_probs(read)
         else:
-            logits = self.lm_head(hidden)
+            logits = self.lm_head(read)
         loss = None
         if labels is not None:
             if tuple(labels.shape) != tuple(hidden.shape[:2]):

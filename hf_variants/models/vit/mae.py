@@ -116,7 +116,7 @@ class MAEDecoder(nn.Module):
         patches = gather_positions(shuffled, ids_restore)  # back to raster order
         hidden = torch.cat((hidden[:, :1], patches), dim=1) + self.position_embeddings
         layout = BatchLayout(batch_size=batch, length=num_patches + 1, attention_bias=None)
-        hidden, _, _ = self.layers(hidden, layout, attn_implementation=attn_implementation)
+        hidden, *_ = self.layers(hidden, layout, attn_implementation=attn_implementation)
         return self.prediction(hidden[:, 1:])
 
 
@@ -167,18 +167,15 @@ class ViTForPreTraining(EncoderTaskModel, ViTPreTrainedModel):
         if pixel_values is None:
             raise ValueError("pixel_values are required (a (batch, channels, height, width) tensor)")
         embeddings = self.vit.embeddings
-        embeddings.check_inputs(pixel_values, interpolate_pos_encoding=False)
         pixel_values = pixel_values.to(embeddings.patch_embeddings.projection.weight.dtype)
-        positions = embeddings.position_embeddings
-        patches = embeddings.patch_embeddings(pixel_values) + positions[:, 1:]
-        batch, num_patches = patches.shape[:2]
+        batch, num_patches = pixel_values.shape[0], self.config.num_patches
         if noise is None:
-            noise = torch.rand(batch, num_patches, device=patches.device)
+            noise = torch.rand(batch, num_patches, device=pixel_values.device)
         elif tuple(noise.shape) != (batch, num_patches):
             raise ValueError(f"noise has shape {tuple(noise.shape)}, expected (batch, num_patches) = {(batch, num_patches)}")
-        kept, mask, ids_restore = random_masking(noise.to(patches.device), self.config.mask_ratio)
-        cls = (embeddings.cls_token + positions[:, :1]).expand(batch, -1, -1)
-        sequence = embeddings.dropout(torch.cat((cls, gather_positions(patches, kept)), dim=1))
+        kept, mask, ids_restore = random_masking(noise.to(pixel_values.device), self.config.mask_ratio)
+        # [CLS] + the visible patches, positions added (the embeddings check the image size: config.num_patches)
+        sequence = embeddings(pixel_values, visible_patches=kept)
         out = self.vit.forward_embedded(
             sequence, output_attentions=output_attentions, output_hidden_states=output_hidden_states, return_dict=True
         )

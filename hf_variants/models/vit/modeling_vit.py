@@ -26,6 +26,7 @@ from ...modules.backbone import TransformerBackbone, TransformerPreTrainedModel
 from ...modules.dropout import Dropout
 from ...modules.encoder import LayerSpec, LayerStack
 from ...modules.heads import sequence_classification_loss
+from ...modules.padding import gather_positions
 from ...modules.task_models import EncoderTaskModel
 from .configuration_vit import ViTConfig
 
@@ -131,8 +132,12 @@ class ViTEmbeddings(nn.Module):
         pixel_values: torch.Tensor,
         bool_masked_pos: torch.Tensor | None = None,
         interpolate_pos_encoding: bool = False,
+        visible_patches: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """pixels (B, C, height, width) -> (B, 1 + N, H): [CLS] then the patches, positions added."""
+        """pixels (B, C, height, width) -> (B, 1 + N, H): [CLS] then the patches, positions added.
+        ``visible_patches`` (B, n) patch indices (MAE's random masking): only those patches, in
+        that order, follow [CLS] -> (B, 1 + n, H). Every parameter is read here, in this forward,
+        where accelerate's offload hooks load them."""
         self.check_inputs(pixel_values, interpolate_pos_encoding)
         batch, _, height, width = pixel_values.shape
         patches = self.patch_embeddings(pixel_values)
@@ -143,6 +148,8 @@ class ViTEmbeddings(nn.Module):
             embeddings = embeddings + self.interpolate_pos_encoding(embeddings, height, width)
         else:
             embeddings = embeddings + self.position_embeddings
+        if visible_patches is not None:
+            embeddings = torch.cat((embeddings[:, :1], gather_positions(embeddings[:, 1:], visible_patches)), dim=1)
         return self.dropout(embeddings)
 
 

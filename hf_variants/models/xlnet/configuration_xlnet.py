@@ -66,7 +66,7 @@ class XLNetConfig(TransformerConfig):
     pad_token_id: int | None = 5  # <pad> of XLNet's SentencePiece vocabulary (<unk>=0, <s>=1, </s>=2)
     bos_token_id: int | None = 1
     eos_token_id: int | None = 2
-    padding_free: bool = False  # left-padded plain encodings run in length buckets (exact at real tokens, zeros at padding)
+    padding_free: bool = True  # left-padded plain encodings run in length buckets (exact at real tokens, zeros at padding), as the family's padding-free default
 
     def check_architecture(self) -> None:
         super().check_architecture()

@@ -52,7 +52,8 @@ from ...modules.heads import SequenceSummary, check_class_labels
 from ...modules.memory import SegmentMemory
 from ...modules.norms import build_norm
 from ...modules.padding import additive_mask, bucket_rows, worth_unpadding
-from ...modules.relative_attention import RelativeAttention, relative_encodings
+from ...modules.relative_attention import KeyValuePrefix, RelativeAttention, relative_encodings
+from ...modules.tracing import is_tracing
 from ...modules.task_models import (
     EncoderForMultipleChoice,
     EncoderForQuestionAnswering,
@@ -86,9 +87,9 @@ class XLNetLayer(GradientCheckpointingLayer):
         self.ffn_norm = build_norm(config.norm_type, config.hidden_size, config.layer_norm_eps)
         self.dropout = Dropout(config.hidden_dropout_prob)
 
-    def _finish(self, stream: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
-        """Attention output (B, heads, T, D) + residual ``stream`` (B, T, H) -> the layer's output."""
-        hidden = self.attention_norm(stream + self.dropout(self.attention.output(context)))
+    def _finish(self, stream: torch.Tensor, attended: torch.Tensor) -> torch.Tensor:
+        """Attention output (B, T, H) + residual ``stream`` (B, T, H) -> the layer's output."""
+        hidden = self.attention_norm(stream + self.dropout(attended))
         return self.ffn_norm(hidden + self.dropout(self.ffn(hidden)))
 
     def forward(
@@ -103,28 +104,20 @@ class XLNetLayer(GradientCheckpointingLayer):
         target_mapping: torch.Tensor | None,
         attn_implementation: str,
         output_attentions: bool,
+        key_value_prefix: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None, tuple]:
         """content (B, T, H), query_stream (B, P, H) or None, memory (B, M, H) or None,
-        encodings (1 or B, M + 2T, H), target_mapping (B, P, T) -> the new streams and attention maps."""
-        attention = self.attention
-        keys_from = content if memory is None else torch.cat([memory.to(content.dtype), content], dim=1)
-        key, value = attention.keys_values(keys_from)
-        position_keys = attention.position_keys(encodings)
-        args = (key, value, position_keys, different_segment)
-        context, probs = attention.attend_relative(
-            attention.project_queries(content), *args, content_bias, attn_implementation, output_attentions
+        encodings (1 or B, M + 2T, H), target_mapping (B, P, T), key_value_prefix (B, heads, P', D)
+        each or None -> the new streams and attention maps."""
+        content_attended, query_attended, probs = self.attention(
+            content, memory, encodings, different_segment, content_bias, attn_implementation, output_attentions,
+            query_stream=query_stream, query_mask_bias=query_bias, target_mapping=target_mapping,
+            key_value_prefix=key_value_prefix,
         )
-        new_content = self._finish(content, context)
+        new_content = self._finish(content, content_attended)
         if query_stream is None:
-            return new_content, None, (probs,)
-        query = attention.project_queries(query_stream)
-        if target_mapping is not None:
-            # Each prediction's query sits at the position it predicts: (B, heads, P, D) -> (B, heads, T, D).
-            query = torch.einsum("bnpd,bpt->bntd", query, target_mapping)
-        context, query_probs = attention.attend_relative(query, *args, query_bias, attn_implementation, output_attentions)
-        if target_mapping is not None:
-            context = torch.einsum("bntd,bpt->bnpd", context, target_mapping)
-        return new_content, self._finish(query_stream, context), (probs, query_probs)
+            return new_content, None, probs
+        return new_content, self._finish(query_stream, query_attended), probs
 
 
 class XLNetPreTrainedModel(TransformerPreTrainedModel):
@@ -183,11 +176,13 @@ class XLNetModel(XLNetPreTrainedModel):
         memory_length: int,
         device: torch.device,
         dtype: torch.dtype,
+        prefix_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         """Additive (B or 1, 1, T, M + T) biases of the content stream and of the query stream.
 
         A query may not see key j when j is padding, when ``perm_mask`` forbids it, or (``uni``)
-        when j lies ahead; memory positions are always visible. The content stream also always
+        when j lies ahead; memory positions are always visible, except the first P of them (a
+        key/value prefix) where ``prefix_mask`` (B, P) holds 0. The content stream also always
         sees itself, the query stream never unless allowed otherwise (it must not read its token)."""
         if attention_mask is not None and input_mask is not None:
             raise ValueError("pass either attention_mask (1 = real token) or input_mask (1 = padding), not both")
@@ -206,8 +201,13 @@ class XLNetModel(XLNetPreTrainedModel):
         if perm_mask is not None:
             check_shape(perm_mask, (batch, length, length), "perm_mask")
             data = perm_mask.to(torch.float32) if data is None else data + perm_mask.to(torch.float32)
-        if data is not None:
+        if prefix_mask is not None and not bool(prefix_mask.all()):
+            data = torch.zeros(batch, 1, length, device=device) if data is None else data
+            hidden_prefix = (1 - prefix_mask).to(torch.float32)[:, None, :].expand(-1, data.shape[1], -1)
+            data = torch.cat([hidden_prefix, F.pad(data, (memory_length - prefix_mask.shape[1], 0))], dim=-1) > 0
+        elif data is not None:
             data = F.pad(data, (memory_length, 0)) > 0
+        if data is not None:
             hidden = data if hidden is None else hidden | data
         if hidden is None:
             return None, None
@@ -252,6 +252,9 @@ class XLNetModel(XLNetPreTrainedModel):
             token_type_ids: (B, T) segment ids (only equality between two tokens matters).
             use_mems: return the next segment's ``mems`` (default: config.use_mems_eval /
                 use_mems_train by training mode).
+            past_key_values (keyword): a transformers Cache holding P keys/values per layer, a
+                learned memory in front of ``mems`` (peft's prefix tuning; see KeyValuePrefix);
+                ``attention_mask`` may then cover P + T.
         The shared task bases' layout arguments are read only to decide whether left-padded rows
         may run in length buckets (:meth:`_runs_in_length_buckets`, ``config.padding_free``);
         ``output_positions`` and the like are ignored: XLNet computes every position.
@@ -273,8 +276,13 @@ class XLNetModel(XLNetPreTrainedModel):
         if target_mapping is not None and (target_mapping.dim() != 3 or tuple(target_mapping.shape[::2]) != (batch, length)):
             raise ValueError(f"target_mapping must be (batch={batch}, num_predict, length={length}), got {tuple(target_mapping.shape)}")
 
-        if self._runs_in_length_buckets(attention_mask, mems, perm_mask, target_mapping, use_mems,
-                                        output_attentions or output_hidden_states, kwargs):
+        prefix = kwargs.pop("past_key_values", None)
+        if prefix is not None:
+            prefix = KeyValuePrefix(prefix, config.num_hidden_layers, batch, config.num_attention_heads,
+                                    self.layers[0].attention.head_dim)
+            prefix_mask, attention_mask = prefix.split_mask(attention_mask, length)
+        if prefix is None and self._runs_in_length_buckets(attention_mask, mems, perm_mask, target_mapping, use_mems,
+                                                           output_attentions or output_hidden_states, kwargs):
             result = self._forward_in_length_buckets(inputs_embeds, attention_mask, token_type_ids)
             return result if return_dict else result.to_tuple()
 
@@ -288,10 +296,11 @@ class XLNetModel(XLNetPreTrainedModel):
             reuse_length=config.reuse_len or None,
         )
         memory.check_batch(batch, config.hidden_size)
-        memory_length = memory.length
+        memory_length = memory.length + (prefix.length if prefix is not None else 0)  # the prefix comes first
 
         content_bias, query_bias = self.attention_biases(
-            attention_mask, input_mask, perm_mask, batch, length, memory_length, device, dtype
+            attention_mask, input_mask, perm_mask, batch, length, memory_length, device, dtype,
+            prefix_mask=prefix_mask if prefix is not None else None,
         )
         different_segment = self.segment_differences(token_type_ids, memory_length, dtype)
         encodings = self.dropout(self.relative_encodings(length, memory_length + length, batch, device).to(dtype))
@@ -310,7 +319,7 @@ class XLNetModel(XLNetPreTrainedModel):
                 all_hidden.extend([content] if query_stream is None else [content, query_stream])
             content, query_stream, probs = layer(
                 content, query_stream, memory.layer(depth), encodings, different_segment, content_bias, query_bias,
-                target_mapping, backend, output_attentions,
+                target_mapping, backend, output_attentions, None if prefix is None else prefix.layer(depth),
             )
             if output_attentions:
                 all_attentions.append(probs[0] if query_stream is None else probs)
@@ -338,6 +347,8 @@ class XLNetModel(XLNetPreTrainedModel):
         allowed = layout.get("padding_free")
         config = self.config
         if not (config.padding_free if allowed is None else allowed) or attention_mask is None:
+            return False
+        if is_tracing():  # the bucket layout reads mask values: traced graphs take the padded path
             return False
         if mems is not None or perm_mask is not None or target_mapping is not None or use_mems or outputs_per_layer:
             return False
@@ -449,6 +460,7 @@ class XLNetLMHeadModel(XLNetPreTrainedModel, GenerationMixin):
             input_ids, attention_mask=attention_mask, mems=mems, perm_mask=perm_mask, target_mapping=target_mapping,
             token_type_ids=token_type_ids, input_mask=input_mask, inputs_embeds=inputs_embeds, use_mems=use_mems,
             output_attentions=output_attentions, output_hidden_states=output_hidden_states, return_dict=True,
+            past_key_values=kwargs.get("past_key_values"),  # a key/value prefix (prefix tuning), if any
         )
         logits = self.lm_loss(out.last_hidden_state)
         loss = None

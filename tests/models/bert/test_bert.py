@@ -77,7 +77,7 @@ def test_shared_all_applies_one_layer_repeatedly():
         keep = inputs["attention_mask"].bool()
         bias = hf_variants.modules.attention.make_attention_bias(inputs["attention_mask"], h.dtype)
         for depth in range(3):
-            h, _ = layer(h, bias)
+            h, *_ = layer(h, bias)
             torch.testing.assert_close(h[keep], out.hidden_states[depth + 1][keep], atol=1e-6, rtol=0)
 
 

@@ -18,6 +18,7 @@ from safetensors.torch import load_file, save_file
 import hf_variants
 from hf_variants.models.t5 import T5Config, T5ForConditionalGeneration
 from hf_variants.models.t5.modeling_t5 import relative_position_bucket
+from parity import assert_same_seq2seq_attentions
 
 TOL = 1e-5
 HEADS = ("Model", "ForConditionalGeneration", "EncoderModel", "ForSequenceClassification", "ForTokenClassification",
@@ -209,6 +210,17 @@ def test_from_pretrained_of_an_untied_v1_1_checkpoint(tmp_path):
         decoder_states = theirs(**inputs, output_hidden_states=True).decoder_hidden_states[-1]
         assert (ours(**inputs).logits - decoder_states @ output_layer.T).abs().max().item() <= TOL
 
+
+@pytest.mark.parametrize("padding_side", ["right", "left"])
+def test_attention_probabilities_equal_transformers(padding_side):
+    """output_attentions=True returns transformers' three families of probabilities."""
+    theirs = their_model("ForConditionalGeneration", "v1.1", backend="eager")
+    ours = hf_variants.from_transformers(theirs).eval()
+    inputs = batch(padding_side)
+    with torch.no_grad():
+        expected, got = theirs(**inputs, output_attentions=True), ours(**inputs, output_attentions=True)
+    assert_same_seq2seq_attentions(expected, got, inputs["attention_mask"])
+    assert got.cross_attentions[0].shape == (3, 4, 7, 11)  # (B, heads, target, source)
 
 
 def training_batch(generator: torch.Generator) -> dict[str, torch.Tensor]:

@@ -24,6 +24,7 @@ from hf_variants.models.transformer import (
     noam_training_arguments,
 )
 from hf_variants.modules.embeddings import sinusoidal_table
+from parity import assert_same_seq2seq_attentions
 
 PAD, START, EOS = 0, 1, 2
 TINY = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, decoder_layers=2, num_attention_heads=4,
@@ -235,3 +236,15 @@ def test_named_configs():
             base.num_attention_heads, base.hidden_dropout_prob, base.vocab_size) == ("hfv_transformer", 6, 6, 512, 2048, 8, 0.1, 37000)
     assert (big.hidden_size, big.intermediate_size, big.num_attention_heads, big.hidden_dropout_prob) == (1024, 4096, 16, 0.3)
     assert hf_variants.named_config("transformer-mini").hidden_size == 256
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_attention_probabilities_equal_marians(side):
+    """output_attentions=True: encoder, decoder and cross-attention probabilities as Marian's."""
+    theirs = marian("MTModel", backend="eager")
+    ours = from_transformers(theirs).eval()
+    ids, mask = source_batch(side)
+    with torch.no_grad():
+        expected = theirs(ids, attention_mask=mask, decoder_input_ids=TARGETS, output_attentions=True)
+        got = ours(ids, attention_mask=mask, decoder_input_ids=TARGETS, output_attentions=True)
+    assert_same_seq2seq_attentions(expected, got, mask)
