@@ -175,3 +175,4 @@ def test_span_corruption_pretraining_argument_errors(tmp_path, arguments, messag
     with pytest.raises(ValueError, match=message):
         load_script("run_pretraining").main(["--model_name_or_path", "t5-mini", "--corpus", "austen",
                                              "--output_dir", str(tmp_path / "out")] + arguments + RUN_OPTIONS)
+
