@@ -6,7 +6,7 @@ eager padding-free path (the CPU default) for reference. Inputs: a batch of toke
 realistic spread of lengths (right padding), the same tensors for every side; compiled graphs are
 warmed up (compiled) before timing, and the compile time is reported separately.
 
-    /work/notes/heavy --all python benchmarks/bench_compile.py --write benchmarks/RESULTS.md
+    HF_HUB_OFFLINE=1 python benchmarks/bench_compile.py --write benchmarks/RESULTS.md
 
 ``--write`` replaces the marker-delimited section of RESULTS.md (BEGIN/END compile); ``--quick`` is a
 smoke run of the first workload on a tiny batch (checks the script, times nothing worth keeping).
@@ -114,7 +114,7 @@ def run_workload(variant: str, config_name: str, head: str, train: bool, args) -
 
 
 def markdown(rows: list[dict], args, started: str) -> str:
-    command = "/work/notes/heavy --all python benchmarks/bench_compile.py " + " ".join(sys.argv[1:])
+    command = "python benchmarks/bench_compile.py " + " ".join(sys.argv[1:])
     lines = [
         BEGIN,
         f"### torch.compile vs eager ({started}; `{command}`)",
