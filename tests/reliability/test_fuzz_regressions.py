@@ -179,6 +179,15 @@ def test_t5_sequence_classification_of_an_empty_batch():
         model(IDS[:0], decoder_input_ids=IDS[:0])
 
 
+@pytest.mark.parametrize("variant,head", [("gpt", "ForSequenceClassification"), ("t5", "ForQuestionAnswering")])
+def test_sequences_without_tokens_found_by_the_nightly_run(variant, head):
+    """Nightly fuzz, 2026-11-23: (B, 0) ids reached GPT's last-real-token argmax and T5 QA's
+    right shift (IndexError) before the backbone's empty-batch check."""
+    model = tiny_model(variant, head)
+    with pytest.raises(ValueError, match=r"empty batch: input_ids has shape \(2, 0\) \(no tokens\)"):
+        model(IDS[:2, :0])
+
+
 def test_electra_pretraining_with_a_causal_stack():
     """is_decoder=True: the generator computes every position (BatchLayout.plan) but its labels were
     cut to the masked positions (labels shape ValueError). Now the decoder reads the masked ones."""

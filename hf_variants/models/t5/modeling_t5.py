@@ -227,6 +227,7 @@ class _T5EncoderDecoderHead(T5PreTrainedModel):
         if decoder_input_ids is None and decoder_inputs_embeds is None:
             if input_ids is None:
                 raise ValueError("pass input_ids (the decoder reads them shifted right), or decoder_input_ids")
+            check_not_empty("input_ids", tuple(input_ids.shape), *input_ids.shape[:2])  # before the shift indexes it
             decoder_input_ids = shift_tokens_right(input_ids, self.config.pad_token_id, self.config.decoder_start_token_id)
         return self.transformer(
             input_ids=input_ids,
