@@ -480,6 +480,8 @@ def report_truncation(
 ) -> int:
     """Count (and log, once per split) the inputs longer than ``max_length`` tokens, which
     tokenisation truncates (``split_into_words``: inputs are lists of words, as for NER)."""
+    # A dataset column may come as a lazy Column (datasets >= 4): the tokenizer takes lists only.
+    first, second = list(first), None if second is None else list(second)
     encoded = tokenizer(first, *([second] if second is not None else []), is_split_into_words=split_into_words)
     too_long = sum(len(ids) > max_length for ids in encoded["input_ids"])
     if too_long:
