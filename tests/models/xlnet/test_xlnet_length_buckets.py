@@ -91,3 +91,20 @@ def test_what_cannot_be_bucketed_runs_padded(inputs):
     with torch.no_grad():
         ours.eval()(**batch)
     assert seen == [batch["input_ids"].shape[1]]
+
+
+def test_on_by_default_and_traced_graphs_take_the_padded_path():
+    """padding_free is the default (as for the other encoders); under torch.compile(fullgraph) and
+    torch.export the bucket decision (which reads the mask) is skipped and the padded path runs:
+    the same logits as the eager buckets."""
+    _, ours = pair("ForSequenceClassification", "sdpa")
+    assert hf_variants.XLNetConfig().padding_free
+    ours.eval()
+    inputs = left_padded()
+    with torch.no_grad():
+        eager = ours(**inputs).logits
+        compiled = torch.compile(ours, fullgraph=True, backend="eager")(**inputs).logits
+        exported = torch.export.export(ours, args=(), kwargs=inputs).module()(**inputs).logits
+    torch._dynamo.reset()
+    assert (compiled - eager).abs().max().item() <= ATOL
+    assert (exported - eager).abs().max().item() <= ATOL
