@@ -39,6 +39,7 @@ import logging
 import math
 import os
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -164,17 +165,24 @@ def read_text_file(path: str) -> datasets.Dataset:
         text = read_utf8_text(path)
     except ValueError as error:
         raise ValueError(f"--train_file {error}") from None
-    documents, texts, document, blank_seen = [], [], 0, False
-    for line in text.splitlines():
-        line = line.strip()
-        if not line:
-            blank_seen = bool(texts)
+    lines = text.splitlines()
+    kept, documents = paragraph_documents(lines)
+    return datasets.Dataset.from_dict({"document": documents, "text": [lines[index].strip() for index in kept]})
+
+
+def paragraph_documents(paragraphs: Iterable[str | None]) -> tuple[list[int], list[int]]:
+    """(indices of the non-blank paragraphs, the document id of each): one or more blank (or None)
+    paragraphs close a document, as in BERT's pretraining text format and wikitext's rows."""
+    kept, documents, document, blank_seen = [], [], 0, False
+    for index, paragraph in enumerate(paragraphs):
+        if not (paragraph or "").strip():
+            blank_seen = bool(kept)
             continue
-        if blank_seen:  # the first paragraph after one or more blank lines opens a new document
+        if blank_seen:  # the first paragraph after blank ones opens a new document
             document, blank_seen = document + 1, False
+        kept.append(index)
         documents.append(document)
-        texts.append(line)
-    return datasets.Dataset.from_dict({"document": documents, "text": texts})
+    return kept, documents
 
 
 def load_parallel_corpus(name: str) -> datasets.Dataset:
@@ -206,15 +214,7 @@ def load_dataset_corpus(name: str, config_name: str | None, parallel: bool) -> d
             return {"text": "\n".join(row["translation"].values()), "document": index}
 
         return rows.map(pair_row, with_indices=True)
-    documents, kept, document, blank_seen = [], [], 0, False
-    for index, text in enumerate(rows["text"]):
-        if not (text or "").strip():
-            blank_seen = bool(kept)
-            continue
-        if blank_seen:  # the first paragraph after empty rows opens a new document
-            document, blank_seen = document + 1, False
-        documents.append(document)
-        kept.append(index)
+    kept, documents = paragraph_documents(rows["text"])
     if not kept:
         raise ValueError(f"--dataset_name {name}: the train split has no text")
     return rows.select(kept).select_columns(["text"]).add_column("document", documents)

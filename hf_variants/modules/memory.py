@@ -104,3 +104,9 @@ class SegmentMemory:
         if any(m is None for m in self._new):
             raise ValueError("the stack has not recorded every layer yet; call updated() after the forward pass")
         return tuple(self._new)
+
+
+def reorder_memories(mems: Sequence[torch.Tensor], beam_idx: torch.Tensor) -> list[torch.Tensor]:
+    """Beam search: time-first memories (M, B, H), as ``mems`` go in and out of a model, follow
+    the chosen beams (``beam_idx`` (B,))."""
+    return [layer.index_select(1, beam_idx.to(layer.device)) for layer in mems]

@@ -36,7 +36,7 @@ from ...modules.dropout import Dropout
 from ...modules.embeddings import embed_token_ids
 from ...modules.feed_forward import FeedForward
 from ...modules.heads import IGNORE_INDEX, check_class_labels, cross_entropy_or_zero
-from ...modules.memory import SegmentMemory
+from ...modules.memory import SegmentMemory, reorder_memories
 from ...modules.norms import build_norm
 from ...modules.padding import additive_mask
 from ...modules.relative_attention import KeyValuePrefix, RelativeAttention, relative_encodings
@@ -279,10 +279,7 @@ class TransfoXLLMHeadModel(TransfoXLPreTrainedModel, GenerationMixin):
             inputs.update(input_ids=input_ids, attention_mask=kwargs.get("attention_mask"))
         return inputs
 
-    @staticmethod
-    def _reorder_cache(mems: tuple[torch.Tensor, ...], beam_idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """Beam search: mems (M, B, H) follow the chosen beams."""
-        return tuple(layer.index_select(1, beam_idx.to(layer.device)) for layer in mems)
+    _reorder_cache = staticmethod(reorder_memories)  # beam search: mems follow the chosen beams
 
     def get_output_embeddings(self) -> nn.Linear | None:
         return None if self.config.adaptive_softmax else self.lm_head

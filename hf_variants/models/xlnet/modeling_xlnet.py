@@ -49,7 +49,7 @@ from ...modules.dropout import Dropout
 from ...modules.embeddings import embed_token_ids
 from ...modules.feed_forward import FeedForward
 from ...modules.heads import SequenceSummary, check_class_labels, cross_entropy_or_zero
-from ...modules.memory import SegmentMemory
+from ...modules.memory import SegmentMemory, reorder_memories
 from ...modules.norms import build_norm
 from ...modules.padding import additive_mask, bucket_rows, worth_unpadding
 from ...modules.relative_attention import KeyValuePrefix, RelativeAttention, relative_encodings
@@ -435,10 +435,7 @@ class XLNetLMHeadModel(XLNetPreTrainedModel, GenerationMixin):
         inputs.update({key: value for key, value in kwargs.items() if key not in skipped and key not in inputs})
         return inputs
 
-    @staticmethod
-    def _reorder_cache(mems: tuple[torch.Tensor, ...], beam_idx: torch.Tensor) -> list[torch.Tensor]:
-        """Beam search: mems (M, B, H) follow the chosen beams."""
-        return [layer.index_select(1, beam_idx.to(layer.device)) for layer in mems]
+    _reorder_cache = staticmethod(reorder_memories)  # beam search: mems follow the chosen beams
 
     def get_output_embeddings(self) -> nn.Linear:
         return self.lm_loss
