@@ -173,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
             # A test split is scored too when every row has its label (GLUE's test sets hide theirs: -1).
             if not split.startswith("test") or HIDDEN_LABEL not in labels:
                 dataset = dataset.add_column("labels", labels)
-        support.report_truncation(tokenizer, split, list(dataset[first]), list(dataset[second]) if second else None, max_length)
+        support.report_truncation(tokenizer, split, dataset[first], dataset[second] if second else None, max_length)
         with training_args.main_process_first(desc=f"tokenizing {split}"):
             features[split] = dataset.map(
                 tokenize, batched=True, remove_columns=[c for c in dataset.column_names if c != "labels"],
