@@ -8,7 +8,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from transformers import Seq2SeqTrainer, Trainer
+from transformers import Seq2SeqTrainer, Trainer, TrainingArguments
+from transformers.training_args import OptimizerNames
 
 from .card import DatasetInfo
 from .checkpoints import AtomicCheckpointsMixin
@@ -66,12 +67,57 @@ def _dataset_info(dataset, dataset_tags, dataset_args) -> DatasetInfo | None:
     return DatasetInfo(name=name, id=first(dataset_tags) or name, config=first(dataset_args))
 
 
-class CheckpointSafeTrainer(ModelCardTrainerMixin, AtomicCheckpointsMixin, Trainer):
+# Adafactor options ``--optim_args`` may set, with their types. transformers' ``--optim adafactor``
+# fixes scale_parameter=False and ignores --optim_args; its relative_step schedule is left out
+# because Trainer always passes --learning_rate.
+ADAFACTOR_OPTIM_ARGS = {"scale_parameter": bool, "clip_threshold": float, "decay_rate": float, "beta1": float}
+
+
+def adafactor_optim_args(optim_args: str | None) -> dict:
+    """``"scale_parameter=True,beta1=0.9"`` -> ``{"scale_parameter": True, "beta1": 0.9}`` (ValueError
+    naming any key Adafactor does not take here, or a value of the wrong type)."""
+    parsed = {}
+    for item in (optim_args or "").replace(" ", "").split(","):
+        if not item:
+            continue
+        key, separator, value = item.partition("=")
+        if not separator or key not in ADAFACTOR_OPTIM_ARGS:
+            raise ValueError(f"--optim_args {item!r}: with --optim adafactor, give key=value pairs of "
+                             f"{sorted(ADAFACTOR_OPTIM_ARGS)}")
+        if ADAFACTOR_OPTIM_ARGS[key] is bool:
+            if value.lower() not in ("true", "false"):
+                raise ValueError(f"--optim_args {key}={value!r}: expected true or false")
+            parsed[key] = value.lower() == "true"
+        else:
+            try:
+                parsed[key] = float(value)
+            except ValueError:
+                raise ValueError(f"--optim_args {key}={value!r}: expected a number") from None
+    return parsed
+
+
+class AdafactorOptimArgsMixin:
+    """``--optim adafactor --optim_args scale_parameter=True`` gives the paper's Adafactor: each
+    weight's update is scaled by that weight's root mean square, as T5 was trained. It matters for
+    T5 from scratch: its embeddings start at unit variance and its projections at d^-0.5, so one
+    unscaled step size is either negligible for the first or too large for the second (see the
+    README's T5 sentiment runs)."""
+
+    @staticmethod
+    def get_optimizer_cls_and_kwargs(args: TrainingArguments, model=None):
+        optimizer_cls, optimizer_kwargs = Trainer.get_optimizer_cls_and_kwargs(args, model)
+        if args.optim == OptimizerNames.ADAFACTOR:
+            optimizer_kwargs = {**optimizer_kwargs, **adafactor_optim_args(args.optim_args)}
+        return optimizer_cls, optimizer_kwargs
+
+
+class CheckpointSafeTrainer(ModelCardTrainerMixin, AdafactorOptimArgsMixin, AtomicCheckpointsMixin, Trainer):
     """transformers' Trainer whose checkpoints, final save, trainer state and results files are
     written atomically, whose ``train(resume_from_checkpoint=True | "last" | path)`` resumes only
-    from a complete checkpoint, and whose ``push_to_hub`` publishes our model card."""
+    from a complete checkpoint, whose ``push_to_hub`` publishes our model card, and whose
+    ``--optim adafactor`` honours ``--optim_args`` (`AdafactorOptimArgsMixin`)."""
 
 
-class CheckpointSafeSeq2SeqTrainer(ModelCardTrainerMixin, AtomicCheckpointsMixin, Seq2SeqTrainer):
+class CheckpointSafeSeq2SeqTrainer(ModelCardTrainerMixin, AdafactorOptimArgsMixin, AtomicCheckpointsMixin, Seq2SeqTrainer):
     """transformers' Seq2SeqTrainer (evaluation and prediction by `generate()` with
     ``--predict_with_generate``) with the atomic checkpoints and model card of `CheckpointSafeTrainer`."""

@@ -39,6 +39,7 @@ import inspect
 import torch
 from torch import nn
 from transformers import PreTrainedModel
+from transformers import initialization as init
 from transformers.cache_utils import Cache
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
@@ -87,15 +88,24 @@ class TransformerPreTrainedModel(CheckpointConversionMixin, RemoteCodeMixin, Pre
         config.check_architecture()  # a clear ValueError naming the fields, before any module is built
         super().__init__(config, *args, **kwargs)
 
+    def _initialize_weights(self, module: nn.Module, is_custom_code: bool = False) -> None:
+        # transformers' path for its own models, not the one for custom code: that one skips every
+        # module without parameters of its own (attention, FFN, embedding containers) and with it
+        # every container-level init (T5's unit-variance embeddings and fan-in projections were
+        # silently 0.02). Safe because every _init_weights here writes through
+        # transformers.initialization, which leaves weights loaded from a checkpoint alone.
+        super()._initialize_weights(module, is_custom_code=False)
+
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
+        """Runs children first, then their container: a container's init overrides its leaves'."""
         super()._init_weights(module)
         if isinstance(module, MaskedLMHead):
-            module.decoder.bias.zero_()
+            init.zeros_(module.decoder.bias)
         elif isinstance(module, TransformerEmbeddings):
             module.reset_fixed_buffers()
         elif isinstance(module, RMSNorm):
-            module.weight.fill_(1.0)
+            init.ones_(module.weight)
 
     @property
     def attention_backend(self) -> str:

@@ -17,6 +17,7 @@ import math
 
 import torch
 from torch import nn
+from transformers import initialization as init
 from transformers.modeling_outputs import (
     BaseModelOutput,
     Seq2SeqQuestionAnsweringModelOutput,
@@ -111,35 +112,35 @@ class T5PreTrainedModel(TransformerPreTrainedModel):
         config, factor = self.config, self.config.initializer_factor
         inner = config.num_attention_heads * config.head_dim
         if isinstance(module, TransformerEmbeddings):
-            module.word_embeddings.weight.normal_(0.0, factor)
+            init.normal_(module.word_embeddings.weight, 0.0, factor)
         elif isinstance(module, T5RelativePositionBias):
-            module.embedding.weight.normal_(0.0, factor * config.hidden_size**-0.5)
+            init.normal_(module.embedding.weight, 0.0, factor * config.hidden_size**-0.5)
         elif isinstance(module, MultiHeadAttention):
             stds = [(config.hidden_size * config.head_dim) ** -0.5, config.hidden_size**-0.5, config.hidden_size**-0.5]
             if module.cross_attention:
-                module.query.weight.normal_(0.0, factor * stds[0])
-                module.key_value.weight.normal_(0.0, factor * stds[1])
-            else:
+                init.normal_(module.query.weight, 0.0, factor * stds[0])
+                init.normal_(module.key_value.weight, 0.0, factor * stds[1])
+            elif not getattr(module.qkv.weight, "_is_hf_initialized", False):  # (row blocks are views: no flag of their own)
                 for rows, std in zip(module.qkv.weight.split(inner), stds):
                     rows.normal_(0.0, factor * std)
-            module.out.weight.normal_(0.0, factor * inner**-0.5)
+            init.normal_(module.out.weight, 0.0, factor * inner**-0.5)
         elif isinstance(module, FeedForward):
             for projection in (module.up, module.gate):
                 if projection is not None:
-                    projection.weight.normal_(0.0, factor * config.hidden_size**-0.5)
-            module.down.weight.normal_(0.0, factor * config.intermediate_size**-0.5)
+                    init.normal_(projection.weight, 0.0, factor * config.hidden_size**-0.5)
+            init.normal_(module.down.weight, 0.0, factor * config.intermediate_size**-0.5)
         elif isinstance(module, SummaryClassifier):
             for projection in (module.dense, module.out_proj):
-                projection.weight.normal_(0.0, factor * config.hidden_size**-0.5)
-                projection.bias.zero_()
-        elif isinstance(module, (T5ForConditionalGeneration,)) and not config.tie_word_embeddings:
-            module.lm_head.weight.normal_(0.0, factor)
+                init.normal_(projection.weight, 0.0, factor * config.hidden_size**-0.5)
+                init.zeros_(projection.bias)
+        elif isinstance(module, T5ForConditionalGeneration) and not config.tie_word_embeddings:
+            init.normal_(module.lm_head.weight, 0.0, factor)
         elif isinstance(module, T5ForQuestionAnswering):
-            module.qa_outputs.weight.normal_(0.0, factor * config.hidden_size**-0.5)
-            module.qa_outputs.bias.zero_()
+            init.normal_(module.qa_outputs.weight, 0.0, factor * config.hidden_size**-0.5)
+            init.zeros_(module.qa_outputs.bias)
         elif isinstance(module, T5ForTokenClassification):
-            module.classifier.weight.normal_(0.0, factor)
-            module.classifier.bias.zero_()
+            init.normal_(module.classifier.weight, 0.0, factor)
+            init.zeros_(module.classifier.bias)
 
 
 class _T5StackHooks:

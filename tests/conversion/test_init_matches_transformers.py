@@ -1,0 +1,67 @@
+"""A freshly built model starts from the reference's initial weight distribution, for every head
+transformers has: the same mean and spread, tensor by tensor, after the key map (a model trained
+from scratch trains as the reference's does only if it starts where the reference starts).
+
+Found by it: transformers' custom-code init path skipped every module without parameters of its
+own, so T5's unit-variance embeddings and fan-in projections were silently N(0, 0.02)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import hf_variants  # noqa: F401  (registers the variants and their conversion pairs)
+from hf_variants.conversion import PAIRS, to_transformers
+from hf_variants.registry import SPECS
+
+from tiny_variants import tiny_config
+
+# Larger than the tiny fixtures, so each tensor's spread is estimated to a few percent.
+SIZES = dict(vocab_size=400, hidden_size=64, intermediate_size=128, num_attention_heads=2, head_dim=32, embedding_size=32)
+# What the reference needs of a config beyond the sizes (XLM: FFN 4x hidden; Marian: concatenated
+# sinusoids; GPT-2: its special ids inside the vocabulary).
+REFERENCE_NEEDS = {"xlm": dict(intermediate_size=256), "transformer": dict(sinusoidal_layout="concatenated"),
+                   "gpt": dict(bos_token_id=2, eos_token_id=1)}
+MIN_ELEMENTS = 2000  # smaller tensors: only checked when constant (norm weights, biases)
+
+
+def spec_of(our_class: type):
+    return next((spec for spec in SPECS.values() if our_class in spec.classes.values()), None)
+
+
+def pair_cases():
+    seen, cases = set(), []
+    for pair in PAIRS:
+        spec = spec_of(pair.ours)
+        if spec is not None and (pair.ours, pair.theirs) not in seen:
+            seen.add((pair.ours, pair.theirs))
+            cases.append(pytest.param(spec, pair, id=f"{pair.ours.__name__}-{pair.theirs.__name__}"))
+    return cases
+
+
+@pytest.mark.parametrize("spec, pair", pair_cases())
+def test_initial_weights_match_the_reference_distribution(spec, pair):
+    sizes = {key: value for key, value in SIZES.items() if getattr(tiny_config(spec), key, None) is not None}
+    gpt1 = dict(pre_layer_norm=False, scale_residual_init=False, intermediate_size=256) if pair.theirs.__name__.startswith("OpenAIGPT") else {}  # GPT-1: post-LN, FFN 4x
+    config = tiny_config(spec, **{**sizes, **REFERENCE_NEEDS.get(spec.name, {}), **gpt1})
+    torch.manual_seed(0)
+    ours = to_transformers(pair.ours(config), pair.theirs)
+    torch.manual_seed(1)
+    theirs = pair.theirs(ours.config)
+    their_tensors = dict(theirs.state_dict())
+    compared = 0
+    for name, ours_tensor in ours.state_dict().items():
+        reference = their_tensors.get(name)
+        if reference is None or not reference.is_floating_point() or reference.shape != ours_tensor.shape:
+            continue
+        reference, ours_tensor = reference.double(), ours_tensor.double()
+        if reference.numel() == 1 or reference.std() == 0:  # constant: ones, zeros, fixed tables
+            assert torch.allclose(ours_tensor, reference), name
+        elif reference.numel() >= MIN_ELEMENTS and not name.endswith(("position_ids", "inv_freq")):
+            spread = reference.std().item()
+            assert ours_tensor.std().item() == pytest.approx(spread, rel=0.15), f"{name}: std {ours_tensor.std():.4g} vs {spread:.4g}"
+            assert abs(ours_tensor.mean().item() - reference.mean().item()) < 0.15 * spread, name
+        else:
+            continue
+        compared += 1
+    assert compared >= 3, f"only {compared} tensors compared"
