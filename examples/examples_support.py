@@ -476,17 +476,19 @@ def max_length_for(tokenizer, requested: int) -> int:
 
 
 def report_truncation(
-    tokenizer, split: str, first: list, second: list | None, max_length: int, split_into_words: bool = False
+    tokenizer, split: str, first: list, second: list | None, max_length: int, split_into_words: bool = False,
+    argument: str = "--max_seq_length", consequence: str = "are truncated",
 ) -> int:
-    """Count (and log, once per split) the inputs longer than ``max_length`` tokens, which
-    tokenisation truncates (``split_into_words``: inputs are lists of words, as for NER)."""
+    """Count (and log, once per split) the inputs longer than ``max_length`` tokens (the limit of
+    ``argument``), which tokenisation truncates (``split_into_words``: inputs are lists of words,
+    as for NER)."""
     # A dataset column may come as a lazy Column (datasets >= 4): the tokenizer takes lists only.
     first, second = list(first), None if second is None else list(second)
     encoded = tokenizer(first, *([second] if second is not None else []), is_split_into_words=split_into_words)
     too_long = sum(len(ids) > max_length for ids in encoded["input_ids"])
     if too_long:
         logger.warning(
-            "%s: %d of %d inputs are longer than --max_seq_length %d tokens and are truncated", split, too_long, len(first), max_length
+            "%s: %d of %d inputs are longer than %s %d tokens and %s", split, too_long, len(first), argument, max_length, consequence
         )
     return too_long
 

@@ -57,7 +57,7 @@ class Seq2SeqDataArguments(support.DataArguments):
     max_target_length: int = field(default=128, metadata={"help": "Longest tokenised training target; longer ones are truncated."})
     val_max_target_length: int | None = field(
         default=None,
-        metadata={"help": "Longest target in evaluation and longest generation (default: max_target_length)."},
+        metadata={"help": "Longest generation in evaluation (default: max_target_length); scores compare with the whole target."},
     )
     num_beams: int | None = field(
         default=None, metadata={"help": "Beams for evaluation and prediction (default: --generation_num_beams, else 1)."}
@@ -146,12 +146,21 @@ def load_model(model_args: Seq2SeqModelArguments, tokenizer, max_source_length: 
 def tokenize_pairs(tokenizer, sources: list[str], targets: list[str], prefix: str, max_source_length: int,
                    max_target_length: int, split: str) -> datasets.Dataset:
     """Rows of ``input_ids``, ``attention_mask`` (source, with the prefix) and ``labels`` (target
-    ids, EOS included), truncated to the given lengths (how many were cut is logged)."""
+    ids, EOS included). Sources are truncated to ``max_source_length``; training targets to
+    ``max_target_length``. Evaluation targets are kept whole, so the scores compare generations
+    with the real targets: ``max_target_length`` (the generation limit) only makes longer ones
+    misses. How many are affected is logged."""
     sources = [prefix + source for source in sources]
-    support.report_truncation(tokenizer, f"{split} sources", sources, None, max_source_length)
-    support.report_truncation(tokenizer, f"{split} targets", targets, None, max_target_length)
+    support.report_truncation(tokenizer, f"{split} sources", sources, None, max_source_length, argument="--max_source_length")
+    if split == "train":
+        support.report_truncation(tokenizer, f"{split} targets", targets, None, max_target_length, argument="--max_target_length")
+    else:
+        support.report_truncation(tokenizer, f"{split} targets", targets, None, max_target_length,
+                                  argument="the generation limit (--val_max_target_length)",
+                                  consequence="cannot be generated whole: they score as misses")
     features = dict(tokenizer(sources, max_length=max_source_length, truncation=True))
-    features["labels"] = tokenizer(text_target=targets, max_length=max_target_length, truncation=True)["input_ids"]
+    features["labels"] = tokenizer(text_target=targets, max_length=max_target_length if split == "train" else None,
+                                   truncation=split == "train")["input_ids"]
     return datasets.Dataset.from_dict(features)
 
 
