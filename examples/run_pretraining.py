@@ -57,7 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a so
 import hf_variants  # noqa: E402  (registers the hf-variants model types with the Auto classes)
 from hf_variants.atomic import save_atomically, write_text_atomically  # noqa: E402
 from hf_variants.configs import is_named_config, named_config  # noqa: E402
-from hf_variants.hub.trainer import CheckpointSafeTrainer  # noqa: E402
+from hf_variants.hub.trainer import CheckpointSafeTrainer, check_optimizer_arguments  # noqa: E402
 from hf_variants.hub.checkpoints import last_complete_checkpoint, resolve_checkpoint  # noqa: E402
 from hf_variants.registry import spec_for  # noqa: E402
 from hf_variants.data import load_corpus, load_django_translations  # noqa: E402
@@ -484,6 +484,7 @@ def parse_arguments(arguments_class: type, argv: list[str] | None, **defaults) -
     parser.set_defaults(**{"weight_decay": 0.01, "save_strategy": "steps", "save_steps": 1000, "logging_steps": 50,
                            "report_to": "none", "dataloader_pin_memory": torch.cuda.is_available(), **defaults})
     args, training_args = parser.parse_args_into_dataclasses(args=argv)
+    check_optimizer_arguments(training_args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     set_seed(training_args.seed)
     return args, training_args

@@ -96,6 +96,13 @@ def adafactor_optim_args(optim_args: str | None) -> dict:
     return parsed
 
 
+def check_optimizer_arguments(args: TrainingArguments) -> None:
+    """Refuse bad ``--optim_args`` for ``--optim adafactor`` when the arguments are parsed, before
+    any data is loaded (the Trainer would only meet them when it builds the optimizer)."""
+    if args.optim == OptimizerNames.ADAFACTOR:
+        adafactor_optim_args(args.optim_args)
+
+
 class AdafactorOptimArgsMixin:
     """``--optim adafactor --optim_args scale_parameter=True`` gives the paper's Adafactor: each
     weight's update is scaled by that weight's root mean square, as T5 was trained. It matters for

@@ -151,6 +151,7 @@ def write_jsonl(path: Path, rows: list[dict]) -> str:
      "--max_source_length"),
     ("run_translation", ["--source_lang", "graphemes", "--target_lang", "ipa"], "--target_lang 'ipa' is not a key"),
     ("run_seq2seq", ["--text_column", "word", "--target_column", "spelling"], "needs columns"),
+    ("run_seq2seq", ["--optim", "adafactor", "--optim_args", "relative_step=True"], "relative_step.*scale_parameter"),
 ])  # fmt: skip
 def test_argument_errors_name_the_argument(tmp_path, script, arguments, message):
     common = ["--model_name_or_path", "transformer-mini", "--dataset_name", "hf_variants/cmudict", "--do_train",
@@ -174,6 +175,7 @@ def test_local_files_need_columns_and_non_empty_targets(tmp_path):
 @pytest.mark.parametrize(("arguments", "message"), [
     (["--masking", "static"], "--masking static stores MLM masks; objective span-corruption"),
     (["--objective", "span-corruption+nsp"], "has no sentence task"),
+    (["--optim", "adafactor", "--optim_args", "scale_parameter=yes"], "scale_parameter='yes': expected true or false"),
 ])  # fmt: skip
 def test_span_corruption_pretraining_argument_errors(tmp_path, arguments, message):
     with pytest.raises(ValueError, match=message):
