@@ -151,16 +151,16 @@ def tokenize_pairs(tokenizer, sources: list[str], targets: list[str], prefix: st
     with the real targets: ``max_target_length`` (the generation limit) only makes longer ones
     misses. How many are affected is logged."""
     sources = [prefix + source for source in sources]
+    training = split == "train"
     support.report_truncation(tokenizer, f"{split} sources", sources, None, max_source_length, argument="--max_source_length")
-    if split == "train":
-        support.report_truncation(tokenizer, f"{split} targets", targets, None, max_target_length, argument="--max_target_length")
-    else:
-        support.report_truncation(tokenizer, f"{split} targets", targets, None, max_target_length,
-                                  argument="the generation limit (--val_max_target_length)",
-                                  consequence="cannot be generated whole: they score as misses")
+    support.report_truncation(
+        tokenizer, f"{split} targets", targets, None, max_target_length,
+        **(dict(argument="--max_target_length") if training else
+           dict(argument="the generation limit (--val_max_target_length)", consequence="cannot be generated whole: they score as misses")),
+    )
     features = dict(tokenizer(sources, max_length=max_source_length, truncation=True))
-    features["labels"] = tokenizer(text_target=targets, max_length=max_target_length if split == "train" else None,
-                                   truncation=split == "train")["input_ids"]
+    features["labels"] = tokenizer(text_target=targets, max_length=max_target_length if training else None,
+                                   truncation=training)["input_ids"]
     return datasets.Dataset.from_dict(features)
 
 

@@ -22,6 +22,8 @@ SIZES = dict(vocab_size=400, hidden_size=64, intermediate_size=128, num_attentio
 # sinusoids; GPT-2: its special ids inside the vocabulary).
 REFERENCE_NEEDS = {"xlm": dict(intermediate_size=256), "transformer": dict(sinusoidal_layout="concatenated"),
                    "gpt": dict(bos_token_id=2, eos_token_id=1)}
+# transformers' OpenAI GPT (GPT-1): post-LN, FFN 4x hidden, no scaled residual init.
+GPT1_NEEDS = dict(pre_layer_norm=False, scale_residual_init=False, intermediate_size=256)
 MIN_ELEMENTS = 2000  # smaller tensors: only checked when constant (norm weights, biases)
 
 
@@ -41,8 +43,9 @@ def pair_cases():
 
 @pytest.mark.parametrize("spec, pair", pair_cases())
 def test_initial_weights_match_the_reference_distribution(spec, pair):
-    sizes = {key: value for key, value in SIZES.items() if getattr(tiny_config(spec), key, None) is not None}
-    gpt1 = dict(pre_layer_norm=False, scale_residual_init=False, intermediate_size=256) if pair.theirs.__name__.startswith("OpenAIGPT") else {}  # GPT-1: post-LN, FFN 4x
+    defaults = tiny_config(spec)
+    sizes = {key: value for key, value in SIZES.items() if getattr(defaults, key, None) is not None}
+    gpt1 = GPT1_NEEDS if pair.theirs.__name__.startswith("OpenAIGPT") else {}
     config = tiny_config(spec, **{**sizes, **REFERENCE_NEEDS.get(spec.name, {}), **gpt1})
     torch.manual_seed(0)
     ours = to_transformers(pair.ours(config), pair.theirs)
