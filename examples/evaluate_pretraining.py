@@ -102,6 +102,7 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--resume", action="store_true", help="Reuse finished runs in output_dir's evaluation.json.")
     parser.add_argument("--keep_models", action="store_true", help="Keep each fine-tuned model (default: scores only).")
     parser.add_argument("--use_cpu", action="store_true", help="Train on the CPU even when a GPU is there.")
+    parser.add_argument("--bf16", action="store_true", help="Fine-tune with bf16 autocast (Trainer's --bf16; CPU or CUDA).")
     args = parser.parse_args(argv)
     unknown = [task for task in args.tasks if task not in TASKS]
     if unknown:
@@ -151,7 +152,8 @@ def _number_or_text(value: str):
 # ---------------------------------------------------------------------------------- fine-tuning
 
 
-def fine_tune(task: str, model_dir: Path, tokenizer_dir: Path, seed: int, schedule: dict, run_dir: Path, use_cpu: bool, keep_model: bool) -> dict:
+def fine_tune(task: str, model_dir: Path, tokenizer_dir: Path, seed: int, schedule: dict, run_dir: Path,
+              trainer_flags: Sequence[str], keep_model: bool) -> dict:
     """One run of the task's example script (in-process); validation and test scores in percent,
     the final training loss and the wall time."""
     import importlib
@@ -162,15 +164,15 @@ def fine_tune(task: str, model_dir: Path, tokenizer_dir: Path, seed: int, schedu
             "--do_predict", "--seed", str(seed), "--output_dir", str(run_dir), "--overwrite_output_dir",
             "--save_strategy", "no", "--report_to", "none", "--disable_tqdm", "true", "--log_level", "warning",
             "--per_device_eval_batch_size", "64"]
-    argv += ["--use_cpu"] if use_cpu else []
+    argv += list(trainer_flags)
     for name, value in schedule.items():
         argv += [f"--{name}", str(value)]
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     results = script.main(argv)
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     scale = 1.0 if task in PERCENT_ALREADY else 100.0
     record = {"validation": scale * results[f"eval_{metric}"], "test": scale * results[f"predict_{metric}"],
-              "train_loss": results.get("train_loss"), "wall_s": round(wall, 1)}
+              "train_loss": results.get("train_loss"), "wall_s": round(wall, 1), "cpu_s": round(cpu, 1)}
     if task == "qa" and "predict_HasAns_f1" in results:
         record["test_HasAns_f1"] = results["predict_HasAns_f1"]
     if not keep_model:  # scores only: the weights of every run would fill the disk
@@ -192,11 +194,12 @@ def probe_splits(rows: dict | None) -> dict[str, dict]:
     return data
 
 
-def run_probes(model_dir: Path, tokenizer, splits: dict, schedule: dict) -> dict:
-    started = time.perf_counter()
-    sentiment = ev.sentiment_probe(model_dir, tokenizer, splits["sentiment"], schedule["sentiment_max_length"])
-    pos = ev.pos_probe(model_dir, tokenizer, splits["pos"], schedule["pos_max_length"])
-    return {"sentiment": sentiment, "pos": pos, "wall_s": round(time.perf_counter() - started, 1)}
+def run_probes(model_dir: Path, tokenizer, splits: dict, schedule: dict, device: str) -> dict:
+    started, cpu_started = time.perf_counter(), time.process_time()
+    sentiment = ev.sentiment_probe(model_dir, tokenizer, splits["sentiment"], schedule["sentiment_max_length"], device)
+    pos = ev.pos_probe(model_dir, tokenizer, splits["pos"], schedule["pos_max_length"], device)
+    return {"sentiment": sentiment, "pos": pos, "wall_s": round(time.perf_counter() - started, 1),
+            "cpu_s": round(time.process_time() - cpu_started, 1)}
 
 
 # ----------------------------------------------------------------------------------------- report
@@ -209,7 +212,7 @@ def summarise(runs: dict[str, list[dict]], key: str) -> dict:
     return {"scores": values, "mean": round(mean, 2), "std": round(std, 2)}
 
 
-def baselines_for(task: str, quick_rows: int | None) -> dict:
+def baselines_for(task: str) -> dict:
     """The cheap trivial baselines on the task's test split (full data, also with --quick)."""
     if task == "sentiment":
         data = load_named_dataset("hf_variants/rt_polarity")
@@ -225,7 +228,7 @@ def baselines_for(task: str, quick_rows: int | None) -> dict:
 
 def table_rows(report: dict) -> list[str]:
     """The markdown table: test scores (validation in brackets), pretrained vs random twin."""
-    lines = ["| task | metric | pretrained, test [validation] | random twin, test [validation] | difference | baselines (test) | s per run (pretrained / twin) |",
+    lines = ["| task | metric | pretrained, test [validation] | random twin, test [validation] | difference | baselines (test) | s per run, wall (CPU): pretrained / twin |",
              "|---|---|---|---|---|---|---|"]
 
     def cell(arm: dict | None, test_key: str = "test", validation_key: str = "validation") -> str:
@@ -242,16 +245,27 @@ def table_rows(report: dict) -> list[str]:
                 pretrained, random = arms.get("pretrained"), arms.get("random")
                 difference = (f"{pretrained['test' + suffix]['mean'] - random['test' + suffix]['mean']:+.1f}"
                               if pretrained and random else "")
-                walls = " / ".join(f"{entry[arm]['wall_s']['mean']:.0f}" if entry.get(arm) else "-" for arm in ARMS)
+                walls = _costs(entry)
                 lines.append(f"| probe: {probe} | {metric} | {cell(pretrained, 'test' + suffix, 'validation' + suffix)} | "
                              f"{cell(random, 'test' + suffix, 'validation' + suffix)} | {difference} | | {walls} |")
             continue
         pretrained, random = entry.get("pretrained"), entry.get("random")
         difference = f"{pretrained['test']['mean'] - random['test']['mean']:+.1f}" if pretrained and random else ""
         baselines = ", ".join(f"{name} {value:.1f}" for name, value in entry["baselines"].items())
-        walls = " / ".join(f"{entry[arm]['wall_s']['mean']:.0f}" if entry.get(arm) else "-" for arm in ARMS)
+        walls = _costs(entry)
         lines.append(f"| {task} | {entry['metric']} | {cell(pretrained)} | {cell(random)} | {difference} | {baselines} | {walls} |")
     return lines
+
+
+def _costs(entry: dict) -> str:
+    """Mean seconds per run, wall (CPU time of this process), pretrained / twin."""
+    def one(arm: str) -> str:
+        if not entry.get(arm):
+            return "-"
+        cpu = f" ({entry[arm]['cpu_s']['mean']:.0f})" if "cpu_s" in entry[arm] else ""
+        return f"{entry[arm]['wall_s']['mean']:.0f}{cpu}"
+
+    return " / ".join(one(arm) for arm in ARMS)
 
 
 def write_report(report: dict, output_dir: Path) -> None:
@@ -273,6 +287,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     checkpoint = Path(args.model_name_or_path)
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     arms = ("pretrained",) if args.no_random_twin else ARMS
+    trainer_flags = (["--use_cpu"] if args.use_cpu else []) + (["--bf16"] if args.bf16 else [])
 
     previous = {}
     report_path = output_dir / "evaluation.json"
@@ -280,7 +295,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         previous = json.loads(report_path.read_text(encoding="utf-8"))
         if previous.get("checkpoint") != str(checkpoint.resolve()):
             raise ValueError(f"--resume: {report_path} evaluates {previous.get('checkpoint')}, not {checkpoint.resolve()}")
-    report = {"checkpoint": str(checkpoint.resolve()), "seeds": seeds, "threads": args.threads, "quick": args.quick,
+    report = {"checkpoint": str(checkpoint.resolve()), "seeds": seeds, "threads": args.threads, "quick": args.quick, "bf16": args.bf16,
               "device": "cuda" if torch.cuda.is_available() and not args.use_cpu else "cpu", "tasks": {}}
     started = time.perf_counter()
 
@@ -297,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     def reuse(task: str, arm: str, seed: int) -> dict | None:
         old = previous.get("tasks", {}).get(task, {})
-        if old.get("schedule") != schedules[task]:
+        if old.get("schedule") != schedules[task] or previous.get("bf16", False) != args.bf16:
             return None
         return old.get("runs", {}).get(arm, {}).get(str(seed))
 
@@ -305,7 +320,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         entry = {"schedule": schedules[task], "runs": {arm: {} for arm in arms}}
         if task != "probe":
             entry["metric"] = {"sentiment": "accuracy %", "pos": "word accuracy %", "ner": "entity F1 %", "qa": "F1 % (v2)"}[task]
-            entry["baselines"] = baselines_for(task, None)
+            entry["baselines"] = baselines_for(task)
         report["tasks"][task] = entry
         probe_data = probe_splits(schedules[task].get("rows")) if task == "probe" else None
         for seed in seeds:
@@ -317,10 +332,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
                     directory = model_dir(arm, seed)
                     print(f"[evaluate] {task} {arm} seed {seed} ...", flush=True)
                     if task == "probe":
-                        done = run_probes(directory, tokenizer, probe_data, schedules[task])
+                        done = run_probes(directory, tokenizer, probe_data, schedules[task], report["device"])
                     else:
                         done = fine_tune(task, directory, tokenizer_source, seed, schedules[task],
-                                         output_dir / "runs" / task / arm / f"seed{seed}", args.use_cpu, args.keep_models)
+                                         output_dir / "runs" / task / arm / f"seed{seed}", trainer_flags, args.keep_models)
                     print(f"[evaluate] {task} {arm} seed {seed}: {_short(done)}", flush=True)
                 entry["runs"][arm][str(seed)] = done
                 _summarise_entry(task, entry)
@@ -348,12 +363,12 @@ def _summarise_entry(task: str, entry: dict) -> None:
         if not records:
             continue
         if task == "probe":
-            summary = {"wall_s": summarise(records, "wall_s")}
+            summary = {key: summarise(records, key) for key in ("wall_s", "cpu_s") if key in records[0]}
             for probe in ("sentiment", "pos"):
                 keys = [key for key in records[0][probe] if key.startswith(("validation", "test"))]
                 summary[probe] = {key: summarise([r[probe] for r in records], key) for key in keys}
         else:
-            summary = {key: summarise(records, key) for key in ("validation", "test", "wall_s")}
+            summary = {key: summarise(records, key) for key in ("validation", "test", "wall_s", "cpu_s") if key in records[0]}
         entry[arm] = summary
 
 

@@ -81,8 +81,8 @@ def make_random_twin(checkpoint: str | Path, seed: int, folder: str | Path, toke
 # ------------------------------------------------------------------------------------ features
 
 
-def load_encoder(model_dir: str | Path) -> torch.nn.Module:
-    """The frozen encoder of a checkpoint (an encoder-decoder's encoder), in eval mode."""
+def load_encoder(model_dir: str | Path, device: str = "cpu") -> torch.nn.Module:
+    """The frozen encoder of a checkpoint (an encoder-decoder's encoder), in eval mode on ``device``."""
     level = transformers.utils.logging.get_verbosity()
     transformers.utils.logging.set_verbosity_error()  # the pretraining heads it drops are expected
     try:
@@ -91,7 +91,7 @@ def load_encoder(model_dir: str | Path) -> torch.nn.Module:
         transformers.utils.logging.set_verbosity(level)
     if getattr(model.config, "is_encoder_decoder", False):
         model = model.get_encoder()
-    model.eval()
+    model.to(device).eval()
     for parameter in model.parameters():
         parameter.requires_grad_(False)
     return model
@@ -111,12 +111,12 @@ def sentence_features(encoder: torch.nn.Module, tokenizer, texts: Sequence[str],
     hidden = encoder.config.hidden_size
     means, firsts = np.zeros((len(texts), hidden), np.float32), np.zeros((len(texts), hidden), np.float32)
     for rows in _batches([len(ids) for ids in encoded["input_ids"]], FEATURE_BATCH):
-        batch = tokenizer.pad({key: [encoded[key][i] for i in rows] for key in encoded}, return_tensors="pt")
+        batch = tokenizer.pad({key: [encoded[key][i] for i in rows] for key in encoded}, return_tensors="pt").to(encoder.device)
         states = encoder(**batch).last_hidden_state  # (B, T, H)
         mask = batch["attention_mask"].unsqueeze(-1).to(states.dtype)  # (B, T, 1)
-        means[rows] = ((states * mask).sum(1) / mask.sum(1)).float().numpy()
+        means[rows] = ((states * mask).sum(1) / mask.sum(1)).float().cpu().numpy()
         first_real = batch["attention_mask"].argmax(dim=1)  # (B,)
-        firsts[rows] = states[torch.arange(len(rows)), first_real].float().numpy()
+        firsts[rows] = states[torch.arange(len(rows), device=states.device), first_real].float().cpu().numpy()
     return {"mean": means, "first": firsts}
 
 
@@ -143,8 +143,8 @@ def word_features(
     for word, (row, position) in firsts.items():
         by_row.setdefault(row, []).append((word, position))
     for rows in _batches([len(ids) for ids in encoded["input_ids"]], FEATURE_BATCH):
-        batch = tokenizer.pad({key: [encoded[key][i] for i in rows] for key in encoded}, return_tensors="pt")
-        states = encoder(**batch).last_hidden_state.float().numpy()  # (B, T, H)
+        batch = tokenizer.pad({key: [encoded[key][i] for i in rows] for key in encoded}, return_tensors="pt").to(encoder.device)
+        states = encoder(**batch).last_hidden_state.float().cpu().numpy()  # (B, T, H)
         for slot, row in enumerate(rows):
             for word, position in by_row.get(row, []):
                 features[word] = states[slot, position]
@@ -172,10 +172,10 @@ def fit_probe(train_x: np.ndarray, train_y: np.ndarray, validation_x: np.ndarray
     return best
 
 
-def sentiment_probe(model_dir: str | Path, tokenizer, splits: dict, max_length: int) -> dict:
+def sentiment_probe(model_dir: str | Path, tokenizer, splits: dict, max_length: int, device: str = "cpu") -> dict:
     """Sentence-level probe on the frozen encoder: accuracy (%) on validation (used to choose C)
     and test, for mean-pooled (the headline) and first-token features."""
-    encoder = load_encoder(model_dir)
+    encoder = load_encoder(model_dir, device)
     features = {name: sentence_features(encoder, tokenizer, splits[name]["sentence"], max_length) for name in splits}
     labels = {name: np.asarray(splits[name]["label"]) for name in splits}
     scores: dict = {}
@@ -188,10 +188,10 @@ def sentiment_probe(model_dir: str | Path, tokenizer, splits: dict, max_length: 
     return scores
 
 
-def pos_probe(model_dir: str | Path, tokenizer, splits: dict, max_length: int) -> dict:
+def pos_probe(model_dir: str | Path, tokenizer, splits: dict, max_length: int, device: str = "cpu") -> dict:
     """Per-word probe: each word's first-subword state -> its tag. Accuracy (%) over every word
     of the split; a word without a token (truncated) counts as wrong."""
-    encoder = load_encoder(model_dir)
+    encoder = load_encoder(model_dir, device)
     data = {}
     for name in splits:
         features, has_token = word_features(encoder, tokenizer, splits[name]["tokens"], max_length)

@@ -3,6 +3,9 @@
     hf-variants card OUTPUT_DIR               (re)build README.md + training_curves.png from a run's files
     hf-variants export-code OUTPUT_DIR        write the self-contained hfv_*.py files + auto_map
     hf-variants push OUTPUT_DIR ORG/NAME      upload weights, config, code, tokenizer and card in one commit
+    hf-variants evaluate --model_name_or_path CHECKPOINT --output_dir DIR [...]
+                                              examples/evaluate_pretraining.py (a source checkout's):
+                                              fine-tuning + probes beside the random-weight twin
 """
 
 from __future__ import annotations
@@ -28,11 +31,40 @@ def _parser() -> argparse.ArgumentParser:
     push.add_argument("--private", action="store_true", help="create the repo private (if it does not exist)")
     push.add_argument("--message", default=None, help="commit message")
     push.add_argument("--revision", default=None, help="branch to commit to (default: main)")
+    evaluate = commands.add_parser(
+        "evaluate", add_help=False,
+        help="evaluate a pretrained checkpoint beside its random-weight twin (examples/evaluate_pretraining.py)")
+    evaluate.add_argument("arguments", nargs="*", help="evaluate_pretraining.py's arguments (see its --help)")
     return parser
+
+
+def _evaluation_script():
+    """examples/evaluate_pretraining.py of the source checkout this package runs from, imported.
+    (The example scripts are not part of the wheel.)"""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "examples" / "evaluate_pretraining.py"
+    if not path.is_file():
+        raise ValueError(f"hf-variants evaluate runs examples/evaluate_pretraining.py from a source checkout; {path} is missing "
+                         "(clone the repository and `pip install -e .`)")
+    spec = importlib.util.spec_from_file_location("evaluate_pretraining", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["evaluate_pretraining"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `hf-variants` console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["evaluate"]:  # every later argument is the script's (argparse would claim --help)
+        try:
+            _evaluation_script().main(argv[1:])
+        except ValueError as err:
+            print(f"hf-variants: error: {err}", file=sys.stderr)
+            return 1
+        return 0
     args = _parser().parse_args(argv)
     # Imported here so `hf-variants --help` stays fast.
     import hf_variants  # noqa: F401  (registers the model types the export looks up)
