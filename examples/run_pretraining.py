@@ -62,54 +62,18 @@ from hf_variants.hub.checkpoints import last_complete_checkpoint, resolve_checkp
 from hf_variants.registry import spec_for  # noqa: E402
 from hf_variants.data import load_corpus, load_django_translations  # noqa: E402
 from hf_variants.data.data_files import read_utf8_text  # noqa: E402
-from hf_variants.objectives import (INPUT_FORMATS, DataCollatorForMaskedLM,  # noqa: E402
-                                    DataCollatorForNgramMasking, DataCollatorForPrecomputedMasks,
-                                    DataCollatorForReplacedTokenDetection, DataCollatorForSpanMasking,
-                                    DataCollatorForTranslationLM, make_static_masked_dataset,
-                                    pretraining_dataset, tlm_dataset)
-from hf_variants.objectives import DataCollatorForPermutationLM  # noqa: E402
-from hf_variants.objectives import DataCollatorForSpanCorruption, span_corruption_dataset  # noqa: E402
+from hf_variants.objectives import (INPUT_FORMATS, DataCollatorForPrecomputedMasks,  # noqa: E402
+                                    make_static_masked_dataset, pretraining_dataset)
 from hf_variants.objectives.masking import SeededRNG  # noqa: E402
+from hf_variants.objectives.registry import OBJECTIVES, Objective  # noqa: E402
+from hf_variants.objectives.registry import parse_objective as parse_registered_objective  # noqa: E402
 from hf_variants.tokenization import TOKENIZER_KINDS, train_tokenizer  # noqa: E402
 
 logger = logging.getLogger("run_pretraining")
 
 
-def span_corruption_collator(tokenizer, mlm_probability: float, seed: int | None = None) -> DataCollatorForSpanCorruption:
-    """T5's objective: `mlm_probability` is the noise density (15%), in spans of mean length 3."""
-    return DataCollatorForSpanCorruption(tokenizer, noise_density=mlm_probability, seed=seed)
-
-
-MASKING_SCHEMES = {"mlm": DataCollatorForMaskedLM, "span": DataCollatorForSpanMasking,
-                   "ngram": DataCollatorForNgramMasking, "rtd": DataCollatorForReplacedTokenDetection,
-                   "plm": DataCollatorForPermutationLM, "tlm": DataCollatorForTranslationLM,
-                   "span-corruption": span_corruption_collator}
-# Schemes with a pretraining head of their own (AutoModelForPreTraining) and no sentence task:
-# ELECTRA's generator + discriminator, XLNet's two-stream permutation LM.
-STANDALONE_SCHEMES = ("rtd", "plm")
-# Schemes whose collator names its rate otherwise, with the paper's rate: XLNet predicts 1/K of
-# the tokens, K = 6 (the content stream is never corrupted, so there is no mask rate).
-PREDICTION_RATES = {"plm": ("plm_probability", 1 / 6)}
-SENTENCE_TASKS = ("nsp", "sop")
 # Parallel corpora (rows with a `translation` dict, the Hub's format) for the objectives that need one.
 PARALLEL_CORPORA = {"django-en-fr": load_django_translations}
-
-
-def tlm_examples(pairs: datasets.Dataset, tokenizer, max_length: int, config) -> datasets.Dataset:
-    """XLM's TLM rows: each pair concatenated, positions restarting, language ids per half from
-    `config.lang2id` (the pair's two languages, in the order of the translation dicts)."""
-    first, second = pairs[0]["translation"]
-    return tlm_dataset(pairs, tokenizer, first, second, config.lang2id, max_length)
-
-
-# Objectives whose rows are not one of `pretraining_dataset`'s input formats: objective ->
-# (text, tokenizer, max_length, config) -> rows. Their masks are drawn per batch (dynamic only).
-OWN_EXAMPLE_BUILDERS = {
-    "tlm": tlm_examples,
-    # T5: raw-token rows sized so the corrupted input is max_length tokens (random_spans_helper).
-    "span-corruption": lambda text, tokenizer, max_length, config: span_corruption_dataset(text, tokenizer, max_length),
-}
-PARALLEL_OBJECTIVES = ("tlm",)
 
 
 @dataclass
@@ -148,14 +112,10 @@ class PretrainingArguments:
 
 
 def parse_objective(objective: str) -> tuple[str, str | None]:
-    masking, _, sentence_task = objective.partition("+")
-    if masking not in MASKING_SCHEMES or (sentence_task and sentence_task not in SENTENCE_TASKS):
-        raise ValueError(f"unknown objective {objective!r}: use mlm, span or ngram, optionally +nsp or +sop, "
-                         "or rtd, plm, tlm or span-corruption")
-    if (masking in STANDALONE_SCHEMES or masking in OWN_EXAMPLE_BUILDERS) and sentence_task:
-        raise ValueError(f"objective {objective!r}: {masking} (ELECTRA's replaced token detection, XLNet's "
-                         "permutation LM, XLM's translation LM) has no sentence task")
-    return masking, sentence_task or None
+    """"ngram+sop" -> ("ngram", "sop"): the objective's name (an entry of the objectives registry,
+    `hf_variants.objectives.registry`) and its sentence task, or a ValueError."""
+    registered, sentence_task = parse_registered_objective(objective)
+    return registered.name, sentence_task
 
 
 def read_text_file(path: str) -> datasets.Dataset:
@@ -232,7 +192,7 @@ def load_text(args: PretrainingArguments, minimum_documents: int,
     if dataset_name is not None:
         corpus = load_dataset_corpus(dataset_name, args.dataset_config_name, parallel)
     elif parallel != (args.corpus in PARALLEL_CORPORA):
-        raise ValueError(f"--corpus {args.corpus or args.train_file!r}: the objectives {PARALLEL_OBJECTIVES} need a "
+        raise ValueError(f"--corpus {args.corpus or args.train_file!r}: the objectives {parallel_objectives()} need a "
                          f"parallel corpus ({', '.join(PARALLEL_CORPORA)}, or --dataset_name with translation rows) "
                          "and the others plain text")
     elif parallel:
@@ -253,6 +213,11 @@ def load_text(args: PretrainingArguments, minimum_documents: int,
     train_rows = np.flatnonzero(np.isin(document_ids, unique[:-held_out]))
     validation_rows = np.flatnonzero(np.isin(document_ids, unique[-held_out:]))
     return corpus.select(train_rows), corpus.select(validation_rows)
+
+
+def parallel_objectives() -> tuple[str, ...]:
+    """The registered objectives that read a parallel corpus (XLM's tlm)."""
+    return tuple(name for name, objective in OBJECTIVES.items() if objective.parallel)
 
 
 def load_config(name_or_path: str):
@@ -299,10 +264,10 @@ def shared_tokenizer(args, training_args: TrainingArguments, checkpoint: str | N
 
 
 def load_model(args: PretrainingArguments, config, from_scratch: bool, tokenizer, sentence_task: str | None,
-               masking: str = "mlm"):
+               objective: Objective = OBJECTIVES["mlm"]):
     # A pretraining head of its own (NSP/SOP, SpanBERT's SBO, ELECTRA's generator + discriminator)
     # goes through AutoModelForPreTraining.
-    own_head = sentence_task or hasattr(config, "sbo_weight") or masking in STANDALONE_SCHEMES
+    own_head = sentence_task or hasattr(config, "sbo_weight") or objective.own_pretraining_head
     auto_class = AutoModelForPreTraining if own_head else AutoModelForMaskedLM
     if getattr(config, "is_encoder_decoder", False):  # T5: the decoder writes the dropped spans
         auto_class = AutoModelForSeq2SeqLM
@@ -465,10 +430,11 @@ def evaluate(model, examples: datasets.Dataset, collator, batch_size: int) -> di
 
 
 def build_examples(text: datasets.Dataset, tokenizer, input_format: str, max_length: int,
-                   sentence_task: str | None, args: PretrainingArguments, seed: int, masking: str = "mlm",
-                   config=None) -> datasets.Dataset:
-    if masking in OWN_EXAMPLE_BUILDERS:
-        examples = OWN_EXAMPLE_BUILDERS[masking](text, tokenizer, max_length, config)
+                   sentence_task: str | None, args: PretrainingArguments, seed: int,
+                   objective: Objective = OBJECTIVES["mlm"], config=None) -> datasets.Dataset:
+    """The objective's rows of at most `max_length` tokens: its own (TLM, T5) or an input format's."""
+    if objective.rows is not None:
+        examples = objective.rows(text, tokenizer, max_length, config)
     else:
         examples = pretraining_dataset(text, tokenizer, input_format, max_length, task=sentence_task,
                                        short_seq_prob=args.short_seq_prob, seed=seed)
@@ -496,43 +462,33 @@ def main(argv: list[str] | None = None) -> dict:
 
     config, from_scratch = load_config(args.model_name_or_path)
     # The paper's objective, from the variant's spec.
-    masking, sentence_task = parse_objective(args.objective or spec_for(config.model_type).pretraining_objective)
-    input_format = args.input_format or ("segment-pair" if sentence_task else "full-sentences")
-    if masking in OWN_EXAMPLE_BUILDERS:  # rows of the objective's own shape (TLM: one translation pair each)
-        if args.input_format:
-            raise ValueError(f"--input_format does not apply to objective {masking!r}: it builds its own rows")
-        input_format = f"{masking} rows"
-    if (input_format in ("segment-pair", "sentence-pair")) != bool(sentence_task):
-        raise ValueError(f"--input_format {input_format} does not fit objective {args.objective!r}: pair formats "
-                         "go with +nsp/+sop, full-sentences/doc-sentences with plain masking")
+    objective, sentence_task = parse_registered_objective(args.objective or spec_for(config.model_type).pretraining_objective)
+    masking = objective.name
+    input_format = objective.input_format(args.input_format, sentence_task)
     if args.masking not in ("dynamic", "static"):
         raise ValueError(f"--masking must be dynamic or static, got {args.masking!r}")
-    if args.masking == "static" and (masking in STANDALONE_SCHEMES or masking in OWN_EXAMPLE_BUILDERS):
+    if args.masking == "static" and not objective.static_masking:
         raise ValueError(f"--masking static stores MLM masks; objective {masking} draws its targets per batch "
                          "(use --masking dynamic)")
     if not 0 <= args.phase2_fraction < 1:
         raise ValueError(f"--phase2_fraction must be in [0, 1), got {args.phase2_fraction}")
 
     train_text, validation_text = load_text(args, minimum_documents=2 if sentence_task == "nsp" else 1,
-                                            parallel=masking in PARALLEL_OBJECTIVES)
-    if masking == "tlm":
+                                            parallel=objective.parallel)
+    if objective.parallel:  # XLM: the pair's languages get language ids
         set_language_ids(config, train_text)
     checkpoint = checkpoint_to_resume(args, training_args)
     tokenizer = shared_tokenizer(args, training_args, checkpoint, config.model_type, train_text, from_scratch,
                                  model_max_length=max(args.max_seq_length, args.phase2_max_seq_length))
-    model = load_model(args, config, from_scratch, tokenizer, sentence_task, masking)
-    masking_options = {"whole_word_mask": True} if args.whole_word_mask and masking == "mlm" else {}
-    if masking == "span" and hasattr(model.config, "max_span_length"):
-        masking_options["max_sbo_offset"] = model.config.max_span_length  # the SBO position table's size
-    rate_name, paper_rate = PREDICTION_RATES.get(masking, ("mlm_probability", 0.15))
-    masking_options[rate_name] = args.mlm_probability or getattr(config, rate_name, paper_rate)
-    make_collator = functools.partial(MASKING_SCHEMES[masking], tokenizer, **masking_options)
+    model = load_model(args, config, from_scratch, tokenizer, sentence_task, objective)
+    make_collator = functools.partial(objective.make_collator, tokenizer, args.mlm_probability,
+                                      args.whole_word_mask, model.config)
 
     phase_lengths = [args.max_seq_length] + ([args.phase2_max_seq_length] if args.phase2_fraction else [])
     phases = [build_examples(train_text, tokenizer, input_format, length, sentence_task, args, training_args.seed,
-                             masking, model.config) for length in phase_lengths]
+                             objective, model.config) for length in phase_lengths]
     validation = build_examples(validation_text, tokenizer, input_format, args.max_seq_length, sentence_task, args,
-                                training_args.seed + 1, masking, model.config)
+                                training_args.seed + 1, objective, model.config)
     if args.masking == "static":
         phases = [make_static_masked_dataset(p, tokenizer, args.static_copies, training_args.seed + i, make_collator())
                   for i, p in enumerate(phases)]
