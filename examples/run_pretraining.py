@@ -39,7 +39,7 @@ import logging
 import math
 import os
 import sys
-from collections.abc import Iterable
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,6 +53,7 @@ from transformers import (AutoConfig, AutoModelForMaskedLM, AutoModelForPreTrain
                           AutoModelForSeq2SeqLM, AutoTokenizer, HfArgumentParser, TrainingArguments, set_seed)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a source checkout
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # pretraining_data, pretraining_support
 
 import hf_variants  # noqa: E402  (registers the hf-variants model types with the Auto classes)
 from hf_variants.atomic import save_atomically, write_text_atomically  # noqa: E402
@@ -60,20 +61,18 @@ from hf_variants.configs import is_named_config, named_config  # noqa: E402
 from hf_variants.hub.trainer import CheckpointSafeTrainer, check_optimizer_arguments  # noqa: E402
 from hf_variants.hub.checkpoints import last_complete_checkpoint, resolve_checkpoint  # noqa: E402
 from hf_variants.registry import spec_for  # noqa: E402
-from hf_variants.data import load_corpus, load_django_translations  # noqa: E402
-from hf_variants.data.data_files import read_utf8_text  # noqa: E402
-from hf_variants.objectives import (INPUT_FORMATS, DataCollatorForPrecomputedMasks,  # noqa: E402
-                                    make_static_masked_dataset, pretraining_dataset)
+from hf_variants.objectives import INPUT_FORMATS, DataCollatorForPrecomputedMasks, make_static_masked_dataset  # noqa: E402
 from hf_variants.objectives.masking import SeededRNG  # noqa: E402
 from hf_variants.objectives.registry import OBJECTIVES, Objective  # noqa: E402
+from hf_variants.objectives.tokenized import cached_tokenizer  # noqa: E402
+from hf_variants.objectives.budget import steps_for_flop_budget, training_step_flops  # noqa: E402
 from hf_variants.objectives.registry import parse_objective as parse_registered_objective  # noqa: E402
 from hf_variants.tokenization import TOKENIZER_KINDS, train_tokenizer  # noqa: E402
+from pretraining_data import (PARALLEL_CORPORA, build_examples, data_cache_root, load_dataset_corpus,  # noqa: E402,F401
+                              load_text, paragraph_documents, parallel_objectives, read_text_file, text_fingerprint)
+from pretraining_support import InputMeter, ProgressReport, TimeBudget  # noqa: E402
 
 logger = logging.getLogger("run_pretraining")
-
-
-# Parallel corpora (rows with a `translation` dict, the Hub's format) for the objectives that need one.
-PARALLEL_CORPORA = {"django-en-fr": load_django_translations}
 
 
 @dataclass
@@ -109,6 +108,15 @@ class PretrainingArguments:
     short_seq_prob: float = field(default=0.1, metadata={"help": "pair formats: probability of a short target"})
     overwrite_output_dir: bool = field(default=False, metadata={
         "help": "start over even if output_dir holds checkpoints (default: resume from the newest complete one)"})
+    max_time: float | None = field(default=None, metadata={
+        "help": "wall-clock budget in minutes (resumed runs included): stop, save, evaluate and report when it is "
+                "spent; the learning-rate schedule still follows --max_steps"})
+    flop_budget: float | None = field(default=None, metadata={
+        "help": "train for the steps this many FLOPs buy (one step's FLOPs counted on the first batch): equal-compute "
+                "comparisons between objectives; instead of --max_steps"})
+    data_cache_dir: str | None = field(default=None, metadata={
+        "help": "where the trained tokenizer and the tokenized, packed rows are cached (default: "
+                "<hf_variants cache>/pretraining; 'none': build them in memory every run)"})
 
 
 def parse_objective(objective: str) -> tuple[str, str | None]:
@@ -116,108 +124,6 @@ def parse_objective(objective: str) -> tuple[str, str | None]:
     `hf_variants.objectives.registry`) and its sentence task, or a ValueError."""
     registered, sentence_task = parse_registered_objective(objective)
     return registered.name, sentence_task
-
-
-def read_text_file(path: str) -> datasets.Dataset:
-    """BERT's pretraining text format -> rows (document, text). A missing or empty file, or a byte
-    that is not UTF-8, is a ValueError naming the file (and line)."""
-    try:
-        text = read_utf8_text(path)
-    except ValueError as error:
-        raise ValueError(f"--train_file {error}") from None
-    lines = text.splitlines()
-    kept, documents = paragraph_documents(lines)
-    return datasets.Dataset.from_dict({"document": documents, "text": [lines[index].strip() for index in kept]})
-
-
-def paragraph_documents(paragraphs: Iterable[str | None]) -> tuple[list[int], list[int]]:
-    """(indices of the non-blank paragraphs, the document id of each): one or more blank (or None)
-    paragraphs close a document, as in BERT's pretraining text format and wikitext's rows."""
-    kept, documents, document, blank_seen = [], [], 0, False
-    for index, paragraph in enumerate(paragraphs):
-        if not (paragraph or "").strip():
-            blank_seen = bool(kept)
-            continue
-        if blank_seen:  # the first paragraph after blank ones opens a new document
-            document, blank_seen = document + 1, False
-        kept.append(index)
-        documents.append(document)
-    return kept, documents
-
-
-def load_parallel_corpus(name: str) -> datasets.Dataset:
-    """A parallel corpus with a `text` column added (both sides on one line, for training the tokenizer)."""
-    pairs = PARALLEL_CORPORA[name]()
-    return pairs.map(lambda row: {"text": "\n".join(row["translation"].values())})
-
-
-def load_dataset_corpus(name: str, config_name: str | None, parallel: bool) -> datasets.Dataset:
-    """The train split of a Hub dataset (or local dataset folder) as corpus rows.
-
-    Parallel (tlm): rows with a `translation` dict, the same two languages in every row (the
-    Hub's translation format: opus_books, wmt16, ...); each pair is its own document, and gets a
-    `text` column (both sides) for training the tokenizer. Otherwise: a `text` column, one
-    paragraph per row, an empty row closing a document (wikitext's layout)."""
-    rows = datasets.load_dataset(name, config_name, split="train")
-    column = "translation" if parallel else "text"
-    if column not in rows.column_names:
-        kind = "parallel rows (a `translation` dict per row) for tlm" if parallel else "a `text` column"
-        raise ValueError(f"--dataset_name {name}: expected {kind}, the columns are {rows.column_names}")
-    if parallel:
-        languages = sorted(rows[0]["translation"])
-        if len(languages) != 2:
-            raise ValueError(f"--dataset_name {name}: row 0 translates between {languages}, tlm needs exactly two languages")
-
-        def pair_row(row: dict, index: int) -> dict:
-            if sorted(row["translation"]) != languages or not all(row["translation"].values()):
-                raise ValueError(f"--dataset_name {name}: row {index} has {row['translation']!r}, expected {languages} texts")
-            return {"text": "\n".join(row["translation"].values()), "document": index}
-
-        return rows.map(pair_row, with_indices=True)
-    kept, documents = paragraph_documents(rows["text"])
-    if not kept:
-        raise ValueError(f"--dataset_name {name}: the train split has no text")
-    return rows.select(kept).select_columns(["text"]).add_column("document", documents)
-
-
-def load_text(args: PretrainingArguments, minimum_documents: int,
-              parallel: bool = False) -> tuple[datasets.Dataset, datasets.Dataset]:
-    """The corpus split by document into (train, validation), each of >= `minimum_documents`.
-    With `parallel`, the corpus must be one of PARALLEL_CORPORA or a dataset of translation rows."""
-    # run_clm's arguments share this loader and have no --dataset_name.
-    dataset_name = getattr(args, "dataset_name", None)
-    sources = {"--corpus": args.corpus, "--train_file": args.train_file, "--dataset_name": dataset_name}
-    if sum(source is not None for source in sources.values()) != 1:
-        raise ValueError(f"give exactly one of {', '.join(name for name in sources if hasattr(args, name[2:]))}")
-    if dataset_name is not None:
-        corpus = load_dataset_corpus(dataset_name, args.dataset_config_name, parallel)
-    elif parallel != (args.corpus in PARALLEL_CORPORA):
-        raise ValueError(f"--corpus {args.corpus or args.train_file!r}: the objectives {parallel_objectives()} need a "
-                         f"parallel corpus ({', '.join(PARALLEL_CORPORA)}, or --dataset_name with translation rows) "
-                         "and the others plain text")
-    elif parallel:
-        corpus = load_parallel_corpus(args.corpus)
-    else:
-        corpus = load_corpus(args.corpus) if args.corpus else read_text_file(args.train_file)
-    document_ids = np.asarray(corpus["document"])
-    unique = list(dict.fromkeys(document_ids.tolist()))
-    if args.max_documents:
-        unique = unique[:args.max_documents]
-    if not 0 < args.validation_fraction < 1:
-        raise ValueError(f"--validation_fraction must be in (0, 1), got {args.validation_fraction}")
-    # NSP draws its random segments from other documents, so each side needs at least two.
-    held_out = max(minimum_documents, round(len(unique) * args.validation_fraction))
-    if len(unique) < held_out + minimum_documents:
-        raise ValueError(f"need at least {held_out + minimum_documents} documents ({held_out} held out), "
-                         f"the text has {len(unique)}")
-    train_rows = np.flatnonzero(np.isin(document_ids, unique[:-held_out]))
-    validation_rows = np.flatnonzero(np.isin(document_ids, unique[-held_out:]))
-    return corpus.select(train_rows), corpus.select(validation_rows)
-
-
-def parallel_objectives() -> tuple[str, ...]:
-    """The registered objectives that read a parallel corpus (XLM's tlm)."""
-    return tuple(name for name, objective in OBJECTIVES.items() if objective.parallel)
 
 
 def load_config(name_or_path: str):
@@ -236,9 +142,16 @@ def load_tokenizer(args: PretrainingArguments, model_type: str, train_text: data
         return AutoTokenizer.from_pretrained(args.model_name_or_path)
     # The paper's tokenizer, from the variant's spec.
     kind = args.tokenizer_kind or spec_for(model_type).tokenizer_kind
-    logger.info("training a %s tokenizer (vocabulary %d) on the training text", kind, args.vocab_size)
-    return train_tokenizer(kind, (text for text in train_text["text"]), args.vocab_size,
-                           model_max_length=model_max_length)
+
+    def train():
+        logger.info("training a %s tokenizer (vocabulary %d) on the training text", kind, args.vocab_size)
+        return train_tokenizer(kind, (text for text in train_text["text"]), args.vocab_size,
+                               model_max_length=model_max_length)
+
+    root = data_cache_root(args)
+    if root is None:
+        return train()
+    return cached_tokenizer(train, text_fingerprint(train_text), kind, args.vocab_size, root, model_max_length)
 
 
 def shared_tokenizer(args, training_args: TrainingArguments, checkpoint: str | None, model_type: str,
@@ -313,11 +226,18 @@ class ModelInputs:
       through that head; SpanBERT's `sbo_*` targets are dropped for a model without an SBO head.
     """
 
-    def __init__(self, collator, model, seed: int):
-        self.collator, self.seed = collator, seed
+    def __init__(self, collator, model, seed: int, meter: InputMeter | None = None):
+        self.collator, self.seed, self.meter = collator, seed, meter
         self.accepted = set(inspect.signature(model.forward).parameters)
 
     def __call__(self, features):
+        started = time.perf_counter()
+        batch = self._collate(features)
+        if self.meter is not None:  # the input pipeline's share of a step is reported with the throughput
+            self.meter.seconds += time.perf_counter() - started
+        return batch
+
+    def _collate(self, features):
         features = [dict(f) for f in features]
         first_index = features[0].pop("example_index", None)
         for feature in features[1:]:
@@ -334,7 +254,8 @@ class PhasedTrainingStream(torch.utils.data.Dataset):
     """The examples of every step, in order: phase 1 then phase 2, each a sequence of fresh
     permutations (epochs) of its dataset. Indexing is lazy: nothing is copied."""
 
-    def __init__(self, phases: list[tuple[datasets.Dataset, int]], seed: int):
+    def __init__(self, phases: list[tuple[datasets.Dataset, int]], seed: int, meter: InputMeter | None = None):
+        self.meter = meter  # time spent reading rows counts as input-pipeline time
         self.datasets = [dataset for dataset, _ in phases]
         self.ends = np.cumsum([count for _, count in phases]).tolist()
         self.seed = seed
@@ -350,6 +271,13 @@ class PhasedTrainingStream(torch.utils.data.Dataset):
         return self._permutations[(phase, epoch)]
 
     def __getitem__(self, index: int) -> dict:
+        started = time.perf_counter()
+        example = self._example(index)
+        if self.meter is not None:
+            self.meter.seconds += time.perf_counter() - started
+        return example
+
+    def _example(self, index: int) -> dict:
         phase = bisect.bisect_right(self.ends, index)
         local = index - (self.ends[phase - 1] if phase else 0)
         dataset = self.datasets[phase]
@@ -360,7 +288,15 @@ class PhasedTrainingStream(torch.utils.data.Dataset):
 
 
 class StreamTrainer(CheckpointSafeTrainer):
-    """Reads `PhasedTrainingStream` in order (it is already shuffled, phase by phase)."""
+    """Reads `PhasedTrainingStream` in order (it is already shuffled, phase by phase); with a
+    `progress` (ProgressReport), every log line gets the throughput since the previous one."""
+
+    progress = None
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        if self.progress is not None and "loss" in logs:  # training logs, not the final summary
+            logs.update(self.progress.metrics())
+        super().log(logs, start_time)
 
     def _get_train_sampler(self, train_dataset=None):
         return torch.utils.data.SequentialSampler(train_dataset or self.train_dataset)
@@ -377,6 +313,22 @@ def checkpoint_to_resume(args: PretrainingArguments, training_args: TrainingArgu
     if checkpoint is not None:
         logger.info("resuming from %s (pass --overwrite_output_dir to start over)", checkpoint)
     return checkpoint
+
+
+def trainer_step(checkpoint: str | None) -> int:
+    """The global step a checkpoint folder was saved at (0 for none)."""
+    return int(Path(checkpoint).name.rpartition("-")[2]) if checkpoint else 0
+
+
+def keep_curve_until(path: Path, step: int, before: dict | None) -> None:
+    """Start the held-out curve: a fresh run writes step 0 (the untrained model); a resumed run keeps
+    the lines up to its checkpoint's step (later ones came from the interrupted run)."""
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
+    lines = [line for line in lines if line["step"] <= step] if step else []
+    if before is not None:
+        lines.append({"step": 0, "tokens": 0, "elapsed_minutes": 0.0, **before})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomically(path, "".join(json.dumps(line) + "\n" for line in lines))
 
 
 @torch.no_grad()
@@ -429,20 +381,6 @@ def evaluate(model, examples: datasets.Dataset, collator, batch_size: int) -> di
     return results
 
 
-def build_examples(text: datasets.Dataset, tokenizer, input_format: str, max_length: int,
-                   sentence_task: str | None, args: PretrainingArguments, seed: int,
-                   objective: Objective = OBJECTIVES["mlm"], config=None) -> datasets.Dataset:
-    """The objective's rows of at most `max_length` tokens: its own (TLM, T5) or an input format's."""
-    if objective.rows is not None:
-        examples = objective.rows(text, tokenizer, max_length, config)
-    else:
-        examples = pretraining_dataset(text, tokenizer, input_format, max_length, task=sentence_task,
-                                       short_seq_prob=args.short_seq_prob, seed=seed)
-    if len(examples) == 0:
-        raise ValueError(f"no {input_format} examples could be built from the text")
-    return examples
-
-
 def parse_arguments(arguments_class: type, argv: list[str] | None, **defaults) -> tuple:
     """(script arguments, TrainingArguments) from the command line, with the pretraining scripts'
     defaults (`defaults` override them); logging set up and the seed set."""
@@ -458,7 +396,11 @@ def parse_arguments(arguments_class: type, argv: list[str] | None, **defaults) -
 
 def main(argv: list[str] | None = None) -> dict:
     args, training_args = parse_arguments(PretrainingArguments, argv, learning_rate=1e-4, warmup_steps=0.01,
-                                          lr_scheduler_type="linear")
+                                          lr_scheduler_type="linear",
+                                          # no accelerator: --bf16 is CPU autocast (Trainer refuses it without use_cpu)
+                                          use_cpu=not torch.accelerator.is_available())
+    # Trainer counts the real tokens of each step (kept in checkpoints): tokens/s and the tokens seen.
+    training_args.include_num_input_tokens_seen = "non_padding"
 
     config, from_scratch = load_config(args.model_name_or_path)
     # The paper's objective, from the variant's spec.
@@ -498,7 +440,15 @@ def main(argv: list[str] | None = None) -> dict:
 
     global_batch = (training_args.per_device_train_batch_size * training_args.gradient_accumulation_steps
                     * training_args.world_size)
-    total_steps = training_args.max_steps
+    total_steps, step_flops = training_args.max_steps, None
+    if args.flop_budget is not None:  # equal compute: the steps the budget buys at this step's measured FLOPs
+        if total_steps > 0 or args.phase2_fraction:
+            raise ValueError("--flop_budget sets the number of steps: give it without --max_steps and --phase2_fraction")
+        first_batch = ModelInputs(train_collator, model, training_args.seed)(
+            [phases[0][i % len(phases[0])] for i in range(training_args.per_device_train_batch_size)])
+        step_flops = training_step_flops(model, first_batch) * global_batch // training_args.per_device_train_batch_size
+        total_steps = steps_for_flop_budget(args.flop_budget, step_flops)
+        logger.info("--flop_budget %.3g: %d steps of %.4g FLOPs", args.flop_budget, total_steps, step_flops)
     if total_steps <= 0:
         if args.phase2_fraction:
             raise ValueError("--phase2_fraction needs --max_steps (the phases are fractions of the steps)")
@@ -506,7 +456,8 @@ def main(argv: list[str] | None = None) -> dict:
     training_args.max_steps = total_steps
     phase2_steps = round(total_steps * args.phase2_fraction)
     steps = [total_steps - phase2_steps] + ([phase2_steps] if args.phase2_fraction else [])
-    stream = PhasedTrainingStream([(p, s * global_batch) for p, s in zip(phases, steps)], training_args.seed)
+    meter = InputMeter()
+    stream = PhasedTrainingStream([(p, s * global_batch) for p, s in zip(phases, steps)], training_args.seed, meter)
     training_args.remove_unused_columns = False  # the stream is not a datasets.Dataset; ModelInputs filters
     logger.info("objective %s (%s masking, %s), %s examples %s, validation %d examples, %d steps of %d",
                 "+".join(filter(None, [masking, sentence_task])), args.masking, input_format,
@@ -516,18 +467,31 @@ def main(argv: list[str] | None = None) -> dict:
         return evaluate(model, validation, ModelInputs(make_collator(seed=training_args.seed), model, 0),
                         training_args.per_device_eval_batch_size)
 
+    curve_path = Path(training_args.output_dir, "eval_curve.jsonl")
+    budget = TimeBudget(args.max_time)
+    eval_steps = training_args.eval_steps if training_args.eval_strategy == "no" else None
+    progress = ProgressReport(meter, budget, evaluate_now, int(eval_steps) if eval_steps else None,
+                              curve_path if training_args.process_index == 0 else None)
     before = None if checkpoint else evaluate_now()
+    if training_args.process_index == 0:
+        keep_curve_until(curve_path, trainer_step(checkpoint), before)
     trainer = StreamTrainer(model=model, args=training_args, train_dataset=stream,
-                            data_collator=ModelInputs(train_collator, model, training_args.seed),
-                            processing_class=tokenizer)
+                            data_collator=ModelInputs(train_collator, model, training_args.seed, meter),
+                            processing_class=tokenizer, callbacks=[budget, progress])
+    trainer.progress = progress
     train_output = trainer.train(resume_from_checkpoint=checkpoint)
     after = evaluate_now()
+    evaluated_at_end = bool(progress.eval_steps) and trainer.state.global_step % progress.eval_steps == 0
+    if training_args.process_index == 0 and not evaluated_at_end:
+        progress.record(trainer.state.global_step, after)  # the curve ends at the final step
     trainer.save_model(training_args.output_dir)  # model.safetensors + config.json + tokenizer
     trainer.save_state()  # trainer_state.json: the logged losses
     results = {"before_training": before, "after_training": after, "train_loss": train_output.training_loss,
                "global_step": train_output.global_step, "world_size": training_args.world_size, "objective": "+".join(filter(None, [masking, sentence_task])),
                "masking": args.masking, "input_format": input_format, "sequence_lengths": phase_lengths,
-               "steps_per_phase": steps}
+               "steps_per_phase": steps, "max_steps": total_steps, "tokens_seen": progress.tokens(),
+               "train_minutes": budget.elapsed_seconds() / 60, "stopped_by_max_time": budget.stopped_early,
+               "flop_budget": args.flop_budget, "flops_per_step": step_flops, "bf16": training_args.bf16}
     if trainer.is_world_process_zero():
         write_text_atomically(Path(training_args.output_dir, "eval_results.json"), json.dumps(results, indent=2))
         logger.info("validation before: %s", before)
