@@ -30,7 +30,9 @@ loadable with `AutoModelForSequenceClassification.from_pretrained` after `import
 
 from __future__ import annotations
 
+import argparse
 import bisect
+import dataclasses
 import functools
 import hashlib
 import inspect
@@ -64,6 +66,7 @@ from hf_variants.registry import spec_for  # noqa: E402
 from hf_variants.objectives import INPUT_FORMATS, DataCollatorForPrecomputedMasks, make_static_masked_dataset  # noqa: E402
 from hf_variants.objectives.masking import SeededRNG  # noqa: E402
 from hf_variants.objectives.registry import OBJECTIVES, Objective  # noqa: E402
+from hf_variants.objectives.recipes import RECIPES, recipe_for  # noqa: E402
 from hf_variants.objectives.tokenized import cached_tokenizer  # noqa: E402
 from hf_variants.objectives.budget import steps_for_flop_budget, training_step_flops  # noqa: E402
 from hf_variants.objectives.registry import parse_objective as parse_registered_objective  # noqa: E402
@@ -114,6 +117,9 @@ class PretrainingArguments:
     flop_budget: float | None = field(default=None, metadata={
         "help": "train for the steps this many FLOPs buy (one step's FLOPs counted on the first batch): equal-compute "
                 "comparisons between objectives; instead of --max_steps"})
+    recipe: str | None = field(default=None, metadata={
+        "help": f"named hyperparameters ({', '.join(RECIPES)}: hf_variants.objectives.recipes): sequence length, "
+                "batch, learning rate, warmup, schedule, optimizer and decay; flags given here override them"})
     data_cache_dir: str | None = field(default=None, metadata={
         "help": "where the trained tokenizer and the tokenized, packed rows are cached (default: "
                 "<hf_variants cache>/pretraining; 'none': build them in memory every run)"})
@@ -387,6 +393,13 @@ def parse_arguments(arguments_class: type, argv: list[str] | None, **defaults) -
     parser = HfArgumentParser((arguments_class, TrainingArguments))
     parser.set_defaults(**{"weight_decay": 0.01, "save_strategy": "steps", "save_steps": 1000, "logging_steps": 50,
                            "report_to": "none", "dataloader_pin_memory": torch.cuda.is_available(), **defaults})
+    if "recipe" in {f.name for f in dataclasses.fields(arguments_class)}:
+        # --recipe NAME: the recipe's values become the defaults; flags on the command line still win.
+        recipe_parser = argparse.ArgumentParser(add_help=False)
+        recipe_parser.add_argument("--recipe")
+        recipe = recipe_parser.parse_known_args(sys.argv[1:] if argv is None else argv)[0].recipe
+        if recipe:
+            parser.set_defaults(**recipe_for(recipe).arguments())
     args, training_args = parser.parse_args_into_dataclasses(args=argv)
     check_optimizer_arguments(training_args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
@@ -491,7 +504,9 @@ def main(argv: list[str] | None = None) -> dict:
                "masking": args.masking, "input_format": input_format, "sequence_lengths": phase_lengths,
                "steps_per_phase": steps, "max_steps": total_steps, "tokens_seen": progress.tokens(),
                "train_minutes": budget.elapsed_seconds() / 60, "stopped_by_max_time": budget.stopped_early,
-               "flop_budget": args.flop_budget, "flops_per_step": step_flops, "bf16": training_args.bf16}
+               "flop_budget": args.flop_budget, "flops_per_step": step_flops, "bf16": training_args.bf16,
+               "recipe": args.recipe, "learning_rate": training_args.learning_rate,
+               "per_device_train_batch_size": training_args.per_device_train_batch_size}
     if trainer.is_world_process_zero():
         write_text_atomically(Path(training_args.output_dir, "eval_results.json"), json.dumps(results, indent=2))
         logger.info("validation before: %s", before)
