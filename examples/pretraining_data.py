@@ -94,7 +94,10 @@ def load_text(args, minimum_documents: int,
     sources = {"--corpus": args.corpus, "--train_file": args.train_file, "--dataset_name": dataset_name}
     if sum(source is not None for source in sources.values()) != 1:
         raise ValueError(f"give exactly one of {', '.join(name for name in sources if hasattr(args, name[2:]))}")
-    if dataset_name is not None:
+    if dataset_name is not None and not parallel and is_saved_dataset(dataset_name):
+        corpus = datasets.load_from_disk(dataset_name)  # save_to_disk output: documents, maybe with its own split
+        corpus = corpus if isinstance(corpus, datasets.DatasetDict) else paragraph_rows(corpus)
+    elif dataset_name is not None:
         corpus = load_dataset_corpus(dataset_name, args.dataset_config_name, parallel)
     elif parallel != (args.corpus in PARALLEL_CORPORA):
         raise ValueError(f"--corpus {args.corpus or args.train_file!r}: the objectives {parallel_objectives()} need a "
@@ -120,6 +123,12 @@ def load_text(args, minimum_documents: int,
     train_rows = np.flatnonzero(np.isin(document_ids, unique[:-held_out]))
     validation_rows = np.flatnonzero(np.isin(document_ids, unique[-held_out:]))
     return corpus.select(train_rows), corpus.select(validation_rows)
+
+
+def is_saved_dataset(path: str) -> bool:
+    """Whether `path` is a folder written by `Dataset.save_to_disk` / `DatasetDict.save_to_disk`."""
+    folder = Path(path)
+    return (folder / "dataset_dict.json").is_file() or (folder / "state.json").is_file()
 
 
 def load_named_corpus(name: str) -> datasets.Dataset | datasets.DatasetDict:

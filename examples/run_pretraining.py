@@ -97,11 +97,13 @@ class PretrainingArguments:
     tokenizer_kind: str | None = field(default=None, metadata={"help": f"for training one: {TOKENIZER_KINDS}"})
     vocab_size: int = field(default=8000, metadata={"help": "for training a tokenizer"})
     corpus: str | None = field(default=None, metadata={
-        "help": "austen | wikipedia | lee | multilingual (hf_variants.data), or django-en-fr (parallel, for tlm)"})
+        "help": "austen | wikipedia | lee | multilingual (hf_variants.data), pretraining (the large corpus with its "
+                "own held-out split, where hf_variants.data has it), or django-en-fr (parallel, for tlm)"})
     train_file: str | None = field(default=None, metadata={"help": "text: a paragraph per line, blank line between documents"})
     dataset_name: str | None = field(default=None, metadata={
         "help": "a Hub dataset (or a local dataset folder) instead of --corpus: for tlm rows with a `translation` "
-                "dict (e.g. opus_books, wmt16), else a `text` column, one paragraph per row (e.g. wikitext)"})
+                "dict (e.g. opus_books, wmt16), else a `text` column, one paragraph per row (e.g. wikitext); or a "
+                "save_to_disk folder of documents (a `text` per document; a DatasetDict's validation split is held out)"})
     dataset_config_name: str | None = field(default=None, metadata={"help": "its configuration, e.g. en-fr"})
     max_documents: int | None = field(default=None, metadata={"help": "use only the first N documents"})
     validation_fraction: float = field(default=0.05, metadata={"help": "documents held out for evaluation"})
