@@ -166,9 +166,10 @@ def parallel_objectives() -> tuple[str, ...]:
 def data_cache_root(args) -> Path | None:
     """`--data_cache_dir` (default: the hf_variants cache's pretraining/ folder), None for 'none' or
     for scripts without the option."""
-    if not hasattr(args, "data_cache_dir") or str(args.data_cache_dir).lower() == "none":
-        return None
-    return Path(args.data_cache_dir) if args.data_cache_dir else cache_dir() / "pretraining"
+    chosen = getattr(args, "data_cache_dir", "none")
+    if chosen is None:
+        return cache_dir() / "pretraining"
+    return None if chosen.lower() == "none" else Path(chosen)
 
 
 _CONTENT_DIGESTS: dict[str, str] = {}

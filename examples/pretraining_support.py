@@ -64,7 +64,16 @@ class TimeBudget(TrainerCallback, ExportableState):
         self.ended = time.perf_counter()  # evaluation and saving after training are not training time
 
     def on_step_end(self, args, state, control, **kwargs):
-        if self.minutes is not None and self.elapsed_seconds() >= 60 * self.minutes and not control.should_training_stop:
+        if self.minutes is None or control.should_training_stop:
+            return control
+        spent = self.elapsed_seconds() >= 60 * self.minutes
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            # Every process must stop at the same step (or the others wait forever in the next
+            # all-reduce): stop when any of them has spent the budget.
+            flag = torch.tensor([int(spent)], device=args.device)
+            torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
+            spent = bool(flag.item())
+        if spent:
             logger.info("--max_time %.4g minutes reached at step %d: saving and stopping", self.minutes, state.global_step)
             control.should_training_stop = control.should_save = True
             self.stopped_early = state.global_step < state.max_steps
@@ -91,6 +100,9 @@ class ProgressReport(TrainerCallback):
         self.state = None  # the TrainerState: its num_input_tokens_seen counts the real tokens of every step
         self._mark: tuple[float, int, float, int] | None = None  # (time, step, input seconds, tokens) at the last log
         self._eval_seconds = 0.0
+        self._start: tuple[float, float] | None = None  # (time, input seconds) when training began
+        self._end: float | None = None
+        self._all_eval_seconds = 0.0
         self.max_steps = 0
         self.step = 0
 
@@ -98,6 +110,17 @@ class ProgressReport(TrainerCallback):
         self.max_steps, self.step = state.max_steps, state.global_step
         self.state = state
         self._mark = (time.perf_counter(), state.global_step, self.meter.seconds, self.tokens())
+        self._start = (self._mark[0], self.meter.seconds)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self._end = time.perf_counter()
+
+    def input_fraction(self) -> float | None:
+        """The input pipeline's share of this process' training time (curve evaluations excluded)."""
+        if self._start is None:
+            return None
+        wall = (self._end or time.perf_counter()) - self._start[0] - self._all_eval_seconds
+        return (self.meter.seconds - self._start[1]) / max(wall, 1e-9)
 
     def tokens(self) -> int:
         """Real input tokens of the steps so far, earlier runs included (Trainer counts them when
@@ -118,6 +141,7 @@ class ProgressReport(TrainerCallback):
             with torch.random.fork_rng(devices=[]):
                 results = self.evaluate()
             self._eval_seconds += time.perf_counter() - started
+            self._all_eval_seconds += time.perf_counter() - started
         line = {"step": step, "tokens": self.tokens(), "elapsed_minutes": self.budget.elapsed_seconds() / 60,
                 **results}
         if self.curve_path is not None:

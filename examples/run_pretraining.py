@@ -26,6 +26,15 @@ ratio) then linear decay. `--phase2_fraction 0.1 --phase2_max_seq_length 512` tr
 (`--save_steps`, `--resume_from_checkpoint`, `--bf16`, ...); launch with `accelerate launch` for
 several devices. The output folder holds `model.safetensors`, `config.json` and the tokenizer,
 loadable with `AutoModelForSequenceClassification.from_pretrained` after `import hf_variants`.
+
+Objectives are entries of `hf_variants.objectives.registry`; `--recipe NAME` takes a paper's scaled
+hyperparameters (`hf_variants.objectives.recipes`). The tokenizer is trained once and the text
+tokenized and packed once, cached under `--data_cache_dir` by content (later runs and objectives
+reuse them). Budgets: `--max_time MINUTES` (wall clock, stop + save + report; resumes count the
+minutes already spent) and `--flop_budget FLOPS` (the steps it buys at the measured FLOPs of a
+step: equal-compute comparisons). Logs carry tokens/s, the input pipeline's share of the step time
+and the ETA; `--eval_steps N` appends held-out loss and masked-token accuracy to
+`eval_curve.jsonl` every N steps. `--bf16` on a machine without an accelerator is CPU autocast.
 """
 
 from __future__ import annotations
@@ -507,12 +516,15 @@ def main(argv: list[str] | None = None) -> dict:
                "steps_per_phase": steps, "max_steps": total_steps, "tokens_seen": progress.tokens(),
                "train_minutes": budget.elapsed_seconds() / 60, "stopped_by_max_time": budget.stopped_early,
                "flop_budget": args.flop_budget, "flops_per_step": step_flops, "bf16": training_args.bf16,
-               "recipe": args.recipe, "learning_rate": training_args.learning_rate,
+               "input_fraction": progress.input_fraction(), "recipe": args.recipe, "learning_rate": training_args.learning_rate,
                "per_device_train_batch_size": training_args.per_device_train_batch_size}
     if trainer.is_world_process_zero():
         write_text_atomically(Path(training_args.output_dir, "eval_results.json"), json.dumps(results, indent=2))
         logger.info("validation before: %s", before)
         logger.info("validation after: %s", after)
+        if results["input_fraction"] is not None:
+            logger.info("input pipeline (row reads + collation): %.2f%% of the training time",
+                        100 * results["input_fraction"])
     return results
 
 

@@ -55,6 +55,7 @@ def test_corpus_to_held_out_curve_with_everything_built_once(tmp_path, corpus_fo
     logged = [entry for entry in json.loads((tmp_path / "a" / "trainer_state.json").read_text())["log_history"]
               if "loss" in entry]
     assert all(entry["tokens_per_second"] > 0 and 0 <= entry["input_fraction"] < 0.5 for entry in logged)
+    assert 0 < results["input_fraction"] < 0.5  # tiny steps: the input pipeline weighs far more than at full size
     entries = sorted(path.name.split("-")[0] for path in cache.iterdir())
     assert entries == ["rows", "rows", "tokenizer", "tokens", "tokens"]  # train and held-out, one tokenizer
 
@@ -158,3 +159,34 @@ def test_bf16_training_loss_follows_fp32(tmp_path, corpus_folder):
     # bf16 keeps 8 bits of mantissa: the losses agree to about 1%, and both fall.
     assert all(abs(a - b) < 0.02 * a for a, b in zip(losses["fp32"], losses["bf16"]))
     assert losses["bf16"][-1] < losses["bf16"][0]
+
+
+def test_recipes_set_defaults_that_flags_override():
+    from hf_variants.objectives.recipes import RECIPES
+
+    script = load_script()
+    args, training = script.parse_arguments(script.PretrainingArguments, ["--recipe", "roberta", "--output_dir", "x"])
+    roberta = RECIPES["roberta"]
+    assert (training.learning_rate, training.adam_beta2, args.max_seq_length) == (
+        roberta.learning_rate, 0.98, roberta.max_seq_length)
+    args, training = script.parse_arguments(script.PretrainingArguments, [
+        "--recipe", "t5", "--learning_rate", "2e-3", "--max_seq_length", "64", "--output_dir", "x"])
+    assert (training.learning_rate, args.max_seq_length, training.optim.value) == (2e-3, 64, "adafactor")
+    assert training.lr_scheduler_type.value == "inverse_sqrt" and training.weight_decay == 0.0
+    with pytest.raises(ValueError, match="unknown recipe"):
+        script.parse_arguments(script.PretrainingArguments, ["--recipe", "gpt9", "--output_dir", "x"])
+
+
+def test_sweep_grid_is_every_combination():
+    import importlib.util
+
+    from paths import EXAMPLES_DIR
+
+    spec = importlib.util.spec_from_file_location("sweep_pretraining", EXAMPLES_DIR / "sweep_pretraining.py")
+    sweep = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sweep)
+    runs = sweep.grid_runs(["learning_rate=1e-3,3e-4", "warmup_steps=0.02,0.06,0.1"])
+    assert len(runs) == 6 and {"learning_rate": "3e-4", "warmup_steps": "0.1"} in runs
+    assert sweep.run_name(runs[0], 2) == "learning_rate-1e-3_warmup_steps-0.02_seed-2"
+    with pytest.raises(ValueError, match="name=v1,v2"):
+        sweep.grid_runs(["learning_rate"])
