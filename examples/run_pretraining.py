@@ -451,10 +451,11 @@ def main(argv: list[str] | None = None) -> dict:
                                       args.whole_word_mask, model.config)
 
     phase_lengths = [args.max_seq_length] + ([args.phase2_max_seq_length] if args.phase2_fraction else [])
-    phases = [build_examples(train_text, tokenizer, input_format, length, sentence_task, args, training_args.seed,
-                             objective, model.config) for length in phase_lengths]
-    validation = build_examples(validation_text, tokenizer, input_format, args.max_seq_length, sentence_task, args,
-                                training_args.seed + 1, objective, model.config)
+    with training_args.main_process_first(desc="tokenized rows"):  # built (and cached) once, then read by all
+        phases = [build_examples(train_text, tokenizer, input_format, length, sentence_task, args, training_args.seed,
+                                 objective, model.config) for length in phase_lengths]
+        validation = build_examples(validation_text, tokenizer, input_format, args.max_seq_length, sentence_task,
+                                    args, training_args.seed + 1, objective, model.config)
     if args.masking == "static":
         phases = [make_static_masked_dataset(p, tokenizer, args.static_copies, training_args.seed + i, make_collator())
                   for i, p in enumerate(phases)]
