@@ -8,6 +8,7 @@ import math
 import torch
 from torch import nn
 
+from .token_ids import check_token_id
 from .tracing import is_tracing
 
 from .dropout import Dropout
@@ -122,6 +123,9 @@ class TransformerEmbeddings(nn.Module):
         self.type_vocab_size = type_vocab_size
         self.position_embedding_type = position_embedding_type
         self.sinusoidal_layout = sinusoidal_layout
+        # The padding row is looked up at build: a pad id outside the table is refused by name here
+        # (torch's own check is an AssertionError), as transformers' BERT refuses it.
+        check_token_id("pad_token_id", pad_token_id, vocab_size, "it is the padding row of the word embeddings")
         self.word_embeddings = nn.Embedding(vocab_size, embedding_size, padding_idx=pad_token_id)
         if position_embedding_type == "learned":
             self.position_embeddings = nn.Embedding(max_position_embeddings, embedding_size)

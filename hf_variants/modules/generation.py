@@ -22,11 +22,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 from torch.nn import functional as F
-from transformers import GenerationMixin
 from transformers.cache_utils import Cache
 from transformers.modeling_outputs import BaseModelOutput, CausalLMOutputWithCrossAttentions, Seq2SeqLMOutput
 
 from .heads import IGNORE_INDEX, TiedDecoder, check_class_labels, check_label_shape, cross_entropy_or_zero
+from .token_ids import CheckedGenerationMixin, check_token_id
 
 
 def causal_lm_loss(logits: torch.Tensor, labels: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
@@ -74,9 +74,10 @@ def _targets_at_padding(labels: torch.Tensor | None, decoder_attention_mask: tor
     return bool(((decoder_attention_mask == 0) & (labels != IGNORE_INDEX)).any())
 
 
-class GenerativeTaskModel(GenerationMixin):
+class GenerativeTaskModel(CheckedGenerationMixin):
     """Common plumbing of the two bases: the backbone under ``base_model_prefix``, an LM head tied to
-    the word embeddings, and ``compute_logits``."""
+    the word embeddings, and ``compute_logits``. ``generate()`` is transformers' own, after refusing
+    special ids it would look up outside the vocabulary (see ``token_ids.py``)."""
 
     backbone_class: type
     label_smoothing: float = 0.0  # the original Transformer trains with 0.1
@@ -236,6 +237,10 @@ class EncoderDecoderForSeq2SeqLM(GenerativeTaskModel):
 
     def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
         """Used by transformers' DataCollatorForSeq2Seq to build decoder_input_ids in the collator."""
+        use = "decoder_input_ids are built from the labels with it"
+        check_token_id("decoder_start_token_id", self.config.decoder_start_token_id, self.config.vocab_size, use)
+        if bool((labels == IGNORE_INDEX).any()):  # ignored targets become padding inputs
+            check_token_id("pad_token_id", self.config.pad_token_id, self.config.vocab_size, use)
         return shift_tokens_right(labels, self.config.pad_token_id, self.config.decoder_start_token_id)
 
     def forward(

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from transformers import GenerationMixin
 from transformers import initialization as init
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.utils import ModelOutput
@@ -40,6 +39,7 @@ from ...modules.memory import SegmentMemory, reorder_memories
 from ...modules.norms import build_norm
 from ...modules.padding import additive_mask
 from ...modules.relative_attention import KeyValuePrefix, RelativeAttention, relative_encodings
+from ...modules.token_ids import CheckedGenerationMixin
 from ...modules.tracing import is_tracing
 from .adaptive import AdaptiveEmbedding, AdaptiveSoftmax, Projections
 from .configuration_transfo_xl import TransfoXLConfig
@@ -239,7 +239,7 @@ def adaptive_tied_weights(config: TransfoXLConfig) -> dict[str, str]:
     return tied
 
 
-class TransfoXLLMHeadModel(TransfoXLPreTrainedModel, GenerationMixin):
+class TransfoXLLMHeadModel(TransfoXLPreTrainedModel, CheckedGenerationMixin):
     """Next-token prediction: logits = h E^T + b (tied softmax), loss = cross-entropy of
     logits[:, :-1] against labels[:, 1:] (-100 ignored). With an adaptive vocabulary
     (``config.adaptive_softmax``), ``lm_head`` is the projected adaptive softmax, ``logits`` (B, T, V) are

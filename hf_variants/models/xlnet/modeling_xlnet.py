@@ -26,7 +26,6 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 from torch.nn import functional as F
-from transformers import GenerationMixin
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers import initialization as init
 from transformers.modeling_outputs import (
@@ -53,6 +52,7 @@ from ...modules.memory import SegmentMemory, reorder_memories
 from ...modules.norms import build_norm
 from ...modules.padding import additive_mask, bucket_rows, worth_unpadding
 from ...modules.relative_attention import KeyValuePrefix, RelativeAttention, relative_encodings
+from ...modules.token_ids import CheckedGenerationMixin
 from ...modules.tracing import is_tracing
 from ...modules.task_models import (
     EncoderForMultipleChoice,
@@ -397,7 +397,7 @@ def check_shape(tensor: torch.Tensor, expected: tuple[int, ...], name: str) -> N
         raise ValueError(f"{name} has shape {tuple(tensor.shape)}, expected {tuple(expected)}")
 
 
-class XLNetLMHeadModel(XLNetPreTrainedModel, GenerationMixin):
+class XLNetLMHeadModel(XLNetPreTrainedModel, CheckedGenerationMixin):
     """Permutation LM head: logits = h W_emb^T + b at the ``target_mapping`` predictions (B, P, V)
     (or every position (B, T, V) without one); loss = cross-entropy against ``labels`` (B, P)
     (or (B, T)), -100 ignored. Batches come from ``hf_variants.objectives.DataCollatorForPermutationLM``."""
