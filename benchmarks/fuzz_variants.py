@@ -362,6 +362,9 @@ def invalid_input_mutations(spec: VariantSpec, head: str, model, inputs: dict, l
             ("empty sequences", {k: v[..., :0] for k, v in inputs.items()}, "input_ids"),
             ("mask one longer", {"attention_mask": torch.nn.functional.pad(mask, (0, 1), value=1)}, "attention_mask"),
             ("mask without its batch dim", {"attention_mask": mask[0]}, "attention_mask"),
+            # One example without its batch dim (the usual mistake); labels dropped so that the
+            # error can only be about the ids' shape (multiple choice: "inputs must have shape ...").
+            ("ids without their batch dim", {"input_ids": ids[0], **dict.fromkeys(labels)}, "shape"),
             ("mask of halves", {"attention_mask": mask.float() * 0.5}, "attention_mask"),
             ("mask of twos", {"attention_mask": mask * 2}, "attention_mask"),
             ("token_type_ids out of range", {"token_type_ids": torch.full_like(ids, 10**6)},  # past any table (XLM embeds segments in the word table)
