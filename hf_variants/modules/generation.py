@@ -25,6 +25,7 @@ from torch.nn import functional as F
 from transformers.cache_utils import Cache
 from transformers.modeling_outputs import BaseModelOutput, CausalLMOutputWithCrossAttentions, Seq2SeqLMOutput
 
+from .cache import output_cache, pick_cache, with_cache
 from .heads import IGNORE_INDEX, TiedDecoder, check_class_labels, check_label_shape, cross_entropy_or_zero
 from .token_ids import CheckedGenerationMixin, check_token_id
 
@@ -153,6 +154,7 @@ class DecoderForCausalLM(GenerativeTaskModel):
         logits_to_keep: int | torch.Tensor = 0,
         attention_bias: torch.Tensor | None = None,
         document_ids: torch.Tensor | None = None,
+        cache: Cache | None = None,
         **kwargs,
     ) -> CausalLMOutputWithCrossAttentions | tuple:
         """Args as the decoder backbone, plus:
@@ -165,9 +167,11 @@ class DecoderForCausalLM(GenerativeTaskModel):
             document_ids: (B, T) packed documents, -1 on padding (DataCollatorForPackedCausalLM's
                 column): the same block-diagonal attention without any mask, each document run
                 as its own padding-free sequence (faster than ``attention_bias``).
+            cache: the cache under the name transformers >= 5.24 passes (``past_key_values`` before).
         Returns:
-            CausalLMOutputWithCrossAttentions: loss, logits (B, T or k, V), past_key_values, ...
+            CausalLMOutputWithCrossAttentions: loss, logits (B, T or k, V), the cache, ...
         """
+        past_key_values = pick_cache(cache, past_key_values, kwargs)
         if labels is not None and use_cache is None and past_key_values is None:
             use_cache = False
         if labels is not None and not (isinstance(logits_to_keep, int) and logits_to_keep == 0):
@@ -186,6 +190,7 @@ class DecoderForCausalLM(GenerativeTaskModel):
             reads_padding=_predicts_from_padding(labels, attention_mask),
             attention_bias=attention_bias,
             document_ids=document_ids,
+            cache_position=kwargs.get("cache_position"),
         )
         hidden_states = out.last_hidden_state
         if isinstance(logits_to_keep, int):
@@ -200,9 +205,9 @@ class DecoderForCausalLM(GenerativeTaskModel):
             return_dict,
             loss=loss,
             logits=logits,
-            past_key_values=out.past_key_values,
             hidden_states=out.hidden_states,
             attentions=out.attentions,
+            **with_cache(output_cache(out)),
         )
 
 
@@ -259,11 +264,14 @@ class EncoderDecoderForSeq2SeqLM(GenerativeTaskModel):
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        cache: Cache | None = None,
         **kwargs,
     ) -> Seq2SeqLMOutput | tuple:
         """Args as the encoder-decoder backbone, plus ``labels`` (B, T). Returns Seq2SeqLMOutput:
         loss (mean token cross-entropy, ``label_smoothing`` applied), logits (B, T, V), the cache
-        and the encoder output (reused by ``generate``)."""
+        and the encoder output (reused by ``generate``). The cache comes as ``cache`` (transformers
+        >= 5.24) or ``past_key_values``."""
+        past_key_values = pick_cache(cache, past_key_values, kwargs)
         if labels is not None:
             if use_cache is None and past_key_values is None:
                 use_cache = False
@@ -285,7 +293,8 @@ class EncoderDecoderForSeq2SeqLM(GenerativeTaskModel):
             return_dict=True,
             reads_padding=_targets_at_padding(labels, decoder_attention_mask),
             # the source's segments / positions go on to the encoder, which checks them
-            **{name: kwargs[name] for name in ("token_type_ids", "position_ids") if kwargs.get(name) is not None},
+            # (and the decoder's cache_position, from transformers < 5.24, to the decoder, which checks it)
+            **{name: kwargs[name] for name in ("token_type_ids", "position_ids", "cache_position") if kwargs.get(name) is not None},
         )
         logits = self.compute_logits(out.last_hidden_state)
         loss = lm_loss(logits, labels, self.label_smoothing) if labels is not None else None
@@ -294,7 +303,7 @@ class EncoderDecoderForSeq2SeqLM(GenerativeTaskModel):
             return_dict,
             loss=loss,
             logits=logits,
-            past_key_values=out.past_key_values,
+            **with_cache(output_cache(out)),
             decoder_hidden_states=out.decoder_hidden_states,
             decoder_attentions=out.decoder_attentions,
             cross_attentions=out.cross_attentions,

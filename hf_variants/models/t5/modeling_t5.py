@@ -25,6 +25,7 @@ from transformers.modeling_outputs import (
 )
 
 from ...modules.backbone import TransformerBackbone, TransformerPreTrainedModel
+from ...modules.cache import output_cache, with_cache
 from ...modules.decoder import DecoderBackbone, EncoderDecoderBackbone
 from ...modules.embeddings import TransformerEmbeddings, check_batch_shape, check_index_range
 from ...modules.encoder import LayerSpec, LayerStack
@@ -297,7 +298,7 @@ class T5ForSequenceClassification(_T5EncoderDecoderHead):
         logits = self.classification_head(summary, None)
         loss = sequence_classification_loss(self.config, logits, labels) if labels is not None else None
         output = Seq2SeqSequenceClassifierOutput(
-            loss=loss, logits=logits, past_key_values=out.past_key_values,
+            loss=loss, logits=logits, **with_cache(output_cache(out)),
             decoder_hidden_states=out.decoder_hidden_states, decoder_attentions=out.decoder_attentions,
             cross_attentions=out.cross_attentions,
             encoder_last_hidden_state=out.encoder_last_hidden_state, encoder_hidden_states=out.encoder_hidden_states,
@@ -348,7 +349,7 @@ class T5ForQuestionAnswering(_T5EncoderDecoderHead):
         start_logits, end_logits = (x.squeeze(-1).contiguous() for x in self.qa_outputs(out.last_hidden_state).split(1, dim=-1))
         loss = span_extraction_loss(start_logits, end_logits, start_positions, end_positions) if training else None
         output = Seq2SeqQuestionAnsweringModelOutput(
-            loss=loss, start_logits=start_logits, end_logits=end_logits, past_key_values=out.past_key_values,
+            loss=loss, start_logits=start_logits, end_logits=end_logits, **with_cache(output_cache(out)),
             decoder_hidden_states=out.decoder_hidden_states, decoder_attentions=out.decoder_attentions,
             cross_attentions=out.cross_attentions,
             encoder_last_hidden_state=out.encoder_last_hidden_state, encoder_hidden_states=out.encoder_hidden_states,
