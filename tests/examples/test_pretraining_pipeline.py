@@ -143,9 +143,6 @@ def test_trainer_autocasts_to_bf16_on_cpu(tmp_path):
     assert all(parameter.dtype == torch.float32 for parameter in model.parameters())
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeError, reason=(
-    "hf_variants/modules/heads.py _DecoderProjection (the tied vocabulary decoder) has no autocast support: its "
-    "backward multiplies the bf16 gradient by the fp32 weight. Remove this marker with the model-side fix."))
 def test_bf16_training_loss_follows_fp32(tmp_path, corpus_folder):
     common = TINY + ["--dataset_name", str(corpus_folder), "--data_cache_dir", str(tmp_path / "cache"),
                      "--max_steps", "6", "--logging_steps", "1"]
