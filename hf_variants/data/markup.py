@@ -39,7 +39,7 @@ def is_prose(paragraph: str, min_words: int = MIN_PROSE_WORDS) -> bool:
 
 # Elements whose whole subtree is not prose.
 _HTML_SKIP_TAGS = frozenset({
-    "head", "script", "style", "noscript", "template", "pre", "table", "nav", "header", "footer",
+    "head", "title", "script", "style", "noscript", "template", "pre", "table", "nav", "header", "footer",
     "aside", "form", "button", "select", "textarea", "svg", "math", "iframe", "object", "map",
 })
 # Containers of navigation, page chrome and generated indexes in Sphinx, DocBook, asciidoc,
@@ -169,7 +169,7 @@ def html_sections(html: str, level: int) -> list[tuple[str, list[str]]]:
 _RST_DIRECTIVE = re.compile(r"^\.\.\s+(?:\|[^|]+\|\s+)?([\w:.+-]+)::")
 _RST_COMMENT = re.compile(r"^\.\.(?:\s|$)")
 _RST_ADORNMENT = re.compile(r"^([=\-~^\"'`#*+.:_<>])\1{2,}\s*$")
-_RST_TABLE_LINE = re.compile(r"^(?:[+|]|=+(?:\s+=+)+\s*$|-+(?:\s+-+)+\s*$)")
+_RST_TABLE_LINE = re.compile(r"^(?:\+[-=+]+\+\s*$|\||={2,}(?:\s+={2,})+\s*$|-{2,}(?:\s+-{2,})+\s*$)")
 _RST_BULLET = re.compile(r"^(?:[-*+•]|#\.|\d+[.)]|\(\d+\)|[a-zA-Z][.)])\s+")
 _RST_FIELD = re.compile(r"^:[\w .()-]+:(?:\s|$)")
 # Directives whose content is code, data, tables, media or generated listings.
@@ -219,6 +219,7 @@ def rst_to_paragraphs(text: str) -> list[str]:
     current: list[str] = []
     skip_deeper_than: int | None = None  # skip blank lines and lines indented deeper than this
     in_simple_table = False
+    after_border = False  # the previous line of a simple table was one of its borders
 
     def flush() -> None:
         if current:
@@ -237,10 +238,9 @@ def rst_to_paragraphs(text: str) -> list[str]:
         if in_simple_table:
             # A simple table ends at a border line followed by a blank line; we end it at the
             # first blank line after a border, which is the same for well-formed tables.
-            if _RST_TABLE_LINE.match(stripped):
-                in_simple_table = "border"  # type: ignore[assignment]
-            elif not stripped and in_simple_table == "border":
+            if not stripped and after_border:
                 in_simple_table = False
+            after_border = bool(_RST_TABLE_LINE.match(stripped))
             continue
         if not stripped:
             flush()
@@ -261,11 +261,9 @@ def rst_to_paragraphs(text: str) -> list[str]:
             flush()  # a section title's under/overline: the title becomes its own paragraph
             continue
         if _RST_TABLE_LINE.match(stripped):
-            flush()
+            flush()  # grid-table lines all start with + or |, so each is dropped here
             if stripped.startswith("="):
-                in_simple_table = True
-            else:
-                skip_deeper_than = indent - 1  # the rest of a grid table
+                in_simple_table, after_border = True, True
             continue
         if _RST_FIELD.match(stripped) and not current:
             continue  # metadata (":Author: ...") and parameter fields
