@@ -24,6 +24,18 @@ def normalise_space(text: str) -> str:
     return _SPACES.sub(" ", text).strip()
 
 
+_BOILERPLATE = re.compile(
+    r"^(?:Permission is granted to copy|Permission is hereby granted|Copyright\s*(?:©|\(c\)|\d)|"
+    r"This (?:program|library|file|document|documentation|manual) is free (?:software|documentation)|"
+    r"Licensed under the|Redistribution and use in source and binary forms|THIS SOFTWARE IS PROVIDED|"
+    r"You should have received a copy of the GNU)", re.I)
+
+
+def is_boilerplate(paragraph: str) -> bool:
+    """True for a licence or copyright notice (they open many pages and are not the page's text)."""
+    return bool(_BOILERPLATE.match(paragraph))
+
+
 def is_prose(paragraph: str, min_words: int = MIN_PROSE_WORDS) -> bool:
     """True for a paragraph of running text: at least ``min_words`` tokens, and at least
     MIN_WORDLIKE_FRACTION of them plain words (letters, an apostrophe or hyphen, surrounding
@@ -52,7 +64,8 @@ _HTML_SKIP_TOKENS = frozenset({
     "nav-wrapper", "mobile-nav-chapters", "chapter-navigation", "searchbox",
     "synopsis", "cmdsynopsis", "funcsynopsis", "programlisting", "screen", "example-contents",
 })
-_HTML_SKIP_TOKEN_PREFIX = re.compile(r"^(?:sphinxsidebar|highlight-|nav-|toc)", re.I)
+# ... and by a prefix: Texinfo's definition headers (deffn, deftypefn, ...) are signatures.
+_HTML_SKIP_TOKEN_PREFIX = re.compile(r"^(?:sphinxsidebar|highlight-|nav-|toc|def(?:fn|typefn|un|vr|typevr|tp|op|typeop|mac|spec)x?$)", re.I)
 # Never skipped by class: mdBook marks <html> "sidebar-visible", some themes mark <body>.
 _HTML_ALWAYS_ENTERED = frozenset({"html", "body", "main"})
 _HTML_BLOCK_TAGS = frozenset({
@@ -86,7 +99,8 @@ class _ParagraphParser(HTMLParser):
         self.heading_text: list[str] = []
 
     def _flush(self) -> None:
-        text = normalise_space("".join(self.buffer))
+        # "¶" is the permalink anchor Sphinx, Texinfo and the Apache manual put after headings.
+        text = normalise_space("".join(self.buffer).replace("¶", ""))
         self.buffer = []
         if text:
             self.sections[-1][1].append(text)
@@ -274,8 +288,8 @@ def rst_to_paragraphs(text: str) -> list[str]:
         if stripped.endswith("::"):
             # "Text::" introduces a literal block (rendered as "Text:"); a bare "::" vanishes.
             head = stripped[:-2].rstrip()
-            if head:
-                current.append(head + (":" if not stripped[:-2].endswith(" ") else ""))
+            if head:  # "root):::" keeps one colon, "Example ::" none
+                current.append(head + (":" if not stripped[:-2].endswith((" ", ":")) else ""))
             flush()
             skip_deeper_than = indent
             continue

@@ -30,7 +30,7 @@ import datasets
 
 from . import fetch as fetch_module
 from .doc_sources import DOC_SOURCES
-from .markup import MIN_PROSE_WORDS, is_prose
+from .markup import MIN_PROSE_WORDS, is_boilerplate, is_prose
 
 logger = logging.getLogger("hf_variants.data")
 
@@ -144,12 +144,13 @@ def _placed_archive(root: Path, package: str) -> Path | None:
 def source_documents(name: str, root: Path | None = None) -> Iterator[tuple[str, list[str]]]:
     """``(source, prose paragraphs)`` for each document of one source, before deduplication.
 
-    Documentation pages keep only the paragraphs ``is_prose`` accepts; the literary sources
+    Documentation pages keep only the paragraphs ``is_prose`` accepts, less licence notices
+    (``is_boilerplate``); the literary sources
     (already clean, and a novel's short lines of dialogue are prose) are taken as they are."""
     if name in _DOC_SOURCES:
         source = _DOC_SOURCES[name]
         for _title, paragraphs in source.documents(fetch_debian_package(source.package, root)):
-            yield name, [paragraph for paragraph in paragraphs if is_prose(paragraph)]
+            yield name, [paragraph for paragraph in paragraphs if is_prose(paragraph) and not is_boilerplate(paragraph)]
     elif name in LITERARY_SOURCES:
         from .corpora import corpus_documents  # corpora imports this module lazily too
 

@@ -10,7 +10,7 @@ import pytest
 
 from hf_variants.data import load_named_dataset, pretraining_corpus
 from hf_variants.data.doc_sources import DocSource
-from hf_variants.data.markup import html_sections, html_to_paragraphs, is_prose, pod_to_paragraphs, rst_to_paragraphs
+from hf_variants.data.markup import html_sections, html_to_paragraphs, is_boilerplate, is_prose, pod_to_paragraphs, rst_to_paragraphs
 from hf_variants.data.pretraining_corpus import (
     deduplicate,
     fetch_debian_package,
@@ -37,7 +37,7 @@ and ``pci_set_master()`` as described in `the PCI book <https://example.org>`_.
 - Request MMIO/IOP resources
   from the kernel, then map them.
 
-A typical driver probes like this::
+A typical driver probes like this (as root):::
 
     static int probe(struct pci_dev *dev)
     {
@@ -73,7 +73,7 @@ def test_rst_cleaner_keeps_prose_and_drops_code_tables_comments():
         "pci_set_master() as described in the PCI book.",
         "Enable the device before touching any of its registers.",
         "Request MMIO/IOP resources from the kernel, then map them.",
-        "A typical driver probes like this:",
+        "A typical driver probes like this (as root):",
         "The probe function is called in process context, so it may sleep.",
         "Tables are gone and this paragraph after them stays.",
     ]
@@ -83,7 +83,7 @@ HTML = """<!DOCTYPE html><html lang="en" class="sidebar-visible"><head><title>Ma
 <script>var x = 1;</script><style>p {color: red}</style></head>
 <body><nav class="related"><ul><li><a href="index.html">Home</a> previous page next page link</li></ul></nav>
 <div class="document"><div class="body" role="main">
-<h1>Making queries<a class="headerlink" href="#q">¶</a></h1>
+<h1>Making queries<a class="copiable-link" href="#q"> ¶</a></h1>
 <p>Once you&#8217;ve created your <code class="docutils literal">data models</code>, Django gives you a
 database-abstraction API that lets you create objects.<p>An unclosed paragraph is still a paragraph here.
 <div class="highlight-python"><pre>Entry.objects.filter(pub_date__year=2006)</pre></div>
@@ -174,6 +174,9 @@ def test_is_prose_separates_sentences_from_code_headings_and_commands():
     assert not is_prose("x = foo(bar, baz) + qux[0] * 2;")
     assert not is_prose("$ git commit -m 'x' --amend --no-edit")
     assert not is_prose("0x10 0x20 0x30 0x40 0x50 0x60")
+    assert is_boilerplate("Permission is granted to copy, distribute and/or modify this document under the GFDL.")
+    assert is_boilerplate("Copyright (c) 2004 The Authors. All rights reserved.")
+    assert not is_boilerplate("The copyright file of a package lists its licences.")
 
 
 def test_deduplicate_drops_repeated_paragraphs_short_and_duplicate_documents():
