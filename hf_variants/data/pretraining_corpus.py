@@ -29,7 +29,7 @@ from pathlib import Path
 import datasets
 
 from . import fetch as fetch_module
-from .doc_sources import DOC_SOURCES
+from .doc_sources import DOC_SOURCES, DocSource
 from .markup import MIN_PROSE_WORDS, is_boilerplate, is_prose
 
 logger = logging.getLogger("hf_variants.data")
@@ -141,6 +141,31 @@ def _placed_archive(root: Path, package: str) -> Path | None:
     return None
 
 
+def _pruned_package_tree(source: DocSource, root: Path | None) -> Path:
+    """The unpacked package with only the files ``source`` reads (and copyright files) kept:
+    documentation packages are mostly images, API pages and translations we never read (2.1 GB
+    unpacked, ~0.4 GB pruned). A tree pruned for a different selection is fetched again."""
+    tree = fetch_debian_package(source.package, root)
+    stamp = tree / ".pruned"
+    selection = json.dumps([source.kind, list(source.include), source.exclude])
+    if stamp.exists() and stamp.read_text(encoding="utf-8") != selection:
+        shutil.rmtree(tree)
+        tree = fetch_debian_package(source.package, root)
+    if not stamp.exists():
+        keep = {path.resolve() for path in source.files(tree)}
+        for directory, _subdirectories, files in os.walk(tree, topdown=False):
+            for file_name in files:
+                path = Path(directory) / file_name
+                # Symbolic links stay (tiny, and a glob may pass through one).
+                kept_name = file_name in ("copyright", ".unpacked", ".pruned")
+                if not path.is_symlink() and not kept_name and path.resolve() not in keep:
+                    path.unlink()
+            if directory != str(tree) and not os.listdir(directory):
+                os.rmdir(directory)
+        stamp.write_text(selection, encoding="utf-8")
+    return tree
+
+
 def source_documents(name: str, root: Path | None = None) -> Iterator[tuple[str, list[str]]]:
     """``(source, prose paragraphs)`` for each document of one source, before deduplication.
 
@@ -149,7 +174,7 @@ def source_documents(name: str, root: Path | None = None) -> Iterator[tuple[str,
     (already clean, and a novel's short lines of dialogue are prose) are taken as they are."""
     if name in _DOC_SOURCES:
         source = _DOC_SOURCES[name]
-        for _title, paragraphs in source.documents(fetch_debian_package(source.package, root)):
+        for _title, paragraphs in source.documents(_pruned_package_tree(source, root)):
             yield name, [paragraph for paragraph in paragraphs if is_prose(paragraph) and not is_boilerplate(paragraph)]
     elif name in LITERARY_SOURCES:
         from .corpora import corpus_documents  # corpora imports this module lazily too

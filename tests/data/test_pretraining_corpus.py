@@ -220,6 +220,18 @@ def test_doc_source_selects_files_by_glob_and_exclude(tmp_path):
         DocSource("t", "pkg", "MIT", "markdown", ("*.md",))
 
 
+def test_an_unpacked_package_is_pruned_to_the_files_read(tmp_path):
+    tree = tmp_path / "debian" / "pkg"
+    for name in ("doc/a.html", "doc/img/b.png", "doc/fr/a.html", "doc/copyright"):
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_text("<p>Text.</p>")
+    (tree / ".unpacked").write_text("pkg_1.0_all.deb\n")  # as fetch_debian_package leaves it
+    source = DocSource("t", "pkg", "MIT", "html", ("doc/*.html",))
+    assert pretraining_corpus._pruned_package_tree(source, tmp_path) == tree
+    left = sorted(path.relative_to(tree).as_posix() for path in tree.rglob("*") if path.is_file())
+    assert left == [".pruned", ".unpacked", "doc/a.html", "doc/copyright"]
+
+
 def test_bad_sources_are_refused_with_the_known_names(tmp_path):
     with pytest.raises(ValueError, match="known sources: linux-doc"):
         load_pretraining_corpus(tmp_path, sources=["no-such-source"])
@@ -244,7 +256,7 @@ def test_a_small_build_is_split_by_document_saved_as_arrow_and_reused(tmp_path, 
 
     monkeypatch.setattr(pretraining_corpus, "build_pretraining_corpus", no_rebuild)
     again = load_pretraining_corpus(tmp_path, sources=["lee"], validation_fraction=0.1)
-    assert again["validation"]["text"] == corpus["validation"]["text"]
+    assert list(again["validation"]["text"]) == list(corpus["validation"]["text"])
 
 
 def test_the_built_default_corpus_loads_if_it_is_cached():
@@ -274,9 +286,10 @@ def test_fetch_a_real_debian_package_and_build_from_it(tmp_path):
         raise
     assert (root / "usr/share/doc/gnu-standards/standards.html").exists()
     corpus = load_pretraining_corpus(tmp_path, sources=["gnu-standards"], validation_fraction=0.2)
-    texts = corpus["train"]["text"] + corpus["validation"]["text"]
+    texts = list(corpus["train"]["text"]) + list(corpus["validation"]["text"])
     assert len(texts) >= 20  # chapters of the two manuals
     assert any("GNU" in text for text in texts) and not any("<" + "div" in text for text in texts)
+    assert not list(root.rglob("*.pdf.gz"))  # pruned to the pages read
     shutil.rmtree(root)
 
 
