@@ -28,11 +28,12 @@ _BOILERPLATE = re.compile(
     r"^(?:Permission is granted to copy|Permission is hereby granted|Copyright\s*(?:©|\(c\)|\d)|"
     r"This (?:program|library|file|document|documentation|manual) is free (?:software|documentation)|"
     r"Licensed under the|Redistribution and use in source and binary forms|THIS SOFTWARE IS PROVIDED|"
-    r"You should have received a copy of the GNU)", re.I)
+    r"You should have received a copy of the GNU|(?:Next|Previous|Prev|Up)\s*:\s)", re.I)
 
 
 def is_boilerplate(paragraph: str) -> bool:
-    """True for a licence or copyright notice (they open many pages and are not the page's text)."""
+    """True for a licence or copyright notice, or a "Next: ..." navigation line: they recur on
+    many pages and are not the page's text."""
     return bool(_BOILERPLATE.match(paragraph))
 
 
@@ -303,6 +304,7 @@ def rst_to_paragraphs(text: str) -> list[str]:
 _POD_COMMAND = re.compile(r"^=(\w+)\s*(.*)$", re.S)
 _POD_DOUBLE = re.compile(r"([A-Z])<{2,}\s+(.*?)\s+>{2,}", re.S)  # C<< $a <=> $b >>
 _POD_SINGLE = re.compile(r"([A-Z])<([^<>]*)>")
+_POD_LOOSE = re.compile(r"\b([BCFILSX])<([^>]*)>")
 _POD_ENTITIES = {"lt": "<", "gt": ">", "verbar": "|", "sol": "/", "quot": '"', "amp": "&", "apos": "'"}
 _POD_BOILERPLATE_HEADINGS = re.compile(r"^(?:AUTHORS?|COPYRIGHT|LICEN[CS]E|COPYRIGHT AND LICEN[CS]E|"
                                        r"AUTHORS? AND COPYRIGHT|SEE ALSO)\b", re.I)
@@ -338,6 +340,8 @@ def pod_inline(text: str) -> str:
     while previous != text:  # innermost codes first
         previous = text
         text = _POD_SINGLE.sub(lambda match: _pod_code(match.group(1), match.group(2)), text)
+    # What is left has a bare "<" inside (C<print <<EOF;>): a single-bracket code ends at its first ">".
+    text = _POD_LOOSE.sub(lambda match: _pod_code(match.group(1), match.group(2)), text)
     return normalise_space(text)
 
 

@@ -144,7 +144,7 @@ def _placed_archive(root: Path, package: str) -> Path | None:
 def _pruned_package_tree(source: DocSource, root: Path | None) -> Path:
     """The unpacked package with only the files ``source`` reads (and copyright files) kept:
     documentation packages are mostly images, API pages and translations we never read (2.1 GB
-    unpacked, ~0.4 GB pruned). A tree pruned for a different selection is fetched again."""
+    unpacked, ~0.3 GB pruned). A tree pruned for a different selection is fetched again."""
     tree = fetch_debian_package(source.package, root)
     stamp = tree / ".pruned"
     selection = json.dumps([source.kind, list(source.include), source.exclude])

@@ -130,6 +130,7 @@ perlsub - Perl subroutines
 
 Like many languages, B<Perl> provides for user-defined subroutines; see
 L<perlfunc/local> and L<the syntax|perlsyn>. Compare with C<< $a <=> $b >> and E<lt>STDINE<gt>.X<subroutine>
+Here documents (C<print <<EOF;>) end at the delimiter.
 
     sub max { my $max = shift; }
 
@@ -163,7 +164,7 @@ def test_pod_cleaner_resolves_codes_and_drops_verbatim_boilerplate_and_code():
         "perlsub - Perl subroutines",
         "DESCRIPTION",
         "Like many languages, Perl provides for user-defined subroutines; see local in perlfunc and the "
-        "syntax. Compare with $a <=> $b and <STDIN>.",
+        "syntax. Compare with $a <=> $b and <STDIN>. Here documents (print <<EOF;) end at the delimiter.",
         "Arguments arrive in the array @_ as aliases.",
     ]
 
@@ -176,6 +177,7 @@ def test_is_prose_separates_sentences_from_code_headings_and_commands():
     assert not is_prose("0x10 0x20 0x30 0x40 0x50 0x60")
     assert is_boilerplate("Permission is granted to copy, distribute and/or modify this document under the GFDL.")
     assert is_boilerplate("Copyright (c) 2004 The Authors. All rights reserved.")
+    assert is_boilerplate("Next: What’s New in SQLAlchemy 1.0?")
     assert not is_boilerplate("The copyright file of a package lists its licences.")
 
 
