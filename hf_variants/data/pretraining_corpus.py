@@ -7,8 +7,8 @@ Built once, then reused: ``load_pretraining_corpus()`` fetches each Debian packa
 prose, removes duplicates, splits by document and saves a ``datasets.DatasetDict`` as Arrow
 (``save_to_disk``) under ``<cache>/pretraining_corpus/<key>/``; later loads memory-map it.
 
-Rows: one document (a page, a man page, a chapter, an article) per row; ``text`` holds its
-paragraphs separated by blank lines; ``source`` names where it came from (``DOC_SOURCES`` or
+Rows: one document (a page, a man page, a chapter, an article) per row, in a fixed shuffled
+order; ``text`` holds its paragraphs separated by blank lines; ``source`` names where it came from (``DOC_SOURCES`` or
 ``austen`` / ``wikipedia`` / ``lee``). docs/corpus.md gives the sizes and licences.
 """
 
@@ -18,6 +18,7 @@ import hashlib
 import json
 import logging
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -34,10 +35,11 @@ from .markup import MIN_PROSE_WORDS, is_boilerplate, is_prose
 
 logger = logging.getLogger("hf_variants.data")
 
-CORPUS_VERSION = 1  # part of the cache key: bump it whenever cleaning or selection changes
+CORPUS_VERSION = 2  # part of the cache key: bump it whenever cleaning or selection changes
 LITERARY_SOURCES = ("austen", "wikipedia", "lee")  # hf_variants.data.corpora, already clean text
 SOURCE_NAMES = tuple(source.name for source in DOC_SOURCES) + LITERARY_SOURCES
 VALIDATION_FRACTION = 0.01
+SHUFFLE_SEED = 0  # rows are saved in a fixed shuffled order
 MIN_DOCUMENT_WORDS = 30  # a cleaned page shorter than this is a stub, an index or a redirect
 _DOC_SOURCES = {source.name: source for source in DOC_SOURCES}
 
@@ -225,6 +227,13 @@ def build_pretraining_corpus(cache_dir: str | Path | None = None, sources: Seque
         counts = stats[source]
         counts[f"{split}_documents"] = counts.get(f"{split}_documents", 0) + 1
         counts[f"{split}_words"] = counts.get(f"{split}_words", 0) + len(text.split())
+    for columns in rows.values():
+        # A fixed shuffle: built in source order, the first N rows would all be kernel docs; shuffled,
+        # any prefix (a test's slice, run_pretraining's --max_documents) samples every source.
+        order = list(range(len(columns["text"])))
+        random.Random(SHUFFLE_SEED).shuffle(order)
+        for name in columns:
+            columns[name] = [columns[name][index] for index in order]
     features = datasets.Features({"text": datasets.Value("string"), "source": datasets.Value("string")})
     corpus = datasets.DatasetDict({split: datasets.Dataset.from_dict(columns, features=features)
                                    for split, columns in rows.items()})

@@ -242,22 +242,25 @@ def test_bad_sources_are_refused_with_the_known_names(tmp_path):
 
 
 def test_a_small_build_is_split_by_document_saved_as_arrow_and_reused(tmp_path, monkeypatch):
-    corpus = load_pretraining_corpus(tmp_path, sources=["lee"], validation_fraction=0.1)
+    corpus = load_pretraining_corpus(tmp_path, sources=["lee", "wikipedia"], validation_fraction=0.1)
     assert set(corpus) == {"train", "validation"}
+    assert set(corpus["train"].select(range(40))["source"]) == {"lee", "wikipedia"}  # rows shuffled
     assert corpus["train"].column_names == ["text", "source"]
     train, validation = set(corpus["train"]["text"]), set(corpus["validation"]["text"])
-    assert not train & validation and 10 <= len(validation) <= 60  # ~10% of ~290 news articles
-    assert all(is_validation_document("lee", text, 0.1) for text in validation)
+    assert not train & validation and 15 <= len(validation) <= 65  # ~10% of 290 articles + 98 pages
+    assert all(is_validation_document(source, text, 0.1)
+               for source, text in zip(corpus["validation"]["source"], corpus["validation"]["text"]))
     assert corpus["train"].cache_files  # memory-mapped Arrow, not an in-memory table
-    stats = pretraining_corpus.pretraining_corpus_stats(tmp_path, ["lee"], 0.1)
+    stats = pretraining_corpus.pretraining_corpus_stats(tmp_path, ["lee", "wikipedia"], 0.1)
     assert stats["train_documents"] == corpus["train"].num_rows
-    assert stats["per_source"]["lee"]["train_words"] == sum(len(t.split()) for t in corpus["train"]["text"])
+    lee_train = [text for text, source in zip(corpus["train"]["text"], corpus["train"]["source"]) if source == "lee"]
+    assert stats["per_source"]["lee"]["train_words"] == sum(len(text.split()) for text in lee_train)
 
     def no_rebuild(*args, **kwargs):
         raise AssertionError("the saved corpus should have been reused")
 
     monkeypatch.setattr(pretraining_corpus, "build_pretraining_corpus", no_rebuild)
-    again = load_pretraining_corpus(tmp_path, sources=["lee"], validation_fraction=0.1)
+    again = load_pretraining_corpus(tmp_path, sources=["lee", "wikipedia"], validation_fraction=0.1)
     assert list(again["validation"]["text"]) == list(corpus["validation"]["text"])
 
 
