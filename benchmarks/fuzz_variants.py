@@ -264,6 +264,18 @@ def prop_determinism(spec, head, fields, shape) -> str | None:
     return None
 
 
+_PADDING_ROWS: dict[str, bool] = {}
+
+
+def has_padding_row(spec: VariantSpec) -> bool:
+    """Whether the variant's word table keeps a padding row (its pad id is looked up at build)."""
+    if spec.name not in _PADDING_ROWS:
+        with torch.device("meta"):
+            model = next(iter(spec.classes.values()))(make_config(spec, {"pad_token_id": 0}))
+        _PADDING_ROWS[spec.name] = getattr(model.get_input_embeddings(), "padding_idx", None) is not None
+    return _PADDING_ROWS[spec.name]
+
+
 def invalid_config_mutations(spec: VariantSpec, fields: dict) -> list[tuple[dict, str]]:
     """(field changes, the name the ValueError must contain) making a valid config invalid."""
     hidden, heads = fields["hidden_size"], fields["num_attention_heads"]
@@ -286,11 +298,14 @@ def invalid_config_mutations(spec: VariantSpec, fields: dict) -> list[tuple[dict
     if is_text(spec):
         mutations += [
             ({"vocab_size": 0}, "vocab_size"),
-            ({"pad_token_id": fields["vocab_size"]}, "pad_token_id"),
             ({"max_position_embeddings": 0}, "max_position_embeddings"),
             ({"type_vocab_size": -1}, "type_vocab_size"),
             ({"embedding_size": 0}, "embedding_size"),
         ]
+    if is_text(spec) and has_padding_row(spec):
+        # Special ids are refused where they are looked up (hf_variants/modules/token_ids.py): the
+        # padding row of the word table is, at build; a variant without one builds with any pad id.
+        mutations.append(({"pad_token_id": fields["vocab_size"]}, "pad_token_id"))
     # The variant's own integer fields (sizes, counts): negative is never meaningful, except where
     # transformers gives -1 a meaning (clamp_len -1: no clamping, Transformer-XL and XLNet).
     base = make_config(spec, {})
@@ -347,6 +362,9 @@ def invalid_input_mutations(spec: VariantSpec, head: str, model, inputs: dict, l
             ("empty sequences", {k: v[..., :0] for k, v in inputs.items()}, "input_ids"),
             ("mask one longer", {"attention_mask": torch.nn.functional.pad(mask, (0, 1), value=1)}, "attention_mask"),
             ("mask without its batch dim", {"attention_mask": mask[0]}, "attention_mask"),
+            # One example without its batch dim (the usual mistake); labels dropped so that the
+            # error can only be about the ids' shape (multiple choice: "inputs must have shape ...").
+            ("ids without their batch dim", {"input_ids": ids[0], **dict.fromkeys(labels)}, "shape"),
             ("mask of halves", {"attention_mask": mask.float() * 0.5}, "attention_mask"),
             ("mask of twos", {"attention_mask": mask * 2}, "attention_mask"),
             ("token_type_ids out of range", {"token_type_ids": torch.full_like(ids, 10**6)},  # past any table (XLM embeds segments in the word table)

@@ -24,18 +24,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import hf_variants  # noqa: E402
-from measure import count_flops  # noqa: E402  (benchmarks/measure.py)
+from hf_variants.objectives.budget import count_flops, masked_batch  # noqa: E402,F401  (the library's FLOP count)
 from transformers import AutoModelForMaskedLM, AutoModelForPreTraining  # noqa: E402
-
-
-def masked_batch(batch_size: int, length: int, vocab_size: int, mask_rate: float, mask_id: int, seed: int = 0) -> dict:
-    """A full-length (batch_size, length) batch with `mask_rate` of its positions masked and labelled."""
-    generator = torch.Generator().manual_seed(seed)
-    input_ids = torch.randint(5, vocab_size, (batch_size, length), generator=generator)
-    selected = torch.rand(batch_size, length, generator=generator) < mask_rate
-    labels = torch.where(selected, input_ids, torch.full_like(input_ids, -100))
-    return {"input_ids": input_ids.masked_fill(selected, mask_id), "attention_mask": torch.ones_like(input_ids),
-            "labels": labels}
 
 
 def step_flops(name: str, batch_size: int, length: int, vocab_size: int) -> int:

@@ -26,11 +26,22 @@ ratio) then linear decay. `--phase2_fraction 0.1 --phase2_max_seq_length 512` tr
 (`--save_steps`, `--resume_from_checkpoint`, `--bf16`, ...); launch with `accelerate launch` for
 several devices. The output folder holds `model.safetensors`, `config.json` and the tokenizer,
 loadable with `AutoModelForSequenceClassification.from_pretrained` after `import hf_variants`.
+
+Objectives are entries of `hf_variants.objectives.registry`; `--recipe NAME` takes a paper's scaled
+hyperparameters (`hf_variants.objectives.recipes`). The tokenizer is trained once and the text
+tokenized and packed once, cached under `--data_cache_dir` by content (later runs and objectives
+reuse them). Budgets: `--max_time MINUTES` (wall clock, stop + save + report; resumes count the
+minutes already spent) and `--flop_budget FLOPS` (the steps it buys at the measured FLOPs of a
+step: equal-compute comparisons). Logs carry tokens/s, the input pipeline's share of the step time
+and the ETA; `--eval_steps N` appends held-out loss and masked-token accuracy to
+`eval_curve.jsonl` every N steps. `--bf16` on a machine without an accelerator is CPU autocast.
 """
 
 from __future__ import annotations
 
+import argparse
 import bisect
+import dataclasses
 import functools
 import hashlib
 import inspect
@@ -39,7 +50,7 @@ import logging
 import math
 import os
 import sys
-from collections.abc import Iterable
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,6 +64,7 @@ from transformers import (AutoConfig, AutoModelForMaskedLM, AutoModelForPreTrain
                           AutoModelForSeq2SeqLM, AutoTokenizer, HfArgumentParser, TrainingArguments, set_seed)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a source checkout
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # pretraining_data, pretraining_support
 
 import hf_variants  # noqa: E402  (registers the hf-variants model types with the Auto classes)
 from hf_variants.atomic import save_atomically, write_text_atomically  # noqa: E402
@@ -60,56 +72,19 @@ from hf_variants.configs import is_named_config, named_config  # noqa: E402
 from hf_variants.hub.trainer import CheckpointSafeTrainer, check_optimizer_arguments  # noqa: E402
 from hf_variants.hub.checkpoints import last_complete_checkpoint, resolve_checkpoint  # noqa: E402
 from hf_variants.registry import spec_for  # noqa: E402
-from hf_variants.data import load_corpus, load_django_translations  # noqa: E402
-from hf_variants.data.data_files import read_utf8_text  # noqa: E402
-from hf_variants.objectives import (INPUT_FORMATS, DataCollatorForMaskedLM,  # noqa: E402
-                                    DataCollatorForNgramMasking, DataCollatorForPrecomputedMasks,
-                                    DataCollatorForReplacedTokenDetection, DataCollatorForSpanMasking,
-                                    DataCollatorForTranslationLM, make_static_masked_dataset,
-                                    pretraining_dataset, tlm_dataset)
-from hf_variants.objectives import DataCollatorForPermutationLM  # noqa: E402
-from hf_variants.objectives import DataCollatorForSpanCorruption, span_corruption_dataset  # noqa: E402
+from hf_variants.objectives import INPUT_FORMATS, DataCollatorForPrecomputedMasks, make_static_masked_dataset  # noqa: E402
 from hf_variants.objectives.masking import SeededRNG  # noqa: E402
+from hf_variants.objectives.registry import OBJECTIVES, Objective  # noqa: E402
+from hf_variants.objectives.recipes import RECIPES, recipe_for  # noqa: E402
+from hf_variants.objectives.tokenized import cached_tokenizer  # noqa: E402
+from hf_variants.objectives.budget import steps_for_flop_budget, training_step_flops  # noqa: E402
+from hf_variants.objectives.registry import parse_objective as parse_registered_objective  # noqa: E402
 from hf_variants.tokenization import TOKENIZER_KINDS, train_tokenizer  # noqa: E402
+from pretraining_data import (PARALLEL_CORPORA, build_examples, data_cache_root, load_dataset_corpus,  # noqa: E402,F401
+                              load_text, paragraph_documents, parallel_objectives, read_text_file, text_fingerprint)
+from pretraining_support import InputMeter, ProgressReport, TimeBudget  # noqa: E402
 
 logger = logging.getLogger("run_pretraining")
-
-
-def span_corruption_collator(tokenizer, mlm_probability: float, seed: int | None = None) -> DataCollatorForSpanCorruption:
-    """T5's objective: `mlm_probability` is the noise density (15%), in spans of mean length 3."""
-    return DataCollatorForSpanCorruption(tokenizer, noise_density=mlm_probability, seed=seed)
-
-
-MASKING_SCHEMES = {"mlm": DataCollatorForMaskedLM, "span": DataCollatorForSpanMasking,
-                   "ngram": DataCollatorForNgramMasking, "rtd": DataCollatorForReplacedTokenDetection,
-                   "plm": DataCollatorForPermutationLM, "tlm": DataCollatorForTranslationLM,
-                   "span-corruption": span_corruption_collator}
-# Schemes with a pretraining head of their own (AutoModelForPreTraining) and no sentence task:
-# ELECTRA's generator + discriminator, XLNet's two-stream permutation LM.
-STANDALONE_SCHEMES = ("rtd", "plm")
-# Schemes whose collator names its rate otherwise, with the paper's rate: XLNet predicts 1/K of
-# the tokens, K = 6 (the content stream is never corrupted, so there is no mask rate).
-PREDICTION_RATES = {"plm": ("plm_probability", 1 / 6)}
-SENTENCE_TASKS = ("nsp", "sop")
-# Parallel corpora (rows with a `translation` dict, the Hub's format) for the objectives that need one.
-PARALLEL_CORPORA = {"django-en-fr": load_django_translations}
-
-
-def tlm_examples(pairs: datasets.Dataset, tokenizer, max_length: int, config) -> datasets.Dataset:
-    """XLM's TLM rows: each pair concatenated, positions restarting, language ids per half from
-    `config.lang2id` (the pair's two languages, in the order of the translation dicts)."""
-    first, second = pairs[0]["translation"]
-    return tlm_dataset(pairs, tokenizer, first, second, config.lang2id, max_length)
-
-
-# Objectives whose rows are not one of `pretraining_dataset`'s input formats: objective ->
-# (text, tokenizer, max_length, config) -> rows. Their masks are drawn per batch (dynamic only).
-OWN_EXAMPLE_BUILDERS = {
-    "tlm": tlm_examples,
-    # T5: raw-token rows sized so the corrupted input is max_length tokens (random_spans_helper).
-    "span-corruption": lambda text, tokenizer, max_length, config: span_corruption_dataset(text, tokenizer, max_length),
-}
-PARALLEL_OBJECTIVES = ("tlm",)
 
 
 @dataclass
@@ -131,11 +106,13 @@ class PretrainingArguments:
     tokenizer_kind: str | None = field(default=None, metadata={"help": f"for training one: {TOKENIZER_KINDS}"})
     vocab_size: int = field(default=8000, metadata={"help": "for training a tokenizer"})
     corpus: str | None = field(default=None, metadata={
-        "help": "austen | wikipedia | lee | multilingual (hf_variants.data), or django-en-fr (parallel, for tlm)"})
+        "help": "austen | wikipedia | lee | multilingual (hf_variants.data), pretraining (the large corpus with its "
+                "own held-out split, where hf_variants.data has it), or django-en-fr (parallel, for tlm)"})
     train_file: str | None = field(default=None, metadata={"help": "text: a paragraph per line, blank line between documents"})
     dataset_name: str | None = field(default=None, metadata={
         "help": "a Hub dataset (or a local dataset folder) instead of --corpus: for tlm rows with a `translation` "
-                "dict (e.g. opus_books, wmt16), else a `text` column, one paragraph per row (e.g. wikitext)"})
+                "dict (e.g. opus_books, wmt16), else a `text` column, one paragraph per row (e.g. wikitext); or a "
+                "save_to_disk folder of documents (a `text` per document; a DatasetDict's validation split is held out)"})
     dataset_config_name: str | None = field(default=None, metadata={"help": "its configuration, e.g. en-fr"})
     max_documents: int | None = field(default=None, metadata={"help": "use only the first N documents"})
     validation_fraction: float = field(default=0.05, metadata={"help": "documents held out for evaluation"})
@@ -145,114 +122,25 @@ class PretrainingArguments:
     short_seq_prob: float = field(default=0.1, metadata={"help": "pair formats: probability of a short target"})
     overwrite_output_dir: bool = field(default=False, metadata={
         "help": "start over even if output_dir holds checkpoints (default: resume from the newest complete one)"})
+    max_time: float | None = field(default=None, metadata={
+        "help": "wall-clock budget in minutes (resumed runs included): stop, save, evaluate and report when it is "
+                "spent; the learning-rate schedule still follows --max_steps"})
+    flop_budget: float | None = field(default=None, metadata={
+        "help": "train for the steps this many FLOPs buy (one step's FLOPs counted on the first batch): equal-compute "
+                "comparisons between objectives; instead of --max_steps"})
+    recipe: str | None = field(default=None, metadata={
+        "help": f"named hyperparameters ({', '.join(RECIPES)}: hf_variants.objectives.recipes): sequence length, "
+                "batch, learning rate, warmup, schedule, optimizer and decay; flags given here override them"})
+    data_cache_dir: str | None = field(default=None, metadata={
+        "help": "where the trained tokenizer and the tokenized, packed rows are cached (default: "
+                "<hf_variants cache>/pretraining; 'none': build them in memory every run)"})
 
 
 def parse_objective(objective: str) -> tuple[str, str | None]:
-    masking, _, sentence_task = objective.partition("+")
-    if masking not in MASKING_SCHEMES or (sentence_task and sentence_task not in SENTENCE_TASKS):
-        raise ValueError(f"unknown objective {objective!r}: use mlm, span or ngram, optionally +nsp or +sop, "
-                         "or rtd, plm, tlm or span-corruption")
-    if (masking in STANDALONE_SCHEMES or masking in OWN_EXAMPLE_BUILDERS) and sentence_task:
-        raise ValueError(f"objective {objective!r}: {masking} (ELECTRA's replaced token detection, XLNet's "
-                         "permutation LM, XLM's translation LM) has no sentence task")
-    return masking, sentence_task or None
-
-
-def read_text_file(path: str) -> datasets.Dataset:
-    """BERT's pretraining text format -> rows (document, text). A missing or empty file, or a byte
-    that is not UTF-8, is a ValueError naming the file (and line)."""
-    try:
-        text = read_utf8_text(path)
-    except ValueError as error:
-        raise ValueError(f"--train_file {error}") from None
-    lines = text.splitlines()
-    kept, documents = paragraph_documents(lines)
-    return datasets.Dataset.from_dict({"document": documents, "text": [lines[index].strip() for index in kept]})
-
-
-def paragraph_documents(paragraphs: Iterable[str | None]) -> tuple[list[int], list[int]]:
-    """(indices of the non-blank paragraphs, the document id of each): one or more blank (or None)
-    paragraphs close a document, as in BERT's pretraining text format and wikitext's rows."""
-    kept, documents, document, blank_seen = [], [], 0, False
-    for index, paragraph in enumerate(paragraphs):
-        if not (paragraph or "").strip():
-            blank_seen = bool(kept)
-            continue
-        if blank_seen:  # the first paragraph after blank ones opens a new document
-            document, blank_seen = document + 1, False
-        kept.append(index)
-        documents.append(document)
-    return kept, documents
-
-
-def load_parallel_corpus(name: str) -> datasets.Dataset:
-    """A parallel corpus with a `text` column added (both sides on one line, for training the tokenizer)."""
-    pairs = PARALLEL_CORPORA[name]()
-    return pairs.map(lambda row: {"text": "\n".join(row["translation"].values())})
-
-
-def load_dataset_corpus(name: str, config_name: str | None, parallel: bool) -> datasets.Dataset:
-    """The train split of a Hub dataset (or local dataset folder) as corpus rows.
-
-    Parallel (tlm): rows with a `translation` dict, the same two languages in every row (the
-    Hub's translation format: opus_books, wmt16, ...); each pair is its own document, and gets a
-    `text` column (both sides) for training the tokenizer. Otherwise: a `text` column, one
-    paragraph per row, an empty row closing a document (wikitext's layout)."""
-    rows = datasets.load_dataset(name, config_name, split="train")
-    column = "translation" if parallel else "text"
-    if column not in rows.column_names:
-        kind = "parallel rows (a `translation` dict per row) for tlm" if parallel else "a `text` column"
-        raise ValueError(f"--dataset_name {name}: expected {kind}, the columns are {rows.column_names}")
-    if parallel:
-        languages = sorted(rows[0]["translation"])
-        if len(languages) != 2:
-            raise ValueError(f"--dataset_name {name}: row 0 translates between {languages}, tlm needs exactly two languages")
-
-        def pair_row(row: dict, index: int) -> dict:
-            if sorted(row["translation"]) != languages or not all(row["translation"].values()):
-                raise ValueError(f"--dataset_name {name}: row {index} has {row['translation']!r}, expected {languages} texts")
-            return {"text": "\n".join(row["translation"].values()), "document": index}
-
-        return rows.map(pair_row, with_indices=True)
-    kept, documents = paragraph_documents(rows["text"])
-    if not kept:
-        raise ValueError(f"--dataset_name {name}: the train split has no text")
-    return rows.select(kept).select_columns(["text"]).add_column("document", documents)
-
-
-def load_text(args: PretrainingArguments, minimum_documents: int,
-              parallel: bool = False) -> tuple[datasets.Dataset, datasets.Dataset]:
-    """The corpus split by document into (train, validation), each of >= `minimum_documents`.
-    With `parallel`, the corpus must be one of PARALLEL_CORPORA or a dataset of translation rows."""
-    # run_clm's arguments share this loader and have no --dataset_name.
-    dataset_name = getattr(args, "dataset_name", None)
-    sources = {"--corpus": args.corpus, "--train_file": args.train_file, "--dataset_name": dataset_name}
-    if sum(source is not None for source in sources.values()) != 1:
-        raise ValueError(f"give exactly one of {', '.join(name for name in sources if hasattr(args, name[2:]))}")
-    if dataset_name is not None:
-        corpus = load_dataset_corpus(dataset_name, args.dataset_config_name, parallel)
-    elif parallel != (args.corpus in PARALLEL_CORPORA):
-        raise ValueError(f"--corpus {args.corpus or args.train_file!r}: the objectives {PARALLEL_OBJECTIVES} need a "
-                         f"parallel corpus ({', '.join(PARALLEL_CORPORA)}, or --dataset_name with translation rows) "
-                         "and the others plain text")
-    elif parallel:
-        corpus = load_parallel_corpus(args.corpus)
-    else:
-        corpus = load_corpus(args.corpus) if args.corpus else read_text_file(args.train_file)
-    document_ids = np.asarray(corpus["document"])
-    unique = list(dict.fromkeys(document_ids.tolist()))
-    if args.max_documents:
-        unique = unique[:args.max_documents]
-    if not 0 < args.validation_fraction < 1:
-        raise ValueError(f"--validation_fraction must be in (0, 1), got {args.validation_fraction}")
-    # NSP draws its random segments from other documents, so each side needs at least two.
-    held_out = max(minimum_documents, round(len(unique) * args.validation_fraction))
-    if len(unique) < held_out + minimum_documents:
-        raise ValueError(f"need at least {held_out + minimum_documents} documents ({held_out} held out), "
-                         f"the text has {len(unique)}")
-    train_rows = np.flatnonzero(np.isin(document_ids, unique[:-held_out]))
-    validation_rows = np.flatnonzero(np.isin(document_ids, unique[-held_out:]))
-    return corpus.select(train_rows), corpus.select(validation_rows)
+    """"ngram+sop" -> ("ngram", "sop"): the objective's name (an entry of the objectives registry,
+    `hf_variants.objectives.registry`) and its sentence task, or a ValueError."""
+    registered, sentence_task = parse_registered_objective(objective)
+    return registered.name, sentence_task
 
 
 def load_config(name_or_path: str):
@@ -271,9 +159,16 @@ def load_tokenizer(args: PretrainingArguments, model_type: str, train_text: data
         return AutoTokenizer.from_pretrained(args.model_name_or_path)
     # The paper's tokenizer, from the variant's spec.
     kind = args.tokenizer_kind or spec_for(model_type).tokenizer_kind
-    logger.info("training a %s tokenizer (vocabulary %d) on the training text", kind, args.vocab_size)
-    return train_tokenizer(kind, (text for text in train_text["text"]), args.vocab_size,
-                           model_max_length=model_max_length)
+
+    def train():
+        logger.info("training a %s tokenizer (vocabulary %d) on the training text", kind, args.vocab_size)
+        return train_tokenizer(kind, (text for text in train_text["text"]), args.vocab_size,
+                               model_max_length=model_max_length)
+
+    root = data_cache_root(args)
+    if root is None:
+        return train()
+    return cached_tokenizer(train, text_fingerprint(train_text), kind, args.vocab_size, root, model_max_length)
 
 
 def shared_tokenizer(args, training_args: TrainingArguments, checkpoint: str | None, model_type: str,
@@ -299,10 +194,10 @@ def shared_tokenizer(args, training_args: TrainingArguments, checkpoint: str | N
 
 
 def load_model(args: PretrainingArguments, config, from_scratch: bool, tokenizer, sentence_task: str | None,
-               masking: str = "mlm"):
+               objective: Objective = OBJECTIVES["mlm"]):
     # A pretraining head of its own (NSP/SOP, SpanBERT's SBO, ELECTRA's generator + discriminator)
     # goes through AutoModelForPreTraining.
-    own_head = sentence_task or hasattr(config, "sbo_weight") or masking in STANDALONE_SCHEMES
+    own_head = sentence_task or hasattr(config, "sbo_weight") or objective.own_pretraining_head
     auto_class = AutoModelForPreTraining if own_head else AutoModelForMaskedLM
     if getattr(config, "is_encoder_decoder", False):  # T5: the decoder writes the dropped spans
         auto_class = AutoModelForSeq2SeqLM
@@ -348,11 +243,18 @@ class ModelInputs:
       through that head; SpanBERT's `sbo_*` targets are dropped for a model without an SBO head.
     """
 
-    def __init__(self, collator, model, seed: int):
-        self.collator, self.seed = collator, seed
+    def __init__(self, collator, model, seed: int, meter: InputMeter | None = None):
+        self.collator, self.seed, self.meter = collator, seed, meter
         self.accepted = set(inspect.signature(model.forward).parameters)
 
     def __call__(self, features):
+        started = time.perf_counter()
+        batch = self._collate(features)
+        if self.meter is not None:  # the input pipeline's share of a step is reported with the throughput
+            self.meter.seconds += time.perf_counter() - started
+        return batch
+
+    def _collate(self, features):
         features = [dict(f) for f in features]
         first_index = features[0].pop("example_index", None)
         for feature in features[1:]:
@@ -369,7 +271,8 @@ class PhasedTrainingStream(torch.utils.data.Dataset):
     """The examples of every step, in order: phase 1 then phase 2, each a sequence of fresh
     permutations (epochs) of its dataset. Indexing is lazy: nothing is copied."""
 
-    def __init__(self, phases: list[tuple[datasets.Dataset, int]], seed: int):
+    def __init__(self, phases: list[tuple[datasets.Dataset, int]], seed: int, meter: InputMeter | None = None):
+        self.meter = meter  # time spent reading rows counts as input-pipeline time
         self.datasets = [dataset for dataset, _ in phases]
         self.ends = np.cumsum([count for _, count in phases]).tolist()
         self.seed = seed
@@ -385,6 +288,13 @@ class PhasedTrainingStream(torch.utils.data.Dataset):
         return self._permutations[(phase, epoch)]
 
     def __getitem__(self, index: int) -> dict:
+        started = time.perf_counter()
+        example = self._example(index)
+        if self.meter is not None:
+            self.meter.seconds += time.perf_counter() - started
+        return example
+
+    def _example(self, index: int) -> dict:
         phase = bisect.bisect_right(self.ends, index)
         local = index - (self.ends[phase - 1] if phase else 0)
         dataset = self.datasets[phase]
@@ -395,7 +305,15 @@ class PhasedTrainingStream(torch.utils.data.Dataset):
 
 
 class StreamTrainer(CheckpointSafeTrainer):
-    """Reads `PhasedTrainingStream` in order (it is already shuffled, phase by phase)."""
+    """Reads `PhasedTrainingStream` in order (it is already shuffled, phase by phase); with a
+    `progress` (ProgressReport), every log line gets the throughput since the previous one."""
+
+    progress = None
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        if self.progress is not None and "loss" in logs:  # training logs, not the final summary
+            logs.update(self.progress.metrics())
+        super().log(logs, start_time)
 
     def _get_train_sampler(self, train_dataset=None):
         return torch.utils.data.SequentialSampler(train_dataset or self.train_dataset)
@@ -412,6 +330,22 @@ def checkpoint_to_resume(args: PretrainingArguments, training_args: TrainingArgu
     if checkpoint is not None:
         logger.info("resuming from %s (pass --overwrite_output_dir to start over)", checkpoint)
     return checkpoint
+
+
+def trainer_step(checkpoint: str | None) -> int:
+    """The global step a checkpoint folder was saved at (0 for none)."""
+    return int(Path(checkpoint).name.rpartition("-")[2]) if checkpoint else 0
+
+
+def keep_curve_until(path: Path, step: int, before: dict | None) -> None:
+    """Start the held-out curve: a fresh run writes step 0 (the untrained model); a resumed run keeps
+    the lines up to its checkpoint's step (later ones came from the interrupted run)."""
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
+    lines = [line for line in lines if line["step"] <= step] if step else []
+    if before is not None:
+        lines.append({"step": 0, "tokens": 0, "elapsed_minutes": 0.0, **before})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomically(path, "".join(json.dumps(line) + "\n" for line in lines))
 
 
 @torch.no_grad()
@@ -464,25 +398,19 @@ def evaluate(model, examples: datasets.Dataset, collator, batch_size: int) -> di
     return results
 
 
-def build_examples(text: datasets.Dataset, tokenizer, input_format: str, max_length: int,
-                   sentence_task: str | None, args: PretrainingArguments, seed: int, masking: str = "mlm",
-                   config=None) -> datasets.Dataset:
-    if masking in OWN_EXAMPLE_BUILDERS:
-        examples = OWN_EXAMPLE_BUILDERS[masking](text, tokenizer, max_length, config)
-    else:
-        examples = pretraining_dataset(text, tokenizer, input_format, max_length, task=sentence_task,
-                                       short_seq_prob=args.short_seq_prob, seed=seed)
-    if len(examples) == 0:
-        raise ValueError(f"no {input_format} examples could be built from the text")
-    return examples
-
-
 def parse_arguments(arguments_class: type, argv: list[str] | None, **defaults) -> tuple:
     """(script arguments, TrainingArguments) from the command line, with the pretraining scripts'
     defaults (`defaults` override them); logging set up and the seed set."""
     parser = HfArgumentParser((arguments_class, TrainingArguments))
     parser.set_defaults(**{"weight_decay": 0.01, "save_strategy": "steps", "save_steps": 1000, "logging_steps": 50,
                            "report_to": "none", "dataloader_pin_memory": torch.cuda.is_available(), **defaults})
+    if "recipe" in {f.name for f in dataclasses.fields(arguments_class)}:
+        # --recipe NAME: the recipe's values become the defaults; flags on the command line still win.
+        recipe_parser = argparse.ArgumentParser(add_help=False)
+        recipe_parser.add_argument("--recipe")
+        recipe = recipe_parser.parse_known_args(sys.argv[1:] if argv is None else argv)[0].recipe
+        if recipe:
+            parser.set_defaults(**recipe_for(recipe).arguments())
     args, training_args = parser.parse_args_into_dataclasses(args=argv)
     check_optimizer_arguments(training_args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
@@ -492,47 +420,42 @@ def parse_arguments(arguments_class: type, argv: list[str] | None, **defaults) -
 
 def main(argv: list[str] | None = None) -> dict:
     args, training_args = parse_arguments(PretrainingArguments, argv, learning_rate=1e-4, warmup_steps=0.01,
-                                          lr_scheduler_type="linear")
+                                          lr_scheduler_type="linear",
+                                          # no accelerator: --bf16 is CPU autocast (Trainer refuses it without use_cpu)
+                                          use_cpu=not torch.accelerator.is_available())
+    # Trainer counts the real tokens of each step (kept in checkpoints): tokens/s and the tokens seen.
+    training_args.include_num_input_tokens_seen = "non_padding"
 
     config, from_scratch = load_config(args.model_name_or_path)
     # The paper's objective, from the variant's spec.
-    masking, sentence_task = parse_objective(args.objective or spec_for(config.model_type).pretraining_objective)
-    input_format = args.input_format or ("segment-pair" if sentence_task else "full-sentences")
-    if masking in OWN_EXAMPLE_BUILDERS:  # rows of the objective's own shape (TLM: one translation pair each)
-        if args.input_format:
-            raise ValueError(f"--input_format does not apply to objective {masking!r}: it builds its own rows")
-        input_format = f"{masking} rows"
-    if (input_format in ("segment-pair", "sentence-pair")) != bool(sentence_task):
-        raise ValueError(f"--input_format {input_format} does not fit objective {args.objective!r}: pair formats "
-                         "go with +nsp/+sop, full-sentences/doc-sentences with plain masking")
+    objective, sentence_task = parse_registered_objective(args.objective or spec_for(config.model_type).pretraining_objective)
+    masking = objective.name
+    input_format = objective.input_format(args.input_format, sentence_task)
     if args.masking not in ("dynamic", "static"):
         raise ValueError(f"--masking must be dynamic or static, got {args.masking!r}")
-    if args.masking == "static" and (masking in STANDALONE_SCHEMES or masking in OWN_EXAMPLE_BUILDERS):
+    if args.masking == "static" and not objective.static_masking:
         raise ValueError(f"--masking static stores MLM masks; objective {masking} draws its targets per batch "
                          "(use --masking dynamic)")
     if not 0 <= args.phase2_fraction < 1:
         raise ValueError(f"--phase2_fraction must be in [0, 1), got {args.phase2_fraction}")
 
     train_text, validation_text = load_text(args, minimum_documents=2 if sentence_task == "nsp" else 1,
-                                            parallel=masking in PARALLEL_OBJECTIVES)
-    if masking == "tlm":
+                                            parallel=objective.parallel)
+    if objective.parallel:  # XLM: the pair's languages get language ids
         set_language_ids(config, train_text)
     checkpoint = checkpoint_to_resume(args, training_args)
     tokenizer = shared_tokenizer(args, training_args, checkpoint, config.model_type, train_text, from_scratch,
                                  model_max_length=max(args.max_seq_length, args.phase2_max_seq_length))
-    model = load_model(args, config, from_scratch, tokenizer, sentence_task, masking)
-    masking_options = {"whole_word_mask": True} if args.whole_word_mask and masking == "mlm" else {}
-    if masking == "span" and hasattr(model.config, "max_span_length"):
-        masking_options["max_sbo_offset"] = model.config.max_span_length  # the SBO position table's size
-    rate_name, paper_rate = PREDICTION_RATES.get(masking, ("mlm_probability", 0.15))
-    masking_options[rate_name] = args.mlm_probability or getattr(config, rate_name, paper_rate)
-    make_collator = functools.partial(MASKING_SCHEMES[masking], tokenizer, **masking_options)
+    model = load_model(args, config, from_scratch, tokenizer, sentence_task, objective)
+    make_collator = functools.partial(objective.make_collator, tokenizer, args.mlm_probability,
+                                      args.whole_word_mask, model.config)
 
     phase_lengths = [args.max_seq_length] + ([args.phase2_max_seq_length] if args.phase2_fraction else [])
-    phases = [build_examples(train_text, tokenizer, input_format, length, sentence_task, args, training_args.seed,
-                             masking, model.config) for length in phase_lengths]
-    validation = build_examples(validation_text, tokenizer, input_format, args.max_seq_length, sentence_task, args,
-                                training_args.seed + 1, masking, model.config)
+    with training_args.main_process_first(desc="tokenized rows"):  # built (and cached) once, then read by all
+        phases = [build_examples(train_text, tokenizer, input_format, length, sentence_task, args, training_args.seed,
+                                 objective, model.config) for length in phase_lengths]
+        validation = build_examples(validation_text, tokenizer, input_format, args.max_seq_length, sentence_task,
+                                    args, training_args.seed + 1, objective, model.config)
     if args.masking == "static":
         phases = [make_static_masked_dataset(p, tokenizer, args.static_copies, training_args.seed + i, make_collator())
                   for i, p in enumerate(phases)]
@@ -542,7 +465,15 @@ def main(argv: list[str] | None = None) -> dict:
 
     global_batch = (training_args.per_device_train_batch_size * training_args.gradient_accumulation_steps
                     * training_args.world_size)
-    total_steps = training_args.max_steps
+    total_steps, step_flops = training_args.max_steps, None
+    if args.flop_budget is not None:  # equal compute: the steps the budget buys at this step's measured FLOPs
+        if total_steps > 0 or args.phase2_fraction:
+            raise ValueError("--flop_budget sets the number of steps: give it without --max_steps and --phase2_fraction")
+        first_batch = ModelInputs(train_collator, model, training_args.seed)(
+            [phases[0][i % len(phases[0])] for i in range(training_args.per_device_train_batch_size)])
+        step_flops = training_step_flops(model, first_batch) * global_batch // training_args.per_device_train_batch_size
+        total_steps = steps_for_flop_budget(args.flop_budget, step_flops)
+        logger.info("--flop_budget %.3g: %d steps of %.4g FLOPs", args.flop_budget, total_steps, step_flops)
     if total_steps <= 0:
         if args.phase2_fraction:
             raise ValueError("--phase2_fraction needs --max_steps (the phases are fractions of the steps)")
@@ -550,7 +481,8 @@ def main(argv: list[str] | None = None) -> dict:
     training_args.max_steps = total_steps
     phase2_steps = round(total_steps * args.phase2_fraction)
     steps = [total_steps - phase2_steps] + ([phase2_steps] if args.phase2_fraction else [])
-    stream = PhasedTrainingStream([(p, s * global_batch) for p, s in zip(phases, steps)], training_args.seed)
+    meter = InputMeter()
+    stream = PhasedTrainingStream([(p, s * global_batch) for p, s in zip(phases, steps)], training_args.seed, meter)
     training_args.remove_unused_columns = False  # the stream is not a datasets.Dataset; ModelInputs filters
     logger.info("objective %s (%s masking, %s), %s examples %s, validation %d examples, %d steps of %d",
                 "+".join(filter(None, [masking, sentence_task])), args.masking, input_format,
@@ -560,22 +492,40 @@ def main(argv: list[str] | None = None) -> dict:
         return evaluate(model, validation, ModelInputs(make_collator(seed=training_args.seed), model, 0),
                         training_args.per_device_eval_batch_size)
 
+    curve_path = Path(training_args.output_dir, "eval_curve.jsonl")
+    budget = TimeBudget(args.max_time)
+    eval_steps = training_args.eval_steps if training_args.eval_strategy == "no" else None
+    progress = ProgressReport(meter, budget, evaluate_now, int(eval_steps) if eval_steps else None,
+                              curve_path if training_args.process_index == 0 else None)
     before = None if checkpoint else evaluate_now()
+    if training_args.process_index == 0:
+        keep_curve_until(curve_path, trainer_step(checkpoint), before)
     trainer = StreamTrainer(model=model, args=training_args, train_dataset=stream,
-                            data_collator=ModelInputs(train_collator, model, training_args.seed),
-                            processing_class=tokenizer)
+                            data_collator=ModelInputs(train_collator, model, training_args.seed, meter),
+                            processing_class=tokenizer, callbacks=[budget, progress])
+    trainer.progress = progress
     train_output = trainer.train(resume_from_checkpoint=checkpoint)
     after = evaluate_now()
+    evaluated_at_end = bool(progress.eval_steps) and trainer.state.global_step % progress.eval_steps == 0
+    if training_args.process_index == 0 and not evaluated_at_end:
+        progress.record(trainer.state.global_step, after)  # the curve ends at the final step
     trainer.save_model(training_args.output_dir)  # model.safetensors + config.json + tokenizer
     trainer.save_state()  # trainer_state.json: the logged losses
     results = {"before_training": before, "after_training": after, "train_loss": train_output.training_loss,
                "global_step": train_output.global_step, "world_size": training_args.world_size, "objective": "+".join(filter(None, [masking, sentence_task])),
                "masking": args.masking, "input_format": input_format, "sequence_lengths": phase_lengths,
-               "steps_per_phase": steps}
+               "steps_per_phase": steps, "max_steps": total_steps, "tokens_seen": progress.tokens(),
+               "train_minutes": budget.elapsed_seconds() / 60, "stopped_by_max_time": budget.stopped_early,
+               "flop_budget": args.flop_budget, "flops_per_step": step_flops, "bf16": training_args.bf16,
+               "input_fraction": progress.input_fraction(), "recipe": args.recipe, "learning_rate": training_args.learning_rate,
+               "per_device_train_batch_size": training_args.per_device_train_batch_size}
     if trainer.is_world_process_zero():
         write_text_atomically(Path(training_args.output_dir, "eval_results.json"), json.dumps(results, indent=2))
         logger.info("validation before: %s", before)
         logger.info("validation after: %s", after)
+        if results["input_fraction"] is not None:
+            logger.info("input pipeline (row reads + collation): %.2f%% of the training time",
+                        100 * results["input_fraction"])
     return results
 
 

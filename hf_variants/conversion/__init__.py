@@ -12,6 +12,7 @@ All three read the same :class:`KeyMap` (``models/<variant>/weights.py``), wired
 
 from __future__ import annotations
 
+import copy
 import re
 
 from transformers import PreTrainedConfig, PreTrainedModel
@@ -57,7 +58,22 @@ def _convert(model: PreTrainedModel, pair: ConversionPair, to_ours: bool) -> Pre
         raise ValueError(f"converted weights have no place in {target_class.__name__}: {sorted(unexpected)[:8]}")
     target.to(dtype=next(model.parameters()).dtype)
     target.train(model.training)
+    _carry_generation_config(model, target)
     return target
+
+
+def _carry_generation_config(source: PreTrainedModel, target: PreTrainedModel) -> None:
+    """Give ``target`` the generation config ``source`` generates with.
+
+    A fresh model derives its generation config from its model config, and the config translation
+    keeps only the architecture: a MarianMTModel's ``forced_eos_token_id``, or the ``num_beams`` /
+    ``bad_words_ids`` of a checkpoint's generation_config.json, would be dropped, and default
+    ``generate()`` would give other tokens. Token ids mean the same on both sides (one vocabulary,
+    the same weights), so the whole config carries over unchanged.
+    """
+    source_config = getattr(source, "generation_config", None)
+    if source_config is not None and target.can_generate():
+        target.generation_config = copy.deepcopy(source_config)
 
 
 def _is_tied_copy(model: PreTrainedModel, key: str) -> bool:

@@ -10,6 +10,8 @@ Sources, sizes and licences are listed in the README's "Data" section. Public AP
 - ``load_cmudict``: grapheme-to-phoneme pairs (CMU Pronouncing Dictionary) for the encoder-decoders.
 - ``load_multilingual_text``: real French, German, Dutch, Spanish and Italian text (mBERT / XLM tokenizers).
 - ``load_django_translations``: real English-French pairs (Django's translation catalogs; XLM's TLM).
+- ``load_pretraining_corpus``: ~10 M words of real text (Debian documentation cleaned to prose,
+  Austen, Wikipedia, Lee), one document per row, train/validation split by document (docs/corpus.md).
 - ``load_named_dataset(name, config_name)``: the above by ``hf_variants/<name>``.
 - ``check_columns(dataset, required, purpose)``: a clear error for missing columns.
 """
@@ -18,6 +20,7 @@ from .corpora import CORPUS_NAMES, corpus_text_file, load_corpus
 from .fetch import cache_dir
 from .images import load_digits, load_fashion_mnist
 from .labelled import load_rt_polarity, load_wnut16, load_wsj_pos
+from .pretraining_corpus import load_pretraining_corpus
 from .pronunciation import load_cmudict
 from .multilingual import MULTILINGUAL_LANGUAGES, load_multilingual_text
 from .parallel import load_django_translations
@@ -39,6 +42,7 @@ __all__ = [
     "load_fashion_mnist",
     "load_multilingual_text",
     "load_named_dataset",
+    "load_pretraining_corpus",
     "load_real_text_qa",
     "load_rt_polarity",
     "load_sentence_pairs",

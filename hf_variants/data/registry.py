@@ -8,6 +8,7 @@ import datasets
 
 from .images import load_digits, load_fashion_mnist
 from .labelled import load_rt_polarity, load_wnut16, load_wsj_pos
+from .pretraining_corpus import load_pretraining_corpus
 from .pronunciation import load_cmudict
 from .text_tasks import load_real_text_qa, load_sentence_pairs
 
@@ -21,6 +22,8 @@ _LOADERS: dict[str, tuple[Callable[..., datasets.DatasetDict], tuple[str, ...]]]
     "hf_variants/fashion_mnist": (lambda config: load_fashion_mnist(), ()),
     "hf_variants/digits": (lambda config: load_digits(), ()),
     "hf_variants/cmudict": (lambda config: load_cmudict(), ()),
+    # ~10 M words: Debian documentation cleaned to prose + Austen, Wikipedia, Lee (docs/corpus.md)
+    "hf_variants/pretraining_corpus": (lambda config: load_pretraining_corpus(), ()),
 }
 DATASET_NAMES = tuple(_LOADERS)
 
@@ -31,7 +34,8 @@ def load_named_dataset(name: str, config_name: str | None = None) -> datasets.Da
     Names: ``hf_variants/rt_polarity`` (configs ``binary`` (default), ``fine``),
     ``hf_variants/wnut16``, ``hf_variants/wsj_pos``, ``hf_variants/real_text_qa``,
     ``hf_variants/sentence_pairs``, ``hf_variants/fashion_mnist``, ``hf_variants/digits`` (images),
-    ``hf_variants/cmudict`` (grapheme-to-phoneme pairs).
+    ``hf_variants/cmudict`` (grapheme-to-phoneme pairs), ``hf_variants/pretraining_corpus`` (one document
+    per row, ``text`` and ``source``; built on first use, see docs/corpus.md).
     Any other name raises ``ValueError`` (scripts then fall back to ``datasets.load_dataset`` for
     Hub names).
     """

@@ -48,6 +48,7 @@ from ..persistence import RemoteCodeMixin
 from .embeddings import TransformerEmbeddings, check_not_empty
 from .encoder import LayerSpec, LayerStack
 from .attention import make_attention_bias
+from .cache import check_cache_batch, check_cache_positions, pick_cache
 from .heads import MaskedLMHead, Pooler, summarize, summary_positions
 from .layout import BatchLayout
 from .tracing import is_tracing
@@ -179,6 +180,7 @@ class TransformerBackbone:
         encoder_attention_mask: torch.Tensor | None = None,
         memories: SegmentMemory | None = None,
         document_ids: torch.Tensor | None = None,
+        cache: Cache | None = None,
         **kwargs,
     ) -> BaseModelOutputWithPooling | tuple:
         """Encode a batch.
@@ -202,8 +204,10 @@ class TransformerBackbone:
                 on padding (``objectives.DataCollatorForPackedCausalLM``): attention stays inside
                 each document. Runs packed with one sequence per document when it can (no mask, no
                 padding), else padded with a block-diagonal bias. Not with cached positions.
-            past_key_values: (decoders) a Cache from an earlier call, extended in place and
+            cache / past_key_values: (decoders) a Cache from an earlier call, extended in place and
                 returned; ``attention_mask`` then covers past + T positions, (B, past + T).
+                ``cache`` is the name transformers >= 5.24 uses, ``past_key_values`` the earlier
+                one (see cache.py); give one of them.
             use_cache: (decoders) create and return a cache (default ``config.use_cache``).
             encoder_hidden_states: (B, S, H) encoder output for cross-attention layers, with
                 ``encoder_attention_mask`` (B, S).
@@ -228,8 +232,11 @@ class TransformerBackbone:
         batch, length = main.shape[:2]
         check_not_empty(main_name, tuple(main.shape), batch, length)
         device = main.device
-        past_key_values = self.prepare_cache(past_key_values, use_cache)
+        past_key_values = self.prepare_cache(pick_cache(cache, past_key_values, kwargs), use_cache)
         past_length = past_key_values.get_seq_length() if past_key_values is not None else 0
+        check_cache_positions(kwargs.get("cache_position"), past_length, length)
+        if past_length:
+            check_cache_batch(past_key_values, batch)
         self._check_state_inputs(encoder_hidden_states, memories, past_key_values, batch)
         if document_ids is not None and (past_length or memories is not None):
             raise ValueError("document_ids describe the new tokens only: they cannot be combined with cached positions or memories")

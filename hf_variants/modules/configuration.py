@@ -95,8 +95,8 @@ class TransformerConfig(CheckpointConfigMixin, PreTrainedConfig):
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "ffn_dropout_prob"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
-        if self.pad_token_id is not None and not 0 <= self.pad_token_id < self.vocab_size:
-            raise ValueError(f"pad_token_id {self.pad_token_id} is outside the vocabulary (vocab_size={self.vocab_size})")
+        # Special token ids are checked where they are looked up (modules/token_ids.py), not here:
+        # transformers builds a GPT2Config(vocab_size=99) with bos/eos 50256, and so do we.
 
 
 @strict
@@ -107,15 +107,10 @@ class DecoderConfig(TransformerConfig):
     is_decoder: bool = True  # causal self-attention
     use_cache: bool = True  # keep past keys/values (a transformers Cache) between generation steps
     add_cross_attention: bool = False  # layers also attend to an encoder's states (set on an encoder-decoder's decoder)
+    # Special ids may lie outside the vocabulary (GPT2Config's 50256 with a small vocab_size): they
+    # are refused where generate() or the embeddings would look them up (modules/token_ids.py).
     bos_token_id: int | None = None  # first token of a generated sequence
     eos_token_id: int | None = None  # generation stops at this token
-
-    def check_architecture(self) -> None:
-        super().check_architecture()
-        for name in ("bos_token_id", "eos_token_id"):
-            value = getattr(self, name)
-            if value is not None and not 0 <= value < self.vocab_size:
-                raise ValueError(f"{name} {value} is outside the vocabulary (vocab_size={self.vocab_size})")
 
 
 @strict
@@ -144,8 +139,4 @@ class EncoderDecoderConfig(DecoderConfig):
             raise ValueError(
                 f"encoder-decoders have no factorized embeddings: the seq2seq LM head is tied to (vocab_size, hidden_size) "
                 f"word embeddings; embedding_size={self.embedding_size} != hidden_size={self.hidden_size}"
-            )
-        if self.decoder_start_token_id is not None and not 0 <= self.decoder_start_token_id < self.vocab_size:
-            raise ValueError(
-                f"decoder_start_token_id {self.decoder_start_token_id} is outside the vocabulary (vocab_size={self.vocab_size})"
             )

@@ -29,6 +29,7 @@ from transformers.modeling_outputs import (
 )
 
 from .backbone import TransformerBackbone
+from .cache import output_cache, pick_cache, with_cache
 from .configuration import DecoderConfig, EncoderDecoderConfig
 from .encoder import LayerSpec, LayerStack
 
@@ -126,7 +127,7 @@ class DecoderBackbone(TransformerBackbone):
         hidden states / attentions (over past + T keys) / cross-attentions (B, h, T, S) if asked."""
         return BaseModelOutputWithPastAndCrossAttentions(
             last_hidden_state=last_hidden_state,
-            past_key_values=past_key_values,
+            **with_cache(past_key_values),
             hidden_states=hidden_states,
             attentions=attentions,
             cross_attentions=cross_attentions,
@@ -207,6 +208,7 @@ class EncoderDecoderBackbone:
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
         reads_padding: bool = False,
+        cache: Cache | None = None,
         **kwargs,
     ) -> Seq2SeqModelOutput | tuple:
         """Encode the source (unless ``encoder_outputs`` are given) and decode the target.
@@ -217,6 +219,7 @@ class EncoderDecoderBackbone:
             decoder_input_ids: (B, T) target ids, shifted right (see ``shift_tokens_right``).
             decoder_attention_mask: (B, past + T) target keep-mask.
             encoder_outputs: the encoder's output from an earlier call (generation reuses it).
+            cache / past_key_values: the decoder's cache (one of the two names, see cache.py).
             reads_padding: the caller reads decoder states at padding positions (the decoder then
                 runs padded, see layout.py).
         Returns:
@@ -246,7 +249,7 @@ class EncoderDecoderBackbone:
             attention_mask=decoder_attention_mask,
             position_ids=decoder_position_ids,
             inputs_embeds=decoder_inputs_embeds,
-            past_key_values=past_key_values,
+            past_key_values=pick_cache(cache, past_key_values, kwargs),
             use_cache=use_cache,
             encoder_hidden_states=encoder_outputs.last_hidden_state,
             encoder_attention_mask=attention_mask,
@@ -254,10 +257,11 @@ class EncoderDecoderBackbone:
             output_hidden_states=output_hidden_states,
             return_dict=True,
             reads_padding=reads_padding,
+            cache_position=kwargs.pop("cache_position", None),
         )
         output = Seq2SeqModelOutput(
             last_hidden_state=decoder_outputs.last_hidden_state,
-            past_key_values=decoder_outputs.past_key_values,
+            **with_cache(output_cache(decoder_outputs)),
             decoder_hidden_states=decoder_outputs.hidden_states,
             decoder_attentions=decoder_outputs.attentions,
             cross_attentions=decoder_outputs.cross_attentions,

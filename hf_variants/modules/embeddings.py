@@ -8,6 +8,7 @@ import math
 import torch
 from torch import nn
 
+from .token_ids import check_token_id
 from .tracing import is_tracing
 
 from .dropout import Dropout
@@ -45,15 +46,36 @@ def embed_token_ids(
     if (input_ids is None) == (inputs_embeds is None):
         raise ValueError("pass exactly one of input_ids and inputs_embeds")
     if input_ids is not None:
-        if input_ids.dim() != 2:
-            raise ValueError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}")
+        check_batch_shape("input_ids", input_ids)
         check_index_range(input_ids, word_embeddings.num_embeddings, "input_ids", "vocab_size")
-        check_not_empty("input_ids", tuple(input_ids.shape), *input_ids.shape)
         return word_embeddings(input_ids)
     if inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != hidden_size:
         raise ValueError(f"inputs_embeds must be (batch, length, {hidden_size}), got {tuple(inputs_embeds.shape)}")
     check_not_empty("inputs_embeds", tuple(inputs_embeds.shape), *inputs_embeds.shape[:2])
     return inputs_embeds
+
+
+def check_batch_shape(name: str, tensor: torch.Tensor, trailing: tuple[str, ...] = ()) -> tuple[int, int]:
+    """Raise a ValueError unless ``tensor`` is (batch, length, *trailing) with at least one example
+    and one token; return (batch, length). Every model input read as a batch of sequences goes
+    through it before anything unpacks its shape (a 1-D ``input_ids`` is the usual mistake: one
+    sequence without its batch dimension)."""
+    dims = ("batch", "length", *trailing)
+    if tensor.dim() != len(dims):
+        raise ValueError(f"{name} must be ({', '.join(dims)}), got shape {tuple(tensor.shape)}")
+    batch, length = tensor.shape[:2]
+    check_not_empty(name, tuple(tensor.shape), batch, length)
+    return batch, length
+
+
+def check_ids_or_embeds(input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None) -> tuple[int, int]:
+    """(batch, length) of exactly one of ``input_ids`` (B, T) and ``inputs_embeds`` (B, T, H), each
+    checked by :func:`check_batch_shape` (for heads that read the shape before the backbone does)."""
+    if (input_ids is None) == (inputs_embeds is None):
+        raise ValueError("pass exactly one of input_ids or inputs_embeds")
+    if input_ids is not None:
+        return check_batch_shape("input_ids", input_ids)
+    return check_batch_shape("inputs_embeds", inputs_embeds, ("hidden",))
 
 
 def check_not_empty(name: str, shape: tuple[int, ...], batch: int, length: int) -> None:
@@ -122,6 +144,9 @@ class TransformerEmbeddings(nn.Module):
         self.type_vocab_size = type_vocab_size
         self.position_embedding_type = position_embedding_type
         self.sinusoidal_layout = sinusoidal_layout
+        # The padding row is looked up at build: a pad id outside the table is refused by name here
+        # (torch's own check is an AssertionError), as transformers' BERT refuses it.
+        check_token_id("pad_token_id", pad_token_id, vocab_size, "it is the padding row of the word embeddings")
         self.word_embeddings = nn.Embedding(vocab_size, embedding_size, padding_idx=pad_token_id)
         if position_embedding_type == "learned":
             self.position_embeddings = nn.Embedding(max_position_embeddings, embedding_size)

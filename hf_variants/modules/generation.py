@@ -22,11 +22,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 from torch.nn import functional as F
-from transformers import GenerationMixin
 from transformers.cache_utils import Cache
 from transformers.modeling_outputs import BaseModelOutput, CausalLMOutputWithCrossAttentions, Seq2SeqLMOutput
 
+from .cache import output_cache, pick_cache, with_cache
 from .heads import IGNORE_INDEX, TiedDecoder, check_class_labels, check_label_shape, cross_entropy_or_zero
+from .token_ids import CheckedGenerationMixin, check_token_id
 
 
 def causal_lm_loss(logits: torch.Tensor, labels: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
@@ -74,9 +75,10 @@ def _targets_at_padding(labels: torch.Tensor | None, decoder_attention_mask: tor
     return bool(((decoder_attention_mask == 0) & (labels != IGNORE_INDEX)).any())
 
 
-class GenerativeTaskModel(GenerationMixin):
+class GenerativeTaskModel(CheckedGenerationMixin):
     """Common plumbing of the two bases: the backbone under ``base_model_prefix``, an LM head tied to
-    the word embeddings, and ``compute_logits``."""
+    the word embeddings, and ``compute_logits``. ``generate()`` is transformers' own, after refusing
+    special ids it would look up outside the vocabulary (see ``token_ids.py``)."""
 
     backbone_class: type
     label_smoothing: float = 0.0  # the original Transformer trains with 0.1
@@ -152,6 +154,7 @@ class DecoderForCausalLM(GenerativeTaskModel):
         logits_to_keep: int | torch.Tensor = 0,
         attention_bias: torch.Tensor | None = None,
         document_ids: torch.Tensor | None = None,
+        cache: Cache | None = None,
         **kwargs,
     ) -> CausalLMOutputWithCrossAttentions | tuple:
         """Args as the decoder backbone, plus:
@@ -164,9 +167,11 @@ class DecoderForCausalLM(GenerativeTaskModel):
             document_ids: (B, T) packed documents, -1 on padding (DataCollatorForPackedCausalLM's
                 column): the same block-diagonal attention without any mask, each document run
                 as its own padding-free sequence (faster than ``attention_bias``).
+            cache: the cache under the name transformers >= 5.24 passes (``past_key_values`` before).
         Returns:
-            CausalLMOutputWithCrossAttentions: loss, logits (B, T or k, V), past_key_values, ...
+            CausalLMOutputWithCrossAttentions: loss, logits (B, T or k, V), the cache, ...
         """
+        past_key_values = pick_cache(cache, past_key_values, kwargs)
         if labels is not None and use_cache is None and past_key_values is None:
             use_cache = False
         if labels is not None and not (isinstance(logits_to_keep, int) and logits_to_keep == 0):
@@ -185,6 +190,7 @@ class DecoderForCausalLM(GenerativeTaskModel):
             reads_padding=_predicts_from_padding(labels, attention_mask),
             attention_bias=attention_bias,
             document_ids=document_ids,
+            cache_position=kwargs.get("cache_position"),
         )
         hidden_states = out.last_hidden_state
         if isinstance(logits_to_keep, int):
@@ -199,9 +205,9 @@ class DecoderForCausalLM(GenerativeTaskModel):
             return_dict,
             loss=loss,
             logits=logits,
-            past_key_values=out.past_key_values,
             hidden_states=out.hidden_states,
             attentions=out.attentions,
+            **with_cache(output_cache(out)),
         )
 
 
@@ -236,6 +242,10 @@ class EncoderDecoderForSeq2SeqLM(GenerativeTaskModel):
 
     def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
         """Used by transformers' DataCollatorForSeq2Seq to build decoder_input_ids in the collator."""
+        use = "decoder_input_ids are built from the labels with it"
+        check_token_id("decoder_start_token_id", self.config.decoder_start_token_id, self.config.vocab_size, use)
+        if bool((labels == IGNORE_INDEX).any()):  # ignored targets become padding inputs
+            check_token_id("pad_token_id", self.config.pad_token_id, self.config.vocab_size, use)
         return shift_tokens_right(labels, self.config.pad_token_id, self.config.decoder_start_token_id)
 
     def forward(
@@ -254,11 +264,14 @@ class EncoderDecoderForSeq2SeqLM(GenerativeTaskModel):
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        cache: Cache | None = None,
         **kwargs,
     ) -> Seq2SeqLMOutput | tuple:
         """Args as the encoder-decoder backbone, plus ``labels`` (B, T). Returns Seq2SeqLMOutput:
         loss (mean token cross-entropy, ``label_smoothing`` applied), logits (B, T, V), the cache
-        and the encoder output (reused by ``generate``)."""
+        and the encoder output (reused by ``generate``). The cache comes as ``cache`` (transformers
+        >= 5.24) or ``past_key_values``."""
+        past_key_values = pick_cache(cache, past_key_values, kwargs)
         if labels is not None:
             if use_cache is None and past_key_values is None:
                 use_cache = False
@@ -280,7 +293,8 @@ class EncoderDecoderForSeq2SeqLM(GenerativeTaskModel):
             return_dict=True,
             reads_padding=_targets_at_padding(labels, decoder_attention_mask),
             # the source's segments / positions go on to the encoder, which checks them
-            **{name: kwargs[name] for name in ("token_type_ids", "position_ids") if kwargs.get(name) is not None},
+            # (and the decoder's cache_position, from transformers < 5.24, to the decoder, which checks it)
+            **{name: kwargs[name] for name in ("token_type_ids", "position_ids", "cache_position") if kwargs.get(name) is not None},
         )
         logits = self.compute_logits(out.last_hidden_state)
         loss = lm_loss(logits, labels, self.label_smoothing) if labels is not None else None
@@ -289,7 +303,7 @@ class EncoderDecoderForSeq2SeqLM(GenerativeTaskModel):
             return_dict,
             loss=loss,
             logits=logits,
-            past_key_values=out.past_key_values,
+            **with_cache(output_cache(out)),
             decoder_hidden_states=out.decoder_hidden_states,
             decoder_attentions=out.decoder_attentions,
             cross_attentions=out.cross_attentions,

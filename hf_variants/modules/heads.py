@@ -126,6 +126,12 @@ class _DecoderProjection(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, inputs: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        ctx.dtypes = (inputs.dtype, weight.dtype, None if bias is None else bias.dtype)
+        device_type = inputs.device.type
+        if torch.is_autocast_enabled(device_type):  # compute in the autocast dtype, as nn.Linear does
+            dtype = torch.get_autocast_dtype(device_type)
+            inputs, weight = inputs.to(dtype), weight.to(dtype)
+            bias = None if bias is None else bias.to(dtype)
         ctx.save_for_backward(inputs, weight)
         ctx.has_bias = bias is not None
         return torch.addmm(bias, inputs, weight.t()) if bias is not None else inputs.mm(weight.t())
@@ -133,9 +139,12 @@ class _DecoderProjection(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
         inputs, weight = ctx.saved_tensors
-        grad_inputs = grad.mm(weight) if ctx.needs_input_grad[0] else None
-        grad_weight = grad.t().mm(inputs) if ctx.needs_input_grad[1] else None
-        grad_bias = grad.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
+        input_dtype, weight_dtype, bias_dtype = ctx.dtypes
+        grad = grad.to(inputs.dtype)
+        # Gradients in each operand's own dtype (fp32 master weights under autocast).
+        grad_inputs = grad.mm(weight).to(input_dtype) if ctx.needs_input_grad[0] else None
+        grad_weight = grad.t().mm(inputs).to(weight_dtype) if ctx.needs_input_grad[1] else None
+        grad_bias = grad.sum(0).to(bias_dtype) if ctx.has_bias and ctx.needs_input_grad[2] else None
         return grad_inputs, grad_weight, grad_bias
 
 

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 
 import torch
 
+from .token_ids import CheckedGenerationMixin
+
 
 class SegmentMemory:
     """One memory tensor per layer for one forward pass.
@@ -110,3 +112,44 @@ def reorder_memories(mems: Sequence[torch.Tensor], beam_idx: torch.Tensor) -> li
     """Beam search: time-first memories (M, B, H), as ``mems`` go in and out of a model, follow
     the chosen beams (``beam_idx`` (B,))."""
     return [layer.index_select(1, beam_idx.to(layer.device)) for layer in mems]
+
+
+class MemoryGenerationMixin(CheckedGenerationMixin):
+    """``generate()`` over segment memories (Transformer-XL / XLNet ``mems``, one time-first (M, B, H)
+    tensor per layer) instead of a key/value Cache (special ids checked first, as every generating
+    head: ``token_ids.CheckedGenerationMixin``).
+
+    Between steps generate() keeps the mems in its model kwargs under ``mems``, a name every 5.x
+    release treats as a cache (beam search reorders it with :func:`reorder_memories`), and hands them
+    to ``prepare_inputs_for_generation(mems=...)``. Releases before 5.24 copied an output's mems to
+    ``past_key_values`` themselves and 5.24 reads only an output field named ``cache``: both are
+    replaced by this one explicit hand-over, so a release that renames its cache cannot make every
+    step silently recompute the text (or drop the memory).
+    """
+
+    _reorder_cache = staticmethod(reorder_memories)
+
+    @classmethod
+    def _supports_default_dynamic_cache(cls) -> bool:
+        return False  # the state is mems, not key/value pairs: generate() must not build a DynamicCache
+
+    def _update_model_kwargs_for_generation(self, outputs, model_kwargs: dict, *args, **kwargs) -> dict:
+        model_kwargs = super()._update_model_kwargs_for_generation(outputs, model_kwargs, *args, **kwargs)
+        mems = getattr(outputs, "mems", None)
+        for name in ("past_key_values", "cache"):
+            # a release's own copy of the mems under its cache name: beam search must reorder one copy only
+            if name in model_kwargs and model_kwargs[name] is mems:
+                del model_kwargs[name]
+        if mems is not None:
+            model_kwargs["mems"] = mems
+        return model_kwargs
+
+    @staticmethod
+    def check_no_key_value_cache(kwargs: dict) -> None:
+        """generate() over mems takes no key/value Cache: refuse one rather than ignore it."""
+        for name in ("cache", "past_key_values"):
+            if kwargs.get(name) is not None:
+                raise ValueError(
+                    f"{name}: this model generates over its segment memories (mems), not a key/value Cache; "
+                    "pass mems= (or nothing) to generate()"
+                )

@@ -1,5 +1,7 @@
 """Pretraining objectives: data collators (usable as `Trainer(data_collator=...)`) and dataset
-builders. `masking.py` holds the shared core (candidates, budgets, word boundaries, 80/10/10)
+builders, the objectives registry (`registry.py`: one declared entry per objective), named
+training recipes (`recipes.py`), the tokenize-once cache (`tokenized.py`) and compute budgets
+(`budget.py`). `masking.py` holds the shared core (candidates, budgets, word boundaries, 80/10/10)
 that later objectives (ELECTRA RTD, XLNet PLM, T5 span corruption, XLM TLM) build on."""
 
 from .clm import (DataCollatorForPackedCausalLM, causal_lm_dataset, corpus_document_token_ids, document_causal_bias,
@@ -16,6 +18,10 @@ from .span_corruption import (DataCollatorForSpanCorruption, pack_for_span_corru
                               random_spans_noise_mask, sentinel_ids, span_corruption_dataset,
                               span_corruption_lengths)
 from .recurrence import SegmentStreamDataset, split_into_streams
+from .budget import count_flops, steps_for_flop_budget, training_step_flops
+from .recipes import RECIPES, Recipe, recipe_for
+from .registry import OBJECTIVES, Objective, parse_objective, register_objective
+from .tokenized import TokenizedCorpus, cached_tokenizer, packed_dataset, paragraph_rows, tokenize_corpus
 from .rtd import DataCollatorForReplacedTokenDetection
 from .spans import (DataCollatorForNgramMasking, DataCollatorForSpanMasking, WordSpan,
                     clipped_geometric_probabilities, inverse_length_probabilities, sample_batch_word_spans,
@@ -24,7 +30,9 @@ from .templates import SpecialTokenTemplate
 from .tlm import DataCollatorForTranslationLM, build_tlm_example, tlm_dataset
 
 __all__ = [
-    "IGNORE_INDEX", "INPUT_FORMATS", "DataCollatorForMaskedLM", "DataCollatorForNgramMasking",
+    "IGNORE_INDEX", "INPUT_FORMATS", "OBJECTIVES", "RECIPES", "Objective", "Recipe", "TokenizedCorpus",
+    "cached_tokenizer", "count_flops", "packed_dataset", "paragraph_rows", "parse_objective", "recipe_for",
+    "register_objective", "steps_for_flop_budget", "tokenize_corpus", "training_step_flops", "DataCollatorForMaskedLM", "DataCollatorForNgramMasking",
     "DataCollatorForPackedCausalLM", "DataCollatorForPermutationLM", "DataCollatorForPrecomputedMasks",
     "DataCollatorForReplacedTokenDetection", "DataCollatorForSpanCorruption", "DataCollatorForSpanMasking", "DataCollatorForTranslationLM",
     "MaskingCollator", "SegmentStreamDataset", "SpecialTokenTemplate", "VocabInfo", "WordSpan", "build_nsp_pairs", "build_sop_pairs",

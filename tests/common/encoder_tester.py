@@ -289,6 +289,22 @@ def check_config_built_step_by_step(tester: EncoderTester, head: str) -> None:
     tester.classes[head](config)
 
 
+def check_inputs_without_batch_dim(tester: EncoderTester, head: str) -> None:
+    """One example passed without its batch dimension (1-D ``input_ids``, the usual mistake), alone
+    or with its other inputs cut the same way: a ValueError naming the input and the shape it
+    must have, raised before anything unpacks the shape (not a TypeError, an IndexError, or
+    Python's "not enough values to unpack")."""
+    model = tester.model(head).eval()
+    main = tester.classes[head].main_input_name
+    example = {name: value[0] for name, value in tester.inputs(head, labels=False).items()}
+    for call in ({main: example[main]}, example):
+        with pytest.raises(ValueError) as raised:
+            model(**call)
+        message = str(raised.value)
+        assert "shape" in message and any(name in message for name in (*call, "inputs")), (
+            f"{head}({', '.join(f'{k}: {tuple(v.shape)}' for k, v in call.items())}): unclear ValueError: {message}")
+
+
 ALL_CHECKS = [
     check_forward_shapes,
     check_loss,
@@ -299,4 +315,5 @@ ALL_CHECKS = [
     check_resize_token_embeddings,
     check_returned_states_in_graph,
     check_config_built_step_by_step,
+    check_inputs_without_batch_dim,
 ]

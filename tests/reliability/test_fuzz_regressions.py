@@ -263,3 +263,11 @@ def test_electra_pretraining_of_empty_sequences_names_input_ids():
     """(B, 0) input_ids with (B, T) labels: the label shape error came first, naming labels."""
     with pytest.raises(ValueError, match=r"empty batch: input_ids has shape \(2, 0\)"):
         tiny_model("electra", "ForPreTraining")(IDS[:, :0], labels=IDS)
+
+
+def test_gpt_double_heads_mask_without_its_batch_dim():
+    """A (C, T) mask beside (B, C, T) ids with B > 1 (25 examples per case): flattening to B*C rows
+    was a RuntimeError from reshape; now the backbone names the mask's shape."""
+    ids = torch.randint(3, 50, (2, 1, 4))
+    with pytest.raises(ValueError, match="attention_mask has shape"):
+        tiny_model("gpt", "DoubleHeadsModel")(ids, attention_mask=torch.ones(1, 4, dtype=torch.long))

@@ -28,7 +28,8 @@ from transformers.activations import ACT2FN
 from transformers.modeling_outputs import TokenClassifierOutput
 from transformers.utils import ModelOutput
 
-from ...modules.backbone import TransformerBackbone, TransformerPreTrainedModel, check_not_empty
+from ...modules.backbone import TransformerBackbone, TransformerPreTrainedModel
+from ...modules.embeddings import check_batch_shape
 from ...modules.heads import IGNORE_INDEX, MaskedLMHead, SummaryClassifier, check_label_shape, masked_lm_loss
 from ...modules.padding import selected_positions
 from ...modules.task_models import (
@@ -317,7 +318,7 @@ class ElectraForPreTraining(EncoderTaskModel, ElectraPreTrainedModel):
         (B, T, V) and the discriminator's logits on the input itself are returned, with no loss."""
         if input_ids is None or inputs_embeds is not None:
             raise ValueError("ElectraForPreTraining needs input_ids (it samples replacement ids), not inputs_embeds")
-        check_not_empty("input_ids", tuple(input_ids.shape), *input_ids.shape[:2])  # before the labels are checked against it
+        check_batch_shape("input_ids", input_ids)  # before the labels are checked against it
         if kwargs.get("next_sentence_label") is not None:
             raise ValueError("ELECTRA is pretrained without next sentence prediction: drop next_sentence_label")
         config = self.config

@@ -102,7 +102,9 @@ class GPTDoubleHeadsModel(GPTPreTrainedModel):
         batch, choices, length = reference.shape[:3]
 
         def flat(tensor):
-            return None if tensor is None else tensor.reshape(batch * choices, *tensor.shape[2:])
+            # (B, C, T, ...) -> (B*C, T, ...). A tensor of another shape (a mask without its batch
+            # dim) is flattened as far as it goes, and the backbone names its shape in a ValueError.
+            return None if tensor is None else tensor.reshape(-1, *tensor.shape[2:])
 
         out = self.transformer(
             input_ids=flat(input_ids), attention_mask=flat(attention_mask), token_type_ids=flat(token_type_ids),

@@ -27,7 +27,7 @@ from transformers.modeling_outputs import SequenceClassifierOutput
 
 from ...modules.backbone import TransformerPreTrainedModel
 from ...modules.decoder import DecoderBackbone
-from ...modules.embeddings import TransformerEmbeddings, check_index_range, check_not_empty
+from ...modules.embeddings import TransformerEmbeddings, check_ids_or_embeds, check_index_range
 from ...modules.encoder import LayerStack
 from ...modules.generation import DecoderForCausalLM
 from ...modules.heads import sequence_classification_loss
@@ -125,8 +125,7 @@ def last_token_positions(
     """(B, 1) position of each row's last token that is not ``pad_token_id`` (transformers' rule:
     the ids decide, not the attention mask); the last position when there are no ids to look at."""
     reference = input_ids if input_ids is not None else inputs_embeds
-    batch, length = reference.shape[:2]
-    check_not_empty("input_ids" if input_ids is not None else "inputs_embeds", tuple(reference.shape), batch, length)
+    batch, length = check_ids_or_embeds(input_ids, inputs_embeds)
     if pad_token_id is None and batch != 1:
         raise ValueError("GPT sequence classification reads the last non-padding token: set config.pad_token_id for batches > 1")
     if input_ids is None or pad_token_id is None:

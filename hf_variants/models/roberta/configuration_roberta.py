@@ -8,6 +8,9 @@ from huggingface_hub.dataclasses import strict
 
 from ...modules.configuration import TransformerConfig
 
+# transformers' model_types of the two families with this network (and their tokenizers).
+TRANSFORMERS_FAMILIES = ("roberta", "xlm-roberta")
+
 
 @strict
 class RobertaConfig(TransformerConfig):
@@ -30,9 +33,15 @@ class RobertaConfig(TransformerConfig):
     pad_token_id: int | None = 1  # <pad>; also the position padding index (real tokens start at pad_token_id + 1)
     bos_token_id: int | None = 0  # <s>: the first token, read by the sequence-classification head
     eos_token_id: int | None = 2  # </s>: ends a segment (pairs: <s> A </s></s> B </s>)
+    # The transformers family to_transformers builds by default: "roberta" or "xlm-roberta" (same
+    # network; the model_type a saved transformers folder gets, which picks its tokenizer class).
+    # Set from the source by from_transformers / from_pretrained, so a round trip keeps the class.
+    transformers_family: str = "roberta"
 
     def check_architecture(self) -> None:
         super().check_architecture()
+        if self.transformers_family not in TRANSFORMERS_FAMILIES:
+            raise ValueError(f"transformers_family must be one of {TRANSFORMERS_FAMILIES}, got {self.transformers_family!r}")
         if self.pad_token_id is None:
             raise ValueError("RoBERTa counts positions from the padding index: pad_token_id must be set")
         if self.position_embedding_type != "learned":

@@ -19,9 +19,12 @@ RobertaForQuestionAnswering       ``qa_outputs``                                
 RobertaForMultipleChoice          ``roberta.pooler.dense``, ``classifier``       ``roberta.pooler.dense``, ``classifier.out_proj``
 ================================  =============================================  ==================================
 
-``XLMRoberta*`` classes have the same keys: two transformers families for one variant
-(``to_transformers(model, transformers.XLMRobertaForMaskedLM)`` picks the second; the default is
-``Roberta*``). transformers' RoBERTa LM head applies GELU whatever ``hidden_act`` says (fairseq's
+``XLMRoberta*`` classes have the same keys: two transformers families for one variant. Our
+config's ``transformers_family`` records which one a model came from (``from_transformers`` and
+``from_pretrained`` set it from the source's model_type), and ``to_transformers`` builds that
+family by default, so an XLM-R model goes back to ``XLMRoberta*`` (and its saved folder keeps
+model_type "xlm-roberta", which picks XLM-R's tokenizer); ``to_transformers(model, cls)`` picks
+either explicitly. transformers' RoBERTa LM head applies GELU whatever ``hidden_act`` says (fairseq's
 uses the model's activation, as ours does): the two agree for every released checkpoint
 (``hidden_act="gelu"``). ``RobertaForPreTraining`` (MLM) converts to and from ``RobertaForMaskedLM``,
 which is what transformers' ``AutoModelForPreTraining`` builds for RoBERTa.
@@ -33,7 +36,7 @@ import transformers
 
 from ...conversion import KeyMap, VariantWeights, shared_config_fields
 from ..bert.weights import BACKBONE, BACKBONE_FUSED, head_renames
-from .configuration_roberta import RobertaConfig
+from .configuration_roberta import TRANSFORMERS_FAMILIES, RobertaConfig
 
 MLM_HEAD = head_renames(
     [("lm_head.dense", "mlm_head.transform.dense"), ("lm_head.layer_norm", "mlm_head.transform.layer_norm")]
@@ -66,9 +69,10 @@ FAMILIES = ("Roberta", "XLMRoberta")
 THEIR_HEAD = {head: head for head in KEY_MAP.heads} | {"ForPreTraining": "ForMaskedLM"}
 
 
-def config_to_theirs(config: RobertaConfig) -> transformers.RobertaConfig:
-    """Our config -> transformers' RobertaConfig, refusing what transformers' RoBERTa cannot
-    express (``WEIGHTS.config_to_family`` reads it as an XLMRobertaConfig where asked)."""
+def config_to_theirs(config: RobertaConfig) -> transformers.RobertaConfig | transformers.XLMRobertaConfig:
+    """Our config -> the config of its ``transformers_family`` (RobertaConfig or XLMRobertaConfig),
+    refusing what transformers' RoBERTa cannot express (``WEIGHTS.config_to_family`` reads it as
+    the other family's config where asked)."""
     required = {
         "pre_layer_norm": False,
         "layer_sharing": "none",
@@ -86,12 +90,29 @@ def config_to_theirs(config: RobertaConfig) -> transformers.RobertaConfig:
         raise ValueError(f"transformers' RoBERTa has no factorized embeddings (embedding_size={config.embedding_size})")
     if config.type_vocab_size < 1:
         raise ValueError("transformers' RoBERTa always has a segment table: type_vocab_size must be >= 1")
-    fields = shared_config_fields(config, transformers.RobertaConfig)
+    config_class = FAMILY_CONFIGS[config.transformers_family]
+    fields = shared_config_fields(config, config_class)
     fields.pop("position_embedding_type", None)  # ours "learned" is transformers' default "absolute"
-    return transformers.RobertaConfig(**fields)
+    return config_class(**fields)
 
 
-WEIGHTS = VariantWeights(
+# Our transformers_family -> the config class of that family.
+FAMILY_CONFIGS = {"roberta": transformers.RobertaConfig, "xlm-roberta": transformers.XLMRobertaConfig}
+assert tuple(FAMILY_CONFIGS) == TRANSFORMERS_FAMILIES
+
+
+class RobertaWeights(VariantWeights):
+    """VariantWeights recording which transformers family a translated config came from."""
+
+    def config_dict_to_ours(self, config_dict: dict) -> dict:
+        fields = super().config_dict_to_ours(config_dict)
+        # The source's model_type names the family (a config.json without one: RoBERTa's era).
+        if config_dict.get("model_type") in TRANSFORMERS_FAMILIES:
+            fields["transformers_family"] = config_dict["model_type"]
+        return fields
+
+
+WEIGHTS = RobertaWeights(
     config_class=RobertaConfig,
     key_map=KEY_MAP,
     transformers_classes={head: tuple(f"{family}{THEIR_HEAD[head]}" for family in FAMILIES) for head in KEY_MAP.heads},

@@ -25,8 +25,9 @@ from transformers.modeling_outputs import (
 )
 
 from ...modules.backbone import TransformerBackbone, TransformerPreTrainedModel
+from ...modules.cache import output_cache, with_cache
 from ...modules.decoder import DecoderBackbone, EncoderDecoderBackbone
-from ...modules.embeddings import TransformerEmbeddings, check_index_range, check_not_empty
+from ...modules.embeddings import TransformerEmbeddings, check_batch_shape, check_index_range
 from ...modules.encoder import LayerSpec, LayerStack
 from ...modules.attention import MultiHeadAttention
 from ...modules.feed_forward import FeedForward
@@ -228,7 +229,7 @@ class _T5EncoderDecoderHead(T5PreTrainedModel):
         if decoder_input_ids is None and decoder_inputs_embeds is None:
             if input_ids is None:
                 raise ValueError("pass input_ids (the decoder reads them shifted right), or decoder_input_ids")
-            check_not_empty("input_ids", tuple(input_ids.shape), *input_ids.shape[:2])  # before the shift indexes it
+            check_batch_shape("input_ids", input_ids)  # before the shift indexes it
             decoder_input_ids = shift_tokens_right(input_ids, self.config.pad_token_id, self.config.decoder_start_token_id)
         return self.transformer(
             input_ids=input_ids,
@@ -271,7 +272,7 @@ class T5ForSequenceClassification(_T5EncoderDecoderHead):
         """input_ids (B, S) with EOS tokens; labels (B,) (see sequence_classification_loss). Logits (B, num_labels)."""
         if input_ids is None:
             raise ValueError("T5ForSequenceClassification needs input_ids: it reads the state at the last EOS token")
-        check_not_empty("input_ids", tuple(input_ids.shape), *input_ids.shape[:2])  # before the eos count reads it
+        check_batch_shape("input_ids", input_ids)  # before the eos count reads it
         check_index_range(input_ids, self.config.vocab_size, "input_ids", "vocab_size")
         if decoder_input_ids is not None and decoder_input_ids.shape[-1] != input_ids.shape[-1]:
             raise ValueError(
@@ -297,7 +298,7 @@ class T5ForSequenceClassification(_T5EncoderDecoderHead):
         logits = self.classification_head(summary, None)
         loss = sequence_classification_loss(self.config, logits, labels) if labels is not None else None
         output = Seq2SeqSequenceClassifierOutput(
-            loss=loss, logits=logits, past_key_values=out.past_key_values,
+            loss=loss, logits=logits, **with_cache(output_cache(out)),
             decoder_hidden_states=out.decoder_hidden_states, decoder_attentions=out.decoder_attentions,
             cross_attentions=out.cross_attentions,
             encoder_last_hidden_state=out.encoder_last_hidden_state, encoder_hidden_states=out.encoder_hidden_states,
@@ -348,7 +349,7 @@ class T5ForQuestionAnswering(_T5EncoderDecoderHead):
         start_logits, end_logits = (x.squeeze(-1).contiguous() for x in self.qa_outputs(out.last_hidden_state).split(1, dim=-1))
         loss = span_extraction_loss(start_logits, end_logits, start_positions, end_positions) if training else None
         output = Seq2SeqQuestionAnsweringModelOutput(
-            loss=loss, start_logits=start_logits, end_logits=end_logits, past_key_values=out.past_key_values,
+            loss=loss, start_logits=start_logits, end_logits=end_logits, **with_cache(output_cache(out)),
             decoder_hidden_states=out.decoder_hidden_states, decoder_attentions=out.decoder_attentions,
             cross_attentions=out.cross_attentions,
             encoder_last_hidden_state=out.encoder_last_hidden_state, encoder_hidden_states=out.encoder_hidden_states,

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from transformers import GenerationMixin
 from transformers import initialization as init
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.utils import ModelOutput
@@ -36,7 +35,7 @@ from ...modules.dropout import Dropout
 from ...modules.embeddings import embed_token_ids
 from ...modules.feed_forward import FeedForward
 from ...modules.heads import IGNORE_INDEX, check_class_labels, cross_entropy_or_zero
-from ...modules.memory import SegmentMemory, reorder_memories
+from ...modules.memory import MemoryGenerationMixin, SegmentMemory
 from ...modules.norms import build_norm
 from ...modules.padding import additive_mask
 from ...modules.relative_attention import KeyValuePrefix, RelativeAttention, relative_encodings
@@ -239,7 +238,7 @@ def adaptive_tied_weights(config: TransfoXLConfig) -> dict[str, str]:
     return tied
 
 
-class TransfoXLLMHeadModel(TransfoXLPreTrainedModel, GenerationMixin):
+class TransfoXLLMHeadModel(TransfoXLPreTrainedModel, MemoryGenerationMixin):
     """Next-token prediction: logits = h E^T + b (tied softmax), loss = cross-entropy of
     logits[:, :-1] against labels[:, 1:] (-100 ignored). With an adaptive vocabulary
     (``config.adaptive_softmax``), ``lm_head`` is the projected adaptive softmax, ``logits`` (B, T, V) are
@@ -264,22 +263,17 @@ class TransfoXLLMHeadModel(TransfoXLPreTrainedModel, GenerationMixin):
     # generate(): the prompt runs once, then each new token runs alone on the memory of everything
     # before it (the paper's fast evaluation, sec. 3.2). Exact equal to recomputing the whole text
     # while it fits in mem_len; beyond that each token sees the last mem_len states, as in training.
-    @classmethod
-    def _supports_default_dynamic_cache(cls) -> bool:
-        return False  # the cache is ``mems`` (one (M, B, H) tensor per layer), not key/value pairs
-
-    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, mem_len=None, use_cache=True, **kwargs) -> dict:
-        """``past_key_values`` are the previous step's ``mems`` (generate() hands them back under
-        that name). With ``mem_len=0`` (no memory) or ``use_cache=False`` every step recomputes the text."""
+    def prepare_inputs_for_generation(self, input_ids, mems=None, mem_len=None, use_cache=True, **kwargs) -> dict:
+        """``mems``: the previous step's memories (see MemoryGenerationMixin). With ``mem_len=0``
+        (no memory) or ``use_cache=False`` every step recomputes the text."""
+        self.check_no_key_value_cache(kwargs)
         recurrent = use_cache and (self.config.mem_len if mem_len is None else mem_len) > 0
         inputs = {"mem_len": mem_len, "use_mems": recurrent, "logits_to_keep": kwargs.get("logits_to_keep", 0)}
-        if recurrent and past_key_values:
-            inputs.update(input_ids=input_ids[:, -1:], mems=past_key_values)
+        if recurrent and mems:
+            inputs.update(input_ids=input_ids[:, -1:], mems=mems)
         else:  # the first step: the padding check sees the whole attention mask
             inputs.update(input_ids=input_ids, attention_mask=kwargs.get("attention_mask"))
         return inputs
-
-    _reorder_cache = staticmethod(reorder_memories)  # beam search: mems follow the chosen beams
 
     def get_output_embeddings(self) -> nn.Linear | None:
         return None if self.config.adaptive_softmax else self.lm_head

@@ -29,7 +29,7 @@ from transformers import initialization as init
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
 from ...modules.backbone import TransformerBackbone, TransformerPreTrainedModel
-from ...modules.embeddings import TransformerEmbeddings, check_index_range, sinusoidal_table
+from ...modules.embeddings import TransformerEmbeddings, check_ids_or_embeds, check_index_range, sinusoidal_table
 from ...modules.heads import MaskedLMHead, SequenceSummary
 from ...modules.task_models import (
     EncoderForMaskedLM,
@@ -169,10 +169,8 @@ class XLMModel(TransformerBackbone, XLMPreTrainedModel):
         """transformers' XLMModel arguments (no ``cache``): ``langs`` (B, T) language ids,
         ``lengths`` (B,) real tokens per row (an alternative to ``attention_mask``); the rest and
         the outputs as :meth:`TransformerBackbone.forward` (pooler_output is None)."""
-        if (input_ids is None) == (inputs_embeds is None):
-            raise ValueError("pass exactly one of input_ids or inputs_embeds")
+        batch, length = check_ids_or_embeds(input_ids, inputs_embeds)
         reference = input_ids if input_ids is not None else inputs_embeds
-        batch, length = reference.shape[:2]
         attention_mask = padding_mask(
             input_ids, attention_mask, lengths, self.config.pad_token_id, batch, length, reference.device
         )

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 from torch.nn import functional as F
-from transformers import GenerationMixin
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers import initialization as init
 from transformers.modeling_outputs import (
@@ -49,7 +48,7 @@ from ...modules.dropout import Dropout
 from ...modules.embeddings import embed_token_ids
 from ...modules.feed_forward import FeedForward
 from ...modules.heads import SequenceSummary, check_class_labels, cross_entropy_or_zero
-from ...modules.memory import SegmentMemory, reorder_memories
+from ...modules.memory import MemoryGenerationMixin, SegmentMemory
 from ...modules.norms import build_norm
 from ...modules.padding import additive_mask, bucket_rows, worth_unpadding
 from ...modules.relative_attention import KeyValuePrefix, RelativeAttention, relative_encodings
@@ -397,7 +396,7 @@ def check_shape(tensor: torch.Tensor, expected: tuple[int, ...], name: str) -> N
         raise ValueError(f"{name} has shape {tuple(tensor.shape)}, expected {tuple(expected)}")
 
 
-class XLNetLMHeadModel(XLNetPreTrainedModel, GenerationMixin):
+class XLNetLMHeadModel(XLNetPreTrainedModel, MemoryGenerationMixin):
     """Permutation LM head: logits = h W_emb^T + b at the ``target_mapping`` predictions (B, P, V)
     (or every position (B, T, V) without one); loss = cross-entropy against ``labels`` (B, P)
     (or (B, T)), -100 ignored. Batches come from ``hf_variants.objectives.DataCollatorForPermutationLM``."""
@@ -415,11 +414,11 @@ class XLNetLMHeadModel(XLNetPreTrainedModel, GenerationMixin):
     # (transformers' XLNet does the same, so greedy generation matches it token for token).
     GENERATION_OVERLAP = 2
 
-    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, use_mems=None, **kwargs) -> dict:
-        """``past_key_values`` are the ``mems`` of the previous step (generate() keeps them under that
-        name, and creates no Cache for classes named XLNet)."""
+    def prepare_inputs_for_generation(self, input_ids, mems=None, use_mems=None, **kwargs) -> dict:
+        """``mems``: the previous step's memories (see MemoryGenerationMixin)."""
+        self.check_no_key_value_cache(kwargs)
         batch = input_ids.shape[0]
-        if past_key_values:
+        if mems:
             input_ids = input_ids[:, -self.GENERATION_OVERLAP:]
         input_ids = torch.cat([input_ids, input_ids.new_zeros(batch, 1)], dim=1)
         length = input_ids.shape[1]
@@ -428,14 +427,14 @@ class XLNetLMHeadModel(XLNetPreTrainedModel, GenerationMixin):
         target_mapping = torch.zeros(batch, 1, length, device=input_ids.device)
         target_mapping[:, 0, -1] = 1.0  # predict it
         inputs = {"input_ids": input_ids, "perm_mask": perm_mask, "target_mapping": target_mapping, "use_mems": use_mems}
-        if past_key_values:
+        if mems:
             # The overlap is recomputed: drop it from the memory.
-            inputs["mems"] = tuple(layer[: -self.GENERATION_OVERLAP] for layer in past_key_values)
-        skipped = {"attention_mask", "use_cache", "past_key_values", "cache_position", "position_ids"}
+            inputs["mems"] = tuple(layer[: -self.GENERATION_OVERLAP] for layer in mems)
+        # generate()'s bookkeeping (mask, positions, step flags) is not an XLNet input
+        skipped = {"attention_mask", "use_cache", "cache", "past_key_values", "cache_position", "position_ids",
+                   "next_sequence_length", "is_first_iteration"}
         inputs.update({key: value for key, value in kwargs.items() if key not in skipped and key not in inputs})
         return inputs
-
-    _reorder_cache = staticmethod(reorder_memories)  # beam search: mems follow the chosen beams
 
     def get_output_embeddings(self) -> nn.Linear:
         return self.lm_loss

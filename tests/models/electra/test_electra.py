@@ -14,7 +14,8 @@ from transformers import AutoModelForMaskedLM, AutoModelForPreTraining
 import hf_variants
 from hf_variants import ElectraConfig, ElectraForPreTraining
 from hf_variants.models.electra.modeling_electra import gumbel_max_sample
-from encoder_tester import ALL_CHECKS, TINY, EncoderTester, check_returned_states_in_graph, check_save_load
+from encoder_tester import (ALL_CHECKS, TINY, EncoderTester, check_inputs_without_batch_dim, check_returned_states_in_graph,
+                            check_save_load)
 
 SPEC = hf_variants.registry.SPECS["hfv_electra"]
 # The RTD model has no entry in the shared tester's tables; it is checked below and in the parity tests.
@@ -46,6 +47,16 @@ def test_shared_checks(check, head):
 @pytest.mark.parametrize("head", HEADS)
 def test_save_load_round_trip(head, tmp_path):
     check_save_load(TESTER, head, tmp_path)
+
+
+def test_replaced_token_detection_refuses_ids_without_a_batch_dim():
+    """The shared check on the one head outside the tester's tables (the others run it in
+    test_shared_checks): every ELECTRA head answers 1-D input_ids with the same clear ValueError."""
+    rtd = ElectraTester(ElectraConfig, {"ForReplacedTokenDetection": SPEC.classes["ForReplacedTokenDetection"]},
+                        config_overrides={"embedding_size": 16})
+    check_inputs_without_batch_dim(rtd, "ForReplacedTokenDetection")
+    with pytest.raises(ValueError, match=r"input_ids must be \(batch, length\), got shape \(10,\)"):
+        ElectraForPreTraining(tiny_config())(input_ids=torch.randint(5, 99, (10,)))
 
 
 def tiny_config(**overrides) -> ElectraConfig:

@@ -3,6 +3,8 @@ directions (fp32, max abs diff <= 1e-5): every head, eager and sdpa, no / right 
 ids and inputs_embeds, gradients, and ``Roberta<Head>.from_pretrained`` of folders saved by
 transformers (converted on load by the one key map of ``models/roberta/weights.py``)."""
 
+import shutil
+
 import pytest
 import torch
 import transformers
@@ -98,14 +100,58 @@ def test_pretraining_model_is_their_masked_lm(family, padding):
     check_parity(theirs, ours, back, "ForMaskedLM", padding)
 
 
-def test_to_transformers_defaults_to_roberta_and_xlm_roberta_converts_back():
-    theirs = reference("XLMRoberta", "ForSequenceClassification", "sdpa")
+@pytest.mark.parametrize("family", FAMILIES)
+def test_to_transformers_gives_back_the_family_it_came_from(family):
+    """A round trip keeps the class: RoBERTa goes back to Roberta*, XLM-RoBERTa to XLMRoberta*;
+    either can be asked for explicitly, and a class of another variant is refused."""
+    theirs = reference(family, "ForSequenceClassification", "sdpa")
     ours = hf_variants.from_transformers(theirs)
-    assert type(hf_variants.to_transformers(ours)) is transformers.RobertaForSequenceClassification
-    assert type(hf_variants.to_transformers(ours, transformers.XLMRobertaForSequenceClassification)).__name__ == (
-        "XLMRobertaForSequenceClassification")
+    assert ours.config.transformers_family == theirs.config.model_type
+    back = hf_variants.to_transformers(ours)
+    assert type(back) is type(theirs) and back.config.model_type == theirs.config.model_type
+    for other in FAMILIES:
+        assert type(hf_variants.to_transformers(ours, getattr(transformers, f"{other}ForSequenceClassification"))).__name__ == (
+            f"{other}ForSequenceClassification")
     with pytest.raises(ValueError, match="of class BertForSequenceClassification"):
         hf_variants.to_transformers(ours, transformers.BertForSequenceClassification)
+
+
+def test_a_model_built_by_us_converts_to_roberta_unless_its_config_says_xlm_roberta():
+    assert type(hf_variants.to_transformers(hf_variants.RobertaModel(hf_variants.RobertaConfig(**TINY))))\
+        is transformers.RobertaModel
+    xlmr = hf_variants.RobertaModel(hf_variants.RobertaConfig(**TINY, transformers_family="xlm-roberta"))
+    assert type(hf_variants.to_transformers(xlmr)) is transformers.XLMRobertaModel
+    assert hf_variants.named_config("xlmr-base").transformers_family == "xlm-roberta"
+    assert hf_variants.named_config("roberta-base").transformers_family == "roberta"
+    with pytest.raises(ValueError, match="transformers_family must be one of"):
+        hf_variants.RobertaModel(hf_variants.RobertaConfig(**TINY, transformers_family="xlm"))
+
+
+@pytest.mark.parametrize("head", ["ForMaskedLM", "ForPreTraining"])
+def test_xlm_roberta_folder_round_trip_keeps_the_class_and_its_tokenizer(head, tmp_path):
+    """An XLM-R folder saved by transformers -> ours -> saved in our format -> reloaded ->
+    to_transformers: XLMRobertaForMaskedLM again with the same weights, and the folder it saves
+    has model_type "xlm-roberta". That model_type is what maps a folder holding only tokenizer.json
+    (as xlm-roberta-base on the Hub: no tokenizer_class recorded) to XLM-R's tokenizer: read as
+    "roberta", the same file gives RobertaTokenizer and other ids."""
+    theirs = reference("XLMRoberta", "ForMaskedLM", "sdpa")
+    theirs.save_pretrained(tmp_path / "theirs")
+    ours = getattr(hf_variants, f"Roberta{head}").from_pretrained(tmp_path / "theirs")
+    assert ours.config.transformers_family == "xlm-roberta"
+    ours.save_pretrained(tmp_path / "ours")
+    reloaded = HEAD_AUTO_CLASSES[head].from_pretrained(tmp_path / "ours")
+    assert reloaded.config.transformers_family == "xlm-roberta"
+    back = hf_variants.to_transformers(reloaded)
+    assert type(back) is transformers.XLMRobertaForMaskedLM
+    for name, tensor in theirs.state_dict().items():
+        assert torch.equal(back.state_dict()[name], tensor), name
+    back.save_pretrained(tmp_path / "back")
+    assert transformers.AutoConfig.from_pretrained(tmp_path / "back").model_type == "xlm-roberta"
+    pieces = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0), ("\u2581a", -1.0), ("\u2581b", -2.0), ("<mask>", 0.0)]
+    transformers.XLMRobertaTokenizer(vocab=pieces).save_pretrained(tmp_path / "tokenizer")
+    shutil.copy(tmp_path / "tokenizer" / "tokenizer.json", tmp_path / "back")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "back")
+    assert type(tokenizer) is transformers.XLMRobertaTokenizer and tokenizer("a b")["input_ids"] == [0, 4, 5, 2]
 
 
 @pytest.mark.parametrize("impl", ["eager", "sdpa"])
