@@ -116,6 +116,8 @@ PARALLEL_OBJECTIVES = ("tlm",)
 class PretrainingArguments:
     model_name_or_path: str = field(default="bert-mini", metadata={
         "help": "a modeling_configs/ name (from scratch) or a checkpoint folder"})
+    config_overrides: str | None = field(default=None, metadata={
+        "help": "from scratch: override config fields, e.g. 'discriminator_weight=10,hidden_dropout_prob=0.0'"})
     objective: str | None = field(default=None, metadata={
         "help": "mlm | span | ngram, optionally +nsp or +sop (mlm+nsp, mlm+sop, ngram+sop), rtd (ELECTRA), "
                 "plm (XLNet), tlm (XLM, with a parallel --corpus) or span-corruption (T5); default: the model's paper"})
@@ -255,9 +257,14 @@ def load_text(args: PretrainingArguments, minimum_documents: int,
     return corpus.select(train_rows), corpus.select(validation_rows)
 
 
-def load_config(name_or_path: str):
+def load_config(name_or_path: str, overrides: str | None = None):
     if is_named_config(name_or_path):
-        return named_config(name_or_path), True
+        config = named_config(name_or_path)
+        if overrides:
+            config.update_from_string(overrides)  # raises ValueError naming an unknown key
+        return config, True
+    if overrides:
+        raise ValueError(f"--config_overrides changes a config trained from scratch; {name_or_path} is a checkpoint")
     if not (Path(name_or_path) / "config.json").is_file():
         raise ValueError(f"--model_name_or_path {name_or_path!r} is neither a modeling_configs/ name nor a checkpoint")
     return AutoConfig.from_pretrained(name_or_path), False
@@ -494,7 +501,7 @@ def main(argv: list[str] | None = None) -> dict:
     args, training_args = parse_arguments(PretrainingArguments, argv, learning_rate=1e-4, warmup_steps=0.01,
                                           lr_scheduler_type="linear")
 
-    config, from_scratch = load_config(args.model_name_or_path)
+    config, from_scratch = load_config(args.model_name_or_path, args.config_overrides)
     # The paper's objective, from the variant's spec.
     masking, sentence_task = parse_objective(args.objective or spec_for(config.model_type).pretraining_objective)
     input_format = args.input_format or ("segment-pair" if sentence_task else "full-sentences")

@@ -21,9 +21,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import math
+
 import torch
 from torch import nn
 from torch.nn import functional as F
+from transformers import initialization as init
 from transformers.activations import ACT2FN
 from transformers.modeling_outputs import TokenClassifierOutput
 from transformers.utils import ModelOutput
@@ -249,6 +252,13 @@ class ElectraForPreTraining(EncoderTaskModel, ElectraPreTrainedModel):
         # save_pretrained reads the instance's map to store each shared tensor once.
         self._tied_weights_keys = {**type(self)._tied_weights_keys, **self._shared_embedding_keys()}
         self.post_init()
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        super()._init_weights(module)
+        if isinstance(module, ReplacedTokenDetectionHead) and self.config.discriminator_prior_bias:
+            p = self.config.mlm_probability
+            init.constant_(module.dense_prediction.bias, math.log(p / (1.0 - p)))
 
     # ------------------------------------------------------------------ shared weights
     def _shared_embedding_keys(self) -> dict[str, str]:
