@@ -227,6 +227,12 @@ class ElectraForPreTraining(EncoderTaskModel, ElectraPreTrainedModel):
        only where the sample differs from the original (a correct guess counts as original);
     4. returns loss = ``generator_weight`` x MLM + ``discriminator_weight`` x RTD, both reported.
 
+    One departure from the original's initialisation (``discriminator_prior_bias``, on by default):
+    the RTD logit bias starts at log(p / (1 - p)), p = ``mlm_probability``, not 0. From 0, Adam fit
+    that constant through every position-independent encoder weight at once, collapsing the
+    discriminator's token states onto one direction, and a short run's checkpoint could not be
+    fine-tuned (docs/electra_rootcause.md).
+
     Weights: ``electra`` + ``discriminator_predictions`` are the discriminator, under the names of
     :class:`ElectraForReplacedTokenDetection`, so this checkpoint loads into every fine-tuning head
     with ``from_pretrained``. ``generator`` + ``generator_mlm_head`` are the generator;
@@ -255,6 +261,8 @@ class ElectraForPreTraining(EncoderTaskModel, ElectraPreTrainedModel):
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
+        """The original's init, but the RTD logit bias at the prior log-odds (class docstring).
+        Through transformers.initialization: a bias loaded from a checkpoint is left alone."""
         super()._init_weights(module)
         if isinstance(module, ReplacedTokenDetectionHead) and self.config.discriminator_prior_bias:
             p = self.config.mlm_probability

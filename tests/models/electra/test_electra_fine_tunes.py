@@ -13,8 +13,9 @@ bias at the prior log-odds (``config.discriminator_prior_bias``).
 Here at a tiny size, in seconds: 60 RTD steps on Zipf-distributed token rows (batches as the RTD
 collator makes them), then a small classifier is fine-tuned on a task that needs the content
 (does token A occur more often than token B). Before the fix the token states collapsed (cosine
-0.87) and every fine-tuning seed stayed at the majority class; after it, cosine 0.41 and the
-fine-tuned accuracy is far above the majority.
+0.866) and both fine-tuning seeds answered the majority class for every row (accuracy - majority
+= 0.000, 0.000); after it, cosine 0.391 and accuracy - majority = 0.101, 0.006. (At this size the
+collapsed model escapes after ~100 fine-tuning steps; at electra-mini's it had not after 530.)
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ def test_rtd_pretrained_discriminator_does_not_collapse_and_fine_tunes(tmp_path)
     for seed in (1, 2):
         accuracy, majority = fine_tuned_accuracy(str(tmp_path), seed)
         gains.append(accuracy - majority)
-    assert sum(gains) / len(gains) > 0.05, f"fine-tuning stays near the majority class: accuracy - majority = {gains}"
+    assert sum(gains) / len(gains) > 0.025, f"fine-tuning stays at the majority class: accuracy - majority = {gains}"
 
 
 def test_rtd_logit_bias_starts_at_the_prior_only_in_the_joint_model(tmp_path):
