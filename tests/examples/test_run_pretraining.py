@@ -136,3 +136,16 @@ def test_two_process_ddp_pretraining_shares_one_trained_tokenizer(tmp_path):
     assert results["world_size"] == 2 and results["global_step"] == 2 and results["after_training"]["mlm_loss"] > 0
     digests = re.findall(r"process (\d) of 2: tokenizer vocabulary digest (\w+)", completed.stdout + completed.stderr)
     assert sorted(rank for rank, _ in digests) == ["0", "1"] and len({digest for _, digest in digests}) == 1
+
+
+def test_config_overrides_change_a_config_trained_from_scratch_only(tmp_path):
+    """--config_overrides sets fields of a named config (e.g. ELECTRA's loss weight or the original's
+    zero RTD bias, as docs/electra_rootcause.md compares); unknown keys and checkpoints are refused."""
+    script = load_script()
+    config, from_scratch = script.load_config("electra-mini", "discriminator_weight=10,discriminator_prior_bias=false")
+    assert from_scratch and config.discriminator_weight == 10 and config.discriminator_prior_bias is False
+    with pytest.raises(ValueError, match="no_such_field"):
+        script.load_config("electra-mini", "no_such_field=1")
+    config.save_pretrained(tmp_path)
+    with pytest.raises(ValueError, match="trained from scratch"):
+        script.load_config(str(tmp_path), "discriminator_weight=10")
