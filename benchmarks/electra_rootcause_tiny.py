@@ -8,7 +8,13 @@ Pretrains a tiny joint ELECTRA (V=300, H=64, 2 layers) for STEPS on Zipf token r
 (does word 5 occur more often than word 6) from it with seeds 1-3 and from random weights (seed 1).
 Results in docs/electra_rootcause/tiny_scale.json.
 """
-import sys, time, torch, hf_variants  # noqa: E401
+import sys
+import tempfile
+import time
+
+import torch
+
+import hf_variants
 from torch.nn import functional as F
 from transformers import AutoModelForPreTraining
 from hf_variants.models.electra.modeling_electra import ElectraForSequenceClassification
@@ -44,18 +50,18 @@ with torch.no_grad():
     print("  per-layer token cosine", [round(cosof(h), 3) for h in hs], "word-emb cosine (frequent 56)", round(cosof(E), 3),
           "first-token cos", round(cosof(hs[-1][:, 0]), 3))
 print(f"prior={prior} pretrain {steps} steps lr {lr}: rtd loss {float(out.discriminator_loss):.3f} bias {float(model.discriminator_predictions.dense_prediction.bias):.3f} token cosine {cos:.3f} ({time.time()-t0:.1f}s)")
-model.save_pretrained("/tmp/etest/ckpt")
+checkpoint = tempfile.mkdtemp()
+model.save_pretrained(checkpoint)
 # fine-tune: label = does token 5 occur more often than token 6
 def task(n):
     ids = rows(n); y = ((ids == 5).sum(1) > (ids == 6).sum(1)).long(); return ids, y
-import itertools
 for pretrained, fseed in [(True, 1), (True, 2), (True, 3), (False, 1)]:
     torch.manual_seed(fseed)
-    clf = ElectraForSequenceClassification.from_pretrained("/tmp/etest/ckpt", num_labels=2) if pretrained else ElectraForSequenceClassification(cfg.__class__(**{**cfg.to_dict(), "num_labels": 2}))
+    clf = ElectraForSequenceClassification.from_pretrained(checkpoint, num_labels=2) if pretrained else ElectraForSequenceClassification(cfg.__class__(**{**cfg.to_dict(), "num_labels": 2}))
     o = torch.optim.AdamW(clf.parameters(), lr=1e-3)
     losses = []
     for step in range(int(sys.argv[5]) if len(sys.argv) > 5 else 60):
         clf.train(); ids, y = task(32); loss = clf(input_ids=ids, labels=y).loss; loss.backward(); o.step(); o.zero_grad(); losses.append(float(loss))
     clf.eval(); ids, y = task(512)
     with torch.no_grad(): acc = float((clf(input_ids=ids).logits.argmax(-1) == y).float().mean())
-    print(f"  fine-tune {'pretrained' if pretrained else 'random'} seed {fseed}: loss first10 {sum(losses[:10])/10:.3f} last10 {sum(losses[-10:])/10:.3f} acc {acc:.3f} (base {float(y.float().mean()):.3f}) {time.time()-t0:.1f}s")
+    print(f"  fine-tune {'pretrained' if pretrained else 'random'} seed {fseed}: loss first10 {sum(losses[:10])/10:.3f} last10 {sum(losses[-10:])/10:.3f} acc {acc:.3f} (positive rate = majority here {float(y.float().mean()):.3f}) {time.time()-t0:.1f}s")

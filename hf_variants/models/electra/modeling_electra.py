@@ -19,9 +19,8 @@ its paper's pretraining objective. transformers' class maps onto
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import math
+from dataclasses import dataclass
 
 import torch
 from torch import nn
