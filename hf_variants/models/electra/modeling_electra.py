@@ -229,8 +229,8 @@ class ElectraForPreTraining(EncoderTaskModel, ElectraPreTrainedModel):
     One departure from the original's initialisation (``discriminator_prior_bias``, on by default):
     the RTD logit bias starts at log(p / (1 - p)), p = ``mlm_probability``, not 0. From 0, Adam fit
     that constant through every position-independent encoder weight at once, collapsing the
-    discriminator's token states onto one direction, and a short run's checkpoint could not be
-    fine-tuned (docs/electra_rootcause.md).
+    discriminator's token states onto one direction, and fine-tuning a short run's checkpoint sat
+    at ln 2 for hundreds of steps (docs/electra_rootcause.md).
 
     Weights: ``electra`` + ``discriminator_predictions`` are the discriminator, under the names of
     :class:`ElectraForReplacedTokenDetection`, so this checkpoint loads into every fine-tuning head
