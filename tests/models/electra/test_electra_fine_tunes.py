@@ -7,8 +7,8 @@ logit of about -1.7 for every token. Adam moves the single bias by about one lea
 step, but moves the thousands of position-independent encoder weights (biases, LayerNorm shifts,
 the segment row every token adds) by the same amount each: the constant was written into every
 token's state, which collapsed onto one shared direction (token cosine 0.95 in the last layer),
-and fine-tuning could not read the sentence from the first token. The joint model now starts that
-bias at the prior log-odds (``config.discriminator_prior_bias``).
+and fine-tuning sat on the ln 2 plateau for hundreds of steps with little to read in the first
+token. The joint model now starts that bias at the prior log-odds (``config.discriminator_prior_bias``).
 
 Here at a tiny size, in seconds: 60 RTD steps on Zipf-distributed token rows (batches as the RTD
 collator makes them), then a small classifier is fine-tuned on a task that needs the content
