@@ -91,6 +91,8 @@ logger = logging.getLogger("run_pretraining")
 class PretrainingArguments:
     model_name_or_path: str = field(default="bert-mini", metadata={
         "help": "a modeling_configs/ name (from scratch) or a checkpoint folder"})
+    config_overrides: str | None = field(default=None, metadata={
+        "help": "from scratch: override config fields, e.g. 'discriminator_weight=10,hidden_dropout_prob=0.0'"})
     objective: str | None = field(default=None, metadata={
         "help": "mlm | span | ngram, optionally +nsp or +sop (mlm+nsp, mlm+sop, ngram+sop), rtd (ELECTRA), "
                 "plm (XLNet), tlm (XLM, with a parallel --corpus) or span-corruption (T5); default: the model's paper"})
@@ -143,9 +145,14 @@ def parse_objective(objective: str) -> tuple[str, str | None]:
     return registered.name, sentence_task
 
 
-def load_config(name_or_path: str):
+def load_config(name_or_path: str, overrides: str | None = None):
     if is_named_config(name_or_path):
-        return named_config(name_or_path), True
+        config = named_config(name_or_path)
+        if overrides:
+            config.update_from_string(overrides)  # raises ValueError naming an unknown key
+        return config, True
+    if overrides:
+        raise ValueError(f"--config_overrides changes a config trained from scratch; {name_or_path} is a checkpoint")
     if not (Path(name_or_path) / "config.json").is_file():
         raise ValueError(f"--model_name_or_path {name_or_path!r} is neither a modeling_configs/ name nor a checkpoint")
     return AutoConfig.from_pretrained(name_or_path), False
@@ -426,7 +433,7 @@ def main(argv: list[str] | None = None) -> dict:
     # Trainer counts the real tokens of each step (kept in checkpoints): tokens/s and the tokens seen.
     training_args.include_num_input_tokens_seen = "non_padding"
 
-    config, from_scratch = load_config(args.model_name_or_path)
+    config, from_scratch = load_config(args.model_name_or_path, args.config_overrides)
     # The paper's objective, from the variant's spec.
     objective, sentence_task = parse_registered_objective(args.objective or spec_for(config.model_type).pretraining_objective)
     masking = objective.name

@@ -101,14 +101,16 @@ def test_spanbert_pretrains_with_the_span_boundary_objective(tmp_path):
 def test_electra_pretrains_generator_and_discriminator_and_both_losses_fall(tmp_path):
     """--model_name_or_path electra-mini: the spec's default objective is replaced token detection;
     the generator's MLM loss and the discriminator's RTD loss both fall on real text, and the saved
-    joint checkpoint loads into a fine-tuning head."""
+    joint checkpoint loads into a fine-tuning head. The RTD loss starts at the prior's (~0.41, its
+    logit bias at the log-odds of the masking rate: docs/electra_rootcause.md), not at ln 2."""
     script = load_script()
     args = [a if a != "bert-tiny" else "electra-mini" for a in COMMON]
     results = script.main(args + ["--max_steps", "16", "--save_steps", "100", "--output_dir", str(tmp_path / "el")])
     before, after = results["before_training"], results["after_training"]
     assert results["objective"] == "rtd"
     assert after["mlm_loss"] < before["mlm_loss"] - 0.3
-    assert after["discriminator_loss"] < before["discriminator_loss"] - 0.1
+    assert before["discriminator_loss"] < 0.5
+    assert after["discriminator_loss"] < before["discriminator_loss"]
     saved = load_file(tmp_path / "el" / "model.safetensors")
     assert any(k.startswith("generator.") for k in saved) and any(k.startswith("discriminator_predictions.") for k in saved)
     classifier = AutoModelForSequenceClassification.from_pretrained(tmp_path / "el", num_labels=2)
@@ -134,3 +136,16 @@ def test_two_process_ddp_pretraining_shares_one_trained_tokenizer(tmp_path):
     assert results["world_size"] == 2 and results["global_step"] == 2 and results["after_training"]["mlm_loss"] > 0
     digests = re.findall(r"process (\d) of 2: tokenizer vocabulary digest (\w+)", completed.stdout + completed.stderr)
     assert sorted(rank for rank, _ in digests) == ["0", "1"] and len({digest for _, digest in digests}) == 1
+
+
+def test_config_overrides_change_a_config_trained_from_scratch_only(tmp_path):
+    """--config_overrides sets fields of a named config (e.g. ELECTRA's loss weight or the original's
+    zero RTD bias, as docs/electra_rootcause.md compares); unknown keys and checkpoints are refused."""
+    script = load_script()
+    config, from_scratch = script.load_config("electra-mini", "discriminator_weight=10,discriminator_prior_bias=false")
+    assert from_scratch and config.discriminator_weight == 10 and config.discriminator_prior_bias is False
+    with pytest.raises(ValueError, match="no_such_field"):
+        script.load_config("electra-mini", "no_such_field=1")
+    config.save_pretrained(tmp_path)
+    with pytest.raises(ValueError, match="trained from scratch"):
+        script.load_config(str(tmp_path), "discriminator_weight=10")

@@ -33,6 +33,9 @@ class ElectraConfig(TransformerConfig):
     discriminator_weight: float = 50.0  # lambda of the paper (sec. 2): the RTD loss is ~50x smaller than the MLM loss
     sampling_temperature: float = 1.0  # generator samples softmax(logits / T) by Gumbel-max (the original's temperature)
     mlm_probability: float = 0.15  # fraction of tokens the RTD collator masks (Large: 0.25); read by run_pretraining, not the model
+    # The joint model's RTD logit bias starts at log(p / (1 - p)), p = mlm_probability (the fraction
+    # replaced while the generator is untrained), instead of 0 (docs/electra_rootcause.md).
+    discriminator_prior_bias: bool = True
     summary_last_dropout: float = 0.1  # multiple choice: dropout after the summary dense + gelu (transformers' name)
 
     def check_architecture(self) -> None:

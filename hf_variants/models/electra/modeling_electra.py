@@ -19,11 +19,13 @@ its paper's pretraining objective. transformers' class maps onto
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 from torch.nn import functional as F
+from transformers import initialization as init
 from transformers.activations import ACT2FN
 from transformers.modeling_outputs import TokenClassifierOutput
 from transformers.utils import ModelOutput
@@ -225,6 +227,12 @@ class ElectraForPreTraining(EncoderTaskModel, ElectraPreTrainedModel):
        only where the sample differs from the original (a correct guess counts as original);
     4. returns loss = ``generator_weight`` x MLM + ``discriminator_weight`` x RTD, both reported.
 
+    One departure from the original's initialisation (``discriminator_prior_bias``, on by default):
+    the RTD logit bias starts at log(p / (1 - p)), p = ``mlm_probability``, not 0. From 0, Adam fit
+    that constant through every position-independent encoder weight at once, collapsing the
+    discriminator's token states onto one direction, and fine-tuning a short run's checkpoint sat
+    at ln 2 for hundreds of steps (docs/electra_rootcause.md).
+
     Weights: ``electra`` + ``discriminator_predictions`` are the discriminator, under the names of
     :class:`ElectraForReplacedTokenDetection`, so this checkpoint loads into every fine-tuning head
     with ``from_pretrained``. ``generator`` + ``generator_mlm_head`` are the generator;
@@ -250,6 +258,15 @@ class ElectraForPreTraining(EncoderTaskModel, ElectraPreTrainedModel):
         # save_pretrained reads the instance's map to store each shared tensor once.
         self._tied_weights_keys = {**type(self)._tied_weights_keys, **self._shared_embedding_keys()}
         self.post_init()
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        """The original's init, but the RTD logit bias at the prior log-odds (class docstring).
+        Through transformers.initialization: a bias loaded from a checkpoint is left alone."""
+        super()._init_weights(module)
+        if isinstance(module, ReplacedTokenDetectionHead) and self.config.discriminator_prior_bias:
+            p = self.config.mlm_probability
+            init.constant_(module.dense_prediction.bias, math.log(p / (1.0 - p)))
 
     # ------------------------------------------------------------------ shared weights
     def _shared_embedding_keys(self) -> dict[str, str]:
