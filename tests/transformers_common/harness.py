@@ -56,7 +56,7 @@ def _teach_mappings() -> None:
     ours: dict[str, dict[str, list[str]]] = {}
     for spec in SPECS.values():
         for head, cls in spec.classes.items():
-            auto = HEAD_AUTO_CLASSES.get(head)
+            auto = HEAD_AUTO_CLASSES.get("Model" if head == "EncoderModel" else head)  # bare models
             if auto is not None and auto.__name__ in by_auto:
                 ours.setdefault(by_auto[auto.__name__], {}).setdefault(spec.config_class.model_type, []).append(cls.__name__)
     for dict_name, extra in ours.items():
@@ -87,7 +87,16 @@ PADDING_ZEROS = ("The padding-free path leaves zeros at padding positions, where
                  "computes values nobody reads (docs/transformers_tests.md)")
 
 
-def skip_differences(cls: type, differences: dict[str, str]) -> type:
+# The tests each deliberate difference skips, in every family (docs/transformers_tests.md).
+DIFFERENCES = {
+    "test_load_with_mismatched_shapes": RAISES_VALUE_ERROR,
+    "test_can_load_ignoring_mismatched_shapes": RAISES_VALUE_ERROR,
+    "test_model_weights_reload_no_missing_tied_weights": TOO_FEW_WEIGHTS,
+    "test_reverse_loading_mapping": OWN_KEY_FORMAT,
+}
+
+
+def skip_differences(cls: type, differences: dict[str, str] = DIFFERENCES) -> type:
     """Replace each named test of ``cls`` by an explicit skip carrying its reason."""
     for name, reason in differences.items():
         if not hasattr(cls, name):
@@ -98,6 +107,30 @@ def skip_differences(cls: type, differences: dict[str, str]) -> type:
 
         skipped.__name__ = name
         setattr(cls, name, skipped)
+    return cls
+
+
+# Failures found by these tests and not fixed yet (docs/transformers_tests.md, "Open"): expected to
+# fail, strictly (a pass reports an unexpected success), so fixing one forces removing it here.
+BC_CACHE_NAME = ("open: under transformers >= 5.24 the old name `past_key_values=` is accepted without the "
+                 "deprecation warning the test expects (the fix belongs in modules/cache.py, which the "
+                 "library also calls internally with the old name)")
+ENCODER_USE_CACHE = ("open: our encoders refuse use_cache=True with a ValueError, where transformers' encoder "
+                     "models ignore it (modules/backbone.py prepare_cache; a test of ours asserts the refusal)")
+
+
+def expect_open_failures(cls: type, failures: dict[str, str]) -> type:
+    """Mark each named test of ``cls`` as an expected (strict) failure, its reason in the docstring."""
+    for name, reason in failures.items():
+        test = getattr(cls, name, None)
+        if test is None:
+            raise ValueError(f"{cls.__name__} has no test {name!r}")
+
+        def wrapped(self, test=test):
+            return test(self)
+
+        wrapped.__name__, wrapped.__doc__ = name, reason
+        setattr(cls, name, unittest.expectedFailure(wrapped))
     return cls
 
 
@@ -142,11 +175,15 @@ class TinyModelTester:
         return config, self.inputs_fn(self, config)
 
 
-def token_inputs(tester: TinyModelTester, config, decoder: bool = False) -> dict:
-    """(batch, seq) token ids in [3, vocab) with the second row right-padded by two positions."""
+def token_inputs(tester: TinyModelTester, config, decoder: bool = False, eos: bool = False) -> dict:
+    """(batch, seq) token ids in [3, vocab) with the second row right-padded by two positions;
+    ``eos``: each row's last real token is ``config.eos_token_id`` (T5's sequence classifier reads
+    it, as transformers' T5 tester provides); ``decoder``: decoder inputs of the same length."""
     ids = torch.randint(3, config.vocab_size, (tester.batch_size, tester.seq_length))
     mask = torch.ones_like(ids)
     mask[1, -2:] = 0
+    if eos:
+        ids[torch.arange(tester.batch_size), mask.sum(1) - 1] = config.eos_token_id
     ids = ids.masked_fill(mask == 0, config.pad_token_id if config.pad_token_id is not None else 0)
     inputs = {"input_ids": ids, "attention_mask": mask}
     if decoder:
@@ -217,5 +254,5 @@ class GenerationMixinPresent:
         self.assertTrue(any(name.startswith("test_greedy") for name in dir(GenerationTesterMixin)))
 
 
-__all__ = ["TinyLabels", "token_labels", "class_labels", "span_labels", "ModelTesterMixin", "GenerationTesterMixin", "ConfigTester", "TinyModelTester", "ConfigTests",
+__all__ = ["DIFFERENCES", "BC_CACHE_NAME", "ENCODER_USE_CACHE", "expect_open_failures", "TinyLabels", "token_labels", "class_labels", "span_labels", "ModelTesterMixin", "GenerationTesterMixin", "ConfigTester", "TinyModelTester", "ConfigTests",
            "GenerationMixinPresent", "named_config", "token_inputs", "skip_differences", "unittest"]

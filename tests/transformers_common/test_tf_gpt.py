@@ -4,7 +4,7 @@ import torch
 
 import hf_variants
 from harness import (
-    ConfigTests, GenerationMixinPresent, GenerationTesterMixin, ModelTesterMixin, TinyLabels, TinyModelTester,
+    BC_CACHE_NAME, ConfigTests, GenerationMixinPresent, expect_open_failures, skip_differences, GenerationTesterMixin, ModelTesterMixin, TinyLabels, TinyModelTester,
     named_config, unittest,
 )
 
@@ -40,3 +40,8 @@ class GPT2TransformersTest(_GPTTests, unittest.TestCase):
 
 class OpenAIGPTTransformersTest(_GPTTests, unittest.TestCase):
     named = "openai-gpt"
+
+
+for _test in (GPT2TransformersTest, OpenAIGPTTransformersTest):
+    skip_differences(_test)
+    expect_open_failures(_test, {"test_bc_cache_name_forward": BC_CACHE_NAME})

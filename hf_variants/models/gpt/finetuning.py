@@ -136,13 +136,12 @@ class GPTDoubleHeadsModel(GPTPreTrainedModel, GenerationMixin):
             return_dict=True, cache_position=kwargs.get("cache_position"),
         )
         hidden_states = out.last_hidden_state  # (B*C, T, H)
+        expected = (batch, choices) if has_choices else (batch,)
         if mc_token_ids is None:
-            mc_token_ids = torch.full((batch, choices), length - 1, dtype=torch.long, device=reference.device)
-        elif not has_choices and mc_token_ids.dim() == 1:
-            mc_token_ids = mc_token_ids[:, None]
-        if tuple(mc_token_ids.shape) != (batch, choices):
-            expected = (batch, choices) if has_choices else (batch,)
+            mc_token_ids = torch.full(expected, length - 1, dtype=torch.long, device=reference.device)
+        if tuple(mc_token_ids.shape) != expected:
             raise ValueError(f"mc_token_ids has shape {tuple(mc_token_ids.shape)}, expected {expected}")
+        mc_token_ids = mc_token_ids.reshape(batch, choices)
         if not is_tracing() and bool((mc_token_ids < 0).any() | (mc_token_ids >= length).any()):
             raise ValueError(f"mc_token_ids must be positions in [0, {length})")
         extract = gather_positions(hidden_states, mc_token_ids.reshape(-1, 1))[:, 0]
