@@ -219,6 +219,36 @@ def span_labels(tester, inputs) -> dict:
     return {"start_positions": zeros, "end_positions": zeros.clone()}
 
 
+def pretraining_labels(second: str | None = None):
+    """Labels for a ``ForPreTraining`` head: MLM / RTD targets (B, T), plus the (B,) sentence-level
+    label named ``second`` (BERT's next_sentence_label, ALBERT's sentence_order_label)."""
+
+    def labels(tester, inputs) -> dict:
+        out = token_labels(tester, inputs)
+        if second:
+            out[second] = torch.zeros(tester.batch_size, dtype=torch.long)
+        return out
+
+    return labels
+
+
+def family_test(name: str, spec: str, named: str, config_kwargs: dict, extra_labels: dict | None = None,
+                inputs_fn=None, classes: tuple | None = None, generates: bool = False, **config_overrides) -> type:
+    """A transformers-style ``XModelTest`` class for one of our families (ConfigTester +
+    ModelTesterMixin, + GenerationTesterMixin when ``generates``), with the deliberate differences
+    skipped by name."""
+    model_classes = classes or tuple(dict.fromkeys(SPECS[spec].classes.values()))  # a class may serve two heads
+    bases = (TinyLabels, ConfigTests, ModelTesterMixin) + ((GenerationMixinPresent, GenerationTesterMixin) if generates else ())
+
+    def setUp(self):
+        self.model_tester = TinyModelTester(self, lambda: named_config(named, spec, **config_overrides), inputs_fn)
+
+    body = dict(all_model_classes=model_classes, config_class=SPECS[spec].config_class, config_kwargs=config_kwargs,
+                extra_labels=extra_labels or {}, setUp=setUp)
+    cls = type(name, bases + (unittest.TestCase,), body)
+    return skip_differences(cls)
+
+
 class ConfigTests:
     """``ConfigTester.run_common_tests`` as named tests; the check needing the repository-only
     ``config_common_kwargs`` skips by name when only a stand-in is there."""
@@ -254,5 +284,5 @@ class GenerationMixinPresent:
         self.assertTrue(any(name.startswith("test_greedy") for name in dir(GenerationTesterMixin)))
 
 
-__all__ = ["DIFFERENCES", "BC_CACHE_NAME", "ENCODER_USE_CACHE", "expect_open_failures", "TinyLabels", "token_labels", "class_labels", "span_labels", "ModelTesterMixin", "GenerationTesterMixin", "ConfigTester", "TinyModelTester", "ConfigTests",
+__all__ = ["pretraining_labels", "family_test", "DIFFERENCES", "BC_CACHE_NAME", "ENCODER_USE_CACHE", "expect_open_failures", "TinyLabels", "token_labels", "class_labels", "span_labels", "ModelTesterMixin", "GenerationTesterMixin", "ConfigTester", "TinyModelTester", "ConfigTests",
            "GenerationMixinPresent", "named_config", "token_inputs", "skip_differences", "unittest"]
