@@ -135,8 +135,10 @@ def expect_open_failures(cls: type, failures: dict[str, str]) -> type:
 
 
 def named_config(name: str, spec: str, **overrides):
-    """Our named config ``name`` (modeling_configs/<name>) at the tiny sizes, plus ``overrides``."""
-    written = json.loads((named_config_path(name) / "config.json").read_text())
+    """Our named config ``name`` (modeling_configs/<name>; None: the class defaults) at the tiny
+    sizes, plus ``overrides``."""
+    written = json.loads((named_config_path(name) / "config.json").read_text()) if name else {
+        key: value for key, value in SPECS[spec].config_class().to_dict().items() if key in TINY or key in TOKENS}
     values = {key: value for key, value in written.items() if key != "model_type"}
     values.update({key: value for key, value in TINY.items() if key in written or key in (
         "hidden_size", "num_hidden_layers", "num_attention_heads")})
@@ -257,7 +259,8 @@ class ConfigTests:
     config_kwargs: dict = {}
 
     def _config_tester(self):
-        return ConfigTester(self, config_class=self.config_class, **self.config_kwargs)
+        return ConfigTester(self, config_class=self.config_class,
+                            has_text_modality=getattr(self, "config_has_text_modality", True), **self.config_kwargs)
 
     def test_config(self):
         tester = self._config_tester()

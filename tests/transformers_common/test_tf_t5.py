@@ -58,6 +58,7 @@ class T5EncoderOnlyTransformersTest(ModelTesterMixin, unittest.TestCase):
 
 for _test in (T5TransformersTest, T5ForSequenceClassificationTransformersTest, T5EncoderOnlyTransformersTest):
     skip_differences(_test)
+del _test  # not a test class of its own
 skip_differences(T5ForSequenceClassificationTransformersTest, {
     name: NOT_APPLICABLE_SEQ_CLS for name in dir(T5ForSequenceClassificationTransformersTest)
     if name.startswith("test_eager_matches_sdpa_inference_") or name == "test_inputs_embeds"})

@@ -1,0 +1,13 @@
+"""transformers' own common and generation tests against our original Transformer (transformers'
+counterpart: Marian)."""
+
+from functools import partial
+
+from harness import BC_CACHE_NAME, expect_open_failures, family_test, token_inputs
+
+TransformerTransformersTest = family_test(
+    "TransformerTransformersTest", "hfv_transformer", "transformer-mini", dict(hidden_size=37),
+    inputs_fn=partial(token_inputs, decoder=True), generates=True, decoder_layers=2)
+TransformerTransformersTest.__module__ = __name__
+TransformerTransformersTest.is_encoder_decoder = True
+expect_open_failures(TransformerTransformersTest, {"test_bc_cache_name_forward": BC_CACHE_NAME})
