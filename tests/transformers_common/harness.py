@@ -39,8 +39,6 @@ def _teach_mappings() -> None:
     dicts (model_type -> class name). Our classes are registered with the Auto classes through
     their ``_extra_content``, which those dicts do not show: give the mixin module copies that also
     hold our registry's heads (transformers' own dicts are left untouched)."""
-    from transformers.models.auto import modeling_auto
-
     by_auto = {
         "AutoModel": "MODEL_MAPPING_NAMES", "AutoModelForPreTraining": "MODEL_FOR_PRETRAINING_MAPPING_NAMES",
         "AutoModelForMaskedLM": "MODEL_FOR_MASKED_LM_MAPPING_NAMES", "AutoModelForCausalLM": "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES",
