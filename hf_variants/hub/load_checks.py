@@ -13,7 +13,8 @@ warning or nothing at all into a `ValueError` naming the file and the key:
 - missing or extra weights inside a part the checkpoint and the model share (a layer of the
   encoder, one parameter of a head). A part the checkpoint lacks entirely (a new classifier head
   on a pretrained encoder, a pooler) or holds but the model lacks (the MLM head when fine-tuning)
-  keeps transformers' behaviour: initialised, or dropped, with transformers' report.
+  keeps transformers' behaviour: initialised, or dropped, with transformers' report. So do the
+  parameters a model lists in ``_initialised_when_missing`` (regexes: ViT's optional mask token).
 
 Pickled weights are never loaded: safetensors is required (`use_safetensors=True` unless the
 caller passes `use_safetensors=False`), and a folder holding only `pytorch_model.bin` is refused.
@@ -148,7 +149,11 @@ def checked_from_pretrained(load: Callable, model_class: type, path: Any, args: 
     loaded = (set(state) - set(info["missing_keys"]) - tied) | set(info["unexpected_keys"])
     in_checkpoint = {component(key, prefix) for key in loaded}
     in_model = {component(key, prefix) for key in state}
-    missing = sorted(key for key in info["missing_keys"] if component(key, prefix) in in_checkpoint)
+    # Parameters a model holds only when built for one head (ViT's mask token with use_mask_token)
+    # are what transformers initialises and reports when a checkpoint of the bare model lacks them.
+    optional = [re.compile(pattern) for pattern in getattr(model, "_initialised_when_missing", ())]
+    missing = sorted(key for key in info["missing_keys"] if component(key, prefix) in in_checkpoint
+                     and not any(pattern.search(key) for pattern in optional))
     extra = sorted(key for key in info["unexpected_keys"]
                    if component(key, prefix) in in_model and not OLD_BUFFERS.search(key))
     if missing or extra:

@@ -245,7 +245,9 @@ class TransformerEmbeddings(nn.Module):
         if self.position_embedding_type == "learned":
             embeddings = embeddings + self.position_embeddings(position_ids)
         elif self.position_embedding_type == "sinusoidal":
-            embeddings = embeddings + self.sinusoidal_positions[position_ids]
+            # The table is a buffer that may be kept in float32: added in the embeddings' dtype
+            # (a float16 / bfloat16 model would otherwise be promoted back to float32 here).
+            embeddings = embeddings + self.sinusoidal_positions[position_ids].to(embeddings.dtype)
         additional = self.additional_embeddings(token_type_ids, **extra_inputs)
         if additional is not None:
             embeddings = embeddings + additional

@@ -110,6 +110,11 @@ class LayerSpec:
         )
 
 
+# TransformerLayer.forward's arguments after (hidden_states, attention_bias), in order: passed
+# positionally by LayerStack so that gradient checkpointing sees them as inputs.
+_POSITIONAL_LAYER_INPUTS = ("encoder_hidden_states", "encoder_attention_bias", "encoder_unpadded", "position_bias")
+
+
 class TransformerLayer(GradientCheckpointingLayer):
     """One block. Input/output (B, T, H), or (total_tokens, H) on the padding-free path."""
 
@@ -319,9 +324,15 @@ class LayerStack(nn.Module):
             if depth == self.num_layers - 1 and layout.output_positions is not None:
                 hidden_states, layer_layout, positions = layout.to_padded(hidden_states), layout.padded(), layout.output_positions
             layer_input = hidden_states
+            # Tensors that may carry gradient (encoder states, a relative-position bias computed once
+            # for every layer) go positionally: gradient checkpointing (GradientCheckpointingLayer)
+            # makes only positional arguments inputs of the checkpoint. As keywords they are closed
+            # over, and reentrant checkpointing would backpropagate through their shared graph once
+            # per layer ("backward through the graph a second time").
             hidden_states, probs, cross_probs = self.layer_at(depth)(
                 hidden_states,
                 layer_layout.layer_attention_bias,
+                *(layer_kwargs.get(name) for name in _POSITIONAL_LAYER_INPUTS),
                 is_causal=layer_layout.is_causal,
                 unpadded=layer_layout.unpadded,
                 output_attentions=output_attentions,
@@ -331,7 +342,7 @@ class LayerStack(nn.Module):
                 past_key_values=past_key_values,
                 layer_idx=depth,
                 memory=memories.layer(depth) if memories is not None else None,
-                **layer_kwargs,
+                **{name: value for name, value in layer_kwargs.items() if name not in _POSITIONAL_LAYER_INPUTS},
             )
             hidden_states = layer_layout.zero_padding(hidden_states, positions)
             if memories is not None:

@@ -168,6 +168,8 @@ class DecoderForCausalLM(GenerativeTaskModel):
                 column): the same block-diagonal attention without any mask, each document run
                 as its own padding-free sequence (faster than ``attention_bias``).
             cache: the cache under the name transformers >= 5.24 passes (``past_key_values`` before).
+            shift_labels (in kwargs): (B, T) targets already shifted (no shift inside); they replace
+                ``labels`` for the loss, as in transformers' ``ForCausalLMLoss``.
         Returns:
             CausalLMOutputWithCrossAttentions: loss, logits (B, T or k, V), the cache, ...
         """
@@ -199,7 +201,14 @@ class DecoderForCausalLM(GenerativeTaskModel):
         else:
             hidden_states = hidden_states[:, logits_to_keep]
         logits = self.compute_logits(hidden_states)
-        loss = causal_lm_loss(logits, labels, self.label_smoothing) if labels is not None else None
+        # shift_labels (B, T): targets already aligned with the logits (position t predicts
+        # shift_labels[:, t]), what Trainer hands over under sequence/context parallelism, where the
+        # shift must happen on the whole sequence before it is sharded. They take precedence over labels.
+        shift_labels = kwargs.get("shift_labels")
+        if shift_labels is not None:
+            loss = lm_loss(logits, shift_labels, self.label_smoothing)
+        else:
+            loss = causal_lm_loss(logits, labels, self.label_smoothing) if labels is not None else None
         return self._finish(
             CausalLMOutputWithCrossAttentions,
             return_dict,

@@ -163,6 +163,9 @@ class ViTPreTrainedModel(TransformerPreTrainedModel):
     # [CLS] token and position table; MAE's mask token and decoder positions) stay whole, as in
     # transformers' ViT / ViTMAE: split, their own parameters would miss accelerate's offload hooks.
     _no_split_modules = ["ViTEmbeddings", "TransformerLayer", "MAEDecoder"]
+    # SimMIM's mask token exists only with use_mask_token: a checkpoint of the model without it
+    # (a plain ViTModel, an image classifier) loads, the token initialised and reported missing.
+    _initialised_when_missing = (r"(^|\.)embeddings\.mask_token$",)
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:

@@ -23,8 +23,11 @@ tokens as labels.
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 from torch import nn
+from transformers import GenerationMixin
 from transformers import initialization as init
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
@@ -199,11 +202,22 @@ def summary_arguments(config: XLMConfig) -> dict:
     )
 
 
-class XLMWithLMHeadModel(EncoderForMaskedLM, XLMPreTrainedModel):
+class XLMWithLMHeadModel(EncoderForMaskedLM, XLMPreTrainedModel, GenerationMixin):
     """MLM / TLM (and CLM with ``is_decoder``): logits = h W_emb^T + b at every position, loss =
-    cross-entropy where ``labels`` != -100 (labels are not shifted)."""
+    cross-entropy where ``labels`` != -100 (labels are not shifted).
+
+    ``generate()`` works as transformers' XLMWithLMHeadModel: each step re-encodes the sequence with
+    ``config.mask_token_id`` appended (language ``config.lang_id`` everywhere, no cache, no
+    attention mask) and predicts the token at that mask."""
 
     backbone_class = XLMModel
+
+    def prepare_inputs_for_generation(self, input_ids: torch.Tensor, **kwargs) -> dict:
+        """input_ids (B, T) -> the step's inputs: (B, T + 1) ids ending in the mask token, and langs."""
+        mask = torch.full((input_ids.shape[0], 1), self.config.mask_token_id, dtype=input_ids.dtype, device=input_ids.device)
+        input_ids = torch.cat([input_ids, mask], dim=1)
+        langs = torch.full_like(input_ids, self.config.lang_id) if self.config.n_langs > 1 else None
+        return {"input_ids": input_ids, "langs": langs}
 
     def build_lm_head(self, config: XLMConfig) -> MaskedLMHead:
         return MaskedLMHead(config.hidden_size, config.vocab_size, config.hidden_act, config.layer_norm_eps, transform=False)
@@ -239,8 +253,27 @@ class ChoiceScorer(SequenceSummary):
 
 
 class XLMForMultipleChoice(EncoderForMultipleChoice, XLMPreTrainedModel):
+    """Inputs (B, C, T). ``lengths``: (B, C), the real tokens of each choice (flattened with the
+    choices); a (B,) per-example ``lengths`` cannot say which choice it measures: like transformers'
+    XLMForMultipleChoice it is dropped with a warning and the attention mask (or the pad tokens)
+    gives the padding."""
+
     backbone_class = XLMModel
     uses_pooler = False
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, inputs_embeds=None,
+                labels=None, output_attentions=None, output_hidden_states=None, return_dict=None, **kwargs):
+        lengths = kwargs.get("lengths")
+        reference = input_ids if input_ids is not None else inputs_embeds
+        if lengths is not None and reference is not None and reference.dim() >= 3 and lengths.dim() == 1:
+            warnings.warn(
+                f"lengths of shape {tuple(lengths.shape)} (one per example) cannot be used with multiple choice "
+                "inputs (batch, num_choices, seq_len): ignored; pass attention_mask or (batch, num_choices) lengths",
+                stacklevel=2,
+            )
+            kwargs["lengths"] = None
+        return super().forward(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, labels,
+                               output_attentions, output_hidden_states, return_dict, **kwargs)
 
     def build_classifier(self, config: XLMConfig, num_outputs: int) -> ChoiceScorer:
         return ChoiceScorer(config)

@@ -1,0 +1,31 @@
+"""transformers' own common model tests (ModelTesterMixin, ConfigTester) against our BERT."""
+
+import hf_variants
+from harness import (
+    ENCODER_USE_CACHE, ConfigTests, TinyLabels, ModelTesterMixin, TinyModelTester, expect_open_failures, named_config,
+    skip_differences, unittest,
+)
+
+HEADS = list(hf_variants.registry.SPECS["hfv_bert"].classes)
+
+
+class BertTransformersTest(TinyLabels, ConfigTests, ModelTesterMixin, unittest.TestCase):
+    all_model_classes = tuple(getattr(hf_variants, f"Bert{head}") for head in HEADS)
+    config_class = hf_variants.BertConfig
+    config_kwargs = dict(hidden_size=37)
+
+    def setUp(self):
+        self.model_tester = TinyModelTester(self, lambda: named_config("bert-mini", "hfv_bert"))
+
+
+# Pretraining: MLM labels and the next-sentence label, as transformers' BERT tester adds them.
+def _pretraining_labels(tester, inputs):
+    import torch
+
+    return {"labels": torch.zeros(tester.batch_size, tester.seq_length, dtype=torch.long),
+            "next_sentence_label": torch.zeros(tester.batch_size, dtype=torch.long)}
+
+
+BertTransformersTest.extra_labels = {"BertForPreTraining": _pretraining_labels}
+skip_differences(BertTransformersTest)
+expect_open_failures(BertTransformersTest, {"test_bc_cache_name_forward": ENCODER_USE_CACHE})
