@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from transformers import GenerationMixin
 from transformers.cache_utils import Cache
 from transformers.modeling_outputs import ModelOutput
 
@@ -24,6 +23,7 @@ from ...modules.heads import TiedDecoder
 from ...modules.padding import gather_positions
 from ...modules.task_models import classifier_dropout, multiple_choice_loss
 from ...modules.tracing import is_tracing
+from ...modules.token_ids import CheckedGenerationMixin
 from .modeling_gpt import GPTModel, GPTPreTrainedModel
 
 
@@ -55,7 +55,7 @@ class ChoiceScore(nn.Module):
         return self.out_proj(self.dropout(summary)).squeeze(-1)
 
 
-class GPTDoubleHeadsModel(GPTPreTrainedModel, GenerationMixin):
+class GPTDoubleHeadsModel(GPTPreTrainedModel, CheckedGenerationMixin):
     """LM head (tied) + a multiple-choice / classification head on [EXTRACT].
 
     Inputs (B, C, T): C candidate sequences per example (C = 1 for classification with one

@@ -27,7 +27,6 @@ import warnings
 
 import torch
 from torch import nn
-from transformers import GenerationMixin
 from transformers import initialization as init
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
@@ -41,6 +40,7 @@ from ...modules.task_models import (
     EncoderForSequenceClassification,
     EncoderForTokenClassification,
 )
+from ...modules.token_ids import CheckedGenerationMixin
 from .configuration_xlm import XLMConfig
 
 
@@ -202,7 +202,7 @@ def summary_arguments(config: XLMConfig) -> dict:
     )
 
 
-class XLMWithLMHeadModel(EncoderForMaskedLM, XLMPreTrainedModel, GenerationMixin):
+class XLMWithLMHeadModel(EncoderForMaskedLM, XLMPreTrainedModel, CheckedGenerationMixin):
     """MLM / TLM (and CLM with ``is_decoder``): logits = h W_emb^T + b at every position, loss =
     cross-entropy where ``labels`` != -100 (labels are not shifted).
 
