@@ -17,7 +17,7 @@ import transformers
 from transformers import DynamicCache
 
 import hf_variants
-from hf_variants.modules.cache import CACHE_FIELD
+from hf_variants.modules.cache import CACHE_FIELD, output_cache
 
 VOCAB = 99
 # Wide initialisations give peaked next-token distributions (no near-ties between greedy or beam
@@ -147,7 +147,7 @@ def test_every_step_after_the_first_reads_the_cache(name):
 def test_a_cache_that_does_not_belong_to_the_inputs_is_refused():
     ours, _ = pair("gpt2")
     ids = prompt(5)
-    cache = ours(ids, use_cache=True).past_key_values if CACHE_FIELD == "past_key_values" else ours(ids, use_cache=True).cache
+    cache = output_cache(ours(ids, use_cache=True))
     step = prompt(1, seed=9)
     with pytest.raises(ValueError, match="cache_position starts at 3 but the cache holds 5 positions"):
         ours(step, cache=cache, cache_position=torch.tensor([3]))
