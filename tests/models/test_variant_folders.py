@@ -1,9 +1,11 @@
-"""The variants' folders stand on their own: no variant imports another (shared code lives below
-them, in ``modules/`` and ``conversion/``)."""
+"""A variant's folder is all of it: no variant imports another (shared code lives below them, in
+``modules/`` and ``conversion/``), and every SPEC carries its registration (mini config, tiny test
+config) with a README variants-table row linking its docs page (README, "Adding a variant")."""
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -57,3 +59,51 @@ def test_no_variant_imports_another(variant):
     assert len(VARIANTS) >= 12
     assert imported_variants(variant) == {}, f"{variant} imports other variants: move the shared code into modules/ or conversion/"
 
+
+# ----------------------------------------------------------------------------- the folder is the registration
+REPO = MODELS_DIR.parents[1]
+
+
+def registration_problems(spec, readme: str, docs_dir: Path) -> list[str]:
+    """What a variant's folder leaves undeclared: its SPEC's mini config and tiny test config, its
+    README variants-table row (linking its docs page) and that page."""
+    from hf_variants.configs import available_named_configs, named_config
+
+    problems = []
+    if spec.mini_config not in available_named_configs():
+        problems.append(f"SPEC.mini_config {spec.mini_config!r} is not a folder of modeling_configs/")
+    elif named_config(spec.mini_config).model_type != spec.model_type:
+        problems.append(f"SPEC.mini_config {spec.mini_config!r} is not a {spec.model_type} config")
+    if not spec.tiny_config:
+        problems.append("SPEC.tiny_config (the tiny test config) is missing")
+    page = f"docs/variants/{spec.name}.md"
+    if not (docs_dir / f"{spec.name}.md").is_file():
+        problems.append(f"no docs page {page}")
+    row = [line for line in readme.splitlines() if line.startswith("|") and f"`{spec.model_type}`" in line]
+    if not row or f"({page})" not in row[0]:
+        problems.append(f"no README variants-table row for `{spec.model_type}` linking {page}")
+    return problems
+
+
+@pytest.mark.parametrize("model_type", sorted(hf_variants.registry.SPECS))
+def test_every_variant_is_registered_by_its_folder_alone(model_type):
+    spec = hf_variants.registry.SPECS[model_type]
+    readme = (REPO / "README.md").read_text()
+    assert registration_problems(spec, readme, REPO / "docs" / "variants") == []
+
+
+def test_a_variant_missing_its_registration_is_reported(tmp_path):
+    spec = dataclasses.replace(hf_variants.registry.SPECS["hfv_bert"], mini_config="bert-nowhere", tiny_config=None)
+    problems = registration_problems(spec, "| BERT | `hfv_bert` | no link |", tmp_path)
+    assert len(problems) == 4, problems
+
+
+@pytest.mark.parametrize("model_type", sorted(hf_variants.registry.SPECS))
+def test_tiny_test_config_builds_at_tiny_sizes(model_type):
+    from tiny_variants import tiny_config
+
+    spec = hf_variants.registry.SPECS[model_type]
+    config = tiny_config(spec)
+    assert all(getattr(config, key) == value for key, value in spec.tiny_config.items())
+    assert config.hidden_size <= 64 and config.num_hidden_layers <= 2
+    assert getattr(config, "vocab_size", 0) <= 99
