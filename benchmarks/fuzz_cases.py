@@ -49,14 +49,8 @@ SHARED_FIELDS = {f.name for f in dataclasses.fields(TransformerConfig)}
 
 # ----------------------------------------------------------------------------- configs
 def mini_config_name(spec: VariantSpec) -> str | None:
-    """The variant's ``*-mini`` named config: the one whose model_type is the spec's (gpt -> gpt2-mini,
-    transfo_xl -> transfo-xl-mini); None when it has none."""
-    for name in available_named_configs():
-        if name.endswith("-mini"):
-            written = json.loads((named_config_path(name) / "config.json").read_text())
-            if written.get("model_type") == spec.model_type:
-                return name
-    return None
+    """The variant's small named config, as its spec names it (gpt -> gpt2-mini); None when it has none."""
+    return spec.mini_config
 
 
 def base_fields(spec: VariantSpec) -> dict:

@@ -52,6 +52,14 @@ HEAD_AUTO_CLASSES: dict[str, type] = {
 }
 
 
+# The sizes every variant's tiny test config starts from (``VariantSpec.tiny_config``): the shared
+# tests build each head at these sizes, without dropout, so outputs compare across runs.
+TINY_TEST_SIZES: dict[str, object] = dict(
+    hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37, hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+)
+
+
 @dataclass(frozen=True)
 class VariantSpec:
     """Everything the rest of the package needs to know about one variant.
@@ -62,7 +70,12 @@ class VariantSpec:
         classes: head name ("Model", "ForMaskedLM", ... keys of HEAD_AUTO_CLASSES, or a name of the
             variant's own such as "ForSpanBoundaryPretraining") -> model class. Heads whose name is a
             key of HEAD_AUTO_CLASSES are registered with that Auto class.
-        paper: the card paragraph and citation (hf_variants.papers).
+        paper: the card paragraph and citation (``models/<variant>/paper.py``).
+        mini_config: the variant's small named config (``modeling_configs/<mini_config>``) for tests,
+            examples and CPU runs.
+        tiny_config: the variant's test config: fields that shrink ``mini_config`` to the tiny
+            sizes the shared tests build (hidden 32, 2 layers, vocab 99, no dropout), plus what its
+            tests need beyond them (GPT: a padding id). None: not declared (a test fails).
         pretraining_objective: run_pretraining's default ``--objective`` for this variant.
         tokenizer_kind: run_pretraining's default ``--tokenizer_kind`` when training one from scratch.
         weights: the variant's ``VariantWeights`` (models/<variant>/weights.py: the one key map to
@@ -75,6 +88,8 @@ class VariantSpec:
     config_class: type
     classes: dict[str, type]
     paper: VariantInfo
+    mini_config: str | None = None
+    tiny_config: dict[str, object] | None = None
     pretraining_objective: str = "mlm"
     tokenizer_kind: str = "wordpiece-uncased"
     weights: object | None = None

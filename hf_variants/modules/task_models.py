@@ -13,6 +13,8 @@ Outputs are transformers' ModelOutput types, with ``loss`` when labels are given
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import torch
@@ -23,6 +25,7 @@ from transformers.modeling_outputs import (
     SequenceClassifierOutput,
     TokenClassifierOutput,
 )
+from transformers.utils import ModelOutput
 
 from torch import nn
 
@@ -36,6 +39,7 @@ from .heads import (
     check_class_labels,
     check_label_shape,
     masked_lm_loss,
+    sentence_relation_loss,
     sequence_classification_loss,
     span_extraction_loss,
     token_classification_loss,
@@ -287,6 +291,48 @@ class EncoderForMaskedLM(EncoderTaskModel):
             bool(self.config.sparse_prediction),
         )
         return MaskedLMPass(encoded, loss, logits, read)
+
+
+def pretraining_output(name: str, task: str, logits_field: str, module: str, doc: str) -> type[ModelOutput]:
+    """The output class of an MLM + second task pretraining model (BERT's NSP, ALBERT's SOP,
+    SpanBERT's SBO): ``loss`` (the sum of the terms given), ``mlm_loss``, ``<task>_loss``,
+    ``prediction_logits`` ((B, T, V), or (num_masked, V) with sparse prediction), the second task's
+    logits under ``logits_field`` (transformers' name where it has the class), ``hidden_states``,
+    ``attentions``. One definition: only the two task field names differ between the variants, and
+    they follow transformers' (``seq_relationship_logits``, ``sop_logits``)."""
+    fields = ("loss", "mlm_loss", f"{task}_loss", "prediction_logits", logits_field, "hidden_states", "attentions")
+    # The module is set before the class exists: ModelOutput registers it (as a pytree node) by name.
+    return dataclasses.make_dataclass(
+        name, [(field, Any, dataclasses.field(default=None)) for field in fields], bases=(ModelOutput,),
+        namespace={"__module__": module, "__doc__": doc},
+    )
+
+
+class EncoderForMaskedLMAndSentenceRelation(EncoderForMaskedLM):
+    """MLM + a two-way sentence-pair task on the pooled summary token (BERT's next sentence
+    prediction, ALBERT's sentence order prediction); loss = the sum of the two means. A variant
+    builds its relation head in ``__init__`` and writes the forward with its label's name."""
+
+    uses_pooler = True
+
+    def _masked_lm_and_relation(
+        self,
+        relation_head: Callable[[torch.Tensor], torch.Tensor],
+        relation_labels: torch.Tensor | None,
+        relation_label_name: str,
+        labels: torch.Tensor | None,
+        *encode_args,
+    ) -> tuple[MaskedLMPass, torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+        """Run the MLM pass (``labels`` (B, T), ``encode_args`` as :meth:`_masked_lm`), then
+        ``relation_head(pooled (B, H))`` -> logits (B, 2). Returns (the MLM pass, the relation
+        logits, the relation loss, the total loss); losses are None without their labels."""
+        mlm = self._masked_lm(labels, *encode_args)
+        relation_logits = relation_head(mlm.encoded.pooler_output)
+        relation_loss = None
+        if relation_labels is not None:
+            relation_loss = sentence_relation_loss(relation_logits, relation_labels, relation_label_name)
+        loss = mlm.loss + relation_loss if mlm.loss is not None and relation_loss is not None else None
+        return mlm, relation_logits, relation_loss, loss
 
 
 class EncoderForSequenceClassification(EncoderTaskModel):

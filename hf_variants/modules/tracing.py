@@ -7,7 +7,7 @@ tracer each such read is a graph break (torch.compile) or an error (``torch.expo
 input instead (build the padding bias, multiply by the keep-mask, compute every position), which
 gives the eager outputs, and the value checks of the inputs are left to eager calls (shapes and
 dtypes are still checked: they are static). The packed (padding-free) layout is data-dependent by
-nature (its token count is the batch's real-token count): see the README's torch.compile section.
+nature (its token count is the batch's real-token count): see docs/ecosystem.md, "torch.compile".
 """
 
 from __future__ import annotations

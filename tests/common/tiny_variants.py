@@ -1,7 +1,7 @@
 """Tiny configs and inputs for every registered variant and head (the ecosystem tests' fixtures).
 
-Read from ``hf_variants.registry.SPECS``: each variant's ``<name>-mini`` named config shrunk to
-hidden 32, 2 layers, vocab 99 (fields a variant lacks are left out), so a variant added later is
+Read from ``hf_variants.registry.SPECS``: each variant's ``SPEC.mini_config`` named config shrunk
+by its ``SPEC.tiny_config`` (hidden 32, 2 layers, vocab 99, ...), so a variant added later is
 covered without new code.
 """
 
@@ -11,33 +11,23 @@ import json
 
 import torch
 
-from hf_variants.configs import available_named_configs, named_config_path
+from hf_variants.configs import named_config_path
 from hf_variants.registry import SPECS, VariantSpec
 
-TINY_SIZES = dict(
-    hidden_size=32, num_hidden_layers=2, decoder_layers=2, num_attention_heads=2, head_dim=16, intermediate_size=37,
-    vocab_size=99, embedding_size=16, image_size=8, patch_size=4, encoder_stride=4, decoder_hidden_size=32,
-    decoder_num_hidden_layers=1, decoder_num_attention_heads=2, decoder_intermediate_size=37, mem_len=4,
-    max_position_embeddings=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, ffn_dropout_prob=0.0,
-    classifier_dropout=0.0, summary_last_dropout=0.0,
-)
 CONTIGUOUS_TEXT_ONLY = {"transfo_xl"}  # takes no padding mask (segments of running text)
-CORE_FIELDS = {"hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-               "hidden_dropout_prob", "attention_probs_dropout_prob"}
 # Small special-token ids: the real ones of the -mini configs lie beyond vocab 99.
 TINY_TOKEN_IDS = dict(pad_token_id=0, eos_token_id=1, bos_token_id=2, decoder_start_token_id=0)
 
 
 def tiny_config(spec: VariantSpec, **overrides):
-    """``spec``'s ``-mini`` config (class defaults if none) at the tiny sizes, plus ``overrides``."""
-    name = f"{spec.name}-mini"
-    written = json.loads((named_config_path(name) / "config.json").read_text()) if name in available_named_configs() else {}
+    """``spec``'s mini config at its tiny test sizes (``SPEC.tiny_config``), plus ``overrides``."""
+    if spec.mini_config is None or spec.tiny_config is None:
+        raise ValueError(f"variant {spec.name!r}: its SPEC declares no mini_config / tiny_config")
+    written = json.loads((named_config_path(spec.mini_config) / "config.json").read_text())
     values = {key: value for key, value in written.items() if key != "model_type"}
-    values.update({key: value for key, value in TINY_SIZES.items() if key in written or key in CORE_FIELDS})
-    # Special tokens the -mini config names, moved inside the tiny vocabulary.
-    values.update({key: value for key, value in TINY_TOKEN_IDS.items() if values.get(key) is not None})
-    if spec.name == "gpt":
-        values["pad_token_id"] = 0  # batched sequence classification reads the last non-padding token
+    values.update(spec.tiny_config)
+    # Special tokens the mini config names, moved inside the tiny vocabulary.
+    values.update({key: value for key, value in TINY_TOKEN_IDS.items() if values.get(key) is not None and key not in spec.tiny_config})
     values.update(overrides)
     return spec.config_class(**values)
 

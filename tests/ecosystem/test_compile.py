@@ -3,7 +3,7 @@
 On the padded path (``padding_free=False``) dynamo captures the whole forward as one graph
 (``fullgraph=True``: any graph break is an error) and the compiled model gives the eager outputs.
 The padding-free path keeps its graph breaks (its layout is decided from, and shaped by, the
-batch's real-token count): their number and causes are pinned here and explained in the README.
+batch's real-token count): their number and causes are pinned here and explained in docs/ecosystem.md (torch.compile).
 """
 
 from __future__ import annotations

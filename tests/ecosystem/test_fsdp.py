@@ -6,7 +6,7 @@ accelerate's own FSDP plugin (``distributed_type: FSDP``, what Trainer uses) is 
 the CPU: with ``use_cpu`` AcceleratorState takes the MULTI_CPU/DDP branch and never reads
 ACCELERATE_USE_FSDP, so Trainer silently wraps DDP. The worker therefore calls torch's
 ``fully_shard`` directly; the Trainer + FSDP config (examples/accelerate/fsdp.yaml) is for a GPU
-session (README, "Beyond one device").
+session (docs/ecosystem.md, "Beyond one device").
 """
 
 from __future__ import annotations

@@ -154,9 +154,9 @@ def test_bad_card_inputs_raise_value_errors(tmp_path):
         build_model_card({}, model_name="m")
 
 
-@pytest.mark.parametrize("paper", [name for name in dir(hf_variants.papers) if name.isupper()])
-def test_paper_descriptions_and_citations(paper):
-    info = getattr(hf_variants.papers, paper)
+@pytest.mark.parametrize("model_type", sorted(hf_variants.registry.SPECS))
+def test_paper_descriptions_and_citations(model_type):
+    info = hf_variants.registry.SPECS[model_type].paper
     # arXiv where the paper is there; GPT-1/GPT-2 exist only as OpenAI reports.
     assert len(info.description) > 150 and info.paper_url.startswith(("https://arxiv.org/abs/", "https://cdn.openai.com/"))
     assert info.bibtex.startswith("@") and "title" in info.bibtex and "year" in info.bibtex

@@ -41,7 +41,7 @@ def padding_mask(lengths: list[int], length: int = LENGTH) -> torch.Tensor:
     return (torch.arange(length)[None, :] < torch.tensor(lengths)[:, None]).long()
 
 
-def make_inputs(head: str, generator: torch.Generator) -> tuple[dict, torch.Tensor]:
+def labelled_inputs(head: str, generator: torch.Generator) -> tuple[dict, torch.Tensor]:
     """(model inputs with labels, (B, T) or (B, C, T) mask of real tokens)."""
     mask = padding_mask(LENGTHS)
     shape = (BATCH, LENGTH)
@@ -122,7 +122,7 @@ def test_padding_free_equals_padded_equals_transformers(head: str, attn: str) ->
     padded.config.padding_free = False
     free = copy.deepcopy(padded)
     free.config.padding_free = True
-    inputs, mask = make_inputs(head, generator)
+    inputs, mask = labelled_inputs(head, generator)
 
     results = {}
     for name, model in (("transformers", theirs), ("padded", padded), ("padding-free", free)):
@@ -154,7 +154,7 @@ def test_sparse_prediction_equals_dense_at_masked_positions(head: str, padding_f
     dense.config.padding_free = padding_free
     sparse = copy.deepcopy(dense)
     sparse.config.sparse_prediction = True
-    inputs, _ = make_inputs(head, generator)
+    inputs, _ = labelled_inputs(head, generator)
     selected = inputs["labels"] != -100
 
     dense_out, sparse_out = dense(**inputs), sparse(**inputs)
@@ -178,7 +178,7 @@ def test_padding_free_and_sparse_in_training_mode_without_dropout() -> None:
     theirs = transformers.BertForMaskedLM(config).train()
     fast = hf_variants.from_transformers(theirs).train()
     fast.config.padding_free = fast.config.sparse_prediction = True
-    inputs, _ = make_inputs("ForMaskedLM", torch.Generator().manual_seed(3))
+    inputs, _ = labelled_inputs("ForMaskedLM", torch.Generator().manual_seed(3))
     theirs_loss, fast_loss = theirs(**inputs).loss, fast(**inputs).loss
     assert_close(fast_loss, theirs_loss, "loss")
     theirs_loss.backward()
@@ -191,7 +191,7 @@ def test_qa_head_runs_padded() -> None:
     theirs = transformers.BertForQuestionAnswering(tiny_config("sdpa", num_labels=2)).eval()
     ours = hf_variants.from_transformers(theirs).eval()
     ours.config.padding_free = True
-    inputs, _ = make_inputs("ForQuestionAnswering", torch.Generator().manual_seed(4))
+    inputs, _ = labelled_inputs("ForQuestionAnswering", torch.Generator().manual_seed(4))
     assert_close(ours(**inputs).start_logits, theirs(**inputs).start_logits, "start logits, padding included")
 
 
@@ -204,7 +204,7 @@ def test_padding_free_hidden_states_and_attentions() -> None:
     padded.config.padding_free = False
     free = copy.deepcopy(padded)
     free.config.padding_free = True
-    inputs, mask = make_inputs("Model", torch.Generator().manual_seed(5))
+    inputs, mask = labelled_inputs("Model", torch.Generator().manual_seed(5))
     inputs.pop("labels", None)
     assert not bool(mask.all())
     kwargs = dict(output_hidden_states=True, output_attentions=True)
@@ -220,7 +220,7 @@ def test_returned_hidden_states_are_in_the_graph() -> None:
     padded batch with padding_free on (what gradient-based attribution relies on)."""
     model = hf_variants.from_transformers(transformers.BertForSequenceClassification(tiny_config("eager"))).eval()
     model.config.padding_free = True
-    inputs, mask = make_inputs("ForSequenceClassification", torch.Generator().manual_seed(6))
+    inputs, mask = labelled_inputs("ForSequenceClassification", torch.Generator().manual_seed(6))
     assert not bool(mask.all())
     out = model(**inputs, output_hidden_states=True, output_attentions=True)
     for tensor in (*out.hidden_states, *out.attentions):
@@ -292,7 +292,7 @@ def test_extra_bias_forces_the_padded_layout(attn: str) -> None:
     model.config.padding_free = False
     free = copy.deepcopy(model)
     free.config.padding_free = True
-    inputs, mask = make_inputs("Model", torch.Generator().manual_seed(8))
+    inputs, mask = labelled_inputs("Model", torch.Generator().manual_seed(8))
     inputs.pop("labels", None)
     batch, length = mask.shape
     hidden_diagonal = torch.zeros(batch, 1, length, length).masked_fill(torch.eye(length, dtype=torch.bool), -1e4)
@@ -310,7 +310,7 @@ def test_labels_on_padding_run_the_padded_path(head: str) -> None:
     theirs = getattr(transformers, f"Bert{head}")(tiny_config("sdpa")).eval()
     ours = hf_variants.from_transformers(theirs).eval()
     ours.config.padding_free = True
-    inputs, mask = make_inputs(head, torch.Generator().manual_seed(7))
+    inputs, mask = labelled_inputs(head, torch.Generator().manual_seed(7))
     num_classes = 3 if head == "ForTokenClassification" else VOCAB
     inputs["labels"] = torch.where(mask.bool(), inputs["labels"], torch.arange(LENGTH) % num_classes)
     assert_close(ours(**inputs).loss, theirs(**inputs).loss, "loss with targets on padding")

@@ -1,7 +1,6 @@
 """ALBERT (Lan et al. 2020): the variant's one declaration. Everything else reads ``SPEC``."""
 
-from ... import papers
-from ...registry import VariantSpec
+from ...registry import TINY_TEST_SIZES, VariantSpec
 from .configuration_albert import AlbertConfig
 from .modeling_albert import *  # noqa: F401,F403
 from .modeling_albert import (
@@ -14,6 +13,7 @@ from .modeling_albert import (
     AlbertModel,
 )
 from .modeling_albert import __all__ as _modeling_all
+from .paper import PAPER
 from .weights import WEIGHTS
 
 SPEC = VariantSpec(
@@ -29,7 +29,11 @@ SPEC = VariantSpec(
         "ForMultipleChoice": AlbertForMultipleChoice,
     },
     weights=WEIGHTS,
-    paper=papers.ALBERT,
+    paper=PAPER,
+    mini_config="albert-mini",
+    tiny_config={
+        **TINY_TEST_SIZES, "vocab_size": 99, "embedding_size": 16, "max_position_embeddings": 64, "classifier_dropout": 0.0,
+    },
     pretraining_objective="ngram+sop",
     tokenizer_kind="unigram",
 )

@@ -16,10 +16,9 @@ to the E-wide word table) plus ForPreTraining = MLM + SOP, both losses reported.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from functools import partial
 
 import torch
-from transformers.utils import ModelOutput
 
 from ...modules.backbone import TransformerBackbone, TransformerPreTrainedModel
 from ...modules.embeddings import TransformerEmbeddings
@@ -27,13 +26,14 @@ from ...modules.encoder import LayerSpec, LayerStack
 from ...modules.heads import PooledClassifier
 from ...modules.task_models import (
     EncoderForMaskedLM,
+    EncoderForMaskedLMAndSentenceRelation,
     EncoderForMultipleChoice,
     EncoderForQuestionAnswering,
     EncoderForSequenceClassification,
     EncoderForTokenClassification,
     classifier_dropout,
+    pretraining_output,
 )
-from ..bert.modeling_bert import sentence_relation_loss
 from .configuration_albert import AlbertConfig
 
 
@@ -54,25 +54,17 @@ class AlbertModel(TransformerBackbone, AlbertPreTrainedModel):
         )
 
 
-@dataclass
-class AlbertForPreTrainingOutput(ModelOutput):
+AlbertForPreTrainingOutput = pretraining_output(
+    "AlbertForPreTrainingOutput", "sop", "sop_logits", __name__,
     """loss = mlm_loss + sop_loss (when both label sets are given); prediction_logits (B, T, V)
-    (or (num_masked, V) with sparse prediction); sop_logits (B, 2): 0 = in order, 1 = swapped."""
-
-    loss: torch.Tensor | None = None
-    mlm_loss: torch.Tensor | None = None
-    sop_loss: torch.Tensor | None = None
-    prediction_logits: torch.Tensor | None = None
-    sop_logits: torch.Tensor | None = None
-    hidden_states: tuple[torch.Tensor, ...] | None = None
-    attentions: tuple[torch.Tensor, ...] | None = None
+    (or (num_masked, V) with sparse prediction); sop_logits (B, 2): 0 = in order, 1 = swapped.""",
+)
 
 
-class AlbertForPreTraining(EncoderForMaskedLM, AlbertPreTrainedModel):
+class AlbertForPreTraining(EncoderForMaskedLMAndSentenceRelation, AlbertPreTrainedModel):
     """MLM + sentence-order prediction, the paper's objective (loss = sum of the two means)."""
 
     backbone_class = AlbertModel
-    uses_pooler = True
 
     def __init__(self, config: AlbertConfig) -> None:
         super().__init__(config)
@@ -95,20 +87,14 @@ class AlbertForPreTraining(EncoderForMaskedLM, AlbertPreTrainedModel):
         **kwargs,
     ) -> AlbertForPreTrainingOutput | tuple:
         """labels: (B, T) MLM targets (-100 elsewhere); sentence_order_label: (B,) 0 = A then B, 1 = swapped."""
-        mlm = self._masked_lm(
-            labels, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
-            output_hidden_states,
+        mlm, sop_logits, sop_loss, loss = self._masked_lm_and_relation(
+            partial(self.sop_classifier, None), sentence_order_label, "sentence_order_label", labels, input_ids,
+            attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
         )
-        out, mlm_loss = mlm.encoded, mlm.loss
-        sop_logits = self.sop_classifier(None, out.pooler_output)
-        sop_loss = None
-        if sentence_order_label is not None:
-            sop_loss = sentence_relation_loss(sop_logits, sentence_order_label, "sentence_order_label")
-        loss = mlm_loss + sop_loss if mlm_loss is not None and sop_loss is not None else None
         return self._finish(
-            AlbertForPreTrainingOutput, return_dict, loss=loss, mlm_loss=mlm_loss, sop_loss=sop_loss,
+            AlbertForPreTrainingOutput, return_dict, loss=loss, mlm_loss=mlm.loss, sop_loss=sop_loss,
             prediction_logits=mlm.logits, sop_logits=sop_logits,
-            hidden_states=out.hidden_states, attentions=out.attentions,
+            hidden_states=mlm.encoded.hidden_states, attentions=mlm.encoded.attentions,
         )
 
 

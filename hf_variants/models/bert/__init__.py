@@ -1,7 +1,6 @@
 """BERT (Devlin et al. 2019): the variant's one declaration. Everything else reads ``SPEC``."""
 
-from ... import papers
-from ...registry import VariantSpec
+from ...registry import TINY_TEST_SIZES, VariantSpec
 from .configuration_bert import BertConfig
 from .modeling_bert import *  # noqa: F401,F403
 from .modeling_bert import (
@@ -15,6 +14,7 @@ from .modeling_bert import (
     BertModel,
 )
 from .modeling_bert import __all__ as _modeling_all
+from .paper import PAPER
 from .weights import WEIGHTS
 
 SPEC = VariantSpec(
@@ -31,7 +31,9 @@ SPEC = VariantSpec(
         "ForMultipleChoice": BertForMultipleChoice,
     },
     weights=WEIGHTS,
-    paper=papers.BERT,
+    paper=PAPER,
+    mini_config="bert-mini",
+    tiny_config={**TINY_TEST_SIZES, "vocab_size": 99, "max_position_embeddings": 64},
     pretraining_objective="mlm+nsp",
     tokenizer_kind="wordpiece-uncased",
 )

@@ -7,22 +7,21 @@ Everything but the pretraining heads comes from ``hf_variants.modules``: the bac
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import nn
 from transformers.modeling_outputs import NextSentencePredictorOutput
-from transformers.utils import ModelOutput
 
 from ...modules.backbone import TransformerBackbone, TransformerPreTrainedModel
-from ...modules.heads import check_class_labels, check_label_shape
+from ...modules.heads import sentence_relation_loss
 from ...modules.task_models import (
     EncoderForMaskedLM,
+    EncoderForMaskedLMAndSentenceRelation,
     EncoderForMultipleChoice,
     EncoderForQuestionAnswering,
     EncoderForSequenceClassification,
     EncoderForTokenClassification,
     EncoderTaskModel,
+    pretraining_output,
 )
 from .configuration_bert import BertConfig
 
@@ -36,33 +35,17 @@ class BertModel(TransformerBackbone, BertPreTrainedModel):
     """The bare encoder with BERT's pooler."""
 
 
-def sentence_relation_loss(logits: torch.Tensor, labels: torch.Tensor, name: str = "next_sentence_label") -> torch.Tensor:
-    """Two-way cross-entropy for NSP (0 = B follows A, 1 = B is random) or SOP. logits (B, 2),
-    labels (B,); ``name``: the label argument named in errors."""
-    check_label_shape(labels.reshape(-1), (logits.shape[0],), name)
-    check_class_labels(labels, 2, name)
-    return nn.functional.cross_entropy(logits, labels.view(-1))
-
-
-@dataclass
-class BertForPreTrainingOutput(ModelOutput):
+BertForPreTrainingOutput = pretraining_output(
+    "BertForPreTrainingOutput", "nsp", "seq_relationship_logits", __name__,
     """loss = mlm_loss + nsp_loss; prediction_logits (B, T, V) (or (num_masked, V) with sparse
-    prediction); seq_relationship_logits (B, 2)."""
-
-    loss: torch.Tensor | None = None
-    mlm_loss: torch.Tensor | None = None
-    nsp_loss: torch.Tensor | None = None
-    prediction_logits: torch.Tensor | None = None
-    seq_relationship_logits: torch.Tensor | None = None
-    hidden_states: tuple[torch.Tensor, ...] | None = None
-    attentions: tuple[torch.Tensor, ...] | None = None
+    prediction); seq_relationship_logits (B, 2).""",
+)
 
 
-class BertForPreTraining(EncoderForMaskedLM, BertPreTrainedModel):
+class BertForPreTraining(EncoderForMaskedLMAndSentenceRelation, BertPreTrainedModel):
     """MLM + NSP, the paper's pretraining objective (loss = sum of the two means)."""
 
     backbone_class = BertModel
-    uses_pooler = True
 
     def __init__(self, config: BertConfig) -> None:
         super().__init__(config)
@@ -84,18 +67,14 @@ class BertForPreTraining(EncoderForMaskedLM, BertPreTrainedModel):
         **kwargs,
     ) -> BertForPreTrainingOutput | tuple:
         """labels: (B, T) MLM targets (-100 elsewhere); next_sentence_label: (B,) 0 = next, 1 = random."""
-        mlm = self._masked_lm(
-            labels, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
-            output_hidden_states,
+        mlm, relation_logits, nsp_loss, loss = self._masked_lm_and_relation(
+            self.nsp_head, next_sentence_label, "next_sentence_label", labels, input_ids, attention_mask,
+            token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
         )
-        out, mlm_loss = mlm.encoded, mlm.loss
-        relation_logits = self.nsp_head(out.pooler_output)
-        nsp_loss = sentence_relation_loss(relation_logits, next_sentence_label) if next_sentence_label is not None else None
-        loss = mlm_loss + nsp_loss if mlm_loss is not None and nsp_loss is not None else None
         return self._finish(
-            BertForPreTrainingOutput, return_dict, loss=loss, mlm_loss=mlm_loss, nsp_loss=nsp_loss,
+            BertForPreTrainingOutput, return_dict, loss=loss, mlm_loss=mlm.loss, nsp_loss=nsp_loss,
             prediction_logits=mlm.logits, seq_relationship_logits=relation_logits,
-            hidden_states=out.hidden_states, attentions=out.attentions,
+            hidden_states=mlm.encoded.hidden_states, attentions=mlm.encoded.attentions,
         )
 
 

@@ -1,72 +1,17 @@
-"""BERT's weights: the one explicit key map between transformers' BERT and ours, and the config
-translation. Read by ``from_transformers``, ``to_transformers`` and ``from_pretrained`` alike
-(see ``hf_variants.conversion``); it imports no modeling code.
+"""BERT's weights: transformers' BERT layout (the one explicit key map, kept in
+``hf_variants/conversion/bert_layout.py`` because SpanBERT's checkpoints use it too and RoBERTa and
+ELECTRA name their encoders the same way) and the config translation. Read by
+``from_transformers``, ``to_transformers`` and ``from_pretrained`` alike (see
+``hf_variants.conversion``); it imports no modeling code.
 """
 
 from __future__ import annotations
 
 import transformers
 
-from ...conversion import KeyMap, StateDictAdapter, VariantWeights, shared_config_fields
+from ...conversion import StateDictAdapter, VariantWeights
+from ...conversion.bert_layout import KEY_MAP, bert_config_to_theirs
 from .configuration_bert import BertConfig
-
-_THEIR_LAYER, _OUR_LAYER = "encoder.layer.{i}", "encoder.layers.{i}"
-
-# Inside the encoder (relative to it): transformers' name -> ours.
-BACKBONE = [
-    ("embeddings.word_embeddings.weight", "embeddings.word_embeddings.weight"),
-    ("embeddings.position_embeddings.weight", "embeddings.position_embeddings.weight"),
-    ("embeddings.token_type_embeddings.weight", "embeddings.token_type_embeddings.weight"),
-] + [
-    (f"{theirs}.{param}", f"{ours}.{param}")
-    for theirs, ours in (
-        ("embeddings.LayerNorm", "embeddings.layer_norm"),
-        (f"{_THEIR_LAYER}.attention.output.dense", f"{_OUR_LAYER}.attention.out"),
-        (f"{_THEIR_LAYER}.attention.output.LayerNorm", f"{_OUR_LAYER}.attention_norm"),
-        (f"{_THEIR_LAYER}.intermediate.dense", f"{_OUR_LAYER}.ffn.up"),
-        (f"{_THEIR_LAYER}.output.dense", f"{_OUR_LAYER}.ffn.down"),
-        (f"{_THEIR_LAYER}.output.LayerNorm", f"{_OUR_LAYER}.ffn_norm"),
-        ("pooler.dense", "pooler.dense"),
-    )
-    for param in ("weight", "bias")
-]
-
-# Our fused QKV projection = transformers' query, key and value concatenated along dim 0.
-BACKBONE_FUSED = [
-    (f"{_OUR_LAYER}.attention.qkv.{param}", [f"{_THEIR_LAYER}.attention.self.{name}.{param}" for name in ("query", "key", "value")])
-    for param in ("weight", "bias")
-]
-
-
-def head_renames(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """(their module, our module) -> weight and bias renames."""
-    return [(f"{theirs}.{p}", f"{ours}.{p}") for theirs, ours in pairs for p in ("weight", "bias")]
-
-
-MLM_HEAD = head_renames(
-    [("cls.predictions.transform.dense", "mlm_head.transform.dense"), ("cls.predictions.transform.LayerNorm", "mlm_head.transform.layer_norm")]
-) + [("cls.predictions.decoder.weight", "mlm_head.decoder.weight"), ("cls.predictions.bias", "mlm_head.decoder.bias")]
-NSP_HEAD = head_renames([("cls.seq_relationship", "nsp_head")])
-# transformers keeps the decoder bias under two names (tied); ours has one.
-MLM_IGNORED = [r"cls\.predictions\.decoder\.bias"]
-
-KEY_MAP = KeyMap(
-    backbone=BACKBONE,
-    backbone_fused=BACKBONE_FUSED,
-    heads={
-        "Model": [],
-        "ForPreTraining": MLM_HEAD + NSP_HEAD,
-        "ForMaskedLM": MLM_HEAD,
-        "ForNextSentencePrediction": NSP_HEAD,
-        "ForSequenceClassification": head_renames([("classifier", "classifier.out_proj")]),
-        "ForTokenClassification": head_renames([("classifier", "classifier")]),
-        "ForQuestionAnswering": head_renames([("qa_outputs", "qa_outputs")]),
-        "ForMultipleChoice": head_renames([("classifier", "classifier.out_proj")]),
-    },
-    ignored={"ForPreTraining": MLM_IGNORED, "ForMaskedLM": MLM_IGNORED},
-    their_prefix="bert",
-    our_prefix="bert",
-)
 
 
 def bert_adapter(head: str) -> StateDictAdapter:
@@ -75,17 +20,7 @@ def bert_adapter(head: str) -> StateDictAdapter:
 
 
 def config_to_theirs(config: BertConfig) -> transformers.BertConfig:
-    unsupported = {
-        "pre_layer_norm": (config.pre_layer_norm, False),
-        "position_embedding_type": (config.position_embedding_type, "learned"),
-        "layer_sharing": (config.layer_sharing, "none"),
-    }
-    for name, (value, required) in unsupported.items():
-        if value != required:
-            raise ValueError(f"transformers' BERT has no equivalent of {name}={value!r} (needs {required!r})")
-    fields = shared_config_fields(config, transformers.BertConfig)
-    fields.pop("position_embedding_type", None)
-    return transformers.BertConfig(**fields)
+    return bert_config_to_theirs(config)
 
 
 WEIGHTS = VariantWeights(

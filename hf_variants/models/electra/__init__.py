@@ -1,7 +1,6 @@
 """ELECTRA (Clark et al. 2020): the variant's one declaration. Everything else reads ``SPEC``."""
 
-from ... import papers
-from ...registry import VariantSpec
+from ...registry import TINY_TEST_SIZES, VariantSpec
 from .configuration_electra import ElectraConfig
 from .modeling_electra import *  # noqa: F401,F403
 from .modeling_electra import (
@@ -15,6 +14,7 @@ from .modeling_electra import (
     ElectraModel,
 )
 from .modeling_electra import __all__ as _modeling_all
+from .paper import PAPER
 from .weights import WEIGHTS
 
 SPEC = VariantSpec(
@@ -31,7 +31,9 @@ SPEC = VariantSpec(
         "ForMultipleChoice": ElectraForMultipleChoice,
     },
     weights=WEIGHTS,  # the one key map: from_transformers, to_transformers and from_pretrained
-    paper=papers.ELECTRA,
+    paper=PAPER,
+    mini_config="electra-mini",
+    tiny_config={**TINY_TEST_SIZES, "vocab_size": 99, "embedding_size": 16, "max_position_embeddings": 64},
     pretraining_objective="rtd",
     tokenizer_kind="wordpiece-uncased",
 )

@@ -2,7 +2,7 @@
 config translation. Read by ``from_transformers``, ``to_transformers`` and ``from_pretrained``
 alike (see ``hf_variants.conversion``); it imports no modeling code.
 
-The encoder's names are BERT's (``models/bert/weights.py``) under the ``electra`` prefix, plus
+The encoder's names are BERT's (``conversion/bert_layout.py``) under the ``electra`` prefix, plus
 ELECTRA's own: transformers keeps the E -> H projection outside the embeddings
 (``electra.embeddings_project``), ours is ``electra.embeddings.projection``. Heads:
 
@@ -30,35 +30,37 @@ from dataclasses import dataclass
 import transformers
 
 from ...conversion import KeyMap, VariantWeights, shared_config_fields
-from ..bert import weights as bert_weights
+from ...conversion.bert_layout import BACKBONE_FUSED, check_bert_expressible
+from ...conversion.bert_layout import BACKBONE as BERT_BACKBONE
+from ...conversion.key_map import head_renames
 from .configuration_electra import ElectraConfig
 
-BACKBONE = bert_weights.BACKBONE + bert_weights.head_renames([("embeddings_project", "embeddings.projection")])
+BACKBONE = BERT_BACKBONE + head_renames([("embeddings_project", "embeddings.projection")])
 
 HEADS = {
     "Model": [],
-    "ForReplacedTokenDetection": bert_weights.head_renames(
+    "ForReplacedTokenDetection": head_renames(
         [("discriminator_predictions.dense", "discriminator_predictions.dense"),
          ("discriminator_predictions.dense_prediction", "discriminator_predictions.dense_prediction")]
     ),
-    "ForMaskedLM": bert_weights.head_renames(
+    "ForMaskedLM": head_renames(
         [("generator_predictions.dense", "mlm_head.transform.dense"),
          ("generator_predictions.LayerNorm", "mlm_head.transform.layer_norm"),
          ("generator_lm_head", "mlm_head.decoder")]
     ),
-    "ForSequenceClassification": bert_weights.head_renames(
+    "ForSequenceClassification": head_renames(
         [("classifier.dense", "classifier.dense"), ("classifier.out_proj", "classifier.out_proj")]
     ),
-    "ForTokenClassification": bert_weights.head_renames([("classifier", "classifier")]),
-    "ForQuestionAnswering": bert_weights.head_renames([("qa_outputs", "qa_outputs")]),
-    "ForMultipleChoice": bert_weights.head_renames(
+    "ForTokenClassification": head_renames([("classifier", "classifier")]),
+    "ForQuestionAnswering": head_renames([("qa_outputs", "qa_outputs")]),
+    "ForMultipleChoice": head_renames(
         [("sequence_summary.summary", "classifier.dense"), ("classifier", "classifier.out_proj")]
     ),
 }
 
 KEY_MAP = KeyMap(
     backbone=BACKBONE,
-    backbone_fused=bert_weights.BACKBONE_FUSED,
+    backbone_fused=BACKBONE_FUSED,
     heads=HEADS,
     their_prefix="electra",
     our_prefix="electra",
@@ -92,7 +94,7 @@ class ElectraWeights(VariantWeights):
 
 
 def config_to_theirs(config: ElectraConfig) -> transformers.ElectraConfig:
-    bert_weights.config_to_theirs(config)  # raises for what BERT-style blocks cannot express
+    check_bert_expressible(config)  # raises for what BERT-style blocks cannot express
     check_expressible({"hidden_act": config.hidden_act}, "hf-variants -> transformers' ELECTRA")
     fields = shared_config_fields(config, transformers.ElectraConfig)
     fields.pop("architectures", None)

@@ -1,8 +1,7 @@
 """GPT (GPT-1, Radford et al. 2018; GPT-2, Radford et al. 2019): the variant's one declaration.
 Everything else reads ``SPEC``."""
 
-from ... import papers
-from ...registry import VariantSpec
+from ...registry import TINY_TEST_SIZES, VariantSpec
 from .configuration_gpt import GPTConfig
 from .modeling_gpt import *  # noqa: F401,F403
 from .modeling_gpt import (
@@ -14,6 +13,7 @@ from .modeling_gpt import (
 )
 from .modeling_gpt import __all__ as _modeling_all
 from .finetuning import GPTDoubleHeadsModel, GPTDoubleHeadsOutput, format_gpt1_inputs
+from .paper import PAPER
 from .weights import WEIGHTS
 
 SPEC = VariantSpec(
@@ -28,7 +28,10 @@ SPEC = VariantSpec(
         "DoubleHeadsModel": GPTDoubleHeadsModel,  # GPT-1 fine-tuning (no Auto class)
     },
     weights=WEIGHTS,
-    paper=papers.GPT,
+    paper=PAPER,
+    mini_config="gpt2-mini",
+    # pad_token_id: batched sequence classification reads the last non-padding token.
+    tiny_config={**TINY_TEST_SIZES, "vocab_size": 99, "max_position_embeddings": 64, "pad_token_id": 0},
     pretraining_objective="clm",
     tokenizer_kind="bpe",
     exports={"GPTDoubleHeadsOutput": GPTDoubleHeadsOutput, "format_gpt1_inputs": format_gpt1_inputs},

@@ -32,7 +32,7 @@ from __future__ import annotations
 import transformers
 
 from ...conversion import KeyMap, StateDictAdapter, VariantWeights
-from ..bert.weights import head_renames
+from ...conversion.key_map import head_renames
 from .configuration_gpt import GPTConfig
 
 _THEIR_LAYER, _OUR_LAYER = "h.{i}", "encoder.layers.{i}"

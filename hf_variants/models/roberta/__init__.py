@@ -1,8 +1,7 @@
 """RoBERTa (Liu et al. 2019), and XLM-RoBERTa through the same classes: the variant's one
 declaration. Everything else reads ``SPEC``."""
 
-from ... import papers
-from ...registry import VariantSpec
+from ...registry import TINY_TEST_SIZES, VariantSpec
 from .configuration_roberta import RobertaConfig
 from .modeling_roberta import *  # noqa: F401,F403
 from .modeling_roberta import (
@@ -15,6 +14,7 @@ from .modeling_roberta import (
     RobertaModel,
 )
 from .modeling_roberta import __all__ as _modeling_all
+from .paper import PAPER
 from .weights import WEIGHTS
 
 SPEC = VariantSpec(
@@ -30,7 +30,9 @@ SPEC = VariantSpec(
         "ForMultipleChoice": RobertaForMultipleChoice,
     },
     weights=WEIGHTS,
-    paper=papers.ROBERTA,
+    paper=PAPER,
+    mini_config="roberta-mini",
+    tiny_config={**TINY_TEST_SIZES, "vocab_size": 99, "max_position_embeddings": 64},
     pretraining_objective="mlm",
     tokenizer_kind="bpe",
 )

@@ -4,7 +4,7 @@ and ``from_pretrained`` alike (see ``hf_variants.conversion``); it imports no mo
 
 The encoder is BERT's and transformers names it exactly as BERT's, under ``roberta.`` instead of
 ``bert.`` (``embeddings.*``, ``encoder.layer.{i}.*``, ``pooler.dense``), so the backbone part is
-BERT's (``models/bert/weights.py``). The heads differ and are listed here:
+BERT's (``conversion/bert_layout.py``). The heads differ and are listed here:
 
 ================================  =============================================  ==================================
 transformers                      key                                            ours
@@ -35,7 +35,8 @@ from __future__ import annotations
 import transformers
 
 from ...conversion import KeyMap, VariantWeights, shared_config_fields
-from ..bert.weights import BACKBONE, BACKBONE_FUSED, head_renames
+from ...conversion.bert_layout import BACKBONE, BACKBONE_FUSED
+from ...conversion.key_map import head_renames
 from .configuration_roberta import TRANSFORMERS_FAMILIES, RobertaConfig
 
 MLM_HEAD = head_renames(

@@ -1,7 +1,6 @@
 """SpanBERT (Joshi et al. 2020): the variant's one declaration. Everything else reads ``SPEC``."""
 
-from ... import papers
-from ...registry import VariantSpec
+from ...registry import TINY_TEST_SIZES, VariantSpec
 from .configuration_spanbert import SpanBertConfig
 from .modeling_spanbert import *  # noqa: F401,F403
 from .modeling_spanbert import (
@@ -14,6 +13,7 @@ from .modeling_spanbert import (
     SpanBertModel,
 )
 from .modeling_spanbert import __all__ as _modeling_all
+from .paper import PAPER
 from .weights import WEIGHTS
 
 SPEC = VariantSpec(
@@ -29,7 +29,9 @@ SPEC = VariantSpec(
         "ForMultipleChoice": SpanBertForMultipleChoice,
     },
     weights=WEIGHTS,
-    paper=papers.SPANBERT,
+    paper=PAPER,
+    mini_config="spanbert-mini",
+    tiny_config={**TINY_TEST_SIZES, "vocab_size": 99, "max_position_embeddings": 64},
     pretraining_objective="span",
     tokenizer_kind="wordpiece-cased",
 )

@@ -1,7 +1,8 @@
 """SpanBERT configuration (Joshi et al. 2020, "SpanBERT: Improving Pre-training by Representing
 and Predicting Spans").
 
-SpanBERT's encoder is BERT's, so the config is BERT's plus the Span Boundary Objective fields.
+SpanBERT's encoder is BERT's, so the config is the shared encoder config (BERT's fields) plus the
+Span Boundary Objective fields.
 Defaults are SpanBERT-base (cased); see ``modeling_configs/spanbert-*`` for the named sizes.
 """
 
@@ -9,12 +10,13 @@ from __future__ import annotations
 
 from huggingface_hub.dataclasses import strict
 
-from ..bert.configuration_bert import BertConfig
+from ...modules.configuration import TransformerConfig
 
 
 @strict
-class SpanBertConfig(BertConfig):
-    """BERT's fields (hidden_size, num_hidden_layers, ...) plus the SBO head's.
+class SpanBertConfig(TransformerConfig):
+    """BERT's fields (hidden_size, num_hidden_layers, ..., declared in :class:`TransformerConfig`)
+    plus the SBO head's.
 
     SpanBERT pretrains on single segments (no NSP); ``type_vocab_size`` stays 2 by default so the
     released BERT-format checkpoints and tokenizers' ``token_type_ids`` load unchanged

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 from torch.nn import functional as F
-from transformers.utils import ModelOutput
 
 from ...modules.backbone import TransformerBackbone, TransformerPreTrainedModel
 from ...modules.embeddings import check_index_range
@@ -35,6 +34,7 @@ from ...modules.task_models import (
     EncoderForQuestionAnswering,
     EncoderForSequenceClassification,
     EncoderForTokenClassification,
+    pretraining_output,
 )
 from .configuration_spanbert import SpanBertConfig
 
@@ -205,21 +205,14 @@ def span_boundary_loss(
     return F.cross_entropy(logits, targets.labels), logits
 
 
-@dataclass
-class SpanBertForPreTrainingOutput(ModelOutput):
+SpanBertForPreTrainingOutput = pretraining_output(
+    "SpanBertForPreTrainingOutput", "sbo", "sbo_logits", __name__,
     """loss = mlm_loss + sbo_weight * sbo_loss (the terms that were given).
 
     prediction_logits: (B, T, V), or (num_masked, V) with ``config.sparse_prediction``.
     sbo_logits: (N, V) at the N tokens with ``sbo_labels != -100``, in row-major (batch, position) order.
-    """
-
-    loss: torch.Tensor | None = None
-    mlm_loss: torch.Tensor | None = None
-    sbo_loss: torch.Tensor | None = None
-    prediction_logits: torch.Tensor | None = None
-    sbo_logits: torch.Tensor | None = None
-    hidden_states: tuple[torch.Tensor, ...] | None = None
-    attentions: tuple[torch.Tensor, ...] | None = None
+    """,
+)
 
 
 class SpanBertForPreTraining(EncoderForMaskedLM, SpanBertPreTrainedModel):

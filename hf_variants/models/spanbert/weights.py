@@ -3,7 +3,7 @@
 The released SpanBERT checkpoints are plain BERT checkpoints (transformers ``BertModel`` keys,
 config.json with model_type "bert" or none), so every SpanBERT class reads them with
 ``from_pretrained``, converted on load by the same key map as BERT
-(``models/bert/weights.py``); the heads they lack are reported as newly initialised.
+(``conversion/bert_layout.py``); the heads they lack are reported as newly initialised.
 This module imports no modeling code. It adds:
 
 - :func:`load_bert_checkpoint` behind ``from_bert_checkpoint`` (also takes a transformers BERT
@@ -25,7 +25,8 @@ import transformers
 from transformers import PreTrainedModel
 
 from ...conversion import VariantWeights
-from ..bert.weights import KEY_MAP, bert_adapter, config_to_theirs
+from ...conversion.bert_layout import KEY_MAP
+from ...conversion.bert_layout import bert_config_to_theirs as config_to_theirs
 from .configuration_spanbert import SpanBertConfig
 
 # Buffers old transformers versions saved with the weights; not parameters.
@@ -95,7 +96,7 @@ def export_bert_encoder(model: PreTrainedModel) -> transformers.BertModel:
     (and no pooler when the model has none). Save it with ``save_pretrained``."""
     backbone = getattr(model, model.base_model_prefix, model)
     config = model.config
-    their_state = bert_adapter("Model").to_theirs(backbone.state_dict())
+    their_state = KEY_MAP.adapter("Model").to_theirs(backbone.state_dict())
     if config.type_vocab_size == 0:
         # transformers' BERT always adds a segment embedding: one all-zero row is exactly "none".
         config = copy.deepcopy(config)

@@ -25,13 +25,12 @@ from transformers.modeling_outputs import (
 )
 
 from ...modules.backbone import TransformerBackbone, TransformerPreTrainedModel
-from ...modules.cache import output_cache, with_cache
 from ...modules.decoder import DecoderBackbone, EncoderDecoderBackbone
 from ...modules.embeddings import TransformerEmbeddings, check_batch_shape, check_index_range
 from ...modules.encoder import LayerSpec, LayerStack
 from ...modules.attention import MultiHeadAttention
 from ...modules.feed_forward import FeedForward
-from ...modules.generation import EncoderDecoderForSeq2SeqLM, shift_tokens_right
+from ...modules.generation import EncoderDecoderForSeq2SeqLM, finish_seq2seq, shift_tokens_right
 from ...modules.heads import SummaryClassifier, sequence_classification_loss, span_extraction_loss
 from ...modules.task_models import EncoderForTokenClassification
 from ...modules.tracing import is_tracing
@@ -297,14 +296,7 @@ class T5ForSequenceClassification(_T5EncoderDecoderHead):
         summary = hidden[torch.arange(hidden.shape[0], device=hidden.device), last_eos]
         logits = self.classification_head(summary, None)
         loss = sequence_classification_loss(self.config, logits, labels) if labels is not None else None
-        output = Seq2SeqSequenceClassifierOutput(
-            loss=loss, logits=logits, **with_cache(output_cache(out)),
-            decoder_hidden_states=out.decoder_hidden_states, decoder_attentions=out.decoder_attentions,
-            cross_attentions=out.cross_attentions,
-            encoder_last_hidden_state=out.encoder_last_hidden_state, encoder_hidden_states=out.encoder_hidden_states,
-            encoder_attentions=out.encoder_attentions,
-        )
-        return output if return_dict is not False else output.to_tuple()
+        return finish_seq2seq(Seq2SeqSequenceClassifierOutput, return_dict, out, loss=loss, logits=logits)
 
 
 class T5ForQuestionAnswering(_T5EncoderDecoderHead):
@@ -348,11 +340,6 @@ class T5ForQuestionAnswering(_T5EncoderDecoderHead):
         )
         start_logits, end_logits = (x.squeeze(-1).contiguous() for x in self.qa_outputs(out.last_hidden_state).split(1, dim=-1))
         loss = span_extraction_loss(start_logits, end_logits, start_positions, end_positions) if training else None
-        output = Seq2SeqQuestionAnsweringModelOutput(
-            loss=loss, start_logits=start_logits, end_logits=end_logits, **with_cache(output_cache(out)),
-            decoder_hidden_states=out.decoder_hidden_states, decoder_attentions=out.decoder_attentions,
-            cross_attentions=out.cross_attentions,
-            encoder_last_hidden_state=out.encoder_last_hidden_state, encoder_hidden_states=out.encoder_hidden_states,
-            encoder_attentions=out.encoder_attentions,
+        return finish_seq2seq(
+            Seq2SeqQuestionAnsweringModelOutput, return_dict, out, loss=loss, start_logits=start_logits, end_logits=end_logits
         )
-        return output if return_dict is not False else output.to_tuple()

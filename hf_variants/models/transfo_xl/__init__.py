@@ -5,13 +5,13 @@ from_transformers / to_transformers pair; ``weights.py`` maps the OLD transforme
 ``convert_old_transfo_xl_checkpoint`` (``convert_old_checkpoint.py``).
 """
 
-from ... import papers
-from ...registry import VariantSpec
+from ...registry import TINY_TEST_SIZES, VariantSpec
 from .configuration_transfo_xl import TransfoXLConfig
 from .convert_old_checkpoint import convert_old_checkpoint as convert_old_transfo_xl_checkpoint
 from .modeling_transfo_xl import *  # noqa: F401,F403
 from .modeling_transfo_xl import TransfoXLLMHeadModel, TransfoXLModel
 from .modeling_transfo_xl import __all__ as _modeling_all
+from .paper import PAPER
 from .tokenization_transfo_xl import tokenizer_from_symbols, word_level_tokenizer
 
 SPEC = VariantSpec(
@@ -21,7 +21,9 @@ SPEC = VariantSpec(
         "Model": TransfoXLModel,
         "LMHeadModel": TransfoXLLMHeadModel,
     },
-    paper=papers.TRANSFO_XL,
+    paper=PAPER,
+    mini_config="transfo-xl-mini",
+    tiny_config={**TINY_TEST_SIZES, "head_dim": 16, "vocab_size": 99, "mem_len": 4},
     pretraining_objective="clm",
     tokenizer_kind="wordpiece-cased",  # run_pretraining's kinds; word_level_tokenizer is the paper's vocabulary
     exports={"word_level_tokenizer": word_level_tokenizer, "tokenizer_from_symbols": tokenizer_from_symbols,

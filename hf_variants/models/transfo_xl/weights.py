@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from ...conversion.key_map import StateDictAdapter
-from ..bert.weights import head_renames
+from ...conversion.key_map import head_renames
 from .configuration_transfo_xl import TransfoXLConfig
 
 _OLD_LAYER, _OUR_LAYER = "transformer.layers.{i}", "transformer.layers.{i}"

@@ -34,7 +34,7 @@ import transformers
 import torch
 
 from ...conversion import KeyMap, StateDictAdapter, VariantWeights
-from ..bert.weights import head_renames
+from ...conversion.key_map import head_renames
 from .configuration_transformer import OriginalTransformerConfig
 
 

@@ -1,7 +1,6 @@
 """XLM (Lample & Conneau 2019): the variant's one declaration. Everything else reads ``SPEC``."""
 
-from ... import papers
-from ...registry import VariantSpec
+from ...registry import TINY_TEST_SIZES, VariantSpec
 from .configuration_xlm import XLMConfig
 from .modeling_xlm import *  # noqa: F401,F403
 from .modeling_xlm import (
@@ -13,6 +12,7 @@ from .modeling_xlm import (
     XLMWithLMHeadModel,
 )
 from .modeling_xlm import __all__ as _modeling_all
+from .paper import PAPER
 from .weights import WEIGHTS
 
 SPEC = VariantSpec(
@@ -29,7 +29,9 @@ SPEC = VariantSpec(
         "ForMultipleChoice": XLMForMultipleChoice,
     },
     weights=WEIGHTS,
-    paper=papers.XLM,
+    paper=PAPER,
+    mini_config="xlm-mini",
+    tiny_config={**TINY_TEST_SIZES, "vocab_size": 99, "max_position_embeddings": 64},
     # run_pretraining has no "tlm" objective yet (TLM needs parallel rows: objectives.tlm_dataset).
     pretraining_objective="mlm",
     tokenizer_kind="bpe",  # XLM uses BPE (fastBPE); ours is the byte-level kind (no unknown characters in any language)

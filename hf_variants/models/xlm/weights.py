@@ -32,7 +32,7 @@ from typing import Any
 import transformers
 
 from ...conversion import KeyMap, VariantWeights, shared_config_fields
-from ..bert.weights import head_renames
+from ...conversion.key_map import head_renames
 from .configuration_xlm import SUMMARY_TYPES, XLMConfig
 
 _OUR_LAYER = "encoder.layers.{i}"

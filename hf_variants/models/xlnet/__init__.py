@@ -1,7 +1,6 @@
 """XLNet (Yang et al. 2019): the variant's one declaration. Everything else reads ``SPEC``."""
 
-from ... import papers
-from ...registry import VariantSpec
+from ...registry import TINY_TEST_SIZES, VariantSpec
 from .configuration_xlnet import XLNetConfig
 from .modeling_xlnet import *  # noqa: F401,F403
 from .modeling_xlnet import (
@@ -13,6 +12,7 @@ from .modeling_xlnet import (
     XLNetModel,
 )
 from .modeling_xlnet import __all__ as _modeling_all
+from .paper import PAPER
 from .weights import WEIGHTS
 
 SPEC = VariantSpec(
@@ -29,7 +29,9 @@ SPEC = VariantSpec(
         "ForMultipleChoice": XLNetForMultipleChoice,
     },
     weights=WEIGHTS,
-    paper=papers.XLNET,
+    paper=PAPER,
+    mini_config="xlnet-mini",
+    tiny_config={**TINY_TEST_SIZES, "vocab_size": 99, "mem_len": 4, "summary_last_dropout": 0.0},
     pretraining_objective="plm",
     tokenizer_kind="unigram",
 )

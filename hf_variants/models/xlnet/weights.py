@@ -10,7 +10,7 @@ from __future__ import annotations
 import transformers
 
 from ...conversion import KeyMap, VariantWeights, shared_config_fields
-from ..bert.weights import head_renames
+from ...conversion.key_map import head_renames
 from .configuration_xlnet import XLNetConfig
 
 _THEIR_LAYER, _OUR_LAYER = "layer.{i}", "layers.{i}"

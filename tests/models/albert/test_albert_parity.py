@@ -10,6 +10,7 @@ from transformers import AutoModelForQuestionAnswering
 
 import hf_variants
 from hf_variants.models.albert.weights import config_to_theirs
+from inputs import make_inputs
 from parity import grads_as_model, assert_same_outputs, at_real_tokens
 
 HEADS = list(hf_variants.registry.SPECS["hfv_albert"].classes)
@@ -32,22 +33,8 @@ def reference(head: str, impl: str, grouping: str = "shared") -> transformers.Pr
     return getattr(transformers, f"Albert{head}")(config).eval()
 
 
-def make_inputs(head: str, padding: str, segments: bool = True) -> dict:
-    g = torch.Generator().manual_seed(1)
-    ids = torch.randint(1, TINY["vocab_size"], (3, 12), generator=g)
-    mask = torch.ones_like(ids)
-    if padding == "right":
-        mask[1, 8:] = 0
-        mask[2, 3:] = 0
-    elif padding == "left":
-        mask[1, :4] = 0
-        mask[2, :9] = 0
-    inputs = {"input_ids": ids.masked_fill(mask == 0, 0), "attention_mask": mask}
-    if segments:
-        inputs["token_type_ids"] = (torch.arange(12) >= 6).long().expand(3, 12) * mask
-    if head == "ForMultipleChoice":
-        inputs = {k: v[:, None].repeat(1, 2, 1) for k, v in inputs.items()}
-    return inputs
+def albert_inputs(head: str, padding: str, segments: bool = True) -> dict:
+    return make_inputs(TINY["vocab_size"], padding, segments=segments, choices=2 if head == "ForMultipleChoice" else None)
 
 
 def check_parity(head: str, impl: str, padding: str, grouping: str) -> None:
@@ -60,7 +47,7 @@ def check_parity(head: str, impl: str, padding: str, grouping: str) -> None:
     assert back.state_dict().keys() == theirs.state_dict().keys()
     for key, value in theirs.state_dict().items():
         assert torch.equal(value, back.state_dict()[key]), key
-    inputs = make_inputs(head, padding)
+    inputs = albert_inputs(head, padding)
     with torch.no_grad():
         expected = theirs(**inputs, output_hidden_states=True)
         got = ours(**inputs, output_hidden_states=True)
@@ -104,7 +91,7 @@ def test_unshared_converts_as_one_group_per_layer():
     assert (theirs.config.num_hidden_groups, theirs.config.inner_group_num) == (3, 1)
     again = hf_variants.from_transformers(theirs)
     assert again.config.layer_sharing == "none"
-    inputs = make_inputs("Model", "right")
+    inputs = albert_inputs("Model", "right")
     with torch.no_grad():
         assert_same_outputs(theirs(**inputs, output_hidden_states=True), ours(**inputs, output_hidden_states=True),
                             inputs["attention_mask"])
@@ -134,7 +121,7 @@ def test_pretraining_losses_and_gradients_match_transformers(grouping):
     shared tensor serves), equal transformers'."""
     theirs = reference("ForPreTraining", "eager", grouping)
     ours = hf_variants.from_transformers(theirs).eval()
-    inputs = make_inputs("ForPreTraining", "right")
+    inputs = albert_inputs("ForPreTraining", "right")
     g = torch.Generator().manual_seed(2)
     labels = {
         "labels": inputs["input_ids"].masked_fill(torch.rand(3, 12, generator=g) > 0.4, -100).masked_fill(
@@ -162,7 +149,7 @@ def test_from_pretrained_of_a_folder_saved_by_transformers(head, grouping, tmp_p
     ours, info = getattr(hf_variants, f"Albert{head}").from_pretrained(tmp_path / "theirs", output_loading_info=True)
     assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"]
     assert ours.config.model_type == "hfv_albert" and ours.config.num_hidden_groups == GROUPINGS[grouping][1]
-    inputs = make_inputs(head, "right")
+    inputs = albert_inputs(head, "right")
     with torch.no_grad():
         expected, got = theirs(**inputs), ours.eval()(**inputs)
     for key, value in expected.items():
@@ -180,7 +167,7 @@ def test_load_pretrained_reads_a_transformers_folder(tmp_path):
     theirs.save_pretrained(tmp_path)
     ours = hf_variants.load_pretrained(str(tmp_path), AutoModelForQuestionAnswering).eval()
     assert type(ours) is hf_variants.AlbertForQuestionAnswering
-    inputs = make_inputs("ForQuestionAnswering", "left")
+    inputs = albert_inputs("ForQuestionAnswering", "left")
     with torch.no_grad():
         torch.testing.assert_close(ours(**inputs).start_logits, theirs(**inputs).start_logits, atol=ATOL, rtol=0)
 
@@ -193,7 +180,7 @@ def test_inner_groups_load_through_from_transformers_not_from_pretrained(tmp_pat
     with pytest.raises(ValueError, match="inner_group_num=2.*from_transformers"):
         hf_variants.AlbertForMaskedLM.from_pretrained(tmp_path)
     ours = hf_variants.from_transformers(transformers.AlbertForMaskedLM.from_pretrained(tmp_path)).eval()
-    inputs = make_inputs("ForMaskedLM", "right")
+    inputs = albert_inputs("ForMaskedLM", "right")
     with torch.no_grad():
         assert_same_outputs(theirs(**inputs, output_hidden_states=True), ours(**inputs, output_hidden_states=True),
                             inputs["attention_mask"])

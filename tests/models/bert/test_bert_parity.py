@@ -6,6 +6,7 @@ import transformers
 
 import hf_variants
 from encoder_tester import TINY
+from inputs import make_inputs
 from parity import ATOL, assert_same_outputs, at_real_tokens, grads_as_model
 
 HEADS = list(hf_variants.registry.SPECS["hfv_bert"].classes)
@@ -18,19 +19,8 @@ def reference(head: str, impl: str) -> transformers.PreTrainedModel:
     return getattr(transformers, f"Bert{head}")(config).eval()
 
 
-def make_inputs(head: str, padding: bool, segments: bool) -> dict:
-    g = torch.Generator().manual_seed(1)
-    ids = torch.randint(1, TINY["vocab_size"], (3, 12), generator=g)
-    mask = torch.ones_like(ids)
-    if padding:
-        mask[1, 8:] = 0
-        mask[2, 3:] = 0
-    inputs = {"input_ids": ids.masked_fill(mask == 0, 0), "attention_mask": mask}
-    if segments:
-        inputs["token_type_ids"] = (torch.arange(12) >= 6).long().expand(3, 12) * mask
-    if head == "ForMultipleChoice":
-        inputs = {k: v[:, None].repeat(1, 2, 1) for k, v in inputs.items()}
-    return inputs
+def bert_inputs(head: str, padding: bool, segments: bool) -> dict:
+    return make_inputs(TINY["vocab_size"], "right" if padding else "none", segments=segments, choices=2 if head == "ForMultipleChoice" else None)
 
 
 @pytest.mark.parametrize("impl", ["eager", "sdpa"])
@@ -44,7 +34,7 @@ def test_parity_both_directions(head, impl, padding, segments):
     assert type(back) is type(theirs)
     for key, value in theirs.state_dict().items():
         assert torch.equal(value, back.state_dict()[key]), key
-    inputs = make_inputs(head, padding, segments)
+    inputs = bert_inputs(head, padding, segments)
     with torch.no_grad():
         expected = theirs(**inputs, output_hidden_states=True)
         assert_same_outputs(expected, ours(**inputs, output_hidden_states=True), inputs["attention_mask"])
@@ -56,7 +46,7 @@ def test_padding_free_path_matches_transformers(head):
     theirs = reference(head, "sdpa")
     ours = hf_variants.from_transformers(theirs).eval()
     ours.config.padding_free = True
-    inputs = make_inputs(head, padding=True, segments=True)
+    inputs = bert_inputs(head, padding=True, segments=True)
     keep = inputs["attention_mask"].bool()
     with torch.no_grad():
         expected, got = theirs(**inputs), ours(**inputs)
@@ -71,7 +61,7 @@ def test_padding_free_path_matches_transformers(head):
 def test_gradients_match_transformers(head):
     theirs = reference(head, "eager")
     ours = hf_variants.from_transformers(theirs).eval()
-    inputs = make_inputs(head, padding=True, segments=True)
+    inputs = bert_inputs(head, padding=True, segments=True)
     g = torch.Generator().manual_seed(2)
     if head == "ForMaskedLM":
         labels = {"labels": inputs["input_ids"].masked_fill(torch.rand(3, 12, generator=g) > 0.4, -100)}

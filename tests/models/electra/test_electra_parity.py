@@ -9,6 +9,7 @@ import transformers
 
 import hf_variants
 from encoder_tester import TINY
+from inputs import make_inputs
 from parity import ATOL, assert_same_outputs, at_real_tokens, grads_as_model
 
 FACTORIZED = {**TINY, "embedding_size": 16}  # E = 16 < H = 32: the E -> H projection exists
@@ -32,21 +33,8 @@ def reference(head: str, impl: str, **overrides) -> transformers.PreTrainedModel
     return getattr(transformers, THEIRS[head])(config).eval()
 
 
-def make_inputs(head: str, padding: str) -> dict:
-    g = torch.Generator().manual_seed(1)
-    ids = torch.randint(1, TINY["vocab_size"], (3, 12), generator=g)
-    mask = torch.ones_like(ids)
-    if padding == "right":
-        mask[1, 8:] = 0
-        mask[2, 3:] = 0
-    elif padding == "left":
-        mask[1, :4] = 0
-        mask[2, :9] = 0
-    inputs = {"input_ids": ids.masked_fill(mask == 0, 0), "attention_mask": mask,
-              "token_type_ids": (torch.arange(12) >= 6).long().expand(3, 12) * mask}
-    if head == "ForMultipleChoice":
-        inputs = {k: v[:, None].repeat(1, 2, 1) for k, v in inputs.items()}
-    return inputs
+def electra_inputs(head: str, padding: str) -> dict:
+    return make_inputs(TINY["vocab_size"], padding, segments=True, choices=2 if head == "ForMultipleChoice" else None)
 
 
 @pytest.mark.parametrize("padding", ["right", "left"])  # row 0 of each batch is unpadded
@@ -62,7 +50,7 @@ def test_parity_both_directions(head, impl, padding):
     assert type(back) is type(theirs)
     for key, value in theirs.state_dict().items():
         assert torch.equal(value, back.state_dict()[key]), key
-    inputs = make_inputs(head, padding)
+    inputs = electra_inputs(head, padding)
     with torch.no_grad():
         expected = theirs(**inputs, output_hidden_states=True)
         assert_same_outputs(expected, ours(**inputs, output_hidden_states=True), inputs["attention_mask"])
@@ -81,7 +69,7 @@ def test_parity_without_projection(head):
     assert not hasattr(theirs.base_model, "embeddings_project")
     ours = hf_variants.from_transformers(theirs).eval()
     assert ours.base_model.embeddings.projection is None
-    inputs = make_inputs(head, "right")
+    inputs = electra_inputs(head, "right")
     with torch.no_grad():
         assert_same_outputs(theirs(**inputs, output_hidden_states=True), ours(**inputs, output_hidden_states=True),
                             inputs["attention_mask"])
@@ -107,7 +95,7 @@ def labels_for(head: str, inputs: dict) -> dict:
 def test_losses_and_gradients_match_transformers(head):
     theirs = reference(head, "eager")
     ours = hf_variants.from_transformers(theirs).eval()
-    inputs = make_inputs(head, "right")
+    inputs = electra_inputs(head, "right")
     labels = labels_for(head, inputs)
     loss_theirs = theirs(**inputs, **labels).loss
     loss_ours = ours(**inputs, **labels).loss
@@ -128,7 +116,7 @@ def test_from_pretrained_of_a_folder_saved_by_transformers(head, tmp_path):
     ours, info = getattr(hf_variants, f"Electra{head}").from_pretrained(tmp_path, output_loading_info=True)
     assert ours.config.model_type == "hfv_electra"
     assert not info["missing_keys"] and not info["unexpected_keys"], info
-    inputs = make_inputs(head, "left")
+    inputs = electra_inputs(head, "left")
     with torch.no_grad():
         assert_same_outputs(theirs(**inputs, output_hidden_states=True), ours.eval()(**inputs, output_hidden_states=True),
                             inputs["attention_mask"])
@@ -141,7 +129,7 @@ def test_a_released_discriminator_checkpoint_starts_the_joint_model(tmp_path):
     theirs.save_pretrained(tmp_path)
     joint = hf_variants.load_pretrained(str(tmp_path), transformers.AutoModelForPreTraining).eval()
     assert type(joint) is hf_variants.ElectraForPreTraining
-    inputs = make_inputs("Model", "right")
+    inputs = electra_inputs("Model", "right")
     with torch.no_grad():
         torch.testing.assert_close(joint(**inputs).logits[inputs["attention_mask"].bool()],
                                    theirs(**inputs).logits[inputs["attention_mask"].bool()], atol=ATOL, rtol=0)

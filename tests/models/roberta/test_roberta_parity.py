@@ -14,6 +14,7 @@ import hf_variants
 from hf_variants.models.roberta.weights import KEY_MAP
 from hf_variants.registry import HEAD_AUTO_CLASSES
 from encoder_tester import TINY
+from inputs import as_choices, make_inputs
 from parity import ATOL, assert_same_outputs
 from tests.conversion.test_from_pretrained_transformers_checkpoints import assert_our_format
 
@@ -37,27 +38,17 @@ def reference(family: str, head: str, impl: str, seed: int = 0) -> transformers.
     return model
 
 
-def make_inputs(head: str, padding: str, length: int = 12) -> dict:
-    """<s> ... </s> rows of different lengths; padding "none", "right" or "left" (pad id 1, mask 0)."""
-    g = torch.Generator().manual_seed(1)
-    ids = torch.randint(3, TINY["vocab_size"], (3, length), generator=g)
-    ids[:, 0] = 0
-    mask = torch.ones_like(ids)
-    if padding != "none":
-        for row, real in ((1, 8), (2, 3)):
-            keep = slice(0, real) if padding == "right" else slice(length - real, length)
-            mask[row] = 0
-            mask[row, keep] = 1
-            ids[row, keep] = torch.cat([torch.tensor([0]), ids[row, keep][1:-1], torch.tensor([2])])
-    ids[0, -1] = 2
-    inputs = {"input_ids": ids.masked_fill(mask == 0, PAD), "attention_mask": mask}
-    if head == "ForMultipleChoice":
-        inputs = {k: v[:, None].repeat(1, 2, 1) for k, v in inputs.items()}
-    return inputs
+def roberta_inputs(head: str, padding: str, length: int = 12) -> dict:
+    """<s> ... </s> rows of 12, 8 and 3 real tokens; padding "none", "right" or "left" (pad id 1, mask 0)."""
+    inputs = make_inputs(TINY["vocab_size"], padding, length=length, low=3, pad_token_id=PAD)
+    mask, rows = inputs["attention_mask"], torch.arange(3)
+    first, last = mask.argmax(1), length - 1 - mask.flip(1).argmax(1)  # first / last real token per row
+    inputs["input_ids"][rows, first], inputs["input_ids"][rows, last] = 0, 2
+    return as_choices(inputs, 2) if head == "ForMultipleChoice" else inputs
 
 
 def check_parity(theirs, ours, back, head, padding):
-    inputs = make_inputs(head, padding)
+    inputs = roberta_inputs(head, padding)
     mask = inputs["attention_mask"]
     with torch.no_grad():
         # Every layer's states (runs padded), then the default fast paths (packed, last layer only where read).
@@ -160,7 +151,7 @@ def test_inputs_embeds_with_padding(head, impl):
     """inputs_embeds: positions p+1..p+T on every row (nothing marks padding), on both sides."""
     theirs = reference("Roberta", head, impl)
     ours = hf_variants.from_transformers(theirs).eval()
-    inputs = make_inputs(head, "right")
+    inputs = roberta_inputs(head, "right")
     embeds = theirs.get_input_embeddings()(inputs.pop("input_ids"))
     with torch.no_grad():
         expected = theirs(inputs_embeds=embeds, **inputs)
@@ -182,7 +173,7 @@ GRADIENT_LABELS = {
 def test_gradients_match_transformers(head, padding):
     theirs = reference("Roberta", head, "eager")
     ours = hf_variants.from_transformers(theirs).eval()
-    inputs = make_inputs(head, padding)
+    inputs = roberta_inputs(head, padding)
     ids = inputs["input_ids"] if head != "ForMultipleChoice" else inputs["input_ids"][:, 0]
     labels = GRADIENT_LABELS[head](ids, torch.Generator().manual_seed(2))
     loss_theirs, loss_ours = theirs(**inputs, **labels).loss, ours(**inputs, **labels).loss
@@ -216,7 +207,7 @@ def test_from_pretrained_of_a_folder_saved_by_transformers(family, head, tmp_pat
     ours, info = our_class.from_pretrained(tmp_path / "theirs", output_loading_info=True)
     assert type(ours) is our_class and ours.config.model_type == "hfv_roberta" and not ours.training
     assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"]
-    inputs = make_inputs(their_head, "left")
+    inputs = roberta_inputs(their_head, "left")
     mask = inputs["attention_mask"]
     with torch.no_grad():
         expected = theirs(**inputs, output_hidden_states=True)
@@ -253,7 +244,7 @@ def test_base_checkpoint_into_a_head_model_reports_the_new_head(family, head, tm
     # The same report through the Auto class.
     _, auto_info = hf_variants.load_pretrained(str(tmp_path), HEAD_AUTO_CLASSES[head], output_loading_info=True, **labels)
     assert sorted(auto_info["missing_keys"]) == sorted(info["missing_keys"])
-    inputs = make_inputs("Model", "right")
+    inputs = roberta_inputs("Model", "right")
     with torch.no_grad():
         expected = theirs(**inputs)
         got = ours.roberta(**inputs)

@@ -30,7 +30,7 @@ def reference(head: str, impl: str, **overrides) -> transformers.PreTrainedModel
     return model
 
 
-def make_inputs(head: str, height: int = 32, width: int = 32, seed: int = 1, masked: bool = True) -> dict:
+def image_inputs(head: str, height: int = 32, width: int = 32, seed: int = 1, masked: bool = True) -> dict:
     g = torch.Generator().manual_seed(seed)
     inputs = {"pixel_values": torch.randn(3, 3, height, width, generator=g)}
     if head == "ForMaskedImageModeling" and masked:
@@ -76,7 +76,7 @@ def test_parity_both_directions(head, impl, height, width, interpolate):
     theirs = reference(head, impl)
     ours, back = converted_pair(theirs)
     # transformers' SimMIM loss reshapes the mask to the training grid: masks only at that size.
-    inputs = make_inputs(head, *size, masked=not interpolate)
+    inputs = image_inputs(head, *size, masked=not interpolate)
     kwargs = dict(output_hidden_states=True, output_attentions=impl == "eager")
     if interpolate:
         kwargs["interpolate_pos_encoding"] = True
@@ -100,7 +100,7 @@ def test_pooler_option_and_mask_token_carry_over(add_pooling_layer):
     ours, _ = converted_pair(theirs)
     assert (ours.pooler is None) == (not add_pooling_layer)
     torch.testing.assert_close(ours.embeddings.mask_token, theirs.embeddings.mask_token, atol=0, rtol=0)
-    pixels = make_inputs("Model")["pixel_values"]
+    pixels = image_inputs("Model")["pixel_values"]
     masked = torch.rand(3, 16) < 0.5
     with torch.no_grad():
         expected, got = theirs(pixels, bool_masked_pos=masked), ours(pixels, bool_masked_pos=masked)
@@ -117,7 +117,7 @@ def test_attention_mask_parity(head, impl):
     """transformers' ViT takes an optional (B, 1 + N) attention mask: same outputs at the tokens attended to."""
     theirs = reference(head, impl)
     ours = hf_variants.from_transformers(theirs).eval()
-    pixels = make_inputs("Model")["pixel_values"]
+    pixels = image_inputs("Model")["pixel_values"]
     mask = torch.ones(3, 17, dtype=torch.long)
     mask[1, 10:] = 0
     mask[2, 3:] = 0
@@ -135,7 +135,7 @@ def test_attention_mask_parity(head, impl):
 def test_losses_and_gradients_match_transformers(head):
     theirs = reference(head, "eager")
     ours = hf_variants.from_transformers(theirs).eval()
-    inputs = make_inputs(head)
+    inputs = image_inputs(head)
     loss_theirs, loss_ours = theirs(**inputs).loss, ours(**inputs).loss
     torch.testing.assert_close(loss_ours, loss_theirs, atol=ATOL, rtol=0)
     loss_theirs.backward()
@@ -178,7 +178,7 @@ def test_from_pretrained_of_a_transformers_folder(tmp_path, head, hub_format):
     ours, info = getattr(hf_variants, f"ViT{head}").from_pretrained(tmp_path / "theirs", output_loading_info=True)
     assert type(ours) is getattr(hf_variants, f"ViT{head}") and ours.config.model_type == "hfv_vit"
     assert not info["missing_keys"] and not info["unexpected_keys"]
-    inputs = make_inputs(head)
+    inputs = image_inputs(head)
     inputs.pop("labels", None)
     with torch.no_grad():
         assert_same_outputs(theirs(**inputs, output_hidden_states=True), ours.eval()(**inputs, output_hidden_states=True))
@@ -191,7 +191,7 @@ def test_load_pretrained_reads_a_transformers_folder_through_the_auto_class(tmp_
     theirs = transformers_folder(tmp_path, "ForImageClassification", hub_format=True)
     ours = hf_variants.load_pretrained(str(tmp_path), transformers.AutoModelForImageClassification).eval()
     assert isinstance(ours, hf_variants.ViTForImageClassification)
-    pixels = make_inputs("Model")["pixel_values"]
+    pixels = image_inputs("Model")["pixel_values"]
     with torch.no_grad():
         torch.testing.assert_close(ours(pixels).logits, theirs(pixels).logits, atol=ATOL, rtol=0)
 

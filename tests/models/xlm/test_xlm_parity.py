@@ -8,6 +8,7 @@ import torch
 import transformers
 
 import hf_variants
+from inputs import as_choices, make_inputs
 from parity import ATOL, grads_as_model
 
 # Our head name -> transformers' class name.
@@ -28,21 +29,12 @@ def reference(head: str, **overrides) -> transformers.PreTrainedModel:
     return getattr(transformers, THEIR_CLASSES[head])(config).eval()
 
 
-def make_inputs(head: str, padding: str, pad_token_id: int = 2) -> dict[str, torch.Tensor]:
+def xlm_inputs(head: str, padding: str, pad_token_id: int = 2) -> dict[str, torch.Tensor]:
     """3 rows of 12 with two languages each; padding none | right | left (rows 1 and 2)."""
     g = torch.Generator().manual_seed(1)
-    ids = torch.randint(3, TINY["vocab_size"], (3, 12), generator=g)
-    mask = torch.ones_like(ids)
-    if padding != "none":
-        mask[1, 8:] = 0
-        mask[2, 3:] = 0
-        if padding == "left":
-            mask = mask.flip(1)
-    langs = torch.randint(0, TINY["n_langs"], (3, 12), generator=g)
-    inputs = {"input_ids": ids.masked_fill(mask == 0, pad_token_id), "attention_mask": mask, "langs": langs}
-    if head == "ForMultipleChoice":
-        inputs = {k: v[:, None].repeat(1, 2, 1) for k, v in inputs.items()}
-    return inputs
+    inputs = make_inputs(TINY["vocab_size"], padding, low=3, pad_token_id=pad_token_id, generator=g)
+    inputs["langs"] = torch.randint(0, TINY["n_langs"], (3, 12), generator=g)
+    return as_choices(inputs, 2) if head == "ForMultipleChoice" else inputs
 
 
 def assert_same_outputs(expected, got) -> int:
@@ -69,7 +61,7 @@ def test_parity_both_directions(head, padding):
     back = hf_variants.to_transformers(ours).eval()
     assert type(back) is type(theirs)
     assert_same_state(theirs, back)
-    inputs = make_inputs(head, padding)
+    inputs = xlm_inputs(head, padding)
     with torch.no_grad():
         expected = theirs(**inputs, output_hidden_states=True)
         assert_same_outputs(expected, back(**inputs, output_hidden_states=True))
@@ -87,7 +79,7 @@ def test_attention_maps_match_at_real_queries(impl):
     theirs = reference("Model")
     ours = hf_variants.from_transformers(theirs).eval()
     ours.config._attn_implementation = "eager"  # attention maps come from the eager kernel (as transformers)
-    inputs = make_inputs("Model", "right")
+    inputs = xlm_inputs("Model", "right")
     real = inputs["attention_mask"].bool()
     with torch.no_grad():
         expected, got = theirs(**inputs, output_attentions=True), ours(**inputs, output_attentions=True)
@@ -112,7 +104,7 @@ def test_parity_of_the_config_options(overrides, head):
         pytest.skip("only multiple choice projects the summary onward (sequence classification refuses it)")
     theirs = reference(head, **overrides)
     ours = hf_variants.from_transformers(theirs).eval()
-    inputs = make_inputs(head, "right")
+    inputs = xlm_inputs(head, "right")
     if theirs.config.n_langs == 1:
         inputs["langs"] = torch.zeros_like(inputs["langs"])
     with torch.no_grad():
@@ -136,7 +128,7 @@ def test_token_type_ids_no_attention_mask_and_lengths(head):
     an attention mask transformers masks the pad tokens, or the positions past `lengths`."""
     theirs = reference(head)
     ours = hf_variants.from_transformers(theirs).eval()
-    inputs = make_inputs(head, "right")
+    inputs = xlm_inputs(head, "right")
     types = (torch.arange(12) >= 5).long().expand(3, 12) * inputs["attention_mask"]
     lengths = inputs["attention_mask"].sum(1)
     without_mask = {k: v for k, v in inputs.items() if k != "attention_mask"}
@@ -149,7 +141,7 @@ def test_token_type_ids_no_attention_mask_and_lengths(head):
 def test_losses_and_gradients_match_transformers(head):
     theirs = reference(head)
     ours = hf_variants.from_transformers(theirs).eval()
-    inputs = make_inputs(head, "right")
+    inputs = xlm_inputs(head, "right")
     g = torch.Generator().manual_seed(2)
     labels = {
         "ForMaskedLM": lambda: {"labels": inputs["input_ids"].masked_fill(torch.rand(3, 12, generator=g) > 0.4, -100)},
@@ -184,7 +176,7 @@ def test_folder_saved_by_transformers_loads(head, tmp_path):
     ours.save_pretrained(tmp_path / "ours")
     again = our_class.from_pretrained(tmp_path / "ours")
     assert again.config.model_type == "hfv_xlm"
-    inputs = make_inputs(head, "left")
+    inputs = xlm_inputs(head, "left")
     with torch.no_grad():
         expected = theirs(**inputs)[0]
         for model in (ours, auto.eval(), again.eval()):

@@ -8,6 +8,7 @@ import torch
 import transformers
 
 import hf_variants
+from inputs import make_inputs
 
 ATOL = 1e-5
 THEIR_CLASSES = {
@@ -28,18 +29,12 @@ def reference(head: str, **overrides) -> transformers.PreTrainedModel:
     return getattr(transformers, THEIR_CLASSES[head])(config).eval()
 
 
-def make_inputs(padding: str = "none", seed: int = 1, length: int = LENGTH) -> dict[str, torch.Tensor]:
+def xlnet_inputs(padding: str = "none", seed: int = 1, length: int = LENGTH) -> dict[str, torch.Tensor]:
     """4 rows; padding none | right | left (rows 1 and 2); two segments per row."""
-    g = torch.Generator().manual_seed(seed)
-    ids = torch.randint(6, TINY["vocab_size"], (BATCH, length), generator=g)
-    mask = torch.ones_like(ids)
-    if padding != "none":
-        mask[1, length - 3:] = 0
-        mask[2, 3:] = 0
-        if padding == "left":
-            mask = mask.flip(1)
-    segments = (torch.arange(length) >= length // 2).long().expand(BATCH, length).clone()
-    return {"input_ids": ids.masked_fill(mask == 0, 5), "attention_mask": mask, "token_type_ids": segments}
+    inputs = make_inputs(TINY["vocab_size"], padding, lengths=(length, length - 3, 3, length), length=length, low=6,
+                         pad_token_id=5, seed=seed)
+    inputs["token_type_ids"] = (torch.arange(length) >= length // 2).long().expand(BATCH, length).clone()
+    return inputs
 
 
 def permutation_inputs(seed: int = 2, num_predict: int = 3) -> dict[str, torch.Tensor]:
@@ -92,7 +87,7 @@ def test_every_head_both_directions_both_kernels(head):
     back = hf_variants.to_transformers(ours["eager"]).eval()
     assert type(back).__name__ == THEIR_CLASSES[head]
     for padding in ("none", "right", "left"):
-        inputs = for_head(head, make_inputs(padding))
+        inputs = for_head(head, xlnet_inputs(padding))
         with torch.no_grad():
             expected = theirs(**inputs, output_hidden_states=True)
             for model in (*ours.values(), back):
@@ -107,7 +102,7 @@ def test_two_streams_with_perm_mask_target_mapping_and_mems(head, implementation
     content and query streams agree."""
     theirs = reference(head)
     ours = ours_from(theirs, implementation)
-    first, second = make_inputs("right", seed=3), {**make_inputs("left", seed=4), **permutation_inputs()}
+    first, second = xlnet_inputs("right", seed=3), {**xlnet_inputs("left", seed=4), **permutation_inputs()}
     if head == "LMHeadModel":
         second["labels"] = torch.randint(0, TINY["vocab_size"], (BATCH, 3))
     with torch.no_grad():
@@ -131,7 +126,7 @@ def test_two_streams_with_perm_mask_target_mapping_and_mems(head, implementation
 )
 def test_options_match(overrides):
     theirs = reference("LMHeadModel", **overrides)
-    first, second = make_inputs("none", seed=5), {**make_inputs("right", seed=6), **permutation_inputs(seed=7)}
+    first, second = xlnet_inputs("none", seed=5), {**xlnet_inputs("right", seed=6), **permutation_inputs(seed=7)}
     if overrides.get("attn_type") == "uni":
         # transformers' XLNet fails to add a padding or permutation mask to its causal mask (an
         # in-place broadcast error), so the causal setting is compared on its own, with targets.
@@ -151,7 +146,7 @@ def test_options_match(overrides):
 def test_attention_maps_match_in_eager():
     theirs = reference("Model")
     ours = ours_from(theirs, "eager")
-    inputs = {**make_inputs("right"), **permutation_inputs()}
+    inputs = {**xlnet_inputs("right"), **permutation_inputs()}
     with torch.no_grad():
         expected = theirs(**inputs, output_attentions=True).attentions
         got = ours(**inputs, output_attentions=True).attentions
@@ -165,7 +160,7 @@ def test_training_mode_gradients_match():
     theirs = reference("LMHeadModel", dropout=0.0)
     ours = ours_from(theirs, "sdpa")
     theirs.train(), ours.train()
-    inputs = {**make_inputs("right"), **permutation_inputs(), "labels": torch.randint(0, 99, (BATCH, 3))}
+    inputs = {**xlnet_inputs("right"), **permutation_inputs(), "labels": torch.randint(0, 99, (BATCH, 3))}
     theirs(**inputs).loss.backward()
     ours(**inputs).loss.backward()
     adapter = hf_variants.models.xlnet.WEIGHTS.adapter("LMHeadModel")
@@ -182,7 +177,7 @@ def test_from_pretrained_of_a_transformers_folder(head, tmp_path):
     our_class = hf_variants.registry.SPECS["hfv_xlnet"].classes[head]
     ours = our_class.from_pretrained(tmp_path).eval()
     assert type(ours) is our_class
-    inputs = {**make_inputs("right"), **(permutation_inputs() if head != "ForSequenceClassification" else {})}
+    inputs = {**xlnet_inputs("right"), **(permutation_inputs() if head != "ForSequenceClassification" else {})}
     with torch.no_grad():
         compare(theirs(**inputs), ours(**inputs))
 
