@@ -26,14 +26,6 @@ for _test in (RobertaTransformersTest, AlbertTransformersTest, ElectraTransforme
     expect_open_failures(_test, {"test_bc_cache_name_forward": ENCODER_USE_CACHE})
 del _test  # not a test class of its own
 
-ALBERT_CHECKPOINTING = (
-    "open: AlbertForSequenceClassification / AlbertForMultipleChoice under gradient checkpointing fail with "
-    "'Index tensor must have the same number of dimensions as input tensor' (their summary-only last layer "
-    "through the checkpointed shared layer; fails on main before issue 31's changes too)")
-expect_open_failures(AlbertTransformersTest, {
-    name: ALBERT_CHECKPOINTING for name in ("test_training_gradient_checkpointing",
-                                            "test_training_gradient_checkpointing_use_reentrant_false",
-                                            "test_training_gradient_checkpointing_use_reentrant_true")})
 expect_open_failures(ElectraPairTransformersTest, {
     "test_retain_grad_hidden_states_attentions": (
         "open: the hidden states ElectraForPreTraining returns hold no gradient after backward (they are "
