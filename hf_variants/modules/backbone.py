@@ -208,7 +208,8 @@ class TransformerBackbone:
                 returned; ``attention_mask`` then covers past + T positions, (B, past + T).
                 ``cache`` is the name transformers >= 5.24 uses, ``past_key_values`` the earlier
                 one (see cache.py); give one of them.
-            use_cache: (decoders) create and return a cache (default ``config.use_cache``).
+            use_cache: (decoders) create and return a cache (default ``config.use_cache``);
+                encoders ignore it, as transformers' encoder models do.
             encoder_hidden_states: (B, S, H) encoder output for cross-attention layers, with
                 ``encoder_attention_mask`` (B, S).
             memories: a SegmentMemory (one (B, M, H) tensor per layer, or none yet) prepended to
@@ -500,9 +501,10 @@ class TransformerBackbone:
         """The cache this call reads. Encoders keep none between calls (DecoderBackbone overrides
         this), but accept one holding a prefix of P keys/values per layer (prefix tuning: peft's
         ``PrefixTuningConfig`` hands one in): every query also attends to those P positions,
-        ``attention_mask`` covers P + T, and the tokens' positions still start at 0."""
-        if use_cache:
-            raise ValueError(f"{type(self).__name__} keeps no cache: use_cache needs a DecoderBackbone")
+        ``attention_mask`` covers P + T, and the tokens' positions still start at 0.
+        ``use_cache`` is ignored, as transformers' encoder models ignore it (``BertModel`` sets it
+        to False unless the config is a decoder's): callers such as pipelines or transformers'
+        common tests pass ``use_cache=True`` to every model; the output then holds no cache."""
         if past_key_values is not None and not isinstance(past_key_values, Cache):
             raise ValueError(
                 f"past_key_values must be a transformers Cache holding a key/value prefix, got {type(past_key_values).__name__}"

@@ -12,6 +12,7 @@ output stores the cache under the name the installed release reads (:data:`CACHE
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import torch
 from transformers.cache_utils import EncoderDecoderCache
@@ -32,12 +33,20 @@ FOREIGN_CACHE_NAMES = ("cache_params",)
 def pick_cache(cache, past_key_values, kwargs: dict | None = None):
     """The one cache a forward was given: ``cache`` (transformers >= 5.24) or ``past_key_values``
     (earlier releases, peft's prefix tuning). Both at once, or a cache under a name this model does
-    not read, raise a ValueError rather than being ignored."""
+    not read, raise a ValueError rather than being ignored.
+
+    Where the installed transformers names it ``cache`` (>= 5.24), a cache given as
+    ``past_key_values`` still works but warns (``FutureWarning``), as transformers' own models warn
+    (``deprecate_kwarg("past_key_values", ..., new_name="cache")``): the library's own calls use
+    ``cache=``. Earlier releases pass ``past_key_values`` from ``generate()``: no warning there."""
     if cache is not None and past_key_values is not None:
         raise ValueError("pass the cache once, as cache= (transformers >= 5.24) or past_key_values=, not both")
     for name in FOREIGN_CACHE_NAMES:
         if kwargs and kwargs.get(name) is not None:
             raise ValueError(f"{name} is not a cache this model can use: pass a transformers Cache as cache=")
+    if past_key_values is not None and CACHE_FIELD == "cache":
+        warnings.warn("`past_key_values` is deprecated (transformers >= 5.24 names the cache `cache`): "
+                      "use `cache` instead", FutureWarning, stacklevel=2)
     return cache if cache is not None else past_key_values
 
 

@@ -249,7 +249,7 @@ class EncoderDecoderBackbone:
             attention_mask=decoder_attention_mask,
             position_ids=decoder_position_ids,
             inputs_embeds=decoder_inputs_embeds,
-            past_key_values=pick_cache(cache, past_key_values, kwargs),
+            cache=pick_cache(cache, past_key_values, kwargs),
             use_cache=use_cache,
             encoder_hidden_states=encoder_outputs.last_hidden_state,
             encoder_attention_mask=attention_mask,

@@ -113,6 +113,13 @@ class LayerSpec:
 # TransformerLayer.forward's arguments after (hidden_states, attention_bias), in order: passed
 # positionally by LayerStack so that gradient checkpointing sees them as inputs.
 _POSITIONAL_LAYER_INPUTS = ("encoder_hidden_states", "encoder_attention_bias", "encoder_unpadded", "position_bias")
+# The arguments after those, also positional: they differ from one depth to the next (the last
+# layer of a summary-only head computes a few positions, padded). Gradient checkpointing
+# (GradientCheckpointingLayer) hands the checkpoint ``partial(forward, **keywords)``: with these as
+# keywords a shared layer (ALBERT) would get a different function at each depth, and anything that
+# replays one depth's call with another depth's function (transformers' checkpointing test does)
+# would recompute the wrong layer. Positionally, every call of a layer passes the same function.
+_PER_DEPTH_LAYER_INPUTS = ("output_positions", "unpadded", "is_causal", "layer_idx", "memory")
 
 
 class TransformerLayer(GradientCheckpointingLayer):
@@ -152,16 +159,16 @@ class TransformerLayer(GradientCheckpointingLayer):
         encoder_attention_bias: torch.Tensor | None = None,
         encoder_unpadded: UnpaddedBatch | None = None,
         position_bias: torch.Tensor | None = None,
-        is_causal: bool = False,
+        output_positions: torch.Tensor | None = None,
         unpadded: UnpaddedBatch | None = None,
+        is_causal: bool = False,
+        layer_idx: int | None = None,
+        memory: torch.Tensor | None = None,
         attn_implementation: str = "sdpa",
         output_attentions: bool = False,
         shared_attention: MultiHeadAttention | None = None,
         shared_ffn: FeedForward | None = None,
-        output_positions: torch.Tensor | None = None,
         past_key_values: Cache | None = None,
-        layer_idx: int | None = None,
-        memory: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
         """Returns (hidden states, self-attention probabilities or None, cross-attention
         probabilities (B, h, T, S) or None: with ``output_attentions`` and encoder states).
@@ -333,15 +340,16 @@ class LayerStack(nn.Module):
                 hidden_states,
                 layer_layout.layer_attention_bias,
                 *(layer_kwargs.get(name) for name in _POSITIONAL_LAYER_INPUTS),
-                is_causal=layer_layout.is_causal,
-                unpadded=layer_layout.unpadded,
+                # _PER_DEPTH_LAYER_INPUTS, in order
+                positions,
+                layer_layout.unpadded,
+                layer_layout.is_causal,
+                depth,
+                memories.layer(depth) if memories is not None else None,
                 output_attentions=output_attentions,
                 shared_attention=shared_attention,
                 shared_ffn=shared_ffn,
-                output_positions=positions,
                 past_key_values=past_key_values,
-                layer_idx=depth,
-                memory=memories.layer(depth) if memories is not None else None,
                 **{name: value for name, value in layer_kwargs.items() if name not in _POSITIONAL_LAYER_INPUTS},
             )
             hidden_states = layer_layout.zero_padding(hidden_states, positions)

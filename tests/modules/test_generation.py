@@ -529,8 +529,6 @@ def test_bad_generation_inputs_raise_value_errors():
         seq2seq_lm(decoder_start_token_id=None)(ids, labels=ids)
     with pytest.raises(ValueError, match="pass encoder_hidden_states"):
         seq2seq.model.decoder(ids)
-    with pytest.raises(ValueError, match="keeps no cache"):
-        seq2seq.model.encoder(ids, use_cache=True)
     with pytest.raises(ValueError, match="StaticCache is not supported"):
         model.generate(ids, max_new_tokens=2, cache_implementation="static")
 

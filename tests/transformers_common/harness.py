@@ -110,11 +110,7 @@ def skip_differences(cls: type, differences: dict[str, str] = DIFFERENCES) -> ty
 
 # Failures found by these tests and not fixed yet (docs/transformers_tests.md, "Open"): expected to
 # fail, strictly (a pass reports an unexpected success), so fixing one forces removing it here.
-BC_CACHE_NAME = ("open: under transformers >= 5.24 the old name `past_key_values=` is accepted without the "
-                 "deprecation warning the test expects (the fix belongs in modules/cache.py, which the "
-                 "library also calls internally with the old name)")
-ENCODER_USE_CACHE = ("open: our encoders refuse use_cache=True with a ValueError, where transformers' encoder "
-                     "models ignore it (modules/backbone.py prepare_cache; a test of ours asserts the refusal)")
+# None is open at present; the helper stays for the next one found.
 
 
 def expect_open_failures(cls: type, failures: dict[str, str]) -> type:
@@ -285,5 +281,5 @@ class GenerationMixinPresent:
         self.assertTrue(any(name.startswith("test_greedy") for name in dir(GenerationTesterMixin)))
 
 
-__all__ = ["pretraining_labels", "family_test", "DIFFERENCES", "BC_CACHE_NAME", "ENCODER_USE_CACHE", "expect_open_failures", "TinyLabels", "token_labels", "class_labels", "span_labels", "ModelTesterMixin", "GenerationTesterMixin", "ConfigTester", "TinyModelTester", "ConfigTests",
+__all__ = ["pretraining_labels", "family_test", "DIFFERENCES", "expect_open_failures", "TinyLabels", "token_labels", "class_labels", "span_labels", "ModelTesterMixin", "GenerationTesterMixin", "ConfigTester", "TinyModelTester", "ConfigTests",
            "GenerationMixinPresent", "named_config", "token_inputs", "skip_differences", "unittest"]

@@ -2,7 +2,7 @@
 
 import hf_variants
 from harness import (
-    ENCODER_USE_CACHE, ConfigTests, TinyLabels, ModelTesterMixin, TinyModelTester, expect_open_failures, named_config,
+    ConfigTests, TinyLabels, ModelTesterMixin, TinyModelTester, named_config,
     skip_differences, unittest,
 )
 
@@ -28,4 +28,3 @@ def _pretraining_labels(tester, inputs):
 
 BertTransformersTest.extra_labels = {"BertForPreTraining": _pretraining_labels}
 skip_differences(BertTransformersTest)
-expect_open_failures(BertTransformersTest, {"test_bc_cache_name_forward": ENCODER_USE_CACHE})

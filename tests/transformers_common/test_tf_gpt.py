@@ -4,7 +4,7 @@ import torch
 
 import hf_variants
 from harness import (
-    BC_CACHE_NAME, ConfigTests, GenerationMixinPresent, expect_open_failures, skip_differences, GenerationTesterMixin, ModelTesterMixin, TinyLabels, TinyModelTester,
+    ConfigTests, GenerationMixinPresent, skip_differences, GenerationTesterMixin, ModelTesterMixin, TinyLabels, TinyModelTester,
     named_config, unittest,
 )
 
@@ -44,5 +44,4 @@ class OpenAIGPTTransformersTest(_GPTTests, unittest.TestCase):
 
 for _test in (GPT2TransformersTest, OpenAIGPTTransformersTest):
     skip_differences(_test)
-    expect_open_failures(_test, {"test_bc_cache_name_forward": BC_CACHE_NAME})
 del _test  # not a test class of its own

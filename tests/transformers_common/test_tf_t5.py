@@ -6,8 +6,8 @@ from functools import partial
 
 import hf_variants
 from harness import (
-    BC_CACHE_NAME, ConfigTests, GenerationMixinPresent, GenerationTesterMixin, ModelTesterMixin, TinyModelTester,
-    expect_open_failures, named_config, skip_differences, token_inputs, unittest,
+    ConfigTests, GenerationMixinPresent, GenerationTesterMixin, ModelTesterMixin, TinyModelTester,
+    named_config, skip_differences, token_inputs, unittest,
 )
 
 
@@ -62,4 +62,3 @@ del _test  # not a test class of its own
 skip_differences(T5ForSequenceClassificationTransformersTest, {
     name: NOT_APPLICABLE_SEQ_CLS for name in dir(T5ForSequenceClassificationTransformersTest)
     if name.startswith("test_eager_matches_sdpa_inference_") or name == "test_inputs_embeds"})
-expect_open_failures(T5TransformersTest, {"test_bc_cache_name_forward": BC_CACHE_NAME})

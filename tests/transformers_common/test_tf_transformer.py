@@ -3,7 +3,7 @@ counterpart: Marian)."""
 
 from functools import partial
 
-from harness import BC_CACHE_NAME, expect_open_failures, family_test, token_inputs
+from harness import family_test, token_inputs
 
 TransformerTransformersTest = family_test(
     "TransformerTransformersTest", "hfv_transformer", "transformer-mini", dict(hidden_size=37),
@@ -12,9 +12,3 @@ TransformerTransformersTest = family_test(
     inputs_fn=partial(token_inputs, decoder=True), generates=True, decoder_layers=2, label_smoothing=0.0)
 TransformerTransformersTest.__module__ = __name__
 TransformerTransformersTest.is_encoder_decoder = True
-expect_open_failures(TransformerTransformersTest, {
-    "test_bc_cache_name_forward": BC_CACHE_NAME,
-    "test_inputs_embeds_matches_input_ids": (
-        "open: get_input_embeddings() returns the unscaled word table; the sqrt(d_model) scale is applied "
-        "to ids only (transformers' Marian scales inside its ScaledWordEmbedding)"),
-})

@@ -185,22 +185,25 @@ class ElectraForPreTrainingOutput(ModelOutput):
     """Outputs of the joint model.
 
     loss: generator_weight * mlm_loss + discriminator_weight * discriminator_loss.
+    logits: the discriminator's RTD logits (B, T) on ``corrupted_input_ids``.
     mlm_loss: the generator's masked-LM cross-entropy (mean over the masked positions).
     discriminator_loss: the RTD binary cross-entropy (mean over real tokens).
     prediction_logits: the generator's logits, (num_masked, V) at the masked positions when
         ``labels`` are given (row-major order), else (B, T, V).
-    logits: the discriminator's RTD logits (B, T) on ``corrupted_input_ids``.
     discriminator_labels: (B, T) 1 where the corrupted token differs from the original.
     corrupted_input_ids: (B, T) the discriminator's input: the originals with the generator's
         samples at the masked positions (the input itself when no labels are given).
     hidden_states, attentions: the discriminator's, when asked for.
     """
 
+    # Field order: loss, then the discriminator's logits, as transformers' ElectraForPreTrainingOutput
+    # (loss, logits, hidden_states, attentions): without labels ``outputs[0]`` is the discriminator's
+    # output, computed from the hidden states returned (the generator's logits come after).
     loss: torch.Tensor | None = None
+    logits: torch.Tensor | None = None
     mlm_loss: torch.Tensor | None = None
     discriminator_loss: torch.Tensor | None = None
     prediction_logits: torch.Tensor | None = None
-    logits: torch.Tensor | None = None
     discriminator_labels: torch.Tensor | None = None
     corrupted_input_ids: torch.Tensor | None = None
     hidden_states: tuple[torch.Tensor, ...] | None = None

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 
 import torch
+from torch import nn
 
 from ...modules.backbone import TransformerBackbone
 from ...modules.backbone import TransformerPreTrainedModel as SharedPreTrainedModel
@@ -28,13 +29,38 @@ from ...modules.generation import EncoderDecoderForSeq2SeqLM
 from .configuration_transformer import OriginalTransformerConfig
 
 
+class ScaledWordEmbedding(nn.Embedding):
+    """The word table whose lookup is scaled: ids (B, T) -> ``embed_scale`` * table[ids] (B, T, E).
+
+    The scale lives in the module ``get_input_embeddings()`` returns (as Marian's
+    ``MarianScaledWordEmbedding``), so ``model(inputs_embeds=model.get_input_embeddings()(ids))``
+    equals ``model(input_ids=ids)``; ``resize_token_embeddings`` replaces the weight in place and
+    keeps the module, scale included. The LM head ties to ``weight`` (unscaled), as in the paper.
+    """
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
+                 embed_scale: float = 1.0) -> None:
+        super().__init__(num_embeddings, embedding_dim, padding_idx=padding_idx)
+        self.embed_scale = embed_scale
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return super().forward(input_ids) * self.embed_scale
+
+
 class ScaledSinusoidalEmbeddings(TransformerEmbeddings):
     """sqrt(d_model) * word embedding + sinusoidal position -> dropout. (B, T) ids -> (B, T, H).
-    Embeddings passed as ``inputs_embeds`` are used as given (not scaled)."""
+    Embeddings passed as ``inputs_embeds`` are used as given (not scaled again): the scale is in the
+    word table's own lookup (:class:`ScaledWordEmbedding`)."""
 
     def __init__(self, scale: float, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.scale = scale
+        table = self.word_embeddings
+        self.word_embeddings = ScaledWordEmbedding(
+            table.num_embeddings, table.embedding_dim, padding_idx=table.padding_idx, embed_scale=scale)
+
+    @property
+    def scale(self) -> float:
+        return self.word_embeddings.embed_scale
 
     @classmethod
     def from_config(cls, config: OriginalTransformerConfig) -> "ScaledSinusoidalEmbeddings":
@@ -44,11 +70,6 @@ class ScaledSinusoidalEmbeddings(TransformerEmbeddings):
             sinusoidal_layout=config.sinusoidal_layout,
             **TransformerEmbeddings.config_kwargs(config),
         )
-
-    def forward(self, input_ids, position_ids, token_type_ids=None, inputs_embeds=None) -> torch.Tensor:
-        if inputs_embeds is None:
-            inputs_embeds = self.word_embeddings(input_ids) * self.scale
-        return super().forward(None, position_ids, token_type_ids, inputs_embeds)
 
 
 class OriginalTransformerPreTrainedModel(SharedPreTrainedModel):
@@ -93,6 +114,7 @@ class TransformerForConditionalGeneration(EncoderDecoderForSeq2SeqLM, OriginalTr
 
 
 __all__ = [
+    "ScaledWordEmbedding",
     "ScaledSinusoidalEmbeddings",
     "OriginalTransformerPreTrainedModel",
     "TransformerEncoder",

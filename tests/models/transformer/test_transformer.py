@@ -192,7 +192,8 @@ def test_embeddings_are_scaled_by_sqrt_d_model():
     ids = torch.randint(3, 99, (1, 5))
     embeddings = model.encoder.embeddings
     positions = torch.arange(5)[None]
-    expected = embeddings.word_embeddings(ids) * math.sqrt(32) + embeddings.sinusoidal_positions[:5]
+    # the table's rows, scaled (the lookup of get_input_embeddings() applies the scale itself)
+    expected = embeddings.word_embeddings.weight[ids] * math.sqrt(32) + embeddings.sinusoidal_positions[:5]
     torch.testing.assert_close(embeddings(ids, positions), expected)
 
 
