@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import hf_variants
-from tests.modules.test_fast_paths import BATCH, LENGTH, make_inputs
+from tests.modules.test_fast_paths import BATCH, LENGTH, labelled_inputs
 
 CASES = {
     "post-LN": {},
@@ -42,7 +42,7 @@ def run(model: torch.nn.Module, inputs: dict, summary_only: bool) -> tuple[torch
 @pytest.mark.parametrize("head", ["ForSequenceClassification", "ForMultipleChoice", "ForNextSentencePrediction"])
 def test_summary_only_changes_nothing(head: str, case: str):
     model = tiny(head, **CASES[case]).train()
-    inputs, _ = make_inputs(head, torch.Generator().manual_seed(3))
+    inputs, _ = labelled_inputs(head, torch.Generator().manual_seed(3))
     full_logits, full_loss, full_grads = run(model, inputs, summary_only=False)
     fast_logits, fast_loss, fast_grads = run(model, inputs, summary_only=True)
     torch.testing.assert_close(fast_logits, full_logits, atol=1e-5, rtol=1e-4)
@@ -54,7 +54,7 @@ def test_summary_only_changes_nothing(head: str, case: str):
 
 def test_the_last_layer_really_runs_on_one_position_per_row():
     model = tiny("ForSequenceClassification").eval()
-    inputs, _ = make_inputs("ForSequenceClassification", torch.Generator().manual_seed(0))
+    inputs, _ = labelled_inputs("ForSequenceClassification", torch.Generator().manual_seed(0))
     seen = []
     hook = model.bert.encoder.layers[-1].ffn.register_forward_hook(lambda m, args, out: seen.append(tuple(out.shape)))
     earlier = []
@@ -68,7 +68,7 @@ def test_the_last_layer_really_runs_on_one_position_per_row():
 
 def test_asking_for_hidden_states_or_attentions_runs_the_full_last_layer():
     model = tiny("ForSequenceClassification").eval()
-    inputs, mask = make_inputs("ForSequenceClassification", torch.Generator().manual_seed(0))
+    inputs, mask = labelled_inputs("ForSequenceClassification", torch.Generator().manual_seed(0))
     inputs.pop("labels")
     reference = model(**inputs).logits
     out = model(**inputs, output_hidden_states=True, output_attentions=True)
@@ -85,7 +85,7 @@ def test_left_padded_batches_read_what_the_full_padded_model_reads(head: str):
     """Position 0 is padding in a left-padded batch; the [CLS]-reading heads must still give the
     plain padded computation's logits (which equal transformers', see test_fast_paths)."""
     model = tiny(head).eval()
-    inputs, _ = make_inputs(head, torch.Generator().manual_seed(4))
+    inputs, _ = labelled_inputs(head, torch.Generator().manual_seed(4))
     inputs = {k: v.flip(-1) if k in ("input_ids", "attention_mask", "token_type_ids") else v for k, v in inputs.items()}
     assert not bool(inputs["attention_mask"][:, 0].all())
     fast = model(**inputs).logits
@@ -96,8 +96,8 @@ def test_left_padded_batches_read_what_the_full_padded_model_reads(head: str):
 
 
 def mlm_inputs(seed: int, head: str = "ForMaskedLM") -> dict:
-    """make_inputs' MLM batch, plus one row with every real token masked and one with none."""
-    inputs, mask = make_inputs(head, torch.Generator().manual_seed(seed))
+    """labelled_inputs' MLM batch, plus one row with every real token masked and one with none."""
+    inputs, mask = labelled_inputs(head, torch.Generator().manual_seed(seed))
     labels = inputs["labels"].clone()
     labels[0] = torch.where(mask[0].bool(), inputs["input_ids"][0], -100)  # LENGTHS[0] = 11: all masked
     labels[3] = -100  # nothing to predict in this row
