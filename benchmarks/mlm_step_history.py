@@ -102,7 +102,7 @@ def export_tree(commit: str, folder: Path) -> Path:
 def main(argv: list[str] | None = None) -> dict[str, dict]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                                      prog="benchmarks/mlm_step_history.py")
-    parser.add_argument("commits", nargs="+", help="git revisions whose hf_variants to time (HEAD: the committed tree)")
+    parser.add_argument("commits", nargs="*", help="git revisions whose hf_variants to time (HEAD: the committed tree)")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=3, help="fresh processes per commit (rotating order)")
     parser.add_argument("--reps", type=int, default=3, help="interleaved repetitions of 2 steps per process")
@@ -115,6 +115,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict]:
         torch.set_num_threads(args.threads)
         print(json.dumps(worker(args.worker[0], args.worker[1], args.reps)))
         return {}
+    if not args.commits:
+        parser.error("name at least one commit")
     results: dict[str, list[dict]] = {commit: [] for commit in args.commits}
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
