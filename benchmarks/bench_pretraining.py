@@ -11,6 +11,7 @@ converted to transformers' class with ``hf_variants.to_transformers``, and back 
     python benchmarks/bench_pretraining.py --quick            # B=4, 1 step per repetition, 3 repetitions
     python benchmarks/bench_pretraining.py --variants bert,t5 --dtypes bf16
     python benchmarks/bench_pretraining.py --write benchmarks/RESULTS.md   # replaces its own section
+    python benchmarks/bench_pretraining.py --profile bert --dtypes bf16    # torch.profiler op tables, both sides
 
 | variant | objective (our collator) | ours | transformers |
 |---|---|---|---|
@@ -306,6 +307,16 @@ def measure_setting(setting: Setting) -> dict:
 
 
 # ----------------------------------------------------------------------------- driver
+def profile_setting(setting: Setting) -> dict[str, str]:
+    """torch.profiler op tables (self CPU time) of ``setting.steps`` steps of each side."""
+    import measure
+
+    models = build_models(setting.variant, setting.overrides)
+    batches = pretraining_batches(setting.variant, models["ours"].config, setting.batch_size, setting.steps)
+    sides = [TrainingSide(name, models[name], batches, setting.dtype) for name in ("transformers", "ours")]
+    return measure.profile_tables(sides, setting.steps, row_limit=25)
+
+
 def spawn(setting: Setting, threads: int) -> dict:
     command = [sys.executable, __file__, "--worker", json.dumps(asdict(setting)), "--threads", str(threads)]
     result = subprocess.run(command, capture_output=True, text=True)
@@ -355,6 +366,8 @@ def main(argv: list[str] | None = None) -> list[str]:
     parser.add_argument("--reps", type=int, default=None, help="timed repetitions (default 5; --quick 3)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads")
     parser.add_argument("--write", help="write the table (markdown) into this file, replacing this program's section")
+    parser.add_argument("--profile", metavar="VARIANT", help="print torch.profiler tables (both sides) of one variant, "
+                        "in each of --dtypes, instead of timing")
     parser.add_argument("--overrides", default="{}", help=argparse.SUPPRESS)  # JSON config overrides (tests)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -366,13 +379,19 @@ def main(argv: list[str] | None = None) -> list[str]:
         print(json.dumps(measure_setting(Setting(**json.loads(args.worker)))))
         return []
     variants, dtypes = args.variants.split(","), args.dtypes.split(",")
-    unknown = [v for v in variants if v not in VARIANTS] + [d for d in dtypes if d not in DTYPES]
+    unknown = [v for v in variants + [args.profile or "bert"] if v not in VARIANTS] + [d for d in dtypes if d not in DTYPES]
     if unknown:
         raise ValueError(f"unknown variants or precisions {unknown}: choose from {', '.join(VARIANTS)} and {', '.join(DTYPES)}")
     base = dict(batch_size=args.batch_size or (4 if args.quick else 32), reps=args.reps or (3 if args.quick else 5),
                 overrides=json.loads(args.overrides))
     if args.quick:
         base.update(steps=1, warmup=1)
+    if args.profile:
+        for dtype in dtypes:
+            setting = Setting(args.profile, dtype, **base)
+            for name, table in profile_setting(setting).items():
+                print(f"\n{name}: {args.profile} {dtype}, B={setting.batch_size}, {setting.steps} steps, {args.threads} threads\n{table}")
+        return []
     command = " ".join(["python", "benchmarks/bench_pretraining.py", *(sys.argv[1:] if argv is None else argv)])
     import transformers
 
