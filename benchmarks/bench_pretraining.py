@@ -29,7 +29,7 @@ WordPiece (``workloads.Corpus``) and concatenated into rows of exactly 128 token
 [SEP], no padding). Each objective's batch is made once, before timing, by our collator for it
 (``hf_variants.objectives``, seeded); both sides read that same batch, so collation is not part of
 the timed step (it is measured by ``bench_collators.py``). Variants with another vocabulary read the
-same real id sequences, ids past their vocabulary folded into it (``workloads.TokenLayout``: speed
+same real id sequences, ids past their vocabulary folded into it (as ``workloads.TokenLayout`` folds them: speed
 depends on shapes, not on which word an id is). The sentence tasks' pairs are the row's two halves
 (segment ids 0 | 1) with random NSP / SOP labels: the computation is the one of real pairs. T5
 reads rows whose corrupted input is 128 tokens (its targets are ~30); tokens/s counts the 128
