@@ -201,15 +201,14 @@ def pretraining_batches(name: str, config, batch_size: int, count: int, corpus=N
     corpus = corpus or workloads.Corpus.load()
     tokenizer = wordpiece_tokenizer(objective)
     stream = [token for feature in corpus.features for token in feature["input_ids"][1:-1]]
-    if objective == "span-corruption":
-        raw = span_corruption_lengths(ROW_LENGTH)[0]  # raw tokens whose corrupted input is 128 long
-        rows = [stream[i * raw:(i + 1) * raw] for i in range(batch_size * count)]
-    else:
-        body = ROW_LENGTH - 2
-        rows = [[tokenizer.cls_token_id, *stream[i * body:(i + 1) * body], tokenizer.sep_token_id]
-                for i in range(batch_size * count)]
-    if len(stream) < len(rows) * ROW_LENGTH:
-        raise ValueError(f"{count} batches of {batch_size} rows need more text than the corpus has")
+    # Raw tokens per row: T5's corrupted input of 128 comes from more raw tokens; others add [CLS] [SEP].
+    per_row = span_corruption_lengths(ROW_LENGTH)[0] if objective == "span-corruption" else ROW_LENGTH - 2
+    if len(stream) < batch_size * count * per_row:
+        raise ValueError(f"{count} batches of {batch_size} rows need {batch_size * count * per_row} tokens; "
+                         f"the corpus has {len(stream)}")
+    rows = [stream[i * per_row:(i + 1) * per_row] for i in range(batch_size * count)]
+    if objective != "span-corruption":
+        rows = [[tokenizer.cls_token_id, *row, tokenizer.sep_token_id] for row in rows]
     generator = torch.Generator().manual_seed(0)
     batches = []
     for step in range(count):

@@ -74,6 +74,13 @@ def test_bf16_sides_run_autocast_and_agree(corpus):
         assert sum(not torch.equal(b, a) for b, a in zip(before, after)) > len(after) // 2
 
 
+def test_more_rows_than_the_corpus_holds_are_refused(corpus):
+    from hf_variants.configs import named_config
+
+    with pytest.raises(ValueError, match="tokens; the corpus has"):
+        bench_pretraining.pretraining_batches("t5", named_config("t5-mini"), 10**5, 1, corpus)
+
+
 def test_unknown_variant_is_refused():
     with pytest.raises(ValueError, match="unknown variants"):
         bench_pretraining.main(["--variants", "bart"])
