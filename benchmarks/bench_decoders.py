@@ -27,7 +27,6 @@ import json
 import os
 import platform
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,6 +37,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # decoder_workloads.py, measure.py
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # this checkout's hf_variants
+
+from workers import load_average, spawn_worker  # noqa: E402
 
 SECTION_BEGIN = "<!-- bench_decoders: begin (written by benchmarks/bench_decoders.py --write) -->"
 SECTION_END = "<!-- bench_decoders: end -->"
@@ -161,14 +162,7 @@ def run_worker(kind: str, scenario: Scenario, reps: int) -> dict:
 def spawn(kind: str, scenario: Scenario, reps: int, threads: int) -> dict:
     command = [sys.executable, __file__, "--worker", kind, "--scenario-json", json.dumps(asdict(scenario)),
                "--reps", str(reps), "--threads", str(threads)]
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"{kind} worker failed for {scenario.description}:\n{result.stderr[-3000:]}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
-
-
-def load_average() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return spawn_worker(command, f"{kind} worker for {scenario.description}")
 
 
 def format_row(name: str, scenario: Scenario, result: dict, load_before: str) -> str:

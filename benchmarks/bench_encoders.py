@@ -26,7 +26,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,6 +37,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # workloads.py, measure.py, encoder_variants.py
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # this checkout's hf_variants
+
+from workers import load_average, spawn_worker  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -225,14 +226,7 @@ def spawn(kind: str, scenario: Scenario, reps: int, threads: int, side: str | No
         # A fixed mmap threshold (glibc raises it dynamically up to 32 MiB otherwise): every large
         # tensor is mmapped and unmapped when freed, so RSS follows live tensors, not heap slack.
         env["MALLOC_MMAP_THRESHOLD_"] = "65536"
-    result = subprocess.run(command, capture_output=True, text=True, env=env)
-    if result.returncode != 0:
-        raise RuntimeError(f"{kind} worker failed for {scenario.description}:\n{result.stderr[-3000:]}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
-
-
-def load_average() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return spawn_worker(command, f"{kind} worker for {scenario.description}", env)
 
 
 def run_scenarios(names: list[str], reps: int, threads: int, quick: bool, with_memory: bool) -> list[dict]:

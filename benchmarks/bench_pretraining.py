@@ -53,7 +53,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from contextlib import nullcontext
@@ -64,6 +63,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # workloads.py, measure.py, encoder_variants.py
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # this checkout's hf_variants
+
+from workers import load_average, spawn_worker  # noqa: E402
 
 ROW_LENGTH = 128
 SECTION = "bench_pretraining"
@@ -318,14 +319,7 @@ def profile_setting(setting: Setting) -> dict[str, str]:
 
 def spawn(setting: Setting, threads: int) -> dict:
     command = [sys.executable, __file__, "--worker", json.dumps(asdict(setting)), "--threads", str(threads)]
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"worker failed for {setting}:\n{result.stderr[-3000:]}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
-
-
-def load_average() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return spawn_worker(command, f"worker for {setting}")
 
 
 TABLE_HEADER = (
