@@ -102,6 +102,9 @@ class PretrainingArguments:
     mlm_probability: float | None = field(default=None, metadata={
         "help": "fraction of tokens masked (plm: predicted); default: the config's mlm_probability (ELECTRA-Large: "
                 "0.25), else the paper's (0.15; plm: 1/6)"})
+    eval_mlm_probability: float | None = field(default=None, metadata={
+        "help": "the held-out evaluation's masking rate; default --mlm_probability (give 0.15 to compare a run "
+                "trained at another rate with 15% runs on the same task)"})
     input_format: str | None = field(default=None, metadata={
         "help": f"one of {INPUT_FORMATS}; default full-sentences, or segment-pair with nsp/sop"})
     tokenizer_name: str | None = field(default=None, metadata={"help": "a tokenizer folder; default: train one"})
@@ -495,8 +498,11 @@ def main(argv: list[str] | None = None) -> dict:
                 "+".join(filter(None, [masking, sentence_task])), args.masking, input_format,
                 "/".join(str(len(p)) for p in phases), phase_lengths, len(validation), total_steps, global_batch)
 
+    eval_collator = functools.partial(objective.make_collator, tokenizer, args.eval_mlm_probability or args.mlm_probability,
+                                      args.whole_word_mask, model.config)
+
     def evaluate_now():
-        return evaluate(model, validation, ModelInputs(make_collator(seed=training_args.seed), model, 0),
+        return evaluate(model, validation, ModelInputs(eval_collator(seed=training_args.seed), model, 0),
                         training_args.per_device_eval_batch_size)
 
     curve_path = Path(training_args.output_dir, "eval_curve.jsonl")
@@ -524,7 +530,8 @@ def main(argv: list[str] | None = None) -> dict:
                "steps_per_phase": steps, "max_steps": total_steps, "tokens_seen": progress.tokens(),
                "train_minutes": budget.elapsed_seconds() / 60, "stopped_by_max_time": budget.stopped_early,
                "flop_budget": args.flop_budget, "flops_per_step": step_flops, "bf16": training_args.bf16,
-               "input_fraction": progress.input_fraction(), "recipe": args.recipe, "learning_rate": training_args.learning_rate,
+               "input_fraction": progress.input_fraction(), "recipe": args.recipe, "mlm_probability": args.mlm_probability,
+               "eval_mlm_probability": args.eval_mlm_probability, "learning_rate": training_args.learning_rate,
                "per_device_train_batch_size": training_args.per_device_train_batch_size}
     if trainer.is_world_process_zero():
         write_text_atomically(Path(training_args.output_dir, "eval_results.json"), json.dumps(results, indent=2))
