@@ -7,10 +7,11 @@ moved into place only once complete (`hf_variants.atomic`), so a full disk, an e
 while saving leaves the folder's previous checkpoint loadable; other files in the folder (a
 tokenizer, a Trainer's checkpoint-* folders) are kept.
 
-It lives outside `modules/` and `hub/` on purpose: the building blocks use it without importing
-the publishing code, which is loaded by name only when a save exports remote code.
+It lives outside `hub/` on purpose: `hf_variants.models.modeling_base.VariantPreTrainedModel` (every
+variant's base) uses it without importing the publishing code, which is loaded by name only when a
+model is saved or loaded.
 
-Use it first in a variant's PreTrainedModel bases. This module imports nothing from the package at
+Use it first in a PreTrainedModel's bases (`VariantPreTrainedModel` does). This module imports nothing from the package at
 import time because the remote-code export copies it too (as `hfv_persistence.py`); in such a copy
 (module name not under `hf_variants.`) the hook does nothing, so re-saving a model loaded with
 `trust_remote_code=True` falls back to transformers' own custom-code saving.
@@ -20,15 +21,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import re
-
-# Files a new save_pretrained makes obsolete when it does not write them itself: weights of an
-# older save (single file, shards, shard index; any `variant`) and the generated remote code.
-STALE_SAVE_FILE = re.compile(r"^(model(\.[\w-]+)?(-\d{5}-of-\d{5})?\.safetensors(\.index\.json)?|hfv_\w+\.py)$")
-
-
-def is_stale_save_file(name: str) -> bool:
-    return STALE_SAVE_FILE.match(name) is not None
 
 
 class RemoteCodeMixin:
@@ -49,6 +41,7 @@ class RemoteCodeMixin:
         if kwargs.get("push_to_hub"):  # transformers names the repo after the folder it writes
             kwargs.setdefault("repo_id", os.path.basename(os.path.normpath(os.fspath(save_directory))))
         atomic = importlib.import_module("hf_variants.atomic")
+        is_stale_save_file = importlib.import_module("hf_variants.hub.checkpoints").is_stale_save_file
         export_remote_code = importlib.import_module("hf_variants.hub.remote_code").export_remote_code
         # A variant defined outside the package (a user's own experiment) has no package source to
         # copy: it saves without remote code.
