@@ -1,7 +1,7 @@
 """Publishing hf-variants checkpoints: model cards, remote-code export, pushes to the Hub, atomic
-Trainer checkpoints and checks on loading. The hook every model saves and loads through,
-``RemoteCodeMixin`` (``hf_variants.persistence``), stands above this package: it loads these
-modules by name when a model is saved or loaded."""
+Trainer checkpoints and checks on loading. The hooks every model saves and loads through
+(``hf_variants.models.modeling_base``) stand above this package: they load these modules by name
+when a model is saved or loaded."""
 
 from .card import DatasetInfo, RunSummary, build_model_card
 from .checkpoints import AtomicCheckpointsMixin, checkpoint_problems, last_complete_checkpoint
