@@ -25,7 +25,6 @@ import argparse
 import dataclasses
 import json
 import os
-import platform
 import re
 import sys
 import tempfile
@@ -38,7 +37,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # decoder_workloads.py, measure.py
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # this checkout's hf_variants
 
-from workers import load_average, spawn_worker  # noqa: E402
+from workers import load_average, run_header, spawn_worker  # noqa: E402
 
 SECTION_BEGIN = "<!-- bench_decoders: begin (written by benchmarks/bench_decoders.py --write) -->"
 SECTION_END = "<!-- bench_decoders: end -->"
@@ -263,11 +262,7 @@ def main() -> None:
         return
 
     reps = args.reps or (3 if args.quick else 5)
-    command = " ".join(["python", "benchmarks/bench_decoders.py", *sys.argv[1:]])
-    header = (f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; `{command}`; torch {torch.__version__}, "
-              f"transformers {__import__('transformers').__version__}, {args.threads} threads, "
-              f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores; load average {load_average()}; "
-              f"{reps} timed repetitions after warm-up")
+    header = run_header("benchmarks/bench_decoders.py", None, args.threads, f"{reps} timed repetitions after warm-up")
     print(header)
     print(TABLE_HEADER, flush=True)
     started = time.perf_counter()

@@ -24,7 +24,6 @@ import argparse
 import dataclasses
 import json
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -38,7 +37,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # workloads.py, measure.py, encoder_variants.py
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # this checkout's hf_variants
 
-from workers import load_average, spawn_worker  # noqa: E402
+from workers import load_average, run_header, spawn_worker  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -369,10 +368,7 @@ def main(argv: list[str] | None = None, program: str = "benchmarks/bench_encoder
     variants = args.variant.split(",") if args.variant else default_variants
     names = select_scenarios(variants, args.scenarios.split(",") if args.scenarios else None, args.quick)
     reps = args.reps or 5
-    command = " ".join(["python", program, *(sys.argv[1:] if argv is None else argv)])
-    header = (f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; `{command}`; torch {torch.__version__}, "
-              f"{args.threads} threads, {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
-              f"load average {load_average()}; {reps} timed repetitions after warm-up")
+    header = run_header(program, argv, args.threads, f"{reps} timed repetitions after warm-up")
     print(header)
     print(TABLE_HEADER, flush=True)
     started = time.perf_counter()

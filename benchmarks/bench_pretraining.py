@@ -51,8 +51,6 @@ import argparse
 import inspect
 import json
 import os
-import platform
-import statistics
 import sys
 import time
 from contextlib import nullcontext
@@ -64,7 +62,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # workloads.py, measure.py, encoder_variants.py
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # this checkout's hf_variants
 
-from workers import load_average, spawn_worker  # noqa: E402
+from workers import load_average, run_header, spawn_worker  # noqa: E402
 
 ROW_LENGTH = 128
 SECTION = "bench_pretraining"
@@ -385,13 +383,8 @@ def main(argv: list[str] | None = None) -> list[str]:
             for name, table in profile_setting(setting).items():
                 print(f"\n{name}: {args.profile} {dtype}, B={setting.batch_size}, {setting.steps} steps, {args.threads} threads\n{table}")
         return []
-    command = " ".join(["python", "benchmarks/bench_pretraining.py", *(sys.argv[1:] if argv is None else argv)])
-    import transformers
-
-    header = (f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; `{command}`; torch {torch.__version__}, "
-              f"transformers {transformers.__version__}, {args.threads} threads, {platform.processor() or platform.machine()}, "
-              f"{os.cpu_count()} cores; load average {load_average()}; B={base['batch_size']} rows of {ROW_LENGTH} tokens, "
-              f"{base['reps']} timed repetitions after warm-up")
+    header = run_header("benchmarks/bench_pretraining.py", argv, args.threads,
+                        f"B={base['batch_size']} rows of {ROW_LENGTH} tokens, {base['reps']} timed repetitions after warm-up")
     print(header)
     print(TABLE_HEADER, flush=True)
     started = time.perf_counter()

@@ -359,10 +359,17 @@ def keep_curve_until(path: Path, step: int, before: dict | None) -> None:
 
 
 @torch.no_grad()
-def evaluate(model, examples: datasets.Dataset, collator, batch_size: int) -> dict[str, float]:
-    """MLM loss / perplexity / accuracy on masked tokens (+ sentence-relation loss and accuracy)."""
+def evaluate(model, examples: datasets.Dataset, collator, batch_size: int,
+             mask_token_id: int | None = None) -> dict[str, float]:
+    """MLM loss / perplexity / accuracy on masked tokens (+ sentence-relation loss and accuracy).
+
+    With `mask_token_id`, also the loss and accuracy at the selected positions whose input is the
+    mask token (`mask_position_*`): BERT's 10% unchanged tokens can be copied from the input, so
+    only these show whether the model predicts from its context (compare them with the unigram
+    level, `benchmarks/context_use.py`)."""
     model.eval()
     total_loss, correct, predicted, relation_correct, relations, relation_loss = 0.0, 0, 0, 0, 0, 0.0
+    mask_loss, mask_correct, mask_count = 0.0, 0, 0
     sbo_total, sbo_count = 0.0, 0
     rtd_total, rtd_correct, rtd_tokens = 0.0, 0, 0
     for start in range(0, len(examples), batch_size):
@@ -378,6 +385,11 @@ def evaluate(model, examples: datasets.Dataset, collator, batch_size: int) -> di
         total_loss += F.cross_entropy(logits.float(), targets, reduction="sum").item()
         correct += (logits.argmax(-1) == targets).sum().item()
         predicted += targets.numel()
+        if mask_token_id is not None:  # logits and targets hold the selected positions in row-major order
+            at_mask = batch["input_ids"][selected] == mask_token_id
+            mask_loss += F.cross_entropy(logits[at_mask].float(), targets[at_mask], reduction="sum").item()
+            mask_correct += (logits[at_mask].argmax(-1) == targets[at_mask]).sum().item()
+            mask_count += int(at_mask.sum())
         if getattr(output, "sbo_loss", None) is not None:  # SpanBERT: the span boundary objective's loss too
             count = int((batch["sbo_labels"] != -100).sum())
             sbo_total, sbo_count = sbo_total + output.sbo_loss.item() * count, sbo_count + count
@@ -398,6 +410,8 @@ def evaluate(model, examples: datasets.Dataset, collator, batch_size: int) -> di
         raise ValueError("the validation set produced no masked tokens")
     results = {"mlm_loss": total_loss / predicted, "mlm_perplexity": math.exp(total_loss / predicted),
                "mlm_accuracy": correct / predicted, "masked_tokens": predicted}
+    if mask_count:
+        results.update(mask_position_loss=mask_loss / mask_count, mask_position_accuracy=mask_correct / mask_count)
     if sbo_count:
         results.update(sbo_loss=sbo_total / sbo_count, sbo_tokens=sbo_count)
     if rtd_tokens:
@@ -503,7 +517,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     def evaluate_now():
         return evaluate(model, validation, ModelInputs(eval_collator(seed=training_args.seed), model, 0),
-                        training_args.per_device_eval_batch_size)
+                        training_args.per_device_eval_batch_size, tokenizer.mask_token_id)
 
     curve_path = Path(training_args.output_dir, "eval_curve.jsonl")
     budget = TimeBudget(args.max_time)

