@@ -6,7 +6,8 @@
 
 Stage 0 records the machine (GPU name, memory, driver, CUDA, torch / transformers / datasets
 versions) and exits 1 with one line per problem where the check cannot run here: no CUDA GPU for
-``--device cuda``, a package missing, transformers outside the range ``pyproject.toml`` declares.
+``--device cuda``, a package missing, transformers outside the range ``pyproject.toml`` declares,
+transformers, datasets, accelerate or hf_variants failing to import (a dependency too old, say).
 
 Stage 3 reads what the check left (``run_pretraining.py``'s ``eval_results.json``,
 ``eval_curve.jsonl`` and ``trainer_state.json``; ``bench_pretraining.py --json`` files; the stages'
@@ -62,6 +63,12 @@ def environment(device: str) -> dict:
         import torch
     except ImportError:
         return record
+    record["import_errors"] = {}
+    for module in ("transformers", "datasets", "accelerate", "hf_variants"):  # what the stages import
+        try:
+            importlib.import_module(module)
+        except Exception as error:  # noqa: BLE001  (any failure to import is reported, not raised)
+            record["import_errors"][module] = f"{type(error).__name__}: {error}"[:500]
     record["cuda_available"] = torch.cuda.is_available()
     record["torch_cuda"] = torch.version.cuda
     if torch.cuda.is_available():
@@ -91,6 +98,9 @@ def problems(record: dict) -> list[str]:
     if installed and declared and installed not in SpecifierSet(declared):
         found.append(f"transformers {installed} is outside pyproject.toml's {declared} "
                      "(carry benchmarks/gpu_shard/wheels: make_gpu_shard.py --wheels)")
+    for module, error in record.get("import_errors", {}).items():
+        if record["versions"].get(module, "?") is not None:  # a missing package is named above
+            found.append(f"import {module} fails: {error}")
     if record["device"] == "cuda" and not record.get("cuda_available"):
         found.append(f"DEVICE=cuda but torch {record['versions'].get('torch')} sees no CUDA GPU "
                      "(DEVICE=cpu runs the same stages on the CPU)")
@@ -137,6 +147,14 @@ def _number(value, form: str = ",.0f") -> str:
     return "–" if value is None else format(value, form)
 
 
+def _stage_text(stage: dict) -> str:
+    """"pretraining exit 0 in 245 s"; the script's timeout (124, 137) and skip (125) codes named."""
+    if stage["rc"] == 125:
+        return f"{stage['stage']} skipped (the check's time was spent)"
+    timed_out = " (timed out)" if stage["rc"] in (124, 137) else ""
+    return f"{stage['stage']} exit {stage['rc']}{timed_out} in {stage['seconds']} s"
+
+
 def markdown(report: dict) -> str:
     """The section for benchmarks/RESULTS.md."""
     env = report["environment"]
@@ -177,9 +195,7 @@ def markdown(report: dict) -> str:
         lines.append("")
     else:
         lines += ["**The step benchmark left no results** (see the stages below).", ""]
-    lines.append("Stages: " + "; ".join(f"{stage['stage']} exit {stage['rc']}"
-                                        f"{' (timed out)' if stage['rc'] in (124, 137) else ''} in {stage['seconds']} s"
-                                        for stage in report["stages"]) + ".")
+    lines.append("Stages: " + "; ".join(_stage_text(stage) for stage in report["stages"]) + ".")
     return "\n".join(lines) + "\n"
 
 

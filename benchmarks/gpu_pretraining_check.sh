@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU check of issue #30: pretraining with --bf16 on CUDA through the same command as on the CPU,
-# and bench_pretraining.py's step (ours vs transformers') on the GPU. About 7 minutes on one H100.
+# and bench_pretraining.py's step (ours vs transformers') on the GPU. At most TOTAL_SECONDS (480) on one H100.
 #
 #   benchmarks/gpu_pretraining_check.sh [RESULTS_DIR]       # default: $OUT (the device tool), else outputs/gpu_check
 #
@@ -8,7 +8,8 @@
 # device tool must carry it). The machine needs no network: the shard holds the corpus slice, the
 # tokenizers, the benchmark's sentences and (wheels/) the packages the device image lacks.
 #
-# Stages, each under its own `timeout` so one that hangs cannot eat the others' time:
+# Stages, each under its own `timeout` (its limit, cut to what is left of TOTAL_SECONDS less 20 s for the
+# report), so one that hangs cannot eat the others' time and the report is always written:
 #   0. environment: nvidia-smi, wheels installed into a temporary --target, versions, a clear failure
 #      naming what is missing (no torch, no GPU, transformers outside pyproject's range, no datasets);
 #   1. examples/run_pretraining.py --model_name_or_path $MODEL --recipe bert --bf16 on the shard,
@@ -20,16 +21,17 @@
 # Files left in RESULTS_DIR: check.log, gpu_check.json, gpu_check.md (the device tool returns at most 8).
 #
 # Settings (environment): DEVICE=cuda|cpu (cpu: the same stages on this machine, to test the script),
-# MODEL (bert-mini), MINUTES (3: training budget), STEPS (6000: the schedule's length; --max_time
+# MODEL (bert-mini), MINUTES (2.5: training budget), STEPS (6000: the schedule's length; --max_time
 # usually stops first), EVAL_STEPS (1000), BATCH (the recipe's 32), BF16 (1), BENCH_VARIANTS
 # (bert,electra,roberta), BENCH_DTYPES (fp32,bf16), BENCH_SECONDS (75 per variant), BENCH_ARGS
 # (extra bench_pretraining.py flags), TRAIN_EXTRA_SECONDS (180: the pretraining stage's limit beyond
-# MINUTES, for tokenizing, evaluating and saving), PYTHON (python3), SHARD (benchmarks/gpu_shard).
+# MINUTES, for tokenizing, evaluating and saving), TOTAL_SECONDS (480: the whole check's limit),
+# PYTHON (python3), SHARD (benchmarks/gpu_shard).
 #
 # The CPU proof (a tiny model on a 0.3 MiB shard; minutes on a loaded 2-core machine):
 #   python benchmarks/make_gpu_shard.py --max-mib 0.3 --output /tmp/gpu_shard_tiny
 #   DEVICE=cpu SHARD=/tmp/gpu_shard_tiny MODEL=bert-tiny MINUTES=0.5 STEPS=40 EVAL_STEPS=20 BENCH_VARIANTS=bert \
-#     BENCH_ARGS="--quick --batch-size 2 --reps 1 --threads 1" TRAIN_EXTRA_SECONDS=900 BENCH_SECONDS=600 \
+#     BENCH_ARGS="--quick --batch-size 2 --reps 1 --threads 1" TRAIN_EXTRA_SECONDS=900 BENCH_SECONDS=600 TOTAL_SECONDS=3000 \
 #     PYTHON=/work/main/.venv/bin/python benchmarks/gpu_pretraining_check.sh /tmp/gpu_check_cpu
 set -u -o pipefail
 
@@ -37,7 +39,7 @@ cd "$(dirname "$0")/.." || exit 1
 RESULTS=${1:-${OUT:-outputs/gpu_check}}
 DEVICE=${DEVICE:-cuda}
 MODEL=${MODEL:-bert-mini}
-MINUTES=${MINUTES:-3}
+MINUTES=${MINUTES:-2.5}
 STEPS=${STEPS:-6000}
 EVAL_STEPS=${EVAL_STEPS:-1000}
 BATCH=${BATCH:-}
@@ -45,7 +47,8 @@ BF16=${BF16:-1}
 BENCH_VARIANTS=${BENCH_VARIANTS:-bert,electra,roberta}
 BENCH_DTYPES=${BENCH_DTYPES:-fp32,bf16}
 BENCH_SECONDS=${BENCH_SECONDS:-75}
-TRAIN_EXTRA_SECONDS=${TRAIN_EXTRA_SECONDS:-180}
+TRAIN_EXTRA_SECONDS=${TRAIN_EXTRA_SECONDS:-150}
+TOTAL_SECONDS=${TOTAL_SECONDS:-480}
 BENCH_ARGS=${BENCH_ARGS:-}
 PYTHON=${PYTHON:-python3}
 SHARD=${SHARD:-benchmarks/gpu_shard}
@@ -66,8 +69,15 @@ STAGES="$WORK/stages.jsonl"
 : > "$STAGES"
 
 stage() {  # stage NAME SECONDS COMMAND...: run it under `timeout`, record its exit status and duration
-  local name=$1 limit=$2 started=$SECONDS rc
+  local name=$1 limit=$2 started=$SECONDS rc left
   shift 2
+  left=$((TOTAL_SECONDS - SECONDS - 20))  # what the whole check has left, 20 s kept for the report
+  if [ "$left" -lt "$limit" ]; then limit=$left; fi
+  if [ "$limit" -lt 5 ]; then
+    echo "=== stage $name: skipped, the check's $TOTAL_SECONDS s are spent"
+    printf '{"stage": "%s", "rc": %d, "seconds": 0, "limit_s": 0}\n' "$name" 125 >> "$STAGES"
+    return 125
+  fi
   echo "=== stage $name (limit ${limit} s): $*"
   timeout --kill-after=10 "$limit" "$@"
   rc=$?
@@ -96,7 +106,7 @@ if compgen -G "$SHARD/wheels/*.whl" > /dev/null; then  # the versions this check
 else
   export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 fi
-"$PYTHON" benchmarks/gpu_check_report.py --environment "$WORK/environment.json" --device "$DEVICE" || exit 2
+timeout 120 "$PYTHON" benchmarks/gpu_check_report.py --environment "$WORK/environment.json" --device "$DEVICE" || exit 2
 
 # ---------------------------------------------------------------- 1. pretraining
 train_args=(--model_name_or_path "$MODEL" --recipe bert --dataset_name "$SHARD/data" --tokenizer_name "$SHARD/tokenizer"

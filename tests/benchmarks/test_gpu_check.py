@@ -64,10 +64,10 @@ def test_the_environment_check_names_what_is_missing():
 def test_the_report_of_the_cpu_path_names_the_machine_the_loss_and_both_steps():
     text = gpu_check_report.markdown(json.loads(FIXTURE.read_text()))
     assert text.startswith("### GPU check, ") and "CPU only" in text
-    assert "| bert-tiny | mlm+nsp | bf16 | 32 × 128 | 9 | 33,294 |" in text
-    assert "9.006 → **8.636**" in text and "| --max_time |" in text
+    assert "| bert-tiny | mlm+nsp | bf16 | 32 × 128 | 16 | 59,373 |" in text
+    assert "9.006 → **8.315**" in text and "| --max_time |" in text
     assert text.count("| bert | mlm+nsp | BertForPreTraining / BertForPreTraining |") == 2  # fp32 and bf16
-    assert "Stages: pretraining exit 0 in 245 s; bench_bert exit 0 in 154 s." in text
+    assert "Stages: pretraining exit 0 in 225 s; bench_bert exit 0 in 258 s." in text
 
 
 def test_a_failed_check_is_reported_as_failed(tmp_path):
@@ -80,4 +80,5 @@ def test_a_failed_check_is_reported_as_failed(tmp_path):
     assert status == 1
     text = (tmp_path / "out" / "gpu_check.md").read_text()
     assert "**Pretraining: no results**" in text and "pretraining exit 124 (timed out) in 360 s" in text
+    assert "**The step benchmark left no results**" in text
     assert json.loads((tmp_path / "out" / "gpu_check.json").read_text())["pretraining"] is None
