@@ -165,6 +165,12 @@ def markdown(report: dict) -> str:
              f"torch {versions['torch']}, transformers {versions['transformers']}, datasets {versions['datasets']}, "
              f"Python {env['python']}, {env['cpu_count']} CPU cores. Command: `{report['command']}` "
              "(the shard: `benchmarks/make_gpu_shard.py --wheels`).", ""]
+    shard = env.get("shard")
+    if shard:
+        lines += [f"Shard: {shard['train']['documents']:,} train documents ({shard['train']['words']:,} words) of "
+                  "`load_pretraining_corpus()` and its whole held-out split "
+                  f"({shard['validation']['documents']:,} documents, {shard['validation']['words']:,} words), "
+                  "the CPU runs' WordPiece-8000.", ""]
     run = report["pretraining"]
     if run is None:
         lines.append("**Pretraining: no results** (see the stages below and check.log).")
@@ -220,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
                                      prog="benchmarks/gpu_check_report.py")
     parser.add_argument("--environment", type=Path, required=True, help="the environment record (written by stage 0)")
     parser.add_argument("--device", help="stage 0: check and record the environment for this device (cpu or cuda)")
+    parser.add_argument("--shard", type=Path, help="stage 0: the shard folder (its manifest.json is recorded)")
     parser.add_argument("--run", type=Path, help="stage 3: run_pretraining.py's output_dir")
     parser.add_argument("--bench", type=Path, nargs="*", default=[], help="stage 3: bench_pretraining.py --json files")
     parser.add_argument("--stages", type=Path, help="stage 3: the stages' exit statuses (JSON lines)")
@@ -229,6 +236,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.device is not None:
         record = environment(args.device)
+        manifest = read_json(args.shard / "manifest.json") if args.shard else None
+        if manifest is not None:
+            record["shard"] = {split: {key: value for key, value in summary.items() if key != "sources"}
+                               for split, summary in manifest["splits"].items()}
         print(json.dumps(record, indent=2))
         args.environment.write_text(json.dumps(record, indent=2) + "\n")
         found = problems(record)

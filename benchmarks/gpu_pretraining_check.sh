@@ -24,7 +24,7 @@
 # MODEL (bert-mini), MINUTES (2.5: training budget), STEPS (6000: the schedule's length; --max_time
 # usually stops first), EVAL_STEPS (1000), BATCH (the recipe's 32), BF16 (1), BENCH_VARIANTS
 # (bert,electra,roberta), BENCH_DTYPES (fp32,bf16), BENCH_SECONDS (75 per variant), BENCH_ARGS
-# (extra bench_pretraining.py flags), TRAIN_EXTRA_SECONDS (180: the pretraining stage's limit beyond
+# (extra bench_pretraining.py flags), TRAIN_EXTRA_SECONDS (150: the pretraining stage's limit beyond
 # MINUTES, for tokenizing, evaluating and saving), TOTAL_SECONDS (480: the whole check's limit),
 # PYTHON (python3), SHARD (benchmarks/gpu_shard).
 #
@@ -106,7 +106,8 @@ if compgen -G "$SHARD/wheels/*.whl" > /dev/null; then  # the versions this check
 else
   export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 fi
-timeout 120 "$PYTHON" benchmarks/gpu_check_report.py --environment "$WORK/environment.json" --device "$DEVICE" || exit 2
+timeout 120 "$PYTHON" benchmarks/gpu_check_report.py --environment "$WORK/environment.json" --device "$DEVICE" \
+  --shard "$SHARD" || exit 2
 
 # ---------------------------------------------------------------- 1. pretraining
 train_args=(--model_name_or_path "$MODEL" --recipe bert --dataset_name "$SHARD/data" --tokenizer_name "$SHARD/tokenizer"

@@ -68,6 +68,11 @@ def test_the_report_of_the_cpu_path_names_the_machine_the_loss_and_both_steps():
     assert "9.006 → **8.315**" in text and "| --max_time |" in text
     assert text.count("| bert | mlm+nsp | BertForPreTraining / BertForPreTraining |") == 2  # fp32 and bf16
     assert "Stages: pretraining exit 0 in 225 s; bench_bert exit 0 in 258 s." in text
+    assert "Shard:" not in text  # that run's stage 0 was not given --shard
+    report = json.loads(FIXTURE.read_text())
+    report["environment"]["shard"] = {"train": {"documents": 3880, "words": 4055737, "bytes": 1},
+                                      "validation": {"documents": 120, "words": 92689, "bytes": 1}}
+    assert "Shard: 3,880 train documents (4,055,737 words)" in gpu_check_report.markdown(report)
 
 
 def test_a_failed_check_is_reported_as_failed(tmp_path):
