@@ -8,6 +8,7 @@ one ``SPEC``, see registry.py) with transformers' Auto classes, and exports its 
 import importlib as _importlib
 
 from . import models as _models
+from . import papers  # noqa: F401  (hf_variants.papers.BERT: a registered variant's paper by name)
 from . import registry as _registry
 from .configs import named_config, named_config_path
 from .conversion import from_transformers, load_pretrained, to_transformers

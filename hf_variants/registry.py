@@ -30,8 +30,6 @@ from transformers import (
     AutoModelForTokenClassification,
 )
 
-from .papers import VariantInfo
-
 MODEL_TYPE_PREFIX = "hfv_"  # every hf-variants model_type starts with it (never clashes with transformers)
 
 # Head name (the suffix of a variant's class names) -> the Auto class that serves it.
@@ -58,6 +56,17 @@ TINY_TEST_SIZES: dict[str, object] = dict(
     hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37, hidden_dropout_prob=0.0,
     attention_probs_dropout_prob=0.0,
 )
+
+
+@dataclass(frozen=True)
+class VariantInfo:
+    """What a variant's paper contributes to its model card (``models/<variant>/paper.py``)."""
+
+    display_name: str
+    description: str  # one paragraph: what the variant changes and why
+    paper_title: str
+    paper_url: str
+    bibtex: str
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@
   weights; ``to_transformers(model)`` the reverse (``to_transformers(model, transformers_class)``
   picks the family where several transformers families share the variant's weights).
 - ``OurClass.from_pretrained(<folder or Hub id of a transformers checkpoint>)`` converts on load
-  through transformers v5's checkpoint conversion mapping (see :mod:`.hooks`, :mod:`.loading`).
+  through transformers v5's checkpoint conversion mapping (see :mod:`.loading`, called by the
+  hooks in ``hf_variants/models/configuration_base.py`` and ``modeling_base.py``).
 
 All three read the same :class:`KeyMap` (``models/<variant>/weights.py``), wired in by
 :func:`register_weights`.

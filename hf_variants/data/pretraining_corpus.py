@@ -24,19 +24,24 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import datasets
 
 from . import fetch as fetch_module
+from .corpora import Document, austen_documents, lee_documents, wikipedia_documents
 from .doc_sources import DOC_SOURCES, DocSource
 from .markup import MIN_PROSE_WORDS, is_boilerplate, is_prose
 
 logger = logging.getLogger("hf_variants.data")
 
 CORPUS_VERSION = 2  # part of the cache key: bump it whenever cleaning or selection changes
-LITERARY_SOURCES = ("austen", "wikipedia", "lee")  # hf_variants.data.corpora, already clean text
+# The literary sources (corpora.py): already clean text, taken as they are.
+_LITERARY_DOCUMENTS: dict[str, Callable[[], tuple[Document, ...]]] = {
+    "austen": austen_documents, "wikipedia": wikipedia_documents, "lee": lee_documents,
+}
+LITERARY_SOURCES = tuple(_LITERARY_DOCUMENTS)
 SOURCE_NAMES = tuple(source.name for source in DOC_SOURCES) + LITERARY_SOURCES
 VALIDATION_FRACTION = 0.01
 SHUFFLE_SEED = 0  # rows are saved in a fixed shuffled order
@@ -179,9 +184,7 @@ def source_documents(name: str, root: Path | None = None) -> Iterator[tuple[str,
         for _title, paragraphs in source.documents(_pruned_package_tree(source, root)):
             yield name, [paragraph for paragraph in paragraphs if is_prose(paragraph) and not is_boilerplate(paragraph)]
     elif name in LITERARY_SOURCES:
-        from .corpora import corpus_documents  # corpora imports this module lazily too
-
-        for document in corpus_documents(name):
+        for document in _LITERARY_DOCUMENTS[name]():
             yield name, list(document.paragraphs)
     else:
         raise ValueError(f"unknown pretraining corpus source {name!r}; known sources: {', '.join(SOURCE_NAMES)}")

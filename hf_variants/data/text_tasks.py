@@ -15,7 +15,7 @@ from functools import lru_cache
 import datasets
 import numpy as np
 
-from .corpora import corpus_documents
+from .named_corpora import corpus_documents
 from .labelled import split_indices
 from .sentences import sentence_spans
 

@@ -1,12 +1,13 @@
 """Publishing hf-variants checkpoints: model cards, remote-code export, pushes to the Hub, atomic
-Trainer checkpoints and checks on loading."""
+Trainer checkpoints and checks on loading. The hooks every model saves and loads through
+(``hf_variants.models.modeling_base``) stand above this package: they load these modules by name
+when a model is saved or loaded."""
 
 from .card import DatasetInfo, RunSummary, build_model_card
 from .checkpoints import AtomicCheckpointsMixin, checkpoint_problems, last_complete_checkpoint
 from .push import PushError, PushResult, push_model_dir
 from .remote_code import export_remote_code
 from .run_record import rebuild_model_card, write_model_card
-from ..persistence import RemoteCodeMixin
 from .variants import VariantInfo, variant_info, variant_name
 
 __all__ = [
@@ -14,7 +15,6 @@ __all__ = [
     "DatasetInfo",
     "PushError",
     "PushResult",
-    "RemoteCodeMixin",
     "RunSummary",
     "VariantInfo",
     "build_model_card",

@@ -32,7 +32,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..atomic import publish, remove_leftover_staging, replace_atomically, staging_path, write_text_atomically
-from ..persistence import is_stale_save_file
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +41,15 @@ WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "adapter_mo
                 "pytorch_model.bin", "pytorch_model.bin.index.json", "adapter_model.bin")
 TORCH_SAVE_SUFFIXES = (".pt", ".pth", ".bin")  # torch.save files: zip archives since torch 1.6
 STAGING_TAG = "trainer"  # all processes of a run write into the same staging folder
+# Files a new save_pretrained makes obsolete when it does not write them itself: weights of an
+# older save (single file, shards, shard index; any `variant`) and the generated remote code.
+STALE_SAVE_FILE = re.compile(r"^(model(\.[\w-]+)?(-\d{5}-of-\d{5})?\.safetensors(\.index\.json)?|hfv_\w+\.py)$")
+
+
+def is_stale_save_file(name: str) -> bool:
+    """Whether a file left in a folder by an earlier save is replaced by a new ``save_pretrained``
+    (``RemoteCodeMixin``'s and Trainer's saves drop it when the new save does not write it)."""
+    return STALE_SAVE_FILE.match(name) is not None
 
 
 def safetensors_problem(path: str | os.PathLike) -> str | None:

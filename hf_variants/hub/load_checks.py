@@ -1,8 +1,8 @@
 """Clear errors when a checkpoint cannot be loaded into an hf-variants model.
 
-`RemoteCodeMixin.from_pretrained` (every hf-variants model) runs its load through
-`checked_from_pretrained`, which turns what transformers reports as a low-level exception, a
-warning or nothing at all into a `ValueError` naming the file and the key:
+`RemoteCodeMixin.from_pretrained` (`hf_variants.models.modeling_base`: every hf-variants model)
+runs its load through `checked_from_pretrained`, which turns what transformers reports as a
+low-level exception, a warning or nothing at all into a `ValueError` naming the file and the key:
 
 - a truncated or corrupted safetensors file (its size must match its header), a corrupted
   config.json (position of the JSON error), an unknown `model_type`;

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from ..papers import VariantInfo
-from ..registry import MODEL_TYPE_PREFIX, SPECS
+from ..registry import MODEL_TYPE_PREFIX, SPECS, VariantInfo
 
 
 logger = logging.getLogger(__name__)

@@ -2,7 +2,9 @@
 
 A variant declares ``class XModel(TransformerBackbone, XPreTrainedModel)`` with a config that
 subclasses :class:`~hf_variants.modules.configuration.TransformerConfig`, and overrides only the
-hooks where it differs:
+hooks where it differs (``XPreTrainedModel`` subclasses :class:`TransformerPreTrainedModel`, for a
+shipped variant through ``hf_variants.models.modeling_base.VariantPreTrainedModel``, which adds
+checked loading, conversion on load and atomic saves with remote code):
 
 - :meth:`TransformerBackbone.build_embeddings`: token / segment / language / position / patch
   embeddings (any module with TransformerEmbeddings' call signature; extra inputs by name through
@@ -43,8 +45,6 @@ from transformers import initialization as init
 from transformers.cache_utils import Cache
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
-from ..conversion.hooks import CheckpointConversionMixin
-from ..persistence import RemoteCodeMixin
 from .embeddings import TransformerEmbeddings, check_not_empty
 from .encoder import LayerSpec, LayerStack
 from .attention import make_attention_bias
@@ -57,10 +57,12 @@ from .norms import RMSNorm
 from .padding import UnpaddedBatch, gather_positions, worth_unpadding
 
 
-class TransformerPreTrainedModel(CheckpointConversionMixin, RemoteCodeMixin, PreTrainedModel):
-    """Shared PreTrainedModel settings for every variant. Every ``save_pretrained`` also writes the
-    self-contained remote code + ``auto_map`` (see hf_variants.persistence), so any saved or
-    pushed checkpoint loads with ``trust_remote_code=True`` without the package."""
+class TransformerPreTrainedModel(PreTrainedModel):
+    """Shared PreTrainedModel settings for every model built from these blocks: attention backends,
+    the init of the blocks' own parameters, the config's architecture check, the unit that is never
+    split across devices. Saving and loading are transformers' own here; every shipped variant uses
+    :class:`hf_variants.models.modeling_base.VariantPreTrainedModel`, which adds checked loads,
+    conversion of transformers checkpoints on load, and atomic saves with remote code."""
 
     supports_gradient_checkpointing = True
     # The unit device_map="auto" never splits across devices (accelerate's big-model inference),

@@ -1,7 +1,8 @@
 """The configuration fields every shared block reads, declared once.
 
-Each variant's config subclasses :class:`TransformerConfig`, sets its paper's defaults and adds its
-own fields; the shared blocks (``LayerSpec.from_config``, the backbone's hooks, the task bases)
+Each variant's config subclasses :class:`TransformerConfig` (through
+``hf_variants/models/configuration_base.py``, which adds reading the family's transformers
+config.json), sets its paper's defaults and adds its own fields; the shared blocks (``LayerSpec.from_config``, the backbone's hooks, the task bases)
 read only the fields declared here, so nothing is looked up by ``getattr`` on an unknown config.
 Field names follow transformers' BERT config, so habits carry over; variants whose transformers
 counterpart uses other names (``n_embd``, ``d_model``) alias them with ``attribute_map``.
@@ -13,7 +14,6 @@ from huggingface_hub.dataclasses import strict
 from transformers import PreTrainedConfig
 from transformers.activations import ACT2FN
 
-from ..conversion.hooks import CheckpointConfigMixin
 from .embeddings import POSITION_EMBEDDING_TYPES
 from .encoder import SHARING_MODES
 from .heads import SUMMARY_TYPES
@@ -21,7 +21,7 @@ from .norms import NORM_TYPES
 
 
 @strict
-class TransformerConfig(CheckpointConfigMixin, PreTrainedConfig):
+class TransformerConfig(PreTrainedConfig):
     """Shared architecture fields (defaults: BERT-base). See each variant's config for its own."""
 
     vocab_size: int = 30522  # token vocabulary V

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
+from transformers import PreTrainedConfig
 from transformers.cache_utils import Cache
 from transformers.modeling_layers import GradientCheckpointingLayer
 
@@ -36,9 +36,6 @@ from .layout import BatchLayout
 from .norms import build_norm
 from .memory import SegmentMemory
 from .padding import UnpaddedBatch, gather_positions
-
-if TYPE_CHECKING:
-    from .configuration import TransformerConfig
 
 SHARING_MODES = ("none", "all", "attention", "ffn")
 
@@ -64,9 +61,11 @@ class LayerSpec:
     head_dim: int | None = None
 
     @classmethod
-    def from_config(cls, config: "TransformerConfig", cross_attention: bool = False) -> "LayerSpec":
-        """The layer every shared backbone builds from a :class:`TransformerConfig` (``cross_attention``
-        for the decoder of an encoder-decoder)."""
+    def from_config(cls, config: PreTrainedConfig, cross_attention: bool = False) -> "LayerSpec":
+        """The layer every shared backbone builds from a config with the fields of
+        ``configuration.TransformerConfig`` (``cross_attention`` for the decoder of an encoder-decoder).
+        Typed as transformers' config: the configuration module stands above this one (it validates
+        ``layer_sharing`` against :data:`SHARING_MODES`)."""
         return cls(
             hidden_size=config.hidden_size,
             num_attention_heads=config.num_attention_heads,

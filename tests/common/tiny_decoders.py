@@ -1,14 +1,14 @@
 """A tiny decoder-only model and a tiny encoder-decoder model built from the shared blocks alone
 (no variant code): what a variant declaring itself a decoder gets from ``hf_variants.modules``.
 
-They are not registered with the Auto classes (test-only model types), so they have no remote code
-to export: ``save_pretrained`` is transformers' own.
+They are not registered with the Auto classes (test-only model types), so they build on the blocks'
+own ``TransformerPreTrainedModel``: ``save_pretrained`` and ``from_pretrained`` are transformers' own
+(no remote code to export, no conversion; a shipped variant uses ``VariantPreTrainedModel``).
 """
 
 from __future__ import annotations
 
 from huggingface_hub.dataclasses import strict
-from transformers import PreTrainedModel
 
 from hf_variants.modules.backbone import TransformerBackbone, TransformerPreTrainedModel
 from hf_variants.modules.configuration import DecoderConfig, EncoderDecoderConfig
@@ -48,12 +48,7 @@ def tiny_seq2seq_config(**overrides) -> TinySeq2SeqConfig:
     return TinySeq2SeqConfig(**{**TINY, **overrides})
 
 
-class _NoRemoteCode:
-    # Test-only model types are not registered, so there is no remote code to write next to them.
-    save_pretrained = PreTrainedModel.save_pretrained
-
-
-class TinyPreTrainedModel(_NoRemoteCode, TransformerPreTrainedModel):
+class TinyPreTrainedModel(TransformerPreTrainedModel):
     config_class = TinyDecoderConfig
     base_model_prefix = "model"
 
@@ -66,7 +61,7 @@ class TinyForCausalLM(DecoderForCausalLM, TinyPreTrainedModel):
     backbone_class = TinyDecoderModel
 
 
-class TinySeq2SeqPreTrainedModel(_NoRemoteCode, TransformerPreTrainedModel):
+class TinySeq2SeqPreTrainedModel(TransformerPreTrainedModel):
     config_class = TinySeq2SeqConfig
     base_model_prefix = "model"
 

@@ -14,7 +14,7 @@ from transformers import AutoModelForSequenceClassification, Trainer, TrainingAr
 from transformers.dynamic_module_utils import get_class_from_dynamic_module
 
 import hf_variants
-from hf_variants.hub import RemoteCodeMixin
+from hf_variants.models.modeling_base import RemoteCodeMixin
 from hf_variants.registry import REGISTERED
 
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37, vocab_size=99)

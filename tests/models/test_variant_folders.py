@@ -1,5 +1,6 @@
 """A variant's folder is all of it: no variant imports another (shared code lives below them, in
-``modules/`` and ``conversion/``), and every SPEC carries its registration (mini config, tiny test
+``modules/`` and ``conversion/``, or beside them in ``models/configuration_base.py`` and
+``models/modeling_base.py``), and every SPEC carries its registration (mini config, tiny test
 config) with a README variants-table row linking its docs page (README, "Adding a variant")."""
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def imported_variants(variant: str) -> dict[str, set[str]]:
                 modules = [node.value] if node.value.startswith("hf_variants.models.") else []  # importlib
             for module in modules:
                 parts = module.split(".")
-                if parts[:2] == ["hf_variants", "models"] and len(parts) > 2 and parts[2] != variant:
+                # models/configuration_base.py and models/modeling_base.py are shared by all: not a variant
+                if parts[:2] == ["hf_variants", "models"] and len(parts) > 2 and parts[2] in set(VARIANTS) - {variant}:
                     names.add(parts[2])
         if names:
             found[path.name] = names

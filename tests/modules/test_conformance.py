@@ -11,8 +11,9 @@ import torch
 from huggingface_hub.dataclasses import strict
 from torch import nn
 
-from hf_variants.modules.backbone import TransformerBackbone, TransformerPreTrainedModel
-from hf_variants.modules.configuration import DecoderConfig, TransformerConfig
+from hf_variants.models.configuration_base import VariantConfig, VariantDecoderConfig
+from hf_variants.models.modeling_base import VariantPreTrainedModel
+from hf_variants.modules.backbone import TransformerBackbone
 from hf_variants.modules.decoder import DecoderBackbone
 from hf_variants.modules.generation import DecoderForCausalLM
 from hf_variants.modules.embeddings import TransformerEmbeddings, check_index_range
@@ -32,7 +33,7 @@ MODEL_TYPE = "hfv_conformance_probe"
 
 
 @strict
-class ProbeConfig(TransformerConfig):
+class ProbeConfig(VariantConfig):
     model_type = MODEL_TYPE
 
     num_languages: int = 3  # rows of the language embedding (XLM's n_langs)
@@ -56,7 +57,7 @@ class LanguageEmbeddings(TransformerEmbeddings):
         return embeddings
 
 
-class ProbePreTrainedModel(TransformerPreTrainedModel):
+class ProbePreTrainedModel(VariantPreTrainedModel):
     config_class = ProbeConfig
     base_model_prefix = "probe"
 
@@ -201,13 +202,13 @@ def test_save_and_load_through_the_auto_classes(tmp_path, monkeypatch):
 
 # ----------------------------------------------------------------------------- as a decoder
 @strict
-class ProbeDecoderConfig(DecoderConfig):
+class ProbeDecoderConfig(VariantDecoderConfig):
     model_type = "hfv_conformance_probe_decoder"
 
     num_languages: int = 3
 
 
-class ProbeDecoderPreTrainedModel(TransformerPreTrainedModel):
+class ProbeDecoderPreTrainedModel(VariantPreTrainedModel):
     config_class = ProbeDecoderConfig
     base_model_prefix = "probe"
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from huggingface_hub.dataclasses import strict
 
-from ...modules.configuration import TransformerConfig
+from ..configuration_base import VariantConfig
 
 
 @strict
-class AlbertConfig(TransformerConfig):
+class AlbertConfig(VariantConfig):
     """Defaults are ALBERT-xxlarge (v2), as in transformers; see ``modeling_configs/albert-*`` for
     the paper's other sizes. Every shared field is declared in :class:`TransformerConfig`.
 

@@ -20,7 +20,8 @@ from functools import partial
 
 import torch
 
-from ...modules.backbone import TransformerBackbone, TransformerPreTrainedModel
+from ...modules.backbone import TransformerBackbone
+from ..modeling_base import VariantPreTrainedModel
 from ...modules.embeddings import TransformerEmbeddings
 from ...modules.encoder import LayerSpec, LayerStack
 from ...modules.heads import PooledClassifier
@@ -37,7 +38,7 @@ from ...modules.task_models import (
 from .configuration_albert import AlbertConfig
 
 
-class AlbertPreTrainedModel(TransformerPreTrainedModel):
+class AlbertPreTrainedModel(VariantPreTrainedModel):
     config_class = AlbertConfig
     base_model_prefix = "albert"
 

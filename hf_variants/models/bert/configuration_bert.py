@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from huggingface_hub.dataclasses import strict
 
-from ...modules.configuration import TransformerConfig
+from ..configuration_base import VariantConfig
 
 
 @strict
-class BertConfig(TransformerConfig):
+class BertConfig(VariantConfig):
     """Defaults are BERT-base (uncased); every shared field (and its one-line meaning) is declared in
     :class:`TransformerConfig`. See ``modeling_configs/`` for the named sizes.
 

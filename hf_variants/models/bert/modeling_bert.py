@@ -11,7 +11,8 @@ import torch
 from torch import nn
 from transformers.modeling_outputs import NextSentencePredictorOutput
 
-from ...modules.backbone import TransformerBackbone, TransformerPreTrainedModel
+from ...modules.backbone import TransformerBackbone
+from ..modeling_base import VariantPreTrainedModel
 from ...modules.heads import sentence_relation_loss
 from ...modules.task_models import (
     EncoderForMaskedLM,
@@ -26,7 +27,7 @@ from ...modules.task_models import (
 from .configuration_bert import BertConfig
 
 
-class BertPreTrainedModel(TransformerPreTrainedModel):
+class BertPreTrainedModel(VariantPreTrainedModel):
     config_class = BertConfig
     base_model_prefix = "bert"
 

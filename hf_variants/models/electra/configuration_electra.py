@@ -7,11 +7,11 @@ import dataclasses
 
 from huggingface_hub.dataclasses import strict
 
-from ...modules.configuration import TransformerConfig
+from ..configuration_base import VariantConfig
 
 
 @strict
-class ElectraConfig(TransformerConfig):
+class ElectraConfig(VariantConfig):
     """The discriminator's architecture (the encoder every fine-tuning head uses) plus the generator
     and loss settings of the joint replaced-token-detection pretraining.
 

@@ -30,7 +30,8 @@ from transformers.activations import ACT2FN
 from transformers.modeling_outputs import TokenClassifierOutput
 from transformers.utils import ModelOutput
 
-from ...modules.backbone import TransformerBackbone, TransformerPreTrainedModel
+from ...modules.backbone import TransformerBackbone
+from ..modeling_base import VariantPreTrainedModel
 from ...modules.embeddings import check_batch_shape
 from ...modules.heads import IGNORE_INDEX, MaskedLMHead, SummaryClassifier, check_label_shape, masked_lm_loss
 from ...modules.padding import selected_positions
@@ -45,7 +46,7 @@ from ...modules.task_models import (
 from .configuration_electra import ElectraConfig
 
 
-class ElectraPreTrainedModel(TransformerPreTrainedModel):
+class ElectraPreTrainedModel(VariantPreTrainedModel):
     config_class = ElectraConfig
     base_model_prefix = "electra"
 

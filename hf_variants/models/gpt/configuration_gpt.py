@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from huggingface_hub.dataclasses import strict
 
-from ...modules.configuration import DecoderConfig
+from ..configuration_base import VariantDecoderConfig
 
 
 @strict
-class GPTConfig(DecoderConfig):
+class GPTConfig(VariantDecoderConfig):
     """Defaults are GPT-2 small (124M). GPT-1 is ``pre_layer_norm=False`` (post-LN, no final
     LayerNorm), ``hidden_act="gelu_new"`` too (the tanh GELU, which transformers' OpenAIGPTConfig calls "gelu"), 512 positions, a 40,478-token BPE vocabulary and no scaled
     residual init (``modeling_configs/openai-gpt``).

@@ -25,7 +25,7 @@ from torch import nn
 from transformers import initialization as init
 from transformers.modeling_outputs import SequenceClassifierOutput
 
-from ...modules.backbone import TransformerPreTrainedModel
+from ..modeling_base import VariantPreTrainedModel
 from ...modules.decoder import DecoderBackbone
 from ...modules.embeddings import TransformerEmbeddings, check_ids_or_embeds, check_index_range
 from ...modules.encoder import LayerStack
@@ -57,7 +57,7 @@ class GPTEmbeddings(TransformerEmbeddings):
         return self.dropout(embeddings)
 
 
-class GPTPreTrainedModel(TransformerPreTrainedModel):
+class GPTPreTrainedModel(VariantPreTrainedModel):
     config_class = GPTConfig
     base_model_prefix = "transformer"  # transformers' name for GPT-2's and OpenAI GPT's backbone
 

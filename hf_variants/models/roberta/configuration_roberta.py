@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from huggingface_hub.dataclasses import strict
 
-from ...modules.configuration import TransformerConfig
+from ..configuration_base import VariantConfig
 
 # transformers' model_types of the two families with this network (and their tokenizers).
 TRANSFORMERS_FAMILIES = ("roberta", "xlm-roberta")
 
 
 @strict
-class RobertaConfig(TransformerConfig):
+class RobertaConfig(VariantConfig):
     """Defaults are RoBERTa-base; every shared field (and its one-line meaning) is declared in
     :class:`TransformerConfig`. See ``modeling_configs/roberta-*`` and ``xlmr-*`` for the named sizes.
 

@@ -24,7 +24,8 @@ from __future__ import annotations
 import torch
 from transformers.modeling_outputs import MaskedLMOutput
 
-from ...modules.backbone import TransformerBackbone, TransformerPreTrainedModel
+from ...modules.backbone import TransformerBackbone
+from ..modeling_base import VariantPreTrainedModel
 from ...modules.embeddings import TransformerEmbeddings
 from ...modules.heads import SummaryClassifier
 from ...modules.task_models import (
@@ -83,7 +84,7 @@ class RobertaEmbeddings(TransformerEmbeddings):
         super().check_inputs(input_ids, token_type_ids, position_ids, sequence_length)
 
 
-class RobertaPreTrainedModel(TransformerPreTrainedModel):
+class RobertaPreTrainedModel(VariantPreTrainedModel):
     config_class = RobertaConfig
     base_model_prefix = "roberta"
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from huggingface_hub.dataclasses import strict
 
-from ...modules.configuration import TransformerConfig
+from ..configuration_base import VariantConfig
 
 
 @strict
-class SpanBertConfig(TransformerConfig):
+class SpanBertConfig(VariantConfig):
     """BERT's fields (hidden_size, num_hidden_layers, ..., declared in :class:`TransformerConfig`)
     plus the SBO head's.
 

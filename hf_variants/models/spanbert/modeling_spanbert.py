@@ -19,7 +19,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ...modules.backbone import TransformerBackbone, TransformerPreTrainedModel
+from ...modules.backbone import TransformerBackbone
+from ..modeling_base import VariantPreTrainedModel
 from ...modules.embeddings import check_index_range
 from ...modules.heads import (
     IGNORE_INDEX,
@@ -48,7 +49,7 @@ def _weights():
     return importlib.import_module("hf_variants.models.spanbert.weights")
 
 
-class SpanBertPreTrainedModel(TransformerPreTrainedModel):
+class SpanBertPreTrainedModel(VariantPreTrainedModel):
     config_class = SpanBertConfig
     base_model_prefix = "bert"
 

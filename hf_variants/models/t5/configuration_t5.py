@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from huggingface_hub.dataclasses import strict
 
-from ...modules.configuration import EncoderDecoderConfig
+from ..configuration_base import VariantEncoderDecoderConfig
 
 
 @strict
-class T5Config(EncoderDecoderConfig):
+class T5Config(VariantEncoderDecoderConfig):
     """Defaults are T5-base v1.0 (the paper's baseline); ``modeling_configs/`` has the named sizes.
 
     The paper's settings: pre-LN blocks with RMS norm (no bias, no mean), no biases in any

@@ -24,7 +24,8 @@ from transformers.modeling_outputs import (
     Seq2SeqSequenceClassifierOutput,
 )
 
-from ...modules.backbone import TransformerBackbone, TransformerPreTrainedModel
+from ...modules.backbone import TransformerBackbone
+from ..modeling_base import VariantPreTrainedModel
 from ...modules.decoder import DecoderBackbone, EncoderDecoderBackbone
 from ...modules.embeddings import TransformerEmbeddings, check_batch_shape, check_index_range
 from ...modules.encoder import LayerSpec, LayerStack
@@ -99,7 +100,7 @@ class T5RelativePositionBias(nn.Module):
         return f"buckets={self.num_buckets}, max_distance={self.max_distance}, bidirectional={self.bidirectional}"
 
 
-class T5PreTrainedModel(TransformerPreTrainedModel):
+class T5PreTrainedModel(VariantPreTrainedModel):
     config_class = T5Config
     base_model_prefix = "transformer"
     _keys_to_ignore_on_load_unexpected = [r"decoder\.block\.0\.layer\.1\.EncDecAttention\.relative_attention_bias\.weight"]

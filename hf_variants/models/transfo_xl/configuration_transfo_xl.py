@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from huggingface_hub.dataclasses import strict
 
-from ...modules.configuration import TransformerConfig
+from ..configuration_base import VariantConfig
 
 
 @strict
-class TransfoXLConfig(TransformerConfig):
+class TransfoXLConfig(VariantConfig):
     """Defaults are the paper's WikiText-103 large model (18 layers, d_model 1024, 16 heads of 64,
     FFN 4096, dropout 0.2, attention dropout 0.2, mem_len 384, clamp_len 1000) with a plain tied
     softmax; the paper's adaptive input and softmax (``cutoffs`` 20k/40k/200k, ``div_val`` 4 for

@@ -30,7 +30,8 @@ from transformers import initialization as init
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.utils import ModelOutput
 
-from ...modules.backbone import TransformerPreTrainedModel, check_attention_mask
+from ...modules.backbone import check_attention_mask
+from ..modeling_base import VariantPreTrainedModel
 from ...modules.dropout import Dropout
 from ...modules.embeddings import embed_token_ids
 from ...modules.feed_forward import FeedForward
@@ -101,7 +102,7 @@ class TransfoXLLayer(GradientCheckpointingLayer):
         return self.ffn_norm(hidden_states + self.dropout(self.ffn(hidden_states))), probs
 
 
-class TransfoXLPreTrainedModel(TransformerPreTrainedModel):
+class TransfoXLPreTrainedModel(VariantPreTrainedModel):
     config_class = TransfoXLConfig
     _no_split_modules = ["TransfoXLLayer"]
     base_model_prefix = "transformer"

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from huggingface_hub.dataclasses import strict
 
-from ...modules.configuration import EncoderDecoderConfig
+from ..configuration_base import VariantEncoderDecoderConfig
 from ...modules.embeddings import SINUSOIDAL_LAYOUTS
 
 
 @strict
-class OriginalTransformerConfig(EncoderDecoderConfig):
+class OriginalTransformerConfig(VariantEncoderDecoderConfig):
     """Defaults are the paper's base model (Table 3): 6 + 6 post-LN layers, d_model 512, 8 heads,
     FFN 2048 with ReLU, dropout 0.1 on sub-layer outputs and embeddings, sinusoidal positions,
     one embedding matrix shared by source, target and output (a 37k joint BPE vocabulary, WMT14

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from ...modules.backbone import TransformerBackbone
-from ...modules.backbone import TransformerPreTrainedModel as SharedPreTrainedModel
+from ..modeling_base import VariantPreTrainedModel
 from ...modules.decoder import DecoderBackbone, EncoderDecoderBackbone
 from ...modules.embeddings import TransformerEmbeddings
 from ...modules.generation import EncoderDecoderForSeq2SeqLM
@@ -72,7 +72,7 @@ class ScaledSinusoidalEmbeddings(TransformerEmbeddings):
         )
 
 
-class OriginalTransformerPreTrainedModel(SharedPreTrainedModel):
+class OriginalTransformerPreTrainedModel(VariantPreTrainedModel):
     config_class = OriginalTransformerConfig
     base_model_prefix = "model"
     # Marian checkpoints store their fixed sinusoidal tables; ours are computed from the config.

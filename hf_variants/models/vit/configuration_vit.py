@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from huggingface_hub.dataclasses import strict
 
-from ...modules.configuration import TransformerConfig
+from ..configuration_base import VariantConfig
 
 
 @strict
-class ViTConfig(TransformerConfig):
+class ViTConfig(VariantConfig):
     """Defaults are ViT-Base/16 at 224x224 (the paper's Table 1; transformers' ViTConfig defaults).
 
     The encoder is the shared pre-LN stack (``pre_layer_norm=True``: LayerNorm before each

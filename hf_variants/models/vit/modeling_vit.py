@@ -22,7 +22,8 @@ from transformers.modeling_outputs import (
     MaskedImageModelingOutput,
 )
 
-from ...modules.backbone import TransformerBackbone, TransformerPreTrainedModel
+from ...modules.backbone import TransformerBackbone
+from ..modeling_base import VariantPreTrainedModel
 from ...modules.dropout import Dropout
 from ...modules.encoder import LayerSpec, LayerStack
 from ...modules.heads import sequence_classification_loss
@@ -154,7 +155,7 @@ class ViTEmbeddings(nn.Module):
 
 
 # ----------------------------------------------------------------------------- models
-class ViTPreTrainedModel(TransformerPreTrainedModel):
+class ViTPreTrainedModel(VariantPreTrainedModel):
     config_class = ViTConfig
     base_model_prefix = "vit"
     main_input_name = "pixel_values"

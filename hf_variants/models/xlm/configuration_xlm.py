@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from huggingface_hub.dataclasses import strict
 
-from ...modules.configuration import TransformerConfig
+from ..configuration_base import VariantConfig
 
 SUMMARY_TYPES = ("first", "last", "mean")  # transformers' SequenceSummary types that XLM can express here
 
 
 @strict
-class XLMConfig(TransformerConfig):
+class XLMConfig(VariantConfig):
     """Defaults are xlm-mlm-en-2048 (the English MLM model); see ``modeling_configs/xlm-*`` for the
     others. The paper's settings: post-LN blocks (as BERT), exact GELU, dropout 0.1 on the embeddings,
     sub-layer outputs and attention probabilities, LayerNorm eps 1e-12, learned positions (the

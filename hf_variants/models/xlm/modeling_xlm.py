@@ -30,7 +30,8 @@ from torch import nn
 from transformers import initialization as init
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
-from ...modules.backbone import TransformerBackbone, TransformerPreTrainedModel
+from ...modules.backbone import TransformerBackbone
+from ..modeling_base import VariantPreTrainedModel
 from ...modules.embeddings import TransformerEmbeddings, check_ids_or_embeds, check_index_range, sinusoidal_table
 from ...modules.heads import MaskedLMHead, SequenceSummary
 from ...modules.task_models import (
@@ -103,7 +104,7 @@ class XLMEmbeddings(TransformerEmbeddings):
         return added
 
 
-class XLMPreTrainedModel(TransformerPreTrainedModel):
+class XLMPreTrainedModel(VariantPreTrainedModel):
     config_class = XLMConfig
     base_model_prefix = "transformer"
     forward_input_names = ("langs", "lengths")

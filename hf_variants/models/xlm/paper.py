@@ -1,7 +1,7 @@
 """XLM's paper: the model card's paragraph (what the variant changes and why) and the
 citation, read through ``SPEC.paper``. Data only."""
 
-from ...papers import VariantInfo
+from ...registry import VariantInfo
 
 PAPER = VariantInfo(
     "XLM",

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from huggingface_hub.dataclasses import strict
 
-from ...modules.configuration import TransformerConfig
+from ..configuration_base import VariantConfig
 
 ATTENTION_TYPES = ("bi", "uni")  # bidirectional (pretraining/fine-tuning) | causal (Transformer-XL style)
 
 
 @strict
-class XLNetConfig(TransformerConfig):
+class XLNetConfig(VariantConfig):
     """Defaults are XLNet-Large (the paper's Table 7 setting, transformers' ``xlnet-large-cased``):
     24 post-LN layers of width 1024, 16 heads, FFN 4096, GELU, one dropout rate for the
     embeddings, sub-layer outputs, relative position encodings and attention probabilities

@@ -43,7 +43,8 @@ from transformers.models.xlnet.modeling_xlnet import (
     XLNetModelOutput,
 )
 
-from ...modules.backbone import TransformerPreTrainedModel, check_attention_mask
+from ...modules.backbone import check_attention_mask
+from ..modeling_base import VariantPreTrainedModel
 from ...modules.dropout import Dropout
 from ...modules.embeddings import embed_token_ids
 from ...modules.feed_forward import FeedForward
@@ -119,7 +120,7 @@ class XLNetLayer(GradientCheckpointingLayer):
         return new_content, self._finish(query_stream, query_attended), probs
 
 
-class XLNetPreTrainedModel(TransformerPreTrainedModel):
+class XLNetPreTrainedModel(VariantPreTrainedModel):
     config_class = XLNetConfig
     _no_split_modules = ["XLNetLayer"]
     base_model_prefix = "transformer"
