@@ -12,6 +12,7 @@ converted to transformers' class with ``hf_variants.to_transformers``, and back 
     python benchmarks/bench_pretraining.py --variants bert,t5 --dtypes bf16
     python benchmarks/bench_pretraining.py --write benchmarks/RESULTS.md   # replaces its own section
     python benchmarks/bench_pretraining.py --profile bert --dtypes bf16    # torch.profiler op tables, both sides
+    python benchmarks/bench_pretraining.py --device cuda --variants bert,electra --json out.json  # on a GPU
 
 | variant | objective (our collator) | ours | transformers |
 |---|---|---|---|
@@ -43,6 +44,15 @@ B x 128 / the median seconds per step; the ratio ours/transformers is per repeti
 min, max) and best/best. bf16: ``torch.autocast("cpu", dtype=torch.bfloat16)`` around the forward
 and loss on both sides (weights, gradients and AdamW stay fp32), as ``run_pretraining.py --bf16``
 trains on a CPU.
+
+``--device cuda`` (a GPU; a ValueError where torch sees none): both models and the batches on the
+GPU, ``torch.autocast("cuda", dtype=torch.bfloat16)`` for bf16 (as ``run_pretraining.py --bf16``
+trains there), fused AdamW on the GPU, ``torch.cuda.synchronize()`` before and after each timed
+repetition (kernels run asynchronously: the clock must stop when the GPU has finished), default
+10 steps per repetition and 10 repetitions (a step takes milliseconds), and the peak memory a
+training step allocates above what the two models and their optimizers hold
+(``torch.cuda.max_memory_allocated``, one extra step per side). Its table has its own section
+(``bench_pretraining_cuda``) and names the GPU; the CPU table and defaults are unchanged.
 """
 
 from __future__ import annotations
@@ -66,7 +76,9 @@ from workers import load_average, run_header, spawn_worker  # noqa: E402
 
 ROW_LENGTH = 128
 SECTION = "bench_pretraining"
+CUDA_SECTION = "bench_pretraining_cuda"
 DTYPES = ("fp32", "bf16")
+DEVICES = ("cpu", "cuda")
 
 
 @dataclass(frozen=True)
@@ -105,12 +117,13 @@ class Setting:
     """What one worker measures: a variant in one precision."""
 
     variant: str
-    dtype: str  # "fp32" or "bf16" (CPU autocast)
+    dtype: str  # "fp32" or "bf16" (autocast on the device)
     batch_size: int = 32
     steps: int = 2  # steps per timed repetition (cycling over `steps` distinct batches)
     reps: int = 5
     warmup: int = 2
     overrides: dict = field(default_factory=dict)  # config fields changed (the tests' tiny models)
+    device: str = "cpu"  # "cpu" or "cuda"
 
 
 # ----------------------------------------------------------------------------- models
@@ -251,14 +264,37 @@ class TrainingSide:
         import torch
 
         self.name, self.model, self.dtype = name, model, dtype
-        self.batches = [accepted(model, batch) for batch in batches]
-        # fused=True: the fastest AdamW on CPU, the same optimizer for both sides.
+        self.device = next(model.parameters()).device
+        self.batches = [{key: value.to(self.device) for key, value in accepted(model, batch).items()}
+                        for batch in batches]
+        # fused=True: the fastest AdamW on CPU (and on CUDA), the same optimizer for both sides.
         self.optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
 
     def autocast(self):
         import torch
 
-        return torch.autocast("cpu", dtype=torch.bfloat16) if self.dtype == "bf16" else nullcontext()
+        return torch.autocast(self.device.type, dtype=torch.bfloat16) if self.dtype == "bf16" else nullcontext()
+
+    def synchronize(self) -> None:
+        """Wait for the GPU's queued kernels (``measure.interleaved_times`` calls it around each
+        repetition); nothing to wait for on the CPU."""
+        import torch
+
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def step_memory(self, index: int) -> dict[str, float]:
+        """One more step on CUDA, measured: MiB allocated before it (both models, optimizer states)
+        and the peak above that during it (activations, gradients, temporaries)."""
+        import torch
+
+        self.synchronize()
+        torch.cuda.reset_peak_memory_stats(self.device)
+        resident = torch.cuda.memory_allocated(self.device)
+        self.step(index)
+        self.synchronize()
+        peak = torch.cuda.max_memory_allocated(self.device)
+        return {"resident_mib": resident / 2**20, "step_peak_mib": (peak - resident) / 2**20}
 
     def step(self, index: int) -> None:
         import torch
@@ -273,15 +309,17 @@ class TrainingSide:
 
 
 def eval_losses(models: dict, batch: dict) -> dict[str, float]:
-    """Both sides' fp32 eval-mode loss on ``batch`` (same seed for ELECTRA's sampler)."""
+    """Both sides' fp32 eval-mode loss on ``batch`` (same seed for ELECTRA's sampler), on the
+    models' device."""
     import torch
 
     losses = {}
     for name, model in models.items():
         model.eval()
         torch.manual_seed(1)
+        device = next(model.parameters()).device
         with torch.no_grad():
-            losses[name] = float(model(**accepted(model, batch)).loss)
+            losses[name] = float(model(**{k: v.to(device) for k, v in accepted(model, batch).items()}).loss)
         model.train()
     return losses
 
@@ -290,7 +328,7 @@ def measure_setting(setting: Setting) -> dict:
     """Build both sides, check their losses agree, time them interleaved; tokens/s and ratios."""
     import measure
 
-    models = build_models(setting.variant, setting.overrides)
+    models = {name: model.to(setting.device) for name, model in build_models(setting.variant, setting.overrides).items()}
     batches = pretraining_batches(setting.variant, models["ours"].config, setting.batch_size, setting.steps)
     losses = eval_losses(models, batches[0])
     if VARIANTS[setting.variant].like_for_like and abs(losses["ours"] - losses["transformers"]) > 1e-3 * max(1.0, abs(losses["transformers"])):
@@ -300,8 +338,15 @@ def measure_setting(setting: Setting) -> dict:
     summary = measure.ratio_summary(times)
     tokens = setting.batch_size * ROW_LENGTH
     predicted = sum(int((batch["labels"] != -100).sum()) for batch in batches) / len(batches)
-    return {**summary, "losses": losses, "tokens_per_s_ours": tokens / summary["ours_s"],
-            "tokens_per_s_theirs": tokens / summary["theirs_s"], "predicted_per_batch": predicted}
+    result = {**summary, "losses": losses, "tokens_per_s_ours": tokens / summary["ours_s"],
+              "tokens_per_s_theirs": tokens / summary["theirs_s"], "predicted_per_batch": predicted}
+    if setting.device == "cuda":
+        import torch
+
+        after = setting.warmup + setting.reps * setting.steps
+        result["memory"] = {side.name: side.step_memory(after) for side in sides}
+        result["gpu"] = torch.cuda.get_device_name()
+    return result
 
 
 # ----------------------------------------------------------------------------- driver
@@ -316,7 +361,8 @@ def profile_setting(setting: Setting) -> dict[str, str]:
 
 
 def spawn(setting: Setting, threads: int) -> dict:
-    command = [sys.executable, __file__, "--worker", json.dumps(asdict(setting)), "--threads", str(threads)]
+    command = [sys.executable, __file__, "--worker", json.dumps(asdict(setting)), "--threads", str(threads),
+               "--device", setting.device]
     return spawn_worker(command, f"worker for {setting}")
 
 
@@ -340,11 +386,43 @@ def format_row(setting: Setting, result: dict, load: str) -> str:
             f"{result['predicted_per_batch']:.0f} | {losses['ours']:.4f} / {losses['transformers']:.4f} | {load} |")
 
 
-def replace_section(path: Path, text: str) -> None:
+CUDA_TABLE_HEADER = (
+    "| variant | objective | precision | tokens/s ours | tokens/s transformers | speed ours/transformers, median "
+    "(min–max) | best/best | ms/step ours | ms/step transformers | step peak MiB ours | step peak MiB transformers "
+    "| eval loss ours / transformers |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def format_cuda_row(setting: Setting, result: dict) -> str:
+    """A row of the CUDA table: the CPU row's timings and the step's peak memory of each side."""
+    variant = VARIANTS[setting.variant]
+    ratio = f"{result['ratio_median']:.2f}× ({result['ratio_min']:.2f}–{result['ratio_max']:.2f})"
+    if not variant.like_for_like:
+        ratio += " (ours also trains the SBO head)"
+    losses, memory = result["losses"], result["memory"]
+    return (f"| {setting.variant} | {variant.objective} | {setting.dtype} | {result['tokens_per_s_ours']:,.0f} | "
+            f"{result['tokens_per_s_theirs']:,.0f} | **{ratio}** | {result['ratio_best']:.2f}× | "
+            f"{result['ours_s'] * 1e3:.1f} | {result['theirs_s'] * 1e3:.1f} | {memory['ours']['step_peak_mib']:,.0f} | "
+            f"{memory['transformers']['step_peak_mib']:,.0f} | {losses['ours']:.4f} / {losses['transformers']:.4f} |")
+
+
+def replace_section(path: Path, text: str, section: str = SECTION) -> None:
     """Put ``text`` between this program's markers in ``path`` (appended the first time)."""
     import bench_encoders
 
-    bench_encoders.replace_section(path, SECTION, text)
+    bench_encoders.replace_section(path, section, text)
+
+
+def check_device(device: str) -> None:
+    """A ValueError unless ``device`` is one of DEVICES and, for cuda, torch sees a GPU."""
+    import torch
+
+    if device not in DEVICES:
+        raise ValueError(f"unknown --device {device!r}: choose from {', '.join(DEVICES)}")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"--device cuda: torch {torch.__version__} sees no CUDA GPU on this machine "
+                         f"(torch.cuda.is_available() is False); run without --device or on a GPU machine")
 
 
 def main(argv: list[str] | None = None) -> list[str]:
@@ -354,8 +432,11 @@ def main(argv: list[str] | None = None) -> list[str]:
     parser.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated subset of {', '.join(VARIANTS)}")
     parser.add_argument("--dtypes", default=",".join(DTYPES), help="fp32, bf16 (CPU autocast) or both")
     parser.add_argument("--batch-size", type=int, default=None, help="rows per batch (default 32; --quick 4)")
-    parser.add_argument("--reps", type=int, default=None, help="timed repetitions (default 5; --quick 3)")
+    parser.add_argument("--reps", type=int, default=None, help="timed repetitions (default 5, cuda 10; --quick 3)")
+    parser.add_argument("--steps", type=int, default=None, help="steps per repetition (default 2, cuda 10; --quick 1)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads")
+    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda (a GPU: CUDA autocast for bf16)")
+    parser.add_argument("--json", help="also write every row's setting and measurements to this JSON file")
     parser.add_argument("--write", help="write the table (markdown) into this file, replacing this program's section")
     parser.add_argument("--profile", metavar="VARIANT", help="print torch.profiler tables (both sides) of one variant, "
                         "in each of --dtypes, instead of timing")
@@ -366,6 +447,7 @@ def main(argv: list[str] | None = None) -> list[str]:
     import torch
 
     torch.set_num_threads(args.threads)
+    check_device(args.device)
     if args.worker:
         print(json.dumps(measure_setting(Setting(**json.loads(args.worker)))))
         return []
@@ -373,32 +455,50 @@ def main(argv: list[str] | None = None) -> list[str]:
     unknown = [v for v in variants + [args.profile or "bert"] if v not in VARIANTS] + [d for d in dtypes if d not in DTYPES]
     if unknown:
         raise ValueError(f"unknown variants or precisions {unknown}: choose from {', '.join(VARIANTS)} and {', '.join(DTYPES)}")
-    base = dict(batch_size=args.batch_size or (4 if args.quick else 32), reps=args.reps or (3 if args.quick else 5),
-                overrides=json.loads(args.overrides))
+    cuda = args.device == "cuda"
+    base = dict(batch_size=args.batch_size or (4 if args.quick else 32),
+                reps=args.reps or (3 if args.quick else 10 if cuda else 5), overrides=json.loads(args.overrides),
+                device=args.device)
     if args.quick:
         base.update(steps=1, warmup=1)
+    elif cuda:
+        base.update(steps=10, warmup=3)
+    if args.steps is not None:
+        if args.steps < 1:
+            raise ValueError(f"--steps must be >= 1, got {args.steps}")
+        base.update(steps=args.steps)
     if args.profile:
+        if cuda:
+            raise ValueError("--profile prints CPU op tables: run it without --device cuda")
         for dtype in dtypes:
             setting = Setting(args.profile, dtype, **base)
             for name, table in profile_setting(setting).items():
                 print(f"\n{name}: {args.profile} {dtype}, B={setting.batch_size}, {setting.steps} steps, {args.threads} threads\n{table}")
         return []
-    header = run_header("benchmarks/bench_pretraining.py", argv, args.threads,
-                        f"B={base['batch_size']} rows of {ROW_LENGTH} tokens, {base['reps']} timed repetitions after warm-up")
+    details = f"B={base['batch_size']} rows of {ROW_LENGTH} tokens, {base['reps']} timed repetitions after warm-up"
+    if cuda:
+        details = f"GPU {torch.cuda.get_device_name()}, {details} ({base.get('steps', 2)} steps each)"
+    header = run_header("benchmarks/bench_pretraining.py", argv, args.threads, details)
+    table_header = CUDA_TABLE_HEADER if cuda else TABLE_HEADER
     print(header)
-    print(TABLE_HEADER, flush=True)
+    print(table_header, flush=True)
     started = time.perf_counter()
-    lines = []
+    lines, records = [], []
     for variant in variants:
         for dtype in dtypes:  # fp32 and bf16 of a variant back to back: the same machine state for both
             setting = Setting(variant, dtype, **base)
             load = load_average()
-            lines.append(format_row(setting, spawn(setting, args.threads), load))
+            result = spawn(setting, args.threads)
+            lines.append(format_cuda_row(setting, result) if cuda else format_row(setting, result, load))
+            records.append({"setting": asdict(setting), "result": result, "load_average_before": load})
             print(lines[-1], flush=True)
     footer = f"total {time.perf_counter() - started:.0f} s; load average after {load_average()}"
     print(footer)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"header": header, "rows": records, "table": lines}, indent=2) + "\n")
     if args.write:
-        replace_section(Path(args.write), "\n".join([f"### Run {header}\n", TABLE_HEADER, *lines, "", footer]))
+        replace_section(Path(args.write), "\n".join([f"### Run {header}\n", table_header, *lines, "", footer]),
+                        CUDA_SECTION if cuda else SECTION)
     return lines
 
 

@@ -89,7 +89,9 @@ def interleaved_times(sides: list, steps_per_rep: int, reps: int, warmup_steps: 
     """Seconds per step of each side for every repetition.
 
     Each repetition runs ``steps_per_rep`` steps of one side, then of the other, alternating which
-    side goes first, so load from other processes hits both sides alike.
+    side goes first, so load from other processes hits both sides alike. A side with a
+    ``synchronize()`` method (a GPU side: its kernels run asynchronously) is synchronized before the
+    clock starts and before it stops.
     """
     for side in sides:
         for index in range(warmup_steps):
@@ -99,9 +101,12 @@ def interleaved_times(sides: list, steps_per_rep: int, reps: int, warmup_steps: 
     for rep in range(reps):
         order = sides if rep % 2 == 0 else sides[::-1]
         for side in order:
+            synchronize = getattr(side, "synchronize", None) or (lambda: None)
+            synchronize()
             start = time.perf_counter()
             for offset in range(steps_per_rep):
                 side.step(step_index + offset)
+            synchronize()
             times[side.name].append((time.perf_counter() - start) / steps_per_rep)
         step_index += steps_per_rep
     return times

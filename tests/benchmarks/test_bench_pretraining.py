@@ -99,3 +99,24 @@ def test_quick_run_replaces_its_section(tmp_path):
     text = results.read_text()
     assert text.startswith("# results\n") and "an older run" not in text
     assert text.count("<!-- bench_pretraining:begin -->") == 1 and text.count("| gpt | clm |") == 2
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without a GPU")
+def test_cuda_without_a_gpu_is_refused():
+    with pytest.raises(ValueError, match="--device cuda: torch .* sees no CUDA GPU"):
+        bench_pretraining.main(["--device", "cuda", "--variants", "bert"])
+    with pytest.raises(ValueError, match="unknown --device 'tpu'"):
+        bench_pretraining.main(["--device", "tpu"])
+
+
+def test_step_on_the_cpu_side_times_the_same_step_with_synchronize(corpus):
+    """The side's device follows its model (CPU here: synchronize is a no-op, autocast is the CPU's),
+    and measure.interleaved_times runs through it."""
+    import measure
+
+    models = bench_pretraining.build_models("bert", tiny_overrides("bert"))
+    batches = bench_pretraining.pretraining_batches("bert", models["ours"].config, 2, 1, corpus)
+    sides = [bench_pretraining.TrainingSide(name, models[name], batches, "bf16") for name in models]
+    assert all(side.device.type == "cpu" and side.autocast().device == "cpu" for side in sides)
+    times = measure.interleaved_times(sides, steps_per_rep=1, reps=2, warmup_steps=1)
+    assert all(len(values) == 2 and min(values) > 0 for values in times.values())
