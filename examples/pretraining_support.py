@@ -138,7 +138,8 @@ class ProgressReport(TrainerCallback):
         left as it was (ELECTRA's generator samples: evaluating must not change training)."""
         if results is None:
             started = time.perf_counter()
-            with torch.random.fork_rng(devices=[]):
+            # every CUDA device's generator too: ELECTRA samples its replacements on the GPU
+            with torch.random.fork_rng(devices=list(range(torch.cuda.device_count()))):
                 results = self.evaluate()
             self._eval_seconds += time.perf_counter() - started
             self._all_eval_seconds += time.perf_counter() - started
