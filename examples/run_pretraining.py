@@ -385,7 +385,9 @@ def evaluate(model, examples: datasets.Dataset, collator, batch_size: int,
         total_loss += F.cross_entropy(logits.float(), targets, reduction="sum").item()
         correct += (logits.argmax(-1) == targets).sum().item()
         predicted += targets.numel()
-        if mask_token_id is not None:  # logits and targets hold the selected positions in row-major order
+        # logits and targets hold the selected positions in row-major order; XLNet's labels cover
+        # only its predicted positions (another shape than input_ids) and it has no [MASK] inputs
+        if mask_token_id is not None and labels.shape == batch["input_ids"].shape:
             at_mask = batch["input_ids"][selected] == mask_token_id
             mask_loss += F.cross_entropy(logits[at_mask].float(), targets[at_mask], reduction="sum").item()
             mask_correct += (logits[at_mask].argmax(-1) == targets[at_mask]).sum().item()
