@@ -39,11 +39,12 @@ PARAGRAPH = ("The function returns a list of strings. Each string is the name of
              "If the directory does not exist, the function raises an exception.")
 
 
-def held_out_rows(tokenizer, rows: int, length: int) -> list[dict]:
-    """Up to `rows` rows of `length` tokens from the held-out documents, special tokens added."""
+def corpus_rows(tokenizer, split: str, rows: int, length: int) -> list[dict]:
+    """Up to `rows` rows of `length` tokens from the documents of the pretraining corpus' `split`
+    ("train" or "validation"), each wrapped in the tokenizer's first and last special tokens."""
     body = length - 2
     ids: list[int] = []
-    for text in load_pretraining_corpus()["validation"]["text"]:
+    for text in load_pretraining_corpus()[split]["text"]:
         ids.extend(tokenizer(text, add_special_tokens=False)["input_ids"])
         if len(ids) >= rows * body:
             break
@@ -74,7 +75,7 @@ def mlm_logits(output) -> torch.Tensor:
 def context_use(path: str, rows: int, length: int, batch_size: int = 32) -> dict:
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = load_masked_lm(path)
-    examples = held_out_rows(tokenizer, rows, length)
+    examples = corpus_rows(tokenizer, "validation", rows, length)
     collator = DataCollatorForMaskedLM(tokenizer, 0.15, seed=0)
     # Unigram fitted on the held-out tokens themselves (add-one smoothed): the context-free bound.
     counts = np.ones(len(tokenizer), dtype=np.float64)

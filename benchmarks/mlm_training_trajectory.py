@@ -28,22 +28,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import hf_variants  # noqa: E402,F401
 from hf_variants.conversion import to_transformers  # noqa: E402
-from hf_variants.data import load_pretraining_corpus  # noqa: E402
 from hf_variants.models.bert.configuration_bert import BertConfig  # noqa: E402
 from hf_variants.models.bert.modeling_bert import BertForMaskedLM  # noqa: E402
 from hf_variants.objectives.mlm import DataCollatorForMaskedLM  # noqa: E402
 from transformers import AutoTokenizer  # noqa: E402
 
-
-def training_rows(tokenizer, rows: int, length: int) -> list[dict]:
-    """`rows` rows of `length` tokens ([CLS] ... [SEP]) from the corpus' training documents."""
-    body, ids = length - 2, []
-    for text in load_pretraining_corpus()["train"]["text"]:
-        ids.extend(tokenizer(text, add_special_tokens=False)["input_ids"])
-        if len(ids) >= rows * body:
-            break
-    return [{"input_ids": [tokenizer.cls_token_id, *ids[i:i + body], tokenizer.sep_token_id],
-             "special_tokens_mask": [1] + [0] * body + [1]} for i in range(0, rows * body, body)]
+from context_use import corpus_rows  # noqa: E402  (this folder: one row builder for both scripts)
 
 
 def optimiser(model: torch.nn.Module, learning_rate: float, steps: int):
@@ -76,7 +66,7 @@ def main(argv: list[str] | None = None) -> dict:
     theirs = to_transformers(ours)  # a copy with transformers' classes and key names
     arms = {"ours": ours, "transformers": theirs}
     optimisers = {name: optimiser(model, args.learning_rate, args.steps) for name, model in arms.items()}
-    rows = training_rows(tokenizer, args.steps * args.batch_size, args.length)
+    rows = corpus_rows(tokenizer, "train", args.steps * args.batch_size, args.length)
     collator = DataCollatorForMaskedLM(tokenizer, 0.15, seed=0)
     losses: dict[str, list[float]] = {name: [] for name in arms}
     seconds = dict.fromkeys(arms, 0.0)
