@@ -106,7 +106,8 @@ def load_text(args, minimum_documents: int,
     elif parallel:
         corpus = load_parallel_corpus(args.corpus)
     else:
-        corpus = load_named_corpus(args.corpus) if args.corpus else read_text_file(args.train_file)
+        corpus = load_named_corpus(args.corpus, getattr(args, "corpus_sources", None),
+                                   getattr(args, "corpus_upsample", None)) if args.corpus else read_text_file(args.train_file)
     if isinstance(corpus, datasets.DatasetDict):  # a corpus with its own held-out split
         return split_corpus_dict(corpus, args.max_documents, args.corpus)
     document_ids = np.asarray(corpus["document"])
@@ -131,15 +132,35 @@ def is_saved_dataset(path: str) -> bool:
     return (folder / "dataset_dict.json").is_file() or (folder / "state.json").is_file()
 
 
-def load_named_corpus(name: str) -> datasets.Dataset | datasets.DatasetDict:
+def load_named_corpus(name: str, sources: str | None = None,
+                      upsample: str | None = None) -> datasets.Dataset | datasets.DatasetDict:
     """`load_corpus(name)`, or for "pretraining" the data layer's large pretraining corpus (a
-    DatasetDict of documents with its own held-out split), where this version of it has one."""
-    if name == "pretraining":
-        loader = getattr(hf_variants.data, "load_pretraining_corpus", None)
-        if loader is None:
-            raise ValueError("--corpus pretraining: this hf_variants.data has no load_pretraining_corpus")
-        return loader()
-    return load_corpus(name)
+    DatasetDict of documents with its own held-out split), where this version of it has one:
+    `sources` ("a,b,c"; "+a" for the default sources and a) chooses its sources and `upsample`
+    ("a=4,b=2") repeats their training documents."""
+    if name != "pretraining":
+        if sources or upsample:
+            raise ValueError(f"--corpus_sources / --corpus_upsample choose parts of --corpus pretraining, not of {name!r}")
+        return load_corpus(name)
+    loader = getattr(hf_variants.data, "load_pretraining_corpus", None)
+    if loader is None:
+        raise ValueError("--corpus pretraining: this hf_variants.data has no load_pretraining_corpus")
+    chosen = [part.strip() for part in sources.lstrip("+").split(",") if part.strip()] if sources else None
+    if sources and sources.startswith("+"):  # the default sources and these
+        from hf_variants.data.pretraining_corpus import DEFAULT_SOURCES
+        chosen = list(DEFAULT_SOURCES) + chosen
+    return loader(sources=chosen, upsample=parse_upsample(upsample) if upsample else None)
+
+
+def parse_upsample(text: str) -> dict[str, int]:
+    """'movie_reviews=4,austen=3' -> {"movie_reviews": 4, "austen": 3}, or a ValueError naming the part."""
+    factors: dict[str, int] = {}
+    for part in (part.strip() for part in text.split(",")):
+        name, _, factor = part.partition("=")
+        if not name.strip() or not factor.strip().isdigit():
+            raise ValueError(f"--corpus_upsample: expected source=k parts such as 'movie_reviews=4', got {part!r}")
+        factors[name.strip()] = int(factor)
+    return factors
 
 
 def split_corpus_dict(corpus: datasets.DatasetDict, max_documents: int | None,

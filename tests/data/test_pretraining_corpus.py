@@ -302,3 +302,59 @@ def test_fetch_a_real_debian_package_and_build_from_it(tmp_path):
 def test_an_unknown_package_fails_with_its_name(tmp_path):
     with pytest.raises(RuntimeError, match="hf-variants-no-such-package"):
         fetch_debian_package("hf-variants-no-such-package", tmp_path)
+
+
+def _small_corpus() -> datasets.DatasetDict:
+    features = datasets.Features({"text": datasets.Value("string"), "source": datasets.Value("string")})
+    train = datasets.Dataset.from_dict({"text": [f"doc {i}" for i in range(6)],
+                                        "source": ["a", "b", "a", "c", "b", "a"]}, features=features)
+    validation = datasets.Dataset.from_dict({"text": ["held a", "held b"], "source": ["a", "b"]}, features=features)
+    return datasets.DatasetDict({"train": train, "validation": validation})
+
+
+def test_upsampling_repeats_only_the_named_sources_training_documents():
+    corpus = _small_corpus()
+    mixed = pretraining_corpus.upsample_sources(corpus, {"b": 3})
+    texts = list(mixed["train"]["text"])
+    assert sorted(texts) == sorted(["doc 0", "doc 2", "doc 3", "doc 5"] + ["doc 1", "doc 4"] * 3)
+    assert texts != sorted(texts)  # repeated documents are spread through the rows, not appended
+    assert list(mixed["validation"]["text"]) == ["held a", "held b"]  # never repeated
+    assert list(pretraining_corpus.upsample_sources(corpus, {"b": 3})["train"]["text"]) == texts  # fixed order
+    with pytest.raises(ValueError, match="does not hold"):
+        pretraining_corpus.upsample_sources(corpus, {"movie_reviews": 2})
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="whole number"):
+            pretraining_corpus.upsample_sources(corpus, {"a": bad})
+
+
+def test_movie_reviews_are_opt_in_and_the_default_corpus_key_is_unchanged(tmp_path):
+    assert "movie_reviews" in pretraining_corpus.SOURCE_NAMES
+    assert "movie_reviews" not in pretraining_corpus.DEFAULT_SOURCES
+    assert pretraining_corpus.corpus_path(tmp_path) == pretraining_corpus.corpus_path(
+        tmp_path, pretraining_corpus.DEFAULT_SOURCES)
+    # The key of the corpus every run before the reviews were added was trained on.
+    assert pretraining_corpus.corpus_path(tmp_path).name == "v2-cfc6906f3d"
+
+
+def test_review_sentences_are_written_back_as_ordinary_text():
+    from hf_variants.data.corpora import _detokenize_review_sentence
+    tokenized = "films adapted from comic books have had plenty of success , whether they're about superheroes ( batman ) . "
+    assert _detokenize_review_sentence(tokenized) == \
+        "Films adapted from comic books have had plenty of success, whether they're about superheroes (batman)."
+    assert _detokenize_review_sentence("i think i'm right , and it is 100 % fun !") == "I think I'm right, and it is 100% fun!"
+
+
+def test_movie_reviews_share_no_long_ngram_with_the_sentiment_evaluation():
+    from hf_variants.data.corpora import CONTAMINATION_NGRAM, movie_review_documents, word_ngrams
+    from hf_variants.data.labelled import load_rt_polarity
+    documents = movie_review_documents()
+    assert len(documents) == 1_500
+    words = sum(len(paragraph.split()) for document in documents for paragraph in document.paragraphs)
+    assert 900_000 <= words <= 1_150_000  # 1.12 M tokens before detokenizing
+    evaluation = {gram for split in load_rt_polarity().values() for sentence in split["sentence"]
+                  for gram in word_ngrams(sentence, CONTAMINATION_NGRAM)}
+    review_grams = set().union(*(word_ngrams(paragraph, CONTAMINATION_NGRAM) for document in documents
+                                 for paragraph in document.paragraphs))
+    # Sentences are checked one by one, so only an n-gram spanning two joined sentences could remain.
+    leftovers = review_grams & evaluation
+    assert len(leftovers) <= 5, sorted(leftovers)[:5]

