@@ -105,6 +105,10 @@ class PretrainingArguments:
     eval_mlm_probability: float | None = field(default=None, metadata={
         "help": "the held-out evaluation's masking rate; default --mlm_probability (give 0.15 to compare a run "
                 "trained at another rate with 15% runs on the same task)"})
+    second_task_weight: float | None = field(default=None, metadata={
+        "help": "weight of the second pretraining loss (NSP / SOP / SpanBERT's SBO) against the MLM loss; default: "
+                "the model's own sum (1 for NSP and SOP; SpanBERT's config.sbo_weight). An ablation knob: 0 trains "
+                "MLM alone on the same rows"})
     input_format: str | None = field(default=None, metadata={
         "help": f"one of {INPUT_FORMATS}; default full-sentences, or segment-pair with nsp/sop"})
     tokenizer_name: str | None = field(default=None, metadata={"help": "a tokenizer folder; default: train one"})
@@ -325,6 +329,18 @@ class StreamTrainer(CheckpointSafeTrainer):
     `progress` (ProgressReport), every log line gets the throughput since the previous one."""
 
     progress = None
+    second_task_weight: float | None = None  # None: the model's own loss
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        if self.second_task_weight is None:
+            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        outputs = model(**inputs)
+        second = [key for key in outputs.keys() if key.endswith("_loss") and key != "mlm_loss"]
+        if outputs.get("mlm_loss") is None or len(second) != 1:
+            raise ValueError(f"--second_task_weight needs a model output with mlm_loss and one second task loss, "
+                             f"got the fields {list(outputs.keys())}")
+        loss = outputs["mlm_loss"] + self.second_task_weight * outputs[second[0]]
+        return (loss, outputs) if return_outputs else loss
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
         if self.progress is not None and "loss" in logs:  # training logs, not the final summary
@@ -463,6 +479,11 @@ def main(argv: list[str] | None = None) -> dict:
     objective, sentence_task = parse_registered_objective(args.objective or spec_for(config.model_type).pretraining_objective)
     masking = objective.name
     input_format = objective.input_format(args.input_format, sentence_task)
+    if args.second_task_weight is not None and not (sentence_task or objective.name == "span"):
+        raise ValueError(f"--second_task_weight weighs NSP, SOP or SBO against the MLM loss; objective "
+                         f"{objective.name!r} has no second task")
+    if args.second_task_weight is not None and args.second_task_weight < 0:
+        raise ValueError(f"--second_task_weight must be >= 0, got {args.second_task_weight}")
     if args.masking not in ("dynamic", "static"):
         raise ValueError(f"--masking must be dynamic or static, got {args.masking!r}")
     if args.masking == "static" and not objective.static_masking:
@@ -539,6 +560,7 @@ def main(argv: list[str] | None = None) -> dict:
                             data_collator=ModelInputs(train_collator, model, training_args.seed, meter),
                             processing_class=tokenizer, callbacks=[budget, progress])
     trainer.progress = progress
+    trainer.second_task_weight = args.second_task_weight
     train_output = trainer.train(resume_from_checkpoint=checkpoint)
     after = evaluate_now()
     evaluated_at_end = bool(progress.eval_steps) and trainer.state.global_step % progress.eval_steps == 0
@@ -555,6 +577,7 @@ def main(argv: list[str] | None = None) -> dict:
                "input_fraction": progress.input_fraction(), "recipe": args.recipe, "mlm_probability": args.mlm_probability,
                "eval_mlm_probability": args.eval_mlm_probability, "learning_rate": training_args.learning_rate,
                "corpus": args.corpus, "corpus_sources": args.corpus_sources, "corpus_upsample": args.corpus_upsample,
+               "second_task_weight": args.second_task_weight,
                "per_device_train_batch_size": training_args.per_device_train_batch_size}
     if trainer.is_world_process_zero():
         write_text_atomically(Path(training_args.output_dir, "eval_results.json"), json.dumps(results, indent=2))

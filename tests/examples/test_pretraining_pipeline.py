@@ -244,3 +244,24 @@ def test_corpus_sources_and_upsampling_reach_the_pretraining_corpus():
         assert "movie_reviews" in set(with_reviews["validation"]["source"]) | set(with_reviews["train"].select(range(2000))["source"])
     with pytest.raises(ValueError, match="not of 'austen'"):
         pretraining_data.load_named_corpus("austen", "lee", None)
+
+
+def test_second_task_weight_zero_leaves_the_nsp_head_untrained(tmp_path, corpus_folder):
+    script = load_script()
+    common = TINY + ["--dataset_name", str(corpus_folder), "--data_cache_dir", str(tmp_path / "cache"),
+                     "--objective", "mlm+nsp", "--weight_decay", "0", "--second_task_weight", "0"]
+    weights = {}
+    for steps in (2, 4):
+        results = script.main(common + ["--max_steps", str(steps), "--output_dir", str(tmp_path / f"w0-{steps}")])
+        assert results["second_task_weight"] == 0
+        weights[steps] = load_file(str(tmp_path / f"w0-{steps}" / "model.safetensors"))
+    nsp_and_pooler = [name for name in weights[2] if "seq_relationship" in name or "pooler" in name]
+    assert nsp_and_pooler
+    # Adam moves a parameter only where it had a gradient: with weight 0 the NSP head and the pooler
+    # (read only by NSP here) stay at their seeded initial values, while the encoder trains on.
+    assert all(torch.equal(weights[2][name], weights[4][name]) for name in nsp_and_pooler)
+    assert not torch.equal(weights[2]["bert.embeddings.word_embeddings.weight"],
+                           weights[4]["bert.embeddings.word_embeddings.weight"])
+    with pytest.raises(ValueError, match="has no second task"):
+        script.main(TINY + ["--dataset_name", str(corpus_folder), "--second_task_weight", "0.5",
+                            "--max_steps", "1", "--output_dir", str(tmp_path / "mlm")])
