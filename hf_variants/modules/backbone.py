@@ -47,10 +47,10 @@ from transformers.modeling_outputs import BaseModelOutputWithPooling
 
 from .embeddings import TransformerEmbeddings, check_not_empty
 from .encoder import LayerSpec, LayerStack
-from .attention import make_attention_bias
 from .cache import check_cache_batch, check_cache_positions, pick_cache
 from .heads import MaskedLMHead, Pooler, summarize, summary_positions
 from .layout import BatchLayout
+from .masks import check_key_mask, extend_for_memory, make_attention_bias, new_token_mask, reads_padding as reads_a_padding_position
 from .tracing import is_tracing
 from .memory import SegmentMemory
 from .norms import RMSNorm
@@ -248,18 +248,13 @@ class TransformerBackbone:
         for name, tensor in {**per_token, **extra_inputs}.items():
             if tensor is not None and tuple(tensor.shape) != (batch, length):
                 raise ValueError(f"{name} has shape {tuple(tensor.shape)}, expected {(batch, length)} like input_ids")
-        if attention_mask is not None and tuple(attention_mask.shape) != (batch, past_length + length):
-            cached = f" (cached positions {past_length} + new tokens {length})" if past_length else " like input_ids"
-            raise ValueError(
-                f"attention_mask has shape {tuple(attention_mask.shape)}, expected {(batch, past_length + length)}{cached}"
-            )
-        check_attention_mask(attention_mask)
+        check_key_mask(attention_mask, batch, length, past_length, like=" like input_ids")
         self.embeddings.check_inputs(input_ids, token_type_ids, position_ids, past_length + length)
         if position_ids is None:
             position_ids = self.default_position_ids(input_ids, attention_mask, past_length, batch, length, device)
-        mask_of_new_tokens = attention_mask[:, past_length:] if attention_mask is not None else None
+        mask_of_new_tokens = new_token_mask(attention_mask, past_length)
         if memories is not None:
-            attention_mask = memories.extend_attention_mask(attention_mask)
+            attention_mask = extend_for_memory(attention_mask, memories.length)
 
         layout, summary = self._plan_layout(
             attention_mask,
@@ -329,9 +324,7 @@ class TransformerBackbone:
             raise ValueError(f"embeddings must be (batch, length, {config.hidden_size}), got {tuple(embeddings.shape)}")
         batch, length = embeddings.shape[:2]
         check_not_empty(self.main_input_name, tuple(embeddings.shape), batch, length)
-        if attention_mask is not None and tuple(attention_mask.shape) != (batch, length):
-            raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)}, expected {(batch, length)}")
-        check_attention_mask(attention_mask)
+        check_key_mask(attention_mask, batch, length)
         layout, summary = self._plan_layout(
             attention_mask,
             batch,
@@ -414,7 +407,7 @@ class TransformerBackbone:
         padding_free = config.padding_free if padding_free is None else padding_free
         # Whether a padding position is read matters to the packed layout only: the padded one
         # decides without reading the mask (no sync, no graph break under torch.compile).
-        reads_padding = reads_padding or (padding_free and _reads_padding(summary_mask, summary_read))
+        reads_padding = reads_padding or (padding_free and reads_a_padding_position(summary_mask, summary_read))
         layout = BatchLayout.plan(
             attention_mask,
             batch,
@@ -544,20 +537,6 @@ class TransformerBackbone:
         return gather_positions(hidden_states, found.int().argmax(dim=1, keepdim=True))[:, 0]
 
 
-def check_attention_mask(attention_mask: torch.Tensor | None) -> None:
-    """attention_mask holds 1 at real tokens and 0 at padding (bool, integer or float 0./1.):
-    any other value (0.5, 2) would silently become a soft or inverted mask."""
-    if attention_mask is None:
-        return
-    if is_tracing():  # the value check reads the mask (a graph break); the dtype check is static
-        if attention_mask.is_complex():
-            raise ValueError(f"attention_mask must hold only 0 (padding) and 1 (real token); found {attention_mask.dtype}")
-        return
-    if attention_mask.is_complex() or not bool(((attention_mask == 0) | (attention_mask == 1)).all()):
-        bad = attention_mask[(attention_mask != 0) & (attention_mask != 1)].flatten()[:1].tolist()
-        raise ValueError(f"attention_mask must hold only 0 (padding) and 1 (real token); found {bad[0] if bad else attention_mask.dtype}")
-
-
 def _with_named_inputs(forward, names: tuple[str, ...]):
     """``forward`` with keyword-only ``names`` (default None) in its signature, passed on through its
     **kwargs; unchanged if it names them already or takes no **kwargs."""
@@ -574,10 +553,3 @@ def _with_named_inputs(forward, names: tuple[str, ...]):
 
     forward_with_inputs.__signature__ = signature.replace(parameters=[*parameters[:-1], *added, parameters[-1]])
     return forward_with_inputs
-
-
-def _reads_padding(attention_mask: torch.Tensor | None, positions: torch.Tensor | None) -> bool:
-    """True when a (B, M) read position is a padding token (left padding puts it at position 0)."""
-    if attention_mask is None or positions is None:
-        return False
-    return not bool(attention_mask.gather(1, positions).bool().all())
