@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from .masks import combine_biases, document_bias, make_attention_bias, reads_padding as reads_a_padding_position, zeroing_mask
+from .masks import combine_biases, document_bias, make_attention_bias, reads_a_padding_position, zeroing_mask
 from .padding import UnpaddedBatch, worth_unpadding
 
 

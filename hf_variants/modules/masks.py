@@ -20,6 +20,8 @@ permutations, Transformer-XL's memory window, XLM's ``lengths``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch.nn import functional as F
 
@@ -269,7 +271,7 @@ def zeroing_mask(attention_mask: torch.Tensor | None, length: int) -> torch.Tens
 
 
 # ---------------------------------------------------------------------------- reading a mask
-def reads_padding(
+def reads_a_padding_position(
     attention_mask: torch.Tensor | None, positions: torch.Tensor | None, slots_read: torch.Tensor | None = None
 ) -> bool:
     """True when one of the (B, M) read ``positions`` is a padding token of the (B, T) keep-mask
@@ -306,3 +308,33 @@ def mask_from_pad_tokens(input_ids: torch.Tensor | None, pad_token_id: int | Non
     if input_ids is not None and pad_token_id is not None and bool((input_ids == pad_token_id).any()):
         return (input_ids != pad_token_id).long()
     return None
+
+
+# ---------------------------------------------------------------------------- one call's mask
+@dataclass
+class KeyMask:
+    """One forward call's checked keep-mask and the views of it that the forward reads; built once
+    by :meth:`prepare`, so the raw ``attention_mask`` is checked and sliced in this file alone.
+
+    Attributes:
+        given: (B, past + T) the mask as passed (cached positions first), or None; default
+            positions derive from it (a decoder's left padding).
+        new_tokens: (B, T) the new tokens' columns, or None: where the summary token is looked for
+            and which positions are padding.
+        keys: (B, M + past + T) every key the new tokens attend, the M memory positions first and
+            visible, or None: the layout builds the attention bias from it.
+    """
+
+    given: torch.Tensor | None
+    new_tokens: torch.Tensor | None
+    keys: torch.Tensor | None
+
+    @classmethod
+    def prepare(
+        cls, attention_mask: torch.Tensor | None, batch: int, length: int, past_length: int = 0,
+        memory_length: int = 0, *, like: str = "",
+    ) -> "KeyMask":
+        """Check ``attention_mask`` (B, past_length + T) (see :func:`check_key_mask`; ``like`` names
+        what it must match in the message) and derive its views. Raises ValueError."""
+        check_key_mask(attention_mask, batch, length, past_length, like=like)
+        return cls(attention_mask, new_token_mask(attention_mask, past_length), extend_for_memory(attention_mask, memory_length))

@@ -60,8 +60,8 @@ def test_inductor_compiled_training_step_matches_eager():
 # padding to pack? does a read position hold padding?) and the packed layout itself has a
 # data-dependent size (nonzero over the mask) and per-row bucket lengths (cu_seqlens.tolist()).
 # Dynamo resumes after each break inside every enclosing frame, hence more breaks than causes.
-# (masks.reads_padding answers both "does the pooler read padding?" and "does a read position hold padding?")
-PADDING_FREE_BREAK_SITES = {"reads_padding", "worth_unpadding", "from_attention_mask", "_build_buckets"}
+# (masks.reads_a_padding_position answers both "does the pooler read padding?" and "does a read position hold padding?")
+PADDING_FREE_BREAK_SITES = {"reads_a_padding_position", "worth_unpadding", "from_attention_mask", "_build_buckets"}
 PADDING_FREE_BREAKS = 24
 
 

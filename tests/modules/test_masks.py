@@ -82,10 +82,10 @@ def test_two_stream_biases_content_sees_itself_query_stream_does_not():
 
 def test_reading_a_mask():
     mask = torch.tensor([[0, 1, 1], [1, 1, 1]])
-    assert masks.reads_padding(mask, torch.tensor([[0], [0]]))
-    assert not masks.reads_padding(mask, torch.tensor([[2], [0]]))
-    assert not masks.reads_padding(mask, torch.tensor([[0], [0]]), slots_read=torch.tensor([[False], [True]]))
-    assert not masks.reads_padding(None, torch.tensor([[0]]))
+    assert masks.reads_a_padding_position(mask, torch.tensor([[0], [0]]))
+    assert not masks.reads_a_padding_position(mask, torch.tensor([[2], [0]]))
+    assert not masks.reads_a_padding_position(mask, torch.tensor([[0], [0]]), slots_read=torch.tensor([[False], [True]]))
+    assert not masks.reads_a_padding_position(None, torch.tensor([[0]]))
     assert masks.is_left_padded(mask)
     assert not masks.is_left_padded(torch.tensor([[1, 1, 0]]))
     assert masks.mask_from_lengths(torch.tensor([2, 0]), 2, 3, torch.device("cpu")).tolist() == [[1, 1, 0], [0, 0, 0]]
