@@ -6,13 +6,14 @@ Two kinds of tensor meet here:
   query may read, 0 at padding; bool, integer or float 0./1.;
 - an *additive bias* (what attention adds to its scores): 0 where a key is visible and the most
   negative finite value of the dtype where it is hidden. Finite rather than -inf so a fully hidden
-  row stays finite (softmax of equal values, as transformers does), and sums of biases are
-  clamped back to that value so they never overflow to -inf.
+  row stays finite (softmax of equal values, as transformers does); :func:`combine_biases` clamps
+  a sum back to that value so two hidden entries never add up to -inf.
 
 Keys are laid out as ``[prefix P | memory or cache M | the T new tokens]``: the T queries are the
 last T keys, so causal masks align bottom-right (query i sees keys 0..S-T+i).
 
-Callers: the backbone (checks, memory extension, which positions are read), the layout (padding
+Callers: the backbone (checks, memory extension, which positions are read), the task and
+generation heads (is a target read at padding?), the layout (padding
 and document biases, the zeroing keep-mask), attention (causal bias), the padding-free buckets
 (key-padding bias), and the variants whose masks are their own (XLNet's two streams and
 permutations, Transformer-XL's memory window, XLM's ``lengths``).
@@ -283,6 +284,21 @@ def reads_a_padding_position(
     if slots_read is not None:
         real = real | ~slots_read
     return not bool(real.all())
+
+
+def targets_at_padding(
+    labels: torch.Tensor | None, attention_mask: torch.Tensor | None, ignore_index: int, *, shifted: bool = False
+) -> bool:
+    """True when a (B, T) target other than ``ignore_index`` is read from a padding position of the
+    (B, T) keep-mask: its own position, or with ``shifted`` (causal LM: position t predicts the
+    target at t + 1; left padding makes the last padding slot predict the first token) the position
+    before it. Only the padded layout computes states there. False without labels or mask, or when
+    their shapes differ."""
+    if labels is None or attention_mask is None or tuple(attention_mask.shape) != tuple(labels.shape):
+        return False
+    if shifted:
+        return bool(((attention_mask[:, :-1] == 0) & (labels[:, 1:] != ignore_index)).any())
+    return bool(((attention_mask == 0) & (labels != ignore_index)).any())
 
 
 def is_left_padded(attention_mask: torch.Tensor) -> bool:

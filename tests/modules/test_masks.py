@@ -86,6 +86,11 @@ def test_reading_a_mask():
     assert not masks.reads_a_padding_position(mask, torch.tensor([[2], [0]]))
     assert not masks.reads_a_padding_position(mask, torch.tensor([[0], [0]]), slots_read=torch.tensor([[False], [True]]))
     assert not masks.reads_a_padding_position(None, torch.tensor([[0]]))
+    labels = torch.tensor([[5, -100, 7], [-100, -100, 4]])
+    assert masks.targets_at_padding(labels, mask, -100)  # row 0: target 5 at padding position 0
+    assert not masks.targets_at_padding(labels, torch.tensor([[1, 0, 1], [1, 1, 1]]), -100)
+    assert masks.targets_at_padding(labels, torch.tensor([[1, 0, 1], [1, 1, 1]]), -100, shifted=True)  # 1 predicts 7
+    assert not masks.targets_at_padding(labels, torch.ones(2, 2), -100)  # shapes differ: not a per-token mask
     assert masks.is_left_padded(mask)
     assert not masks.is_left_padded(torch.tensor([[1, 1, 0]]))
     assert masks.mask_from_lengths(torch.tensor([2, 0]), 2, 3, torch.device("cpu")).tolist() == [[1, 1, 0], [0, 0, 0]]
