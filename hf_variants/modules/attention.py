@@ -26,47 +26,10 @@ from torch.nn import functional as F
 from transformers.cache_utils import Cache, EncoderDecoderCache
 
 from .dropout import dropout as apply_dropout
-from .tracing import is_tracing
-from .padding import UnpaddedBatch, additive_mask, gather_positions
+from .masks import with_causal_bias
+from .padding import UnpaddedBatch, gather_positions
 
 ATTENTION_BACKENDS = ("eager", "sdpa")
-
-
-def make_attention_bias(
-    attention_mask: torch.Tensor | None,
-    dtype: torch.dtype,
-    causal: bool = False,
-    query_length: int | None = None,
-    key_length: int | None = None,
-    device: torch.device | None = None,
-) -> torch.Tensor | None:
-    """Turn a (B, S) keep-mask into an additive bias broadcastable to (B, heads, T, S).
-
-    Returns None when nothing is masked (lets SDPA pick its fastest kernel). Masked positions get
-    the most negative finite value of ``dtype`` rather than -inf so a fully masked row stays
-    finite (as transformers does). With ``causal``, the T queries are the last T of the S keys
-    (S - T cached or memory positions come first): query i sees keys 0..S-T+i. Without a mask,
-    S is ``key_length`` (default T).
-    """
-    if attention_mask is None and not causal:
-        return None
-    min_value = torch.finfo(dtype).min
-    bias = None
-    # Eager calls skip the bias when nothing is masked (SDPA's fastest kernel); a traced graph
-    # cannot look, and always adds it (a zero bias: the same outputs).
-    if attention_mask is not None and (is_tracing() or not bool(attention_mask.all())):
-        bias = additive_mask(~attention_mask[:, None, None, :].to(torch.bool), dtype)
-    if causal:
-        if attention_mask is not None:
-            key_length, device = attention_mask.shape[-1], attention_mask.device
-        key_length = key_length or query_length
-        query_length = query_length or key_length
-        # Query i (the last `query_length` positions of the keys) may see keys 0..offset+i.
-        offset = key_length - query_length
-        future = torch.ones(query_length, key_length, dtype=torch.bool, device=device).triu(offset + 1)
-        causal_bias = additive_mask(future, dtype)[None, None]
-        bias = causal_bias if bias is None else (bias + causal_bias).clamp(min=min_value)
-    return bias
 
 
 class FusedQKVProjection(nn.Linear):
@@ -298,14 +261,14 @@ class MultiHeadAttention(nn.Module):
             # SDPA's own causal flag aligns the mask top-left: right only for square score matrices.
             use_causal_flag = is_causal and bias is None and query_length == key_length
             if is_causal and not use_causal_flag:
-                bias = _with_causal_bias(bias, query_length, key_length, query.dtype, query.device)
+                bias = with_causal_bias(bias, query_length, key_length, query.dtype, query.device)
             context = F.scaled_dot_product_attention(
                 query, key, value, attn_mask=bias, dropout_p=dropout, is_causal=use_causal_flag, scale=self.scale
             )
             return context, None
         scores = torch.matmul(query, key.transpose(-1, -2)) * self.scale
         if is_causal:
-            bias = _with_causal_bias(bias, query_length, key_length, scores.dtype, scores.device)
+            bias = with_causal_bias(bias, query_length, key_length, scores.dtype, scores.device)
         if bias is not None:
             scores = scores + bias
         probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
@@ -351,7 +314,7 @@ class MultiHeadAttention(nn.Module):
 
         Args:
             hidden_states: (B, T, H), or (total_tokens, H) when ``unpadded`` describes the batch.
-            attention_bias: additive (B, 1, 1|T, S) bias from :func:`make_attention_bias`; S counts
+            attention_bias: additive (B, 1, 1|T, S) bias from :func:`~hf_variants.modules.masks.make_attention_bias`; S counts
                 every key: cached and memory positions included. Must be None for self-attention
                 over a packed batch (``unpadded`` defines its padding).
             key_value_states: (B, S, H_kv) encoder states for cross-attention.
@@ -432,15 +395,3 @@ class MultiHeadAttention(nn.Module):
         if unpadded is not None:
             context = unpadded.unpad(context)
         return self.out(context), probs
-
-
-def _with_causal_bias(
-    bias: torch.Tensor | None, query_length: int, key_length: int, dtype: torch.dtype, device: torch.device
-) -> torch.Tensor:
-    """``bias`` plus the bottom-right aligned causal mask (T, S), clamped so it stays finite."""
-    causal = make_attention_bias(
-        None, dtype, causal=True, query_length=query_length, key_length=key_length, device=device
-    )
-    if bias is None:
-        return causal
-    return (bias + causal).clamp(min=torch.finfo(dtype).min)

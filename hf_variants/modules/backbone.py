@@ -21,6 +21,12 @@ Embeddings whose main input is not token ids (ViT's ``pixel_values``) declare it
 embeds and hands the sequence to :meth:`TransformerBackbone.forward_embedded` (same layer stack,
 layout planning and pooler as the token path).
 
+:meth:`TransformerBackbone.forward` runs five named steps: ``_check_inputs`` (every input against
+the main one; the mask becomes a :class:`~hf_variants.modules.masks.KeyMask`, the one place it is
+checked and sliced) -> ``_plan_layout`` (packed or padded, which positions the last layer computes)
+-> ``_embed`` -> ``_run_layers`` (with ``_layer_state``: cache, memories, cross-attention, position
+bias) -> ``_pool``.
+
 The summary token (``config.summary_type``: first, last, last real token, mean) is what the pooler
 and every sequence-level head read; causal attention comes from ``config.is_decoder``; the
 packed-vs-padded layout is planned once per forward by :class:`~hf_variants.modules.layout.BatchLayout`.
@@ -37,6 +43,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -47,10 +54,10 @@ from transformers.modeling_outputs import BaseModelOutputWithPooling
 
 from .embeddings import TransformerEmbeddings, check_not_empty
 from .encoder import LayerSpec, LayerStack
-from .attention import make_attention_bias
 from .cache import check_cache_batch, check_cache_positions, pick_cache
 from .heads import MaskedLMHead, Pooler, summarize, summary_positions
 from .layout import BatchLayout
+from .masks import KeyMask, make_attention_bias, reads_a_padding_position
 from .tracing import is_tracing
 from .memory import SegmentMemory
 from .norms import RMSNorm
@@ -114,6 +121,22 @@ class TransformerPreTrainedModel(PreTrainedModel):
     def attention_backend(self) -> str:
         """"eager" or "sdpa" (the default), from ``attn_implementation``."""
         return "eager" if self.config._attn_implementation == "eager" else "sdpa"
+
+
+@dataclass
+class ForwardCall:
+    """One forward call's checked inputs (:meth:`TransformerBackbone._check_inputs`), read by the
+    later steps: B, T, the device, the cache this call reads and its length, the mask, the
+    embeddings' extra (B, T) inputs by name, and the segment memories."""
+
+    batch: int
+    length: int
+    device: torch.device
+    past_key_values: Cache | None
+    past_length: int
+    mask: KeyMask
+    extra_inputs: dict[str, torch.Tensor]
+    memories: SegmentMemory | None
 
 
 class TransformerBackbone:
@@ -223,9 +246,31 @@ class TransformerBackbone:
             hidden_states (layers+1 of (B, T, H)) and attentions (layers of (B, heads, T, T)) if asked.
             When the batch runs packed (see layout.py), outputs at padding positions are exactly zero.
         """
-        output_attentions, output_hidden_states, return_dict = self._output_flags(
-            output_attentions, output_hidden_states, return_dict
+        flags = self._output_flags(output_attentions, output_hidden_states, return_dict)
+        call = self._check_inputs(
+            input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids, cache, past_key_values, use_cache,
+            encoder_hidden_states, memories, document_ids, kwargs,
         )
+        layout, summary = self._plan_layout(
+            call.mask, call.batch, call.length, call.device, self.embeddings.word_embeddings.weight.dtype,
+            output_attentions=flags[0], output_hidden_states=flags[1],
+            stateful=call.past_key_values is not None or memories is not None, padding_free=padding_free,
+            summary_only=summary_only, output_positions=output_positions, output_positions_mask=output_positions_mask,
+            reads_padding=reads_padding, attention_bias=attention_bias, document_ids=document_ids,
+        )
+        hidden_states = self._embed(call, layout, input_ids, position_ids, token_type_ids, inputs_embeds)
+        layer_state = self._layer_state(call, hidden_states, encoder_hidden_states, encoder_attention_mask, padding_free)
+        return self._run_layers(hidden_states, layout, call.mask.new_tokens, summary, *flags, **layer_state)
+
+    # The forward's steps, in order: check inputs -> plan layout -> embed -> run layers -> pool.
+    def _check_inputs(
+        self, input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None, attention_mask: torch.Tensor | None,
+        token_type_ids: torch.Tensor | None, position_ids: torch.Tensor | None, cache: Cache | None,
+        past_key_values: Cache | None, use_cache: bool | None, encoder_hidden_states: torch.Tensor | None,
+        memories: SegmentMemory | None, document_ids: torch.Tensor | None, kwargs: dict,
+    ) -> ForwardCall:
+        """Step 1: every input against the main one (input_ids (B, T) or inputs_embeds (B, T, E)),
+        a ValueError naming the first problem; the cache this call reads; the mask as a KeyMask."""
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("pass exactly one of input_ids or inputs_embeds")
         main_name, main = ("input_ids", input_ids) if input_ids is not None else ("inputs_embeds", inputs_embeds)
@@ -234,7 +279,6 @@ class TransformerBackbone:
                              f"got shape {tuple(main.shape)}")
         batch, length = main.shape[:2]
         check_not_empty(main_name, tuple(main.shape), batch, length)
-        device = main.device
         past_key_values = self.prepare_cache(pick_cache(cache, past_key_values, kwargs), use_cache)
         past_length = past_key_values.get_seq_length() if past_key_values is not None else 0
         check_cache_positions(kwargs.get("cache_position"), past_length, length)
@@ -248,60 +292,58 @@ class TransformerBackbone:
         for name, tensor in {**per_token, **extra_inputs}.items():
             if tensor is not None and tuple(tensor.shape) != (batch, length):
                 raise ValueError(f"{name} has shape {tuple(tensor.shape)}, expected {(batch, length)} like input_ids")
-        if attention_mask is not None and tuple(attention_mask.shape) != (batch, past_length + length):
-            cached = f" (cached positions {past_length} + new tokens {length})" if past_length else " like input_ids"
-            raise ValueError(
-                f"attention_mask has shape {tuple(attention_mask.shape)}, expected {(batch, past_length + length)}{cached}"
-            )
-        check_attention_mask(attention_mask)
+        memory_length = memories.length if memories is not None else 0
+        mask = KeyMask.prepare(attention_mask, batch, length, past_length, memory_length, like=" like input_ids")
         self.embeddings.check_inputs(input_ids, token_type_ids, position_ids, past_length + length)
-        if position_ids is None:
-            position_ids = self.default_position_ids(input_ids, attention_mask, past_length, batch, length, device)
-        mask_of_new_tokens = attention_mask[:, past_length:] if attention_mask is not None else None
-        if memories is not None:
-            attention_mask = memories.extend_attention_mask(attention_mask)
+        return ForwardCall(batch, length, main.device, past_key_values, past_length, mask, extra_inputs, memories)
 
-        layout, summary = self._plan_layout(
-            attention_mask,
-            batch,
-            length,
-            device,
-            self.embeddings.word_embeddings.weight.dtype,
-            output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states,
-            summary_mask=mask_of_new_tokens,
-            stateful=past_key_values is not None or memories is not None,
-            padding_free=padding_free,
-            summary_only=summary_only,
-            output_positions=output_positions,
-            output_positions_mask=output_positions_mask,
-            reads_padding=reads_padding,
-            attention_bias=attention_bias,
-            document_ids=document_ids,
-        )
-        hidden_states = self.embeddings(
+    def _embed(
+        self,
+        call: ForwardCall,
+        layout: BatchLayout,
+        input_ids: torch.Tensor | None,
+        position_ids: torch.Tensor | None,
+        token_type_ids: torch.Tensor | None,
+        inputs_embeds: torch.Tensor | None,
+    ) -> torch.Tensor:
+        """Step 3: the (B, T) inputs -> hidden states in ``layout``: packed (total_tokens, H) or
+        padded (B, T, H). Positions default to :meth:`default_position_ids`."""
+        if position_ids is None:
+            position_ids = self.default_position_ids(
+                input_ids, call.mask.given, call.past_length, call.batch, call.length, call.device
+            )
+        return self.embeddings(
             layout.to_packed(input_ids),
             layout.to_packed(position_ids),
             layout.to_packed(token_type_ids),
             layout.to_packed(inputs_embeds),
-            **{name: layout.to_packed(value) for name, value in extra_inputs.items()},
+            **{name: layout.to_packed(value) for name, value in call.extra_inputs.items()},
         )
-        layer_state = dict(
-            past_key_values=past_key_values,
-            memories=memories,
+
+    def _layer_state(
+        self,
+        call: ForwardCall,
+        hidden_states: torch.Tensor,
+        encoder_hidden_states: torch.Tensor | None,
+        encoder_attention_mask: torch.Tensor | None,
+        padding_free: bool | None,
+    ) -> dict:
+        """What every layer reads besides the hidden states: the cache or memories; the encoder's
+        (B, S, H) states, their (B, 1, 1, S) bias and packed layout for cross-attention; the
+        (1, heads, T, S) position bias when the variant has one (computed once, shared by all)."""
+        state = dict(
+            past_key_values=call.past_key_values,
+            memories=call.memories,
             encoder_hidden_states=encoder_hidden_states,
             encoder_attention_bias=make_attention_bias(encoder_attention_mask, hidden_states.dtype),
-            encoder_unpadded=self._encoder_unpadded(encoder_hidden_states, encoder_attention_mask, past_length, padding_free),
+            encoder_unpadded=self._encoder_unpadded(encoder_hidden_states, encoder_attention_mask, call.past_length, padding_free),
         )
         if getattr(self, "position_bias", None) is not None:
-            memory_length = memories.length if memories is not None else 0
-            layer_state["position_bias"] = self.position_bias(
-                length, memory_length + past_length + length, memory_length + past_length, device=hidden_states.device
+            earlier = (call.memories.length if call.memories is not None else 0) + call.past_length  # keys before the new tokens
+            state["position_bias"] = self.position_bias(
+                call.length, earlier + call.length, earlier, device=hidden_states.device
             ).to(hidden_states.dtype)
-        return self._run_layers(
-            hidden_states, layout, mask_of_new_tokens, summary, output_attentions, output_hidden_states, return_dict,
-            **layer_state,
-        )
+        return state
 
     def forward_embedded(
         self,
@@ -329,23 +371,20 @@ class TransformerBackbone:
             raise ValueError(f"embeddings must be (batch, length, {config.hidden_size}), got {tuple(embeddings.shape)}")
         batch, length = embeddings.shape[:2]
         check_not_empty(self.main_input_name, tuple(embeddings.shape), batch, length)
-        if attention_mask is not None and tuple(attention_mask.shape) != (batch, length):
-            raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)}, expected {(batch, length)}")
-        check_attention_mask(attention_mask)
+        mask = KeyMask.prepare(attention_mask, batch, length)
         layout, summary = self._plan_layout(
-            attention_mask,
+            mask,
             batch,
             length,
             embeddings.device,
             embeddings.dtype,
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
-            summary_mask=attention_mask,
             summary_only=summary_only,
             output_positions=output_positions,
         )
         return self._run_layers(
-            layout.to_packed(embeddings), layout, attention_mask, summary, output_attentions, output_hidden_states,
+            layout.to_packed(embeddings), layout, mask.new_tokens, summary, output_attentions, output_hidden_states,
             return_dict,
         )
 
@@ -377,7 +416,7 @@ class TransformerBackbone:
 
     def _plan_layout(
         self,
-        attention_mask: torch.Tensor | None,
+        mask: KeyMask,
         batch: int,
         length: int,
         device: torch.device,
@@ -385,7 +424,6 @@ class TransformerBackbone:
         *,
         output_attentions: bool,
         output_hidden_states: bool,
-        summary_mask: torch.Tensor | None,
         stateful: bool = False,
         padding_free: bool | None = None,
         summary_only: bool = False,
@@ -395,16 +433,16 @@ class TransformerBackbone:
         attention_bias: torch.Tensor | None = None,
         document_ids: torch.Tensor | None = None,
     ) -> tuple[BatchLayout, torch.Tensor | None]:
-        """(the batch's layout, the (B, 1) summary positions, or None when nothing reads them or for "mean"); see :meth:`forward`.
-
-        ``summary_mask`` (B, T): the padding mask of the T new tokens (where the summary token is
-        looked for); ``stateful``: a cache or memories add keys the packed layout has no slot for.
+        """Step 2: (the batch's layout, the (B, 1) summary positions, or None when nothing reads them
+        or for "mean"); see :meth:`forward`. ``mask``: the call's KeyMask (its ``new_tokens`` are
+        where the summary token is looked for, its ``keys`` what attention may read);
+        ``stateful``: a cache or memories add keys the packed layout has no slot for.
         """
         config = self.config
         wants_all_layers = output_hidden_states or output_attentions
         summary = None  # (B, 1) summary-token positions, when something reads them
         if self.pooler is not None or summary_only:
-            summary = summary_positions(config.summary_type, summary_mask, batch, length, device)
+            summary = summary_positions(config.summary_type, mask.new_tokens, batch, length, device)
         if self.pooler is not None and summary is not None and output_positions is None and not wants_all_layers:
             summary_read = summary  # the pooler reads the summary token: a layout must compute it
         else:
@@ -414,9 +452,9 @@ class TransformerBackbone:
         padding_free = config.padding_free if padding_free is None else padding_free
         # Whether a padding position is read matters to the packed layout only: the padded one
         # decides without reading the mask (no sync, no graph break under torch.compile).
-        reads_padding = reads_padding or (padding_free and _reads_padding(summary_mask, summary_read))
+        reads_padding = reads_padding or (padding_free and reads_a_padding_position(mask.new_tokens, summary_read))
         layout = BatchLayout.plan(
-            attention_mask,
+            mask.keys,
             batch,
             length,
             dtype,
@@ -446,8 +484,8 @@ class TransformerBackbone:
         past_key_values: Cache | None = None,
         **layer_state,
     ) -> BaseModelOutputWithPooling | tuple:
-        """Embedded inputs (in ``layout``) -> layer stack -> pooler -> the model output.
-        ``layer_state``: memories and the encoder states / bias of cross-attention, for the stack."""
+        """Steps 4 and 5: embedded inputs (in ``layout``) -> layer stack -> pooler -> the model output.
+        ``summary_mask`` (B, T): the new tokens' mask; ``layer_state``: see :meth:`_layer_state`."""
         computed_positions = layout.output_positions  # (B, M) or None: what last_hidden_state will hold
         if self.encoder.num_layers == 0:
             layout.output_positions = None  # no layer to skip work in: gathered below
@@ -463,12 +501,9 @@ class TransformerBackbone:
         hidden_states = layout.to_padded(hidden_states)
         if self.encoder.num_layers == 0 and computed_positions is not None:
             hidden_states = gather_positions(hidden_states, computed_positions)
-        pooled = None
-        if self.pooler is not None:
-            pooled = self.pooler(self._summary(hidden_states, summary_mask, summary, computed_positions))
         output = self.build_output(
             hidden_states,
-            pooled,
+            self._pool(hidden_states, summary_mask, summary, computed_positions),
             tuple(all_hidden) if output_hidden_states else None,
             tuple(all_attentions) if output_attentions else None,
             past_key_values,
@@ -525,6 +560,18 @@ class TransformerBackbone:
                 raise ValueError("pass either memories or a cache (past_key_values / use_cache=True), not both")
             memories.check_batch(batch, self.config.hidden_size)
 
+    def _pool(
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        summary: torch.Tensor | None,
+        computed_positions: torch.Tensor | None,
+    ) -> torch.Tensor | None:
+        """Step 5: the pooler's (B, H) output over the summary token, or None without a pooler."""
+        if self.pooler is None:
+            return None
+        return self.pooler(self._summary(hidden_states, attention_mask, summary, computed_positions))
+
     def _summary(
         self,
         hidden_states: torch.Tensor,
@@ -544,20 +591,6 @@ class TransformerBackbone:
         return gather_positions(hidden_states, found.int().argmax(dim=1, keepdim=True))[:, 0]
 
 
-def check_attention_mask(attention_mask: torch.Tensor | None) -> None:
-    """attention_mask holds 1 at real tokens and 0 at padding (bool, integer or float 0./1.):
-    any other value (0.5, 2) would silently become a soft or inverted mask."""
-    if attention_mask is None:
-        return
-    if is_tracing():  # the value check reads the mask (a graph break); the dtype check is static
-        if attention_mask.is_complex():
-            raise ValueError(f"attention_mask must hold only 0 (padding) and 1 (real token); found {attention_mask.dtype}")
-        return
-    if attention_mask.is_complex() or not bool(((attention_mask == 0) | (attention_mask == 1)).all()):
-        bad = attention_mask[(attention_mask != 0) & (attention_mask != 1)].flatten()[:1].tolist()
-        raise ValueError(f"attention_mask must hold only 0 (padding) and 1 (real token); found {bad[0] if bad else attention_mask.dtype}")
-
-
 def _with_named_inputs(forward, names: tuple[str, ...]):
     """``forward`` with keyword-only ``names`` (default None) in its signature, passed on through its
     **kwargs; unchanged if it names them already or takes no **kwargs."""
@@ -574,10 +607,3 @@ def _with_named_inputs(forward, names: tuple[str, ...]):
 
     forward_with_inputs.__signature__ = signature.replace(parameters=[*parameters[:-1], *added, parameters[-1]])
     return forward_with_inputs
-
-
-def _reads_padding(attention_mask: torch.Tensor | None, positions: torch.Tensor | None) -> bool:
-    """True when a (B, M) read position is a padding token (left padding puts it at position 0)."""
-    if attention_mask is None or positions is None:
-        return False
-    return not bool(attention_mask.gather(1, positions).bool().all())

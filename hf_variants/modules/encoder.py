@@ -311,7 +311,7 @@ class LayerStack(nn.Module):
         attends over its memory + the current states, and its input states are recorded in
         ``memories`` (read the next segment's memories from ``memories.updated()``). With a cache
         or a memory the layout is padded and its ``attention_bias`` covers every key: past or
-        memory positions + T (``SegmentMemory.extend_attention_mask``).
+        memory positions + T (``masks.extend_for_memory``).
         """
         if memories is not None and memories.num_layers != self.num_layers:
             raise ValueError(f"memories hold {memories.num_layers} layers, the stack has {self.num_layers}")

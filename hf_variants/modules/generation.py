@@ -27,6 +27,7 @@ from transformers.modeling_outputs import BaseModelOutput, CausalLMOutputWithCro
 
 from .cache import output_cache, pick_cache, with_cache
 from .heads import IGNORE_INDEX, TiedDecoder, check_class_labels, check_label_shape, cross_entropy_or_zero
+from .masks import targets_at_padding
 from .token_ids import CheckedGenerationMixin, check_token_id
 
 
@@ -57,22 +58,6 @@ def shift_tokens_right(labels: torch.Tensor, pad_token_id: int | None, decoder_s
     shifted[:, 1:] = labels[:, :-1]
     shifted[:, 0] = decoder_start_token_id
     return shifted.masked_fill(shifted == IGNORE_INDEX, pad_token_id)
-
-
-def _predicts_from_padding(labels: torch.Tensor | None, attention_mask: torch.Tensor | None) -> bool:
-    """True when a padding position predicts a real target (left padding: the last padding slot
-    predicts the first token, as in transformers' loss). Its logits are read from the state computed
-    at that slot, which only the padded layout has (packed leaves zeros there)."""
-    if labels is None or attention_mask is None or tuple(attention_mask.shape) != tuple(labels.shape):
-        return False
-    return bool(((attention_mask[:, :-1] == 0) & (labels[:, 1:] != IGNORE_INDEX)).any())
-
-
-def _targets_at_padding(labels: torch.Tensor | None, decoder_attention_mask: torch.Tensor | None) -> bool:
-    """True when a seq2seq target sits at a padding position of the decoder input (read padded)."""
-    if labels is None or decoder_attention_mask is None or decoder_attention_mask.shape != labels.shape:
-        return False
-    return bool(((decoder_attention_mask == 0) & (labels != IGNORE_INDEX)).any())
 
 
 def finish_seq2seq(output_cls: type, return_dict: bool | None, backbone_output, **fields):
@@ -207,7 +192,8 @@ class DecoderForCausalLM(GenerativeTaskModel):
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
             return_dict=True,
-            reads_padding=_predicts_from_padding(labels, attention_mask),
+            # A padding slot predicting a real target (left padding) is read where packed leaves zeros.
+            reads_padding=targets_at_padding(labels, attention_mask, IGNORE_INDEX, shifted=True),
             attention_bias=attention_bias,
             document_ids=document_ids,
             cache_position=kwargs.get("cache_position"),
@@ -318,7 +304,7 @@ class EncoderDecoderForSeq2SeqLM(GenerativeTaskModel):
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
             return_dict=True,
-            reads_padding=_targets_at_padding(labels, decoder_attention_mask),
+            reads_padding=targets_at_padding(labels, decoder_attention_mask, IGNORE_INDEX),
             # the source's segments / positions go on to the encoder, which checks them
             # (and the decoder's cache_position, from transformers < 5.24, to the decoder, which checks it)
             **{name: kwargs[name] for name in ("token_type_ids", "position_ids", "cache_position") if kwargs.get(name) is not None},

@@ -25,9 +25,8 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from .attention import make_attention_bias
-from .padding import UnpaddedBatch, document_attention_bias, worth_unpadding
-from .tracing import is_tracing
+from .masks import combine_biases, document_bias, make_attention_bias, reads_a_padding_position, zeroing_mask
+from .padding import UnpaddedBatch, worth_unpadding
 
 
 @dataclass
@@ -96,22 +95,16 @@ class BatchLayout:
                                   zero_padding=zero_padding)
                 layout.unpadded = UnpaddedBatch.from_document_ids(document_ids)
                 return layout
-            documents = document_attention_bias(document_ids, dtype)
+            documents = document_bias(document_ids, dtype)
             extra_bias = documents if extra_bias is None else extra_bias + documents
         attention_bias = make_attention_bias(attention_mask, dtype)
         if extra_bias is not None:
             extra_bias = extra_bias.to(dtype)
-            attention_bias = extra_bias if attention_bias is None else (attention_bias + extra_bias).clamp(
-                min=torch.finfo(dtype).min
-            )
+            attention_bias = combine_biases(attention_bias, extra_bias, dtype)
         if is_causal:
             # The selected-query kernel has no causal mask: causal stacks compute every position.
             output_positions = output_positions_mask = None
-        keep_mask = None
-        if zero_padding and attention_mask is not None:
-            new_tokens = attention_mask[:, -length:]  # cached or memory positions come first
-            # Traced graphs cannot look whether anything is padding: multiplying by ones is exact.
-            keep_mask = new_tokens if is_tracing() or not bool(new_tokens.all()) else None
+        keep_mask = zeroing_mask(attention_mask, length) if zero_padding else None  # cached or memory positions come first
         layout = cls(batch_size, length, attention_bias, None, output_positions, is_causal, keep_mask)
         packable = (
             padding_free
@@ -121,7 +114,7 @@ class BatchLayout:
             and not needs_padded
             and attention_bias is not None
             and worth_unpadding(attention_mask)
-            and not _reads_a_padding_position(attention_mask, output_positions, output_positions_mask)
+            and not reads_a_padding_position(attention_mask, output_positions, output_positions_mask)
         )
         if packable:
             layout.unpadded = UnpaddedBatch.from_attention_mask(attention_mask)
@@ -160,14 +153,3 @@ class BatchLayout:
     def padded(self) -> "BatchLayout":
         """The same batch in the padded layout (for the last layer when it computes ``output_positions``)."""
         return replace(self, unpadded=None)
-
-
-def _reads_a_padding_position(
-    attention_mask: torch.Tensor, positions: torch.Tensor | None, slots_read: torch.Tensor | None
-) -> bool:
-    if positions is None:
-        return False
-    real = attention_mask.gather(1, positions).bool()
-    if slots_read is not None:
-        real = real | ~slots_read
-    return not bool(real.all())

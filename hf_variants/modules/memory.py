@@ -80,13 +80,6 @@ class SegmentMemory:
                 f"memories are for batch {batch} x hidden {hidden}, the input is batch {batch_size} x hidden {hidden_size}"
             )
 
-    def extend_attention_mask(self, attention_mask: torch.Tensor | None) -> torch.Tensor | None:
-        """(B, T) keep-mask of the current segment -> (B, M + T), every memory position visible."""
-        if attention_mask is None or self.length == 0:
-            return attention_mask
-        visible = attention_mask.new_ones(attention_mask.shape[0], self.length)
-        return torch.cat([visible, attention_mask], dim=1)
-
     def record(self, depth: int, layer_input: torch.Tensor) -> None:
         """Store layer ``depth``'s input states (B, T, H) for the next segment: the last ``mem_len``
         positions of memory + input, detached (no gradient flows into an earlier segment)."""

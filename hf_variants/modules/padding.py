@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .masks import key_padding_bias
+
 # Below this fraction of padding tokens, unpadding costs more (gathers and scatters around every
 # attention call) than the per-token work it saves; such batches run the padded path.
 MIN_PADDING_FRACTION = 0.05
@@ -26,21 +28,6 @@ MIN_PADDING_FRACTION = 0.05
 # the group it splits: every extra bucket costs one more (small) attention call per layer.
 MIN_BUCKET_SAVING = 0.15
 MAX_ATTENTION_BUCKETS = 4
-
-
-def additive_mask(hidden: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """An additive attention bias of ``hidden``'s shape: 0 where visible, the most negative finite
-    value of ``dtype`` where ``hidden`` is True (finite, so a fully masked row stays finite)."""
-    return torch.zeros(hidden.shape, dtype=dtype, device=hidden.device).masked_fill(hidden, torch.finfo(dtype).min)
-
-
-def document_attention_bias(document_ids: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """(B, T) document ids of packed rows (-1 on padding) -> additive (B, 1, T, T) bias that keeps
-    attention inside each document (causality, if any, is the attention's own ``is_causal``). A
-    padding query sees itself only, so no softmax row is empty."""
-    same = (document_ids[:, :, None] == document_ids[:, None, :]) & (document_ids >= 0)[:, None, :]
-    itself = torch.eye(document_ids.shape[1], dtype=torch.bool, device=document_ids.device)
-    return additive_mask(~(same | itself)[:, None], dtype)
 
 
 def gather_positions(hidden_states: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
@@ -91,7 +78,7 @@ class AttentionBucket:
         if self.key_padding_mask is None:
             return None
         if dtype not in self._biases:
-            self._biases[dtype] = additive_mask(~self.key_padding_mask[:, None, None, :], dtype)
+            self._biases[dtype] = key_padding_bias(self.key_padding_mask, dtype)
         return self._biases[dtype]
 
 
@@ -189,7 +176,7 @@ class UnpaddedBatch:
         if dtype not in self._padding_biases:
             real = torch.zeros(self.batch_size * self.max_seqlen, dtype=torch.bool, device=self.indices.device)
             real[self.indices] = True
-            self._padding_biases[dtype] = additive_mask(~real.view(self.batch_size, 1, 1, self.max_seqlen), dtype)
+            self._padding_biases[dtype] = key_padding_bias(real.view(self.batch_size, self.max_seqlen), dtype)
         return self._padding_biases[dtype]
 
     def unpad(self, padded: torch.Tensor) -> torch.Tensor:

@@ -111,18 +111,6 @@ class KeyValuePrefix:
     def layer(self, depth: int) -> tuple[torch.Tensor, torch.Tensor]:
         return self.per_layer[depth]
 
-    def split_mask(self, attention_mask: torch.Tensor | None, length: int) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-        """``attention_mask`` (B, P + T) (peft prepends the prefix's columns) or (B, T) -> the
-        prefix's visibility (B, P) or None (all visible), and the tokens' mask (B, T) or None."""
-        if attention_mask is None or attention_mask.shape[-1] == length:
-            return None, attention_mask
-        if attention_mask.shape[-1] != self.length + length:
-            raise ValueError(
-                f"attention_mask has {attention_mask.shape[-1]} columns: expected the {length} tokens, or the "
-                f"{self.length} prefix positions followed by them ({self.length + length})"
-            )
-        return attention_mask[:, : self.length], attention_mask[:, self.length :]
-
 
 class RelativeAttention(MultiHeadAttention):
     """Relative multi-head attention (see the module docstring).

@@ -45,6 +45,7 @@ from .heads import (
     token_classification_loss,
 )
 from .backbone import check_not_empty
+from .masks import targets_at_padding
 from .padding import selected_positions
 
 
@@ -96,8 +97,8 @@ class EncoderTaskModel:
         # Only the packed layout cares (and reading the labels would sync: no graph break without it).
         padding_free = kwargs.get("padding_free")
         may_pack = (self.config.padding_free if padding_free is None else padding_free) and not reads_padding
-        if may_pack and token_labels is not None and attention_mask is not None and token_labels.shape == attention_mask.shape:
-            reads_padding = reads_padding or bool(((token_labels != IGNORE_INDEX) & (attention_mask == 0)).any())
+        if may_pack:
+            reads_padding = reads_padding or targets_at_padding(token_labels, attention_mask, IGNORE_INDEX)
         return self.backbone(
             input_ids=input_ids,
             attention_mask=attention_mask,

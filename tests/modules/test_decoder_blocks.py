@@ -8,7 +8,8 @@ import pytest
 import torch
 from transformers import DynamicCache, EncoderDecoderCache
 
-from hf_variants.modules.attention import MultiHeadAttention, make_attention_bias
+from hf_variants.modules.attention import MultiHeadAttention
+from hf_variants.modules.masks import extend_for_memory, make_attention_bias
 from hf_variants.modules.encoder import LayerSpec, LayerStack
 from hf_variants.modules.layout import BatchLayout
 from hf_variants.modules.memory import SegmentMemory
@@ -135,7 +136,7 @@ def test_segment_memory_with_padding_mask_and_reuse_length():
     assert mems[0].shape == (2, 3, HIDDEN)  # only the first reuse_length positions are kept
     memory_2 = SegmentMemory(mems, num_layers=3, mem_len=8)
     mask = torch.tensor([[1, 1, 1], [1, 1, 0]])
-    extended = memory_2.extend_attention_mask(mask)
+    extended = extend_for_memory(mask, memory_2.length)
     assert extended.tolist() == [[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 0]]
     with torch.no_grad():
         out, *_ = layers(segment_2, causal(segment_2, extended), memories=memory_2)

@@ -17,7 +17,8 @@ import transformers
 
 import hf_variants
 from hf_variants.models.bert.weights import bert_adapter
-from hf_variants.modules.attention import MultiHeadAttention, make_attention_bias
+from hf_variants.modules.attention import MultiHeadAttention
+from hf_variants.modules.masks import make_attention_bias
 from hf_variants.modules.padding import UnpaddedBatch
 
 VOCAB, BATCH, LENGTH, CHOICES = 99, 6, 11, 2

@@ -30,7 +30,6 @@ from transformers import initialization as init
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.utils import ModelOutput
 
-from ...modules.backbone import check_attention_mask
 from ..modeling_base import VariantPreTrainedModel
 from ...modules.dropout import Dropout
 from ...modules.embeddings import embed_token_ids
@@ -38,9 +37,8 @@ from ...modules.feed_forward import FeedForward
 from ...modules.heads import IGNORE_INDEX, check_class_labels, cross_entropy_or_zero
 from ...modules.memory import MemoryGenerationMixin, SegmentMemory
 from ...modules.norms import build_norm
-from ...modules.padding import additive_mask
+from ...modules.masks import check_mask_shape, check_no_padding, memory_causal_bias, split_prefix_mask
 from ...modules.relative_attention import KeyValuePrefix, RelativeAttention, relative_encodings
-from ...modules.tracing import is_tracing
 from .adaptive import AdaptiveEmbedding, AdaptiveSoftmax, Projections
 from .configuration_transfo_xl import TransfoXLConfig
 
@@ -169,14 +167,12 @@ class TransfoXLModel(TransfoXLPreTrainedModel):
         use_mems = config.use_mems if use_mems is None else use_mems
         if kwargs.get("token_type_ids") is not None:  # not dropped silently by **kwargs
             raise ValueError("Transformer-XL has no segments: token_type_ids cannot be used (leave them out)")
-        check_attention_mask(attention_mask)  # 0/1 only: a mask of 2s is no "all ones"
-        if attention_mask is not None and not is_tracing() and not bool(attention_mask.all()):
-            raise ValueError("Transformer-XL has no padding mask: feed contiguous text (attention_mask must be all ones)")
+        check_no_padding(attention_mask, "Transformer-XL")  # 0/1 only: a mask of 2s is no "all ones"
         inputs_embeds = embed_token_ids(self.word_embeddings, input_ids, inputs_embeds, config.hidden_size)
         batch, length = inputs_embeds.shape[:2]
-        # With a prefix (past_key_values) the mask covers P + T: KeyValuePrefix.split_mask checks it.
-        if attention_mask is not None and kwargs.get("past_key_values") is None and tuple(attention_mask.shape) != (batch, length):
-            raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)}, expected {(batch, length)}")
+        # With a prefix (past_key_values) the mask covers P + T: split_prefix_mask checks it.
+        if attention_mask is not None and kwargs.get("past_key_values") is None:
+            check_mask_shape(attention_mask, (batch, length), "attention_mask")
         mem_len = config.mem_len if mem_len is None else mem_len
         memory = SegmentMemory(
             None if mems is None else [m.transpose(0, 1) for m in mems], config.num_hidden_layers, mem_len=mem_len
@@ -186,16 +182,14 @@ class TransfoXLModel(TransfoXLPreTrainedModel):
         if prefix is not None:
             prefix = KeyValuePrefix(prefix, config.num_hidden_layers, batch, config.num_attention_heads,
                                     self.layers[0].attention.head_dim)
-            prefix.split_mask(attention_mask, length)  # checks its width (the all-ones check ran above)
+            split_prefix_mask(attention_mask, prefix.length, length)  # checks its width (the all-ones check ran above)
         memory_length = memory.length + (prefix.length if prefix is not None else 0)  # the prefix comes first
         key_length = memory_length + length
 
-        # Query i (after M memory positions) sees keys 0 .. M + i.
-        future = torch.ones(length, key_length, dtype=torch.bool, device=inputs_embeds.device).triu(memory_length + 1)
-        if config.same_length:  # the original code's same_length: query i also loses keys older than i - mem_len
-            beyond_memory = key_length - mem_len
-            future |= torch.ones_like(future).tril(-(length - beyond_memory if beyond_memory > 0 else length))
-        causal_bias = additive_mask(future, inputs_embeds.dtype)[None, None]
+        # Query i (after M memory positions) sees keys 0 .. M + i (same_length: none older than i - mem_len).
+        causal_bias = memory_causal_bias(
+            length, memory_length, inputs_embeds.dtype, inputs_embeds.device, same_length=config.same_length, mem_len=mem_len
+        )
         encodings = relative_encodings(
             length, key_length, config.hidden_size, bidirectional=False, clamp_len=config.clamp_len,
             device=inputs_embeds.device,

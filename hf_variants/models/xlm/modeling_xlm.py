@@ -34,6 +34,7 @@ from ...modules.backbone import TransformerBackbone
 from ..modeling_base import VariantPreTrainedModel
 from ...modules.embeddings import TransformerEmbeddings, check_ids_or_embeds, check_index_range, sinusoidal_table
 from ...modules.heads import MaskedLMHead, SequenceSummary
+from ...modules.masks import mask_from_lengths, mask_from_pad_tokens
 from ...modules.task_models import (
     EncoderForMaskedLM,
     EncoderForMultipleChoice,
@@ -135,14 +136,8 @@ def padding_mask(
     if attention_mask is not None:
         return attention_mask
     if lengths is not None:
-        if tuple(lengths.shape) != (batch,):
-            raise ValueError(f"lengths has shape {tuple(lengths.shape)}, expected ({batch},): one length per row")
-        if lengths.numel() and (int(lengths.min()) < 0 or int(lengths.max()) > length):
-            raise ValueError(f"lengths must lie in [0, {length}] (the sequence length), got {lengths.tolist()}")
-        return (torch.arange(length, device=device) < lengths.to(device)[:, None]).long()
-    if input_ids is not None and pad_token_id is not None and bool((input_ids == pad_token_id).any()):
-        return (input_ids != pad_token_id).long()
-    return None
+        return mask_from_lengths(lengths, batch, length, device)
+    return mask_from_pad_tokens(input_ids, pad_token_id)
 
 
 class XLMModel(TransformerBackbone, XLMPreTrainedModel):

@@ -43,7 +43,6 @@ from transformers.models.xlnet.modeling_xlnet import (
     XLNetModelOutput,
 )
 
-from ...modules.backbone import check_attention_mask
 from ..modeling_base import VariantPreTrainedModel
 from ...modules.dropout import Dropout
 from ...modules.embeddings import embed_token_ids
@@ -51,7 +50,8 @@ from ...modules.feed_forward import FeedForward
 from ...modules.heads import SequenceSummary, check_class_labels, cross_entropy_or_zero
 from ...modules.memory import MemoryGenerationMixin, SegmentMemory
 from ...modules.norms import build_norm
-from ...modules.padding import additive_mask, bucket_rows, worth_unpadding
+from ...modules.masks import check_mask_values, is_left_padded, split_prefix_mask, two_stream_biases
+from ...modules.padding import bucket_rows, worth_unpadding
 from ...modules.relative_attention import KeyValuePrefix, RelativeAttention, relative_encodings
 from ...modules.tracing import is_tracing
 from ...modules.task_models import (
@@ -172,56 +172,6 @@ class XLNetModel(XLNetPreTrainedModel):
             batch=batch, both_directions=config.bi_data, device=device,
         )
 
-    def attention_biases(
-        self,
-        attention_mask: torch.Tensor | None,
-        input_mask: torch.Tensor | None,
-        perm_mask: torch.Tensor | None,
-        batch: int,
-        length: int,
-        memory_length: int,
-        device: torch.device,
-        dtype: torch.dtype,
-        prefix_mask: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-        """Additive (B or 1, 1, T, M + T) biases of the content stream and of the query stream.
-
-        A query may not see key j when j is padding, when ``perm_mask`` forbids it, or (``uni``)
-        when j lies ahead; memory positions are always visible, except the first P of them (a
-        key/value prefix) where ``prefix_mask`` (B, P) holds 0. The content stream also always
-        sees itself, the query stream never unless allowed otherwise (it must not read its token)."""
-        if attention_mask is not None and input_mask is not None:
-            raise ValueError("pass either attention_mask (1 = real token) or input_mask (1 = padding), not both")
-        key_length = memory_length + length
-        hidden = None  # (B or 1, T, M + T) bool: True where the query stream may not look
-        if self.config.attn_type == "uni":
-            hidden = torch.ones(length, key_length, dtype=torch.bool, device=device).triu(memory_length + 1)
-            if self.config.same_length:
-                hidden[:, :length] |= torch.ones(length, length, dtype=torch.bool, device=device).tril(-1)
-            hidden = hidden[None]
-        padding = (1 - attention_mask) if attention_mask is not None else input_mask
-        data = None
-        if padding is not None:
-            check_shape(padding, (batch, length), "attention_mask" if attention_mask is not None else "input_mask")
-            data = padding.to(torch.float32)[:, None, :]
-        if perm_mask is not None:
-            check_shape(perm_mask, (batch, length, length), "perm_mask")
-            data = perm_mask.to(torch.float32) if data is None else data + perm_mask.to(torch.float32)
-        if prefix_mask is not None and not bool(prefix_mask.all()):
-            data = torch.zeros(batch, 1, length, device=device) if data is None else data
-            hidden_prefix = (1 - prefix_mask).to(torch.float32)[:, None, :].expand(-1, data.shape[1], -1)
-            data = torch.cat([hidden_prefix, F.pad(data, (memory_length - prefix_mask.shape[1], 0))], dim=-1) > 0
-        elif data is not None:
-            data = F.pad(data, (memory_length, 0)) > 0
-        if data is not None:
-            hidden = data if hidden is None else hidden | data
-        if hidden is None:
-            return None, None
-        own = torch.zeros(length, key_length, dtype=torch.bool, device=device)
-        own[:, memory_length:] = torch.eye(length, dtype=torch.bool, device=device)
-        content_hidden = hidden & ~own
-        return additive_mask(content_hidden[:, None], dtype), additive_mask(hidden[:, None], dtype)
-
     @staticmethod
     def segment_differences(token_type_ids: torch.Tensor | None, memory_length: int, dtype: torch.dtype) -> torch.Tensor | None:
         """(B, T) segment ids -> (B, 1, T, M + T) 1.0 where query and key lie in different segments
@@ -282,12 +232,12 @@ class XLNetModel(XLNetPreTrainedModel):
         if target_mapping is not None and (target_mapping.dim() != 3 or tuple(target_mapping.shape[::2]) != (batch, length)):
             raise ValueError(f"target_mapping must be (batch={batch}, num_predict, length={length}), got {tuple(target_mapping.shape)}")
 
-        check_attention_mask(attention_mask)  # 0/1 only, before the length buckets count real tokens
+        check_mask_values(attention_mask)  # 0/1 only, before the length buckets count real tokens
         prefix = kwargs.pop("past_key_values", None)
         if prefix is not None:
             prefix = KeyValuePrefix(prefix, config.num_hidden_layers, batch, config.num_attention_heads,
                                     self.layers[0].attention.head_dim)
-            prefix_mask, attention_mask = prefix.split_mask(attention_mask, length)
+            prefix_mask, attention_mask = split_prefix_mask(attention_mask, prefix.length, length)
         if prefix is None and self._runs_in_length_buckets(attention_mask, mems, perm_mask, target_mapping, use_mems,
                                                            output_attentions or output_hidden_states, kwargs):
             result = self._forward_in_length_buckets(inputs_embeds, attention_mask, token_type_ids)
@@ -305,8 +255,9 @@ class XLNetModel(XLNetPreTrainedModel):
         memory.check_batch(batch, config.hidden_size)
         memory_length = memory.length + (prefix.length if prefix is not None else 0)  # the prefix comes first
 
-        content_bias, query_bias = self.attention_biases(
+        content_bias, query_bias = two_stream_biases(
             attention_mask, input_mask, perm_mask, batch, length, memory_length, device, dtype,
+            causal=config.attn_type == "uni", same_length=config.same_length,
             prefix_mask=prefix_mask if prefix is not None else None,
         )
         different_segment = self.segment_differences(token_type_ids, memory_length, dtype)
@@ -363,9 +314,7 @@ class XLNetModel(XLNetPreTrainedModel):
             return False
         if layout.get("summary_only") and config.summary_type not in ("last", "last_real", "mean"):
             return False
-        real = attention_mask.bool()
-        left_padded = bool(real[:, -1].all()) and bool((real[:, 1:] >= real[:, :-1]).all())
-        return left_padded and worth_unpadding(attention_mask)
+        return is_left_padded(attention_mask) and worth_unpadding(attention_mask)
 
     def _forward_in_length_buckets(
         self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None

@@ -75,7 +75,7 @@ def test_shared_all_applies_one_layer_repeatedly():
     with torch.no_grad():
         h = out.hidden_states[0]
         keep = inputs["attention_mask"].bool()
-        bias = hf_variants.modules.attention.make_attention_bias(inputs["attention_mask"], h.dtype)
+        bias = hf_variants.modules.masks.make_attention_bias(inputs["attention_mask"], h.dtype)
         for depth in range(3):
             h, *_ = layer(h, bias)
             torch.testing.assert_close(h[keep], out.hidden_states[depth + 1][keep], atol=1e-6, rtol=0)
