@@ -91,6 +91,11 @@ class VariantSpec:
             transformers' classes); registering the spec wires it into from_transformers,
             to_transformers and from_pretrained. None for a variant transformers has no counterpart of.
         exports: further public names the package re-exports (helpers, output classes).
+        reference_config_overrides: transformers model_type of a reference class ("xlm",
+            "openai-gpt") -> the config fields our config needs so that the model it builds is that
+            reference's model, where our class is more general than it (XLM: FFN 4x hidden; Marian:
+            concatenated sinusoids). Read by tests/conversion/test_init_matches_transformers.py on
+            top of its sizes (hidden 64, so a 4x FFN is 256). Empty: the tiny config already is.
     """
 
     name: str
@@ -103,6 +108,7 @@ class VariantSpec:
     tokenizer_kind: str = "wordpiece-uncased"
     weights: object | None = None
     exports: dict[str, object] = field(default_factory=dict)
+    reference_config_overrides: dict[str, dict[str, object]] = field(default_factory=dict)
 
     @property
     def model_type(self) -> str:
