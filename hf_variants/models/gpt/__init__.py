@@ -39,6 +39,7 @@ SPEC = VariantSpec(
     reference_config_overrides={
         "openai-gpt": {"pre_layer_norm": False, "scale_residual_init": False, "intermediate_size": 256},
     },
+    compile_benchmark=(("ForSequenceClassification", False),),  # benchmarks/bench_compile.py
     exports={"GPTDoubleHeadsOutput": GPTDoubleHeadsOutput, "format_gpt1_inputs": format_gpt1_inputs},
 )
 
