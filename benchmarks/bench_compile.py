@@ -34,13 +34,22 @@ from hf_variants.configs import named_config  # noqa: E402
 from hf_variants.registry import SPECS  # noqa: E402
 
 BEGIN, END = "<!-- BEGIN compile (benchmarks/bench_compile.py) -->", "<!-- END compile -->"
-# (variant, named config, head, train): training steps include backward and an SGD update.
-WORKLOADS = [
-    ("bert", "bert-mini", "ForSequenceClassification", False),
-    ("bert", "bert-mini", "ForSequenceClassification", True),
-    ("gpt", "gpt2-mini", "ForSequenceClassification", False),
-    ("vit", "vit-mini", "ForImageClassification", False),
-]
+
+
+def workloads(specs: dict | None = None) -> list[tuple[str, str, str, bool]]:
+    """(variant, named config, head, train) for every ``SPEC.compile_benchmark`` entry of ``specs``
+    (default: the registered ones), variants in name order, each on its ``mini_config``: training
+    steps include backward and an SGD update. A head the variant does not have is a ValueError."""
+    rows = []
+    for _, spec in sorted((SPECS if specs is None else specs).items()):
+        for head, train in spec.compile_benchmark:
+            if head not in spec.classes:
+                raise ValueError(f"{spec.name} SPEC.compile_benchmark names head {head!r}; its heads: {sorted(spec.classes)}")
+            rows.append((spec.name, spec.mini_config, head, train))
+    return rows
+
+
+WORKLOADS = workloads()
 
 
 @dataclass

@@ -83,33 +83,50 @@ DEVICES = ("cpu", "cuda")
 
 @dataclass(frozen=True)
 class PretrainingVariant:
-    """One variant's pretraining row.
+    """One variant's pretraining row: the comparison is the benchmark's, the rest the variant's.
 
-    named: the named config (``modeling_configs/``) of the mini.
+    variant: the variant's folder name; its SPEC gives the mini (``named`` = ``SPEC.mini_config``)
+        and the objective (``objective`` = ``SPEC.pretraining_objective``, run_pretraining's
+        default: an ``hf_variants.objectives.registry`` name, "+nsp" / "+sop" for a sentence
+        task, or "clm" (labels = the inputs)).
     ours / theirs: the hf-variants and transformers class names (ELECTRA: see ``build_models``).
-    objective: ``hf_variants.objectives.registry`` name, "+nsp" / "+sop" for a sentence task, or
-        "clm" (labels = the inputs).
     like_for_like: False where transformers has no class with the same head (SpanBERT's SBO):
         the ratio then compares unequal work and is reported as such.
     """
 
-    named: str
+    variant: str
     ours: str
     theirs: str
-    objective: str
     like_for_like: bool = True
 
+    @property
+    def spec(self):
+        """The variant's registered SPEC (hf_variants is imported here, as elsewhere in this module,
+        only when a model or a row needs it)."""
+        import hf_variants  # noqa: F401  (registers every variant's SPEC)
+        from hf_variants.registry import MODEL_TYPE_PREFIX, spec_for
 
-VARIANTS = {
-    "bert": PretrainingVariant("bert-mini", "BertForPreTraining", "BertForPreTraining", "mlm+nsp"),
-    "roberta": PretrainingVariant("roberta-mini", "RobertaForMaskedLM", "RobertaForMaskedLM", "mlm"),
-    "spanbert": PretrainingVariant("spanbert-mini", "SpanBertForPreTraining", "BertForMaskedLM", "span", like_for_like=False),
-    "albert": PretrainingVariant("albert-mini", "AlbertForPreTraining", "AlbertForPreTraining", "ngram+sop"),
-    "electra": PretrainingVariant("electra-mini", "ElectraForPreTraining", "ElectraForMaskedLM + ElectraForPreTraining", "rtd"),
-    "xlnet": PretrainingVariant("xlnet-mini", "XLNetLMHeadModel", "XLNetLMHeadModel", "plm"),
-    "t5": PretrainingVariant("t5-mini", "T5ForConditionalGeneration", "T5ForConditionalGeneration", "span-corruption"),
-    "gpt": PretrainingVariant("gpt2-mini", "GPTLMHeadModel", "GPT2LMHeadModel", "clm"),
-}
+        return spec_for(MODEL_TYPE_PREFIX + self.variant)
+
+    @property
+    def named(self) -> str:
+        return self.spec.mini_config
+
+    @property
+    def objective(self) -> str:
+        return self.spec.pretraining_objective
+
+
+VARIANTS = {v.variant: v for v in (
+    PretrainingVariant("bert", "BertForPreTraining", "BertForPreTraining"),
+    PretrainingVariant("roberta", "RobertaForMaskedLM", "RobertaForMaskedLM"),
+    PretrainingVariant("spanbert", "SpanBertForPreTraining", "BertForMaskedLM", like_for_like=False),
+    PretrainingVariant("albert", "AlbertForPreTraining", "AlbertForPreTraining"),
+    PretrainingVariant("electra", "ElectraForPreTraining", "ElectraForMaskedLM + ElectraForPreTraining"),
+    PretrainingVariant("xlnet", "XLNetLMHeadModel", "XLNetLMHeadModel"),
+    PretrainingVariant("t5", "T5ForConditionalGeneration", "T5ForConditionalGeneration"),
+    PretrainingVariant("gpt", "GPTLMHeadModel", "GPT2LMHeadModel"),
+)}
 
 
 @dataclass(frozen=True)

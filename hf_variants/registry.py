@@ -91,6 +91,14 @@ class VariantSpec:
             transformers' classes); registering the spec wires it into from_transformers,
             to_transformers and from_pretrained. None for a variant transformers has no counterpart of.
         exports: further public names the package re-exports (helpers, output classes).
+        reference_config_overrides: transformers model_type of a reference class ("xlm",
+            "openai-gpt") -> the config fields our config needs so that the model it builds is that
+            reference's model, where our class is more general than it (XLM: FFN 4x hidden; Marian:
+            concatenated sinusoids). Read by tests/conversion/test_init_matches_transformers.py on
+            top of its sizes (hidden 64, so a 4x FFN is 256). Empty: the tiny config already is.
+        compile_benchmark: the workloads benchmarks/bench_compile.py times for this variant, each
+            (head, train): a head of ``classes`` built from ``mini_config``, timed as inference
+            (False) or as a training step (True). Empty: the variant has no compile row.
     """
 
     name: str
@@ -103,6 +111,8 @@ class VariantSpec:
     tokenizer_kind: str = "wordpiece-uncased"
     weights: object | None = None
     exports: dict[str, object] = field(default_factory=dict)
+    reference_config_overrides: dict[str, dict[str, object]] = field(default_factory=dict)
+    compile_benchmark: tuple[tuple[str, bool], ...] = ()
 
     @property
     def model_type(self) -> str:

@@ -20,11 +20,8 @@ from tiny_variants import tiny_config
 # Larger than the tiny fixtures, so each tensor's spread is estimated to a few percent.
 SIZES = dict(vocab_size=400, hidden_size=64, intermediate_size=128, num_attention_heads=2, head_dim=32, embedding_size=32)
 # What the transformers reference needs of a config beyond the sizes, where our class is more
-# general than it (XLM: FFN 4x hidden; Marian: concatenated sinusoids). Special ids come inside the
-# vocabulary from every SPEC's tiny config.
-REFERENCE_NEEDS = {"xlm": dict(intermediate_size=256), "transformer": dict(sinusoidal_layout="concatenated")}
-# transformers' OpenAI GPT (GPT-1): post-LN, FFN 4x hidden, no scaled residual init.
-GPT1_NEEDS = dict(pre_layer_norm=False, scale_residual_init=False, intermediate_size=256)
+# general than it, comes from the variant's SPEC.reference_config_overrides (keyed by the
+# reference's model_type). Special ids come inside the vocabulary from every SPEC's tiny config.
 MIN_ELEMENTS = 2000  # smaller tensors: only checked when constant (norm weights, biases)
 
 
@@ -46,12 +43,24 @@ def pair_cases():
 def test_initial_weights_match_the_reference_distribution(spec, pair):
     defaults = tiny_config(spec)
     sizes = {key: value for key, value in SIZES.items() if getattr(defaults, key, None) is not None}
-    gpt1 = GPT1_NEEDS if pair.theirs.__name__.startswith("OpenAIGPT") else {}
-    config = tiny_config(spec, **{**sizes, **REFERENCE_NEEDS.get(spec.name, {}), **gpt1})
+    reference_needs = spec.reference_config_overrides.get(pair.theirs.config_class.model_type, {})
+    config = tiny_config(spec, **{**sizes, **reference_needs})
     torch.manual_seed(0)
     ours = to_transformers(pair.ours(config), pair.theirs)
     torch.manual_seed(1)
     assert_same_initial_distribution(ours, pair.theirs(ours.config))
+
+
+@pytest.mark.parametrize("model_type", sorted(m for m, spec in SPECS.items() if spec.reference_config_overrides))
+def test_reference_config_overrides_name_a_reference_and_real_fields(model_type):
+    """A SPEC's overrides are keyed by the model_type of one of its transformers pairs and set fields
+    its config has (a typo would otherwise be silently ignored by the test above)."""
+    spec = SPECS[model_type]
+    references = {pair.theirs.config_class.model_type for pair in PAIRS if spec_of(pair.ours) is spec}
+    defaults = tiny_config(spec)
+    for reference, fields in spec.reference_config_overrides.items():
+        assert reference in references, f"{reference!r} is not a transformers pair of {spec.name}: {sorted(references)}"
+        assert fields and all(hasattr(defaults, key) for key in fields), fields
 
 
 def assert_same_initial_distribution(ours, theirs, skip: tuple[str, ...] = ()) -> None:

@@ -36,6 +36,8 @@ SPEC = VariantSpec(
     tiny_config={**TINY_TEST_SIZES, "vocab_size": 99, "max_position_embeddings": 64},
     pretraining_objective="mlm+nsp",
     tokenizer_kind="wordpiece-uncased",
+    # benchmarks/bench_compile.py: sequence classification, inference and a training step.
+    compile_benchmark=(("ForSequenceClassification", False), ("ForSequenceClassification", True)),
 )
 
 

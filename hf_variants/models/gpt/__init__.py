@@ -34,6 +34,12 @@ SPEC = VariantSpec(
     tiny_config={**TINY_TEST_SIZES, "vocab_size": 99, "max_position_embeddings": 64, "pad_token_id": 0},
     pretraining_objective="clm",
     tokenizer_kind="bpe",
+    # transformers' OpenAI GPT (GPT-1): post-LN, FFN 4x hidden (256 = 4 x the init test's 64), no
+    # scaled residual init. GPT-2 is our default.
+    reference_config_overrides={
+        "openai-gpt": {"pre_layer_norm": False, "scale_residual_init": False, "intermediate_size": 256},
+    },
+    compile_benchmark=(("ForSequenceClassification", False),),  # benchmarks/bench_compile.py
     exports={"GPTDoubleHeadsOutput": GPTDoubleHeadsOutput, "format_gpt1_inputs": format_gpt1_inputs},
 )
 

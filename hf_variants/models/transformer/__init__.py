@@ -19,6 +19,8 @@ SPEC = VariantSpec(
     tiny_config={**TINY_TEST_SIZES, "decoder_layers": 2, "vocab_size": 99, "max_position_embeddings": 64},
     pretraining_objective="seq2seq",
     tokenizer_kind="bpe",
+    # Marian (the transformers reference) concatenates sin|cos; the paper interleaves them.
+    reference_config_overrides={"marian": {"sinusoidal_layout": "concatenated"}},
     exports={
         "noam_learning_rate": noam_learning_rate,
         "noam_peak_learning_rate": noam_peak_learning_rate,

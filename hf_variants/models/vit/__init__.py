@@ -30,6 +30,7 @@ SPEC = VariantSpec(
     },
     pretraining_objective="mae",
     tokenizer_kind="none",  # images: no tokenizer
+    compile_benchmark=(("ForImageClassification", False),),  # benchmarks/bench_compile.py
 )
 
 
