@@ -55,13 +55,13 @@ from transformers.modeling_outputs import BaseModelOutputWithPooling
 from .embeddings import TransformerEmbeddings, check_not_empty
 from .encoder import LayerSpec, LayerStack
 from .cache import check_cache_batch, check_cache_positions, pick_cache
-from .heads import MaskedLMHead, Pooler, summarize, summary_positions
+from .heads import MaskedLMHead, Pooler, summarize
 from .layout import BatchLayout
-from .masks import KeyMask, make_attention_bias, reads_a_padding_position
+from .masks import KeyMask, make_attention_bias, reads_a_padding_position, summary_positions, worth_unpadding
 from .tracing import is_tracing
 from .memory import SegmentMemory
 from .norms import RMSNorm
-from .padding import UnpaddedBatch, gather_positions, worth_unpadding
+from .padding import UnpaddedBatch, gather_positions
 
 
 class TransformerPreTrainedModel(PreTrainedModel):

@@ -16,7 +16,7 @@ from transformers.activations import ACT2FN
 
 from .embeddings import POSITION_EMBEDDING_TYPES
 from .encoder import SHARING_MODES
-from .heads import SUMMARY_TYPES
+from .masks import SUMMARY_TYPES
 from .norms import NORM_TYPES
 
 

@@ -12,6 +12,7 @@ from torch.nn import functional as F
 from transformers.activations import ACT2FN
 
 from .dropout import Dropout
+from .masks import summary_positions
 from .padding import gather_positions
 from .tracing import is_tracing
 
@@ -50,31 +51,6 @@ def check_label_shape(labels: torch.Tensor, expected: tuple[int, ...], name: str
 
 
 # ----------------------------------------------------------------------------- heads
-SUMMARY_TYPES = ("first", "last", "last_real", "mean")
-
-
-def summary_positions(
-    summary_type: str, attention_mask: torch.Tensor | None, batch: int, length: int, device: torch.device
-) -> torch.Tensor | None:
-    """(B, 1) position of the token that summarises each row, or None for "mean" (every real token).
-
-    "first": position 0 (BERT's [CLS], RoBERTa's <s>, ViT's class token); "last": position T-1
-    (XLNet, whose inputs are left-padded); "last_real": each row's last real token (GPT: the end of
-    a right- or left-padded text).
-    """
-    if summary_type == "first":
-        return torch.zeros(batch, 1, dtype=torch.long, device=device)
-    if summary_type == "last" or (summary_type == "last_real" and attention_mask is None):
-        return torch.full((batch, 1), length - 1, dtype=torch.long, device=device)
-    if summary_type == "last_real":
-        # The highest index holding a 1 (argmax returns the first maximum, hence the ramp).
-        ramp = torch.arange(1, length + 1, device=device)
-        return (attention_mask.bool() * ramp).argmax(dim=-1, keepdim=True)
-    if summary_type == "mean":
-        return None
-    raise ValueError(f"summary_type must be one of {SUMMARY_TYPES}, got {summary_type!r}")
-
-
 def summarize(hidden_states: torch.Tensor, summary_type: str, attention_mask: torch.Tensor | None) -> torch.Tensor:
     """The (B, H) summary of (B, T, H) states. A (B, 1, H) input is the summary already (the
     backbone computed the last layer at the summary position only; with T = 1 every type agrees)."""

@@ -6,7 +6,7 @@ computes, and whether attention is causal; the backbone plans it and every layer
 rules, in one place:
 
 - Packed only when it is exact and worth it: ``padding_free`` asked for, enough padding
-  (padding.worth_unpadding), no additive bias other than padding (a permutation or document mask
+  (masks.worth_unpadding), no additive bias other than padding (a permutation or document mask
   is defined in padded coordinates: it forces the padded layout, it is never dropped), and no
   reader of a padding position (the packed path leaves zeros there, where transformers reads the
   value computed at that slot: QA's softmax over all T, labels at padding, a pooler reading
@@ -25,8 +25,10 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from .masks import combine_biases, document_bias, make_attention_bias, reads_a_padding_position, zeroing_mask
-from .padding import UnpaddedBatch, worth_unpadding
+from .masks import (
+    combine_biases, document_bias, make_attention_bias, reads_a_padding_position, worth_unpadding, zeroing_mask,
+)
+from .padding import UnpaddedBatch
 
 
 @dataclass

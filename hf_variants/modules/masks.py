@@ -28,6 +28,10 @@ from torch.nn import functional as F
 
 from .tracing import is_tracing
 
+# Below this fraction of padding tokens, unpadding costs more (gathers and scatters around every
+# attention call) than the per-token work it saves; such batches run the padded path.
+MIN_PADDING_FRACTION = 0.05
+
 
 # ---------------------------------------------------------------------------- checks
 def check_mask_values(attention_mask: torch.Tensor | None) -> None:
@@ -286,6 +290,12 @@ def reads_a_padding_position(
     return not bool(real.all())
 
 
+def worth_unpadding(attention_mask: torch.Tensor) -> bool:
+    """True when at least MIN_PADDING_FRACTION of the (B, T) batch is padding."""
+    padding = attention_mask.numel() - int(attention_mask.bool().sum())
+    return padding >= MIN_PADDING_FRACTION * attention_mask.numel()
+
+
 def targets_at_padding(
     labels: torch.Tensor | None, attention_mask: torch.Tensor | None, ignore_index: int, *, shifted: bool = False
 ) -> bool:
@@ -299,6 +309,33 @@ def targets_at_padding(
     if shifted:
         return bool(((attention_mask[:, :-1] == 0) & (labels[:, 1:] != ignore_index)).any())
     return bool(((attention_mask == 0) & (labels != ignore_index)).any())
+
+
+# config.summary_type: which token of a row stands for the whole row (the pooler and every
+# sequence-level head read it).
+SUMMARY_TYPES = ("first", "last", "last_real", "mean")
+
+
+def summary_positions(
+    summary_type: str, attention_mask: torch.Tensor | None, batch: int, length: int, device: torch.device
+) -> torch.Tensor | None:
+    """(B, 1) position of the token that summarises each row, or None for "mean" (every real token).
+
+    "first": position 0 (BERT's [CLS], RoBERTa's <s>, ViT's class token); "last": position T-1
+    (XLNet, whose inputs are left-padded); "last_real": each row's last real token (GPT: the end of
+    a right- or left-padded text).
+    """
+    if summary_type == "first":
+        return torch.zeros(batch, 1, dtype=torch.long, device=device)
+    if summary_type == "last" or (summary_type == "last_real" and attention_mask is None):
+        return torch.full((batch, 1), length - 1, dtype=torch.long, device=device)
+    if summary_type == "last_real":
+        # The highest index holding a 1 (argmax returns the first maximum, hence the ramp).
+        ramp = torch.arange(1, length + 1, device=device)
+        return (attention_mask.bool() * ramp).argmax(dim=-1, keepdim=True)
+    if summary_type == "mean":
+        return None
+    raise ValueError(f"summary_type must be one of {SUMMARY_TYPES}, got {summary_type!r}")
 
 
 def is_left_padded(attention_mask: torch.Tensor) -> bool:

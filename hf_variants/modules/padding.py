@@ -21,9 +21,6 @@ import torch
 
 from .masks import key_padding_bias
 
-# Below this fraction of padding tokens, unpadding costs more (gathers and scatters around every
-# attention call) than the per-token work it saves; such batches run the padded path.
-MIN_PADDING_FRACTION = 0.05
 # A bucket split must save at least this fraction of the attention area (sum of rows * L^2) of
 # the group it splits: every extra bucket costs one more (small) attention call per layer.
 MIN_BUCKET_SAVING = 0.15
@@ -44,12 +41,6 @@ def selected_positions(selected: torch.Tensor) -> tuple[torch.Tensor, torch.Tens
     order = torch.sort((~selected).to(torch.uint8), dim=1, stable=True).indices[:, :width]
     real = torch.arange(width, device=selected.device)[None, :] < counts[:, None]
     return order.masked_fill(~real, 0), real
-
-
-def worth_unpadding(attention_mask: torch.Tensor) -> bool:
-    """True when at least MIN_PADDING_FRACTION of the (B, T) batch is padding."""
-    padding = attention_mask.numel() - int(attention_mask.bool().sum())
-    return padding >= MIN_PADDING_FRACTION * attention_mask.numel()
 
 
 @dataclass

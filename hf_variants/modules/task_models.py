@@ -35,7 +35,6 @@ from .heads import (
     MaskedLMHead,
     PooledClassifier,
     summarize,
-    summary_positions,
     check_class_labels,
     check_label_shape,
     masked_lm_loss,
@@ -45,7 +44,7 @@ from .heads import (
     token_classification_loss,
 )
 from .backbone import check_not_empty
-from .masks import targets_at_padding
+from .masks import summary_positions, targets_at_padding
 from .padding import selected_positions
 
 

@@ -50,8 +50,8 @@ from ...modules.feed_forward import FeedForward
 from ...modules.heads import SequenceSummary, check_class_labels, cross_entropy_or_zero
 from ...modules.memory import MemoryGenerationMixin, SegmentMemory
 from ...modules.norms import build_norm
-from ...modules.masks import check_mask_values, is_left_padded, split_prefix_mask, two_stream_biases
-from ...modules.padding import bucket_rows, worth_unpadding
+from ...modules.masks import check_mask_values, is_left_padded, split_prefix_mask, two_stream_biases, worth_unpadding
+from ...modules.padding import bucket_rows
 from ...modules.relative_attention import KeyValuePrefix, RelativeAttention, relative_encodings
 from ...modules.tracing import is_tracing
 from ...modules.task_models import (
