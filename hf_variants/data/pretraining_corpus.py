@@ -293,15 +293,15 @@ def load_pretraining_corpus(cache_dir: str | Path | None = None, sources: Sequen
 
 def upsample_sources(corpus: datasets.DatasetDict, factors: Mapping[str, int]) -> datasets.DatasetDict:
     """``corpus`` with each named source's training documents taken ``factors[source]`` times."""
-    present = set(corpus["train"].unique("source"))
+    train = corpus["train"]
+    sources = train["source"]
+    present = set(sources)
     for source, factor in factors.items():
         if source not in present:
             raise ValueError(f"upsample names {source!r}, which this corpus does not hold; its sources: "
                              f"{', '.join(sorted(present))}")
         if isinstance(factor, bool) or not isinstance(factor, int) or factor < 1:
             raise ValueError(f"upsample factor for {source!r} must be a whole number >= 1, got {factor!r}")
-    train = corpus["train"]
-    sources = train["source"]
     indices = [index for index, source in enumerate(sources) for _ in range(factors.get(source, 1))]
     random.Random(UPSAMPLE_SEED).shuffle(indices)
     return datasets.DatasetDict({**corpus, "train": train.select(indices)})

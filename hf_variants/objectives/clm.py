@@ -27,6 +27,7 @@ import datasets
 import numpy as np
 import torch
 
+from ..modules.masks import additive_mask
 from .masking import IGNORE_INDEX, pad_batch, word_start_positions
 from .packing import iter_corpus_documents, tokenize_documents
 
@@ -112,9 +113,7 @@ def document_causal_mask(document_ids: torch.Tensor) -> torch.Tensor:
 def document_causal_bias(document_ids: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """`document_causal_mask` as an additive bias (B, 1, T, T): 0 where allowed, the dtype's
     most negative value elsewhere (added to the attention scores before the softmax)."""
-    allowed = document_causal_mask(document_ids)
-    return torch.zeros(allowed.shape, dtype=dtype, device=document_ids.device).masked_fill(
-        ~allowed, torch.finfo(dtype).min)
+    return additive_mask(~document_causal_mask(document_ids), dtype)
 
 
 class DataCollatorForPackedCausalLM:
