@@ -6,6 +6,9 @@
     hf-variants evaluate --model_name_or_path CHECKPOINT --output_dir DIR [...]
                                               examples/evaluate_pretraining.py (a source checkout's):
                                               fine-tuning + probes beside the random-weight twin
+    hf-variants zoo [--variants NAME ...] [--budget_minutes M] [...]
+                                              examples/zoo.py (a source checkout's): every variant's mini
+                                              pretrained, evaluated beside its twin, written Hub-ready
 """
 
 from __future__ import annotations
@@ -35,22 +38,33 @@ def _parser() -> argparse.ArgumentParser:
         "evaluate", add_help=False,
         help="evaluate a pretrained checkpoint beside its random-weight twin (examples/evaluate_pretraining.py)")
     evaluate.add_argument("arguments", nargs="*", help="evaluate_pretraining.py's arguments (see its --help)")
+    zoo = commands.add_parser(
+        "zoo", add_help=False,
+        help="pretrain, evaluate and package every variant's mini (examples/zoo.py)")
+    zoo.add_argument("arguments", nargs="*", help="zoo.py's arguments (see its --help)")
     return parser
 
 
-def _evaluation_script():
-    """examples/evaluate_pretraining.py of the source checkout this package runs from, imported.
-    (The example scripts are not part of the wheel.)"""
+# subcommand -> the example script it runs (in-process)
+SCRIPT_COMMANDS = {"evaluate": "evaluate_pretraining", "zoo": "zoo"}
+
+
+def _example_script(command: str):
+    """examples/<script>.py of the source checkout this package runs from, imported (the example
+    scripts are not part of the wheel); `command` is the subcommand that runs it."""
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parent.parent / "examples" / "evaluate_pretraining.py"
+    name = SCRIPT_COMMANDS[command]
+    path = Path(__file__).resolve().parent.parent / "examples" / f"{name}.py"
     if not path.is_file():
-        raise ValueError(f"hf-variants evaluate runs examples/evaluate_pretraining.py from a source checkout; {path} is missing "
+        raise ValueError(f"hf-variants {command} runs examples/{name}.py from a source checkout; {path} is missing "
                          "(clone the repository and `pip install -e .`)")
-    spec = importlib.util.spec_from_file_location("evaluate_pretraining", path)
+    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(path):
+        return sys.modules[name]  # already imported (the zoo imports evaluate_pretraining itself)
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
-    sys.modules["evaluate_pretraining"] = module
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
 
@@ -58,9 +72,9 @@ def _evaluation_script():
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `hf-variants` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["evaluate"]:  # every later argument is the script's (argparse would claim --help)
+    if argv[:1] and argv[0] in SCRIPT_COMMANDS:  # every later argument is the script's (argparse would claim --help)
         try:
-            _evaluation_script().main(argv[1:])
+            _example_script(argv[0]).main(argv[1:])
         except ValueError as err:
             print(f"hf-variants: error: {err}", file=sys.stderr)
             return 1
