@@ -34,7 +34,7 @@ def built(zoo, tmp_path_factory):
     root = tmp_path_factory.mktemp("zoo")
     output_dir, results_dir = root / "runs", root / "results"
     records = zoo.main(QUICK + ["--variants", "bert", "t5", "--output_dir", str(output_dir),
-                                "--results_dir", str(results_dir)])
+                                "--results_dir", str(results_dir), "--hub_namespace", "zoo-test"])
     return records, output_dir, results_dir
 
 
@@ -90,6 +90,8 @@ def test_card_model_index_has_the_measured_values(built):
     sentiment = bert["evaluation"]["tasks"]["sentiment"]
     assert values[("hf_variants/rt_polarity", "accuracy", "sentiment (accuracy %)")] == sentiment["pretrained"]["mean"]
     assert "random-weight twin" in card.text and f"{sentiment['random']['mean']:.1f}" in card.text
+    assert 'from_pretrained("zoo-test/bert-mini-quick")' in card.text  # --hub_namespace
+    assert "- not run: ner:" in card.text
 
 
 def test_hub_folders_reload_through_the_auto_classes(built):
