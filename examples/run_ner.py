@@ -205,7 +205,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
         if name != "train":
             report_unlabelled_words(name, labelled_words[name], true_tags[name])
 
-    def predicted_tags(split: str, predictions: np.ndarray, labels: np.ndarray) -> list[list[str]]:
+    def predicted_tags(split: str, predictions: np.ndarray | tuple, labels: np.ndarray) -> list[list[str]]:
+        # a model returning more than logits (XLNet: its mems) gives a tuple, the logits first (as in run_glue)
+        predictions = predictions[0] if isinstance(predictions, tuple) else predictions
         token_predictions = np.argmax(predictions, axis=-1)
         return [
             word_predictions(row, row_labels, words, len(tags), id2label)

@@ -63,7 +63,7 @@ HARNESS_NOT_RUN = {"ner": "not in the zoo's task set (sentiment, pos, probe), wh
                           "variant's evaluation short",
                    "qa": "opt-in in the harness (its most expensive task); the span heads' cloze QA comes later"}
 # Files of the pretraining run that go into the Hub folder (the tokenizer's are matched by name).
-HUB_FILES = ("model.safetensors", "config.json", "trainer_state.json", "eval_results.json")
+HUB_FILES = ("model.safetensors", "config.json", "generation_config.json", "trainer_state.json", "eval_results.json")
 TOKENIZER_PREFIXES = ("tokenizer", "special_tokens_map", "vocab", "merges", "spiece", "added_tokens")
 QUICK_PRETRAINING = ["--corpus", "austen", "--max_documents", "12", "--vocab_size", "600", "--max_seq_length", "32",
                      "--per_device_train_batch_size", "4", "--per_device_eval_batch_size", "16", "--max_steps", "3",
@@ -155,6 +155,16 @@ def pretraining_argv(spec: VariantSpec, args: argparse.Namespace, run_dir: Path)
 def held_out(results: dict | None) -> dict[str, float]:
     """The held-out loss / accuracy / perplexity of one of run_pretraining's evaluations."""
     return {key: results[key] for key in HELD_OUT_KEYS if results and key in results}
+
+
+def held_out_before(trained: dict, run_dir: Path) -> dict[str, float]:
+    """The untrained model's held-out numbers: from the results, or (a run resumed from a checkpoint
+    does not evaluate before training again) from the step-0 line of its eval_curve.jsonl."""
+    if trained["before_training"]:
+        return held_out(trained["before_training"])
+    curve = run_dir / "eval_curve.jsonl"
+    lines = [json.loads(line) for line in curve.read_text().splitlines() if line.strip()] if curve.is_file() else []
+    return held_out(next((line for line in lines if line["step"] == 0), None))
 
 
 def evaluation_summary(report: dict) -> dict[str, dict]:
@@ -252,7 +262,7 @@ def build_variant(spec: VariantSpec, args: argparse.Namespace) -> dict:
                               "train_minutes": round(trained["train_minutes"], 2),
                               "stopped_by_max_time": trained["stopped_by_max_time"], "bf16": trained["bf16"],
                               "seed": args.seed, "hardware": detect_hardware(),
-                              "held_out_before": held_out(trained["before_training"]),
+                              "held_out_before": held_out_before(trained, run_dir),
                               "held_out_after": held_out(trained["after_training"])}}
     reason = NOT_HARNESS.get(spec.pretraining_objective)
     if reason is None:
@@ -282,7 +292,7 @@ def summary_table(results: list[dict]) -> str:
              "pretrained vs random twin (test, difference) | not run |", "|---|---|---|---|---|---|---|"]
     for result in sorted(results, key=lambda r: r["model_name"]):
         if result["status"] != "built":
-            lines.append(f"| {result['model_name']} | {result['objective']} | - | - | - | not built | "
+            lines.append(f"| {result['model_name']} | {result['objective']} | - | - | - | {result['status']} | "
                          f"{result['reason']} |")
             continue
         pre = result["pretraining"]
@@ -310,7 +320,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, dict]:
     args = parse_arguments(argv)
     results_dir = Path(args.results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
-    records = {}
+    records, failed = {}, []
     for spec in args.specs:
         name = model_name(spec, args.quick) if spec.mini_config else spec.name
         results_path = results_dir / f"{name}.json"
@@ -319,18 +329,32 @@ def main(argv: Sequence[str] | None = None) -> dict[str, dict]:
             records[name] = {"variant": spec.name, "model_name": name, "objective": spec.pretraining_objective,
                              "status": "not built", "reason": reason, "quick": args.quick}
             print(f"[zoo] {name}: not built ({reason})", flush=True)
-        elif results_path.is_file() and (Path(args.output_dir) / name / "hub" / "config.json").is_file() \
-                and not args.force:
+        elif is_built(results_path, Path(args.output_dir) / name / "hub") and not args.force:
             records[name] = json.loads(results_path.read_text(encoding="utf-8"))
             records[name]["skipped"] = True
             print(f"[zoo] {name}: already built ({results_path}); --force rebuilds it", flush=True)
             continue
         else:
-            records[name] = build_variant(spec, args)
+            try:
+                records[name] = build_variant(spec, args)
+            except Exception as error:  # noqa: BLE001  (one variant's failure must not stop an hours-long zoo)
+                records[name] = {"variant": spec.name, "model_name": name, "objective": spec.pretraining_objective,
+                                 "status": "failed", "reason": f"{type(error).__name__}: {error}", "quick": args.quick}
+                failed.append(name)
+                print(f"[zoo] {name}: FAILED ({records[name]['reason']})", flush=True)
         write_text_atomically(results_path, json.dumps(records[name], indent=2) + "\n")
         write_summary(results_dir)
     write_summary(results_dir)
+    if failed:  # recorded (and rebuilt by the next call); the caller must still see the run fail
+        raise RuntimeError(f"the zoo could not build {failed}: see their results JSON in {results_dir}")
     return records
+
+
+def is_built(results_path: Path, hub_dir: Path) -> bool:
+    """Whether a variant's results JSON says built and its Hub folder holds a config."""
+    if not (results_path.is_file() and (hub_dir / "config.json").is_file()):
+        return False
+    return json.loads(results_path.read_text(encoding="utf-8")).get("status") == "built"
 
 
 if __name__ == "__main__":

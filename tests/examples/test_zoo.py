@@ -117,6 +117,20 @@ def test_a_second_call_skips_the_built_variant(zoo, built):
     assert "skipped" not in json.loads((results_dir / "bert-mini-quick.json").read_text())
 
 
+def test_a_lost_results_json_is_rebuilt_from_the_interrupted_runs(zoo, built):
+    # The results JSON is written last: without it the variant is built again, the pretraining run
+    # resumes from its final checkpoint (no new steps) and the evaluation reuses its finished runs.
+    records, output_dir, results_dir = built
+    first = records["bert-mini-quick"]
+    (results_dir / "bert-mini-quick.json").unlink()
+    again = zoo.main(QUICK + ["--variants", "bert", "--output_dir", str(output_dir), "--results_dir", str(results_dir)])
+    record = again["bert-mini-quick"]
+    assert record["pretraining"]["global_step"] == 3
+    assert record["pretraining"]["held_out_before"] == first["pretraining"]["held_out_before"]  # from eval_curve.jsonl
+    assert record["evaluation"]["tasks"] == first["evaluation"]["tasks"]
+    assert json.loads((results_dir / "bert-mini-quick.json").read_text()) == record
+
+
 def test_bad_input_is_a_value_error_naming_it(zoo, tmp_path):
     with pytest.raises(ValueError, match="unknown variant.*'nope'"):
         zoo.main(["--variants", "bert", "nope", "--results_dir", str(tmp_path)])
