@@ -391,8 +391,16 @@ class EncoderHeadModel(EncoderTaskModel):
         """Create the head's modules (their attribute names are the key map's)."""
         raise NotImplementedError
 
-    def head_logits(self, out, attention_mask: torch.Tensor | None) -> torch.Tensor:
-        """The head on the backbone output ``out`` (BaseModelOutputWithPooling) -> logits."""
+    def head_reads(
+        self, input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """The positions the head reads, which the last layer then computes alone: ((B, M)
+        positions, (B, M) real-position mask), or None (the plan of :meth:`_encode` decides)."""
+        return None
+
+    def head_logits(self, out, attention_mask: torch.Tensor | None, read: tuple[torch.Tensor, torch.Tensor] | None) -> torch.Tensor:
+        """The head on the backbone output ``out`` (BaseModelOutputWithPooling; at the positions
+        ``read`` of :meth:`head_reads` alone when those were given) -> logits."""
         raise NotImplementedError
 
     def head_loss(self, logits: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
@@ -414,11 +422,12 @@ class EncoderHeadModel(EncoderTaskModel):
     ) -> ModelOutput | tuple:
         """Inputs (B, T); ``labels`` as the class docstring says. Returns ``output_class`` with
         ``loss`` (when labels are given), ``logits``, ``hidden_states``, ``attentions``."""
+        read = self.head_reads(input_ids, inputs_embeds)
         out = self._encode(
             input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
-            token_labels=labels if self.labels_per_token else None, **kwargs,
+            token_labels=labels if self.labels_per_token else None, read=read, **kwargs,
         )
-        logits = self.head_logits(out, attention_mask)
+        logits = self.head_logits(out, attention_mask, read)
         loss = self.head_loss(logits, labels, attention_mask) if labels is not None else None
         return self._finish(
             self.output_class, return_dict, backbone_output=out, loss=loss, logits=logits, hidden_states=out.hidden_states,
@@ -444,7 +453,7 @@ class EncoderForSequenceClassification(EncoderHeadModel):
         returns (B, num_outputs). Variants with another head (XLM's sequence summary) override it."""
         return self.classifier_class(config.hidden_size, num_outputs, classifier_dropout(config))
 
-    def head_logits(self, out, attention_mask: torch.Tensor | None) -> torch.Tensor:
+    def head_logits(self, out, attention_mask: torch.Tensor | None, read=None) -> torch.Tensor:
         return self.classifier(self._summary(out, attention_mask), out.pooler_output)
 
     def head_loss(self, logits: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
@@ -462,7 +471,7 @@ class EncoderForTokenClassification(EncoderHeadModel):
         self.dropout = Dropout(classifier_dropout(config))
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
 
-    def head_logits(self, out, attention_mask: torch.Tensor | None) -> torch.Tensor:
+    def head_logits(self, out, attention_mask: torch.Tensor | None, read=None) -> torch.Tensor:
         return self.classifier(self.dropout(out.last_hidden_state))
 
     def head_loss(self, logits: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:

@@ -86,7 +86,7 @@ class BertForNextSentencePrediction(EncoderHeadModel, BertPreTrainedModel):
     def build_head(self, config: BertConfig) -> None:
         self.nsp_head = nn.Linear(config.hidden_size, 2)
 
-    def head_logits(self, out, attention_mask: torch.Tensor | None) -> torch.Tensor:
+    def head_logits(self, out, attention_mask: torch.Tensor | None, read=None) -> torch.Tensor:
         return self.nsp_head(out.pooler_output)
 
     def head_loss(self, logits: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:

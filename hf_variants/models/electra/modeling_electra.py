@@ -103,7 +103,7 @@ class ElectraForReplacedTokenDetection(EncoderHeadModel, ElectraPreTrainedModel)
     def build_head(self, config: ElectraConfig) -> None:
         self.discriminator_predictions = ReplacedTokenDetectionHead(config.hidden_size, config.hidden_act)
 
-    def head_logits(self, out, attention_mask: torch.Tensor | None) -> torch.Tensor:
+    def head_logits(self, out, attention_mask: torch.Tensor | None, read=None) -> torch.Tensor:
         return self.discriminator_predictions(out.last_hidden_state)
 
     def head_loss(self, logits: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
