@@ -89,9 +89,6 @@ class XLNetWeights(VariantWeights):
 
     def config_dict_to_ours(self, config_dict: dict) -> dict:
         fields = super().config_dict_to_ours(config_dict)
-        for ours, theirs in _RENAMED.items():
-            if config_dict.get(theirs) is not None:
-                fields[ours] = config_dict[theirs]
         if "n_token" in config_dict:
             fields["vocab_size"] = config_dict["n_token"]
         # XLNet has one dropout rate; ours is read from hidden_dropout_prob, kept equal for clarity.
@@ -105,6 +102,7 @@ WEIGHTS = XLNetWeights(
     transformers_classes=THEIR_CLASSES,
     source_model_types=("xlnet",),
     config_to_theirs=config_to_theirs,
+    renamed_fields={theirs: ours for ours, theirs in _RENAMED.items()},
 )
 
 
