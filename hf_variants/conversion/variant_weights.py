@@ -32,6 +32,15 @@ def shared_config_fields(source: PreTrainedConfig | dict, target_class: type) ->
     return {k: v for k, v in items if k in names}
 
 
+def require_values(config: PreTrainedConfig, family: str, required: dict[str, Any]) -> None:
+    """Refuse a config transformers' ``family`` cannot express: ValueError naming the first field
+    of ``config`` in ``required`` (field name -> the only value ``family`` has) that differs."""
+    for name, needed in required.items():
+        value = getattr(config, name)
+        if value != needed:
+            raise ValueError(f"transformers' {family} has no equivalent of {name}={value!r} (needs {needed!r})")
+
+
 @dataclass(frozen=True)
 class VariantWeights:
     """Everything about one variant's weights outside its modeling code.

@@ -30,6 +30,7 @@ from __future__ import annotations
 import transformers
 
 from ...conversion import KeyMap, VariantWeights, shared_config_fields
+from ...conversion.variant_weights import require_values
 from ...conversion.key_map import head_renames
 from .configuration_xlm import SUMMARY_TYPES, XLMConfig
 
@@ -83,19 +84,16 @@ THEIR_CLASSES = {
 
 def config_to_theirs(config: XLMConfig) -> transformers.XLMConfig:
     """Our config -> transformers' XLMConfig, refusing what transformers' XLM cannot express."""
-    required = {
-        "pre_layer_norm": (config.pre_layer_norm, False),
-        "layer_sharing": (config.layer_sharing, "none"),
-        "norm_type": (config.norm_type, "layer_norm"),
-        "use_bias": (config.use_bias, True),
-        "gated_ffn": (config.gated_ffn, False),
-        "ffn_dropout_prob": (config.ffn_dropout_prob, 0.0),
-        "attention_scale": (config.attention_scale, None),
-        "intermediate_size": (config.intermediate_size, 4 * config.hidden_size),  # fixed in transformers' XLM
-    }
-    for name, (value, needed) in required.items():
-        if value != needed:
-            raise ValueError(f"transformers' XLM has no equivalent of {name}={value!r} (needs {needed!r})")
+    require_values(config, "XLM", {
+        "pre_layer_norm": False,
+        "layer_sharing": "none",
+        "norm_type": "layer_norm",
+        "use_bias": True,
+        "gated_ffn": False,
+        "ffn_dropout_prob": 0.0,
+        "attention_scale": None,
+        "intermediate_size": 4 * config.hidden_size,  # fixed in transformers' XLM
+    })
     if config.hidden_act not in ("gelu", "relu"):
         raise ValueError(f"transformers' XLM has gelu or relu only, not hidden_act={config.hidden_act!r}")
     if config.position_embedding_type not in ("learned", "sinusoidal"):
