@@ -13,7 +13,7 @@ import transformers
 from transformers import PreTrainedConfig
 
 from .key_map import KeyMap, head_renames
-from .variant_weights import shared_config_fields
+from .variant_weights import require_values, shared_config_fields
 
 _THEIR_LAYER, _OUR_LAYER = "encoder.layer.{i}", "encoder.layers.{i}"
 
@@ -67,14 +67,11 @@ KEY_MAP = KeyMap(
 def check_bert_expressible(config: PreTrainedConfig) -> None:
     """Raise a ValueError for what transformers' BERT-style blocks cannot express (pre-LN,
     other position schemes, layer sharing)."""
-    unsupported = {
-        "pre_layer_norm": (config.pre_layer_norm, False),
-        "position_embedding_type": (config.position_embedding_type, "learned"),
-        "layer_sharing": (config.layer_sharing, "none"),
-    }
-    for name, (value, required) in unsupported.items():
-        if value != required:
-            raise ValueError(f"transformers' BERT has no equivalent of {name}={value!r} (needs {required!r})")
+    require_values(config, "BERT", {
+        "pre_layer_norm": False,
+        "position_embedding_type": "learned",
+        "layer_sharing": "none",
+    })
 
 
 def bert_config_to_theirs(config: PreTrainedConfig) -> transformers.BertConfig:

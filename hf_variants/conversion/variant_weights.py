@@ -32,6 +32,15 @@ def shared_config_fields(source: PreTrainedConfig | dict, target_class: type) ->
     return {k: v for k, v in items if k in names}
 
 
+def require_values(config: PreTrainedConfig, family: str, required: dict[str, Any]) -> None:
+    """Refuse a config transformers' ``family`` cannot express: ValueError naming the first field
+    of ``config`` in ``required`` (field name -> the only value ``family`` has) that differs."""
+    for name, needed in required.items():
+        value = getattr(config, name)
+        if value != needed:
+            raise ValueError(f"transformers' {family} has no equivalent of {name}={value!r} (needs {needed!r})")
+
+
 @dataclass(frozen=True)
 class VariantWeights:
     """Everything about one variant's weights outside its modeling code.
@@ -50,6 +59,8 @@ class VariantWeights:
             where it has no equivalent); :meth:`config_to_family` gives the other families'.
         config_defaults: values set on configs translated from a source format, where ours
             differs from theirs by default or by name.
+        renamed_fields: a source config field -> ours, where only the name differs (T5's ``d_model``
+            -> ``hidden_size``): read under its name when it is set (not None).
         constructor_kwargs: head suffix -> a function of a model giving the arguments beyond the
             config that rebuild its architecture in the other library (both classes take the same
             ones, e.g. ViTModel's ``add_pooling_layer`` / ``use_mask_token``); heads not listed
@@ -65,6 +76,7 @@ class VariantWeights:
     source_model_types: tuple[str, ...]
     config_to_theirs: Callable[[PreTrainedConfig], PreTrainedConfig]
     config_defaults: dict[str, Any] = field(default_factory=dict)
+    renamed_fields: dict[str, str] = field(default_factory=dict)
     constructor_kwargs: dict[str, Callable[[PreTrainedModel], dict]] = field(default_factory=dict)
     theirs_built_by_init: tuple[str, ...] = ()
 
@@ -101,11 +113,12 @@ class VariantWeights:
 
     def config_dict_to_ours(self, config_dict: dict) -> dict:
         """A source checkpoint's config.json contents -> the arguments of our config class:
-        the fields both have, plus ``config_defaults`` (model_type, architectures and fields we
-        do not have, such as ``use_cache``, are dropped)."""
+        the fields both have, plus ``config_defaults``, plus the ``renamed_fields`` that are set
+        (model_type, architectures and fields we do not have, such as ``use_cache``, are dropped)."""
         fields = shared_config_fields(config_dict, self.config_class)
         fields.pop("architectures", None)
         fields.update(self.config_defaults)
+        fields.update({ours: config_dict[theirs] for theirs, ours in self.renamed_fields.items() if config_dict.get(theirs) is not None})
         return fields
 
     def config_to_ours(self, config: PreTrainedConfig, **overrides) -> PreTrainedConfig:

@@ -52,6 +52,17 @@ def classifier_dropout(config) -> float:
     return config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
 
 
+def refuse_next_sentence_label(kwargs: dict, variant: str) -> None:
+    """For pretraining models without next sentence prediction (RoBERTa, SpanBERT, ELECTRA): a
+    ``next_sentence_label`` in ``kwargs`` (a BERT collator's column) raises rather than being
+    silently ignored; a None one is dropped."""
+    if kwargs.pop("next_sentence_label", None) is not None:
+        raise ValueError(
+            f"{variant} is pretrained without next sentence prediction: drop next_sentence_label "
+            "(BertForPreTraining is MLM + NSP)"
+        )
+
+
 class EncoderTaskModel:
     """Common plumbing: build the backbone under ``base_model_prefix`` and run it."""
 
@@ -214,6 +225,10 @@ class EncoderForMaskedLM(EncoderTaskModel):
     positions and returned as (num_masked, V) instead of (B, T, V).
     """
 
+    # The variant's name where this is its pretraining model and the paper has no next sentence
+    # prediction (RoBERTa): a next_sentence_label is then refused (refuse_next_sentence_label).
+    pretrained_without_nsp: str | None = None
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if hasattr(cls, "base_model_prefix"):
@@ -250,6 +265,8 @@ class EncoderForMaskedLM(EncoderTaskModel):
     ) -> MaskedLMOutput | tuple:
         """labels: (B, T) target ids, -100 where nothing is predicted. Logits (B, T, V), or
         (num_predicted, V) with ``config.sparse_prediction``."""
+        if self.pretrained_without_nsp:
+            refuse_next_sentence_label(kwargs, self.pretrained_without_nsp)
         mlm = self._masked_lm(
             labels, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
             output_hidden_states, **kwargs,
@@ -292,6 +309,22 @@ class EncoderForMaskedLM(EncoderTaskModel):
         )
         return MaskedLMPass(encoded, loss, logits, read)
 
+    def _finish_pretraining(
+        self,
+        output_cls: type[ModelOutput],
+        return_dict: bool | None,
+        mlm: MaskedLMPass,
+        loss: torch.Tensor | None,
+        task_loss: torch.Tensor | None,
+        task_logits: torch.Tensor | None,
+    ) -> ModelOutput | tuple:
+        """The output of an MLM + second task model: ``output_cls`` from :func:`pretraining_output`,
+        whose fields stand in one order for every variant (loss, mlm_loss, the task's loss,
+        prediction_logits, the task's logits, hidden_states, attentions)."""
+        values = (loss, mlm.loss, task_loss, mlm.logits, task_logits, mlm.encoded.hidden_states, mlm.encoded.attentions)
+        names = [field.name for field in dataclasses.fields(output_cls)]
+        return self._finish(output_cls, return_dict, **dict(zip(names, values, strict=True)))
+
 
 def pretraining_output(name: str, task: str, logits_field: str, module: str, doc: str) -> type[ModelOutput]:
     """The output class of an MLM + second task pretraining model (BERT's NSP, ALBERT's SOP,
@@ -317,104 +350,132 @@ class EncoderForMaskedLMAndSentenceRelation(EncoderForMaskedLM):
 
     def _masked_lm_and_relation(
         self,
+        output_cls: type[ModelOutput],
+        return_dict: bool | None,
         relation_head: Callable[[torch.Tensor], torch.Tensor],
         relation_labels: torch.Tensor | None,
         relation_label_name: str,
         labels: torch.Tensor | None,
         *encode_args,
-    ) -> tuple[MaskedLMPass, torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    ) -> ModelOutput | tuple:
         """Run the MLM pass (``labels`` (B, T), ``encode_args`` as :meth:`_masked_lm`), then
-        ``relation_head(pooled (B, H))`` -> logits (B, 2). Returns (the MLM pass, the relation
-        logits, the relation loss, the total loss); losses are None without their labels."""
+        ``relation_head(pooled (B, H))`` -> logits (B, 2), and return ``output_cls`` (a
+        :func:`pretraining_output` class); losses are None without their labels."""
         mlm = self._masked_lm(labels, *encode_args)
         relation_logits = relation_head(mlm.encoded.pooler_output)
         relation_loss = None
         if relation_labels is not None:
             relation_loss = sentence_relation_loss(relation_logits, relation_labels, relation_label_name)
         loss = mlm.loss + relation_loss if mlm.loss is not None and relation_loss is not None else None
-        return mlm, relation_logits, relation_loss, loss
+        return self._finish_pretraining(output_cls, return_dict, mlm, loss, relation_loss, relation_logits)
 
 
-class EncoderForSequenceClassification(EncoderTaskModel):
-    """Single sentences or pairs (NLI); regression when num_labels == 1; multi-label via problem_type."""
+class EncoderHeadModel(EncoderTaskModel):
+    """One head on the backbone, one loss, one output type: the forward every such task shares
+    (sequence and token classification, BERT's next sentence prediction, ELECTRA's replaced token
+    detection). A subclass builds its head in :meth:`build_head`, says what the head reads in
+    :meth:`head_logits` and how it is scored in :meth:`head_loss`, and names its ``output_class``;
+    ``labels_per_token`` when its labels are (B, T), one per token (the layout plan reads them,
+    see :meth:`EncoderTaskModel._encode`)."""
+
+    output_class: type[ModelOutput]
+    labels_per_token: bool = False
+
+    def __init__(self, config) -> None:
+        super().__init__(config)
+        self._build_backbone(config)
+        self.build_head(config)
+        self.post_init()
+
+    def build_head(self, config) -> None:
+        """Create the head's modules (their attribute names are the key map's)."""
+        raise NotImplementedError
+
+    def head_reads(
+        self, input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """The positions the head reads, which the last layer then computes alone: ((B, M)
+        positions, (B, M) real-position mask), or None (the plan of :meth:`_encode` decides)."""
+        return None
+
+    def head_logits(self, out, attention_mask: torch.Tensor | None, read: tuple[torch.Tensor, torch.Tensor] | None) -> torch.Tensor:
+        """The head on the backbone output ``out`` (BaseModelOutputWithPooling; at the positions
+        ``read`` of :meth:`head_reads` alone when those were given) -> logits."""
+        raise NotImplementedError
+
+    def head_loss(self, logits: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+        """The mean loss of ``logits`` against ``labels`` (ValueError naming bad labels)."""
+        raise NotImplementedError
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> ModelOutput | tuple:
+        """Inputs (B, T); ``labels`` as the class docstring says. Returns ``output_class`` with
+        ``loss`` (when labels are given), ``logits``, ``hidden_states``, ``attentions``."""
+        read = self.head_reads(input_ids, inputs_embeds)
+        out = self._encode(
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
+            token_labels=labels if self.labels_per_token else None, read=read, **kwargs,
+        )
+        logits = self.head_logits(out, attention_mask, read)
+        loss = self.head_loss(logits, labels, attention_mask) if labels is not None else None
+        return self._finish(
+            self.output_class, return_dict, backbone_output=out, loss=loss, logits=logits, hidden_states=out.hidden_states,
+            attentions=out.attentions,
+        )
+
+
+class EncoderForSequenceClassification(EncoderHeadModel):
+    """Single sentences or pairs (NLI); regression when num_labels == 1; multi-label via problem_type.
+    labels: (B,) class ids, (B,) floats for regression, or (B, num_labels) multi-hot. Logits (B, num_labels)."""
 
     uses_pooler = True
     reads_summary_only = True
     classifier_class = PooledClassifier
+    output_class = SequenceClassifierOutput
 
-    def __init__(self, config) -> None:
-        super().__init__(config)
+    def build_head(self, config) -> None:
         self.num_labels = config.num_labels
-        self._build_backbone(config)
         self.classifier = self.build_classifier(config, config.num_labels)
-        self.post_init()
 
     def build_classifier(self, config, num_outputs: int) -> nn.Module:
         """The head on the summary token: called as ``classifier(summary (B, H), pooled (B, H) or None)``,
         returns (B, num_outputs). Variants with another head (XLM's sequence summary) override it."""
         return self.classifier_class(config.hidden_size, num_outputs, classifier_dropout(config))
 
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **kwargs,
-    ) -> SequenceClassifierOutput | tuple:
-        """labels: (B,) class ids, (B,) floats for regression, or (B, num_labels) multi-hot. Logits (B, num_labels)."""
-        out = self._encode(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
-            **kwargs,
-        )
-        logits = self.classifier(self._summary(out, attention_mask), out.pooler_output)
-        loss = sequence_classification_loss(self.config, logits, labels) if labels is not None else None
-        return self._finish(
-            SequenceClassifierOutput, return_dict, backbone_output=out, loss=loss, logits=logits, hidden_states=out.hidden_states,
-            attentions=out.attentions,
-        )
+    def head_logits(self, out, attention_mask: torch.Tensor | None, read=None) -> torch.Tensor:
+        return self.classifier(self._summary(out, attention_mask), out.pooler_output)
+
+    def head_loss(self, logits: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+        return sequence_classification_loss(self.config, logits, labels)
 
 
-class EncoderForTokenClassification(EncoderTaskModel):
-    """Per-token labels (NER, POS)."""
+class EncoderForTokenClassification(EncoderHeadModel):
+    """Per-token labels (NER, POS). labels: (B, T) class ids, -100 on ignored tokens. Logits (B, T, num_labels)."""
 
-    def __init__(self, config) -> None:
-        super().__init__(config)
+    labels_per_token = True
+    output_class = TokenClassifierOutput
+
+    def build_head(self, config) -> None:
         self.num_labels = config.num_labels
-        self._build_backbone(config)
         self.dropout = Dropout(classifier_dropout(config))
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
-        self.post_init()
 
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **kwargs,
-    ) -> TokenClassifierOutput | tuple:
-        """labels: (B, T) class ids, -100 on ignored tokens. Logits (B, T, num_labels)."""
-        out = self._encode(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
-            token_labels=labels, **kwargs,
-        )
-        logits = self.classifier(self.dropout(out.last_hidden_state))
-        loss = token_classification_loss(logits, labels) if labels is not None else None
-        return self._finish(
-            TokenClassifierOutput, return_dict, backbone_output=out, loss=loss, logits=logits, hidden_states=out.hidden_states,
-            attentions=out.attentions,
-        )
+    def head_logits(self, out, attention_mask: torch.Tensor | None, read=None) -> torch.Tensor:
+        return self.classifier(self.dropout(out.last_hidden_state))
+
+    def head_loss(self, logits: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+        return token_classification_loss(logits, labels)
 
 
 class EncoderForQuestionAnswering(EncoderTaskModel):

@@ -88,14 +88,10 @@ class AlbertForPreTraining(EncoderForMaskedLMAndSentenceRelation, AlbertPreTrain
         **kwargs,
     ) -> AlbertForPreTrainingOutput | tuple:
         """labels: (B, T) MLM targets (-100 elsewhere); sentence_order_label: (B,) 0 = A then B, 1 = swapped."""
-        mlm, sop_logits, sop_loss, loss = self._masked_lm_and_relation(
-            partial(self.sop_classifier, None), sentence_order_label, "sentence_order_label", labels, input_ids,
-            attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
-        )
-        return self._finish(
-            AlbertForPreTrainingOutput, return_dict, loss=loss, mlm_loss=mlm.loss, sop_loss=sop_loss,
-            prediction_logits=mlm.logits, sop_logits=sop_logits,
-            hidden_states=mlm.encoded.hidden_states, attentions=mlm.encoded.attentions,
+        return self._masked_lm_and_relation(
+            AlbertForPreTrainingOutput, return_dict, partial(self.sop_classifier, None), sentence_order_label,
+            "sentence_order_label", labels, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+            output_attentions, output_hidden_states,
         )
 
 

@@ -21,7 +21,7 @@ from ...modules.task_models import (
     EncoderForQuestionAnswering,
     EncoderForSequenceClassification,
     EncoderForTokenClassification,
-    EncoderTaskModel,
+    EncoderHeadModel,
     pretraining_output,
 )
 from .configuration_bert import BertConfig
@@ -68,53 +68,29 @@ class BertForPreTraining(EncoderForMaskedLMAndSentenceRelation, BertPreTrainedMo
         **kwargs,
     ) -> BertForPreTrainingOutput | tuple:
         """labels: (B, T) MLM targets (-100 elsewhere); next_sentence_label: (B,) 0 = next, 1 = random."""
-        mlm, relation_logits, nsp_loss, loss = self._masked_lm_and_relation(
-            self.nsp_head, next_sentence_label, "next_sentence_label", labels, input_ids, attention_mask,
-            token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
-        )
-        return self._finish(
-            BertForPreTrainingOutput, return_dict, loss=loss, mlm_loss=mlm.loss, nsp_loss=nsp_loss,
-            prediction_logits=mlm.logits, seq_relationship_logits=relation_logits,
-            hidden_states=mlm.encoded.hidden_states, attentions=mlm.encoded.attentions,
+        return self._masked_lm_and_relation(
+            BertForPreTrainingOutput, return_dict, self.nsp_head, next_sentence_label, "next_sentence_label", labels,
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
         )
 
 
-class BertForNextSentencePrediction(EncoderTaskModel, BertPreTrainedModel):
-    """The NSP head alone: does segment B follow segment A?"""
+class BertForNextSentencePrediction(EncoderHeadModel, BertPreTrainedModel):
+    """The NSP head alone: does segment B follow segment A? labels: (B,) 0 = B follows A, 1 = B is
+    random. Logits (B, 2)."""
 
     backbone_class = BertModel
     uses_pooler = True
     reads_summary_only = True
+    output_class = NextSentencePredictorOutput
 
-    def __init__(self, config: BertConfig) -> None:
-        super().__init__(config)
-        self._build_backbone(config)
+    def build_head(self, config: BertConfig) -> None:
         self.nsp_head = nn.Linear(config.hidden_size, 2)
-        self.post_init()
 
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **kwargs,
-    ) -> NextSentencePredictorOutput | tuple:
-        """labels: (B,) 0 = B follows A, 1 = B is random. Logits (B, 2)."""
-        out = self._encode(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states
-        )
-        logits = self.nsp_head(out.pooler_output)
-        loss = sentence_relation_loss(logits, labels, "labels") if labels is not None else None
-        return self._finish(
-            NextSentencePredictorOutput, return_dict, loss=loss, logits=logits, hidden_states=out.hidden_states,
-            attentions=out.attentions,
-        )
+    def head_logits(self, out, attention_mask: torch.Tensor | None, read=None) -> torch.Tensor:
+        return self.nsp_head(out.pooler_output)
+
+    def head_loss(self, logits: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+        return sentence_relation_loss(logits, labels, "labels")
 
 
 class BertForMaskedLM(EncoderForMaskedLM, BertPreTrainedModel):

@@ -41,7 +41,9 @@ from ...modules.task_models import (
     EncoderForQuestionAnswering,
     EncoderForSequenceClassification,
     EncoderForTokenClassification,
+    EncoderHeadModel,
     EncoderTaskModel,
+    refuse_next_sentence_label,
 )
 from .configuration_electra import ElectraConfig
 
@@ -90,41 +92,22 @@ def replaced_token_detection_loss(
     return F.binary_cross_entropy_with_logits(logits[used], labels[used].to(logits.dtype))
 
 
-class ElectraForReplacedTokenDetection(EncoderTaskModel, ElectraPreTrainedModel):
+class ElectraForReplacedTokenDetection(EncoderHeadModel, ElectraPreTrainedModel):
     """The discriminator with its RTD head: transformers' ``ElectraForPreTraining`` (same weights,
     same logits). Logits (B, T); labels (B, T) 1 where a token was replaced."""
 
     backbone_class = ElectraModel
+    labels_per_token = True
+    output_class = TokenClassifierOutput
 
-    def __init__(self, config: ElectraConfig) -> None:
-        super().__init__(config)
-        self._build_backbone(config)
+    def build_head(self, config: ElectraConfig) -> None:
         self.discriminator_predictions = ReplacedTokenDetectionHead(config.hidden_size, config.hidden_act)
-        self.post_init()
 
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **kwargs,
-    ) -> TokenClassifierOutput | tuple:
-        out = self._encode(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
-            token_labels=labels, **kwargs,
-        )
-        logits = self.discriminator_predictions(out.last_hidden_state)
-        loss = replaced_token_detection_loss(logits, labels, attention_mask) if labels is not None else None
-        return self._finish(
-            TokenClassifierOutput, return_dict, loss=loss, logits=logits, hidden_states=out.hidden_states,
-            attentions=out.attentions,
-        )
+    def head_logits(self, out, attention_mask: torch.Tensor | None, read=None) -> torch.Tensor:
+        return self.discriminator_predictions(out.last_hidden_state)
+
+    def head_loss(self, logits: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+        return replaced_token_detection_loss(logits, labels, attention_mask)
 
 
 # ----------------------------------------------------------------------------- fine-tuning heads
@@ -340,8 +323,7 @@ class ElectraForPreTraining(EncoderTaskModel, ElectraPreTrainedModel):
         if input_ids is None or inputs_embeds is not None:
             raise ValueError("ElectraForPreTraining needs input_ids (it samples replacement ids), not inputs_embeds")
         check_batch_shape("input_ids", input_ids)  # before the labels are checked against it
-        if kwargs.get("next_sentence_label") is not None:
-            raise ValueError("ELECTRA is pretrained without next sentence prediction: drop next_sentence_label")
+        refuse_next_sentence_label(kwargs, "ELECTRA")
         config = self.config
         segments = dict(attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids)
         selected = None if labels is None else labels != IGNORE_INDEX

@@ -23,14 +23,12 @@ import math
 import torch
 from torch import nn
 from transformers import initialization as init
-from transformers.modeling_outputs import SequenceClassifierOutput
 
 from ..modeling_base import VariantPreTrainedModel
 from ...modules.decoder import DecoderBackbone
 from ...modules.embeddings import TransformerEmbeddings, check_ids_or_embeds, check_index_range
 from ...modules.encoder import LayerStack
 from ...modules.generation import DecoderForCausalLM
-from ...modules.heads import sequence_classification_loss
 from ...modules.padding import gather_positions
 from ...modules.task_models import (
     EncoderForQuestionAnswering,
@@ -141,37 +139,17 @@ class GPTForSequenceClassification(_WithoutCache, EncoderForSequenceClassificati
     uses_pooler = False
     classifier_class = GPTScore
 
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **kwargs,
-    ) -> SequenceClassifierOutput | tuple:
-        """labels: (B,) class ids, (B,) floats for regression, or (B, num_labels) multi-hot."""
+    def head_reads(self, input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The last layer computes the summary position alone (unless all states are asked for)."""
         if input_ids is None and inputs_embeds is None:
             raise ValueError("pass exactly one of input_ids or inputs_embeds")
         positions = last_token_positions(input_ids, inputs_embeds, self.config.pad_token_id)
-        # The last layer computes the summary position alone (unless all states are asked for).
-        read = (positions, torch.ones_like(positions, dtype=torch.bool))
-        out = self._encode(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
-            read=read, **kwargs,
-        )
+        return positions, torch.ones_like(positions, dtype=torch.bool)
+
+    def head_logits(self, out, attention_mask: torch.Tensor | None, read: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         hidden_states = out.last_hidden_state
-        summary = hidden_states[:, 0] if hidden_states.shape[1] == 1 else gather_positions(hidden_states, positions)[:, 0]
-        logits = self.classifier(summary, None)
-        loss = sequence_classification_loss(self.config, logits, labels) if labels is not None else None
-        return self._finish(
-            SequenceClassifierOutput, return_dict, loss=loss, logits=logits, hidden_states=out.hidden_states,
-            attentions=out.attentions,
-        )
+        summary = hidden_states[:, 0] if hidden_states.shape[1] == 1 else gather_positions(hidden_states, read[0])[:, 0]
+        return self.classifier(summary, None)
 
 
 class GPTForTokenClassification(_WithoutCache, EncoderForTokenClassification, GPTPreTrainedModel):

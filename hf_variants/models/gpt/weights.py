@@ -32,6 +32,7 @@ from __future__ import annotations
 import transformers
 
 from ...conversion import KeyMap, StateDictAdapter, VariantWeights
+from ...conversion.variant_weights import require_values
 from ...conversion.key_map import head_renames
 from .configuration_gpt import GPTConfig
 
@@ -100,13 +101,10 @@ _OPENAI_ACTIVATIONS = {"gelu": "gelu_new", "relu": "relu", "silu": "silu", "swis
 
 
 def _check_expressible(config: GPTConfig) -> None:
-    required = {
+    require_values(config, "GPT-2 / OpenAI GPT", {
         "norm_type": "layer_norm", "use_bias": True, "gated_ffn": False, "head_dim": None, "attention_scale": None,
         "layer_sharing": "none", "ffn_dropout_prob": 0.0, "add_cross_attention": False,
-    }
-    for name, value in required.items():
-        if getattr(config, name) != value:
-            raise ValueError(f"transformers' GPT-2 / OpenAI GPT have no equivalent of {name}={getattr(config, name)!r} (needs {value!r})")
+    })
 
 
 def _label_fields(source: dict) -> dict:

@@ -22,7 +22,6 @@ pretrained checkpoints carry no pooler weights: transformers initialises it, as 
 from __future__ import annotations
 
 import torch
-from transformers.modeling_outputs import MaskedLMOutput
 
 from ...modules.backbone import TransformerBackbone
 from ..modeling_base import VariantPreTrainedModel
@@ -110,31 +109,7 @@ class RobertaForPreTraining(RobertaForMaskedLM):
     FULL-SENTENCES / DOC-SENTENCES packed inputs.
     """
 
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **kwargs,
-    ) -> MaskedLMOutput | tuple:
-        """labels: (B, T) target ids, -100 where nothing is predicted. Logits (B, T, V), or
-        (num_predicted, V) with ``config.sparse_prediction``."""
-        if kwargs.get("next_sentence_label") is not None:
-            raise ValueError(
-                "RoBERTa is pretrained without next sentence prediction: drop next_sentence_label "
-                "(BertForPreTraining is MLM + NSP)"
-            )
-        kwargs.pop("next_sentence_label", None)
-        return super().forward(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, labels,
-            output_attentions, output_hidden_states, return_dict, **kwargs,
-        )
+    pretrained_without_nsp = "RoBERTa"
 
 
 class RobertaForSequenceClassification(EncoderForSequenceClassification, RobertaPreTrainedModel):

@@ -35,6 +35,7 @@ from __future__ import annotations
 import transformers
 
 from ...conversion import KeyMap, VariantWeights, shared_config_fields
+from ...conversion.variant_weights import require_values
 from ...conversion.bert_layout import BACKBONE, BACKBONE_FUSED
 from ...conversion.key_map import head_renames
 from .configuration_roberta import TRANSFORMERS_FAMILIES, RobertaConfig
@@ -74,7 +75,7 @@ def config_to_theirs(config: RobertaConfig) -> transformers.RobertaConfig | tran
     """Our config -> the config of its ``transformers_family`` (RobertaConfig or XLMRobertaConfig),
     refusing what transformers' RoBERTa cannot express (``WEIGHTS.config_to_family`` reads it as
     the other family's config where asked)."""
-    required = {
+    require_values(config, "RoBERTa", {
         "pre_layer_norm": False,
         "layer_sharing": "none",
         "norm_type": "layer_norm",
@@ -83,10 +84,7 @@ def config_to_theirs(config: RobertaConfig) -> transformers.RobertaConfig | tran
         "head_dim": None,
         "attention_scale": None,
         "summary_type": "first",
-    }
-    for name, value in required.items():
-        if getattr(config, name) != value:
-            raise ValueError(f"transformers' RoBERTa has no equivalent of {name}={getattr(config, name)!r} (needs {value!r})")
+    })
     if config.embedding_size not in (None, config.hidden_size):
         raise ValueError(f"transformers' RoBERTa has no factorized embeddings (embedding_size={config.embedding_size})")
     if config.type_vocab_size < 1:

@@ -36,6 +36,7 @@ from ...modules.task_models import (
     EncoderForSequenceClassification,
     EncoderForTokenClassification,
     pretraining_output,
+    refuse_next_sentence_label,
 )
 from .configuration_spanbert import SpanBertConfig
 
@@ -271,11 +272,7 @@ class SpanBertForPreTraining(EncoderForMaskedLM, SpanBertPreTrainedModel):
             sbo_labels: target id where the span has both boundaries inside the sequence, -100
                 elsewhere; the SBO is computed only at these positions.
         """
-        if kwargs.get("next_sentence_label") is not None:
-            raise ValueError(
-                "SpanBERT is pretrained without next sentence prediction: drop next_sentence_label "
-                "(BertForPreTraining is MLM + NSP)"
-            )
+        refuse_next_sentence_label(kwargs, "SpanBERT")
         reference = input_ids if input_ids is not None else inputs_embeds
         if reference is None:
             raise ValueError("pass exactly one of input_ids or inputs_embeds")
@@ -289,19 +286,14 @@ class SpanBertForPreTraining(EncoderForMaskedLM, SpanBertPreTrainedModel):
             labels, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
             output_hidden_states, also_read=None if targets is None else targets.boundaries(),
         )
-        out, mlm_loss, prediction_logits, hidden_states = mlm.encoded, mlm.loss, mlm.logits, mlm.encoded.last_hidden_state
         if mlm.read is not None and targets is not None:
             targets = targets.at_slots(self._slots(mlm.read, reference.shape[1]))
         sbo_loss = sbo_logits = None
         if targets is not None:
-            sbo_loss, sbo_logits = span_boundary_loss(self.sbo_head, hidden_states, targets)
-        terms = [t for t in (mlm_loss, None if sbo_loss is None else self.config.sbo_weight * sbo_loss) if t is not None]
+            sbo_loss, sbo_logits = span_boundary_loss(self.sbo_head, mlm.encoded.last_hidden_state, targets)
+        terms = [t for t in (mlm.loss, None if sbo_loss is None else self.config.sbo_weight * sbo_loss) if t is not None]
         loss = sum(terms[1:], terms[0]) if terms else None
-        return self._finish(
-            SpanBertForPreTrainingOutput, return_dict, loss=loss, mlm_loss=mlm_loss, sbo_loss=sbo_loss,
-            prediction_logits=prediction_logits, sbo_logits=sbo_logits, hidden_states=out.hidden_states,
-            attentions=out.attentions,
-        )
+        return self._finish_pretraining(SpanBertForPreTrainingOutput, return_dict, mlm, loss, sbo_loss, sbo_logits)
 
 
 class SpanBertForMaskedLM(EncoderForMaskedLM, SpanBertPreTrainedModel):

@@ -19,7 +19,6 @@ import torch
 from torch import nn
 from transformers import initialization as init
 from transformers.modeling_outputs import (
-    BaseModelOutput,
     Seq2SeqQuestionAnsweringModelOutput,
     Seq2SeqSequenceClassifierOutput,
 )

@@ -123,9 +123,6 @@ class T5Weights(VariantWeights):
 
     def config_dict_to_ours(self, config_dict: dict) -> dict:
         fields = super().config_dict_to_ours(config_dict)
-        for theirs, ours in _RENAMED_FIELDS.items():
-            if config_dict.get(theirs) is not None:
-                fields[ours] = config_dict[theirs]
         if "dropout_rate" in config_dict:
             for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "ffn_dropout_prob"):
                 fields[name] = config_dict["dropout_rate"]
@@ -167,4 +164,5 @@ WEIGHTS = T5Weights(
     transformers_classes={head: f"T5{head}" for head in HEADS},
     source_model_types=("t5",),
     config_to_theirs=config_to_theirs,
+    renamed_fields=_RENAMED_FIELDS,
 )

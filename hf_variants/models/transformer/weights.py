@@ -34,6 +34,7 @@ import transformers
 import torch
 
 from ...conversion import KeyMap, StateDictAdapter, VariantWeights
+from ...conversion.variant_weights import require_values
 from ...conversion.key_map import head_renames
 from .configuration_transformer import OriginalTransformerConfig
 
@@ -79,14 +80,11 @@ KEY_MAP = KeyMap(
 
 def config_to_theirs(config: OriginalTransformerConfig) -> transformers.MarianConfig:
     """Our config -> a MarianConfig of the same network; ValueError where Marian differs."""
-    required = {
+    require_values(config, "Marian", {
         "pre_layer_norm": False, "sinusoidal_layout": "concatenated", "position_embedding_type": "sinusoidal",
         "norm_type": "layer_norm", "use_bias": True, "gated_ffn": False, "head_dim": None, "attention_scale": None,
         "layer_sharing": "none", "layer_norm_eps": 1e-5, "tie_word_embeddings": True,
-    }
-    for name, value in required.items():
-        if getattr(config, name) != value:
-            raise ValueError(f"transformers' Marian has no equivalent of {name}={getattr(config, name)!r} (needs {value!r})")
+    })
     return transformers.MarianConfig(
         vocab_size=config.vocab_size,
         d_model=config.hidden_size,

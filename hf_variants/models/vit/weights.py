@@ -16,6 +16,7 @@ import transformers
 from transformers import PreTrainedModel
 
 from ...conversion import KeyMap, VariantWeights, shared_config_fields
+from ...conversion.variant_weights import require_values
 from .configuration_vit import ViTConfig
 
 _OUR_LAYER = "encoder.layers.{i}"
@@ -86,18 +87,15 @@ class ViTWeights(VariantWeights):
 
 
 def config_to_theirs(config: ViTConfig) -> transformers.ViTConfig:
-    unsupported = {
-        "layer_sharing": (config.layer_sharing, "none"),
-        "norm_type": (config.norm_type, "layer_norm"),
-        "use_bias": (config.use_bias, True),
-        "gated_ffn": (config.gated_ffn, False),
-        "attention_scale": (config.attention_scale, None),
-        "head_dim": (config.head_dim, None),
-        "ffn_dropout_prob": (config.ffn_dropout_prob, 0.0),
-    }
-    for name, (value, required) in unsupported.items():
-        if value != required:
-            raise ValueError(f"transformers' ViT has no equivalent of {name}={value!r} (needs {required!r})")
+    require_values(config, "ViT", {
+        "layer_sharing": "none",
+        "norm_type": "layer_norm",
+        "use_bias": True,
+        "gated_ffn": False,
+        "attention_scale": None,
+        "head_dim": None,
+        "ffn_dropout_prob": 0.0,
+    })
     return transformers.ViTConfig(**shared_config_fields(config, transformers.ViTConfig))
 
 

@@ -27,11 +27,10 @@ transformers' XLMConfig names its fields otherwise (``emb_dim``, ``n_layers``, `
 
 from __future__ import annotations
 
-from typing import Any
-
 import transformers
 
 from ...conversion import KeyMap, VariantWeights, shared_config_fields
+from ...conversion.variant_weights import require_values
 from ...conversion.key_map import head_renames
 from .configuration_xlm import SUMMARY_TYPES, XLMConfig
 
@@ -85,19 +84,16 @@ THEIR_CLASSES = {
 
 def config_to_theirs(config: XLMConfig) -> transformers.XLMConfig:
     """Our config -> transformers' XLMConfig, refusing what transformers' XLM cannot express."""
-    required = {
-        "pre_layer_norm": (config.pre_layer_norm, False),
-        "layer_sharing": (config.layer_sharing, "none"),
-        "norm_type": (config.norm_type, "layer_norm"),
-        "use_bias": (config.use_bias, True),
-        "gated_ffn": (config.gated_ffn, False),
-        "ffn_dropout_prob": (config.ffn_dropout_prob, 0.0),
-        "attention_scale": (config.attention_scale, None),
-        "intermediate_size": (config.intermediate_size, 4 * config.hidden_size),  # fixed in transformers' XLM
-    }
-    for name, (value, needed) in required.items():
-        if value != needed:
-            raise ValueError(f"transformers' XLM has no equivalent of {name}={value!r} (needs {needed!r})")
+    require_values(config, "XLM", {
+        "pre_layer_norm": False,
+        "layer_sharing": "none",
+        "norm_type": "layer_norm",
+        "use_bias": True,
+        "gated_ffn": False,
+        "ffn_dropout_prob": 0.0,
+        "attention_scale": None,
+        "intermediate_size": 4 * config.hidden_size,  # fixed in transformers' XLM
+    })
     if config.hidden_act not in ("gelu", "relu"):
         raise ValueError(f"transformers' XLM has gelu or relu only, not hidden_act={config.hidden_act!r}")
     if config.position_embedding_type not in ("learned", "sinusoidal"):
@@ -123,6 +119,21 @@ def config_to_theirs(config: XLMConfig) -> transformers.XLMConfig:
     return transformers.XLMConfig(**fields)
 
 
+# transformers' XLMConfig field -> ours, where only the name differs (lang2id / id2lang: the same
+# name, read only when set).
+RENAMED_FIELDS = {
+    "emb_dim": "hidden_size",
+    "n_layers": "num_hidden_layers",
+    "n_heads": "num_attention_heads",
+    "dropout": "hidden_dropout_prob",
+    "attention_dropout": "attention_probs_dropout_prob",
+    "init_std": "initializer_range",
+    "causal": "is_decoder",
+    "lang2id": "lang2id",
+    "id2lang": "id2lang",
+}
+
+
 class XLMWeights(VariantWeights):
     """XLM's VariantWeights: transformers' XLMConfig fields are read under their own names."""
 
@@ -134,22 +145,10 @@ class XLMWeights(VariantWeights):
         if summary_type not in SUMMARY_TYPES:
             raise ValueError(f"summary_type {summary_type!r} has no hf-variants equivalent (use one of {SUMMARY_TYPES})")
         fields = super().config_dict_to_ours(config_dict)
-        renamed: dict[str, Any] = {
-            "hidden_size": config_dict.get("emb_dim"),
-            "num_hidden_layers": config_dict.get("n_layers"),
-            "num_attention_heads": config_dict.get("n_heads"),
-            "hidden_dropout_prob": config_dict.get("dropout"),
-            "attention_probs_dropout_prob": config_dict.get("attention_dropout"),
-            "initializer_range": config_dict.get("init_std"),
-            "is_decoder": config_dict.get("causal"),
-            "lang2id": config_dict.get("lang2id"),
-            "id2lang": config_dict.get("id2lang"),
-        }
         if "gelu_activation" in config_dict:
-            renamed["hidden_act"] = "gelu" if config_dict["gelu_activation"] else "relu"
+            fields["hidden_act"] = "gelu" if config_dict["gelu_activation"] else "relu"
         if "sinusoidal_embeddings" in config_dict:
-            renamed["position_embedding_type"] = "sinusoidal" if config_dict["sinusoidal_embeddings"] else "learned"
-        fields.update({name: value for name, value in renamed.items() if value is not None})
+            fields["position_embedding_type"] = "sinusoidal" if config_dict["sinusoidal_embeddings"] else "learned"
         if "hidden_size" in fields:
             fields["intermediate_size"] = 4 * fields["hidden_size"]  # fixed in XLM
         return fields
@@ -161,6 +160,7 @@ WEIGHTS = XLMWeights(
     transformers_classes=THEIR_CLASSES,
     source_model_types=("xlm",),
     config_to_theirs=config_to_theirs,
+    renamed_fields=RENAMED_FIELDS,
 )
 
 

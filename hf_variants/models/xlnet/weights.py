@@ -10,6 +10,7 @@ from __future__ import annotations
 import transformers
 
 from ...conversion import KeyMap, VariantWeights, shared_config_fields
+from ...conversion.variant_weights import require_values
 from ...conversion.key_map import head_renames
 from .configuration_xlnet import XLNetConfig
 
@@ -65,15 +66,12 @@ _RENAMED = {
 
 def config_to_theirs(config: XLNetConfig) -> transformers.XLNetConfig:
     """Our config -> transformers' XLNetConfig, refusing what transformers' XLNet cannot express."""
-    required = {
-        "pre_layer_norm": (config.pre_layer_norm, False),
-        "norm_type": (config.norm_type, "layer_norm"),
-        "layer_sharing": (config.layer_sharing, "none"),
-        "gated_ffn": (config.gated_ffn, False),
-    }
-    for name, (value, needed) in required.items():
-        if value != needed:
-            raise ValueError(f"transformers' XLNet has no equivalent of {name}={value!r} (needs {needed!r})")
+    require_values(config, "XLNet", {
+        "pre_layer_norm": False,
+        "norm_type": "layer_norm",
+        "layer_sharing": "none",
+        "gated_ffn": False,
+    })
     if config.head_dim not in (None, config.hidden_size // config.num_attention_heads):
         raise ValueError(f"transformers' XLNet needs d_head = d_model // n_head, got head_dim={config.head_dim}")
     fields = shared_config_fields(config, transformers.XLNetConfig)
@@ -89,9 +87,6 @@ class XLNetWeights(VariantWeights):
 
     def config_dict_to_ours(self, config_dict: dict) -> dict:
         fields = super().config_dict_to_ours(config_dict)
-        for ours, theirs in _RENAMED.items():
-            if config_dict.get(theirs) is not None:
-                fields[ours] = config_dict[theirs]
         if "n_token" in config_dict:
             fields["vocab_size"] = config_dict["n_token"]
         # XLNet has one dropout rate; ours is read from hidden_dropout_prob, kept equal for clarity.
@@ -105,6 +100,7 @@ WEIGHTS = XLNetWeights(
     transformers_classes=THEIR_CLASSES,
     source_model_types=("xlnet",),
     config_to_theirs=config_to_theirs,
+    renamed_fields={theirs: ours for ours, theirs in _RENAMED.items()},
 )
 
 
