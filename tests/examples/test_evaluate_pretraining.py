@@ -14,11 +14,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-import hf_variants
-from hf_variants.configs import named_config
-from hf_variants.data import load_named_dataset
-from hf_variants.tokenization import train_tokenizer
+import hf_variants  # noqa: F401  (registers the hfv_* classes the scripts load)
 from test_examples_processing import load_script
+from tiny_checkpoints import save_tiny_bert_checkpoint
 
 pytestmark = pytest.mark.slow
 
@@ -33,14 +31,7 @@ def evaluate():
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
     """bert-tiny (BertForPreTraining) initialised under torch.manual_seed(42), with its tokenizer."""
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    sentences = load_named_dataset("hf_variants/rt_polarity")["train"]["sentence"][:600]
-    tokenizer = train_tokenizer("wordpiece-uncased", sentences, vocab_size=400)
-    torch.manual_seed(SEED)
-    model = hf_variants.BertForPreTraining(named_config("bert-tiny", vocab_size=len(tokenizer)))
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return save_tiny_bert_checkpoint(tmp_path_factory.mktemp("tiny-bert"), SEED, sentences=600, vocab_size=400)
 
 
 @pytest.fixture(scope="module")

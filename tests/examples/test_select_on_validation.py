@@ -7,13 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
 
-import hf_variants
-from hf_variants.configs import named_config
-from hf_variants.data import load_named_dataset
-from hf_variants.tokenization import train_tokenizer
 from test_examples_processing import load_script
+from tiny_checkpoints import save_tiny_bert_checkpoint
 
 pytestmark = pytest.mark.slow
 
@@ -27,13 +23,7 @@ def select():
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    sentences = load_named_dataset("hf_variants/rt_polarity")["train"]["sentence"][:400]
-    tokenizer = train_tokenizer("wordpiece-uncased", sentences, vocab_size=300)
-    torch.manual_seed(7)
-    hf_variants.BertForPreTraining(named_config("bert-tiny", vocab_size=len(tokenizer))).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return save_tiny_bert_checkpoint(tmp_path_factory.mktemp("tiny-bert"), 7, sentences=400, vocab_size=300)
 
 
 def arguments(checkpoint, output_dir, *extra):
