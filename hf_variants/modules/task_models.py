@@ -14,6 +14,7 @@ Outputs are transformers' ModelOutput types, with ``loss`` when labels are given
 from __future__ import annotations
 
 import dataclasses
+from abc import ABCMeta, abstractmethod
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -370,11 +371,12 @@ class EncoderForMaskedLMAndSentenceRelation(EncoderForMaskedLM):
         return self._finish_pretraining(output_cls, return_dict, mlm, loss, relation_loss, relation_logits)
 
 
-class EncoderHeadModel(EncoderTaskModel):
+class EncoderHeadModel(EncoderTaskModel, metaclass=ABCMeta):
     """One head on the backbone, one loss, one output type: the forward every such task shares
     (sequence and token classification, BERT's next sentence prediction, ELECTRA's replaced token
     detection). A subclass builds its head in :meth:`build_head`, says what the head reads in
-    :meth:`head_logits` and how it is scored in :meth:`head_loss`, and names its ``output_class``;
+    :meth:`head_logits` and how it is scored in :meth:`head_loss` (abstract: a class that lacks one
+    cannot be instantiated), and names its ``output_class``;
     ``labels_per_token`` when its labels are (B, T), one per token (the layout plan reads them,
     see :meth:`EncoderTaskModel._encode`)."""
 
@@ -387,9 +389,9 @@ class EncoderHeadModel(EncoderTaskModel):
         self.build_head(config)
         self.post_init()
 
+    @abstractmethod
     def build_head(self, config) -> None:
         """Create the head's modules (their attribute names are the key map's)."""
-        raise NotImplementedError
 
     def head_reads(
         self, input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None
@@ -398,14 +400,14 @@ class EncoderHeadModel(EncoderTaskModel):
         positions, (B, M) real-position mask), or None (the plan of :meth:`_encode` decides)."""
         return None
 
+    @abstractmethod
     def head_logits(self, out, attention_mask: torch.Tensor | None, read: tuple[torch.Tensor, torch.Tensor] | None) -> torch.Tensor:
         """The head on the backbone output ``out`` (BaseModelOutputWithPooling; at the positions
         ``read`` of :meth:`head_reads` alone when those were given) -> logits."""
-        raise NotImplementedError
 
+    @abstractmethod
     def head_loss(self, logits: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
         """The mean loss of ``logits`` against ``labels`` (ValueError naming bad labels)."""
-        raise NotImplementedError
 
     def forward(
         self,
