@@ -44,7 +44,7 @@ import torch  # noqa: E402
 from huggingface_hub import EvalResult  # noqa: E402
 
 import hf_variants  # noqa: E402,F401  (registers the model types with the Auto classes)
-from hf_variants.atomic import write_text_atomically  # noqa: E402
+from hf_variants.atomic import staged_directory, write_text_atomically  # noqa: E402
 from hf_variants.hub.card import DatasetInfo  # noqa: E402
 from hf_variants.hub.remote_code import export_remote_code  # noqa: E402
 from hf_variants.hub.run_record import CARD_FILE, write_model_card  # noqa: E402
@@ -190,10 +190,8 @@ def evaluation_summary(report: dict) -> dict[str, dict]:
 
 
 def build_hub_folder(run_dir: Path, hub_dir: Path) -> None:
-    """Copy the weights, config, tokenizer and run records into ``hub_dir`` and export the remote code."""
-    if hub_dir.exists():
-        shutil.rmtree(hub_dir)
-    hub_dir.mkdir(parents=True)
+    """Copy the weights, config, tokenizer and run records into the empty folder ``hub_dir`` and
+    export the remote code."""
     for path in sorted(run_dir.iterdir()):
         if path.is_file() and (path.name in HUB_FILES or path.name.startswith(TOKENIZER_PREFIXES)):
             shutil.copy2(path, hub_dir / path.name)
@@ -278,8 +276,11 @@ def build_variant(spec: VariantSpec, args: argparse.Namespace) -> dict:
         result["evaluation"] = {"harness": None, "tasks": {},
                                 "not_run": {task: reason for task in EVALUATION_TASKS},
                                 "measured": "held-out loss of run_pretraining's eval_results.json only"}
-    build_hub_folder(run_dir, hub_dir)
-    write_card(hub_dir, result)
+    # Built beside the old folder and swapped in whole: a failed rebuild leaves the previous one
+    # intact, and a rebuild keeps none of its files (every old name is stale).
+    with staged_directory(hub_dir, stale=lambda name: True) as staging:
+        build_hub_folder(run_dir, staging)
+        write_card(staging, result)
     return result
 
 
