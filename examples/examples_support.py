@@ -45,6 +45,7 @@ from hf_variants.hub.trainer import CheckpointSafeTrainer, check_optimizer_argum
 # scripts reach them through this module.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from labels_support import encode_labels, label_feature, label_ids_for, label_names, regression_targets  # noqa: E402,F401
+from pretraining_support import TimeBudget  # noqa: E402  (run_pretraining's wall-clock budget, shared)
 
 logger = logging.getLogger("hf_variants.examples")
 
@@ -86,6 +87,18 @@ class ModelArguments:
                           "default: the variant's registered targets (hf_variants.peft_targets)."},
     )
     num_virtual_tokens: int = field(default=20, metadata={"help": "Prefix length (--peft_method prefix)."})
+
+
+@dataclass
+class TimeBudgetArguments:
+    """``--max_time``, mixed into a script's TrainingArguments class (run_mae, the seq2seq scripts):
+    the wall-clock budget of run_pretraining.py, applied by ``build_trainer``."""
+
+    max_time: float | None = field(
+        default=None,
+        metadata={"help": "Wall-clock training budget in minutes (resumed runs included): stop, save and evaluate when "
+                          "it is spent; the learning-rate schedule still follows --max_steps."},
+    )
 
 
 @dataclass
@@ -429,7 +442,11 @@ def build_trainer(
     trainer_class: type = CheckpointSafeTrainer,
     **extra,
 ) -> Trainer:
-    """A Trainer over the tokenised ``features["train"]`` and ``features[eval_split]`` (either may be absent)."""
+    """A Trainer over the tokenised ``features["train"]`` and ``features[eval_split]`` (either may be absent);
+    with ``--max_time`` (``TimeBudgetArguments``) it stops when that many minutes are spent."""
+    minutes = getattr(training_args, "max_time", None)
+    if minutes is not None:
+        extra["callbacks"] = [*extra.get("callbacks", []), TimeBudget(minutes)]
     return trainer_class(
         model=model, args=training_args, train_dataset=features.get("train"), eval_dataset=features.get(eval_split),
         processing_class=tokenizer, data_collator=data_collator, compute_metrics=compute_metrics, **extra,
@@ -446,6 +463,10 @@ def train_and_save(
     metrics = dict(train_result.metrics)
     metrics["train_samples"] = len(train_dataset)
     metrics["world_size"] = training_args.world_size
+    budget = next((c for c in trainer.callback_handler.callbacks if isinstance(c, TimeBudget)), None)
+    if budget is not None:  # train_runtime counts this call only; the budget counts resumed runs too
+        metrics["train_minutes"] = budget.elapsed_seconds() / 60
+        metrics["stopped_by_max_time"] = budget.stopped_early
     trainer.log_metrics("train", metrics)
     trainer.save_metrics("train", metrics)
     trainer.save_state()

@@ -24,8 +24,10 @@ documents held out; the variant's spec tokenizer trained on the training text un
 
 Perplexity on the held-out text (per token of the tokenizer: compare runs only with one
 tokenizer) before and after training goes to `eval_results.json`; `samples.json` holds a few
-continuations sampled (top-k) from held-out prompts next to the real text. Every
-TrainingArguments option works; launch with `accelerate launch` for several processes.
+continuations sampled (top-k) from held-out prompts next to the real text. `--max_time MINUTES` is
+run_pretraining's wall-clock budget (resumed runs included; the report gives the minutes, the
+tokens fed and whether the budget stopped it). Every TrainingArguments option works; launch with
+`accelerate launch` for several processes.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ from hf_variants.objectives import (DataCollatorForPackedCausalLM, SegmentStream
                                     causal_lm_dataset, corpus_document_token_ids, document_separator_id)
 from hf_variants.registry import spec_for  # noqa: E402
 from hf_variants.tokenization import TOKENIZER_KINDS  # noqa: E402
+from pretraining_support import TimeBudget  # noqa: E402
 from run_pretraining import (StreamTrainer, checkpoint_to_resume, load_config, load_text,  # noqa: E402
                              parse_arguments, shared_tokenizer)
 
@@ -92,6 +95,14 @@ class ClmArguments:
     temperature: float = field(default=1.0, metadata={"help": "sampling temperature"})
     overwrite_output_dir: bool = field(default=False, metadata={
         "help": "start over even if output_dir holds checkpoints (default: resume from the newest complete one)"})
+    max_time: float | None = field(default=None, metadata={
+        "help": "wall-clock budget in minutes (resumed runs included): stop, save, evaluate and report when it is "
+                "spent; the learning-rate schedule still follows --max_steps"})
+
+
+# The held-out evaluation before training, kept beside the checkpoints: a resumed run does not
+# evaluate its untrained model again, and still reports it.
+BEFORE_TRAINING_FILE = "before_training.json"
 
 
 # ------------------------------------------------------------------------------- model & data
@@ -311,13 +322,16 @@ def main(argv: list[str] | None = None) -> dict:
     model = load_model(args, config, from_scratch, tokenizer)
     recurrent = is_recurrent(model)
     training_args.remove_unused_columns = False  # packed rows keep document_ids for the collator
+    training_args.include_num_input_tokens_seen = "all"  # rows are packed (padding only ends the last one): tokens fed
+    budget = TimeBudget(args.max_time)
 
     if recurrent:
         train_data = SegmentStreamDataset(token_stream(train_text, tokenizer), args.max_seq_length,
                                           training_args.per_device_train_batch_size, training_args.world_size)
         held_out = SegmentStreamDataset(token_stream(validation_text, tokenizer, args.max_eval_tokens),
                                         args.max_seq_length, training_args.per_device_eval_batch_size)
-        trainer = RecurrentTrainer(model=model, args=training_args, train_dataset=train_data, processing_class=tokenizer)
+        trainer = RecurrentTrainer(model=model, args=training_args, train_dataset=train_data, processing_class=tokenizer,
+                                   callbacks=[budget])
 
         def evaluate(mem_len: int) -> dict:
             return memory_perplexity(trainer.model, held_out, mem_len)
@@ -331,7 +345,7 @@ def main(argv: list[str] | None = None) -> dict:
         held_out = packed_rows(validation_text, tokenizer, args, limit_tokens=True)
         collator = DataCollatorForPackedCausalLM(tokenizer, return_document_ids=False, return_attention_bias=True)
         trainer = CheckpointSafeTrainer(model=model, args=training_args, train_dataset=train_data,
-                                        data_collator=collator, processing_class=tokenizer)
+                                        data_collator=collator, processing_class=tokenizer, callbacks=[budget])
 
         def evaluate(mem_len: int | None = None) -> dict:
             return packed_perplexity(trainer.model, held_out, collator, training_args.per_device_eval_batch_size)
@@ -341,7 +355,13 @@ def main(argv: list[str] | None = None) -> dict:
                     len(held_out))
 
     training_mem_len = model.config.mem_len if recurrent else None
-    before = None if checkpoint else evaluate(training_mem_len)
+    before_path = Path(training_args.output_dir) / BEFORE_TRAINING_FILE
+    if checkpoint is None:
+        before = evaluate(training_mem_len)
+        if trainer.is_world_process_zero():
+            write_text_atomically(before_path, json.dumps(before, indent=2))
+    else:
+        before = json.loads(before_path.read_text()) if before_path.is_file() else None
     train_output = trainer.train(resume_from_checkpoint=checkpoint)
     trainer.save_model(training_args.output_dir)  # model.safetensors + config.json + tokenizer
     trainer.save_state()  # trainer_state.json: the logged losses
@@ -349,6 +369,9 @@ def main(argv: list[str] | None = None) -> dict:
     results = {"model": args.model_name_or_path, "before_training": before, "after_training": after,
                "train_loss": train_output.training_loss, "global_step": train_output.global_step,
                "world_size": training_args.world_size, "sequence_length": args.max_seq_length,
+               "max_steps": training_args.max_steps, "tokens_seen": trainer.state.num_input_tokens_seen,
+               "train_minutes": budget.elapsed_seconds() / 60, "stopped_by_max_time": budget.stopped_early,
+               "bf16": training_args.bf16, "corpus": args.corpus,
                "unigram_baseline_perplexity": unigram_perplexity(train_ids, held_out_targets, len(tokenizer))}
     if recurrent:
         results["training_mem_len"] = training_mem_len

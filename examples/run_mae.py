@@ -46,7 +46,7 @@ class MAEModelArguments(ImageModelArguments):
 
 
 @dataclass
-class MAETrainingArguments(TrainingArguments):
+class MAETrainingArguments(TrainingArguments, support.TimeBudgetArguments):
     base_learning_rate: float | None = field(
         default=1e-3, metadata={"help": "Learning rate per 256 images: lr = base_learning_rate * total batch / 256."}
     )

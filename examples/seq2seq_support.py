@@ -77,11 +77,16 @@ class Seq2SeqDataArguments(support.DataArguments):
             raise ValueError(f"--num_beams must be at least 1, got {self.num_beams}")
 
 
+@dataclass
+class Seq2SeqBudgetTrainingArguments(Seq2SeqTrainingArguments, support.TimeBudgetArguments):
+    """transformers' Seq2SeqTrainingArguments plus ``--max_time`` (a wall-clock budget in minutes)."""
+
+
 def start(data_arguments_class: type, argv) -> tuple[Seq2SeqModelArguments, Seq2SeqDataArguments, Seq2SeqTrainingArguments]:
     """Parse the arguments (transformers' Seq2SeqTrainingArguments: --predict_with_generate,
-    --generation_max_length, --generation_num_beams) and set up logging and the seed."""
+    --generation_max_length, --generation_num_beams; and --max_time) and set up logging and the seed."""
     model_args, data_args, training_args = support.start(
-        data_arguments_class, argv, Seq2SeqModelArguments, Seq2SeqTrainingArguments
+        data_arguments_class, argv, Seq2SeqModelArguments, Seq2SeqBudgetTrainingArguments
     )
     # As transformers' run_translation: the data arguments fill in the generation settings.
     if training_args.generation_max_length is None:

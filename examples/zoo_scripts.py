@@ -1,0 +1,200 @@
+"""The zoo's wiring of the pretraining scripts other than run_pretraining.py (examples/zoo.py).
+
+GPT and Transformer-XL pretrain with causal LM (``run_clm.py``) on the corpus run_pretraining
+reads (``--corpus pretraining``), the original Transformer with translation (``run_translation.py``)
+on the offline parallel data it uses (``hf_variants/cmudict``: spelling -> pronunciation), and ViT
+with MAE (``run_mae.py``) on Fashion-MNIST's images (``hf_variants/fashion_mnist``, labels unused).
+The zoo calls each script's ``main(argv)`` with the same ``--max_time`` (the budget), ``--max_steps``
+(the schedule) and ``--seed`` as the encoders, and reads back what the script itself measured:
+
+- **the random-weight twin** is the same model before its first step (the same config at the same
+  init seed), evaluated on the same held-out split: run_clm's ``before_training`` evaluation,
+  and for the Trainer-based scripts transformers' ``--eval_on_start`` (the step-0 ``eval_*``
+  entry of ``trainer_state.json``). Nothing is evaluated twice.
+- **the pretrained model** is the script's final evaluation on that split.
+
+Each comparison becomes an evaluation row ``{metric, split, higher_is_better, pretrained, random,
+difference, ahead}`` (``held_out_rows``), the form of the harness's rows in the results JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+import torch
+
+from hf_variants.hub.checkpoints import last_complete_checkpoint
+from hf_variants.registry import VariantSpec
+
+# Objective -> the script that trains it (run_pretraining.py trains the others).
+SCRIPTS = {"clm": "examples/run_clm.py", "seq2seq": "examples/run_translation.py", "mae": "examples/run_mae.py"}
+
+# Each script's zoo run: its data and the hyperparameters of its measured runs. GPT / Transformer-XL
+# take run_clm's defaults (lr 5e-4, 5% warm-up, cosine) at the encoder recipes' 32 x 128 tokens per
+# step; the Transformer and ViT take the settings of their runs in docs/results.md (G2P: 64 pairs,
+# lr 1e-3, "Noam" inverse-sqrt schedule, beta2 0.98; MAE: 128 images, base lr 3e-3, 75% of the
+# patches removed). Translation scores 2,000 held-out pairs (greedy generation) in both arms.
+SCRIPT_SETTINGS = {
+    "clm": ["--corpus", "pretraining", "--max_seq_length", "128", "--per_device_train_batch_size", "32",
+            "--per_device_eval_batch_size", "32"],
+    "seq2seq": ["--dataset_name", "hf_variants/cmudict", "--source_lang", "graphemes", "--target_lang", "phonemes",
+                "--do_train", "--do_eval", "--predict_with_generate", "--num_beams", "1", "--max_eval_samples", "2000",
+                "--val_max_target_length", "40", "--per_device_train_batch_size", "64",
+                "--per_device_eval_batch_size", "100", "--learning_rate", "1e-3", "--lr_scheduler_type", "inverse_sqrt",
+                "--warmup_steps", "200", "--adam_beta2", "0.98", "--adam_epsilon", "1e-9", "--weight_decay", "0"],
+    "mae": ["--dataset_name", "hf_variants/fashion_mnist", "--do_train", "--do_eval", "--per_device_train_batch_size",
+            "128", "--per_device_eval_batch_size", "256", "--base_learning_rate", "3e-3", "--warmup_steps", "0.05",
+            "--weight_decay", "0.05", "--mask_ratio", "0.75"],
+}
+# --quick: a few rows of the same data, tiny batches, 3 steps (a smoke test).
+QUICK_SETTINGS = {
+    "clm": ["--corpus", "austen", "--max_documents", "12", "--vocab_size", "600", "--max_seq_length", "32",
+            "--per_device_train_batch_size", "4", "--per_device_eval_batch_size", "4", "--max_eval_tokens", "2000",
+            "--eval_mem_lens", "0,32", "--num_samples", "1", "--prompt_length", "8", "--sample_length", "4"],
+    "seq2seq": ["--dataset_name", "hf_variants/cmudict", "--source_lang", "graphemes", "--target_lang", "phonemes",
+                "--do_train", "--do_eval", "--predict_with_generate", "--num_beams", "1", "--max_train_samples", "64",
+                "--max_eval_samples", "12", "--val_max_target_length", "16", "--vocab_size", "300",
+                "--per_device_train_batch_size", "16", "--per_device_eval_batch_size", "12"],
+    "mae": ["--dataset_name", "hf_variants/fashion_mnist", "--do_train", "--do_eval", "--max_train_samples", "64",
+            "--max_eval_samples", "32", "--per_device_train_batch_size", "16", "--per_device_eval_batch_size", "32"],
+}
+# Where each script's held-out evaluation comes from: (dataset id, name, split) for the card.
+DATASETS = {
+    "clm": None,  # the --corpus, as run_pretraining's
+    "seq2seq": ("hf_variants/cmudict", "CMU Pronouncing Dictionary (spelling -> phonemes)", "validation"),
+    "mae": ("hf_variants/fashion_mnist", "Fashion-MNIST images (labels unused)", "validation"),
+}
+# The harness's tasks (and the issue's) each script's variants leave out, and why.
+NOT_RUN = {
+    "clm": {"sentiment, pos, probe": "the zoo's harness (evaluate_pretraining.py) fine-tunes encoder heads; the "
+                                     "decoders are compared on held-out perplexity",
+            "generation task": "not scored: samples.json in the Hub folder holds continuations of held-out prompts "
+                               "beside the real text"},
+    "seq2seq": {"test split": "not run: the twin comparison uses the validation pairs (--do_predict is left for "
+                              "the final model)"},
+    "mae": {"fine-tuning on the labels": "not wired into the zoo: run_image_classification.py from the Hub folder "
+                                         "(docs/results.md measures it by hand, MAE +5.7 points over random weights)"},
+}
+# Held-out metrics -> (row name, description, higher is better).
+HELD_OUT_METRICS = {
+    "clm": {"loss": ("held-out loss", "cross-entropy, nats per token", False),
+            "perplexity": ("held-out perplexity", "per token of the zoo's tokenizer", False)},
+    "seq2seq": {"eval_loss": ("held-out loss", "cross-entropy per target token, with the config's label smoothing",
+                              False),
+                "eval_exact_match": ("held-out exact match", "% of words whose pronunciation is generated exactly",
+                                     True),
+                "eval_token_error_rate": ("held-out phoneme error rate", "% (edit distance / reference phonemes)",
+                                          False)},
+    "mae": {"eval_loss": ("held-out reconstruction loss", "MSE of the removed patches' normalised pixels", False)},
+    # T5 through run_pretraining (its eval_results.json before / after training)
+    "span-corruption": {"mlm_loss": ("held-out loss", "span-corruption cross-entropy, nats per target token", False),
+                        "mlm_perplexity": ("held-out perplexity", "per target token", False)},
+}
+
+
+def script_argv(spec: VariantSpec, args: argparse.Namespace, run_dir: Path, tiny_overrides: str | None) -> list[str]:
+    """The arguments of ``spec``'s script: the zoo's budget, schedule and seed, the script's
+    settings (``SCRIPT_SETTINGS``; ``QUICK_SETTINGS`` with --quick) and, for the Trainer-based
+    scripts, ``--eval_on_start`` unless the run resumes from a checkpoint (its step-0 evaluation,
+    the twin's, is then already in the checkpoint's log history)."""
+    objective = spec.pretraining_objective
+    argv = ["--model_name_or_path", spec.mini_config, "--output_dir", str(run_dir), "--seed", str(args.seed),
+            "--max_time", str(args.budget_minutes), "--report_to", "none", "--disable_tqdm", "true"]
+    argv += QUICK_SETTINGS[objective] if args.quick else SCRIPT_SETTINGS[objective]
+    if args.quick:
+        argv += ["--max_steps", "3", "--logging_steps", "1", "--save_steps", "1000"]
+        argv += ["--config_overrides", tiny_overrides] if tiny_overrides else []
+    else:
+        argv += ["--max_steps", str(args.max_steps), "--save_steps", "200", "--logging_steps", "50"]
+    if objective != "clm":
+        argv += ["--save_strategy", "steps"]
+        if args.force or last_complete_checkpoint(str(run_dir)) is None:
+            argv.append("--eval_on_start")
+    if args.force:
+        argv.append("--overwrite_output_dir")
+    if args.bf16:
+        argv.append("--bf16")
+    if args.bf16 and not torch.accelerator.is_available():
+        argv.append("--use_cpu")  # Trainer's CPU autocast needs it (run_pretraining sets it itself)
+    return argv
+
+
+def run_script(spec: VariantSpec, args: argparse.Namespace, run_dir: Path,
+               tiny_overrides: str | None) -> tuple[dict, dict]:
+    """Pretrain ``spec``'s mini with its script; returns (the results JSON's ``pretraining`` part
+    without the hardware, its ``evaluation`` part)."""
+    import run_clm
+    import run_mae
+    import run_translation
+
+    objective = spec.pretraining_objective
+    argv = script_argv(spec, args, run_dir, tiny_overrides)
+    main = {"clm": run_clm.main, "seq2seq": run_translation.main, "mae": run_mae.main}[objective]
+    results = main(argv)
+    if objective == "clm":
+        before, after = results["before_training"], results["after_training"]
+        pretraining = {key: results[key] for key in ("global_step", "max_steps", "tokens_seen", "stopped_by_max_time",
+                                                     "bf16", "corpus")}
+        pretraining["train_minutes"] = round(results["train_minutes"], 2)
+        if "by_memory_length" in results:  # Transformer-XL: the held-out perplexity at each memory length
+            pretraining["by_memory_length"] = results["by_memory_length"]
+    else:
+        state = json.loads((run_dir / "trainer_state.json").read_text(encoding="utf-8"))
+        before = step_zero_evaluation(state)
+        after = {key: value for key, value in results.items() if key.startswith("eval_")}
+        pretraining = {"global_step": state["global_step"], "max_steps": state["max_steps"], "tokens_seen": None,
+                       "examples_seen": state["global_step"] * state["train_batch_size"],
+                       "train_minutes": round(results["train_minutes"], 2),
+                       "stopped_by_max_time": results["stopped_by_max_time"], "bf16": args.bf16}
+        dataset_id, dataset_name, split = DATASETS[objective]
+        pretraining["dataset"] = {"id": dataset_id, "name": dataset_name, "split": split}
+    metrics = HELD_OUT_METRICS[objective]
+    pretraining |= {"script": SCRIPTS[objective], "argv": argv, "seed": args.seed,
+                    "held_out_before": pick(before, metrics), "held_out_after": pick(after, metrics)}
+    evaluation = {"harness": SCRIPTS[objective],
+                  "measured": "the script's held-out evaluation of the pretrained model and of the same model "
+                              "before its first step (the random-weight twin: same config, same init seed)",
+                  "tasks": held_out_rows(before, after, metrics, "validation"),
+                  "not_run": dict(NOT_RUN[objective])}
+    if before is None:
+        evaluation["not_run"]["random twin"] = ("the run resumed from a checkpoint that holds no evaluation "
+                                                "before training")
+    return pretraining, evaluation
+
+
+def step_zero_evaluation(state: dict) -> dict | None:
+    """The ``eval_*`` metrics logged at step 0 (``--eval_on_start``): the untrained model's."""
+    return next((entry for entry in state.get("log_history", []) if entry.get("step") == 0 and "eval_loss" in entry),
+                None)
+
+
+def pick(results: dict | None, metrics: dict) -> dict[str, float]:
+    """The entries of ``results`` named in ``metrics``."""
+    return {key: results[key] for key in metrics if results and key in results}
+
+
+def held_out_rows(before: dict | None, after: dict, metrics: dict[str, tuple[str, str, bool]],
+                  split: str) -> dict[str, dict]:
+    """One evaluation row per metric present: the pretrained model (``after``) beside its
+    random-weight twin (``before``; None: no twin row), their difference (pretrained - twin) and
+    whether the pretrained model is ahead (lower loss / error, higher match)."""
+    rows = {}
+    for key, (row, description, higher_is_better) in metrics.items():
+        if key not in after or not math.isfinite(after[key]):
+            continue
+        entry = {"metric": f"{description}, {'higher' if higher_is_better else 'lower'} is better", "split": split,
+                 "higher_is_better": higher_is_better, "pretrained": single(after[key])}
+        if before is not None and key in before and math.isfinite(before[key]):
+            entry["random"] = single(before[key])
+            entry["difference"] = round(after[key] - before[key], 4)
+            entry["ahead"] = after[key] > before[key] if higher_is_better else after[key] < before[key]
+        rows[row] = entry
+    return rows
+
+
+def single(value: float) -> dict:
+    """One measurement in the harness's {mean, std, n} form."""
+    return {"mean": value, "std": 0.0, "n": 1}
