@@ -271,8 +271,12 @@ def build_hub_folder(run_dir: Path, hub_dir: Path) -> None:
         if path.is_file() and (path.name in HUB_FILES or path.name.startswith(TOKENIZER_PREFIXES)):
             shutil.copy2(path, hub_dir / path.name)
     weights = hub_dir / "model.safetensors"
-    if not weights.is_file() or not load_file(weights):  # a truncated or corrupt file raises here
-        raise ValueError(f"{run_dir} holds no readable model.safetensors")
+    try:
+        tensors = load_file(weights) if weights.is_file() else {}  # reads every tensor: a corrupt file fails here
+    except Exception as error:  # noqa: BLE001  (safetensors raises its own error types)
+        raise ValueError(f"{run_dir / weights.name} is not a readable safetensors file: {error}") from error
+    if not tensors:
+        raise ValueError(f"{run_dir} holds no model.safetensors with weights")
     export_remote_code(hub_dir)
 
 

@@ -1,13 +1,17 @@
-"""examples/zoo.py (`hf-variants zoo`) in --quick mode on BERT (pretrained, evaluated beside its
-random twin by the harness) and T5 (pretrained; the harness does not fine-tune it): the results
-JSON, the summary table and the model card carry the numbers of the run's own files, the Hub
-folder reloads through the Auto classes, a second call skips the built variant, and bad input is
-a ValueError naming the problem."""
+"""examples/zoo.py (`hf-variants zoo`) in --quick mode on BERT (pretrained with the zoo's settings,
+evaluated beside its random twin by the harness) and T5 (pretrained; compared with its twin on
+the held-out loss): the results JSON, the summary table and the model card carry the numbers of
+the run's own files, the Hub folder reloads through the Auto classes, a second call skips the
+built variant, `--adopt` builds from a finished run (and refuses folders that do not fit), a
+failed rebuild leaves the previous Hub folder as it was, and bad input is a ValueError naming the
+problem. The four variants of the other scripts: test_zoo_other.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -16,6 +20,7 @@ from transformers import AutoModel, AutoModelForSeq2SeqLM, AutoTokenizer
 
 import hf_variants  # noqa: F401  (registers the hfv_* model types with the Auto classes)
 from hf_variants import cli
+from hf_variants.registry import SPECS
 from test_examples_processing import load_script
 
 pytestmark = pytest.mark.slow
@@ -62,13 +67,32 @@ def test_results_json_holds_the_run_files_numbers(built):
         assert tasks["pos"][arm]["mean"] == report["tasks"]["pos"][arm]["test"]["mean"]
         assert tasks["probe: pos"][arm]["mean"] == report["tasks"]["probe"][arm]["pos"]["test"]["mean"]
     assert tasks["pos"]["difference"] == pytest.approx(tasks["pos"]["pretrained"]["mean"] - tasks["pos"]["random"]["mean"])
-    # T5: no harness numbers invented, and the JSON says what was not run and why.
-    assert t5["evaluation"]["tasks"] == {} and t5["evaluation"]["harness"] is None
+    # T5: no harness numbers invented (the JSON says what was not run and why); its rows are
+    # run_pretraining's own held-out loss after training beside before it (the random twin).
+    t5_run = json.loads((output_dir / "t5-mini-quick" / "pretraining" / "eval_results.json").read_text())
+    assert t5["evaluation"]["harness"] is None and set(t5["evaluation"]["tasks"]) == {"held-out loss", "held-out perplexity"}
+    loss = t5["evaluation"]["tasks"]["held-out loss"]
+    assert loss["pretrained"]["mean"] == t5_run["after_training"]["mlm_loss"]
+    assert loss["random"]["mean"] == t5_run["before_training"]["mlm_loss"]
+    assert loss["difference"] == pytest.approx(loss["pretrained"]["mean"] - loss["random"]["mean"], abs=1e-4)
+    assert loss["ahead"] == (loss["pretrained"]["mean"] < loss["random"]["mean"]) and not loss["higher_is_better"]
     assert set(t5["evaluation"]["not_run"]) == {"sentiment", "pos", "probe"}
     assert all("encoder-decoder" in reason for reason in t5["evaluation"]["not_run"].values())
 
 
-def test_summary_table_has_a_row_per_results_json(built):
+def test_the_zoo_settings_reach_the_run(built):
+    # BERT trains with the zoo's 40% masking and NSP weighted 0.1: the run's own record says so.
+    records, output_dir, _ = built
+    bert, t5 = records["bert-mini-quick"], records["t5-mini-quick"]
+    run = json.loads((output_dir / "bert-mini-quick" / "pretraining" / "eval_results.json").read_text())
+    assert run["mlm_probability"] == 0.4 and run["eval_mlm_probability"] == 0.15 and run["second_task_weight"] == 0.1
+    assert run["learning_rate"] == 1e-3  # over the bert recipe's own
+    assert bert["settings"]["name"] == "zoo" and "--second_task_weight" in bert["settings"]["argv"]
+    assert "40% masking" in bert["settings"]["why"]
+    assert t5["settings"]["name"] == "paper" and t5["settings"]["argv"] == []
+
+
+def test_summary_table_has_a_row_per_results_json(zoo, built):
     records, _, results_dir = built
     table = (results_dir / "README.md").read_text()
     bert = records["bert-mini-quick"]
@@ -76,8 +100,10 @@ def test_summary_table_has_a_row_per_results_json(built):
     row = next(line for line in table.splitlines() if line.startswith("| bert-mini-quick"))
     assert f"{before:.3f} → {after:.3f}" in row
     pos = bert["evaluation"]["tasks"]["pos"]
-    assert f"pos: {pos['pretrained']['mean']:.1f} vs {pos['random']['mean']:.1f}" in row
-    assert any(line.startswith("| t5-mini-quick") and "sentiment, pos, probe" in line for line in table.splitlines())
+    assert f"pos: {zoo._number(pos['pretrained']['mean'])} vs {zoo._number(pos['random']['mean'])}" in row
+    assert ("ahead" if pos["difference"] > 0 else "behind" if pos["difference"] < 0 else "tied") in row
+    t5_row = next(line for line in table.splitlines() if line.startswith("| t5-mini-quick"))
+    assert "sentiment, pos, probe" in t5_row and "held-out loss: " in t5_row
 
 
 def test_card_model_index_has_the_measured_values(built):
@@ -141,11 +167,86 @@ def test_bad_input_is_a_value_error_naming_it(zoo, tmp_path):
     assert cli.main(["zoo", "--variants", "nope"]) == 1  # the console script reports it and fails
 
 
-def test_a_variant_run_pretraining_cannot_train_is_recorded_not_built(zoo, tmp_path):
-    records = zoo.main(QUICK + ["--variants", "gpt", "--output_dir", str(tmp_path / "runs"),
-                                "--results_dir", str(tmp_path / "results")])
-    record = records["gpt2-mini-quick"]
-    assert record["status"] == "not built" and "examples/run_clm.py" in record["reason"]
-    assert json.loads((tmp_path / "results" / "gpt2-mini-quick.json").read_text()) == record
-    assert not (tmp_path / "runs").exists()  # nothing trained
-    assert "| gpt2-mini-quick | clm |" in (tmp_path / "results" / "README.md").read_text()
+def test_every_registered_variant_is_built_and_one_without_a_mini_is_not(zoo):
+    assert all(zoo.not_built_reason(spec) is None for spec in SPECS.values())
+    no_mini = dataclasses.replace(SPECS["hfv_gpt"], mini_config=None)
+    assert zoo.not_built_reason(no_mini) == "variant gpt declares no mini config"
+
+
+def files_of(folder: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(folder.iterdir()) if path.is_file()}
+
+
+def test_adopt_builds_from_a_finished_run_and_records_its_own_arguments(zoo, built, tmp_path):
+    records, output_dir, _ = built
+    run_dir, eval_dir = output_dir / "bert-mini-quick" / "pretraining", output_dir / "bert-mini-quick" / "evaluation"
+    run = json.loads((run_dir / "eval_results.json").read_text())
+    out, results = tmp_path / "runs", tmp_path / "results"
+    # A zoo budget and seed unlike the run's: the record must carry the run's, not these.
+    record = zoo.main(["--quick", "--seeds", "1", "--budget_minutes", "7", "--seed", "5", "--variants", "bert",
+                       "--adopt", f"bert={run_dir}", "--adopt_evaluation", f"bert={eval_dir}",
+                       "--output_dir", str(out), "--results_dir", str(results)])["bert-mini-quick"]
+    pretraining = record["pretraining"]
+    assert pretraining["adopted"] == str(run_dir.resolve()) and pretraining["argv"] is None
+    assert pretraining["arguments"]["mlm_probability"] == run["mlm_probability"] == 0.4
+    assert pretraining["arguments"]["learning_rate"] == run["learning_rate"]
+    assert pretraining["global_step"] == run["global_step"] and pretraining["tokens_seen"] == run["tokens_seen"]
+    assert pretraining["train_minutes"] == round(run["train_minutes"], 2) and pretraining["seed"] is None
+    assert pretraining["held_out_after"]["mlm_loss"] == run["after_training"]["mlm_loss"]
+    assert record["budget_minutes"] is None and record["settings"]["name"] == "adopted"
+    assert record["evaluation"]["adopted"] == str(eval_dir.resolve())
+    assert record["evaluation"]["tasks"] == records["bert-mini-quick"]["evaluation"]["tasks"]
+    assert not (out / "bert-mini-quick" / "pretraining").exists()  # nothing trained, nothing evaluated
+    assert not (out / "bert-mini-quick" / "evaluation").exists()
+    hub = out / "bert-mini-quick" / "hub"
+    assert (hub / "model.safetensors").read_bytes() == (run_dir / "model.safetensors").read_bytes()
+    assert type(AutoModel.from_pretrained(hub)).__name__ == "BertModel"
+    assert f"Adopted run {run_dir.resolve()}" in (hub / "README.md").read_text()
+    assert "| bert-mini-quick (--quick) | mlm+nsp | adopted (" in (results / "README.md").read_text()
+
+
+def test_adopt_refuses_folders_that_do_not_fit(zoo, built, tmp_path):
+    _, output_dir, _ = built
+    run_dir, eval_dir = output_dir / "bert-mini-quick" / "pretraining", output_dir / "bert-mini-quick" / "evaluation"
+    incomplete = tmp_path / "incomplete"
+    shutil.copytree(run_dir, incomplete)
+    (incomplete / "eval_curve.jsonl").unlink()
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy)
+    results = tmp_path / "results"
+    cases = [
+        (["--variants", "bert", "--adopt", "bert"], "--adopt takes NAME=FOLDER"),
+        (["--variants", "bert", "--adopt", f"roberta={run_dir}"], "'roberta' is not among the variants built"),
+        (["--variants", "bert", "--adopt", f"bert={incomplete}"], "not a finished run_pretraining.py folder.*eval_curve.jsonl"),
+        (["--variants", "roberta", "--adopt", f"roberta={run_dir}"], "model_type 'hfv_bert', roberta is 'hfv_roberta'"),
+        (["--variants", "gpt", "--adopt", f"gpt={run_dir}"], "gpt pretrains with examples/run_clm.py"),
+        (["--variants", "bert", "--adopt_evaluation", f"bert={eval_dir}"], "needs --adopt bert=RUN_DIR"),
+        (["--variants", "bert", "--adopt", f"bert={copy}", "--adopt_evaluation", f"bert={eval_dir}"],
+         "evaluated .*, not the adopted run"),
+        (["--variants", "bert", "--adopt", f"bert={run_dir}", "--adopt_evaluation", f"bert={tmp_path}"],
+         "no evaluation.json"),
+    ]
+    for arguments, message in cases:
+        with pytest.raises(ValueError, match=message):
+            zoo.main(QUICK + arguments + ["--output_dir", str(tmp_path / "runs"), "--results_dir", str(results)])
+    assert not results.exists() and not (tmp_path / "runs").exists()  # refused before anything was written
+
+
+def test_a_failed_rebuild_leaves_the_previous_hub_folder_intact(zoo, built, tmp_path):
+    # The previous build's Hub folder, then a rebuild from an adopted run whose weights file is
+    # unreadable: the failure comes while the new folder is staged, and the old one stays as it was.
+    _, output_dir, _ = built
+    out, results = tmp_path / "runs", tmp_path / "results"
+    hub = out / "t5-mini-quick" / "hub"
+    shutil.copytree(output_dir / "t5-mini-quick" / "hub", hub)
+    before = files_of(hub)
+    adopted = tmp_path / "adopted"
+    shutil.copytree(output_dir / "t5-mini-quick" / "pretraining", adopted)
+    (adopted / "model.safetensors").write_bytes(b"not a safetensors file")
+    with pytest.raises(RuntimeError, match="could not build"):
+        zoo.main(QUICK + ["--variants", "t5", "--adopt", f"t5={adopted}", "--output_dir", str(out),
+                          "--results_dir", str(results)])
+    record = json.loads((results / "t5-mini-quick.json").read_text())
+    assert record["status"] == "failed" and "safetensors" in record["reason"].lower()
+    assert files_of(hub) == before
+    assert sorted(path.name for path in hub.parent.iterdir()) == ["hub"]  # no staging folder left behind
