@@ -133,7 +133,10 @@ def run_script(spec: VariantSpec, args: argparse.Namespace, run_dir: Path,
     objective = spec.pretraining_objective
     argv = script_argv(spec, args, run_dir, tiny_overrides)
     main = {"clm": run_clm.main, "seq2seq": run_translation.main, "mae": run_mae.main}[objective]
-    results = main(argv)
+    # A finished run is read, not called again: Trainer resuming from a checkpoint at --max_steps
+    # trains one more step before it stops (run_pretraining's stream ends at max_steps and does not).
+    finished = None if args.force else finished_results(objective, run_dir)
+    results = finished if finished is not None else main(argv)
     if objective == "clm":
         before, after = results["before_training"], results["after_training"]
         pretraining = {key: results[key] for key in ("global_step", "max_steps", "tokens_seen", "stopped_by_max_time",
@@ -152,6 +155,8 @@ def run_script(spec: VariantSpec, args: argparse.Namespace, run_dir: Path,
         dataset_id, dataset_name, split = DATASETS[objective]
         pretraining["dataset"] = {"id": dataset_id, "name": dataset_name, "split": split}
     metrics = HELD_OUT_METRICS[objective]
+    if finished is not None:
+        pretraining["reused"] = "the finished run in this folder was read, not run again"
     pretraining |= {"script": SCRIPTS[objective], "argv": argv, "seed": args.seed,
                     "held_out_before": pick(before, metrics), "held_out_after": pick(after, metrics)}
     evaluation = {"harness": SCRIPTS[objective],
@@ -163,6 +168,16 @@ def run_script(spec: VariantSpec, args: argparse.Namespace, run_dir: Path,
         evaluation["not_run"]["random twin"] = ("the run resumed from a checkpoint that holds no evaluation "
                                                 "before training")
     return pretraining, evaluation
+
+
+def finished_results(objective: str, run_dir: Path) -> dict | None:
+    """What a finished run of the script in ``run_dir`` reported (None: not finished): run_clm's
+    eval_results.json, or the Trainer scripts' all_results.json once it holds the final evaluation
+    and the budget's minutes (both written only at the end of a run)."""
+    path = run_dir / ("eval_results.json" if objective == "clm" else "all_results.json")
+    results = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    wanted = ("after_training", "train_minutes") if objective == "clm" else ("eval_loss", "train_minutes")
+    return results if all(key in results for key in wanted) else None
 
 
 def step_zero_evaluation(state: dict) -> dict | None:
