@@ -60,7 +60,7 @@ QUICK_TEXT = ["--corpus", "austen", "--max_documents", "12", "--vocab_size", "60
 QUICK_PRETRAINING = QUICK_TEXT + ["--max_seq_length", "32", "--data_cache_dir", "none"]
 QUICK_CLM = QUICK_TEXT + ["--max_seq_length", "16", "--max_eval_tokens", "512"]
 QUICK_STEPS = 3
-QUICK_FLOP_BUDGET = 3e8  # a few steps of a tiny model
+QUICK_FLOP_BUDGET = 1e8  # a few steps of a tiny model
 KEEP_MINI = ("vocab_size", "max_position_embeddings")  # --quick: tiny_config fields not applied
 TIME_CAP = 1.5  # equal-FLOP / equal-step arms: --max_time = 1.5 x arm_minutes, a cap the budget should not reach
 CLM_EVAL_TOKENS = "65536"  # Transformer-XL: held-out tokens scored (each memory length re-reads them)
