@@ -129,9 +129,10 @@ def config_overrides(arm: Arm, quick: bool) -> str | None:
     return ",".join(f"{key}={str(value).lower() if isinstance(value, bool) else value}" for key, value in fields.items())
 
 
-def budget_of(row: Row, args: argparse.Namespace) -> dict:
+def budget_of(row: Row, arm: Arm, args: argparse.Namespace) -> dict:
     """The arm's budget as recorded and as flags: kind, minutes, steps of the schedule, FLOPs."""
-    steps = QUICK_STEPS if args.quick else max(1, round(args.arm_minutes * args.steps_per_minute))
+    rate = arm.step_rate or row.step_rate
+    steps = QUICK_STEPS if args.quick else max(1, round(args.arm_minutes * args.steps_per_minute * rate))
     flops = (QUICK_FLOP_BUDGET if args.quick else args.arm_minutes * args.flops_per_minute) if row.budget == "flops" else None
     cap = args.arm_minutes * (1.0 if row.budget == "minutes" else TIME_CAP)
     return {"kind": row.budget, "arm_minutes": args.arm_minutes, "max_time_minutes": cap,
@@ -141,7 +142,7 @@ def budget_of(row: Row, args: argparse.Namespace) -> dict:
 def training_argv(row: Row, arm: Arm, seed: int, args: argparse.Namespace, run_dir: Path) -> list[str]:
     """The training script's arguments for (row, arm, seed): shared flags, the family's recipe, the
     row's budget, the arm's flags, then (with --quick) the tiny text and sizes, which win."""
-    budget = budget_of(row, args)
+    budget = budget_of(row, arm, args)
     argv = ["--model_name_or_path", arm.model, "--seed", str(seed), "--output_dir", str(run_dir),
             "--report_to", "none", "--disable_tqdm", "true", "--save_steps", "200", "--logging_steps", "50"]
     overrides = config_overrides(arm, args.quick)
@@ -218,7 +219,7 @@ def run_arm(row: Row, arm: Arm, seed: int, args: argparse.Namespace) -> dict:
     print(f"[replicate] {row.name} / {arm.name} / seed {seed}: {arm.script} {' '.join(argv)}", flush=True)
     started = time.perf_counter()
     record = {"row": row.name, "arm": arm.name, "seed": seed, "quick": args.quick, "model": arm.model,
-              "script": f"examples/{arm.script}.py", "argv": argv, "budget": budget_of(row, args),
+              "script": f"examples/{arm.script}.py", "argv": argv, "budget": budget_of(row, arm, args),
               "threads": args.threads, "bf16": args.bf16, "hardware": detect_hardware(), "versions": versions()}
     if arm.script == "run_clm":
         import run_clm

@@ -122,12 +122,13 @@ def _budget_line(arms: dict[str, list[dict]]) -> str:
     if not runs:
         return "not run yet"
     budget = runs[0]["budget"]
+    steps = " / ".join(str(n) for n in sorted({run["budget"]["max_steps"] for run in runs if run["budget"]["max_steps"]}))
     if budget["kind"] == "flops":
         kind = f"equal FLOPs ({budget['flop_budget']:.3g} per arm)"
     elif budget["kind"] == "steps":
-        kind = f"equal steps ({budget['max_steps']} per arm)"
+        kind = f"equal steps ({steps} per arm)"
     else:
-        kind = f"equal wall-clock minutes (schedule over {budget['max_steps']} steps)"
+        kind = f"equal wall-clock minutes (schedules over {steps} steps)"
     stopped = sum(bool(run["training"].get("stopped_by_max_time")) for run in runs)
     minutes = [run["training"]["train_minutes"] for run in runs]
     tokens = [run["training"]["tokens_seen"] for run in runs if run["training"].get("tokens_seen")]

@@ -34,6 +34,8 @@ class Arm:
         argv: the training script's flags beyond the shared ones (objective, masking, ...).
         config_overrides: `--config_overrides` fields (architecture ablations).
         script: "run_pretraining" or "run_clm" (Transformer-XL's segment recurrence).
+        step_rate: this arm's steps per minute as a fraction of a mini's, where it differs from its
+            row's (an equal-minutes arm that is slower per step gets a schedule it can finish).
     """
 
     name: str
@@ -41,6 +43,7 @@ class Arm:
     argv: tuple[str, ...] = ()
     config_overrides: tuple[tuple[str, object], ...] = ()
     script: str = "run_pretraining"
+    step_rate: float | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,9 @@ class Row:
             over arm_minutes x steps_per_minute steps), "flops" (--flop_budget from the minutes,
             --max_time as a cap) or "steps" (the same --max_steps; the paper compares at equal steps).
         note: why the arms are set up this way (shown in the report).
+        step_rate: the row's slowest arm's steps per minute as a fraction of a mini's (32 x 128, one
+            thread): "minutes" and "steps" rows schedule arm_minutes x steps_per_minute x step_rate
+            steps, so the slowest arm can finish them in its minutes.
         not_runnable: what is missing, when the row cannot run yet.
     """
 
@@ -79,6 +85,7 @@ class Row:
     measures: tuple[str, ...]
     budget: str = "minutes"
     note: str = ""
+    step_rate: float = 1.0
     not_runnable: str | None = None
 
     def arm(self, name: str) -> Arm:
@@ -101,6 +108,9 @@ class Row:
             raise ValueError(f"row {self.name!r}: unknown measures {unknown}; known: {MEASURES}")
         if self.budget not in BUDGETS:
             raise ValueError(f"row {self.name!r}: budget {self.budget!r} is not one of {BUDGETS}")
+        for rate in [self.step_rate] + [arm.step_rate for arm in self.arms if arm.step_rate is not None]:
+            if not 0 < rate <= 1:
+                raise ValueError(f"row {self.name!r}: step_rate must be in (0, 1], got {rate}")
         if any(arm.script not in ("run_pretraining", "run_clm") for arm in self.arms):
             raise ValueError(f"row {self.name!r}: an arm's script is neither run_pretraining nor run_clm")
 
@@ -113,8 +123,8 @@ EVAL_15 = ("--eval_mlm_probability", "0.15")  # rows that mask at other rates ar
 SMALL_CORPUS = ("--max_documents", "250")
 
 
-def _albert(name: str, **overrides) -> Arm:
-    return Arm(name, "albert-mini", config_overrides=tuple(overrides.items()))
+def _albert(name: str, step_rate: float | None = None, **overrides) -> Arm:
+    return Arm(name, "albert-mini", config_overrides=tuple(overrides.items()), step_rate=step_rate)
 
 
 ROWS: tuple[Row, ...] = (
@@ -179,7 +189,9 @@ ROWS: tuple[Row, ...] = (
         (Prediction("gen-0.25", "better", "gen-1.0"), Prediction("gen-0.5", "better", "gen-1.0")),
         ("pos", "probe_pos"),
         budget="steps",
-        note="Equal steps, as the paper's figure (the larger generator costs more per step)."),
+        step_rate=0.5,
+        note="Equal steps, as the paper's figure; the full-width generator about doubles a step's FLOPs, so the "
+             "steps are half a mini's rate."),
     Row("albert-sharing",
         "At the same width (equal compute), sharing all layers costs some accuracy; most of the loss comes from "
         "sharing the FFN, while sharing attention costs little.",
@@ -201,11 +213,13 @@ ROWS: tuple[Row, ...] = (
         "time.",
         "Lan et al. 2020 (ALBERT), Table 2 and its same-training-time comparison of ALBERT-xxlarge with BERT-large",
         (_albert("unshared-H256", layer_sharing="none"),
-         _albert("shared-H512", layer_sharing="all", hidden_size=512, intermediate_size=2048, num_attention_heads=8)),
+         _albert("shared-H512", step_rate=0.3, layer_sharing="all", hidden_size=512, intermediate_size=2048,
+                 num_attention_heads=8)),
         (Prediction("shared-H512", "better", "unshared-H256"),),
         ("held_out_mlm_loss", "pos"),
         note="Encoder parameters: 4 unshared layers of H = 256 (3.2 M) vs one shared layer of H = 512 (3.2 M); the "
-             "shared one costs about 4x the FLOPs per step, so equal minutes give it fewer steps (as in the paper)."),
+             "shared one costs about 3.5x the FLOPs per step, so equal minutes give it fewer steps (as in the paper), "
+             "and its schedule is sized for 0.3 of a mini's steps per minute."),
     Row("layer-norm-position",
         "Post-LN Transformers need learning-rate warm-up (without it they train worse or diverge); pre-LN trains "
         "well without warm-up.",
@@ -239,13 +253,15 @@ ROWS: tuple[Row, ...] = (
         "A longer recurrence memory lowers held-out perplexity on long documents.",
         "Dai et al. 2019 (Transformer-XL), the WikiText-103 ablation of recurrence and attention length",
         tuple(Arm(f"mem-{length}", "transfo-xl-mini", ("--max_seq_length", "64", "--mem_len", str(length),
-                                                       "--eval_mem_lens", str(length)), script="run_clm")
+                                                       "--eval_mem_lens", "0,64,256"), script="run_clm")
               for length in (0, 64, 256)),
         (Prediction("mem-64", "better", "mem-0"), Prediction("mem-256", "better", "mem-0")),
         ("clm_perplexity",),
         budget="steps",
-        note="Segments of 64 tokens on the pretraining corpus (pages and chapters); each arm trains and is evaluated "
-             "with its own memory. run_clm.py has no --max_time: the arms are held to equal steps."),
+        step_rate=0.4,
+        note="Segments of 64 tokens, 16 streams, on the pretraining corpus (pages and chapters); each arm trains with "
+             "its memory and is scored with it (its JSON also holds every arm scored with memory 0, 64 and 256). "
+             "run_clm.py has no --max_time: the arms are held to equal steps (README: 0.65 steps/s at memory 64)."),
 )
 
 ROWS_BY_NAME: dict[str, Row] = {row.name: row for row in ROWS}

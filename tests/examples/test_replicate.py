@@ -54,6 +54,9 @@ def test_budgets_become_the_scripts_flags(tmp_path):
     flops = replicate.training_argv(rows["mlm-vs-rtd"], rows["mlm-vs-rtd"].arms[1], 0, args, tmp_path)
     assert float(replicate.last_flag(flops, "--flop_budget")) == 10 * 4e12 and "--max_steps" not in flops
     assert replicate.last_flag(flops, "--max_time") == "15"  # the equal-FLOP arms' cap, 1.5 x
+    generator = rows["electra-generator-size"]  # equal steps at the slowest arm's rate (half a mini's)
+    assert replicate.last_flag(replicate.training_argv(generator, generator.arms[2], 0, args, tmp_path),
+                               "--max_steps") == "250"
     sinusoidal = rows["positions"].arm("sinusoidal")
     assert replicate.config_overrides(sinusoidal, quick=False) == "position_embedding_type=sinusoidal"
     assert replicate.config_overrides(sinusoidal, quick=True).endswith(",position_embedding_type=sinusoidal")
@@ -190,7 +193,7 @@ def test_quick_runs_rows_end_to_end_and_skips_what_is_done(tmp_path):
             length = int(record["arm"].split("-")[1])
             assert json.loads((run_dir / "config.json").read_text())["mem_len"] == length
             assert record["metrics"]["clm_perplexity"] == run["after_training"]["perplexity"]
-            assert [row["mem_len"] for row in record["held_out"]["by_memory_length"]] == [length]
+            assert [row["mem_len"] for row in record["held_out"]["by_memory_length"]] == [0, 64, 256]
     sinusoidal = json.loads((runs / "positions" / "sinusoidal-seed0" / "config.json").read_text())
     assert sinusoidal["position_embedding_type"] == "sinusoidal"
     report = Path(outcome["report"]).read_text()
@@ -200,3 +203,12 @@ def test_quick_runs_rows_end_to_end_and_skips_what_is_done(tmp_path):
     stamp = os.stat(results / "positions" / "learned-seed0.json").st_mtime_ns
     again = replicate.main(argv)  # everything present: nothing re-run, the report rebuilt
     assert again["results"] == {} and os.stat(results / "positions" / "learned-seed0.json").st_mtime_ns == stamp
+
+
+def test_the_harness_quick_qa_schedule_fits_its_windows():
+    """The span-masking row measures cloze QA: under --quick its windows (32 tokens) must take the
+    stride (it was 64, and run_qa refused the schedule)."""
+    evaluate = load_script("evaluate_pretraining")
+    schedule = evaluate.schedules_for(["qa"], [], quick=True)["qa"]
+    assert 0 <= schedule["doc_stride"] < schedule["max_seq_length"] == evaluate.QUICK["max_seq_length"]
+    assert evaluate.schedules_for(["qa"], [], quick=False)["qa"]["doc_stride"] == 64  # the real schedule unchanged
