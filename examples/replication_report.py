@@ -23,6 +23,11 @@ VERDICT_RULE = (
     "\"A equal to B\": **held** when |d| <= s, **not held** otherwise. **not run** when either arm has fewer than "
     f"{MIN_SEEDS} seeds (or is missing). Verdicts are computed per measure; the first measure is the row's main one.")
 SYMBOLS = {"better": ">", "at_least": ">=", "equal": "≈"}
+# Estimated minutes of one harness task for one arm and seed, pretrained model and random twin
+# together, one thread: measured for bert/roberta/electra/spanbert minis (docs/pretraining/runs/*/
+# evaluation.json: sentiment ~90 s, POS ~40 s, probes ~75 s per model); QA is not measured yet (a guess).
+HARNESS_MINUTES = {"sentiment": 3.0, "pos": 1.5, "probe": 2.5, "ner": 2.0, "qa": 6.0}
+SETUP_MINUTES = {"run_pretraining": 1.0, "run_clm": 4.0}  # loading, evaluations before/after; run_clm re-tokenizes
 MEASURE_NAMES = {"held_out_mlm_loss": "held-out MLM loss", "clm_perplexity": "held-out perplexity",
                  "pos": "POS fine-tuning, word acc. %", "sentiment": "sentiment fine-tuning, acc. %",
                  "ner": "NER fine-tuning, F1 %", "qa": "cloze QA, F1 %", "probe_pos": "POS probe, acc. %",
@@ -186,6 +191,31 @@ def row_section(row: Row, arms: dict[str, list[dict]], plot: str | None) -> tupl
     return lines, verdicts
 
 
+def planned_minutes(row: Row, arm_minutes: float) -> float:
+    """Estimated CPU minutes (one thread) of one seed of `row`: each arm's budget, setup and harness."""
+    tasks = {HARNESS_MEASURES[m] for m in row.measures if m in HARNESS_MEASURES}
+    harness = sum(HARNESS_MINUTES[task] for task in tasks)
+    return sum(arm_minutes + SETUP_MINUTES[arm.script] + harness for arm in row.arms)
+
+
+def plan_lines(rows: Sequence[Row], arm_minutes: float = 15.0, seeds: int = MIN_SEEDS) -> list[str]:
+    """The planned study's estimated cost, per row and in all (before anything is run)."""
+    lines = [f"Estimated cost of the whole study at {arm_minutes:g} minutes per arm and {seeds} seeds (one thread per "
+             "run; harness times measured on the minis, QA guessed):", "",
+             "| row | arms | harness tasks | est. minutes per seed | est. hours, all seeds |", "|---|---|---|---|---|"]
+    total = 0.0
+    for row in rows:
+        if row.not_runnable:
+            continue
+        minutes = planned_minutes(row, arm_minutes)
+        total += minutes * seeds
+        tasks = ", ".join(dict.fromkeys(HARNESS_MEASURES[m] for m in row.measures if m in HARNESS_MEASURES)) or "-"
+        lines.append(f"| {row.name} | {len(row.arms)} | {tasks} | {minutes:.0f} | {minutes * seeds / 60:.1f} |")
+    lines += ["", f"In all about **{total / 60:.0f} core-hours** ({total / 120:.0f} hours with two runs side by side, "
+              "e.g. two `replicate.py` calls on disjoint `--rows`); the issue's target is 6 hours of the 2 cores.", ""]
+    return lines
+
+
 def write_report(results_dir: Path, report_path: Path, rows: Sequence[Row], quick: bool = False) -> Path:
     """Rebuild the report (and each row's plot, `<results_dir>/<row>.png`) from the JSON files."""
     results_dir, report_path = Path(results_dir), Path(report_path)
@@ -218,7 +248,7 @@ def write_report(results_dir: Path, report_path: Path, rows: Sequence[Row], quic
     lines += ["## Verdict rule", "", VERDICT_RULE, "",
               "## Budget", "",
               f"{len(runs)} runs: {train:.1f} minutes of pretraining, {wall:.1f} minutes in all with the harness "
-              f"({wall / 60:.2f} hours), on {', '.join(hardware) or 'nothing yet'}.", "",
+              f"({wall / 60:.2f} hours), on {', '.join(hardware) or 'nothing yet'}.", ""] + plan_lines(rows) + [
               "## Summary (main measure)", "", "| row | source | measure | seeds | verdicts |", "|---|---|---|---|---|"]
     lines += summary_rows + [""] + sections
     report_path.parent.mkdir(parents=True, exist_ok=True)
