@@ -127,6 +127,8 @@ def schedules_for(tasks: Sequence[str], overrides: Sequence[str], quick: bool) -
         for task in chosen:
             if task in FINE_TUNING_TASKS:
                 chosen[task].update(QUICK)
+                if "doc_stride" in chosen[task]:  # QA: a window must hold the question and the stride
+                    chosen[task]["max_seq_length"] = SCHEDULES[task]["max_seq_length"]
             else:
                 chosen[task]["rows"] = dict(QUICK_PROBE_ROWS)
     for item in overrides:
