@@ -1,9 +1,10 @@
-"""Old import path, kept working: atomic folder and file writes moved to :mod:`hf_variants.hub.atomic`, beside the checkpoint
+"""Atomic folder and file writes now live in :mod:`hf_variants.hub.atomic`, beside the checkpoint
 saving and publishing code that uses them.
 
-This module makes ``hf_variants.atomic`` the very same module object as ``hf_variants.hub.atomic``
-(not a copy of its names), so every name, private ones included, monkeypatching and pickled
-references behave exactly as before the move. New code imports the new path.
+This old path keeps working: it makes ``hf_variants.atomic`` the very same module object as
+``hf_variants.hub.atomic`` (not a copy of its names), so every name, private ones included,
+monkeypatching and pickled references behave exactly as before the move. New code imports the new
+path.
 """
 
 import sys

@@ -1,9 +1,10 @@
-"""Old import path, kept working: the default peft target modules moved to
-:mod:`hf_variants.integrations.peft_targets` (with the pipelines: what hf-variants adds to other libraries).
+"""The default peft target modules now live in :mod:`hf_variants.integrations.peft_targets`, with the
+pipelines: what hf-variants adds to other libraries.
 
-This module makes ``hf_variants.peft_targets`` the very same module object as ``hf_variants.integrations.peft_targets``
-(not a copy of its names), so every name, private ones included, monkeypatching and pickled
-references behave exactly as before the move. New code imports the new path.
+This old path keeps working: it makes ``hf_variants.peft_targets`` the very same module object as
+``hf_variants.integrations.peft_targets`` (not a copy of its names), so every name, private ones
+included, monkeypatching and pickled references behave exactly as before the move. New code imports
+the new path.
 """
 
 import sys

@@ -1,9 +1,10 @@
-"""Old import path, kept working: the pipelines moved to :mod:`hf_variants.integrations.pipelines` (with the peft targets:
-what hf-variants adds to other libraries).
+"""The pipelines now live in :mod:`hf_variants.integrations.pipelines`, with the peft targets: what hf-
+variants adds to other libraries.
 
-This module makes ``hf_variants.pipelines`` the very same module object as ``hf_variants.integrations.pipelines``
-(not a copy of its names), so every name, private ones included, monkeypatching and pickled
-references behave exactly as before the move. New code imports the new path.
+This old path keeps working: it makes ``hf_variants.pipelines`` the very same module object as
+``hf_variants.integrations.pipelines`` (not a copy of its names), so every name, private ones
+included, monkeypatching and pickled references behave exactly as before the move. New code imports
+the new path.
 """
 
 import sys

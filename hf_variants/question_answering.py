@@ -1,9 +1,10 @@
-"""Old import path, kept working: the extractive QA windows and span search moved to
+"""The extractive QA windows and span search now live in
 :mod:`hf_variants.integrations.question_answering`, beside the pipeline that uses them.
 
-This module makes ``hf_variants.question_answering`` the very same module object as ``hf_variants.integrations.question_answering``
-(not a copy of its names), so every name, private ones included, monkeypatching and pickled
-references behave exactly as before the move. New code imports the new path.
+This old path keeps working: it makes ``hf_variants.question_answering`` the very same module object
+as ``hf_variants.integrations.question_answering`` (not a copy of its names), so every name, private
+ones included, monkeypatching and pickled references behave exactly as before the move. New code
+imports the new path.
 """
 
 import sys
