@@ -26,7 +26,7 @@ import torch
 import transformers
 
 import hf_variants
-from hf_variants.configs import named_config
+from hf_variants.models.named_configs import named_config
 
 DOCUMENTS_VOCAB = 8000  # tokenizer vocabulary; the models keep their named configs' vocabularies
 PAIRS_VOCAB = 8000

@@ -50,7 +50,7 @@ import torch  # noqa: E402
 from transformers import AutoTokenizer  # noqa: E402
 
 import evaluation_support as ev  # noqa: E402  (examples/evaluation_support.py)
-from hf_variants.atomic import write_text_atomically  # noqa: E402
+from hf_variants.hub.atomic import write_text_atomically  # noqa: E402
 from hf_variants.data import load_named_dataset  # noqa: E402
 
 FINE_TUNING_TASKS = ("sentiment", "pos", "ner", "qa")
