@@ -1,7 +1,7 @@
 """Packages for setuptools (everything else is in pyproject.toml).
 
 The named configs stay at the repository's top level (``modeling_configs/``) and ship inside the
-wheel as ``hf_variants/modeling_configs``, where ``hf_variants.configs`` finds them after a
+wheel as ``hf_variants/modeling_configs``, where ``hf_variants.models.named_configs`` finds them after a
 ``pip install``. pyproject.toml's ``packages.find`` cannot add a package that lives outside the
 package tree, hence this file.
 """

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import measure  # noqa: E402
 
 import hf_variants  # noqa: E402,F401  (registers every variant)
-from hf_variants.configs import named_config  # noqa: E402
+from hf_variants.models.named_configs import named_config  # noqa: E402
 from hf_variants.registry import SPECS  # noqa: E402
 
 BEGIN, END = "<!-- BEGIN compile (benchmarks/bench_compile.py) -->", "<!-- END compile -->"

@@ -10,6 +10,9 @@ hold identical weights; both get the same real data (see ``decoder_workloads.py`
     python benchmarks/bench_decoders.py --scenarios clm-gpt2-mini,generate-gpt2-mini-b1
     python benchmarks/bench_decoders.py --write benchmarks/RESULTS.md   # replaces its own section
     python benchmarks/bench_decoders.py --profile generate-gpt2-mini-b1 # torch.profiler tables
+    python benchmarks/bench_decoders.py --prepare-data /tmp/dec        # tokenise once (for a machine
+    python benchmarks/bench_decoders.py --device cuda --dtypes fp32,bf16 --data /tmp/dec \
+        --scenarios generate-gpt2-mini-b1,generate-t5-mini-b8          #  without the corpora: a GPU)
 
 Method (as ``bench_bert.py``, timing helpers from ``measure.py``): one fresh process per scenario
 holds both models; after warm-up each repetition times ``steps`` steps of one side, then of the
@@ -17,6 +20,14 @@ other, alternating which goes first; ratio = transformers' seconds / ours per re
 min, max) and best/best. Before timing, every scenario checks that both sides do the same work:
 training scenarios compare the eval-mode loss of the first batch (same tokens predicted, same
 value), generation scenarios assert identical output tokens.
+
+``--device cuda`` (a GPU): both models and every batch on the GPU, each timed repetition closed by
+``torch.cuda.synchronize()``. ``--dtypes bf16``: generation runs both models with bf16 weights (how
+one serves a model in bf16); training runs fp32 weights under ``torch.autocast(dtype=bfloat16)`` (as
+``Trainer --bf16``). The same-work check always runs in fp32 first (identical tokens / loss); in
+bf16 two correct implementations may round differently, so the bf16 rows record the fraction of
+generated tokens on which both sides agree instead of asserting it (the work per step, a fixed
+number of new tokens with no EOS stop, is the same either way).
 """
 
 from __future__ import annotations
@@ -54,6 +65,11 @@ class Scenario:
     max_length: int = 256  # clm: the packed row length and the truncation length of a document
     target: float = 0.0  # the speed ratio the issue asks for
     overrides: dict = field(default_factory=dict)  # config fields changed (the test's tiny scenario)
+    device: str = "cpu"  # "cpu" or "cuda"
+    dtype: str = "fp32"  # "fp32" or "bf16" (generation: bf16 weights; training: bf16 autocast)
+
+
+DEVICES, DTYPES = ("cpu", "cuda"), ("fp32", "bf16")
 
 
 # transformer-mini as Marian can express it: the paper's sin|cos halves.
@@ -89,12 +105,14 @@ def build_sides(scenario: Scenario):
     import decoder_workloads as work
 
     data = work.Data.load()
-    models = work.build_models(scenario.model, **scenario.overrides)
+    models = {name: model.to(scenario.device)
+              for name, model in work.build_models(scenario.model, **scenario.overrides).items()}
     if scenario.kind == "clm":
         groups = work.clm_feature_groups(data, scenario.batch_size, scenario.steps, scenario.max_length)
         collators = work.clm_collators(data.documents_tokenizer)
         batches = {name: [collators[name](features) for features in groups[name]] for name in models}
-        sides = [work.training_side(name, model, lambda i, name=name: collators[name](groups[name][i % scenario.steps]))
+        sides = [work.training_side(name, model, lambda i, name=name: work.to_device(
+                     collators[name](groups[name][i % scenario.steps]), scenario.device), scenario.dtype)
                  for name, model in models.items()]
         notes = {f"{name}_tokens_per_step": sum(b["input_ids"].numel() for b in batches[name]) / scenario.steps
                  for name in models}
@@ -102,7 +120,9 @@ def build_sides(scenario: Scenario):
         return sides, notes
     if scenario.kind == "seq2seq":
         batches = work.seq2seq_batches(data, scenario.batch_size, scenario.steps, models["ours"])
-        sides = [work.training_side(name, model, lambda i: batches[i % scenario.steps]) for name, model in models.items()]
+        on_device = [work.to_device(batch, scenario.device) for batch in batches]
+        sides = [work.training_side(name, model, lambda i: on_device[i % scenario.steps], scenario.dtype)
+                 for name, model in models.items()]
         padded = sum(b["input_ids"].numel() for b in batches) / scenario.steps
         real = sum(int(b["attention_mask"].sum()) for b in batches) / scenario.steps
         return sides, {"source_tokens_per_step": padded, "real_source_tokens_per_step": real}
@@ -114,7 +134,8 @@ def build_sides(scenario: Scenario):
             tokenizer = data.documents_tokenizer
             lists = [document[:8 + (index * 11) % 33] for index, document in enumerate(d for d in data.documents if len(d) >= 40)]
         pad = tokenizer.pad_token_id
-        prompts = [work.left_padded_prompts(lists[i * scenario.batch_size:(i + 1) * scenario.batch_size], pad)
+        prompts = [work.to_device(work.left_padded_prompts(lists[i * scenario.batch_size:(i + 1) * scenario.batch_size],
+                                                          pad), scenario.device)
                    for i in range(scenario.steps)]
         config = work.greedy_config(scenario.new_tokens, pad, getattr(models["ours"].config, "decoder_start_token_id", None))
         sides = [work.GenerationSide(name, model.eval(), prompts, config) for name, model in models.items()]
@@ -128,7 +149,7 @@ def check_same_work(scenario: Scenario, sides) -> dict:
     import torch
 
     if scenario.kind == "generate":
-        for index in range(scenario.steps):
+        for index in range(scenario.steps):  # fp32 weights here (bf16 sides are cast after this check)
             theirs, ours = (side.generate(index) for side in sides)
             if not torch.equal(theirs, ours):
                 raise AssertionError(f"{scenario.description}: generated tokens differ for prompt batch {index}")
@@ -137,7 +158,7 @@ def check_same_work(scenario: Scenario, sides) -> dict:
     for side in sides:
         side.model.eval()
         with torch.no_grad():
-            losses[side.name] = side.loss(0).item()
+            losses[side.name] = side.loss(0, autocast=False).item()
         side.model.train()
     if abs(losses["ours"] - losses["transformers"]) > 1e-4 * abs(losses["transformers"]):
         raise AssertionError(f"{scenario.description}: eval losses differ {losses}")
@@ -150,11 +171,36 @@ def run_worker(kind: str, scenario: Scenario, reps: int) -> dict:
     sides, notes = build_sides(scenario)
     if kind == "throughput":
         checks = check_same_work(scenario, sides)
+        if scenario.kind == "generate" and scenario.dtype == "bf16":
+            checks["bf16_token_agreement"] = bf16_generation(sides, scenario.steps, scenario.new_tokens)
         times = measure.interleaved_times(sides, scenario.steps, reps, warmup_steps=1)
-        return {**measure.ratio_summary(times), **notes, **checks}
+        result = {**measure.ratio_summary(times), **notes, **checks}
+        if scenario.device == "cuda":
+            import torch
+
+            result["gpu"] = torch.cuda.get_device_name()
+        return result
     if kind == "profile":
         return {"tables": measure.profile_tables(sides, scenario.steps, row_limit=20)}
     raise ValueError(f"unknown worker kind {kind!r}")
+
+
+def bf16_generation(sides, steps: int, new_tokens: int) -> float:
+    """Cast both generation sides to bf16 weights and return the fraction of the generated positions
+    (the last ``new_tokens`` of each row, over the ``steps`` prompt batches) where their tokens
+    agree; 1.0 means identical output."""
+    import torch
+
+    for side in sides:
+        side.model.to(torch.bfloat16)
+    agree = total = 0
+    for index in range(steps):
+        theirs, ours = (side.generate(index) for side in sides)
+        if theirs.shape != ours.shape:
+            raise AssertionError(f"bf16 generation: output shapes differ {tuple(theirs.shape)} vs {tuple(ours.shape)}")
+        same = theirs[:, -new_tokens:] == ours[:, -new_tokens:]
+        agree, total = agree + int(same.sum()), total + same.numel()
+    return agree / total
 
 
 # ----------------------------------------------------------------------------- driver side
@@ -174,9 +220,13 @@ def format_row(name: str, scenario: Scenario, result: dict, load_before: str) ->
                 f"{result['transformers_tokens_per_step']:.0f} (transformers) positions")
     elif scenario.kind == "seq2seq":
         work = f"{result['real_source_tokens_per_step']:.0f} real of {result['source_tokens_per_step']:.0f} padded source positions"
+    elif "bf16_token_agreement" in result:
+        work = f"identical tokens asserted in fp32; bf16 tokens agree at {result['bf16_token_agreement']:.1%} of positions"
     else:
         work = "identical tokens asserted"
     met = "yes" if result["ratio_median"] >= scenario.target else "**no**"
+    if (scenario.device, scenario.dtype) != ("cpu", "fp32"):
+        name = f"{name} ({scenario.device}, {scenario.dtype})"
     return (f"| {name} | {scenario.description} | {result['ratio_median']:.2f}× ({result['ratio_min']:.2f}–"
             f"{result['ratio_max']:.2f}) | {result['ratio_best']:.2f}× | {scenario.target:.1f}× {met} | {unit} | {work} | {load_before} |")
 
@@ -209,9 +259,10 @@ def select(names: str | None) -> list[str]:
 
 
 def run(names: list[str], reps: int, threads: int, quick: bool, scenarios: dict = SCENARIOS,
-        data_folder: Path | None = None) -> list[str]:
-    """Measure ``names`` of ``scenarios`` (each in its own process) and return the markdown rows.
-    ``data_folder``: data already prepared by ``decoder_workloads.prepare_data`` (else prepared here)."""
+        data_folder: Path | None = None, device: str = "cpu", dtypes: tuple[str, ...] = ("fp32",)) -> list[str]:
+    """Measure ``names`` of ``scenarios`` (each in its own process, once per dtype of ``dtypes``, on
+    ``device``) and return the markdown rows. ``data_folder``: data already prepared by
+    ``decoder_workloads.prepare_data`` (else prepared here)."""
     import decoder_workloads
 
     rows = []
@@ -220,13 +271,15 @@ def run(names: list[str], reps: int, threads: int, quick: bool, scenarios: dict 
             decoder_workloads.prepare_data(Path(folder))  # tokenise once; every worker reads it
         os.environ["BENCH_DECODER_DATA"] = str(data_folder or folder)
         for name in names:
-            # --quick: one batch per repetition (each repetition still interleaves both sides).
-            scenario = dataclasses.replace(scenarios[name], steps=1) if quick else scenarios[name]
-            load_before, started = load_average(), time.perf_counter()
-            row = format_row(name, scenario, spawn("throughput", scenario, reps, threads), load_before)
-            print(row, flush=True)
-            print(f"  ({name}: {time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
-            rows.append(row)
+            for dtype in dtypes:
+                # --quick: one batch per repetition (each repetition still interleaves both sides).
+                scenario = dataclasses.replace(scenarios[name], device=device, dtype=dtype,
+                                               **({"steps": 1} if quick else {}))
+                load_before, started = load_average(), time.perf_counter()
+                row = format_row(name, scenario, spawn("throughput", scenario, reps, threads), load_before)
+                print(row, flush=True)
+                print(f"  ({name}, {dtype}: {time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+                rows.append(row)
     return rows
 
 
@@ -238,13 +291,29 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2, help="torch threads (the targets are for 2)")
     parser.add_argument("--write", help="write the results into this markdown file, replacing this harness's section")
     parser.add_argument("--profile", metavar="SCENARIO", help="print torch.profiler tables (both sides) for one scenario")
+    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda (a GPU)")
+    parser.add_argument("--dtypes", default="fp32", help="fp32, bf16 or both, comma-separated (see the docstring)")
+    parser.add_argument("--data", help="a folder --prepare-data wrote (default: tokenise the corpora here)")
+    parser.add_argument("--prepare-data", metavar="FOLDER", help="tokenise the corpora into FOLDER and exit")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--scenario-json", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    dtypes = tuple(args.dtypes.split(","))
+    if args.device not in DEVICES or any(dtype not in DTYPES for dtype in dtypes):
+        raise ValueError(f"--device {args.device!r} / --dtypes {args.dtypes!r}: choose the device from {DEVICES} "
+                         f"and dtypes from {DTYPES}")
 
     import torch
 
     torch.set_num_threads(args.threads)
+    if args.device == "cuda" and not args.worker and not torch.cuda.is_available():
+        raise ValueError(f"--device cuda: torch {torch.__version__} sees no CUDA GPU on this machine")
+    if args.prepare_data:
+        import decoder_workloads
+
+        Path(args.prepare_data).mkdir(parents=True, exist_ok=True)
+        decoder_workloads.prepare_data(Path(args.prepare_data))
+        return
     if args.worker:
         scenario = Scenario(**json.loads(args.scenario_json))
         print(json.dumps(run_worker(args.worker, scenario, args.reps)))
@@ -262,11 +331,13 @@ def main() -> None:
         return
 
     reps = args.reps or (3 if args.quick else 5)
-    header = run_header("benchmarks/bench_decoders.py", None, args.threads, f"{reps} timed repetitions after warm-up")
+    gpu = f"; GPU {torch.cuda.get_device_name()}" if args.device == "cuda" else ""
+    header = run_header("benchmarks/bench_decoders.py", None, args.threads, f"{reps} timed repetitions after warm-up{gpu}")
     print(header)
     print(TABLE_HEADER, flush=True)
     started = time.perf_counter()
-    rows = run(select(args.scenarios), reps, args.threads, args.quick)
+    rows = run(select(args.scenarios), reps, args.threads, args.quick, device=args.device, dtypes=dtypes,
+               data_folder=Path(args.data) if args.data else None)
     footer = f"total {time.perf_counter() - started:.0f} s; load average after {load_average()}"
     print(footer)
     if args.write:

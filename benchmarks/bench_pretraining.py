@@ -157,7 +157,7 @@ def build_models(name: str, overrides: dict | None = None) -> dict:
     import transformers
 
     import hf_variants
-    from hf_variants.configs import named_config
+    from hf_variants.models.named_configs import named_config
 
     variant = VARIANTS[name]
     overrides = overrides or {}

@@ -26,7 +26,7 @@ import torch
 import transformers
 
 import hf_variants
-from hf_variants.configs import named_config
+from hf_variants.models.named_configs import named_config
 
 DOCUMENTS_VOCAB = 8000  # tokenizer vocabulary; the models keep their named configs' vocabularies
 PAIRS_VOCAB = 8000
@@ -155,18 +155,39 @@ def left_padded_prompts(token_lists: list[list[int]], pad_token_id: int) -> dict
     return {"input_ids": input_ids, "attention_mask": attention_mask}
 
 
+def to_device(batch: dict, device: str) -> dict:
+    """``batch`` with every tensor moved to ``device``."""
+    return {key: value.to(device) if isinstance(value, torch.Tensor) else value for key, value in batch.items()}
+
+
 # ----------------------------------------------------------------------------- sides
+class DeviceSide:
+    """A side whose model may live on a GPU: ``synchronize()`` waits for its queued kernels, so the
+    timer (measure.interleaved_times) reads the work done, not the work launched."""
+
+    model: torch.nn.Module
+
+    def synchronize(self) -> None:
+        device = next(self.model.parameters()).device
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+
 @dataclass
-class TrainingSide:
-    """One implementation's training step: collate (when a collator is given), forward, backward, AdamW."""
+class TrainingSide(DeviceSide):
+    """One implementation's training step: collate (when a collator is given), forward, backward, AdamW;
+    forward and loss under bf16 autocast when ``dtype`` is "bf16" (weights and AdamW stay fp32)."""
 
     name: str
     model: torch.nn.Module
     make_batch: Callable[[int], dict]  # step index -> batch
     optimizer: torch.optim.Optimizer
+    dtype: str = "fp32"
 
-    def loss(self, index: int) -> torch.Tensor:
-        return self.model(**self.make_batch(index)).loss
+    def loss(self, index: int, autocast: bool = True) -> torch.Tensor:
+        device = next(self.model.parameters()).device
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast and self.dtype == "bf16"):
+            return self.model(**self.make_batch(index)).loss
 
     def step(self, index: int) -> None:
         self.loss(index).backward()
@@ -174,14 +195,14 @@ class TrainingSide:
         self.optimizer.zero_grad(set_to_none=True)
 
 
-def training_side(name: str, model: torch.nn.Module, make_batch: Callable[[int], dict]) -> TrainingSide:
+def training_side(name: str, model: torch.nn.Module, make_batch: Callable[[int], dict], dtype: str = "fp32") -> TrainingSide:
     model.train()
-    # fused=True: the fastest AdamW on CPU, the same optimizer for both sides.
-    return TrainingSide(name, model, make_batch, torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True))
+    # fused=True: the fastest AdamW on CPU (and on CUDA), the same optimizer for both sides.
+    return TrainingSide(name, model, make_batch, torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True), dtype)
 
 
 @dataclass
-class GenerationSide:
+class GenerationSide(DeviceSide):
     """One implementation's greedy ``generate()`` over a fixed list of prompt batches."""
 
     name: str

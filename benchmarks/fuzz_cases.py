@@ -19,7 +19,7 @@ import torch
 from hypothesis import assume, strategies as st
 
 import hf_variants  # noqa: F401  (registers every variant)
-from hf_variants.configs import available_named_configs, named_config, named_config_path
+from hf_variants.models.named_configs import available_named_configs, named_config, named_config_path
 from hf_variants.modules.configuration import TransformerConfig
 from hf_variants.registry import SPECS, VariantSpec
 

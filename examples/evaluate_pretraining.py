@@ -50,7 +50,7 @@ import torch  # noqa: E402
 from transformers import AutoTokenizer  # noqa: E402
 
 import evaluation_support as ev  # noqa: E402  (examples/evaluation_support.py)
-from hf_variants.atomic import write_text_atomically  # noqa: E402
+from hf_variants.hub.atomic import write_text_atomically  # noqa: E402
 from hf_variants.data import load_named_dataset  # noqa: E402
 
 FINE_TUNING_TASKS = ("sentiment", "pos", "ner", "qa")
@@ -127,6 +127,8 @@ def schedules_for(tasks: Sequence[str], overrides: Sequence[str], quick: bool) -
         for task in chosen:
             if task in FINE_TUNING_TASKS:
                 chosen[task].update(QUICK)
+                if "doc_stride" in chosen[task]:  # QA: a window must hold the question and the stride
+                    chosen[task]["max_seq_length"] = SCHEDULES[task]["max_seq_length"]
             else:
                 chosen[task]["rows"] = dict(QUICK_PROBE_ROWS)
     for item in overrides:

@@ -31,8 +31,8 @@ import huggingface_hub
 import transformers
 from transformers import AutoConfig, AutoTokenizer, HfArgumentParser, PreTrainedModel, Trainer, TrainingArguments, set_seed
 
-from hf_variants.atomic import write_text_atomically
-from hf_variants.configs import is_named_config, named_config_path
+from hf_variants.hub.atomic import write_text_atomically
+from hf_variants.models.named_configs import is_named_config, named_config_path
 from hf_variants.conversion import load_pretrained
 from hf_variants.data import check_columns, load_named_dataset
 from hf_variants.data.data_files import LOADERS as DATA_FILE_LOADERS
@@ -76,7 +76,7 @@ class ModelArguments:
     )
     peft_method: str | None = field(
         default=None,
-        metadata={"help": "Train a peft adapter instead of every weight: lora, ia3 or prefix (default targets: hf_variants.peft_targets)."},
+        metadata={"help": "Train a peft adapter instead of every weight: lora, ia3 or prefix (default targets: hf_variants.integrations.peft_targets)."},
     )
     lora_r: int = field(default=8, metadata={"help": "LoRA rank (--peft_method lora)."})
     lora_alpha: int = field(default=16, metadata={"help": "LoRA scaling numerator: updates are scaled by alpha / r."})
@@ -84,7 +84,7 @@ class ModelArguments:
     lora_target_modules: str | None = field(
         default=None,
         metadata={"help": "Comma-separated module-name suffixes LoRA adapts (e.g. qkv,out,pooler.dense); "
-                          "default: the variant's registered targets (hf_variants.peft_targets)."},
+                          "default: the variant's registered targets (hf_variants.integrations.peft_targets)."},
     )
     num_virtual_tokens: int = field(default=20, metadata={"help": "Prefix length (--peft_method prefix)."})
 

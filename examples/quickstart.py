@@ -23,7 +23,7 @@ from transformers import (
 )
 
 import hf_variants
-from hf_variants.atomic import write_text_atomically
+from hf_variants.hub.atomic import write_text_atomically
 from hf_variants.data import cache_dir, load_rt_polarity
 from hf_variants.hub.trainer import CheckpointSafeTrainer
 from hf_variants.hub import DatasetInfo, write_model_card

@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling example 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a source checkout
 
 import hf_variants  # noqa: E402  (registers the hf-variants model types with the Auto classes)
-from hf_variants.atomic import write_text_atomically  # noqa: E402
+from hf_variants.hub.atomic import write_text_atomically  # noqa: E402
 from hf_variants.hub.trainer import CheckpointSafeTrainer  # noqa: E402
 from hf_variants.objectives import (DataCollatorForPackedCausalLM, SegmentStreamDataset,  # noqa: E402
                                     causal_lm_dataset, corpus_document_token_ids, document_separator_id)

@@ -46,7 +46,7 @@ from transformers import (  # noqa: E402
 )
 
 import examples_support as support  # noqa: E402  (examples/examples_support.py)
-from hf_variants.configs import is_named_config  # noqa: E402
+from hf_variants.models.named_configs import is_named_config  # noqa: E402
 from hf_variants.metrics import accuracy  # noqa: E402
 
 logger = logging.getLogger("hf_variants.examples")

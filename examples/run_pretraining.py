@@ -67,8 +67,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a so
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # pretraining_data, pretraining_support
 
 import hf_variants  # noqa: E402  (registers the hf-variants model types with the Auto classes)
-from hf_variants.atomic import save_atomically, write_text_atomically  # noqa: E402
-from hf_variants.configs import is_named_config, named_config  # noqa: E402
+from hf_variants.hub.atomic import save_atomically, write_text_atomically  # noqa: E402
+from hf_variants.models.named_configs import is_named_config, named_config  # noqa: E402
 from hf_variants.hub.trainer import CheckpointSafeTrainer, check_optimizer_arguments  # noqa: E402
 from hf_variants.hub.checkpoints import last_complete_checkpoint, resolve_checkpoint  # noqa: E402
 from hf_variants.registry import spec_for  # noqa: E402

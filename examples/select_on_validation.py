@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # evaluate_pretraining and its support
 
 import evaluate_pretraining  # noqa: E402
-from hf_variants.atomic import write_text_atomically  # noqa: E402
+from hf_variants.hub.atomic import write_text_atomically  # noqa: E402
 
 ARMS = evaluate_pretraining.ARMS
 

@@ -19,8 +19,8 @@ import numpy as np
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, DataCollatorForSeq2Seq, EvalPrediction, Seq2SeqTrainingArguments
 
 import examples_support as support
-from hf_variants.atomic import save_atomically
-from hf_variants.configs import is_named_config, named_config
+from hf_variants.hub.atomic import save_atomically
+from hf_variants.models.named_configs import is_named_config, named_config
 from hf_variants.hub.trainer import CheckpointSafeSeq2SeqTrainer
 from hf_variants.metrics import sequence_scores
 from hf_variants.registry import spec_for

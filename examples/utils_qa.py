@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import datasets
 from hf_variants.hub.trainer import CheckpointSafeTrainer
-from hf_variants.question_answering import (  # noqa: F401  (run_qa imports them from here)
+from hf_variants.integrations.question_answering import (  # noqa: F401  (run_qa imports them from here)
     NO_ANSWER_POSITION,
     QaColumns,
     QaPredictions,

@@ -8,9 +8,8 @@ one ``SPEC``, see registry.py) with transformers' Auto classes, and exports its 
 import importlib as _importlib
 
 from . import models as _models
-from . import papers  # noqa: F401  (hf_variants.papers.BERT: a registered variant's paper by name)
 from . import registry as _registry
-from .configs import named_config, named_config_path
+from .models.named_configs import named_config, named_config_path
 from .conversion import from_transformers, load_pretrained, to_transformers
 
 for _spec in _registry.discover_specs(_models):
@@ -18,14 +17,20 @@ for _spec in _registry.discover_specs(_models):
     _variant = _importlib.import_module(f"{_models.__name__}.{_spec.name}")
     globals().update({_name: getattr(_variant, _name) for _name in _variant.__all__ if _name != "SPEC"})
 
-from .peft_targets import register_peft_targets as _register_peft_targets
+from .integrations.peft_targets import register_peft_targets as _register_peft_targets
 
 _register_peft_targets()  # LoraConfig / IA3Config(task_type=...) need no target_modules for our model types
 
-from .pipeline_tasks import register_pipeline_tasks as _register_pipeline_tasks
+from .integrations.pipeline_tasks import register_pipeline_tasks as _register_pipeline_tasks
 
 # pipeline("extractive-question-answering") and pipeline("seq2seq-generation"); their module
-# (hf_variants.pipelines, which imports datasets) loads when a pipeline is first built.
+# (hf_variants.integrations.pipelines, which imports datasets) loads when a pipeline is first built.
 _register_pipeline_tasks()
+
+# Attributes the package had before these modules moved into its packages, kept for users' code:
+# hf_variants.configs.named_config(...), hf_variants.papers.BERT (a registered variant's paper by name),
+# hf_variants.peft_targets. (`import hf_variants.configs` etc. go through the one-line alias files.)
+from .integrations import peft_targets  # noqa: E402, F401
+from .models import named_configs as configs, papers  # noqa: E402, F401
 
 __version__ = "0.1.0"

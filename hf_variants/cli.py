@@ -9,6 +9,9 @@
     hf-variants zoo [--variants NAME ...] [--budget_minutes M] [...]
                                               examples/zoo.py (a source checkout's): every variant's mini
                                               pretrained, evaluated beside its twin, written Hub-ready
+    hf-variants replicate [--rows NAME ...] [--seeds 0 1 2] [--arm_minutes M] [--report] [...]
+                                              examples/replicate.py (a source checkout's): the lectures'
+                                              ablation claims re-run at CPU scale, docs/replication.md
 """
 
 from __future__ import annotations
@@ -42,11 +45,15 @@ def _parser() -> argparse.ArgumentParser:
         "zoo", add_help=False,
         help="pretrain, evaluate and package every variant's mini (examples/zoo.py)")
     zoo.add_argument("arguments", nargs="*", help="zoo.py's arguments (see its --help)")
+    replicate = commands.add_parser(
+        "replicate", add_help=False,
+        help="re-run the lectures' ablation claims and rebuild docs/replication.md (examples/replicate.py)")
+    replicate.add_argument("arguments", nargs="*", help="replicate.py's arguments (see its --help)")
     return parser
 
 
 # subcommand -> the example script it runs (in-process)
-SCRIPT_COMMANDS = {"evaluate": "evaluate_pretraining", "zoo": "zoo"}
+SCRIPT_COMMANDS = {"evaluate": "evaluate_pretraining", "zoo": "zoo", "replicate": "replicate"}
 
 
 def _example_script(command: str):

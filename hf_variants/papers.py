@@ -1,22 +1,14 @@
-"""A registered variant's paper by name: ``hf_variants.papers.BERT`` (the variant's folder name in
-capitals) is the :class:`~hf_variants.registry.VariantInfo` its spec names (``SPEC.paper``).
+"""The lookup of a variant's paper by name (``hf_variants.papers.BERT``) now lives in
+:mod:`hf_variants.models.papers`, beside the variants' own ``paper.py`` files.
 
-Each variant keeps its own paper text in its folder (``models/<variant>/paper.py``); the model card
-reads it through the spec (``hf_variants.hub.variants``). This module only looks it up by name.
+This old path keeps working: it makes ``hf_variants.papers`` the very same module object as
+``hf_variants.models.papers`` (not a copy of its names), so every name, private ones included,
+monkeypatching and pickled references behave exactly as before the move. New code imports the new
+path.
 """
 
-from __future__ import annotations
+import sys
 
-from .registry import SPECS, VariantInfo
+from .models import papers as _moved
 
-__all__ = ["VariantInfo"]
-
-
-def __getattr__(name: str) -> VariantInfo:
-    """``papers.BERT`` -> the paper of the variant in folder ``bert`` (``papers.TRANSFO_XL``: transfo_xl)."""
-    if not name.isupper():
-        raise AttributeError(name)
-    spec = next((spec for spec in SPECS.values() if spec.name == name.lower()), None)
-    if spec is None:
-        raise AttributeError(f"no registered variant {name.lower()!r} has a paper; registered: {sorted(s.name for s in SPECS.values())}")
-    return spec.paper
+sys.modules[__name__] = _moved  # the import system hands out whatever sys.modules holds under this name

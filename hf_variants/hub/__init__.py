@@ -1,7 +1,7 @@
-"""Publishing hf-variants checkpoints: model cards, remote-code export, pushes to the Hub, atomic
-Trainer checkpoints and checks on loading. The hooks every model saves and loads through
-(``hf_variants.models.modeling_base``) stand above this package: they load these modules by name
-when a model is saved or loaded."""
+"""Saving, checking and publishing hf-variants checkpoints: atomic folder and file writes
+(``atomic.py``), atomic Trainer checkpoints, checks on loading, remote-code export, model cards and
+pushes to the Hub. The hooks every model saves and loads through (``hf_variants.models.modeling_base``)
+stand above this package: they load these modules by name when a model is saved or loaded."""
 
 from .card import DatasetInfo, RunSummary, build_model_card
 from .checkpoints import AtomicCheckpointsMixin, checkpoint_problems, last_complete_checkpoint

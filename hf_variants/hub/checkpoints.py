@@ -31,7 +31,7 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..atomic import publish, remove_leftover_staging, replace_atomically, staging_path, write_text_atomically
+from .atomic import publish, remove_leftover_staging, replace_atomically, staging_path, write_text_atomically
 
 logger = logging.getLogger(__name__)
 

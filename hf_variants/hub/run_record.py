@@ -20,7 +20,7 @@ from typing import Any
 
 from huggingface_hub import ModelCard
 
-from ..atomic import staged_directory
+from .atomic import staged_directory
 from .card import DatasetInfo, RunSummary, build_model_card
 from .plot import plot_training_curves
 

@@ -19,7 +19,7 @@ Saving (every ``save_pretrained``, hence ``model.push_to_hub``, Trainer's saves 
 - our own weight names, even when the weights came from a transformers checkpoint (transformers
   would otherwise undo the load-time renames);
 - atomic: the weights, config and code are written into a temporary folder beside the target and
-  moved into place only once complete (``hf_variants.atomic``), so a full disk, an exception or a
+  moved into place only once complete (``hf_variants.hub.atomic``), so a full disk, an exception or a
   kill while saving leaves the folder's previous checkpoint loadable; other files in the folder (a
   tokenizer, a Trainer's checkpoint-* folders) are kept;
 - with the checkpoint's self-contained remote code and ``auto_map`` (``hf_variants.hub.remote_code``),
@@ -85,7 +85,7 @@ class RemoteCodeMixin:
             return super().save_pretrained(save_directory, *args, **kwargs)
         if kwargs.get("push_to_hub"):  # transformers names the repo after the folder it writes
             kwargs.setdefault("repo_id", os.path.basename(os.path.normpath(os.fspath(save_directory))))
-        atomic = importlib.import_module("hf_variants.atomic")
+        atomic = importlib.import_module("hf_variants.hub.atomic")
         is_stale_save_file = importlib.import_module("hf_variants.hub.checkpoints").is_stale_save_file
         export_remote_code = importlib.import_module("hf_variants.hub.remote_code").export_remote_code
         # A variant defined outside the package (a user's own experiment) has no package source to

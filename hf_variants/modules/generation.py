@@ -165,7 +165,7 @@ class DecoderForCausalLM(GenerativeTaskModel):
             logits_to_keep: k > 0 computes logits for the last k positions only (generation reads
                 the last one); a 1-D tensor selects positions. Not with labels.
             attention_bias: an extra additive (B, 1, T, T) bias, e.g. the block-diagonal mask of
-                packed documents (objectives.clm.document_causal_bias); runs padded.
+                packed documents (masks.document_causal_bias); runs padded.
             document_ids: (B, T) packed documents, -1 on padding (DataCollatorForPackedCausalLM's
                 column): the same block-diagonal attention without any mask, each document run
                 as its own padding-free sequence (faster than ``attention_bias``).

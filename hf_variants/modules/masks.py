@@ -15,8 +15,8 @@ last T keys, so causal masks align bottom-right (query i sees keys 0..S-T+i).
 Callers: the backbone (checks, memory extension, which positions are read, the summary token's
 position), the task and generation heads (is a target read at padding? where is the summary
 token?), the layout (padding and document biases, the zeroing keep-mask, is the batch worth
-unpadding?), attention (causal bias), the padding-free buckets
-(key-padding bias), and the variants whose masks are their own (XLNet's two streams and
+unpadding?), the packed causal LM collator (document-causal masks), attention (causal bias), the
+padding-free buckets (key-padding bias), and the variants whose masks are their own (XLNet's two streams and
 permutations, Transformer-XL's memory window, XLM's ``lengths``).
 """
 
@@ -154,13 +154,37 @@ def with_causal_bias(
     return combine_biases(bias, causal_bias(query_length, key_length, dtype, device), dtype)
 
 
-def document_bias(document_ids: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """(B, T) document ids of packed rows (-1 on padding) -> additive (B, 1, T, T) bias that keeps
-    attention inside each document (causality, if any, is the attention's own ``is_causal``). A
-    padding query sees itself only, so no softmax row is empty."""
+def document_keep_mask(document_ids: torch.Tensor) -> torch.Tensor:
+    """(B, T) document ids of packed rows (-1 on padding) -> (B, 1, T, T) bool, True where query i
+    may read key j: both in the same document (j real). A padding query sees itself only, so no
+    softmax row is empty."""
     same = (document_ids[:, :, None] == document_ids[:, None, :]) & (document_ids >= 0)[:, None, :]
     itself = torch.eye(document_ids.shape[1], dtype=torch.bool, device=document_ids.device)
-    return additive_mask(~(same | itself)[:, None], dtype)
+    return (same | itself)[:, None]
+
+
+def document_bias(document_ids: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """:func:`document_keep_mask` as an additive (B, 1, T, T) bias that keeps attention inside each
+    document (causality, if any, is the attention's own ``is_causal``)."""
+    return additive_mask(~document_keep_mask(document_ids), dtype)
+
+
+def document_causal_mask(document_ids: torch.Tensor) -> torch.Tensor:
+    """(B, T) document ids (-1 = padding) -> (B, 1, T, T) bool, True where query i may attend
+    to key j: same document and j <= i. A padding query attends to itself only."""
+    if document_ids.ndim != 2:
+        raise ValueError(f"document_ids must be (batch, length), got shape {tuple(document_ids.shape)}")
+    width = document_ids.shape[1]
+    causal = torch.ones(width, width, dtype=torch.bool, device=document_ids.device).tril()
+    return document_keep_mask(document_ids) & causal  # the diagonal (a query itself) is causal
+
+
+def document_causal_bias(document_ids: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """:func:`document_causal_mask` as an additive bias (B, 1, T, T): 0 where allowed, the dtype's
+    most negative value elsewhere (added to the attention scores before the softmax): the
+    ``attention_mask`` / ``attention_bias`` of packed causal LM batches
+    (``hf_variants.objectives.DataCollatorForPackedCausalLM``)."""
+    return additive_mask(~document_causal_mask(document_ids), dtype)
 
 
 # ---------------------------------------------------------------------------- memory models' own masks

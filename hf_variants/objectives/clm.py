@@ -27,7 +27,9 @@ import datasets
 import numpy as np
 import torch
 
-from ..modules.masks import additive_mask
+# The block-diagonal causal masks are built with every other mask, in modules/masks.py; they stay
+# importable from here (hf_variants.objectives.document_causal_bias), where packed rows are made.
+from ..modules.masks import document_causal_bias, document_causal_mask
 from .masking import IGNORE_INDEX, pad_batch, word_start_positions
 from .packing import iter_corpus_documents, tokenize_documents
 
@@ -95,25 +97,6 @@ def causal_lm_dataset(corpus: datasets.Dataset, tokenizer, max_length: int = 102
 
     return datasets.Dataset.from_generator(
         generate, gen_kwargs={"corpus": corpus, "tokenizer": tokenizer, "max_length": max_length})
-
-
-def document_causal_mask(document_ids: torch.Tensor) -> torch.Tensor:
-    """(B, T) document ids (-1 = padding) -> (B, 1, T, T) bool, True where query i may attend
-    to key j: same document and j <= i. A padding query attends to itself only."""
-    if document_ids.ndim != 2:
-        raise ValueError(f"document_ids must be (batch, length), got shape {tuple(document_ids.shape)}")
-    width = document_ids.shape[1]
-    causal = torch.ones(width, width, dtype=torch.bool, device=document_ids.device).tril()
-    same = document_ids[:, :, None] == document_ids[:, None, :]
-    real = (document_ids >= 0)[:, None, :]
-    itself = torch.eye(width, dtype=torch.bool, device=document_ids.device)
-    return ((same & causal & real) | itself)[:, None]
-
-
-def document_causal_bias(document_ids: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """`document_causal_mask` as an additive bias (B, 1, T, T): 0 where allowed, the dtype's
-    most negative value elsewhere (added to the attention scores before the softmax)."""
-    return additive_mask(~document_causal_mask(document_ids), dtype)
 
 
 class DataCollatorForPackedCausalLM:

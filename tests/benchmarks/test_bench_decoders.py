@@ -2,6 +2,8 @@
 fresh worker processes, and its same-work checks (equal losses, identical generated tokens)."""
 
 import dataclasses
+import subprocess
+import sys
 
 import pytest
 
@@ -77,3 +79,28 @@ def test_write_replaces_its_own_section_only(tmp_path):
     text = results.read_text()
     assert text.startswith("# Results\n\nBERT section\n")
     assert text.count(bench_decoders.SECTION_BEGIN) == 1 and "second run" in text and "first run" not in text
+
+
+def test_bf16_generation_records_token_agreement(data_folder, monkeypatch):
+    """--dtypes bf16 (on the CPU here, as on a GPU): the fp32 same-work check passes first, then both
+    sides are cast to bf16 weights, generate the same number of tokens, and the row reports how often
+    their tokens agree instead of asserting identity."""
+    import torch
+
+    monkeypatch.setenv("BENCH_DECODER_DATA", str(data_folder))
+    scenario = dataclasses.replace(TINY["generate-t5-tiny"], dtype="bf16")
+    sides, notes = bench_decoders.build_sides(scenario)
+    checks = bench_decoders.check_same_work(scenario, sides)
+    agreement = bench_decoders.bf16_generation(sides, scenario.steps, scenario.new_tokens)
+    assert all(next(side.model.parameters()).dtype == torch.bfloat16 for side in sides)
+    assert 0.0 <= agreement <= 1.0
+    result = {**notes, **checks, "bf16_token_agreement": agreement, "ours_s": 0.5, "theirs_s": 1.0,
+              "ratio_median": 2.0, "ratio_min": 1.5, "ratio_max": 2.5, "ratio_best": 2.0}
+    row = bench_decoders.format_row("generate-t5-tiny", scenario, result, "1.00 1.00 1.00")
+    assert row.startswith("| generate-t5-tiny (cpu, bf16) |")
+    assert f"bf16 tokens agree at {agreement:.1%} of positions" in row
+
+
+def test_unknown_device_is_refused():
+    result = subprocess.run([sys.executable, bench_decoders.__file__, "--device", "tpu"], capture_output=True, text=True)
+    assert result.returncode != 0 and "--device 'tpu'" in result.stderr

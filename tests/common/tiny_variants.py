@@ -11,7 +11,7 @@ import json
 
 import torch
 
-from hf_variants.configs import named_config_path
+from hf_variants.models.named_configs import named_config_path
 from hf_variants.registry import SPECS, VariantSpec
 
 CONTIGUOUS_TEXT_ONLY = {"transfo_xl"}  # takes no padding mask (segments of running text)

@@ -9,7 +9,7 @@ import torch
 from transformers import Seq2SeqTrainingArguments, TrainingArguments
 from transformers.optimization import Adafactor
 
-from hf_variants.configs import named_config
+from hf_variants.models.named_configs import named_config
 from hf_variants.hub.trainer import CheckpointSafeSeq2SeqTrainer, CheckpointSafeTrainer, adafactor_optim_args
 from hf_variants.models.t5 import T5ForConditionalGeneration
 

@@ -12,7 +12,7 @@ from accelerate import init_empty_weights
 from transformers import AutoModelForSequenceClassification
 from transformers.modeling_layers import GradientCheckpointingLayer
 
-from hf_variants.configs import named_config
+from hf_variants.models.named_configs import named_config
 from hf_variants.registry import SPECS
 from variant_cases import assert_outputs_equal, model_inputs, output_tensors, params, tiny_config, tiny_model
 

@@ -2,7 +2,7 @@
 
 Parametrised from the registry: every head peft has a task type for (plus the bare model), so a
 variant added later is covered without new code. Default target modules come from
-``hf_variants.peft_targets`` (no ``target_modules`` below). Adapters start from random values
+``hf_variants.integrations.peft_targets`` (no ``target_modules`` below). Adapters start from random values
 (``init_lora_weights=False`` / ``init_ia3_weights=False``) so they change the outputs, and the
 checks compare: adapter on vs off, merged vs unmerged, saved and reloaded vs in memory.
 """
@@ -14,7 +14,7 @@ import torch
 from peft import IA3Config, LoraConfig, PeftModel, PrefixTuningConfig, TaskType, get_peft_model
 from transformers.cache_utils import DynamicCache
 
-from hf_variants.peft_targets import variant_target_modules
+from hf_variants.integrations.peft_targets import variant_target_modules
 from hf_variants.registry import SPECS
 from tiny_variants import CONTIGUOUS_TEXT_ONLY, is_text, tiny_config, tiny_inputs, variant_heads
 

@@ -173,9 +173,9 @@ import sys
 import hf_variants
 from transformers import pipeline
 from transformers.pipelines import PIPELINE_REGISTRY
-loaded_at_import = sorted({"hf_variants.pipelines", "datasets"} & set(sys.modules))
+loaded_at_import = sorted({"hf_variants.integrations.pipelines", "datasets"} & set(sys.modules))
 assert not loaded_at_import, loaded_at_import
-assert PIPELINE_REGISTRY.supported_tasks["extractive-question-answering"]["impl"] == "hf_variants.pipelines.ExtractiveQuestionAnsweringPipeline"
+assert PIPELINE_REGISTRY.supported_tasks["extractive-question-answering"]["impl"] == "hf_variants.integrations.pipelines.ExtractiveQuestionAnsweringPipeline"
 generator = pipeline("seq2seq-generation", model=sys.argv[1])
 assert type(generator).__qualname__ == "Text2TextGenerationPipeline", type(generator)
 print(generator("the film was great", max_new_tokens=3, do_sample=False)[0]["generated_text"] is not None)
@@ -184,7 +184,7 @@ assert PIPELINE_REGISTRY.supported_tasks["seq2seq-generation"]["impl"] is type(g
 
 
 def test_import_registers_the_pipeline_tasks_without_loading_them(tmp_path):
-    """``import hf_variants`` leaves hf_variants.pipelines (and datasets) unloaded, yet
+    """``import hf_variants`` leaves hf_variants.integrations.pipelines (and datasets) unloaded, yet
     ``pipeline(<our task>)`` finds the task, imports the class and runs (a fresh interpreter)."""
     import os
     import subprocess

@@ -343,7 +343,7 @@ def test_lora_target_modules_choose_what_lora_adapts():
     import peft
     from transformers import AutoModelForSequenceClassification
 
-    from hf_variants.configs import named_config
+    from hf_variants.models.named_configs import named_config
     from hf_variants.registry import SPECS
 
     def adapted(**arguments):

@@ -12,7 +12,7 @@ from torch.nn import functional as F
 from transformers import AutoTokenizer
 
 from hf_variants import BertForSequenceClassification
-from hf_variants.configs import named_config
+from hf_variants.models.named_configs import named_config
 from test_examples_processing import MINILM, common_args, load_script
 
 distillation = load_script("run_distillation")

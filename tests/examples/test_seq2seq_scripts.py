@@ -19,7 +19,7 @@ import torch
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
 import hf_variants  # noqa: F401  (registers the model types)
-from hf_variants.configs import named_config
+from hf_variants.models.named_configs import named_config
 from hf_variants.data import load_cmudict, load_rt_polarity, load_wsj_pos
 from hf_variants.metrics import sequence_scores
 

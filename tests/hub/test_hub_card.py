@@ -81,7 +81,7 @@ def test_card_metadata_and_model_index_hold_the_run_metrics(trained_run):
 def test_card_body_describes_variant_training_loading_and_evaluation(trained_run):
     out, metrics, state, _ = trained_run
     text = (out / "README.md").read_text()
-    assert hf_variants.papers.BERT.description in text and "https://arxiv.org/abs/1810.04805" in text
+    assert hf_variants.models.papers.BERT.description in text and "https://arxiv.org/abs/1810.04805" in text
     assert "@inproceedings{devlin-etal-2019-bert" in text
     assert 'from_pretrained("org/bert-token-presence", trust_remote_code=True)' in text
     assert "import hf_variants" in text and "AutoModelForSequenceClassification" in text

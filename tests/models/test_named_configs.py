@@ -7,7 +7,7 @@ import torch
 from transformers import AutoConfig, AutoModel
 
 import hf_variants
-from hf_variants.configs import MODELING_CONFIGS_DIR, available_named_configs, is_named_config
+from hf_variants.models.named_configs import MODELING_CONFIGS_DIR, available_named_configs, is_named_config
 
 
 def count_parameters(config) -> int:

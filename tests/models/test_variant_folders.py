@@ -69,7 +69,7 @@ REPO = MODELS_DIR.parents[1]
 def registration_problems(spec, readme: str, docs_dir: Path) -> list[str]:
     """What a variant's folder leaves undeclared: its SPEC's mini config and tiny test config, its
     README variants-table row (linking its docs page) and that page."""
-    from hf_variants.configs import available_named_configs, named_config
+    from hf_variants.models.named_configs import available_named_configs, named_config
 
     problems = []
     if spec.mini_config not in available_named_configs():

@@ -19,7 +19,7 @@ from hf_variants.modules.generation import DecoderForCausalLM
 from hf_variants.modules.embeddings import TransformerEmbeddings, check_index_range
 from hf_variants.modules.heads import SummaryClassifier
 from hf_variants.modules.norms import RMSNorm
-from hf_variants.papers import BERT
+from hf_variants.models.papers import BERT
 from hf_variants.registry import HEAD_AUTO_CLASSES, REGISTERED, SPECS, VariantSpec, register
 from hf_variants.modules.task_models import (
     EncoderForMaskedLM,

@@ -46,6 +46,16 @@ def test_document_bias_keeps_attention_inside_each_document():
     assert torch.equal(got, bias([expected])[:, None])
 
 
+def test_document_causal_bias_is_the_document_bias_made_causal():
+    """The collator's packed-CLM bias and the layout's document bias + causal mask agree."""
+    document_ids = torch.tensor([[0, 0, 1, 1, 1, -1], [0, 1, 1, 2, -1, -1]])
+    causal = masks.document_causal_bias(document_ids)
+    assert torch.equal(causal, masks.with_causal_bias(masks.document_bias(document_ids, torch.float32), 6, 6, torch.float32, None))
+    assert torch.equal(masks.document_causal_mask(document_ids), causal == 0)
+    with pytest.raises(ValueError, match="document_ids must be \\(batch, length\\)"):
+        masks.document_causal_mask(torch.zeros(4, dtype=torch.long))
+
+
 def test_memory_extension_prefix_split_and_new_tokens():
     mask = torch.tensor([[1, 0], [1, 1]])
     assert masks.extend_for_memory(mask, 2).tolist() == [[1, 1, 1, 0], [1, 1, 1, 1]]

@@ -21,7 +21,7 @@ import torch
 from transformers import TrainingArguments
 
 import hf_variants
-from hf_variants.atomic import is_staging_name
+from hf_variants.hub.atomic import is_staging_name
 from hf_variants.hub.trainer import CheckpointSafeTrainer
 from hf_variants.hub.checkpoints import checkpoint_problems, last_complete_checkpoint, resolve_checkpoint
 

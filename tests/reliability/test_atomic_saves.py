@@ -1,6 +1,6 @@
 """Atomic saves: a save that fails halfway (a full disk, a writer that dies after some bytes)
 leaves the folder's previous checkpoint loadable, for the model, the tokenizer, the model card
-and whole folders staged with `hf_variants.atomic.staged_directory`."""
+and whole folders staged with `hf_variants.hub.atomic.staged_directory`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import transformers.modeling_utils
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 import hf_variants
-from hf_variants.atomic import is_staging_name, staged_directory
+from hf_variants.hub.atomic import is_staging_name, staged_directory
 
 TINY = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
             max_position_embeddings=64)
@@ -182,7 +182,7 @@ def test_staged_directory_publishes_only_on_success(tmp_path):
 def test_tokenizer_save_failing_halfway_keeps_the_previous_tokenizer(tmp_path, monkeypatch):
     from transformers import PreTrainedTokenizerFast
 
-    from hf_variants.atomic import save_atomically
+    from hf_variants.hub.atomic import save_atomically
 
     tokenizer = AutoTokenizer.from_pretrained(minilm_path())
     folder = tmp_path / "tok"

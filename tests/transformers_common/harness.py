@@ -15,7 +15,7 @@ import unittest
 import pytest
 import torch
 
-from hf_variants.configs import named_config_path
+from hf_variants.models.named_configs import named_config_path
 from hf_variants.registry import HEAD_AUTO_CLASSES, SPECS
 
 try:  # transformers' mixins import it at module level; it is a dev dependency of ours

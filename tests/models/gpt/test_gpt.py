@@ -175,7 +175,7 @@ def test_parameter_counts_within_3_percent(name, params):
      ("gpt2-large", 36, 1280, 1024, True), ("gpt2-xl", 48, 1600, 1024, True), ("openai-gpt", 12, 768, 512, False)],
 )
 def test_named_configs(name, layers, hidden, positions, pre_ln):
-    config = AutoConfig.from_pretrained(str(hf_variants.configs.MODELING_CONFIGS_DIR / name))
+    config = AutoConfig.from_pretrained(str(hf_variants.models.named_configs.MODELING_CONFIGS_DIR / name))
     assert (config.model_type, config.num_hidden_layers, config.hidden_size) == ("hfv_gpt", layers, hidden)
     assert (config.max_position_embeddings, config.pre_layer_norm, config.intermediate_size) == (positions, pre_ln, 4 * hidden)
     assert config.hidden_size // config.num_attention_heads == 64

@@ -208,7 +208,7 @@ def test_pretraining_is_mlm_without_nsp():
 def test_spec_declares_mlm_and_byte_level_bpe():
     spec = hf_variants.registry.SPECS["hfv_roberta"]
     assert spec.pretraining_objective == "mlm" and spec.tokenizer_kind == "bpe" and spec.tokenizer_kind in TOKENIZER_KINDS
-    assert spec.paper is hf_variants.papers.ROBERTA
+    assert spec.paper is hf_variants.models.papers.ROBERTA
 
 
 def test_byte_level_bpe_tokenizer_feeds_the_model_with_either_padding_side():

@@ -205,7 +205,7 @@ def test_named_config_parameter_counts_within_3_percent(name, params):
 
 
 def test_t5_mini_loads_by_name():
-    config = AutoConfig.from_pretrained(str(hf_variants.configs.named_config_path("t5-mini")))
+    config = AutoConfig.from_pretrained(str(hf_variants.models.named_configs.named_config_path("t5-mini")))
     assert (config.model_type, config.hidden_size, config.num_hidden_layers) == ("hfv_t5", 256, 4)
 
 

@@ -231,8 +231,8 @@ def test_parameter_counts_within_3_percent_of_table_3(name, params):
 
 
 def test_named_configs():
-    base = AutoConfig.from_pretrained(str(hf_variants.configs.MODELING_CONFIGS_DIR / "transformer-base"))
-    big = AutoConfig.from_pretrained(str(hf_variants.configs.MODELING_CONFIGS_DIR / "transformer-big"))
+    base = AutoConfig.from_pretrained(str(hf_variants.models.named_configs.MODELING_CONFIGS_DIR / "transformer-base"))
+    big = AutoConfig.from_pretrained(str(hf_variants.models.named_configs.MODELING_CONFIGS_DIR / "transformer-big"))
     assert (base.model_type, base.num_hidden_layers, base.decoder_layers, base.hidden_size, base.intermediate_size,
             base.num_attention_heads, base.hidden_dropout_prob, base.vocab_size) == ("hfv_transformer", 6, 6, 512, 2048, 8, 0.1, 37000)
     assert (big.hidden_size, big.intermediate_size, big.num_attention_heads, big.hidden_dropout_prob) == (1024, 4096, 16, 0.3)

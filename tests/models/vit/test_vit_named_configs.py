@@ -5,7 +5,7 @@ import torch
 from transformers import AutoConfig, AutoModel
 
 import hf_variants
-from hf_variants.configs import MODELING_CONFIGS_DIR
+from hf_variants.models.named_configs import MODELING_CONFIGS_DIR
 
 
 def count_parameters(config) -> int:

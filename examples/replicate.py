@@ -1,0 +1,300 @@
+#!/usr/bin/env python
+"""The replication study (issue #33): the lectures' ablation claims re-run at CPU scale, arm by arm
+and seed by seed, and docs/replication.md rebuilt from the results::
+
+    hf-variants replicate --rows nsp masking-rate --seeds 0 1 2 --arm_minutes 15 --bf16
+    hf-variants replicate --report
+
+The rows (claim, paper table, arms, measurements, predicted direction) are data:
+``examples/replication_rows.py``. Per (row, arm, seed):
+
+1. the arm's mini is pretrained from scratch with ``examples/run_pretraining.py`` (Transformer-XL:
+   ``examples/run_clm.py``) on ``--corpus pretraining`` with its family's ``--recipe`` and the arm's
+   flags, under the row's budget: ``--arm_minutes`` of wall clock (``--max_time``; the schedule runs
+   over ``arm_minutes x steps_per_minute`` steps), or equal FLOPs (``--flop_budget arm_minutes x
+   flops_per_minute``), or equal steps;
+2. the row's harness tasks (POS, sentiment, QA, the probes) run through
+   ``examples/evaluate_pretraining.py`` beside the random-weight twin, one fine-tuning seed
+   (``42 + seed``) per pretraining seed;
+3. ``<results_dir>/<row>/<arm>-seed<k>.json`` is written at once: budget, argv, steps, tokens,
+   FLOPs, minutes, held-out metrics, task scores (and the twin's), versions.
+
+A (row, arm, seed) whose JSON exists is skipped, so the study runs in pieces; weights stay under
+``--output_dir`` (never committed). ``--report`` rebuilds the report (tables, plots, verdicts) from
+the JSON files alone (``examples/replication_report.py``). ``--quick``: tiny sizes and a few steps on
+a few Austen documents (a smoke test for the test suite, never a measurement), results in a
+temporary folder unless ``--results_dir`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a source checkout
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling example scripts
+
+import torch  # noqa: E402
+import transformers  # noqa: E402
+
+from hf_variants.atomic import write_text_atomically  # noqa: E402
+from hf_variants.configs import named_config  # noqa: E402
+from hf_variants.objectives.recipes import RECIPES  # noqa: E402
+from hf_variants.registry import spec_for  # noqa: E402
+from replication_report import write_report  # noqa: E402
+from replication_rows import HARNESS_MEASURES, ROWS, ROWS_BY_NAME, Arm, Row  # noqa: E402
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+FIRST_FINE_TUNING_SEED = 42  # evaluate_pretraining's default first seed; pretraining seed k fine-tunes with 42 + k
+# --quick: tiny sizes on a few Austen documents (zoo.py's QUICK_PRETRAINING, less --max_steps, which
+# the flop-budget rows may not give); the mini's positions stay (the probes read 128 tokens).
+QUICK_TEXT = ["--corpus", "austen", "--max_documents", "12", "--vocab_size", "600", "--per_device_train_batch_size", "4",
+              "--per_device_eval_batch_size", "16", "--logging_steps", "1"]
+QUICK_PRETRAINING = QUICK_TEXT + ["--max_seq_length", "32", "--data_cache_dir", "none"]
+QUICK_CLM = QUICK_TEXT + ["--max_seq_length", "16", "--max_eval_tokens", "512"]
+QUICK_STEPS = 3
+QUICK_FLOP_BUDGET = 1e8  # a few steps of a tiny model
+KEEP_MINI = ("vocab_size", "max_position_embeddings")  # --quick: tiny_config fields not applied
+TIME_CAP = 1.5  # equal-FLOP / equal-step arms: --max_time = 1.5 x arm_minutes, a cap the budget should not reach
+CLM_EVAL_TOKENS = "65536"  # Transformer-XL: held-out tokens scored (each memory length re-reads them)
+
+
+def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The arguments, checked: an unknown row, a non-positive budget or a bad seed is a ValueError."""
+    parser = argparse.ArgumentParser(prog="hf-variants replicate", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", nargs="+", default=None, help=f"rows to run (default: all): {', '.join(ROWS_BY_NAME)}")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="pretraining seeds (default 0 1 2)")
+    parser.add_argument("--arm_minutes", type=float, default=15.0, help="each arm's pretraining budget in minutes")
+    parser.add_argument("--steps_per_minute", type=float, default=60.0,
+                        help="schedule length: arm_minutes x this many steps (a mini at 32 x 128, one thread)")
+    parser.add_argument("--flops_per_minute", type=float, default=4e12,
+                        help="equal-compute rows: --flop_budget = arm_minutes x this (bert-mini ran 7.6e10 FLOPs a "
+                             "step at about 1.3 steps/s on one thread, electra-mini 8.6e10 at about 1)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads for pretraining and evaluation")
+    parser.add_argument("--bf16", action="store_true", help="pretrain and fine-tune with bf16 autocast")
+    parser.add_argument("--output_dir", default="runs/replication", help="pretraining runs and evaluations (weights)")
+    parser.add_argument("--results_dir", default=None,
+                        help="one JSON per (row, arm, seed) (default docs/replication; --quick: a temporary folder)")
+    parser.add_argument("--report_path", default=None,
+                        help="the report (default docs/replication.md; --quick: <results_dir>/replication.md)")
+    parser.add_argument("--report", action="store_true", help="only rebuild the report from the JSON files")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, a few steps: a smoke test, not a measurement")
+    args = parser.parse_args(argv)
+    if not args.arm_minutes > 0:
+        raise ValueError(f"--arm_minutes must be a positive number of minutes, got {args.arm_minutes}")
+    for name in ("steps_per_minute", "flops_per_minute"):
+        if not getattr(args, name) > 0:
+            raise ValueError(f"--{name} must be positive, got {getattr(args, name)}")
+    if args.threads < 1:
+        raise ValueError(f"--threads must be at least 1, got {args.threads}")
+    if not args.seeds or min(args.seeds) < 0 or len(set(args.seeds)) != len(args.seeds):
+        raise ValueError(f"--seeds must be distinct integers >= 0, got {args.seeds}")
+    unknown = [name for name in args.rows or () if name not in ROWS_BY_NAME]
+    if unknown:
+        raise ValueError(f"unknown row(s) {unknown}; rows: {', '.join(ROWS_BY_NAME)}")
+    args.selected = [ROWS_BY_NAME[name] for name in dict.fromkeys(args.rows)] if args.rows else list(ROWS)
+    if args.results_dir is None:
+        args.results_dir = tempfile.mkdtemp(prefix="replication-quick-") if args.quick else "docs/replication"
+    if args.report_path is None:
+        args.report_path = str(Path(args.results_dir) / "replication.md") if args.quick else "docs/replication.md"
+    return args
+
+
+# ------------------------------------------------------------------------------------ one arm's argv
+
+
+def recipe_name(model: str) -> str | None:
+    """The paper recipe of a mini's family ("bert-mini" -> "bert"), None where there is none."""
+    name = spec_for(named_config(model).model_type).name
+    return name if name in RECIPES else None
+
+
+def config_overrides(arm: Arm, quick: bool) -> str | None:
+    """--config_overrides: with --quick the family's tiny sizes first, the arm's ablation fields last."""
+    fields: dict[str, object] = {}
+    if quick:
+        tiny = spec_for(named_config(arm.model).model_type).tiny_config or {}
+        fields.update({key: value for key, value in tiny.items() if key not in KEEP_MINI})
+    fields.update(dict(arm.config_overrides))
+    if not fields:
+        return None
+    return ",".join(f"{key}={str(value).lower() if isinstance(value, bool) else value}" for key, value in fields.items())
+
+
+def budget_of(row: Row, arm: Arm, args: argparse.Namespace) -> dict:
+    """The arm's budget as recorded and as flags: kind, minutes, steps of the schedule, FLOPs."""
+    rate = arm.step_rate or row.step_rate
+    steps = QUICK_STEPS if args.quick else max(1, round(args.arm_minutes * args.steps_per_minute * rate))
+    flops = (QUICK_FLOP_BUDGET if args.quick else args.arm_minutes * args.flops_per_minute) if row.budget == "flops" else None
+    cap = args.arm_minutes * (1.0 if row.budget == "minutes" else TIME_CAP)
+    return {"kind": row.budget, "arm_minutes": args.arm_minutes, "max_time_minutes": cap,
+            "max_steps": None if flops else steps, "flop_budget": flops}
+
+
+def training_argv(row: Row, arm: Arm, seed: int, args: argparse.Namespace, run_dir: Path) -> list[str]:
+    """The training script's arguments for (row, arm, seed): shared flags, the family's recipe, the
+    row's budget, the arm's flags, then (with --quick) the tiny text and sizes, which win."""
+    budget = budget_of(row, arm, args)
+    argv = ["--model_name_or_path", arm.model, "--seed", str(seed), "--output_dir", str(run_dir),
+            "--report_to", "none", "--disable_tqdm", "true", "--save_steps", "200", "--logging_steps", "50"]
+    overrides = config_overrides(arm, args.quick)
+    argv += ["--config_overrides", overrides] if overrides else []
+    argv += ["--bf16"] if args.bf16 else []
+    if arm.script == "run_clm":  # no --max_time there: equal steps; segments of 16 x 64 as the README's runs
+        argv += ["--max_steps", str(budget["max_steps"]), "--per_device_train_batch_size", "16",
+                 "--max_eval_tokens", CLM_EVAL_TOKENS, "--num_samples", "0"]
+        argv += list(arm.argv) + (QUICK_CLM if args.quick else ["--corpus", "pretraining"])
+        return argv
+    recipe = recipe_name(arm.model)
+    argv += ["--recipe", recipe] if recipe else []
+    argv += ["--max_time", f"{budget['max_time_minutes']:g}"]
+    if budget["flop_budget"] is not None:
+        argv += ["--flop_budget", f"{budget['flop_budget']:g}"]
+    else:
+        argv += ["--max_steps", str(budget["max_steps"])]
+    argv += list(arm.argv) + (QUICK_PRETRAINING if args.quick else ["--corpus", "pretraining"])
+    return argv
+
+
+def harness_tasks(row: Row) -> list[str]:
+    """evaluate_pretraining's tasks the row's measures need, in the harness' order."""
+    return list(dict.fromkeys(HARNESS_MEASURES[m] for m in row.measures if m in HARNESS_MEASURES))
+
+
+def evaluation_argv(row: Row, seed: int, args: argparse.Namespace, run_dir: Path, eval_dir: Path) -> list[str]:
+    return (["--model_name_or_path", str(run_dir), "--output_dir", str(eval_dir), "--tasks", *harness_tasks(row),
+             "--seeds", "1", "--first_seed", str(FIRST_FINE_TUNING_SEED + seed), "--threads", str(args.threads),
+             "--resume"] + (["--quick"] if args.quick else []) + (["--bf16"] if args.bf16 else []))
+
+
+# ------------------------------------------------------------------------------------- measurement
+
+
+def last_flag(argv: Sequence[str], flag: str) -> str:
+    """The value of the last `flag` in argv (argparse keeps the last one)."""
+    return [argv[i + 1] for i, item in enumerate(argv[:-1]) if item == flag][-1]
+
+
+def harness_scores(report: dict) -> tuple[dict[str, float], dict[str, float]]:
+    """(pretrained, random twin) test scores per measure from evaluate_pretraining's report."""
+    scores: dict[str, dict[str, float]] = {"pretrained": {}, "random": {}}
+    for task, entry in report["tasks"].items():
+        for arm in scores:
+            if not entry.get(arm):
+                continue
+            if task == "probe":
+                for probe in ("pos", "sentiment"):
+                    scores[arm][f"probe_{probe}"] = entry[arm][probe]["test"]["mean"]
+            else:
+                scores[arm][task] = entry[arm]["test"]["mean"]
+    return scores["pretrained"], scores["random"]
+
+
+def versions() -> dict[str, str | None]:
+    try:
+        commit = subprocess.run(["git", "-C", str(REPOSITORY), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = None
+    return {"python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__,
+            "hf_variants_commit": commit}
+
+
+def run_arm(row: Row, arm: Arm, seed: int, args: argparse.Namespace) -> dict:
+    """Pretrain and measure one (row, arm, seed); returns its results record."""
+    import evaluate_pretraining
+    from hf_variants.hub.run_record import detect_hardware
+
+    run_dir = Path(args.output_dir) / row.name / f"{arm.name}-seed{seed}"
+    argv = training_argv(row, arm, seed, args, run_dir)
+    torch.set_num_threads(args.threads)
+    print(f"[replicate] {row.name} / {arm.name} / seed {seed}: {arm.script} {' '.join(argv)}", flush=True)
+    started = time.perf_counter()
+    record = {"row": row.name, "arm": arm.name, "seed": seed, "quick": args.quick, "model": arm.model,
+              "script": f"examples/{arm.script}.py", "argv": argv, "budget": budget_of(row, arm, args),
+              "threads": args.threads, "bf16": args.bf16, "hardware": detect_hardware(), "versions": versions()}
+    if arm.script == "run_clm":
+        import run_clm
+        trained = run_clm.main(argv)
+        batch = int(last_flag(argv, "--per_device_train_batch_size"))
+        record["training"] = {"global_step": trained["global_step"],
+                              "tokens_seen": trained["global_step"] * batch * trained["sequence_length"],
+                              "train_minutes": round((time.perf_counter() - started) / 60, 2),
+                              "stopped_by_max_time": False, "flops_per_step": None, "flops": None}
+        record["held_out"] = {"before": trained["before_training"], "after": trained["after_training"],
+                              "by_memory_length": trained["by_memory_length"],
+                              "unigram_baseline_perplexity": trained["unigram_baseline_perplexity"]}
+        record["metrics"] = {"clm_perplexity": trained["after_training"]["perplexity"]}
+    else:
+        import run_pretraining
+        trained = run_pretraining.main(argv)
+        step_flops = trained["flops_per_step"]
+        record["training"] = {"global_step": trained["global_step"], "max_steps": trained["max_steps"],
+                              "tokens_seen": trained["tokens_seen"], "train_minutes": round(trained["train_minutes"], 2),
+                              "stopped_by_max_time": trained["stopped_by_max_time"], "flops_per_step": step_flops,
+                              "flops": step_flops * trained["global_step"] if step_flops else None,
+                              "objective": trained["objective"], "input_format": trained["input_format"],
+                              "masking": trained["masking"], "learning_rate": trained["learning_rate"]}
+        record["held_out"] = {"before": trained["before_training"], "after": trained["after_training"]}
+        record["metrics"] = {"held_out_mlm_loss": trained["after_training"]["mlm_loss"]}
+    record["random_twin"] = {}
+    tasks = harness_tasks(row)
+    if tasks:
+        eval_argv = evaluation_argv(row, seed, args, run_dir, run_dir.with_name(run_dir.name + "-evaluation"))
+        print(f"[replicate] {row.name} / {arm.name} / seed {seed}: harness {tasks}", flush=True)
+        report = evaluate_pretraining.main(eval_argv)
+        pretrained, twin = harness_scores(report)
+        record["metrics"].update(pretrained)
+        record["random_twin"] = twin
+        record["evaluation"] = {"argv": eval_argv, "wall_s": report.get("wall_s"), "quick": report["quick"]}
+    record["wall_minutes"] = round((time.perf_counter() - started) / 60, 2)
+    return record
+
+
+def result_path(results_dir: Path, row: Row, arm: Arm, seed: int) -> Path:
+    return results_dir / row.name / f"{arm.name}-seed{seed}.json"
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    """Run the (row, arm, seed) triples not yet done, then rebuild the report; returns
+    {"results": {relative JSON path: record}, "report": path, "failed": [...]}."""
+    args = parse_arguments(argv)
+    results_dir = Path(args.results_dir)
+    records, failed = {}, []
+    if not args.report:
+        for row in args.selected:
+            if row.not_runnable:
+                print(f"[replicate] {row.name}: not runnable yet ({row.not_runnable})", flush=True)
+                continue
+            for seed in args.seeds:
+                for arm in row.arms:
+                    path = result_path(results_dir, row, arm, seed)
+                    key = str(path.relative_to(results_dir))
+                    if path.is_file():
+                        print(f"[replicate] {key}: already done, skipped", flush=True)
+                        continue
+                    try:
+                        records[key] = run_arm(row, arm, seed, args)
+                    except Exception as error:  # noqa: BLE001  (one arm's failure must not stop an hours-long study)
+                        failed.append(f"{key}: {type(error).__name__}: {error}")
+                        print(f"[replicate] {key}: FAILED ({failed[-1]})", flush=True)
+                        continue
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    write_text_atomically(path, json.dumps(records[key], indent=2) + "\n")
+    report = write_report(results_dir, Path(args.report_path), rows=ROWS, quick=args.quick)
+    print(f"[replicate] wrote {report}", flush=True)
+    if failed:  # recorded in the log; the next call retries them
+        raise RuntimeError(f"{len(failed)} arm(s) failed: {failed}")
+    return {"results": records, "report": report, "failed": failed}
+
+
+if __name__ == "__main__":
+    main()

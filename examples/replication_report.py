@@ -1,0 +1,256 @@
+"""docs/replication.md, rebuilt from the replication study's JSON files alone (`examples/replicate.py
+--report`): per row the claim, a table of its arms (mean ± std over seeds, n), a plot, and verdicts
+computed from the numbers by the rule in `VERDICT_RULE`, with the commands that reproduce them and
+the budget spent."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+
+from hf_variants.atomic import write_text_atomically
+from replication_rows import HARNESS_MEASURES, LOWER_IS_BETTER, Prediction, Row
+
+MIN_SEEDS = 3
+VERDICT_RULE = (
+    "For each prediction \"A better than B\" the improvement d is A's mean minus B's, signed so that positive "
+    "is the predicted direction (lower loss or perplexity, higher score), and the noise s is the larger of the two "
+    "arms' standard deviations over seeds (sample std, n - 1). **held**: d > s; **reversed**: d < -s; **not at this "
+    "scale**: |d| <= s. \"A at least B\" (matches or beats): **held** when d >= -s, **reversed** when d < -s. "
+    "\"A equal to B\": **held** when |d| <= s, **not held** otherwise. **not run** when either arm has fewer than "
+    f"{MIN_SEEDS} seeds (or is missing). Verdicts are computed per measure; the first measure is the row's main one.")
+SYMBOLS = {"better": ">", "at_least": ">=", "equal": "≈"}
+# Estimated minutes of one harness task for one arm and seed, pretrained model and random twin
+# together, one thread: measured for bert/roberta/electra/spanbert minis (docs/pretraining/runs/*/
+# evaluation.json: sentiment ~90 s, POS ~40 s, probes ~75 s per model); QA is not measured yet (a guess).
+HARNESS_MINUTES = {"sentiment": 3.0, "pos": 1.5, "probe": 2.5, "ner": 2.0, "qa": 6.0}
+SETUP_MINUTES = {"run_pretraining": 1.0, "run_clm": 4.0}  # loading, evaluations before/after; run_clm re-tokenizes
+MEASURE_NAMES = {"held_out_mlm_loss": "held-out MLM loss", "clm_perplexity": "held-out perplexity",
+                 "pos": "POS fine-tuning, word acc. %", "sentiment": "sentiment fine-tuning, acc. %",
+                 "ner": "NER fine-tuning, F1 %", "qa": "cloze QA, F1 %", "probe_pos": "POS probe, acc. %",
+                 "probe_sentiment": "sentiment probe, acc. %"}
+
+
+def load_records(results_dir: Path) -> dict[str, dict[str, list[dict]]]:
+    """row -> arm -> its records (one per seed, sorted by seed) from `<results_dir>/<row>/*.json`."""
+    records: dict[str, dict[str, list[dict]]] = {}
+    for path in sorted(results_dir.glob("*/*.json")):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        records.setdefault(record["row"], {}).setdefault(record["arm"], []).append(record)
+    for arms in records.values():
+        for runs in arms.values():
+            runs.sort(key=lambda record: record["seed"])
+    return records
+
+
+def summary(values: Sequence[float]) -> dict | None:
+    """{"mean", "std" (sample, n - 1; 0 for one value), "n"}, or None for no values."""
+    if not values:
+        return None
+    return {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+            "n": len(values)}
+
+
+def arm_summary(runs: Sequence[dict], measure: str, key: str = "metrics") -> dict | None:
+    return summary([run[key][measure] for run in runs if run.get(key, {}).get(measure) is not None])
+
+
+def verdict(prediction: Prediction, first: dict | None, second: dict | None, measure: str,
+            min_seeds: int = MIN_SEEDS) -> tuple[str, str]:
+    """(verdict, reason) for one prediction on one measure, by `VERDICT_RULE`; `first` / `second`
+    are the arms' summaries (None: the arm has no result)."""
+    missing = [name for name, stats in ((prediction.first, first), (prediction.second, second)) if stats is None]
+    if missing:
+        return "not run", f"no results for {', '.join(missing)}"
+    if min(first["n"], second["n"]) < min_seeds:
+        return "not run", f"n = {first['n']} / {second['n']} seeds, fewer than {min_seeds}"
+    sign = -1.0 if LOWER_IS_BETTER.get(measure, False) else 1.0
+    improvement = sign * (first["mean"] - second["mean"])
+    noise = max(first["std"], second["std"])
+    reason = f"d = {improvement:+.3g}, s = {noise:.3g}"
+    if prediction.relation == "equal":
+        return ("held" if abs(improvement) <= noise else "not held"), reason
+    if improvement < -noise:
+        return "reversed", reason
+    if prediction.relation == "at_least" or improvement > noise:
+        return "held", reason
+    return "not at this scale", reason
+
+
+def plot_row(row: Row, arms: dict[str, list[dict]], path: Path) -> bool:
+    """A small PNG: one panel per measure, a bar per arm (mean, std error bars), the random twin's
+    mean as a marker where measured. Returns False (no file) when nothing is measured yet."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    measures = [m for m in row.measures if any(arm_summary(arms.get(a.name, []), m) for a in row.arms)]
+    if not measures:
+        return False
+    figure, axes = plt.subplots(1, len(measures), figsize=(3.2 * len(measures), 2.6), squeeze=False)
+    for axis, measure in zip(axes[0], measures):
+        names = [arm.name for arm in row.arms]
+        stats = [arm_summary(arms.get(name, []), measure) for name in names]
+        positions = range(len(names))
+        axis.bar(positions, [s["mean"] if s else 0 for s in stats], yerr=[s["std"] if s else 0 for s in stats],
+                 color="#4c72b0", capsize=3)
+        twins = [arm_summary(arms.get(name, []), measure, "random_twin") for name in names]
+        if any(twins):
+            axis.scatter([p for p, t in zip(positions, twins) if t], [t["mean"] for t in twins if t], color="#c44e52",
+                         marker="x", zorder=3, label="random twin")
+            axis.legend(fontsize=6)
+        measured = [s["mean"] for s in stats if s] + [t["mean"] for t in twins if t]
+        low, high = min(measured), max(measured)
+        margin = (high - low) * 0.5 + 0.02 * abs(high) + 1e-9
+        axis.set_ylim(low - margin, high + margin)
+        axis.set_xticks(list(positions), names, rotation=30, ha="right", fontsize=7)
+        axis.set_title(MEASURE_NAMES[measure] + (" (lower is better)" if LOWER_IS_BETTER.get(measure) else ""), fontsize=7)
+        axis.tick_params(axis="y", labelsize=7)
+    figure.suptitle(row.name, fontsize=8)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=80)
+    plt.close(figure)
+    return True
+
+
+def _cell(stats: dict | None, digits: int = 3) -> str:
+    return "-" if stats is None else f"{stats['mean']:.{digits}g} ± {stats['std']:.2g} (n={stats['n']})"
+
+
+def _budget_line(arms: dict[str, list[dict]]) -> str:
+    runs = [run for runs in arms.values() for run in runs]
+    if not runs:
+        return "not run yet"
+    budget = runs[0]["budget"]
+    steps = " / ".join(str(n) for n in sorted({run["budget"]["max_steps"] for run in runs if run["budget"]["max_steps"]}))
+    if budget["kind"] == "flops":
+        kind = f"equal FLOPs ({budget['flop_budget']:.3g} per arm)"
+    elif budget["kind"] == "steps":
+        kind = f"equal steps ({steps} per arm)"
+    else:
+        kind = f"equal wall-clock minutes (schedules over {steps} steps)"
+    stopped = sum(bool(run["training"].get("stopped_by_max_time")) for run in runs)
+    minutes = [run["training"]["train_minutes"] for run in runs]
+    tokens = [run["training"]["tokens_seen"] for run in runs if run["training"].get("tokens_seen")]
+    line = (f"{kind}; {budget['arm_minutes']:g} minutes per arm (cap {budget['max_time_minutes']:g}); pretraining "
+            f"{min(minutes):.1f}–{max(minutes):.1f} min per run")
+    if tokens:
+        line += f", {min(tokens) / 1e6:.2f}–{max(tokens) / 1e6:.2f} M tokens"
+    if stopped and budget["kind"] != "minutes":
+        line += f"; **{stopped} run(s) stopped by the time cap before their budget**"
+    return line
+
+
+def _command(row: Row, arms: dict[str, list[dict]]) -> str:
+    runs = [run for runs in arms.values() for run in runs]
+    seeds = sorted({run["seed"] for run in runs}) or [0, 1, 2]
+    minutes = runs[0]["budget"]["arm_minutes"] if runs else 15
+    flags = " --bf16" if runs and runs[0].get("bf16") else ""
+    flags += " --quick" if runs and runs[0].get("quick") else ""
+    return (f"python examples/replicate.py --rows {row.name} --seeds {' '.join(map(str, seeds))} "
+            f"--arm_minutes {minutes:g}{flags}")
+
+
+def row_section(row: Row, arms: dict[str, list[dict]], plot: str | None) -> tuple[list[str], list[tuple]]:
+    """The row's markdown and its verdicts [(prediction text, measure, verdict, reason)]."""
+    lines = [f"## {row.name}", "", f"**Claim** ({row.source}): {row.claim}", ""]
+    if row.note:
+        lines += [row.note, ""]
+    if row.not_runnable:
+        return lines + [f"**Not runnable yet**: needs {row.not_runnable}.", ""], []
+    lines += [f"Budget: {_budget_line(arms)}.", ""]
+    header = "| arm | model | flags | " + " | ".join(MEASURE_NAMES[m] for m in row.measures) + " |"
+    lines += [header, "|" + "---|" * (3 + len(row.measures))]
+    for arm in row.arms:
+        runs = arms.get(arm.name, [])
+        flags = " ".join(arm.argv) + "".join(f" {k}={v}" for k, v in arm.config_overrides)
+        cells = []
+        for measure in row.measures:
+            cell = _cell(arm_summary(runs, measure))
+            twin = arm_summary(runs, measure, "random_twin") if measure in HARNESS_MEASURES else None
+            cells.append(cell + (f" [twin {twin['mean']:.3g}]" if twin else ""))
+        lines.append(f"| {arm.name} | {arm.model} | `{flags.strip() or '(defaults)'}` | " + " | ".join(cells) + " |")
+    verdicts = []
+    lines += ["", "| prediction | measure | verdict | numbers |", "|---|---|---|---|"]
+    for prediction in row.predictions:
+        text = f"{prediction.first} {SYMBOLS[prediction.relation]} {prediction.second}"
+        for measure in row.measures:
+            first = arm_summary(arms.get(prediction.first, []), measure)
+            second = arm_summary(arms.get(prediction.second, []), measure)
+            outcome, reason = verdict(prediction, first, second, measure)
+            verdicts.append((text, measure, outcome, reason))
+            lines.append(f"| {text} | {MEASURE_NAMES[measure]} | **{outcome}** | {reason} |")
+    if plot:
+        lines += ["", f"![{row.name}]({plot})"]
+    lines += ["", "```bash", _command(row, arms), "```", ""]
+    return lines, verdicts
+
+
+def planned_minutes(row: Row, arm_minutes: float) -> float:
+    """Estimated CPU minutes (one thread) of one seed of `row`: each arm's budget, setup and harness."""
+    tasks = {HARNESS_MEASURES[m] for m in row.measures if m in HARNESS_MEASURES}
+    harness = sum(HARNESS_MINUTES[task] for task in tasks)
+    return sum(arm_minutes + SETUP_MINUTES[arm.script] + harness for arm in row.arms)
+
+
+def plan_lines(rows: Sequence[Row], arm_minutes: float = 15.0, seeds: int = MIN_SEEDS) -> list[str]:
+    """The planned study's estimated cost, per row and in all (before anything is run)."""
+    lines = [f"Estimated cost of the whole study at {arm_minutes:g} minutes per arm and {seeds} seeds (one thread per "
+             "run; harness times measured on the minis, QA guessed):", "",
+             "| row | arms | harness tasks | est. minutes per seed | est. hours, all seeds |", "|---|---|---|---|---|"]
+    total = 0.0
+    for row in rows:
+        if row.not_runnable:
+            continue
+        minutes = planned_minutes(row, arm_minutes)
+        total += minutes * seeds
+        tasks = ", ".join(dict.fromkeys(HARNESS_MEASURES[m] for m in row.measures if m in HARNESS_MEASURES)) or "-"
+        lines.append(f"| {row.name} | {len(row.arms)} | {tasks} | {minutes:.0f} | {minutes * seeds / 60:.1f} |")
+    lines += ["", f"In all about **{total / 60:.0f} core-hours** ({total / 120:.0f} hours with two runs side by side, "
+              "e.g. two `replicate.py` calls on disjoint `--rows`); the issue's target is 6 hours of the 2 cores.", ""]
+    return lines
+
+
+def write_report(results_dir: Path, report_path: Path, rows: Sequence[Row], quick: bool = False) -> Path:
+    """Rebuild the report (and each row's plot, `<results_dir>/<row>.png`) from the JSON files."""
+    results_dir, report_path = Path(results_dir), Path(report_path)
+    records = load_records(results_dir) if results_dir.is_dir() else {}
+    known = {row.name for row in rows}
+    runs = [run for name, arms in records.items() if name in known for r in arms.values() for run in r]
+    sections, summary_rows = [], []
+    for row in rows:
+        arms = records.get(row.name, {})
+        plot_path = results_dir / f"{row.name}.png"
+        has_plot = plot_row(row, arms, plot_path) if arms else False
+        relative = os.path.relpath(plot_path, report_path.parent) if has_plot else None
+        lines, verdicts = row_section(row, arms, relative)
+        sections += lines
+        main = [v for v in verdicts if v[1] == row.measures[0]]
+        outcome = "; ".join(f"{text}: {v}" for text, _, v, _ in main) if main else (
+            f"not runnable yet: {row.not_runnable}" if row.not_runnable else "not run")
+        seeds = sorted({run["seed"] for runs_ in arms.values() for run in runs_})
+        summary_rows.append(f"| [{row.name}](#{row.name}) | {row.source} | {MEASURE_NAMES[row.measures[0]]} | "
+                            f"{len(seeds)} | {outcome} |")
+    train = sum(run["training"]["train_minutes"] for run in runs)
+    wall = sum(run.get("wall_minutes", 0.0) for run in runs)
+    hardware = sorted({run["hardware"] for run in runs})
+    lines = ["# Replication study: the lectures' claims at CPU scale", "",
+             "Rebuilt by `python examples/replicate.py --report` from the JSON files under "
+             f"`{results_dir}` (one per row, arm and seed): do not edit by hand. Rows, arms and predictions: "
+             "`examples/replication_rows.py` (issue #33).", ""]
+    if quick or any(run.get("quick") for run in runs):
+        lines += ["**Built from --quick runs (tiny models, a few steps): a smoke test, not a measurement.**", ""]
+    lines += ["## Verdict rule", "", VERDICT_RULE, "",
+              "## Budget", "",
+              f"{len(runs)} runs: {train:.1f} minutes of pretraining, {wall:.1f} minutes in all with the harness "
+              f"({wall / 60:.2f} hours), on {', '.join(hardware) or 'nothing yet'}.", ""] + plan_lines(rows) + [
+              "## Summary (main measure)", "", "| row | source | measure | seeds | verdicts |", "|---|---|---|---|---|"]
+    lines += summary_rows + [""] + sections
+    report_path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomically(report_path, "\n".join(lines).rstrip("\n") + "\n")
+    return report_path

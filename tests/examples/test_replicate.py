@@ -1,0 +1,215 @@
+"""examples/replicate.py (`hf-variants replicate`): the rows table names only flags and config fields
+that exist; --quick runs two rows end to end through the real run_pretraining / run_clm and the
+harness, one JSON per (row, arm, seed) holding the run files' numbers, skipped when present; the
+report builder computes its verdicts from hand-written JSON by the stated rule; bad arguments are
+ValueErrors naming the problem."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from hf_variants import cli
+from hf_variants.configs import named_config
+from test_examples_processing import load_script
+
+replicate = load_script("replicate")
+rows_module = load_script("replication_rows")
+report_module = load_script("replication_report")
+Arm, Row, Prediction = rows_module.Arm, rows_module.Row, rows_module.Prediction
+
+
+# ------------------------------------------------------------------------------------ the rows table
+
+
+@pytest.mark.parametrize("row", rows_module.ROWS, ids=lambda row: row.name)
+def test_every_arm_uses_flags_and_config_fields_that_exist(row, tmp_path):
+    """Each arm's argv parses with its script's parser (no unknown flag) and its config overrides
+    build a valid mini config (unknown fields and invalid sizes raise)."""
+    run_pretraining, run_clm = load_script("run_pretraining"), load_script("run_clm")
+    args = replicate.parse_arguments(["--results_dir", str(tmp_path)])
+    for arm in row.arms:
+        argv = replicate.training_argv(row, arm, 0, args, tmp_path / arm.name)
+        script = run_clm if arm.script == "run_clm" else run_pretraining
+        arguments = script.ClmArguments if arm.script == "run_clm" else script.PretrainingArguments
+        parsed, training = run_pretraining.parse_arguments(arguments, argv)
+        assert parsed.model_name_or_path == arm.model and training.seed == 0
+        config = named_config(arm.model)
+        if arm.config_overrides:
+            config.update_from_string(replicate.config_overrides(arm, quick=False))
+            for key, value in arm.config_overrides:
+                assert getattr(config, key) == value
+        config.check_architecture()
+
+
+def test_budgets_become_the_scripts_flags(tmp_path):
+    args = replicate.parse_arguments(["--arm_minutes", "10", "--steps_per_minute", "50", "--results_dir", str(tmp_path)])
+    rows = rows_module.ROWS_BY_NAME
+    minutes = replicate.training_argv(rows["positions"], rows["positions"].arms[0], 1, args, tmp_path)
+    assert replicate.last_flag(minutes, "--max_time") == "10" and replicate.last_flag(minutes, "--max_steps") == "500"
+    assert replicate.last_flag(minutes, "--recipe") == "bert" and replicate.last_flag(minutes, "--seed") == "1"
+    flops = replicate.training_argv(rows["mlm-vs-rtd"], rows["mlm-vs-rtd"].arms[1], 0, args, tmp_path)
+    assert float(replicate.last_flag(flops, "--flop_budget")) == 10 * 4e12 and "--max_steps" not in flops
+    assert replicate.last_flag(flops, "--max_time") == "15"  # the equal-FLOP arms' cap, 1.5 x
+    generator = rows["electra-generator-size"]  # equal steps at the slowest arm's rate (half a mini's)
+    assert replicate.last_flag(replicate.training_argv(generator, generator.arms[2], 0, args, tmp_path),
+                               "--max_steps") == "250"
+    sinusoidal = rows["positions"].arm("sinusoidal")
+    assert replicate.config_overrides(sinusoidal, quick=False) == "position_embedding_type=sinusoidal"
+    assert replicate.config_overrides(sinusoidal, quick=True).endswith(",position_embedding_type=sinusoidal")
+
+
+def test_a_row_naming_an_unknown_arm_or_measure_is_refused():
+    arms = (Arm("a", "bert-mini"), Arm("b", "bert-mini"))
+    with pytest.raises(ValueError, match="no arm 'c'"):
+        Row("r", "claim", "source", arms, (Prediction("a", "better", "c"),), ("pos",)).check()
+    with pytest.raises(ValueError, match="unknown measures"):
+        Row("r", "claim", "source", arms, (Prediction("a", "better", "b"),), ("glue",)).check()
+
+
+# ------------------------------------------------------------------------------------- arguments
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--rows", "no-such-row"], "unknown row"),
+    (["--arm_minutes", "0"], "--arm_minutes must be a positive"),
+    (["--arm_minutes", "-5"], "--arm_minutes must be a positive"),
+    (["--seeds", "0", "0"], "--seeds must be distinct"),
+    (["--threads", "0"], "--threads must be at least 1"),
+])
+def test_bad_arguments_are_value_errors(argv, message):
+    with pytest.raises(ValueError, match=message):
+        replicate.parse_arguments(argv)
+
+
+def test_the_cli_reports_a_bad_row(capsys):
+    assert cli.main(["replicate", "--rows", "no-such-row"]) == 1
+    assert "unknown row" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------- the report builder
+
+
+def _record(row: str, arm: str, seed: int, metrics: dict, twin: dict | None = None) -> dict:
+    return {"row": row, "arm": arm, "seed": seed, "quick": False, "bf16": True, "hardware": "test CPU",
+            "budget": {"kind": "minutes", "arm_minutes": 15.0, "max_time_minutes": 15.0, "max_steps": 900,
+                       "flop_budget": None},
+            "training": {"train_minutes": 15.0, "tokens_seen": 3_000_000, "stopped_by_max_time": True},
+            "metrics": metrics, "random_twin": twin or {}, "wall_minutes": 20.0}
+
+
+FIXTURE_ROWS = (
+    Row("loss-row", "Lower loss for A.", "Paper, Table 1",
+        (Arm("a", "bert-mini"), Arm("b", "bert-mini"), Arm("c", "bert-mini"), Arm("missing", "bert-mini")),
+        (Prediction("a", "better", "b"), Prediction("b", "better", "a"), Prediction("c", "better", "b"),
+         Prediction("a", "better", "missing"), Prediction("c", "equal", "b")),
+        ("held_out_mlm_loss",)),
+    Row("few-seeds", "A scores higher.", "Paper, Table 2", (Arm("a", "bert-mini"), Arm("b", "bert-mini")),
+        (Prediction("a", "better", "b"), Prediction("a", "at_least", "b")), ("pos",)),
+)
+
+
+@pytest.fixture
+def fixture_report(tmp_path):
+    """Hand-written results: loss-row's a is 1 nat below b (std ~0.1), c within b's noise; few-seeds has 2 seeds."""
+    results = tmp_path / "results"
+    losses = {"a": [5.0, 5.1, 4.9], "b": [6.0, 6.1, 5.9], "c": [6.05, 5.95, 6.0]}
+    for arm, values in losses.items():
+        for seed, value in enumerate(values):
+            path = results / "loss-row" / f"{arm}-seed{seed}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(_record("loss-row", arm, seed, {"held_out_mlm_loss": value})))
+    for arm, values in {"a": [80.0, 81.0], "b": [70.0, 71.0]}.items():
+        for seed, value in enumerate(values):
+            path = results / "few-seeds" / f"{arm}-seed{seed}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(_record("few-seeds", arm, seed, {"pos": value}, {"pos": 60.0})))
+    report = report_module.write_report(results, tmp_path / "replication.md", rows=FIXTURE_ROWS)
+    return results, report.read_text()
+
+
+def _verdict_line(text: str, prediction: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith(f"| {prediction} |"))
+
+
+def test_report_verdicts_follow_the_rule(fixture_report):
+    _, text = fixture_report
+    assert "**held**" in _verdict_line(text, "a > b")  # 1 nat lower, std 0.1
+    assert "**reversed**" in _verdict_line(text, "b > a")
+    assert "**not at this scale**" in _verdict_line(text, "c > b")  # 0 difference, within the noise
+    assert "**held**" in _verdict_line(text, "c ≈ b")
+    assert "**not run**" in _verdict_line(text, "a > missing") and "no results for missing" in text
+    assert "**not run**" in _verdict_line(text, "a >= b") and "n = 2 / 2 seeds, fewer than 3" in text
+
+
+def test_report_tables_plots_and_budget_come_from_the_json(fixture_report):
+    results, text = fixture_report
+    assert "5 ± 0.1 (n=3)" in text and "6 ± 0.1 (n=3)" in text  # a and b: mean ± sample std
+    assert "80.5 ± 0.71 (n=2) [twin 60]" in text
+    assert (results / "loss-row.png").stat().st_size > 1000 and "![loss-row](results/loss-row.png)" in text
+    assert "13 runs: 195.0 minutes of pretraining" in text
+    assert "python examples/replicate.py --rows loss-row --seeds 0 1 2 --arm_minutes 15 --bf16" in text
+    assert report_module.VERDICT_RULE in text
+
+
+@pytest.mark.parametrize("relation, first, second, measure, expected", [
+    ("better", [1.0, 1.1, 0.9], [2.0, 2.1, 1.9], "clm_perplexity", "held"),  # lower is better
+    ("better", [1.0, 1.1, 0.9], [2.0, 2.1, 1.9], "pos", "reversed"),  # higher is better
+    ("at_least", [2.0, 2.2, 1.8], [2.1, 2.0, 2.2], "pos", "held"),  # within the noise: matches
+    ("equal", [1.0, 1.01, 0.99], [2.0, 2.01, 1.99], "pos", "not held"),
+])
+def test_verdict_signs_and_relations(relation, first, second, measure, expected):
+    summary = report_module.summary
+    outcome, _ = report_module.verdict(Prediction("a", relation, "b"), summary(first), summary(second), measure)
+    assert outcome == expected
+
+
+# ------------------------------------------------------------------------------- --quick, end to end
+
+
+@pytest.mark.slow
+def test_quick_runs_rows_end_to_end_and_skips_what_is_done(tmp_path):
+    results, runs = tmp_path / "results", tmp_path / "runs"
+    argv = ["--quick", "--rows", "positions", "transfo-xl-memory", "--seeds", "0", "--results_dir", str(results),
+            "--output_dir", str(runs)]
+    outcome = replicate.main(argv)
+    expected = {f"positions/{arm}-seed0.json" for arm in ("learned", "sinusoidal")} | \
+               {f"transfo-xl-memory/mem-{length}-seed0.json" for length in (0, 64, 256)}
+    assert set(outcome["results"]) == expected
+    for key, record in outcome["results"].items():
+        assert json.loads((results / key).read_text()) == record and record["quick"] is True
+        run_dir = runs / record["row"] / f"{record['arm']}-seed0"
+        run = json.loads((run_dir / "eval_results.json").read_text())
+        assert record["training"]["global_step"] == run["global_step"] == 3
+        if record["row"] == "positions":  # held-out loss from run_pretraining, POS from the harness (and its twin)
+            assert record["metrics"]["held_out_mlm_loss"] == run["after_training"]["mlm_loss"]
+            evaluation = json.loads((run_dir.with_name(run_dir.name + "-evaluation") / "evaluation.json").read_text())
+            assert record["metrics"]["pos"] == evaluation["tasks"]["pos"]["pretrained"]["test"]["mean"]
+            assert record["random_twin"]["pos"] == evaluation["tasks"]["pos"]["random"]["test"]["mean"]
+        else:  # Transformer-XL: the perplexity with the arm's own memory
+            length = int(record["arm"].split("-")[1])
+            assert json.loads((run_dir / "config.json").read_text())["mem_len"] == length
+            assert record["metrics"]["clm_perplexity"] == run["after_training"]["perplexity"]
+            assert [row["mem_len"] for row in record["held_out"]["by_memory_length"]] == [0, 64, 256]
+    sinusoidal = json.loads((runs / "positions" / "sinusoidal-seed0" / "config.json").read_text())
+    assert sinusoidal["position_embedding_type"] == "sinusoidal"
+    report = Path(outcome["report"]).read_text()
+    assert "a smoke test, not a measurement" in report and "n = 1 / 1 seeds, fewer than 3" in report
+    assert (results / "positions.png").is_file() and (results / "transfo-xl-memory.png").is_file()
+
+    stamp = os.stat(results / "positions" / "learned-seed0.json").st_mtime_ns
+    again = replicate.main(argv)  # everything present: nothing re-run, the report rebuilt
+    assert again["results"] == {} and os.stat(results / "positions" / "learned-seed0.json").st_mtime_ns == stamp
+
+
+def test_the_harness_quick_qa_schedule_fits_its_windows():
+    """The span-masking row measures cloze QA: under --quick the QA windows keep the real length (the
+    quick 32 tokens left no room for the 64-token stride and the questions; run_qa refused them)."""
+    evaluate = load_script("evaluate_pretraining")
+    schedule = evaluate.schedules_for(["qa"], [], quick=True)["qa"]
+    assert schedule["max_seq_length"] == evaluate.SCHEDULES["qa"]["max_seq_length"] > schedule["doc_stride"]
+    assert schedule["max_train_samples"] == evaluate.QUICK["max_train_samples"]  # still the quick subset
+    assert evaluate.schedules_for(["pos"], [], quick=True)["pos"]["max_seq_length"] == evaluate.QUICK["max_seq_length"]
