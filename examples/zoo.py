@@ -52,7 +52,7 @@ from safetensors.torch import load_file  # noqa: E402
 import hf_variants  # noqa: E402,F401  (registers the model types with the Auto classes)
 import zoo_adopt  # noqa: E402
 import zoo_scripts  # noqa: E402
-from hf_variants.atomic import staged_directory, write_text_atomically  # noqa: E402
+from hf_variants.hub.atomic import staged_directory, write_text_atomically  # noqa: E402
 from hf_variants.hub.card import DatasetInfo  # noqa: E402
 from hf_variants.hub.remote_code import export_remote_code  # noqa: E402
 from hf_variants.hub.run_record import CARD_FILE, write_model_card  # noqa: E402
