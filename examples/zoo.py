@@ -259,8 +259,12 @@ def evaluation_summary(report: dict) -> dict[str, dict]:
                          **{arm: {"mean": value["mean"], "std": value["std"], "n": len(value["scores"])}
                             for arm, value in arms.items()}}
             if "pretrained" in arms and "random" in arms:
-                rows[row]["difference"] = round(arms["pretrained"]["mean"] - arms["random"]["mean"], 2)
-                rows[row]["ahead"] = rows[row]["difference"] > 0
+                difference = round(arms["pretrained"]["mean"] - arms["random"]["mean"], 2)
+                # Ahead / behind only beyond the seeds' spread (the larger std of the two arms);
+                # a difference inside it is reported as within noise, not as a win.
+                noise = max(arms["pretrained"]["std"], arms["random"]["std"])
+                rows[row].update(difference=difference, noise=round(noise, 2),
+                                 ahead=difference > noise, behind=difference < -noise)
     return rows
 
 
@@ -350,7 +354,9 @@ def _difference(row: dict) -> str:
     if row["difference"] == 0:
         return "0, tied"
     decimals = 1 if abs(row["difference"]) >= 10 else 2 if row.get("split") == "test" else 3  # harness: 2 kept
-    return f"{row['difference']:+.{decimals}f}, {'ahead' if ahead else 'behind'}"
+    # Rows with seeds carry "behind" (beyond their spread); single measurements are judged by sign.
+    verdict = "ahead" if ahead else "behind" if row.get("behind", True) else f"within noise (±{row['noise']:.1f})"
+    return f"{row['difference']:+.{decimals}f}, {verdict}"
 
 
 def build_variant(spec: VariantSpec, args: argparse.Namespace) -> dict:

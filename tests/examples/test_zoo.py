@@ -101,7 +101,12 @@ def test_summary_table_has_a_row_per_results_json(zoo, built):
     assert f"{before:.3f} → {after:.3f}" in row
     pos = bert["evaluation"]["tasks"]["pos"]
     assert f"pos: {zoo._number(pos['pretrained']['mean'])} vs {zoo._number(pos['random']['mean'])}" in row
-    assert ("ahead" if pos["difference"] > 0 else "behind" if pos["difference"] < 0 else "tied") in row
+    # ahead / behind only beyond the larger std of the two arms, else within noise
+    noise = max(pos["pretrained"]["std"], pos["random"]["std"])
+    assert pos["noise"] == round(noise, 2) and pos["ahead"] == (pos["difference"] > noise)
+    word = ("tied" if pos["difference"] == 0 else "ahead" if pos["difference"] > noise
+            else "behind" if pos["difference"] < -noise else "within noise")
+    assert word in row
     t5_row = next(line for line in table.splitlines() if line.startswith("| t5-mini-quick"))
     assert "sentiment, pos, probe" in t5_row and "held-out loss: " in t5_row
 
