@@ -21,26 +21,21 @@ from transformers import AutoModel, AutoModelForSeq2SeqLM, AutoTokenizer
 import hf_variants  # noqa: F401  (registers the hfv_* model types with the Auto classes)
 from hf_variants import cli
 from hf_variants.registry import SPECS
-from test_examples_processing import load_script
+from zoo_quick import QUICK, build_quick, load_zoo
 
 pytestmark = pytest.mark.slow
 
-QUICK = ["--quick", "--seeds", "1", "--budget_minutes", "5"]
 
 
 @pytest.fixture(scope="module")
 def zoo():
-    return load_script("zoo")
+    return load_zoo()
 
 
 @pytest.fixture(scope="module")
 def built(zoo, tmp_path_factory):
     """The zoo on bert and t5, --quick: (records, output_dir, results_dir)."""
-    root = tmp_path_factory.mktemp("zoo")
-    output_dir, results_dir = root / "runs", root / "results"
-    records = zoo.main(QUICK + ["--variants", "bert", "t5", "--output_dir", str(output_dir),
-                                "--results_dir", str(results_dir), "--hub_namespace", "zoo-test"])
-    return records, output_dir, results_dir
+    return build_quick(zoo, tmp_path_factory.mktemp("zoo"), ["bert", "t5"], "--hub_namespace", "zoo-test")
 
 
 def test_results_json_holds_the_run_files_numbers(built):

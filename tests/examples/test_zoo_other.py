@@ -15,9 +15,8 @@ from transformers import AutoModel, AutoModelForCausalLM, AutoModelForPreTrainin
 
 import hf_variants  # noqa: F401  (registers the hfv_* model types with the Auto classes)
 from hf_variants.registry import SPECS
-from test_examples_processing import load_script
+from zoo_quick import QUICK, build_quick, load_zoo
 
-QUICK = ["--quick", "--seeds", "1", "--budget_minutes", "5"]
 OTHER = {"gpt2-mini-quick": (AutoModelForCausalLM, "GPTLMHeadModel"),
          "transfo-xl-mini-quick": (AutoModelForCausalLM, "TransfoXLLMHeadModel"),
          "transformer-mini-quick": (AutoModelForSeq2SeqLM, "TransformerForConditionalGeneration"),
@@ -26,17 +25,13 @@ OTHER = {"gpt2-mini-quick": (AutoModelForCausalLM, "GPTLMHeadModel"),
 
 @pytest.fixture(scope="module")
 def zoo():
-    return load_script("zoo")
+    return load_zoo()
 
 
 @pytest.fixture(scope="module")
 def built(zoo, tmp_path_factory):
     """The zoo on gpt, transfo_xl, transformer and vit, --quick: (records, output_dir, results_dir)."""
-    root = tmp_path_factory.mktemp("zoo-other")
-    output_dir, results_dir = root / "runs", root / "results"
-    records = zoo.main(QUICK + ["--variants", "gpt", "transfo_xl", "transformer", "vit", "--output_dir", str(output_dir),
-                                "--results_dir", str(results_dir)])
-    return records, output_dir, results_dir
+    return build_quick(zoo, tmp_path_factory.mktemp("zoo-other"), ["gpt", "transfo_xl", "transformer", "vit"])
 
 
 def read(path):
