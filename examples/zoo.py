@@ -442,7 +442,8 @@ def evaluate(spec: VariantSpec, args: argparse.Namespace, run_dir: Path, eval_di
         print(f"[zoo] {result['model_name']}: adopting the evaluation {folder}", flush=True)
         return {"harness": "examples/evaluate_pretraining.py", "adopted": str(folder.resolve()), "argv": None,
                 "seeds": report["seeds"], "quick": report.get("quick"), "tasks": evaluation_summary(report),
-                "not_run": HARNESS_NOT_RUN}
+                "not_run": HARNESS_NOT_RUN | {task: "not in the adopted evaluation" for task in EVALUATION_TASKS
+                                              if task not in report["tasks"]}}
     eval_argv = ["--model_name_or_path", str(run_dir), "--output_dir", str(eval_dir), "--tasks", *EVALUATION_TASKS,
                  "--seeds", str(args.seeds), "--threads", str(args.threads), "--resume"] + \
                 (["--quick"] if args.quick else []) + (["--bf16"] if args.bf16 else [])

@@ -196,6 +196,7 @@ def test_adopt_builds_from_a_finished_run_and_records_its_own_arguments(zoo, bui
     assert record["budget_minutes"] is None and record["settings"]["name"] == "adopted"
     assert record["evaluation"]["adopted"] == str(eval_dir.resolve())
     assert record["evaluation"]["tasks"] == records["bert-mini-quick"]["evaluation"]["tasks"]
+    assert set(record["evaluation"]["not_run"]) == {"ner", "qa"}  # the adopted evaluation ran the zoo's tasks
     assert not (out / "bert-mini-quick" / "pretraining").exists()  # nothing trained, nothing evaluated
     assert not (out / "bert-mini-quick" / "evaluation").exists()
     hub = out / "bert-mini-quick" / "hub"
