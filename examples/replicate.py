@@ -48,20 +48,17 @@ from hf_variants.atomic import write_text_atomically  # noqa: E402
 from hf_variants.configs import named_config  # noqa: E402
 from hf_variants.objectives.recipes import RECIPES  # noqa: E402
 from hf_variants.registry import spec_for  # noqa: E402
+from pretraining_support import QUICK_PRETRAINING, QUICK_TEXT, quick_config_fields  # noqa: E402
 from replication_report import write_report  # noqa: E402
 from replication_rows import HARNESS_MEASURES, ROWS, ROWS_BY_NAME, Arm, Row  # noqa: E402
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 FIRST_FINE_TUNING_SEED = 42  # evaluate_pretraining's default first seed; pretraining seed k fine-tunes with 42 + k
-# --quick: tiny sizes on a few Austen documents (zoo.py's QUICK_PRETRAINING, less --max_steps, which
-# the flop-budget rows may not give); the mini's positions stay (the probes read 128 tokens).
-QUICK_TEXT = ["--corpus", "austen", "--max_documents", "12", "--vocab_size", "600", "--per_device_train_batch_size", "4",
-              "--per_device_eval_batch_size", "16", "--logging_steps", "1"]
-QUICK_PRETRAINING = QUICK_TEXT + ["--max_seq_length", "32", "--data_cache_dir", "none"]
+# --quick: the shared tiny text and sizes (pretraining_support), less --max_steps, which the
+# flop-budget rows may not give.
 QUICK_CLM = QUICK_TEXT + ["--max_seq_length", "16", "--max_eval_tokens", "512"]
 QUICK_STEPS = 3
 QUICK_FLOP_BUDGET = 1e8  # a few steps of a tiny model
-KEEP_MINI = ("vocab_size", "max_position_embeddings")  # --quick: tiny_config fields not applied
 TIME_CAP = 1.5  # equal-FLOP / equal-step arms: --max_time = 1.5 x arm_minutes, a cap the budget should not reach
 CLM_EVAL_TOKENS = "65536"  # Transformer-XL: held-out tokens scored (each memory length re-reads them)
 
@@ -121,8 +118,7 @@ def config_overrides(arm: Arm, quick: bool) -> str | None:
     """--config_overrides: with --quick the family's tiny sizes first, the arm's ablation fields last."""
     fields: dict[str, object] = {}
     if quick:
-        tiny = spec_for(named_config(arm.model).model_type).tiny_config or {}
-        fields.update({key: value for key, value in tiny.items() if key not in KEEP_MINI})
+        fields.update(quick_config_fields(spec_for(named_config(arm.model).model_type).tiny_config))
     fields.update(dict(arm.config_overrides))
     if not fields:
         return None

@@ -50,6 +50,7 @@ from huggingface_hub import EvalResult  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 
 import hf_variants  # noqa: E402,F401  (registers the model types with the Auto classes)
+import pretraining_support  # noqa: E402
 import zoo_adopt  # noqa: E402
 import zoo_scripts  # noqa: E402
 from hf_variants.hub.atomic import staged_directory, write_text_atomically  # noqa: E402
@@ -72,9 +73,7 @@ HARNESS_NOT_RUN = {"ner": "not in the zoo's task set (sentiment, pos, probe), wh
 HUB_FILES = ("model.safetensors", "config.json", "generation_config.json", "preprocessor_config.json",
              "trainer_state.json", "eval_results.json", "samples.json")
 TOKENIZER_PREFIXES = ("tokenizer", "special_tokens_map", "vocab", "merges", "spiece", "added_tokens")
-QUICK_PRETRAINING = ["--corpus", "austen", "--max_documents", "12", "--vocab_size", "600", "--max_seq_length", "32",
-                     "--per_device_train_batch_size", "4", "--per_device_eval_batch_size", "16", "--max_steps", "3",
-                     "--logging_steps", "1", "--data_cache_dir", "none"]
+QUICK_PRETRAINING = pretraining_support.QUICK_PRETRAINING + ["--max_steps", "3"]
 # Card datasets of the tasks: (Hub task, dataset id, dataset name, metric).
 TASK_CARD = {"sentiment": ("text-classification", "hf_variants/rt_polarity", "rt-polarity movie-review sentences",
                            "accuracy"),
@@ -83,7 +82,6 @@ TASK_CARD = {"sentiment": ("text-classification", "hf_variants/rt_polarity", "rt
                                   "rt-polarity movie-review sentences (linear probe, frozen features)", "accuracy"),
              "probe: pos": ("token-classification", "hf_variants/wsj_pos", "WSJ POS sample (linear probe, frozen features)",
                             "accuracy")}
-KEEP_MINI = ("vocab_size", "max_position_embeddings", "pad_token_id")  # --quick: tiny_config fields not applied
 HELD_OUT_KEYS = ("mlm_loss", "mlm_accuracy", "mlm_perplexity")
 
 # The zoo's settings for the MLM family (run_pretraining.py flags given after --recipe, so they
@@ -199,7 +197,7 @@ def zoo_settings(spec: VariantSpec, args: argparse.Namespace) -> dict:
 def tiny_overrides(spec: VariantSpec) -> str | None:
     """--quick: the spec's tiny test sizes as --config_overrides (the tokenizer sets the vocabulary and its ids;
     the mini's positions stay, as the probes read 128 tokens)."""
-    tiny = {key: value for key, value in (spec.tiny_config or {}).items() if key not in KEEP_MINI}
+    tiny = pretraining_support.quick_config_fields(spec.tiny_config)
     return ",".join(f"{key}={value}" for key, value in tiny.items()) or None
 
 
@@ -228,7 +226,7 @@ def pretraining_argv(spec: VariantSpec, args: argparse.Namespace, run_dir: Path)
 
 def held_out(results: dict | None) -> dict[str, float]:
     """The held-out loss / accuracy / perplexity of one of run_pretraining's evaluations."""
-    return {key: results[key] for key in HELD_OUT_KEYS if results and key in results}
+    return zoo_scripts.pick(results, HELD_OUT_KEYS)
 
 
 def held_out_before(trained: dict, run_dir: Path) -> dict[str, float]:
