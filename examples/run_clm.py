@@ -24,7 +24,12 @@ documents held out; the variant's spec tokenizer trained on the training text un
 
 Perplexity on the held-out text (per token of the tokenizer: compare runs only with one
 tokenizer) before and after training goes to `eval_results.json`; `samples.json` holds a few
-continuations sampled (top-k) from held-out prompts next to the real text. `--max_time MINUTES` is
+continuations sampled (top-k) from held-out prompts next to the real text. With
+`--generation_prompts N` a scored generation task runs before and after training too
+(`generation_before` / `generation_after`): greedy continuations of `--generation_length` tokens
+after N windows of `--prompt_length` tokens spread evenly over the held-out documents, scored
+against the real text (`token_accuracy`: % of generated tokens equal to the real token at the same
+position; `first_token_accuracy`: % of prompts whose first generated token is right). `--max_time MINUTES` is
 run_pretraining's wall-clock budget (resumed runs included; the report gives the minutes, the
 tokens fed and whether the budget stopped it). Every TrainingArguments option works; launch with
 `accelerate launch` for several processes.
@@ -47,7 +52,7 @@ import datasets  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from transformers import (AutoModelForCausalLM, LogitsProcessorList, TemperatureLogitsWarper,  # noqa: E402
+from transformers import (AutoModelForCausalLM, AutoTokenizer, LogitsProcessorList, TemperatureLogitsWarper,  # noqa: E402
                           TopKLogitsWarper)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling example scripts
@@ -93,6 +98,10 @@ class ClmArguments:
     sample_length: int = field(default=48, metadata={"help": "tokens sampled after each prompt"})
     top_k: int = field(default=40, metadata={"help": "sampling: keep the k most likely tokens"})
     temperature: float = field(default=1.0, metadata={"help": "sampling temperature"})
+    generation_prompts: int = field(default=0, metadata={
+        "help": "the scored generation task: greedy continuations of this many held-out windows of "
+                "--prompt_length tokens, before and after training (0: off)"})
+    generation_length: int = field(default=8, metadata={"help": "the generation task: tokens generated per prompt"})
     overwrite_output_dir: bool = field(default=False, metadata={
         "help": "start over even if output_dir holds checkpoints (default: resume from the newest complete one)"})
     max_time: float | None = field(default=None, metadata={
@@ -301,6 +310,107 @@ def sample_from_held_out(model, tokenizer, text: datasets.Dataset, args: ClmArgu
     return samples
 
 
+# ----------------------------------------------------------------------------- generation task
+
+
+def generation_windows(text: datasets.Dataset, tokenizer, args: ClmArguments) -> tuple[np.ndarray, np.ndarray]:
+    """(prompts (N, prompt_length), real continuations (N, generation_length)): N =
+    `--generation_prompts` windows spread evenly over the non-overlapping windows of
+    prompt_length + generation_length tokens inside the held-out documents (a window never spans
+    two documents, so the real continuation holds no document separator)."""
+    if args.prompt_length < 1 or args.generation_length < 1:
+        raise ValueError(f"--prompt_length ({args.prompt_length}) and --generation_length ({args.generation_length}) "
+                         "must be at least 1 for the generation task")
+    width = args.prompt_length + args.generation_length
+    windows = [document[start:start + width] for document in corpus_document_token_ids(text, tokenizer)
+               for start in range(0, len(document) - width + 1, width)]
+    if len(windows) < args.generation_prompts:
+        raise ValueError(f"--generation_prompts {args.generation_prompts}: the held-out documents hold only "
+                         f"{len(windows)} windows of {width} tokens")
+    picks = np.linspace(0, len(windows) - 1, args.generation_prompts).round().astype(int)  # distinct: N <= windows
+    rows = np.asarray([windows[index] for index in picks], dtype=np.int64)
+    return rows[:, :args.prompt_length], rows[:, args.prompt_length:]
+
+
+@torch.no_grad()
+def greedy_continuations(model, prompts: torch.Tensor, length: int) -> torch.Tensor:
+    """(B, length) greedy continuations of the (B, P) equal-length `prompts` (no padding needed).
+    GPT goes through transformers' `generate`, Transformer-XL feeds its prompt, then one token at
+    a time over a memory that keeps the whole history. Either way a continuation ends at its
+    first EOS (`generate` stops there): the positions after it are -1."""
+    model.eval()
+    if not is_recurrent(model):
+        generated = model.generate(prompts, attention_mask=torch.ones_like(prompts), do_sample=False,
+                                   max_new_tokens=length, pad_token_id=model.config.pad_token_id)[:, prompts.shape[1]:]
+        generated = F.pad(generated, (0, length - generated.shape[1]), value=-1)  # every row ended early
+    else:
+        history = prompts.shape[1] + length
+        outputs, tokens = model(input_ids=prompts, mem_len=history), []
+        for step in range(length):
+            tokens.append(outputs.logits[:, -1].argmax(-1, keepdim=True))
+            if step + 1 < length:
+                outputs = model(input_ids=tokens[-1], mems=outputs.mems, mem_len=history)
+        generated = torch.cat(tokens, dim=1)
+    eos = getattr(model.config, "eos_token_id", None)  # a bare Transformer-XL config has none
+    if eos is not None:
+        is_eos = (generated == eos).long()
+        generated = generated.masked_fill(is_eos.cumsum(1) - is_eos > 0, -1)
+    return generated
+
+
+def continuation_scores(generated: np.ndarray, real: np.ndarray, eos_token_id: int | None) -> dict:
+    """The generation task's scores (percent) of (N, L) generated tokens against the real ones:
+    every position, and the first. A continuation ends at its first EOS: the positions after it
+    count as wrong, whatever they hold."""
+    right = generated == real
+    if eos_token_id is not None:
+        is_eos = (generated == eos_token_id).astype(np.int64)
+        right &= (np.cumsum(is_eos, axis=1) - is_eos) == 0  # no EOS before this position
+    return {"prompts": int(real.shape[0]), "generation_length": int(real.shape[1]),
+            "token_accuracy": 100.0 * float(right.mean()), "first_token_accuracy": 100.0 * float(right[:, 0].mean())}
+
+
+def generation_task(model, windows: tuple[np.ndarray, np.ndarray], batch_size: int) -> dict:
+    """The scored generation task on `windows` (generation_windows'), batch by batch."""
+    prompts, real = windows
+    generated = np.concatenate([
+        greedy_continuations(model, torch.from_numpy(prompts[start:start + batch_size]).to(model.device),
+                             real.shape[1]).cpu().numpy()
+        for start in range(0, len(prompts), batch_size)])
+    return {"prompt_length": int(prompts.shape[1]), **continuation_scores(generated, real, getattr(model.config, "eos_token_id", None))}
+
+
+def rebuild_twin(argv: list[str]) -> tuple:
+    """(args, training_args, twin, tokenizer, held-out text) of a finished run: `argv` is the run's
+    own arguments; the twin is the model `main` trained, rebuilt as `main` built it (the same
+    seed set by parse_arguments, then the same config initialised: the same weights), with the
+    tokenizer the run saved."""
+    args, training_args = parse_arguments(ClmArguments, argv)  # sets the seed, as main's did
+    output_dir = Path(training_args.output_dir)
+    if not (output_dir / "model.safetensors").is_file():
+        raise ValueError(f"{output_dir} holds no model.safetensors: not a finished run_clm.py run")
+    config, from_scratch = load_config(args.model_name_or_path)
+    if not from_scratch:
+        raise ValueError(f"{args.model_name_or_path}: the random twin is known only for runs from a named config")
+    if args.config_overrides:
+        config.update_from_string(args.config_overrides)
+    _, validation_text = load_text(args, minimum_documents=1)
+    tokenizer = AutoTokenizer.from_pretrained(output_dir)
+    return args, training_args, load_model(args, config, from_scratch, tokenizer), tokenizer, validation_text
+
+
+def generation_of_finished_run(argv: list[str]) -> dict:
+    """`{"generation_before", "generation_after"}` for a finished run made before the generation
+    task existed (`argv`: the run's own arguments plus `--generation_prompts N`): its twin
+    (`rebuild_twin`) and its trained model (its output_dir) on the same held-out windows."""
+    args, training_args, twin, tokenizer, validation_text = rebuild_twin(argv)
+    if args.generation_prompts < 1:
+        raise ValueError(f"--generation_prompts must be at least 1 to score a finished run, got {args.generation_prompts}")
+    trained = AutoModelForCausalLM.from_pretrained(training_args.output_dir)
+    windows, batch_size = generation_windows(validation_text, tokenizer, args), training_args.per_device_eval_batch_size
+    return {"generation_before": generation_task(twin, windows, batch_size),
+            "generation_after": generation_task(trained, windows, batch_size)}
+
 # --------------------------------------------------------------------------------------- main
 
 
@@ -309,6 +419,8 @@ def main(argv: list[str] | None = None) -> dict:
                                           lr_scheduler_type="cosine")
     if args.max_seq_length < 2:
         raise ValueError(f"--max_seq_length must be >= 2, got {args.max_seq_length}")
+    if args.generation_prompts < 0:
+        raise ValueError(f"--generation_prompts must be >= 0 (0: no generation task), got {args.generation_prompts}")
 
     config, from_scratch = load_config(args.model_name_or_path)
     if args.config_overrides:
@@ -355,13 +467,18 @@ def main(argv: list[str] | None = None) -> dict:
                     len(held_out))
 
     training_mem_len = model.config.mem_len if recurrent else None
+    windows = generation_windows(validation_text, tokenizer, args) if args.generation_prompts > 0 else None
+
+    def generation() -> dict | None:
+        return generation_task(trainer.model, windows, training_args.per_device_eval_batch_size) if windows else None
     before_path = Path(training_args.output_dir) / BEFORE_TRAINING_FILE
     if checkpoint is None:
-        before = evaluate(training_mem_len)
-        if trainer.is_world_process_zero():
-            write_text_atomically(before_path, json.dumps(before, indent=2))
+        before, generation_before = evaluate(training_mem_len), generation()
+        if trainer.is_world_process_zero():  # with the generation task: a resumed run still has the twin's scores
+            write_text_atomically(before_path, json.dumps({**before, "generation": generation_before}, indent=2))
     else:
         before = json.loads(before_path.read_text()) if before_path.is_file() else None
+        generation_before = before.pop("generation", None) if before else None
     train_output = trainer.train(resume_from_checkpoint=checkpoint)
     trainer.save_model(training_args.output_dir)  # model.safetensors + config.json + tokenizer
     trainer.save_state()  # trainer_state.json: the logged losses
@@ -376,6 +493,8 @@ def main(argv: list[str] | None = None) -> dict:
     if recurrent:
         results["training_mem_len"] = training_mem_len
         results["by_memory_length"] = [evaluate(length) for length in memory_lengths(args)]
+    if windows:
+        results |= {"generation_before": generation_before, "generation_after": generation()}
     samples = sample_from_held_out(trainer.model, tokenizer, validation_text, args, training_args.seed)
     if trainer.is_world_process_zero():
         output_dir = Path(training_args.output_dir)

@@ -20,8 +20,9 @@ import torch.nn.functional as F
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 import hf_variants  # noqa: F401  (registers the model types)
-from hf_variants import TransfoXLConfig, TransfoXLLMHeadModel
-from hf_variants.objectives import SegmentStreamDataset
+from hf_variants import GPTConfig, GPTLMHeadModel, TransfoXLConfig, TransfoXLLMHeadModel
+from hf_variants.objectives import DataCollatorForPackedCausalLM, SegmentStreamDataset
+from hf_variants.registry import SPECS
 from example_scripts import load_example_script
 from paths import EXAMPLES_DIR
 
@@ -106,6 +107,68 @@ def test_evaluation_with_memory_reads_the_previous_segment_of_each_stream():
     assert with_memory["loss"] * with_memory["tokens"] == pytest.approx(expected, rel=1e-5)
     assert without["loss"] * without["tokens"] == pytest.approx(alone, rel=1e-5)
     assert abs(with_memory["loss"] - without["loss"]) > 0.05
+
+
+def test_the_generation_task_is_scored_before_and_after_and_a_finished_run_is_rescored_with_its_twin(tmp_path):
+    script = load_script()
+    argv = ["--model_name_or_path", "gpt2-mini", *COMMON, "--max_steps", "4", "--output_dir", str(tmp_path),
+            "--generation_prompts", "5", "--generation_length", "3"]
+    results = script.main(argv)
+    for key in ("generation_before", "generation_after"):
+        scores = results[key]
+        assert (scores["prompts"], scores["prompt_length"], scores["generation_length"]) == (5, 8, 3)
+        assert 0 <= scores["token_accuracy"] <= 100 and scores["first_token_accuracy"] in {0, 20, 40, 60, 80, 100}
+    written = json.loads((tmp_path / "eval_results.json").read_text())
+    assert written["generation_after"] == results["generation_after"]
+    # The twin's scores are kept with its loss, for a resumed run (which does not evaluate it again).
+    kept = json.loads((tmp_path / script.BEFORE_TRAINING_FILE).read_text())
+    assert kept["generation"] == results["generation_before"] and kept["loss"] == results["before_training"]["loss"]
+    # A finished run is rescored: the twin rebuilt from the run's arguments has the run's untrained
+    # weights (its held-out loss is the run's before-training loss), and the scores come out the same.
+    args, _, twin, tokenizer, validation = script.rebuild_twin(argv)
+    collator = DataCollatorForPackedCausalLM(tokenizer, return_document_ids=False, return_attention_bias=True)
+    held_out = script.packed_rows(validation, tokenizer, args, limit_tokens=True)
+    assert script.packed_perplexity(twin, held_out, collator, 4)["loss"] == pytest.approx(
+        results["before_training"]["loss"], rel=1e-6)
+    assert script.generation_of_finished_run(argv) == {key: results[key] for key in ("generation_before",
+                                                                                       "generation_after")}
+    with pytest.raises(ValueError, match="generation_prompts"):
+        script.generation_windows(validation, tokenizer, script.ClmArguments(generation_prompts=10**6))
+    with pytest.raises(ValueError, match="no model.safetensors"):
+        script.rebuild_twin([*argv[:-6], "--output_dir", str(tmp_path / "none")])
+
+
+@pytest.mark.parametrize("recurrent", [False, True])
+def test_greedy_continuations_are_the_argmax_of_rerunning_the_whole_text(recurrent):
+    # GPT through generate(), Transformer-XL through its memory loop: each new token is the most
+    # likely one given the prompt and the tokens generated so far.
+    script = load_script()
+    if recurrent:
+        model = tiny_transfo_xl()
+    else:
+        torch.manual_seed(0)
+        model = GPTLMHeadModel(GPTConfig(**SPECS["hfv_gpt"].tiny_config, initializer_range=0.5)).eval()
+    prompts = torch.randint(1, 99, (3, 5), generator=torch.Generator().manual_seed(0))
+    generated = script.greedy_continuations(model, prompts, 4)
+    ids = prompts
+    with torch.no_grad():
+        for _ in range(4):
+            logits = model(ids, mem_len=0).logits if recurrent else model(ids).logits
+            ids = torch.cat([ids, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+    expected, eos = ids[:, 5:], getattr(model.config, "eos_token_id", None)
+    if eos is not None:  # a continuation ends at its first EOS: the positions after it are -1
+        is_eos = (expected == eos).long()
+        expected = expected.masked_fill(is_eos.cumsum(1) - is_eos > 0, -1)
+    assert generated.shape == (3, 4) and torch.equal(generated, expected)
+
+
+def test_continuation_scores_end_each_continuation_at_its_first_eos():
+    script = load_script()
+    real = np.array([[5, 6, 7], [1, 2, 3]])
+    generated = np.array([[5, 9, 7], [1, 0, 3]])  # EOS (0) in row 2: its last token counts as wrong
+    scores = script.continuation_scores(generated, real, eos_token_id=0)
+    assert scores["token_accuracy"] == pytest.approx(100 * 3 / 6) and scores["first_token_accuracy"] == 100
+    assert script.continuation_scores(generated, real, eos_token_id=None)["token_accuracy"] == pytest.approx(100 * 4 / 6)
 
 
 def test_unigram_baseline_is_the_frequency_model():
