@@ -52,6 +52,7 @@ from safetensors.torch import load_file  # noqa: E402
 import hf_variants  # noqa: E402,F401  (registers the model types with the Auto classes)
 import pretraining_support  # noqa: E402
 import zoo_adopt  # noqa: E402
+import zoo_finetune  # noqa: E402
 import zoo_scripts  # noqa: E402
 from hf_variants.hub.atomic import staged_directory, write_text_atomically  # noqa: E402
 from hf_variants.hub.card import DatasetInfo  # noqa: E402
@@ -63,8 +64,8 @@ from hf_variants.registry import SPECS, VariantSpec  # noqa: E402
 
 EVALUATION_TASKS = ("sentiment", "pos", "probe")
 # Objectives whose models the harness (run_glue / run_ner on an encoder) does not fine-tune.
-NOT_HARNESS = {"span-corruption": "an encoder-decoder: its text-to-text evaluation (T5) is not wired into the "
-                                  "harness yet, which fine-tunes encoder heads"}
+NOT_HARNESS = {"span-corruption": "an encoder-decoder: the harness fine-tunes encoder heads; T5 is fine-tuned "
+                                  "text-to-text on sentiment instead (examples/zoo_finetune.py)"}
 # The harness's tasks the zoo leaves out, and why.
 HARNESS_NOT_RUN = {"ner": "not in the zoo's task set (sentiment, pos, probe), which keeps each "
                           "variant's evaluation short",
@@ -81,7 +82,8 @@ TASK_CARD = {"sentiment": ("text-classification", "hf_variants/rt_polarity", "rt
              "probe: sentiment": ("text-classification", "hf_variants/rt_polarity",
                                   "rt-polarity movie-review sentences (linear probe, frozen features)", "accuracy"),
              "probe: pos": ("token-classification", "hf_variants/wsj_pos", "WSJ POS sample (linear probe, frozen features)",
-                            "accuracy")}
+                            "accuracy"),
+             **{task.row: (*task.card, "accuracy") for task in zoo_finetune.TASKS.values()}}
 HELD_OUT_KEYS = ("mlm_loss", "mlm_accuracy", "mlm_perplexity")
 
 # The zoo's settings for the MLM family (run_pretraining.py flags given after --recipe, so they
@@ -133,7 +135,13 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="build NAME from this finished run_pretraining.py folder instead of pretraining it")
     parser.add_argument("--adopt_evaluation", action="append", metavar="NAME=EVAL_DIR",
                         help="reuse this evaluate_pretraining.py folder (of the run adopted for NAME)")
+    parser.add_argument("--reevaluate", action="append", default=[], metavar="NAME",
+                        help="evaluate the built variant NAME again from its finished pretraining folder (no "
+                             "pretraining): its results JSON, card and Hub folder are rebuilt with today's rows "
+                             "(without --variants: only the variants named here)")
+    zoo_finetune.add_arguments(parser)
     args = parser.parse_args(argv)
+    zoo_finetune.check_arguments(args)
     if not args.budget_minutes > 0:
         raise ValueError(f"--budget_minutes must be a positive number of minutes, got {args.budget_minutes}")
     if args.max_steps < 1:
@@ -143,7 +151,7 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.seeds < 1:
         raise ValueError(f"--seeds must be at least 1, got {args.seeds}")
     known = {spec.name: spec for spec in SPECS.values()}
-    names = args.variants or sorted(known)
+    names = args.variants or args.reevaluate or sorted(known)  # --reevaluate alone: only those
     unknown = [name for name in names if name not in known]
     if unknown:
         raise ValueError(f"unknown variant(s) {unknown}; registered: {', '.join(sorted(known))}")
@@ -157,6 +165,15 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     args.adopted_evaluations = {
         name: zoo_adopt.check_adopted_evaluation(name, folder, args.adopt, uses_harness(selected[name]))
         for name, folder in args.adopt_evaluation.items()}
+    args.reevaluations = {}
+    for name in dict.fromkeys(args.reevaluate):
+        if name not in selected:
+            raise ValueError(f"--reevaluate {name}: not among the variants built ({', '.join(selected)})")
+        if name in args.adopt or args.force:
+            raise ValueError(f"--reevaluate {name} cannot go with --adopt {name} or --force (which build it anew)")
+        entry = model_name(selected[name], args.quick)
+        args.reevaluations[name] = zoo_adopt.check_reevaluation(
+            selected[name], Path(args.results_dir) / f"{entry}.json", Path(args.output_dir) / entry / "pretraining")
     return args
 
 
@@ -253,16 +270,10 @@ def evaluation_summary(report: dict) -> dict[str, dict]:
             pieces = {task: {arm: entry[arm]["test"] for arm in ("pretrained", "random") if entry.get(arm)}}
             metrics = {task: entry["metric"]}
         for row, arms in pieces.items():
-            rows[row] = {"metric": metrics[row], "split": "test", "higher_is_better": True,
-                         **{arm: {"mean": value["mean"], "std": value["std"], "n": len(value["scores"])}
-                            for arm, value in arms.items()}}
-            if "pretrained" in arms and "random" in arms:
-                difference = round(arms["pretrained"]["mean"] - arms["random"]["mean"], 2)
-                # Ahead / behind only beyond the seeds' spread (the larger std of the two arms);
-                # a difference inside it is reported as within noise, not as a win.
-                noise = max(arms["pretrained"]["std"], arms["random"]["std"])
-                rows[row].update(difference=difference, noise=round(noise, 2),
-                                 ahead=difference > noise, behind=difference < -noise)
+            summaries = {arm: {"mean": value["mean"], "std": value["std"], "n": len(value["scores"])}
+                         for arm, value in arms.items()}
+            rows[row] = zoo_scripts.comparison_row(metrics[row], "test", True, summaries.get("pretrained"),
+                                                   summaries.get("random"))
     return rows
 
 
@@ -316,6 +327,9 @@ def write_card(hub_dir: Path, result: dict) -> None:
            f"evaluated on held-out data by {evaluation.get('harness') or 'run_pretraining.py'} before training "
            "(the random-weight twin: same config, same init seed) and after")
     budget = "an adopted run" if pretraining.get("adopted") else f"{result['budget_minutes']:g} minutes of pretraining"
+    tuned = evaluation.get("fine_tuning")
+    how += (f"; {tuned['row']}: fine-tuned with {tuned['script']} from the pretrained weights and from the twin's "
+            f"(test split, mean ± std over {len(tuned["seeds"])} seed(s), identical schedules)" if tuned else "")
     lines = ["## Zoo evaluation: pretrained vs random-weight twin", "", f"Budget: {budget}; {how}.", ""]
     settings = result.get("settings", {})
     if settings.get("name") == "zoo":
@@ -374,10 +388,19 @@ def build_variant(spec: VariantSpec, args: argparse.Namespace) -> dict:
         print(f"[zoo] {name}: pretraining with {zoo_scripts.SCRIPTS[spec.pretraining_objective]} "
               f"({args.budget_minutes:g} minutes at most)", flush=True)
         pretraining, evaluation = zoo_scripts.run_script(spec, args, run_dir, tiny_overrides(spec) if args.quick else None)
+        if spec.name in args.reevaluations:  # the machine that pretrained it, not today's
+            pretraining["hardware"] = args.reevaluations[spec.name][0]["pretraining"]["hardware"]
+        zoo_finetune.add_to(evaluation, spec.pretraining_objective, args, run_dir, eval_dir)
         result |= {"objective": spec.pretraining_objective, "recipe": None,
                    "settings": {"name": "script", "why": "examples/zoo_scripts.py SCRIPT_SETTINGS (the runs of "
                                                          "docs/results.md; pretraining.argv has them)"},
-                   "pretraining": pretraining | {"hardware": detect_hardware()}, "evaluation": evaluation}
+                   "pretraining": {"hardware": detect_hardware()} | pretraining, "evaluation": evaluation}
+    elif spec.name in args.reevaluations:  # the pretraining part as it was recorded; the evaluation redone
+        old, run_dir = args.reevaluations[spec.name]
+        print(f"[zoo] {name}: evaluating again from {run_dir}", flush=True)
+        result |= {key: old.get(key) for key in ("budget_minutes", "settings", "objective", "recipe", "pretraining")}
+        result["evaluation"] = (old["evaluation"] if uses_harness(spec)  # the encoders' rows are unchanged
+                                else evaluate(spec, args, run_dir, eval_dir, result))
     else:
         run_dir = pretrain(spec, args, run_dir, result)
         result["evaluation"] = evaluate(spec, args, run_dir, eval_dir, result)
@@ -431,9 +454,12 @@ def evaluate(spec: VariantSpec, args: argparse.Namespace, run_dir: Path, eval_di
         pretraining = result["pretraining"]
         rows = zoo_scripts.held_out_rows(pretraining["held_out_before"] or None, pretraining["held_out_after"],
                                          zoo_scripts.HELD_OUT_METRICS[spec.pretraining_objective], "validation")
-        return {"harness": None, "tasks": rows, "not_run": {task: reason for task in EVALUATION_TASKS},
-                "measured": "held-out loss of run_pretraining's eval_results.json before training (the "
-                            "random-weight twin: same config, same init seed) and after"}
+        evaluation = {"harness": None, "tasks": rows, "not_run": {task: reason for task in EVALUATION_TASKS
+                                                                  if task != "sentiment"},
+                      "measured": "held-out loss of run_pretraining's eval_results.json before training (the "
+                                  "random-weight twin: same config, same init seed) and after"}
+        zoo_finetune.add_to(evaluation, spec.pretraining_objective, args, run_dir, eval_dir)
+        return evaluation
     if spec.name in args.adopt_evaluation:
         folder = args.adopt_evaluation[spec.name]
         report = args.adopted_evaluations[spec.name]
@@ -504,7 +530,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, dict]:
             records[name] = {"variant": spec.name, "model_name": name, "objective": spec.pretraining_objective,
                              "status": "not built", "reason": reason, "quick": args.quick}
             print(f"[zoo] {name}: not built ({reason})", flush=True)
-        elif is_built(results_path, Path(args.output_dir) / name / "hub") and not args.force:
+        elif (is_built(results_path, Path(args.output_dir) / name / "hub") and not args.force
+              and spec.name not in args.reevaluations):
             records[name] = json.loads(results_path.read_text(encoding="utf-8"))
             records[name]["skipped"] = True
             print(f"[zoo] {name}: already built ({results_path}); --force rebuilds it", flush=True)

@@ -42,29 +42,30 @@ def parse_pairs(values: Sequence[str] | None, flag: str, specs: dict[str, Varian
     return pairs
 
 
-def check_adopted_run(spec: VariantSpec, folder: Path, script: str | None) -> dict:
+def check_adopted_run(spec: VariantSpec, folder: Path, script: str | None, flag: str = "--adopt") -> dict:
     """The run's eval_results.json, once ``folder`` is known to be a finished run_pretraining.py
-    output of ``spec``'s model type (``script``: the other script that trains ``spec``, if any)."""
+    output of ``spec``'s model type (``script``: the other script that trains ``spec``, if any;
+    ``flag``: the argument named in the errors)."""
     if script is not None:
-        raise ValueError(f"--adopt {spec.name}={folder}: adopting takes run_pretraining.py folders, and {spec.name} "
+        raise ValueError(f"{flag} {spec.name}={folder}: adopting takes run_pretraining.py folders, and {spec.name} "
                          f"pretrains with {script}")
     if not folder.is_dir():
-        raise ValueError(f"--adopt {spec.name}={folder}: no such folder")
+        raise ValueError(f"{flag} {spec.name}={folder}: no such folder")
     missing = [name for name in RUN_FILES if not (folder / name).is_file()]
     if not any((folder / name).is_file() for name in TOKENIZER_FILES):
         missing.append(" or ".join(TOKENIZER_FILES))
     if missing:
-        raise ValueError(f"--adopt {spec.name}={folder}: not a finished run_pretraining.py folder, it lacks "
+        raise ValueError(f"{flag} {spec.name}={folder}: not a finished run_pretraining.py folder, it lacks "
                          f"{', '.join(missing)}")
-    model_type = read_json(folder / "config.json", f"--adopt {spec.name}").get("model_type")
+    model_type = read_json(folder / "config.json", f"{flag} {spec.name}").get("model_type")
     wanted = spec.config_class.model_type
     if model_type != wanted:
-        raise ValueError(f"--adopt {spec.name}={folder}: its config.json has model_type {model_type!r}, "
+        raise ValueError(f"{flag} {spec.name}={folder}: its config.json has model_type {model_type!r}, "
                          f"{spec.name} is {wanted!r}")
-    results = read_json(folder / "eval_results.json", f"--adopt {spec.name}")
+    results = read_json(folder / "eval_results.json", f"{flag} {spec.name}")
     lacking = [key for key in ("after_training", "global_step", "train_minutes", "tokens_seen") if key not in results]
     if lacking:
-        raise ValueError(f"--adopt {spec.name}={folder}: its eval_results.json lacks {lacking} (not written by "
+        raise ValueError(f"{flag} {spec.name}={folder}: its eval_results.json lacks {lacking} (not written by "
                          "run_pretraining.py at the end of a run)")
     return results
 
@@ -91,6 +92,29 @@ def check_adopted_evaluation(name: str, folder: Path, adopted: dict[str, Path], 
         raise ValueError(f"--adopt_evaluation {name}={folder}: its evaluation.json has no tasks / seeds "
                          "(an unfinished evaluation?)")
     return report
+
+
+def check_reevaluation(spec: VariantSpec, results_path: Path, zoo_run_dir: Path) -> tuple[dict, Path]:
+    """``--reevaluate NAME``: (the variant's results JSON, its pretraining folder), once the JSON
+    says built and the folder (the adopted run it names, else the zoo's own) holds a finished run
+    of its script, so the evaluation can be redone without pretraining again."""
+    import zoo_scripts
+
+    if not results_path.is_file():
+        raise ValueError(f"--reevaluate {spec.name}: no results JSON {results_path} (build it first)")
+    old = read_json(results_path, f"--reevaluate {spec.name}")
+    if old.get("status") != "built" or "pretraining" not in old:
+        raise ValueError(f"--reevaluate {spec.name}: {results_path} is not a built variant (status "
+                         f"{old.get('status')!r}): build it first")
+    folder = Path(old["pretraining"].get("adopted") or zoo_run_dir)
+    script = zoo_scripts.SCRIPTS.get(spec.pretraining_objective)
+    if script is None:
+        check_adopted_run(spec, folder, None, flag="--reevaluate")
+    elif zoo_scripts.finished_results(spec.pretraining_objective, folder) is None or \
+            not (folder / "model.safetensors").is_file():
+        raise ValueError(f"--reevaluate {spec.name}: {folder} holds no finished {script} run (its final results and "
+                         "model.safetensors)")
+    return old, folder
 
 
 def adopted_pretraining(results: dict, folder: Path) -> dict:

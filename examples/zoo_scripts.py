@@ -32,6 +32,9 @@ from hf_variants.registry import VariantSpec
 # Objective -> the script that trains it (run_pretraining.py trains the others).
 SCRIPTS = {"clm": "examples/run_clm.py", "seq2seq": "examples/run_translation.py", "mae": "examples/run_mae.py"}
 
+# run_clm's scored generation task for the decoders: greedy continuations of 8 tokens after 200
+# held-out prompts of 32 tokens (run_clm's --prompt_length default), before and after training.
+GENERATION_TASK = ["--generation_prompts", "200", "--generation_length", "8"]
 # Each script's zoo run: its data and the hyperparameters of its measured runs. GPT / Transformer-XL
 # take run_clm's defaults (lr 5e-4, 5% warm-up, cosine) at the encoder recipes' 32 x 128 tokens per
 # step; the Transformer and ViT take the settings of their runs in docs/results.md (G2P: 64 pairs,
@@ -39,7 +42,7 @@ SCRIPTS = {"clm": "examples/run_clm.py", "seq2seq": "examples/run_translation.py
 # patches removed). Translation scores 2,000 held-out pairs (greedy generation) in both arms.
 SCRIPT_SETTINGS = {
     "clm": ["--corpus", "pretraining", "--max_seq_length", "128", "--per_device_train_batch_size", "32",
-            "--per_device_eval_batch_size", "32"],
+            "--per_device_eval_batch_size", "32", *GENERATION_TASK],
     "seq2seq": ["--dataset_name", "hf_variants/cmudict", "--source_lang", "graphemes", "--target_lang", "phonemes",
                 "--do_train", "--do_eval", "--predict_with_generate", "--num_beams", "1", "--max_eval_samples", "2000",
                 "--val_max_target_length", "40", "--per_device_train_batch_size", "64",
@@ -53,7 +56,8 @@ SCRIPT_SETTINGS = {
 QUICK_SETTINGS = {
     "clm": ["--corpus", "austen", "--max_documents", "12", "--vocab_size", "600", "--max_seq_length", "32",
             "--per_device_train_batch_size", "4", "--per_device_eval_batch_size", "4", "--max_eval_tokens", "2000",
-            "--eval_mem_lens", "0,32", "--num_samples", "1", "--prompt_length", "8", "--sample_length", "4"],
+            "--eval_mem_lens", "0,32", "--num_samples", "1", "--prompt_length", "8", "--sample_length", "4",
+            "--generation_prompts", "4", "--generation_length", "3"],
     "seq2seq": ["--dataset_name", "hf_variants/cmudict", "--source_lang", "graphemes", "--target_lang", "phonemes",
                 "--do_train", "--do_eval", "--predict_with_generate", "--num_beams", "1", "--max_train_samples", "64",
                 "--max_eval_samples", "12", "--val_max_target_length", "16", "--vocab_size", "300",
@@ -70,13 +74,10 @@ DATASETS = {
 # The harness's tasks (and the issue's) each script's variants leave out, and why.
 NOT_RUN = {
     "clm": {"sentiment, pos, probe": "the zoo's harness (evaluate_pretraining.py) fine-tunes encoder heads; the "
-                                     "decoders are compared on held-out perplexity",
-            "generation task": "not scored: samples.json in the Hub folder holds continuations of held-out prompts "
-                               "beside the real text"},
+                                     "decoders are compared on held-out perplexity and a generation task"},
     "seq2seq": {"test split": "not run: the twin comparison uses the validation pairs (--do_predict is left for "
                               "the final model)"},
-    "mae": {"fine-tuning on the labels": "not wired into the zoo: run_image_classification.py from the Hub folder "
-                                         "(docs/results.md measures it by hand, MAE +5.7 points over random weights)"},
+    "mae": {},  # its labels: examples/zoo_finetune.py
 }
 # Held-out metrics -> (row name, description, higher is better).
 HELD_OUT_METRICS = {
@@ -89,6 +90,11 @@ HELD_OUT_METRICS = {
                 "eval_token_error_rate": ("held-out phoneme error rate", "% (edit distance / reference phonemes)",
                                           False)},
     "mae": {"eval_loss": ("held-out reconstruction loss", "MSE of the removed patches' normalised pixels", False)},
+    # run_clm's generation task (its generation_before / generation_after)
+    "generation": {"token_accuracy": ("continuation accuracy", "% of greedily generated tokens equal to the real "
+                                      "text's at the same position", True),
+                   "first_token_accuracy": ("first-token accuracy", "% of prompts whose first generated token is the "
+                                            "real one", True)},
     # T5 through run_pretraining (its eval_results.json before / after training)
     "span-corruption": {"mlm_loss": ("held-out loss", "span-corruption cross-entropy, nats per target token", False),
                         "mlm_perplexity": ("held-out perplexity", "per target token", False)},
@@ -164,10 +170,34 @@ def run_script(spec: VariantSpec, args: argparse.Namespace, run_dir: Path,
                               "before its first step (the random-weight twin: same config, same init seed)",
                   "tasks": held_out_rows(before, after, metrics, "validation"),
                   "not_run": dict(NOT_RUN[objective])}
+    if objective == "clm":
+        evaluation["tasks"] |= generation_rows(results, argv, run_dir)
     if before is None:
         evaluation["not_run"]["random twin"] = ("the run resumed from a checkpoint that holds no evaluation "
                                                 "before training")
     return pretraining, evaluation
+
+
+def generation_rows(results: dict, argv: list[str], run_dir: Path) -> dict[str, dict]:
+    """run_clm's generation task as evaluation rows: from the run's results, or, for a run finished
+    before the task existed, scored now (run_clm.generation_of_finished_run: its rebuilt twin and
+    its trained model) and kept in the run folder as generation_results.json (also when a run
+    started before the task existed was resumed after: its twin's scores were never taken)."""
+    import run_clm
+
+    if results.get("generation_before") is None or results.get("generation_after") is None:
+        path = run_dir / "generation_results.json"
+        kept = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        if kept.get("argv") != argv:
+            kept = {"argv": argv, **run_clm.generation_of_finished_run(argv)}
+            path.write_text(json.dumps(kept, indent=2), encoding="utf-8")
+        results = kept
+    before, after = results.get("generation_before"), results["generation_after"]
+    task = (f"; {after['prompts']} held-out prompts of {after['prompt_length']} tokens, {after['generation_length']} "
+            "tokens generated each")
+    metrics = {key: (row, description + task, higher) for key, (row, description, higher)
+               in HELD_OUT_METRICS["generation"].items()}
+    return held_out_rows(before, after, metrics, "validation")
 
 
 def finished_results(objective: str, run_dir: Path) -> dict | None:
@@ -193,21 +223,33 @@ def pick(results: dict | None, metrics: dict) -> dict[str, float]:
 
 def held_out_rows(before: dict | None, after: dict, metrics: dict[str, tuple[str, str, bool]],
                   split: str) -> dict[str, dict]:
-    """One evaluation row per metric present: the pretrained model (``after``) beside its
-    random-weight twin (``before``; None: no twin row), their difference (pretrained - twin) and
-    whether the pretrained model is ahead (lower loss / error, higher match)."""
+    """One evaluation row per metric present in ``after`` (``comparison_row``): the pretrained
+    model (``after``) beside its random-weight twin (``before``; None: no twin row), one
+    measurement each."""
     rows = {}
     for key, (row, description, higher_is_better) in metrics.items():
         if key not in after or not math.isfinite(after[key]):
             continue
-        entry = {"metric": f"{description}, {'higher' if higher_is_better else 'lower'} is better", "split": split,
-                 "higher_is_better": higher_is_better, "pretrained": single(after[key])}
-        if before is not None and key in before and math.isfinite(before[key]):
-            entry["random"] = single(before[key])
-            entry["difference"] = round(after[key] - before[key], 4)
-            entry["ahead"] = after[key] > before[key] if higher_is_better else after[key] < before[key]
-        rows[row] = entry
+        twin = before is not None and key in before and math.isfinite(before[key])
+        rows[row] = comparison_row(f"{description}, {'higher' if higher_is_better else 'lower'} is better", split,
+                                   higher_is_better, single(after[key]), single(before[key]) if twin else None)
     return rows
+
+
+def comparison_row(metric: str, split: str, higher_is_better: bool, pretrained: dict | None,
+                   random: dict | None) -> dict:
+    """The zoo's evaluation row, one form for every task: each arm as ``{mean, std, n}``, the
+    difference (pretrained - twin) and, with both arms, whether the pretrained model is ``ahead``
+    or ``behind`` beyond the noise (the larger std of the two arms; 0 for single measurements,
+    which are then judged by sign). A difference inside the noise is neither."""
+    row: dict = {"metric": metric, "split": split, "higher_is_better": higher_is_better}
+    row |= {arm: value for arm, value in (("pretrained", pretrained), ("random", random)) if value is not None}
+    if pretrained is not None and random is not None:
+        difference = round(pretrained["mean"] - random["mean"], 4)
+        noise = max(pretrained["std"], random["std"])
+        gain = difference if higher_is_better else -difference
+        row |= {"difference": difference, "noise": round(noise, 2), "ahead": gain > noise, "behind": gain < -noise}
+    return row
 
 
 def single(value: float) -> dict:
