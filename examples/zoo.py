@@ -329,7 +329,7 @@ def write_card(hub_dir: Path, result: dict) -> None:
     budget = "an adopted run" if pretraining.get("adopted") else f"{result['budget_minutes']:g} minutes of pretraining"
     tuned = evaluation.get("fine_tuning")
     how += (f"; {tuned['row']}: fine-tuned with {tuned['script']} from the pretrained weights and from the twin's "
-            f"(test split, mean ± std over {len(tuned["seeds"])} seed(s), identical schedules)" if tuned else "")
+            f"(test split, mean ± std over {len(tuned['seeds'])} seed(s), identical schedules)" if tuned else "")
     lines = ["## Zoo evaluation: pretrained vs random-weight twin", "", f"Budget: {budget}; {how}.", ""]
     settings = result.get("settings", {})
     if settings.get("name") == "zoo":
