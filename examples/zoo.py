@@ -135,7 +135,7 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="build NAME from this finished run_pretraining.py folder instead of pretraining it")
     parser.add_argument("--adopt_evaluation", action="append", metavar="NAME=EVAL_DIR",
                         help="reuse this evaluate_pretraining.py folder (of the run adopted for NAME)")
-    parser.add_argument("--reevaluate", action="append", default=[], metavar="NAME",
+    parser.add_argument("--reevaluate", action="extend", nargs="+", default=[], metavar="NAME",
                         help="evaluate the built variant NAME again from its finished pretraining folder (no "
                              "pretraining): its results JSON, card and Hub folder are rebuilt with today's rows "
                              "(without --variants: only the variants named here)")

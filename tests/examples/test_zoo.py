@@ -1,10 +1,10 @@
 """examples/zoo.py (`hf-variants zoo`) in --quick mode on BERT (pretrained with the zoo's settings,
 evaluated beside its random twin by the harness) and T5 (pretrained; compared with its twin on
-the held-out loss): the results JSON, the summary table and the model card carry the numbers of
+the held-out loss and fine-tuned text-to-text on sentiment beside it): the results JSON, the summary table and the model card carry the numbers of
 the run's own files, the Hub folder reloads through the Auto classes, a second call skips the
 built variant, `--adopt` builds from a finished run (and refuses folders that do not fit), a
-failed rebuild leaves the previous Hub folder as it was, and bad input is a ValueError naming the
-problem. The four variants of the other scripts: test_zoo_other.py."""
+failed rebuild leaves the previous Hub folder as it was, `--reevaluate` redoes a built variant's
+evaluation without pretraining, and bad input is a ValueError naming the problem. The four variants of the other scripts: test_zoo_other.py."""
 
 from __future__ import annotations
 
@@ -63,16 +63,39 @@ def test_results_json_holds_the_run_files_numbers(built):
         assert tasks["probe: pos"][arm]["mean"] == report["tasks"]["probe"][arm]["pos"]["test"]["mean"]
     assert tasks["pos"]["difference"] == pytest.approx(tasks["pos"]["pretrained"]["mean"] - tasks["pos"]["random"]["mean"])
     # T5: no harness numbers invented (the JSON says what was not run and why); its rows are
-    # run_pretraining's own held-out loss after training beside before it (the random twin).
+    # run_pretraining's own held-out loss after training beside before it (the random twin), and
+    # the text-to-text sentiment fine-tuning of both.
     t5_run = json.loads((output_dir / "t5-mini-quick" / "pretraining" / "eval_results.json").read_text())
-    assert t5["evaluation"]["harness"] is None and set(t5["evaluation"]["tasks"]) == {"held-out loss", "held-out perplexity"}
+    assert t5["evaluation"]["harness"] is None
+    assert set(t5["evaluation"]["tasks"]) == {"held-out loss", "held-out perplexity", "sentiment (text-to-text)"}
     loss = t5["evaluation"]["tasks"]["held-out loss"]
     assert loss["pretrained"]["mean"] == t5_run["after_training"]["mlm_loss"]
     assert loss["random"]["mean"] == t5_run["before_training"]["mlm_loss"]
     assert loss["difference"] == pytest.approx(loss["pretrained"]["mean"] - loss["random"]["mean"], abs=1e-4)
     assert loss["ahead"] == (loss["pretrained"]["mean"] < loss["random"]["mean"]) and not loss["higher_is_better"]
-    assert set(t5["evaluation"]["not_run"]) == {"sentiment", "pos", "probe"}
+    assert set(t5["evaluation"]["not_run"]) == {"pos", "probe"}
     assert all("encoder-decoder" in reason for reason in t5["evaluation"]["not_run"].values())
+
+
+def test_t5_is_fine_tuned_text_to_text_beside_its_twin(built):
+    # The row is the runs' own test exact match (the generated label word), pretrained vs a twin
+    # fine-tuned under the same schedule: docs/results.md's recipe (prefix, Adafactor, lr 3e-3).
+    records, output_dir, _ = built
+    evaluation = records["t5-mini-quick"]["evaluation"]
+    row, tuned = evaluation["tasks"]["sentiment (text-to-text)"], evaluation["fine_tuning"]
+    runs = output_dir / "t5-mini-quick" / "evaluation" / "run_seq2seq"
+    for arm in ("pretrained", "random"):
+        run = json.loads((runs / arm / "seed42" / "zoo_run.json").read_text())
+        results = json.loads((runs / arm / "seed42" / "all_results.json").read_text())
+        assert run["test"] == results["predict_exact_match"] == row[arm]["mean"] and row[arm]["n"] == 1
+        assert tuned["runs"][arm]["42"]["test"] == run["test"]
+        assert not (runs / arm / "seed42" / "model.safetensors").exists()  # scores only
+    assert row["difference"] == pytest.approx(row["pretrained"]["mean"] - row["random"]["mean"])
+    assert row["split"] == "test" and row["higher_is_better"] and "exact match" in row["metric"]
+    schedule = " ".join(tuned["schedule"])
+    assert "--source_prefix sentiment: " in schedule and "--optim adafactor --optim_args scale_parameter=True" in schedule
+    assert "--learning_rate 3e-3" in schedule and tuned["seeds"] == [42] and tuned["script"] == "examples/run_seq2seq.py"
+    assert not (runs / "twins").exists()  # the twins are made for each run and removed
 
 
 def test_the_zoo_settings_reach_the_run(built):
@@ -103,7 +126,7 @@ def test_summary_table_has_a_row_per_results_json(zoo, built):
             else "behind" if pos["difference"] < -noise else "within noise")
     assert word in row
     t5_row = next(line for line in table.splitlines() if line.startswith("| t5-mini-quick"))
-    assert "sentiment, pos, probe" in t5_row and "held-out loss: " in t5_row
+    assert "| pos, probe |" in t5_row and "held-out loss: " in t5_row and "sentiment (text-to-text): " in t5_row
 
 
 def test_card_model_index_has_the_measured_values(built):
@@ -118,6 +141,11 @@ def test_card_model_index_has_the_measured_values(built):
     assert "random-weight twin" in card.text and f"{sentiment['random']['mean']:.1f}" in card.text
     assert 'from_pretrained("zoo-test/bert-mini-quick")' in card.text  # --hub_namespace
     assert "- not run: ner:" in card.text
+    t5 = ModelCard.load(output_dir / "t5-mini-quick" / "hub" / "README.md")
+    sentiment = records["t5-mini-quick"]["evaluation"]["tasks"]["sentiment (text-to-text)"]
+    assert [result.metric_value for result in t5.data.eval_results
+            if result.dataset_type == "hf_variants/rt_polarity"] == [sentiment["pretrained"]["mean"]]
+    assert "fine-tuned with examples/run_seq2seq.py" in t5.text
 
 
 def test_hub_folders_reload_through_the_auto_classes(built):
@@ -251,3 +279,42 @@ def test_a_failed_rebuild_leaves_the_previous_hub_folder_intact(zoo, built, tmp_
     assert record["status"] == "failed" and "safetensors" in record["reason"].lower()
     assert files_of(hub) == before
     assert sorted(path.name for path in hub.parent.iterdir()) == ["hub"]  # no staging folder left behind
+
+
+def test_reevaluate_redoes_the_evaluation_of_a_built_variant_without_pretraining(zoo, built, tmp_path):
+    # A T5 built before its text-to-text row existed: --reevaluate adds the row from the finished
+    # pretraining folder; the pretraining part of the results JSON stays as it was recorded.
+    records, output_dir, results_dir = built
+    out, results = tmp_path / "runs", tmp_path / "results"
+    shutil.copytree(output_dir / "t5-mini-quick", out / "t5-mini-quick")
+    shutil.rmtree(out / "t5-mini-quick" / "evaluation")
+    old = json.loads((results_dir / "t5-mini-quick.json").read_text())
+    del old["evaluation"]["tasks"]["sentiment (text-to-text)"], old["evaluation"]["fine_tuning"]
+    results.mkdir()
+    (results / "t5-mini-quick.json").write_text(json.dumps(old))
+    weights = (out / "t5-mini-quick" / "pretraining" / "model.safetensors").read_bytes()
+    record = zoo.main(QUICK + ["--reevaluate", "t5", "--output_dir", str(out), "--results_dir", str(results)])
+    assert list(record) == ["t5-mini-quick"]  # --reevaluate alone: only the variants it names
+    record = record["t5-mini-quick"]
+    assert record["pretraining"] == old["pretraining"] and record["settings"] == old["settings"]
+    assert (out / "t5-mini-quick" / "pretraining" / "model.safetensors").read_bytes() == weights  # not trained
+    assert record["evaluation"]["tasks"] == records["t5-mini-quick"]["evaluation"]["tasks"]  # the same seeds' runs
+    assert "sentiment (text-to-text)" in (out / "t5-mini-quick" / "hub" / "README.md").read_text()
+    assert json.loads((results / "t5-mini-quick.json").read_text()) == record
+
+
+def test_reevaluate_refuses_what_it_cannot_redo(zoo, built, tmp_path):
+    _, output_dir, results_dir = built
+    out = tmp_path / "runs"
+    shutil.copytree(output_dir / "t5-mini-quick" / "pretraining", out / "t5-mini-quick" / "pretraining")
+    (out / "t5-mini-quick" / "pretraining" / "eval_results.json").unlink()  # as if killed before the end
+    cases = [
+        (["--reevaluate", "t5", "--results_dir", str(tmp_path / "none")], "no results JSON"),
+        (["--reevaluate", "t5", "--results_dir", str(results_dir)], "not a finished run_pretraining.py folder.*eval_results"),
+        (["--reevaluate", "t5", "--force", "--results_dir", str(results_dir)], "cannot go with --adopt t5 or --force"),
+        (["--variants", "bert", "--reevaluate", "t5", "--results_dir", str(results_dir)], "not among the variants built"),
+    ]
+    for arguments, message in cases:
+        with pytest.raises(ValueError, match=message):
+            zoo.main(QUICK + arguments + ["--output_dir", str(out)])
+    assert sorted(path.name for path in out.iterdir()) == ["t5-mini-quick"]  # refused before anything was written

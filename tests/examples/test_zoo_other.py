@@ -2,12 +2,16 @@
 GPT and Transformer-XL (run_clm.py, causal LM), the original Transformer (run_translation.py, G2P
 translation) and ViT (run_mae.py, MAE on Fashion-MNIST). Each Hub folder reloads through its Auto
 class; each results JSON holds the script's own held-out numbers after training beside the same
-model's before its first step (the random twin); the budget stops every script; a lost results
-JSON is rebuilt from the finished runs with the same twin numbers. Also the zoo's settings table."""
+model's before its first step (the random twin), the decoders' scored generation task and ViT's
+fine-tuning on the labels beside its twin's; the budget stops every script; a lost results JSON is
+rebuilt from the finished runs with the same twin numbers; --reevaluate adds today's rows to
+variants built before them (rescoring the decoders' generation with their rebuilt twins). Also the
+zoo's settings table."""
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from huggingface_hub import ModelCard
@@ -81,7 +85,39 @@ def test_the_rows_are_the_scripts_own_numbers_beside_the_untrained_model(built):
         pretraining = record["pretraining"]
         assert pretraining["global_step"] == 3 and pretraining["stopped_by_max_time"] is False
         assert pretraining["argv"][pretraining["argv"].index("--max_time") + 1] == "5.0"
-        assert record["budget_minutes"] == 5 and record["evaluation"]["not_run"]
+        assert record["budget_minutes"] == 5
+        assert bool(record["evaluation"]["not_run"]) == (record["variant"] != "vit")  # ViT: every task run
+
+
+@pytest.mark.slow
+def test_the_decoders_generation_task_is_a_row_beside_the_twin(built):
+    # run_clm's greedy continuations of held-out prompts, scored before training (the twin) and after.
+    records, output_dir, _ = built
+    for name in ("gpt2-mini-quick", "transfo-xl-mini-quick"):
+        run = read(output_dir / name / "pretraining" / "eval_results.json")
+        rows = records[name]["evaluation"]["tasks"]
+        for row, key in (("continuation accuracy", "token_accuracy"), ("first-token accuracy", "first_token_accuracy")):
+            assert rows[row]["pretrained"]["mean"] == run["generation_after"][key]
+            assert rows[row]["random"]["mean"] == run["generation_before"][key] and rows[row]["higher_is_better"]
+        assert run["generation_after"]["prompts"] == 4 and "4 held-out prompts of 8 tokens" in rows["continuation accuracy"]["metric"]
+        assert "generation task" not in records[name]["evaluation"]["not_run"]
+
+
+@pytest.mark.slow
+def test_vit_is_fine_tuned_on_the_labels_beside_its_twin(built):
+    records, output_dir, _ = built
+    evaluation = records["vit-mini-quick"]["evaluation"]
+    row, runs = evaluation["tasks"]["Fashion-MNIST, 10% of the labels"], output_dir / "vit-mini-quick" / "evaluation"
+    for arm in ("pretrained", "random"):
+        results = read(runs / "run_image_classification" / arm / "seed42" / "all_results.json")
+        assert row[arm]["mean"] == 100 * results["test_accuracy"] and row[arm]["n"] == 1
+    assert row["difference"] == pytest.approx(row["pretrained"]["mean"] - row["random"]["mean"])
+    schedule = " ".join(evaluation["fine_tuning"]["schedule"])
+    assert "--horizontal_flip" in schedule and "--learning_rate 1e-3" in schedule
+    card = ModelCard.load(output_dir / "vit-mini-quick" / "hub" / "README.md")
+    assert [result.metric_value for result in card.data.eval_results
+            if result.dataset_type == "hf_variants/fashion_mnist" and result.metric_type == "accuracy"] == [
+        row["pretrained"]["mean"]]
 
 
 @pytest.mark.slow
@@ -153,3 +189,40 @@ def test_the_settings_table(zoo):
     for name in ("t5", "xlnet", "gpt"):  # not the MLM family: the paper's recipe
         assert zoo.zoo_settings(specs[name], args)["argv"] == []
         assert zoo.zoo_settings(specs[name], args)["name"] == "paper"
+
+
+@pytest.mark.slow
+def test_reevaluate_adds_the_new_rows_to_variants_built_before_them(zoo, built, tmp_path):
+    # As built before the generation task and the labels' fine-tuning existed: the runs' results
+    # and the results JSON without them. --reevaluate trains nothing, rescores the decoders (their
+    # twins rebuilt from the runs' arguments give the scores the runs took themselves) and
+    # fine-tunes ViT.
+    records, output_dir, results_dir = built
+    out, results = tmp_path / "runs", tmp_path / "results"
+    results.mkdir()
+    names = {"gpt": "gpt2-mini-quick", "transfo_xl": "transfo-xl-mini-quick", "vit": "vit-mini-quick"}
+    new_rows = ("continuation accuracy", "first-token accuracy", "Fashion-MNIST, 10% of the labels")
+    for name in names.values():
+        shutil.copytree(output_dir / name, out / name)
+        shutil.rmtree(out / name / "evaluation", ignore_errors=True)
+        old = read(results_dir / f"{name}.json")
+        old["evaluation"]["tasks"] = {row: value for row, value in old["evaluation"]["tasks"].items()
+                                      if row not in new_rows}
+        (results / f"{name}.json").write_text(json.dumps(old))
+    for name in ("gpt2-mini-quick", "transfo-xl-mini-quick"):
+        path = out / name / "pretraining" / "eval_results.json"
+        run = read(path)
+        del run["generation_before"], run["generation_after"]
+        path.write_text(json.dumps(run))
+    weights = (out / "vit-mini-quick" / "pretraining" / "model.safetensors").read_bytes()
+    again = zoo.main(QUICK + ["--reevaluate", *names, "--output_dir", str(out), "--results_dir", str(results)])
+    assert set(again) == set(names.values())
+    for name in names.values():
+        assert again[name]["evaluation"]["tasks"] == records[name]["evaluation"]["tasks"]
+        assert again[name]["pretraining"]["global_step"] == 3 and "reused" in again[name]["pretraining"]
+    for name in ("gpt2-mini-quick", "transfo-xl-mini-quick"):
+        assert (out / name / "pretraining" / "generation_results.json").is_file()
+    assert (out / "vit-mini-quick" / "pretraining" / "model.safetensors").read_bytes() == weights
+    (out / "gpt2-mini-quick" / "pretraining" / "eval_results.json").unlink()  # an unfinished run
+    with pytest.raises(ValueError, match="no finished examples/run_clm.py run"):
+        zoo.main(QUICK + ["--reevaluate", "gpt", "--output_dir", str(out), "--results_dir", str(results)])
