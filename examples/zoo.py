@@ -388,8 +388,9 @@ def build_variant(spec: VariantSpec, args: argparse.Namespace) -> dict:
         print(f"[zoo] {name}: pretraining with {zoo_scripts.SCRIPTS[spec.pretraining_objective]} "
               f"({args.budget_minutes:g} minutes at most)", flush=True)
         pretraining, evaluation = zoo_scripts.run_script(spec, args, run_dir, tiny_overrides(spec) if args.quick else None)
-        if spec.name in args.reevaluations:  # the machine that pretrained it, not today's
-            pretraining["hardware"] = args.reevaluations[spec.name][0]["pretraining"]["hardware"]
+        recorded = args.reevaluations.get(spec.name, ({}, None))[0].get("pretraining", {})
+        if "hardware" in recorded:  # --reevaluate: the machine that pretrained it, not today's
+            pretraining["hardware"] = recorded["hardware"]
         zoo_finetune.add_to(evaluation, spec.pretraining_objective, args, run_dir, eval_dir)
         result |= {"objective": spec.pretraining_objective, "recipe": None,
                    "settings": {"name": "script", "why": "examples/zoo_scripts.py SCRIPT_SETTINGS (the runs of "

@@ -51,38 +51,37 @@ class FineTuningTask:
     test_key: str  # the script's all_results.json key of the test score
     validation_key: str
     scale: float  # to percent
-    argv: tuple[str, ...]  # data and schedule (the epochs come from the zoo's setting)
-    quick_argv: tuple[str, ...]
+    recipe: tuple[str, ...]  # data and optimiser, also with --quick (the epochs come from the zoo's setting)
+    sizes: tuple[str, ...]  # the real run's batches and lengths
+    quick_sizes: tuple[str, ...]  # --quick: a few rows, small batches
     epochs_setting: str  # the zoo argument holding the number of epochs
     card: tuple[str, str, str]  # (Hub task, dataset id, dataset name) for the model-index
 
 
+QUICK_ROWS = ("--max_train_samples", "32", "--max_eval_samples", "16", "--max_predict_samples", "16",
+              "--per_device_train_batch_size", "16", "--per_device_eval_batch_size", "16", "--logging_steps", "1")
 TASKS = {
     "span-corruption": FineTuningTask(
         row="sentiment (text-to-text)", script="run_seq2seq",
         metric="accuracy % (exact match of the generated label word)",
         test_key="predict_exact_match", validation_key="eval_exact_match", scale=1.0,
-        argv=("--dataset_name", "hf_variants/rt_polarity", "--source_prefix", "sentiment: ", "--predict_with_generate",
-              "--max_source_length", "64", "--max_target_length", "4", "--per_device_train_batch_size", "32",
-              "--per_device_eval_batch_size", "100", "--optim", "adafactor", "--optim_args", "scale_parameter=True",
-              "--learning_rate", "3e-3", "--warmup_steps", "0.06", "--logging_steps", "25"),
-        quick_argv=("--dataset_name", "hf_variants/rt_polarity", "--source_prefix", "sentiment: ",
-                    "--predict_with_generate", "--max_source_length", "32", "--max_target_length", "4",
-                    "--max_train_samples", "32", "--max_eval_samples", "8", "--max_predict_samples", "8",
-                    "--per_device_train_batch_size", "16", "--per_device_eval_batch_size", "8", "--optim", "adafactor",
-                    "--optim_args", "scale_parameter=True", "--learning_rate", "3e-3", "--logging_steps", "1"),
+        recipe=("--dataset_name", "hf_variants/rt_polarity", "--source_prefix", "sentiment: ", "--predict_with_generate",
+                "--max_target_length", "4", "--optim", "adafactor", "--optim_args", "scale_parameter=True",
+                "--learning_rate", "3e-3", "--warmup_steps", "0.06"),
+        sizes=("--max_source_length", "64", "--per_device_train_batch_size", "32", "--per_device_eval_batch_size", "100",
+               "--logging_steps", "25"),
+        quick_sizes=("--max_source_length", "32", *QUICK_ROWS),
         epochs_setting="t5_sentiment_epochs",
         card=("text2text-generation", "hf_variants/rt_polarity", "rt-polarity movie-review sentences (text-to-text)")),
     "mae": FineTuningTask(
         row="Fashion-MNIST, 10% of the labels", script="run_image_classification",
         metric="accuracy % (the classifier fine-tuned on 5,500 labelled training images)",
         test_key="test_accuracy", validation_key="eval_accuracy", scale=100.0,
-        argv=("--dataset_name", "hf_variants/fashion_mnist", "--max_train_samples", "5500", "--horizontal_flip",
-              "--per_device_train_batch_size", "128", "--per_device_eval_batch_size", "256", "--learning_rate", "1e-3",
-              "--warmup_steps", "0.05", "--weight_decay", "0.05", "--logging_steps", "10"),
-        quick_argv=("--dataset_name", "hf_variants/fashion_mnist", "--max_train_samples", "32", "--max_eval_samples",
-                    "16", "--max_predict_samples", "16", "--horizontal_flip", "--per_device_train_batch_size", "16",
-                    "--per_device_eval_batch_size", "16", "--learning_rate", "1e-3", "--logging_steps", "1"),
+        recipe=("--dataset_name", "hf_variants/fashion_mnist", "--horizontal_flip", "--learning_rate", "1e-3",
+                "--warmup_steps", "0.05", "--weight_decay", "0.05"),
+        sizes=("--max_train_samples", "5500", "--per_device_train_batch_size", "128", "--per_device_eval_batch_size",
+               "256", "--logging_steps", "10"),
+        quick_sizes=QUICK_ROWS,
         epochs_setting="vit_label_epochs",
         card=("image-classification", "hf_variants/fashion_mnist", "Fashion-MNIST (10% of the training labels)")),
 }
@@ -128,7 +127,7 @@ def task_argv(task: FineTuningTask, args: argparse.Namespace, model_dir: Path, s
     argv = ["--model_name_or_path", str(model_dir), "--do_train", "--do_eval", "--do_predict", "--seed", str(seed),
             "--output_dir", str(run_dir), "--overwrite_output_dir", "--save_strategy", "no", "--report_to", "none",
             "--disable_tqdm", "true", "--log_level", "warning",
-            *(task.quick_argv if args.quick else task.argv),
+            *task.recipe, *(task.quick_sizes if args.quick else task.sizes),
             "--num_train_epochs", str(1 if args.quick else getattr(args, task.epochs_setting))]
     if args.bf16:
         argv.append("--bf16")
