@@ -138,6 +138,23 @@ def test_the_generation_task_is_scored_before_and_after_and_a_finished_run_is_re
         script.rebuild_twin([*argv[:-6], "--output_dir", str(tmp_path / "none")])
 
 
+def test_a_resumed_run_reports_the_twins_generation_scores_it_kept(tmp_path):
+    # The first call stops at a checkpoint; the second resumes from it (no new evaluation before
+    # training) and still reports the twin's scores, read from before_training.json.
+    script = load_script()
+    argv = ["--model_name_or_path", "gpt2-mini", *COMMON, "--output_dir", str(tmp_path), "--save_strategy", "steps",
+            "--save_steps", "2", "--generation_prompts", "4", "--generation_length", "3"]
+    first = script.main(argv + ["--max_steps", "2"])
+    kept_path = tmp_path / script.BEFORE_TRAINING_FILE
+    kept = json.loads(kept_path.read_text())
+    kept["generation"]["token_accuracy"] = 12.5  # a marker: the resumed run must read it, not measure again
+    kept_path.write_text(json.dumps(kept))
+    resumed = script.main(argv + ["--max_steps", "4"])
+    assert resumed["global_step"] == 4 and resumed["before_training"] == first["before_training"]
+    assert resumed["generation_before"] == {**first["generation_before"], "token_accuracy": 12.5}
+    assert "generation" not in resumed["before_training"]
+
+
 @pytest.mark.parametrize("recurrent", [False, True])
 def test_greedy_continuations_are_the_argmax_of_rerunning_the_whole_text(recurrent):
     # GPT through generate(), Transformer-XL through its memory loop: each new token is the most
