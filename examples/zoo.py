@@ -387,10 +387,10 @@ def build_variant(spec: VariantSpec, args: argparse.Namespace) -> dict:
     if spec.pretraining_objective in zoo_scripts.SCRIPTS:
         print(f"[zoo] {name}: pretraining with {zoo_scripts.SCRIPTS[spec.pretraining_objective]} "
               f"({args.budget_minutes:g} minutes at most)", flush=True)
-        pretraining, evaluation = zoo_scripts.run_script(spec, args, run_dir, tiny_overrides(spec) if args.quick else None)
-        recorded = args.reevaluations.get(spec.name, ({}, None))[0].get("pretraining", {})
-        if "hardware" in recorded:  # --reevaluate: the machine that pretrained it, not today's
-            pretraining["hardware"] = recorded["hardware"]
+        old = args.reevaluations.get(spec.name, (None,))[0]  # --reevaluate: the run's record, not today's call
+        pretraining, evaluation = zoo_scripts.run_script(spec, args, run_dir, tiny_overrides(spec) if args.quick else None,
+                                                         old["pretraining"] if old else None)
+        result["budget_minutes"] = old["budget_minutes"] if old else result["budget_minutes"]
         zoo_finetune.add_to(evaluation, spec.pretraining_objective, args, run_dir, eval_dir)
         result |= {"objective": spec.pretraining_objective, "recipe": None,
                    "settings": {"name": "script", "why": "examples/zoo_scripts.py SCRIPT_SETTINGS (the runs of "

@@ -35,6 +35,7 @@ SCRIPTS = {"clm": "examples/run_clm.py", "seq2seq": "examples/run_translation.py
 # run_clm's scored generation task for the decoders: greedy continuations of 8 tokens after 200
 # held-out prompts of 32 tokens (run_clm's --prompt_length default), before and after training.
 GENERATION_TASK = ["--generation_prompts", "200", "--generation_length", "8"]
+QUICK_GENERATION_TASK = ["--generation_prompts", "4", "--generation_length", "3"]
 # Each script's zoo run: its data and the hyperparameters of its measured runs. GPT / Transformer-XL
 # take run_clm's defaults (lr 5e-4, 5% warm-up, cosine) at the encoder recipes' 32 x 128 tokens per
 # step; the Transformer and ViT take the settings of their runs in docs/results.md (G2P: 64 pairs,
@@ -57,7 +58,7 @@ QUICK_SETTINGS = {
     "clm": ["--corpus", "austen", "--max_documents", "12", "--vocab_size", "600", "--max_seq_length", "32",
             "--per_device_train_batch_size", "4", "--per_device_eval_batch_size", "4", "--max_eval_tokens", "2000",
             "--eval_mem_lens", "0,32", "--num_samples", "1", "--prompt_length", "8", "--sample_length", "4",
-            "--generation_prompts", "4", "--generation_length", "3"],
+            *QUICK_GENERATION_TASK],
     "seq2seq": ["--dataset_name", "hf_variants/cmudict", "--source_lang", "graphemes", "--target_lang", "phonemes",
                 "--do_train", "--do_eval", "--predict_with_generate", "--num_beams", "1", "--max_train_samples", "64",
                 "--max_eval_samples", "12", "--val_max_target_length", "16", "--vocab_size", "300",
@@ -128,10 +129,12 @@ def script_argv(spec: VariantSpec, args: argparse.Namespace, run_dir: Path, tiny
     return argv
 
 
-def run_script(spec: VariantSpec, args: argparse.Namespace, run_dir: Path,
-               tiny_overrides: str | None) -> tuple[dict, dict]:
+def run_script(spec: VariantSpec, args: argparse.Namespace, run_dir: Path, tiny_overrides: str | None,
+               recorded: dict | None = None) -> tuple[dict, dict]:
     """Pretrain ``spec``'s mini with its script; returns (the results JSON's ``pretraining`` part
-    without the hardware, its ``evaluation`` part)."""
+    without the hardware, its ``evaluation`` part). ``recorded``: the ``pretraining`` part of the
+    results JSON of a finished run evaluated again (--reevaluate): its arguments, seed, bf16 and
+    hardware are the run's, not today's call's."""
     import run_clm
     import run_mae
     import run_translation
@@ -170,22 +173,27 @@ def run_script(spec: VariantSpec, args: argparse.Namespace, run_dir: Path,
                               "before its first step (the random-weight twin: same config, same init seed)",
                   "tasks": held_out_rows(before, after, metrics, "validation"),
                   "not_run": dict(NOT_RUN[objective])}
+    if recorded is not None:
+        pretraining |= {key: recorded[key] for key in ("argv", "seed", "bf16", "hardware") if key in recorded}
     if objective == "clm":
-        evaluation["tasks"] |= generation_rows(results, argv, run_dir)
+        evaluation["tasks"] |= generation_rows(results, pretraining["argv"], run_dir, args.quick)
     if before is None:
         evaluation["not_run"]["random twin"] = ("the run resumed from a checkpoint that holds no evaluation "
                                                 "before training")
     return pretraining, evaluation
 
 
-def generation_rows(results: dict, argv: list[str], run_dir: Path) -> dict[str, dict]:
+def generation_rows(results: dict, argv: list[str], run_dir: Path, quick: bool) -> dict[str, dict]:
     """run_clm's generation task as evaluation rows: from the run's results, or, for a run finished
-    before the task existed, scored now (run_clm.generation_of_finished_run: its rebuilt twin and
-    its trained model) and kept in the run folder as generation_results.json (also when a run
-    started before the task existed was resumed after: its twin's scores were never taken)."""
+    before the task existed, scored now (run_clm.generation_of_finished_run on the run's own
+    arguments ``argv`` with the task's added: its rebuilt twin and its trained model) and kept in
+    the run folder as generation_results.json (also when a run started before the task existed was
+    resumed after: its twin's scores were never taken)."""
     import run_clm
 
     if results.get("generation_before") is None or results.get("generation_after") is None:
+        if "--generation_prompts" not in argv:
+            argv = argv + (QUICK_GENERATION_TASK if quick else GENERATION_TASK)
         path = run_dir / "generation_results.json"
         kept = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
         if kept.get("argv") != argv:

@@ -202,7 +202,7 @@ def test_reevaluate_adds_the_new_rows_to_variants_built_before_them(zoo, built, 
     results.mkdir()
     names = {"gpt": "gpt2-mini-quick", "transfo_xl": "transfo-xl-mini-quick", "vit": "vit-mini-quick"}
     new_rows = ("continuation accuracy", "first-token accuracy", "Fashion-MNIST, 10% of the labels")
-    steps, expected = {}, {}  # as on disk now (an earlier test may have resumed a run in place)
+    steps, expected, recorded = {}, {}, {}  # as on disk now (an earlier test may have resumed a run in place)
     for name in names.values():
         shutil.copytree(output_dir / name, out / name)
         shutil.rmtree(out / name / "evaluation", ignore_errors=True)
@@ -210,6 +210,11 @@ def test_reevaluate_adds_the_new_rows_to_variants_built_before_them(zoo, built, 
         steps[name], expected[name] = old["pretraining"]["global_step"], dict(old["evaluation"]["tasks"])
         old["evaluation"]["tasks"] = {row: value for row, value in old["evaluation"]["tasks"].items()
                                       if row not in new_rows}
+        argv = old["pretraining"]["argv"]
+        if "--generation_prompts" in argv:  # the arguments of a run made before the task existed
+            at = argv.index("--generation_prompts")
+            del argv[at:at + 4]
+        recorded[name] = old["pretraining"]
         (results / f"{name}.json").write_text(json.dumps(old))
     for name in ("gpt2-mini-quick", "transfo-xl-mini-quick"):
         path = out / name / "pretraining" / "eval_results.json"
@@ -217,9 +222,14 @@ def test_reevaluate_adds_the_new_rows_to_variants_built_before_them(zoo, built, 
         del run["generation_before"], run["generation_after"]
         path.write_text(json.dumps(run))
     weights = (out / "vit-mini-quick" / "pretraining" / "model.safetensors").read_bytes()
-    again = zoo.main(QUICK + ["--reevaluate", *names, "--output_dir", str(out), "--results_dir", str(results)])
+    # Today's budget and seed are not the runs': the records keep the runs' own (and the twins
+    # are rebuilt from the recorded arguments).
+    again = zoo.main(QUICK + ["--reevaluate", *names, "--budget_minutes", "9", "--seed", "7", "--output_dir", str(out),
+                              "--results_dir", str(results)])
     assert set(again) == set(names.values())
     for name in names.values():
+        assert again[name]["budget_minutes"] == 5 and again[name]["pretraining"]["argv"] == recorded[name]["argv"]
+        assert again[name]["pretraining"]["seed"] == 0
         assert again[name]["evaluation"]["tasks"] == expected[name]
         assert again[name]["pretraining"]["global_step"] == steps[name] and "reused" in again[name]["pretraining"]
     for name in ("gpt2-mini-quick", "transfo-xl-mini-quick"):
