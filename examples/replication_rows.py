@@ -189,7 +189,7 @@ def _albert(name: str, step_rate: float | None = None, **overrides) -> Arm:
 
 
 # Where the papers' text was read (the `search` tool's stored copies; see each row's `checked`).
-STACKEXCHANGE_ROBERTA = "datascience.stackexchange.com/questions/97310 and /76872 (quoting RoBERTa sections 4.1-4.2)"
+STACKEXCHANGE_ROBERTA = "datascience.stackexchange.com/questions/97310 and /76872, which quote RoBERTa sections 4.1-4.2"
 ROWS: tuple[Row, ...] = (
     Row("static-vs-dynamic-masking",
         "Masking each sequence anew every time it is seen (dynamic) is comparable to or slightly better than "
@@ -289,8 +289,9 @@ ROWS: tuple[Row, ...] = (
         note="Equal steps, as the paper's figure; the full-width generator about doubles a step's FLOPs, so the "
              "steps are half a mini's rate.",
         checked="'Generators 1/4-1/2 the size of the discriminator work best' found only in a secondary account "
-                "(geekdaxue.co/read/u557621@qlu0bg/kypn5g, which also gives the paper's reason: a too-strong "
-                "generator makes the task too hard for the discriminator); the figure's values are unverified here."),
+                "(geekdaxue.co/read/u557621@qlu0bg/kypn5g, which also gives the authors' guess why: a too-strong "
+                "generator keeps the discriminator from learning well, its capacity spent modelling the generator); "
+                "the figure's values are unverified here."),
     Row("albert-sharing",
         "At the same width (equal compute), sharing all layers costs some accuracy; most of the loss comes from "
         "sharing the FFN, while sharing attention costs little.",
@@ -391,8 +392,10 @@ ROWS: tuple[Row, ...] = (
         step_rate=0.4,
         note="Segments of 64 tokens, 16 streams, on the pretraining corpus (pages and chapters); each arm trains with "
              "its memory and is scored with it (its JSON also holds every arm scored with memory 0, 64 and 256). "
-             "Held to equal minutes like the other rows (run_clm.py's --max_time); the schedule is sized for 0.4 of a "
-             "mini's steps per minute (README: 0.65 steps/s at memory 64).",
+             "Each arm is capped at the row's minutes like the other rows (run_clm.py's --max_time, which it did not "
+             "have before); the schedule is sized for 0.4 of a mini's steps per minute (README: 0.65 steps/s at "
+             "memory 64), so the slowest arm can finish it and faster arms finish it early (equal steps unless the "
+             "cap stops one, which its JSON records).",
         checked="The abstract verified (arxiv-vanity.com/papers/1901.02860): Transformer-XL 'learns dependency that is "
                 "80% longer than RNNs and 450% longer than vanilla Transformers, achieves better performance on both "
                 "short and long sequences'; an earlier version's abstract (paperswithcode.com/paper/transformer-xl-"
