@@ -260,7 +260,9 @@ ROWS: tuple[Row, ...] = (
         checked="The abstract verified (hf.zsm.im/papers/1907.10529.md, pdfslide.net copy of arXiv 1907.10529v3): "
                 "SpanBERT masks 'contiguous random spans, rather than random tokens' and trains 'the span boundary "
                 "representations to predict the entire content of the masked span'; 94.6 / 88.7 F1 on SQuAD 1.1 / "
-                "2.0 at BERT-large size. Tables 4-5 were not in the stored copies (their numbers unverified here); a "
+                "2.0 at BERT-large size; the official README (github.com/facebookresearch/SpanBERT) gives SpanBERT-base "
+                "83.6 vs BERT-base 76.5 SQuAD 2.0 dev F1 (the whole recipe, not the masking ablation). Tables 4-5 "
+                "were not in the stored copies (their numbers unverified here); a "
                 "reader's note (kylrth.com/paper/spanbert) reports that linguistically informed masking came out "
                 "slightly worse than random spans."),
     Row("mlm-vs-rtd",
@@ -274,7 +276,9 @@ ROWS: tuple[Row, ...] = (
         checked="The abstract verified (huggingface.co/transformers/v2.8.0/model_doc/electra.html quotes it): "
                 "replaced token detection 'is more efficient than MLM because the task is defined over all input "
                 "tokens'. The Table 1 figures this row used to quote (ELECTRA-Small 79.9 vs BERT-Small 75.1 GLUE "
-                "dev) were not found in any stored copy of the paper: unverified here, so no longer quoted as fact."),
+                "dev) were not found in any stored copy of the paper, nor in the official README (github.com/google-research/"
+                "electra, which gives the released ELECTRA-Small, i.e. ELECTRA-Small++, 77.4 on the GLUE test set): "
+                "unverified here, so no longer quoted as fact."),
     Row("electra-generator-size",
         "Generators a quarter to half the discriminator's width work best; a generator as large as the "
         "discriminator is worse.",
@@ -291,7 +295,9 @@ ROWS: tuple[Row, ...] = (
         checked="'Generators 1/4-1/2 the size of the discriminator work best' found only in a secondary account "
                 "(geekdaxue.co/read/u557621@qlu0bg/kypn5g, which also gives the authors' guess why: a too-strong "
                 "generator keeps the discriminator from learning well, its capacity spent modelling the generator); "
-                "the figure's values are unverified here."),
+                "the figure's values are unverified here. The official code's default is a quarter-width generator "
+                "(configure_pretraining.py: generator_hidden_size = 0.25, 'frac of discrim hidden size for gen'), "
+                "while its README says the released ELECTRA-Small used a full-size one (generator_hidden_size 1.0)."),
     Row("albert-sharing",
         "At the same width (equal compute), sharing all layers costs some accuracy; most of the loss comes from "
         "sharing the FFN, while sharing attention costs little.",
