@@ -27,8 +27,9 @@ Arm, Row, Prediction = rows_module.Arm, rows_module.Row, rows_module.Prediction
 
 @pytest.mark.parametrize("row", rows_module.ROWS, ids=lambda row: row.name)
 def test_every_arm_uses_flags_and_config_fields_that_exist(row, tmp_path):
-    """Each arm's argv parses with its script's parser (no unknown flag) and its config overrides
-    build a valid mini config (unknown fields and invalid sizes raise)."""
+    """Each arm's argv (the study's flags included) parses with its script's parser (no unknown flag) and
+    its config overrides (the study's size included) build a valid mini config (unknown fields and
+    invalid sizes raise)."""
     run_pretraining, run_clm = load_script("run_pretraining"), load_script("run_clm")
     args = replicate.parse_arguments(["--results_dir", str(tmp_path)])
     for arm in row.arms:
@@ -38,10 +39,11 @@ def test_every_arm_uses_flags_and_config_fields_that_exist(row, tmp_path):
         parsed, training = run_pretraining.parse_arguments(arguments, argv)
         assert parsed.model_name_or_path == arm.model and training.seed == 0
         config = named_config(arm.model)
-        if arm.config_overrides:
-            config.update_from_string(replicate.config_overrides(arm, quick=False))
-            for key, value in arm.config_overrides:
-                assert getattr(config, key) == value
+        overrides = replicate.config_overrides(arm, quick=False)  # the study's size too, once it has fields
+        if overrides:
+            config.update_from_string(overrides)
+        for key, value in arm.config_overrides:
+            assert getattr(config, key) == value
         config.check_architecture()
 
 
