@@ -270,7 +270,9 @@ def estimate_lines(rows: Sequence[Row], arm_minutes: float = TARGET_ARM_MINUTES,
     lines += ["", f"In all about **{hours:.1f} core-hours** ({hours / 2:.1f} hours with two runs side by side, e.g. two "
               "`replicate.py` calls on disjoint `--rows`). Issue #33's target: the whole study within 6 hours of the 2 "
               f"cores ({TARGET_CORE_HOURS:g} core-hours), each arm <= {TARGET_ARM_MINUTES:g} minutes: this estimate "
-              f"is {verdict}.{fit_note}{arm_note}", ""]
+              f"is {verdict}.{fit_note}{arm_note}", "",
+              "Re-estimate (nothing run): `python examples/replicate.py --estimate --arm_minutes M [--rows ...] "
+              "[--seeds ...]`; once study runs are recorded it uses their measured harness and setup times.", ""]
     return lines
 
 

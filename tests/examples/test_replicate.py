@@ -207,6 +207,8 @@ def test_quick_runs_rows_end_to_end_and_skips_what_is_done(tmp_path):
     assert second["random_twin_from"] == "masking-rate/mask-0.15-seed0.json" and second["twin_key"] == first["twin_key"]
     assert "--no_random_twin" in second["evaluation"]["argv"] and not second_eval["tasks"]["pos"].get("random")
     assert second["random_twin"] == first["random_twin"]
+    assert set(first["evaluation"]["task_minutes"]["pos"]) == {"pretrained", "random"}  # measured, for --estimate
+    assert set(second["evaluation"]["task_minutes"]["pos"]) == {"pretrained"}
     report = Path(outcome["report"]).read_text()
     assert "a smoke test, not a measurement" in report and "n = 1 / 1 seeds, fewer than 3" in report
     assert (results / "masking-rate.png").is_file() and (results / "transfo-xl-memory.png").is_file()
