@@ -170,6 +170,8 @@ def row_section(row: Row, arms: dict[str, list[dict]], plot: str | None) -> tupl
     if row.not_runnable:
         return lines + [f"**Not runnable yet**: needs {row.not_runnable}.", ""], []
     lines += [f"Budget: {_budget_line(arms)}.", ""]
+    if any(m in HARNESS_MEASURES for m in row.measures):
+        lines += [f"Random-weight twin: one per seed for each of {_twin_sharing(row)}.", ""]
     header = "| arm | model | flags | " + " | ".join(MEASURE_NAMES[m] for m in row.measures) + " |"
     lines += [header, "|" + "---|" * (3 + len(row.measures))]
     for arm in row.arms:
@@ -197,10 +199,22 @@ def row_section(row: Row, arms: dict[str, list[dict]], plot: str | None) -> tupl
     return lines, verdicts
 
 
+def _arm_groups(row: Row) -> list[list[str]]:
+    """The row's arm names grouped by `twin_group` (arms of one group share a random twin), in order."""
+    flags = tuple(STUDY_FLAGS) + STUDY_SIZE.flags()
+    groups: dict[tuple, list[str]] = {}
+    for arm in row.arms:
+        groups.setdefault(twin_group(arm, flags if arm.script == "run_pretraining" else ()), []).append(arm.name)
+    return list(groups.values())
+
+
+def _twin_sharing(row: Row) -> str:
+    return ", ".join("(" + ", ".join(names) + ")" for names in _arm_groups(row))
+
+
 def twin_groups(row: Row) -> int:
     """How many random twins one seed of `row` evaluates: one per distinct `twin_group` of its arms."""
-    flags = tuple(STUDY_FLAGS) + STUDY_SIZE.flags()
-    return len({twin_group(arm, flags if arm.script == "run_pretraining" else ()) for arm in row.arms})
+    return len(_arm_groups(row))
 
 
 def measured_minutes(records: dict[str, dict[str, list[dict]]]) -> dict:

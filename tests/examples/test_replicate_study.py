@@ -85,6 +85,8 @@ def test_twin_keys_group_the_arms_that_share_model_config_and_tokenizer(tmp_path
     assert _key(nsp, nsp.arms[0], 0, args, tmp_path) != _key(nsp, nsp.arms[0], 1, args, tmp_path)  # seed
     assert [report_module.twin_groups(ROWS[name]) for name in ("nsp", "input-formats", "span-masking", "positions",
                                                               "albert-sharing")] == [1, 1, 1, 2, 4]
+    assert report_module._twin_sharing(span) == "(token, whole-word, span, span-sbo)"  # as the report says it
+    assert report_module._twin_sharing(positions) == "(learned), (sinusoidal)"
     assert "--no_random_twin" in replicate.evaluation_argv(nsp, 0, args, tmp_path, tmp_path, twin=False)
     assert "--no_random_twin" not in replicate.evaluation_argv(nsp, 0, args, tmp_path, tmp_path)
 
