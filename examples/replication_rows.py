@@ -151,8 +151,17 @@ class StudySize:
 # docs/pretraining.md). An arm that varies one of them (the masking-rate row's --mlm_probability,
 # the layer-norm row's learning rate and warm-up) sets it itself, and its flag, given later, wins.
 # Not given to run_clm arms (Transformer-XL), whose script has its own defaults.
-STUDY_FLAGS: tuple[str, ...] = ()
-STUDY_SIZE = StudySize()
+#
+# Set from the session-13 pilot (docs/replication.md, "Study settings"): no arm of <= 15 minutes on one
+# thread leaves the unigram plateau (bert-mini at 40% masking did after ~1,500 steps, 25 minutes;
+# a 2-layer H = 128 encoder was still on it after 12 minutes at 128 tokens and 8.5 minutes at 64), so
+# the study compares arms early in pretraining, where a smaller encoder at 64 tokens is furthest along
+# for the minutes: H = 128 (2 heads, FFN 512), the minis' 4 layers (the layer-norm and sharing rows
+# need depth), rows of 64 tokens, and the zoo's optimiser settings (docs/pretraining.md). Masking stays
+# at the papers' 15% (the masking-rate row varies it).
+STUDY_FLAGS: tuple[str, ...] = ("--learning_rate", "1e-3", "--adam_beta2", "0.98", "--warmup_steps", "0.06")
+STUDY_SIZE = StudySize(config=(("hidden_size", 128), ("num_attention_heads", 2), ("intermediate_size", 512)),
+                       max_seq_length=64)
 
 
 def resolve_flags(argv: tuple[str, ...] | list[str]) -> dict[str, str | bool]:
@@ -314,7 +323,8 @@ ROWS: tuple[Row, ...] = (
     Row("albert-embedding-size",
         "With all layers shared, a small factorized embedding (E = 128) is best; larger E does not help.",
         "Lan et al. 2020 (ALBERT), section 4.4 and Table 3",
-        tuple(_albert(f"E-{size}", hidden_size=256, embedding_size=size) for size in (64, 128, 256)),
+        tuple(_albert(f"E-{size}", hidden_size=256, intermediate_size=1024, num_attention_heads=4, embedding_size=size)
+              for size in (64, 128, 256)),
         (Prediction("E-128", "at_least", "E-256"), Prediction("E-128", "at_least", "E-64")),
         ("held_out_mlm_loss", "pos"),
         note="albert-mini (H = 256, stated in the arms so that --quick keeps it; all shared); E = 256 = H is the "
@@ -328,7 +338,8 @@ ROWS: tuple[Row, ...] = (
         "parameters.",
         "Lan et al. 2020 (ALBERT): Table 2's configurations and its same-training-time comparison of ALBERT-xxlarge "
         "with BERT-large (a construction after the paper, not one of its tables)",
-        (_albert("unshared-H256", layer_sharing="none"),
+        (_albert("unshared-H256", layer_sharing="none", hidden_size=256, intermediate_size=1024,
+                 num_attention_heads=4),
          _albert("shared-H512", step_rate=0.3, layer_sharing="all", hidden_size=512, intermediate_size=2048,
                  num_attention_heads=8)),
         (Prediction("shared-H512", "better", "unshared-H256"),),

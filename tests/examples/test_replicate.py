@@ -60,7 +60,8 @@ def test_budgets_become_the_scripts_flags(tmp_path):
     assert replicate.last_flag(replicate.training_argv(generator, generator.arms[2], 0, args, tmp_path),
                                "--max_steps") == "250"
     sinusoidal = rows["positions"].arm("sinusoidal")
-    assert replicate.config_overrides(sinusoidal, quick=False) == "position_embedding_type=sinusoidal"
+    study = ",".join(f"{key}={value}" for key, value in rows_module.STUDY_SIZE.config)  # the study's size first
+    assert replicate.config_overrides(sinusoidal, quick=False) == ",".join(filter(None, [study, "position_embedding_type=sinusoidal"]))
     assert replicate.config_overrides(sinusoidal, quick=True).endswith(",position_embedding_type=sinusoidal")
 
 

@@ -64,7 +64,8 @@ def test_study_size_fields_come_before_the_arms_and_record_in_the_json(monkeypat
     assert config.position_embedding_type == "sinusoidal" and config.intermediate_size == 512
     argv = replicate.training_argv(positions, sinusoidal, 0, args, tmp_path)
     assert replicate.last_flag(argv, "--max_seq_length") == "64"
-    assert replicate.study_settings(sinusoidal) == {"applied": True, "flags": [], "config": dict(size.config),
+    assert replicate.study_settings(sinusoidal) == {"applied": True, "flags": list(rows_module.STUDY_FLAGS),
+                                                    "config": dict(size.config),
                                                     "max_seq_length": 64}
     assert replicate.study_settings(ROWS["transfo-xl-memory"].arms[0])["applied"] is False
 
