@@ -4,18 +4,22 @@ and seed by seed, and docs/replication.md rebuilt from the results::
 
     hf-variants replicate --rows nsp masking-rate --seeds 0 1 2 --arm_minutes 15 --bf16
     hf-variants replicate --report
+    hf-variants replicate --estimate --arm_minutes 10 --rows nsp positions   # the cost, nothing run
 
 The rows (claim, paper table, arms, measurements, predicted direction) are data:
 ``examples/replication_rows.py``. Per (row, arm, seed):
 
 1. the arm's mini is pretrained from scratch with ``examples/run_pretraining.py`` (Transformer-XL:
-   ``examples/run_clm.py``) on ``--corpus pretraining`` with its family's ``--recipe`` and the arm's
-   flags, under the row's budget: ``--arm_minutes`` of wall clock (``--max_time``; the schedule runs
-   over ``arm_minutes x steps_per_minute`` steps), or equal FLOPs (``--flop_budget arm_minutes x
-   flops_per_minute``), or equal steps;
+   ``examples/run_clm.py``) on ``--corpus pretraining`` with its family's ``--recipe``, the study's
+   shared settings (``STUDY_FLAGS``, ``STUDY_SIZE`` in replication_rows.py) and the arm's flags (the
+   last of a repeated flag wins, so the arm's own), under the row's budget: ``--arm_minutes`` of
+   wall clock (``--max_time``; the schedule runs over ``arm_minutes x steps_per_minute`` steps), or
+   equal FLOPs (``--flop_budget arm_minutes x flops_per_minute``), or equal steps;
 2. the row's harness tasks (POS, sentiment, QA, the probes) run through
-   ``examples/evaluate_pretraining.py`` beside the random-weight twin, one fine-tuning seed
-   (``42 + seed``) per pretraining seed;
+   ``examples/evaluate_pretraining.py``, one fine-tuning seed (``42 + seed``) per pretraining seed,
+   beside the random-weight twin: evaluated once per seed for the arms of a row that share model,
+   config, recipe and tokenizer (the first such arm; the others pass ``--no_random_twin`` and record
+   its scores and JSON);
 3. ``<results_dir>/<row>/<arm>-seed<k>.json`` is written at once: budget, argv, steps, tokens,
    FLOPs, minutes, held-out metrics, task scores (and the twin's), versions.
 
@@ -49,8 +53,9 @@ from hf_variants.configs import named_config  # noqa: E402
 from hf_variants.objectives.recipes import RECIPES  # noqa: E402
 from hf_variants.registry import spec_for  # noqa: E402
 from pretraining_support import QUICK_PRETRAINING, QUICK_TEXT, quick_config_fields  # noqa: E402
-from replication_report import write_report  # noqa: E402
-from replication_rows import HARNESS_MEASURES, ROWS, ROWS_BY_NAME, Arm, Row  # noqa: E402
+from replication_report import estimate_lines, load_records, write_report  # noqa: E402
+from replication_rows import (HARNESS_MEASURES, ROWS, ROWS_BY_NAME, STUDY_FLAGS, STUDY_SIZE,  # noqa: E402
+                              TOKENIZER_FLAGS, Arm, Row, resolve_flags)
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 FIRST_FINE_TUNING_SEED = 42  # evaluate_pretraining's default first seed; pretraining seed k fine-tunes with 42 + k
@@ -83,6 +88,8 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--report_path", default=None,
                         help="the report (default docs/replication.md; --quick: <results_dir>/replication.md)")
     parser.add_argument("--report", action="store_true", help="only rebuild the report from the JSON files")
+    parser.add_argument("--estimate", action="store_true",
+                        help="only print the study's estimated cost for --rows / --seeds / --arm_minutes (runs nothing)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, a few steps: a smoke test, not a measurement")
     args = parser.parse_args(argv)
     if not args.arm_minutes > 0:
@@ -115,8 +122,9 @@ def recipe_name(model: str) -> str | None:
 
 
 def config_overrides(arm: Arm, quick: bool) -> str | None:
-    """--config_overrides: with --quick the family's tiny sizes first, the arm's ablation fields last."""
-    fields: dict[str, object] = {}
+    """--config_overrides: the study's size (`STUDY_SIZE`, run_pretraining arms) first, then with --quick
+    the family's tiny sizes, the arm's ablation fields last (a later field wins)."""
+    fields: dict[str, object] = dict(STUDY_SIZE.config) if arm.script == "run_pretraining" else {}
     if quick:
         fields.update(quick_config_fields(spec_for(named_config(arm.model).model_type).tiny_config))
     fields.update(dict(arm.config_overrides))
@@ -137,20 +145,23 @@ def budget_of(row: Row, arm: Arm, args: argparse.Namespace) -> dict:
 
 def training_argv(row: Row, arm: Arm, seed: int, args: argparse.Namespace, run_dir: Path) -> list[str]:
     """The training script's arguments for (row, arm, seed): shared flags, the family's recipe, the
-    row's budget, the arm's flags, then (with --quick) the tiny text and sizes, which win."""
+    study's flags (`STUDY_FLAGS`, `STUDY_SIZE`), the row's budget, the arm's flags, then (with --quick)
+    the tiny text and sizes. A flag given twice keeps its last value (argparse), so the arm's own
+    flags win over the study's and the recipe's."""
     budget = budget_of(row, arm, args)
     argv = ["--model_name_or_path", arm.model, "--seed", str(seed), "--output_dir", str(run_dir),
             "--report_to", "none", "--disable_tqdm", "true", "--save_steps", "200", "--logging_steps", "50"]
     overrides = config_overrides(arm, args.quick)
     argv += ["--config_overrides", overrides] if overrides else []
     argv += ["--bf16"] if args.bf16 else []
-    if arm.script == "run_clm":  # no --max_time there: equal steps; segments of 16 x 64 as the README's runs
-        argv += ["--max_steps", str(budget["max_steps"]), "--per_device_train_batch_size", "16",
-                 "--max_eval_tokens", CLM_EVAL_TOKENS, "--num_samples", "0"]
+    if arm.script == "run_clm":  # segments of 16 x 64 as the README's runs; no STUDY_FLAGS (another script)
+        argv += ["--max_time", f"{budget['max_time_minutes']:g}", "--max_steps", str(budget["max_steps"]),
+                 "--per_device_train_batch_size", "16", "--max_eval_tokens", CLM_EVAL_TOKENS, "--num_samples", "0"]
         argv += list(arm.argv) + (QUICK_CLM if args.quick else ["--corpus", "pretraining"])
         return argv
     recipe = recipe_name(arm.model)
     argv += ["--recipe", recipe] if recipe else []
+    argv += list(STUDY_FLAGS) + list(STUDY_SIZE.flags())  # after the recipe, before the arm's own flags
     argv += ["--max_time", f"{budget['max_time_minutes']:g}"]
     if budget["flop_budget"] is not None:
         argv += ["--flop_budget", f"{budget['flop_budget']:g}"]
@@ -165,10 +176,61 @@ def harness_tasks(row: Row) -> list[str]:
     return list(dict.fromkeys(HARNESS_MEASURES[m] for m in row.measures if m in HARNESS_MEASURES))
 
 
-def evaluation_argv(row: Row, seed: int, args: argparse.Namespace, run_dir: Path, eval_dir: Path) -> list[str]:
+def evaluation_argv(row: Row, seed: int, args: argparse.Namespace, run_dir: Path, eval_dir: Path,
+                    twin: bool = True) -> list[str]:
+    """evaluate_pretraining's arguments; `twin=False` skips the random twin (another arm's is used)."""
     return (["--model_name_or_path", str(run_dir), "--output_dir", str(eval_dir), "--tasks", *harness_tasks(row),
              "--seeds", "1", "--first_seed", str(FIRST_FINE_TUNING_SEED + seed), "--threads", str(args.threads),
-             "--resume"] + (["--quick"] if args.quick else []) + (["--bf16"] if args.bf16 else []))
+             "--resume"] + (["--quick"] if args.quick else []) + (["--bf16"] if args.bf16 else [])
+            + ([] if twin else ["--no_random_twin"]))
+
+
+# ------------------------------------------------------------------------------ the shared twin
+
+
+def twin_key(row: Row, seed: int, argv: Sequence[str], args: argparse.Namespace) -> dict:
+    """What the arm's random-weight twin and its harness scores depend on, read from the training argv
+    as its script resolves it (the last of a repeated flag): the model, its config overrides, the
+    recipe, the tokenizer / text flags, and the harness' tasks, fine-tuning seed and precision. The
+    pretraining objective and its flags are not in it: the twin is the config's random init, and the
+    harness fine-tunes its encoder, never a pretraining head."""
+    flags = resolve_flags(list(argv))
+    return {"model": flags["--model_name_or_path"], "config_overrides": flags.get("--config_overrides"),
+            "recipe": flags.get("--recipe"), "tokenizer": {f: flags[f] for f in TOKENIZER_FLAGS if f in flags},
+            "tasks": harness_tasks(row), "fine_tuning_seed": FIRST_FINE_TUNING_SEED + seed, "bf16": args.bf16,
+            "quick": args.quick}
+
+
+def shared_twin(row: Row, arm: Arm, seed: int, key: dict, results_dir: Path) -> tuple[str, dict] | None:
+    """(relative JSON path, record) of an earlier arm of `row` (same seed) that evaluated the twin
+    this arm would get (equal `twin_key`, its own twin, every measure scored), or None: then this arm
+    evaluates the twin itself. Arms run in the row's order within a seed, so the first arm of each
+    twin group evaluates it and the later ones read it."""
+    needed = [m for m in row.measures if m in HARNESS_MEASURES]
+    for earlier in row.arms[:row.arms.index(arm)]:
+        path = result_path(results_dir, row, earlier, seed)
+        if not path.is_file():
+            continue
+        record = json.loads(path.read_text(encoding="utf-8"))
+        if (record.get("twin_key") == key and record.get("random_twin_from") is None
+                and all(m in record.get("random_twin", {}) for m in needed)):
+            return str(path.relative_to(results_dir)), record
+    return None
+
+
+def study_settings(arm: Arm) -> dict:
+    """The study's shared settings this arm got (recorded in its JSON; run_clm arms get none)."""
+    applied = arm.script == "run_pretraining"
+    return {"applied": applied, "flags": list(STUDY_FLAGS) if applied else [],
+            "config": dict(STUDY_SIZE.config) if applied else {},
+            "max_seq_length": STUDY_SIZE.max_seq_length if applied else None}
+
+
+def harness_minutes(report: dict) -> dict[str, dict[str, float]]:
+    """Measured minutes per harness task and model ("pretrained" / "random"), one fine-tuning seed."""
+    return {task: {arm: round(entry[arm]["wall_s"]["mean"] / 60, 3) for arm in ("pretrained", "random")
+                   if entry.get(arm) and "wall_s" in entry[arm]}
+            for task, entry in report["tasks"].items()}
 
 
 # ------------------------------------------------------------------------------------- measurement
@@ -205,7 +267,9 @@ def versions() -> dict[str, str | None]:
 
 
 def run_arm(row: Row, arm: Arm, seed: int, args: argparse.Namespace) -> dict:
-    """Pretrain and measure one (row, arm, seed); returns its results record."""
+    """Pretrain and measure one (row, arm, seed); returns its results record. The harness evaluates the
+    random twin only when no earlier arm of the row (same seed) has evaluated the same twin
+    (`shared_twin`); otherwise the record holds that arm's twin scores and names its JSON."""
     import evaluate_pretraining
     from hf_variants.hub.run_record import detect_hardware
 
@@ -216,15 +280,17 @@ def run_arm(row: Row, arm: Arm, seed: int, args: argparse.Namespace) -> dict:
     started = time.perf_counter()
     record = {"row": row.name, "arm": arm.name, "seed": seed, "quick": args.quick, "model": arm.model,
               "script": f"examples/{arm.script}.py", "argv": argv, "budget": budget_of(row, arm, args),
-              "threads": args.threads, "bf16": args.bf16, "hardware": detect_hardware(), "versions": versions()}
+              "threads": args.threads, "bf16": args.bf16, "hardware": detect_hardware(), "versions": versions(),
+              "study": study_settings(arm)}
     if arm.script == "run_clm":
         import run_clm
         trained = run_clm.main(argv)
         batch = int(last_flag(argv, "--per_device_train_batch_size"))
-        record["training"] = {"global_step": trained["global_step"],
+        record["training"] = {"global_step": trained["global_step"], "max_steps": trained.get("max_steps"),
                               "tokens_seen": trained["global_step"] * batch * trained["sequence_length"],
-                              "train_minutes": round((time.perf_counter() - started) / 60, 2),
-                              "stopped_by_max_time": False, "flops_per_step": None, "flops": None}
+                              "train_minutes": round(trained["train_minutes"], 2),
+                              "stopped_by_max_time": trained["stopped_by_max_time"], "flops_per_step": None,
+                              "flops": None}
         record["held_out"] = {"before": trained["before_training"], "after": trained["after_training"],
                               "by_memory_length": trained["by_memory_length"],
                               "unigram_baseline_perplexity": trained["unigram_baseline_perplexity"]}
@@ -241,16 +307,23 @@ def run_arm(row: Row, arm: Arm, seed: int, args: argparse.Namespace) -> dict:
                               "masking": trained["masking"], "learning_rate": trained["learning_rate"]}
         record["held_out"] = {"before": trained["before_training"], "after": trained["after_training"]}
         record["metrics"] = {"held_out_mlm_loss": trained["after_training"]["mlm_loss"]}
-    record["random_twin"] = {}
+    record["random_twin"], record["random_twin_from"] = {}, None
     tasks = harness_tasks(row)
     if tasks:
-        eval_argv = evaluation_argv(row, seed, args, run_dir, run_dir.with_name(run_dir.name + "-evaluation"))
-        print(f"[replicate] {row.name} / {arm.name} / seed {seed}: harness {tasks}", flush=True)
+        record["twin_key"] = twin_key(row, seed, argv, args)
+        shared = shared_twin(row, arm, seed, record["twin_key"], Path(args.results_dir))
+        eval_argv = evaluation_argv(row, seed, args, run_dir, run_dir.with_name(run_dir.name + "-evaluation"),
+                                    twin=shared is None)
+        print(f"[replicate] {row.name} / {arm.name} / seed {seed}: harness {tasks}"
+              + (f", the random twin's scores from {shared[0]}" if shared else ", with the random twin"), flush=True)
         report = evaluate_pretraining.main(eval_argv)
         pretrained, twin = harness_scores(report)
         record["metrics"].update(pretrained)
+        if shared:
+            record["random_twin_from"], twin = shared[0], shared[1]["random_twin"]
         record["random_twin"] = twin
-        record["evaluation"] = {"argv": eval_argv, "wall_s": report.get("wall_s"), "quick": report["quick"]}
+        record["evaluation"] = {"argv": eval_argv, "wall_s": report.get("wall_s"), "quick": report["quick"],
+                                "task_minutes": harness_minutes(report)}
     record["wall_minutes"] = round((time.perf_counter() - started) / 60, 2)
     return record
 
@@ -264,6 +337,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
     {"results": {relative JSON path: record}, "report": path, "failed": [...]}."""
     args = parse_arguments(argv)
     results_dir = Path(args.results_dir)
+    if args.estimate:  # nothing run, nothing written
+        existing = load_records(results_dir) if results_dir.is_dir() else {}
+        print("\n".join(estimate_lines(args.selected, args.arm_minutes, len(args.seeds), existing)), flush=True)
+        return {"results": {}, "report": None, "failed": []}
     records, failed = {}, []
     if not args.report:
         for row in args.selected:
@@ -285,7 +362,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
                         continue
                     path.parent.mkdir(parents=True, exist_ok=True)
                     write_text_atomically(path, json.dumps(records[key], indent=2) + "\n")
-    report = write_report(results_dir, Path(args.report_path), rows=ROWS, quick=args.quick)
+    report = write_report(results_dir, Path(args.report_path), rows=ROWS, quick=args.quick,
+                          arm_minutes=args.arm_minutes, seeds=len(args.seeds))
     print(f"[replicate] wrote {report}", flush=True)
     if failed:  # recorded in the log; the next call retries them
         raise RuntimeError(f"{len(failed)} arm(s) failed: {failed}")

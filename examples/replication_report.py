@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hf_variants.atomic import write_text_atomically
-from replication_rows import HARNESS_MEASURES, LOWER_IS_BETTER, Prediction, Row
+from replication_rows import (HARNESS_MEASURES, LOWER_IS_BETTER, STUDY_FLAGS, STUDY_SIZE, Prediction, Row,
+                              twin_group)
 
 MIN_SEEDS = 3
 VERDICT_RULE = (
@@ -23,11 +24,16 @@ VERDICT_RULE = (
     "\"A equal to B\": **held** when |d| <= s, **not held** otherwise. **not run** when either arm has fewer than "
     f"{MIN_SEEDS} seeds (or is missing). Verdicts are computed per measure; the first measure is the row's main one.")
 SYMBOLS = {"better": ">", "at_least": ">=", "equal": "≈"}
-# Estimated minutes of one harness task for one arm and seed, pretrained model and random twin
-# together, one thread: measured for bert/roberta/electra/spanbert minis (docs/pretraining/runs/*/
-# evaluation.json: sentiment ~90 s, POS ~40 s, probes ~75 s per model); QA is not measured yet (a guess).
-HARNESS_MINUTES = {"sentiment": 3.0, "pos": 1.5, "probe": 2.5, "ner": 2.0, "qa": 6.0}
+# Estimated minutes of one harness task for ONE model (the pretrained arm or its random twin), one
+# fine-tuning seed, one thread, until the study's JSONs hold measured ones: measured for
+# bert/roberta/electra/spanbert minis (docs/pretraining/runs/*/evaluation.json: sentiment ~90 s,
+# POS ~40 s, probes ~75 s per model); NER and QA are not measured yet (guesses).
+HARNESS_MINUTES = {"sentiment": 1.5, "pos": 0.75, "probe": 1.25, "ner": 1.0, "qa": 3.0}
 SETUP_MINUTES = {"run_pretraining": 1.0, "run_clm": 4.0}  # loading, evaluations before/after; run_clm re-tokenizes
+# Issue #33's budget: the whole study within 6 hours of the 2 cores (two one-thread runs side by
+# side: 12 core-hours), each arm's pretraining at most 15 minutes.
+TARGET_CORE_HOURS = 12.0
+TARGET_ARM_MINUTES = 15.0
 MEASURE_NAMES = {"held_out_mlm_loss": "held-out MLM loss", "clm_perplexity": "held-out perplexity",
                  "pos": "POS fine-tuning, word acc. %", "sentiment": "sentiment fine-tuning, acc. %",
                  "ner": "NER fine-tuning, F1 %", "qa": "cloze QA, F1 %", "probe_pos": "POS probe, acc. %",
@@ -164,6 +170,8 @@ def row_section(row: Row, arms: dict[str, list[dict]], plot: str | None) -> tupl
     if row.not_runnable:
         return lines + [f"**Not runnable yet**: needs {row.not_runnable}.", ""], []
     lines += [f"Budget: {_budget_line(arms)}.", ""]
+    if any(m in HARNESS_MEASURES for m in row.measures):
+        lines += [f"Random-weight twin: one per seed for each of {_twin_sharing(row)}.", ""]
     header = "| arm | model | flags | " + " | ".join(MEASURE_NAMES[m] for m in row.measures) + " |"
     lines += [header, "|" + "---|" * (3 + len(row.measures))]
     for arm in row.arms:
@@ -191,33 +199,132 @@ def row_section(row: Row, arms: dict[str, list[dict]], plot: str | None) -> tupl
     return lines, verdicts
 
 
-def planned_minutes(row: Row, arm_minutes: float) -> float:
-    """Estimated CPU minutes (one thread) of one seed of `row`: each arm's budget, setup and harness."""
+def _arm_groups(row: Row) -> list[list[str]]:
+    """The row's arm names grouped by `twin_group` (arms of one group share a random twin), in order."""
+    flags = tuple(STUDY_FLAGS) + STUDY_SIZE.flags()
+    groups: dict[tuple, list[str]] = {}
+    for arm in row.arms:
+        groups.setdefault(twin_group(arm, flags if arm.script == "run_pretraining" else ()), []).append(arm.name)
+    return list(groups.values())
+
+
+def _twin_sharing(row: Row) -> str:
+    return ", ".join("(" + ", ".join(names) + ")" for names in _arm_groups(row))
+
+
+def twin_groups(row: Row) -> int:
+    """How many random twins one seed of `row` evaluates: one per distinct `twin_group` of its arms."""
+    return len(_arm_groups(row))
+
+
+def measured_minutes(records: dict[str, dict[str, list[dict]]]) -> dict:
+    """Mean measured minutes from the study's (non --quick) JSONs: {"harness": {task: minutes per model},
+    "setup": {script: minutes}, "runs": n}; tasks or scripts without measurements are absent."""
+    per_task: dict[str, list[float]] = {}
+    per_script: dict[str, list[float]] = {}
+    measured = 0
+    for run in (run for arms in records.values() for r in arms.values() for run in r if not run.get("quick")):
+        if run.get("wall_minutes") is None or "script" not in run:  # not a full record of the harness
+            continue
+        measured += 1
+        harness = 0.0
+        for task, models in run.get("evaluation", {}).get("task_minutes", {}).items():
+            per_task.setdefault(task, []).extend(models.values())
+            harness += sum(models.values())
+        script = Path(run["script"]).stem
+        per_script.setdefault(script, []).append(run["wall_minutes"] - run["training"]["train_minutes"] - harness)
+    return {"harness": {task: statistics.fmean(v) for task, v in per_task.items() if v},
+            "setup": {script: max(0.0, statistics.fmean(v)) for script, v in per_script.items() if v},
+            "runs": measured}
+
+
+def planned_minutes(row: Row, arm_minutes: float, measured: dict | None = None) -> float:
+    """Estimated CPU minutes (one thread) of one seed of `row`: each arm's budget, setup and harness
+    for its pretrained model, plus the harness for each distinct random twin (`twin_groups`).
+    Measured times (`measured_minutes`) replace the defaults where there are some."""
+    harness_minutes = {**HARNESS_MINUTES, **(measured or {}).get("harness", {})}
+    setup_minutes = {**SETUP_MINUTES, **(measured or {}).get("setup", {})}
     tasks = {HARNESS_MEASURES[m] for m in row.measures if m in HARNESS_MEASURES}
-    harness = sum(HARNESS_MINUTES[task] for task in tasks)
-    return sum(arm_minutes + SETUP_MINUTES[arm.script] + harness for arm in row.arms)
+    harness = sum(harness_minutes[task] for task in tasks)
+    return sum(arm_minutes + setup_minutes[arm.script] + harness for arm in row.arms) + harness * twin_groups(row)
 
 
-def plan_lines(rows: Sequence[Row], arm_minutes: float = 15.0, seeds: int = MIN_SEEDS) -> list[str]:
-    """The planned study's estimated cost, per row and in all (before anything is run)."""
-    lines = [f"Estimated cost of the whole study at {arm_minutes:g} minutes per arm and {seeds} seeds (one thread per "
-             "run; harness times measured on the minis, QA guessed):", "",
-             "| row | arms | harness tasks | est. minutes per seed | est. hours, all seeds |", "|---|---|---|---|---|"]
+def estimate_lines(rows: Sequence[Row], arm_minutes: float = TARGET_ARM_MINUTES, seeds: int = MIN_SEEDS,
+                   records: dict | None = None) -> list[str]:
+    """The study's estimated cost for `rows` (before or while it runs), beside issue #33's target.
+    `records` (`load_records`): their measured harness and setup times replace the defaults."""
+    measured = measured_minutes(records or {})
+    source = (f"harness and setup times measured in {measured['runs']} run(s)' JSONs where measured, defaults "
+              "otherwise" if measured["runs"] else "harness times measured on the minis (docs/pretraining), QA and "
+              "NER guessed; no study run measured yet")
+    lines = [f"Estimated cost at {arm_minutes:g} minutes per arm and {seeds} seed(s), one thread per run ({source}; "
+             "a random twin is evaluated once per seed for the arms of a row that share it):", "",
+             "| row | arms | twins per seed | harness tasks | est. minutes per seed | est. core-hours, all seeds |",
+             "|---|---|---|---|---|---|"]
     total = 0.0
     for row in rows:
         if row.not_runnable:
             continue
-        minutes = planned_minutes(row, arm_minutes)
+        minutes = planned_minutes(row, arm_minutes, measured)
         total += minutes * seeds
         tasks = ", ".join(dict.fromkeys(HARNESS_MEASURES[m] for m in row.measures if m in HARNESS_MEASURES)) or "-"
-        lines.append(f"| {row.name} | {len(row.arms)} | {tasks} | {minutes:.0f} | {minutes * seeds / 60:.1f} |")
-    lines += ["", f"In all about **{total / 60:.0f} core-hours** ({total / 120:.0f} hours with two runs side by side, "
-              "e.g. two `replicate.py` calls on disjoint `--rows`); the issue's target is 6 hours of the 2 cores.", ""]
+        twins = twin_groups(row) if tasks != "-" else 0
+        lines.append(f"| {row.name} | {len(row.arms)} | {twins} | {tasks} | {minutes:.0f} | {minutes * seeds / 60:.1f} |")
+    hours = total / 60
+    verdict = ("within it" if hours <= TARGET_CORE_HOURS else f"{hours / TARGET_CORE_HOURS:.1f}x over it")
+    # The cost is linear in the arm budget: the arm minutes that would spend exactly the target.
+    runnable = [row for row in rows if not row.not_runnable]
+    fixed = seeds * sum(planned_minutes(row, 0.0, measured) for row in runnable)
+    arms = seeds * sum(len(row.arms) for row in runnable)
+    fitting = (TARGET_CORE_HOURS * 60 - fixed) / arms if arms else 0.0
+    fit_note = (f" The target is met at about {fitting:.1f} minutes per arm for these rows and seeds." if fitting > 0
+                else " Setup and harness alone exceed the target for these rows and seeds.")
+    arm_note = ("" if arm_minutes <= TARGET_ARM_MINUTES else
+                f" --arm_minutes {arm_minutes:g} is over the target's {TARGET_ARM_MINUTES:g} minutes per arm.")
+    lines += ["", f"In all about **{hours:.1f} core-hours** ({hours / 2:.1f} hours with two runs side by side, e.g. two "
+              "`replicate.py` calls on disjoint `--rows`). Issue #33's target: the whole study within 6 hours of the 2 "
+              f"cores ({TARGET_CORE_HOURS:g} core-hours), each arm <= {TARGET_ARM_MINUTES:g} minutes: this estimate "
+              f"is {verdict}.{fit_note}{arm_note}", "",
+              "Re-estimate (nothing run): `python examples/replicate.py --estimate --arm_minutes M [--rows ...] "
+              "[--seeds ...]`; once study runs are recorded it uses their measured harness and setup times.", ""]
     return lines
 
 
-def write_report(results_dir: Path, report_path: Path, rows: Sequence[Row], quick: bool = False) -> Path:
-    """Rebuild the report (and each row's plot, `<results_dir>/<row>.png`) from the JSON files."""
+def settings_lines(runs: Sequence[dict]) -> list[str]:
+    """The study's shared settings (replication_rows.py) and whether the recorded runs used them."""
+    flags = " ".join(STUDY_FLAGS) or "none (each family's paper recipe as it is)"
+    size = ", ".join(f"{k}={v}" for k, v in STUDY_SIZE.config) or "none (each mini's own sizes)"
+    length = STUDY_SIZE.max_seq_length or "the recipe's"
+    lines = ["## Study settings", "",
+             "Shared by every run_pretraining arm (`STUDY_FLAGS`, `STUDY_SIZE` in `examples/replication_rows.py`); "
+             "given after the family's `--recipe` and before the arm's own flags and config fields, so an arm that "
+             "varies the same thing wins (a repeated flag keeps its last value). run_clm arms (Transformer-XL) get "
+             "none of them.", "",
+             f"- flags: `{flags}`", f"- config fields: {size}", f"- --max_seq_length: {length}", ""]
+    current = {"flags": list(STUDY_FLAGS), "config": {k: v for k, v in STUDY_SIZE.config},
+               "max_seq_length": STUDY_SIZE.max_seq_length}
+    other = [run for run in runs if run.get("study", {}).get("applied")
+             and {k: run["study"][k] for k in current} != current]
+    if other:
+        lines += [f"**{len(other)} recorded run(s) used other study settings** (see their JSON's `study`): their rows "
+                  "mix settings until re-run.", ""]
+    return lines
+
+
+def sources_lines(rows: Sequence[Row]) -> list[str]:
+    """What each row's claim was checked against, and where (each row's `checked`)."""
+    lines = ["## Sources checked", "",
+             "Each row's claim and source were checked against the paper's text where a stored copy of it could be "
+             "read (the papers' abstracts and quoted sections; most tables were not reachable). What was verified, "
+             "where, and what was not:", ""]
+    lines += [f"- **{row.name}** ({row.source}): {row.checked or 'not checked yet.'}" for row in rows]
+    return lines + [""]
+
+
+def write_report(results_dir: Path, report_path: Path, rows: Sequence[Row], quick: bool = False,
+                 arm_minutes: float = TARGET_ARM_MINUTES, seeds: int = MIN_SEEDS) -> Path:
+    """Rebuild the report (and each row's plot, `<results_dir>/<row>.png`) from the JSON files; the
+    budget section estimates the study at `arm_minutes` per arm and `seeds` seeds."""
     results_dir, report_path = Path(results_dir), Path(report_path)
     records = load_records(results_dir) if results_dir.is_dir() else {}
     known = {row.name for row in rows}
@@ -233,9 +340,9 @@ def write_report(results_dir: Path, report_path: Path, rows: Sequence[Row], quic
         main = [v for v in verdicts if v[1] == row.measures[0]]
         outcome = "; ".join(f"{text}: {v}" for text, _, v, _ in main) if main else (
             f"not runnable yet: {row.not_runnable}" if row.not_runnable else "not run")
-        seeds = sorted({run["seed"] for runs_ in arms.values() for run in runs_})
+        row_seeds = {run["seed"] for runs_ in arms.values() for run in runs_}
         summary_rows.append(f"| [{row.name}](#{row.name}) | {row.source} | {MEASURE_NAMES[row.measures[0]]} | "
-                            f"{len(seeds)} | {outcome} |")
+                            f"{len(row_seeds)} | {outcome} |")
     train = sum(run["training"]["train_minutes"] for run in runs)
     wall = sum(run.get("wall_minutes", 0.0) for run in runs)
     hardware = sorted({run["hardware"] for run in runs})
@@ -248,8 +355,9 @@ def write_report(results_dir: Path, report_path: Path, rows: Sequence[Row], quic
     lines += ["## Verdict rule", "", VERDICT_RULE, "",
               "## Budget", "",
               f"{len(runs)} runs: {train:.1f} minutes of pretraining, {wall:.1f} minutes in all with the harness "
-              f"({wall / 60:.2f} hours), on {', '.join(hardware) or 'nothing yet'}.", ""] + plan_lines(rows) + [
-              "## Summary (main measure)", "", "| row | source | measure | seeds | verdicts |", "|---|---|---|---|---|"]
+              f"({wall / 60:.2f} hours), on {', '.join(hardware) or 'nothing yet'}.", ""]
+    lines += estimate_lines(rows, arm_minutes, seeds, records) + settings_lines(runs) + sources_lines(rows)
+    lines += ["## Summary (main measure)", "", "| row | source | measure | seeds | verdicts |", "|---|---|---|---|---|"]
     lines += summary_rows + [""] + sections
     report_path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomically(report_path, "\n".join(lines).rstrip("\n") + "\n")

@@ -101,6 +101,15 @@ def test_resume_reuses_finished_runs(evaluate, report, checkpoint):
     assert again["tasks"]["sentiment"]["runs"] == result["tasks"]["sentiment"]["runs"]  # wall times too: not re-run
 
 
+@pytest.mark.skipif(torch.accelerator.is_available(), reason="checks the CPU-only path")
+def test_bf16_without_an_accelerator_fine_tunes_with_cpu_autocast(evaluate, checkpoint, tmp_path):
+    """--bf16 on a CPU-only machine is CPU autocast (Trainer refuses --bf16 there without use_cpu)."""
+    result = evaluate.main(["--model_name_or_path", str(checkpoint), "--output_dir", str(tmp_path), "--quick",
+                            "--seeds", "1", "--tasks", "pos", "--bf16", "--no_random_twin"])
+    assert result["bf16"] and result["device"] == "cpu"
+    assert 0 <= result["tasks"]["pos"]["pretrained"]["test"]["mean"] <= 100
+
+
 def test_most_frequent_tag_baseline_and_probe_helpers():
     support = load_script("evaluation_support")
     predicted = support.most_frequent_tags([["the", "run", "run"], ["a", "run"]], [["DT", "NN", "VB"], ["DT", "NN"]],

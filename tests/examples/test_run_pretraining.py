@@ -4,11 +4,9 @@ reproduces the uninterrupted run exactly."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -16,18 +14,14 @@ from safetensors.torch import load_file
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 import hf_variants  # noqa: F401  (registers the model types)
+from example_scripts import load_example_script
 from paths import EXAMPLES_DIR
 
 SCRIPT = EXAMPLES_DIR / "run_pretraining.py"
 
 
 def load_script():
-    if "run_pretraining" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("run_pretraining", SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["run_pretraining"] = module  # dataclasses resolve annotations through sys.modules
-        spec.loader.exec_module(module)
-    return sys.modules["run_pretraining"]
+    return load_example_script("run_pretraining")
 
 
 COMMON = ["--model_name_or_path", "bert-tiny", "--corpus", "austen", "--max_documents", "12", "--vocab_size", "600",

@@ -9,34 +9,20 @@ that data, tokenizer, model, loss, generation and scoring are wired together."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
-import torch
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
 import hf_variants  # noqa: F401  (registers the model types)
 from hf_variants.models.named_configs import named_config
 from hf_variants.data import load_cmudict, load_rt_polarity, load_wsj_pos
 from hf_variants.metrics import sequence_scores
+from example_scripts import load_example_script as load_script
 
-EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
 RUN_OPTIONS = ["--save_strategy", "no", "--seed", "0", "--report_to", "none", "--use_cpu", "--disable_tqdm", "true",
                "--logging_steps", "2"]
-
-
-def load_script(name: str):
-    """Import examples/<name>.py (the scripts are not a package)."""
-    if name not in sys.modules:
-        sys.path.insert(0, str(EXAMPLES_DIR))  # the scripts import examples_support beside them
-        spec = importlib.util.spec_from_file_location(name, EXAMPLES_DIR / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses resolve annotations through sys.modules
-        spec.loader.exec_module(module)
-    return sys.modules[name]
 
 
 def read_json(path: Path) -> dict:
