@@ -34,6 +34,7 @@ SETUP_MINUTES = {"run_pretraining": 1.0, "run_clm": 4.0}  # loading, evaluations
 # side: 12 core-hours), each arm's pretraining at most 15 minutes.
 TARGET_CORE_HOURS = 12.0
 TARGET_ARM_MINUTES = 15.0
+STUDY_ARM_MINUTES = 5.0  # replicate.py's default --arm_minutes: the command printed for a row not run yet
 MEASURE_NAMES = {"held_out_mlm_loss": "held-out MLM loss", "clm_perplexity": "held-out perplexity",
                  "pos": "POS fine-tuning, word acc. %", "sentiment": "sentiment fine-tuning, acc. %",
                  "ner": "NER fine-tuning, F1 %", "qa": "cloze QA, F1 %", "probe_pos": "POS probe, acc. %",
@@ -155,8 +156,8 @@ def _budget_line(arms: dict[str, list[dict]]) -> str:
 def _command(row: Row, arms: dict[str, list[dict]]) -> str:
     runs = [run for runs in arms.values() for run in runs]
     seeds = sorted({run["seed"] for run in runs}) or [0, 1, 2]
-    minutes = runs[0]["budget"]["arm_minutes"] if runs else 15
-    flags = " --bf16" if runs and runs[0].get("bf16") else ""
+    minutes = runs[0]["budget"]["arm_minutes"] if runs else STUDY_ARM_MINUTES
+    flags = " --bf16" if not runs or runs[0].get("bf16") else ""  # the study runs with bf16 autocast
     flags += " --quick" if runs and runs[0].get("quick") else ""
     return (f"python examples/replicate.py --rows {row.name} --seeds {' '.join(map(str, seeds))} "
             f"--arm_minutes {minutes:g}{flags}")
