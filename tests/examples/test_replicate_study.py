@@ -143,3 +143,15 @@ def test_estimate_uses_the_measured_harness_and_setup_times(tmp_path):
 def test_every_row_says_what_was_checked_against_its_paper(row, tmp_path):
     assert row.checked and "verified" in row.checked.lower()
     assert row.checked in report_module.write_report(tmp_path, tmp_path / "r.md", rows=[row]).read_text()
+
+
+def test_the_report_says_how_far_pretraining_got_and_how_often_an_arm_beat_its_twin():
+    def run(after: float, pos: float, twin: float) -> dict:
+        return {"metrics": {"held_out_mlm_loss": after, "pos": pos}, "held_out": {"before": {"mlm_loss": 9.0}},
+                "random_twin": {"pos": twin}}
+    behind = "\n".join(report_module.scale_lines([run(6.5, 64.0, 65.0), run(6.7, 66.0, 65.0), run(6.6, 63.0, 65.0)]))
+    assert "9.00-9.00 untrained, 6.50-6.70 after training (3 runs)" in behind
+    assert "above its random twin in 1 of 3" in behind and "not yet better than random weights" in behind
+    ahead = "\n".join(report_module.scale_lines([run(5.0, 80.0, 70.0), run(5.1, 81.0, 70.0)]))
+    assert "in 2 of 2" in ahead and "not yet better" not in ahead
+    assert report_module.scale_lines([]) == []
