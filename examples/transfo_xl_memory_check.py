@@ -1,0 +1,183 @@
+"""Does Transformer-XL's memory work? Two checks (issue 33, the transfo-xl-memory row).
+
+1. ``copy``: a synthetic task only the memory can solve. Each "document" is a random block of
+   P tokens repeated R times, so every token after the first block equals the token P positions
+   back. Segments of L < P tokens hold no repeat of any of their own tokens: a model reading each
+   segment alone (memory 0) can do no better than chance on the repeats (log V), one whose
+   memory reaches P positions back can copy them (near-zero loss). Both arms are trained with
+   run_clm.py's own loop (``RecurrentTrainer`` over ``SegmentStreamDataset``), then each model
+   is evaluated with memory 0 and with its training memory.
+
+       python examples/transfo_xl_memory_check.py copy --output docs/transfo_xl_memory/copy_seed0.json --seed 0
+
+2. ``positions``: on a trained checkpoint and real held-out text, the loss at each position
+   0..L-1 of a segment with memory 0 against memory M (early positions are the ones the memory can
+   help), and the held-out documents' lengths in tokens (memory only helps where a document
+   continues past a segment).
+
+       python examples/transfo_xl_memory_check.py positions --checkpoint /work/runs/zoo/transfo-xl-mini/pretraining \\
+           --corpus pretraining --output docs/transfo_xl_memory/positions_zoo.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from transformers import TrainingArguments
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling example scripts
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a source checkout
+
+from hf_variants.models.transfo_xl import TransfoXLConfig, TransfoXLLMHeadModel  # noqa: E402
+from hf_variants.objectives import SegmentStreamDataset  # noqa: E402
+from hf_variants.objectives.recurrence import split_into_streams  # noqa: E402
+from run_clm import RecurrentTrainer  # noqa: E402
+
+
+# ------------------------------------------------------------------------------ synthetic copy
+
+
+def copy_documents(num_documents: int, period: int, repeats: int, vocab_size: int,
+                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``num_documents`` documents, each a uniformly random block of ``period`` token ids
+    (0..vocab_size - 1) repeated ``repeats`` times, back to back. Returns the (N,) stream and an
+    (N,) bool array, True where the token repeats the one ``period`` positions back (every block
+    of a document but the first)."""
+    if period < 1 or repeats < 2 or vocab_size < 2 or num_documents < 1:
+        raise ValueError(f"need period >= 1, repeats >= 2, vocab_size >= 2 and num_documents >= 1, got "
+                         f"{period}, {repeats}, {vocab_size}, {num_documents}")
+    blocks = rng.integers(0, vocab_size, size=(num_documents, 1, period))
+    stream = np.repeat(blocks, repeats, axis=1).reshape(-1)
+    repeated = np.tile(np.arange(repeats * period) >= period, num_documents)
+    return stream.astype(np.int64), repeated
+
+
+def tiny_config(vocab_size: int, mem_len: int, hidden_size: int = 64, layers: int = 2) -> TransfoXLConfig:
+    """A tiny transfo-xl: ``layers`` layers of width ``hidden_size``, 2 heads, no dropout."""
+    return TransfoXLConfig(
+        vocab_size=vocab_size, hidden_size=hidden_size, num_hidden_layers=layers, num_attention_heads=2,
+        head_dim=hidden_size // 2, intermediate_size=2 * hidden_size, hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0, mem_len=mem_len, pad_token_id=None,
+    )
+
+
+def train_recurrent(model: TransfoXLLMHeadModel, token_ids: np.ndarray, segment_length: int, batch_size: int,
+                    max_steps: int, learning_rate: float, seed: int) -> float:
+    """Train ``model`` in place with run_clm.py's RecurrentTrainer (memory carried from batch to
+    batch, as in run_clm.py); returns the mean training loss."""
+    data = SegmentStreamDataset(token_ids, segment_length, batch_size)
+    with tempfile.TemporaryDirectory() as output_dir:
+        args = TrainingArguments(
+            output_dir=output_dir, per_device_train_batch_size=batch_size, max_steps=max_steps,
+            learning_rate=learning_rate, warmup_steps=0.05, lr_scheduler_type="cosine", weight_decay=0.0,
+            save_strategy="no", report_to="none", logging_steps=max(max_steps, 1), use_cpu=True, seed=seed,
+            remove_unused_columns=False, disable_tqdm=True, dataloader_num_workers=0,
+        )
+        trainer = RecurrentTrainer(model=model, args=args, train_dataset=data)
+        return float(trainer.train().training_loss)
+
+
+@torch.no_grad()
+def segment_losses(model: TransfoXLLMHeadModel, token_ids: np.ndarray, segment_length: int, batch_size: int,
+                   mem_len: int) -> np.ndarray:
+    """Next-token losses (B, S, L) of ``token_ids`` cut into B streams of S segments of L tokens,
+    read segment by segment with each layer's last ``mem_len`` positions carried (0: every
+    segment alone), as run_clm.memory_perplexity reads held-out text. Entry (b, s, i) is the
+    loss of stream b's token s * L + i + 1 predicted at segment position i."""
+    model.eval()
+    data = SegmentStreamDataset(token_ids, segment_length, batch_size)
+    memory, losses = None, []
+    for inputs, targets in data.batches():
+        outputs = model(input_ids=inputs.to(model.device), mems=memory, mem_len=mem_len)
+        memory = outputs.mems
+        nll = F.cross_entropy(outputs.logits.float().transpose(1, 2), targets.to(model.device), reduction="none")
+        losses.append(nll.cpu().numpy())
+    return np.stack(losses, axis=1)
+
+
+def target_mask(mask: np.ndarray, segment_length: int, batch_size: int) -> np.ndarray:
+    """An (N,) per-token bool array laid out as ``segment_losses``' targets: (B, S, L)."""
+    streams = split_into_streams(mask.astype(np.int64), batch_size)
+    segments = (streams.shape[1] - 1) // segment_length
+    return streams[:, 1:segments * segment_length + 1].reshape(batch_size, segments, segment_length).astype(bool)
+
+
+def copy_check(seed: int = 0, period: int = 24, segment_length: int = 16, memory_length: int = 32,
+               repeats: int = 16, vocab_size: int = 32, batch_size: int = 16, max_steps: int = 300,
+               learning_rate: float = 3e-3, hidden_size: int = 64, layers: int = 2,
+               train_documents: int = 500, eval_documents: int = 50) -> dict:
+    """Train a memory arm (mem_len ``memory_length``) and a no-memory arm (mem_len 0) on copy
+    documents, same seed, data and schedule, and evaluate both with memory 0 and
+    ``memory_length`` on fresh documents. Losses in nats; chance is log(vocab_size)."""
+    if segment_length >= period:
+        raise ValueError(f"segment_length ({segment_length}) must be < period ({period}): otherwise a segment "
+                         "holds its own repeats and the task does not need the memory")
+    if memory_length < period:
+        raise ValueError(f"memory_length ({memory_length}) must be >= period ({period}) to reach every repeat")
+    rng = np.random.default_rng(seed)
+    train_ids, _ = copy_documents(train_documents, period, repeats, vocab_size, rng)
+    eval_ids, repeated = copy_documents(eval_documents, period, repeats, vocab_size, rng)
+    mask = target_mask(repeated, segment_length, batch_size)
+    result = {"task": "copy", "seed": seed, "period": period, "segment_length": segment_length, "repeats": repeats,
+              "vocab_size": vocab_size, "chance_loss": math.log(vocab_size), "batch_size": batch_size,
+              "max_steps": max_steps, "learning_rate": learning_rate, "hidden_size": hidden_size, "layers": layers,
+              "train_tokens": int(len(train_ids)), "eval_tokens": int(mask.size),
+              "eval_repeat_targets": int(mask.sum()), "arms": {}}
+    for training_mem_len in (memory_length, 0):
+        torch.manual_seed(seed)
+        model = TransfoXLLMHeadModel(tiny_config(vocab_size, training_mem_len, hidden_size, layers))
+        started = time.time()
+        train_loss = train_recurrent(model, train_ids, segment_length, batch_size, max_steps, learning_rate, seed)
+        arm = {"training_mem_len": training_mem_len, "train_loss": train_loss,
+               "train_seconds": round(time.time() - started, 1), "eval": {}}
+        for eval_mem_len in sorted({0, memory_length}):
+            losses = segment_losses(model, eval_ids, segment_length, batch_size, eval_mem_len)
+            arm["eval"][str(eval_mem_len)] = {
+                "repeat_loss": float(losses[mask].mean()),  # tokens equal to the one `period` back
+                "first_block_loss": float(losses[~mask].mean()),  # fresh random tokens: chance at best
+                # position i of a segment: its memory arm reaches back M + i positions, its no-memory arm i
+                "repeat_loss_by_position": [float(losses[..., i][mask[..., i]].mean()) for i in range(segment_length)],
+            }
+        result["arms"][f"trained_mem{training_mem_len}"] = arm
+    return result
+
+
+# ------------------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    copy = commands.add_parser("copy", help="the synthetic copy task, memory vs no memory")
+    copy.add_argument("--seed", type=int, default=0)
+    copy.add_argument("--period", type=int, default=24)
+    copy.add_argument("--segment_length", type=int, default=16)
+    copy.add_argument("--memory_length", type=int, default=32)
+    copy.add_argument("--repeats", type=int, default=16)
+    copy.add_argument("--max_steps", type=int, default=300)
+    copy.add_argument("--learning_rate", type=float, default=3e-3)
+    copy.add_argument("--output", type=Path, required=True)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    if args.command == "copy":
+        result = copy_check(args.seed, args.period, args.segment_length, args.memory_length, args.repeats,
+                            max_steps=args.max_steps, learning_rate=args.learning_rate)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if k != "arms"}, indent=1))
+    for name, arm in result["arms"].items():
+        print(name, {m: round(e["repeat_loss"], 3) for m, e in arm["eval"].items()}, arm["train_seconds"], "s")
+    return result
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
