@@ -71,9 +71,11 @@ def tiny_config(vocab_size: int, mem_len: int, hidden_size: int = 64, layers: in
 
 
 def train_recurrent(model: TransfoXLLMHeadModel, token_ids: np.ndarray, segment_length: int, batch_size: int,
-                    max_steps: int, learning_rate: float, seed: int) -> float:
+                    max_steps: int, learning_rate: float, seed: int) -> tuple[float, tuple[torch.Tensor, ...] | None]:
     """Train ``model`` in place with run_clm.py's RecurrentTrainer (memory carried from batch to
-    batch, as in run_clm.py); returns the mean training loss."""
+    batch, as in run_clm.py). Returns the mean training loss and the memory the trainer carried
+    after its last step (one (M, B, H) tensor per layer, None at mem_len 0): a test checks it
+    holds no gradient."""
     data = SegmentStreamDataset(token_ids, segment_length, batch_size)
     with tempfile.TemporaryDirectory() as output_dir:
         args = TrainingArguments(
@@ -83,7 +85,8 @@ def train_recurrent(model: TransfoXLLMHeadModel, token_ids: np.ndarray, segment_
             remove_unused_columns=False, disable_tqdm=True, dataloader_num_workers=0,
         )
         trainer = RecurrentTrainer(model=model, args=args, train_dataset=data)
-        return float(trainer.train().training_loss)
+        loss = float(trainer.train().training_loss)
+        return loss, trainer._memory
 
 
 @torch.no_grad()
@@ -136,7 +139,7 @@ def copy_check(seed: int = 0, period: int = 24, segment_length: int = 16, memory
         torch.manual_seed(seed)
         model = TransfoXLLMHeadModel(tiny_config(vocab_size, training_mem_len, hidden_size, layers))
         started = time.time()
-        train_loss = train_recurrent(model, train_ids, segment_length, batch_size, max_steps, learning_rate, seed)
+        train_loss, _ = train_recurrent(model, train_ids, segment_length, batch_size, max_steps, learning_rate, seed)
         arm = {"training_mem_len": training_mem_len, "train_loss": train_loss,
                "train_seconds": round(time.time() - started, 1), "eval": {}}
         for eval_mem_len in sorted({0, memory_length}):
