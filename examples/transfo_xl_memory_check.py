@@ -107,11 +107,16 @@ def segment_losses(model: TransfoXLLMHeadModel, token_ids: np.ndarray, segment_l
     return np.stack(losses, axis=1)
 
 
+def target_layout(values: np.ndarray, segment_length: int, batch_size: int) -> np.ndarray:
+    """An (N,) per-token integer array laid out as ``segment_losses``' targets: (B, S, L)."""
+    streams = split_into_streams(values.astype(np.int64), batch_size)
+    segments = (streams.shape[1] - 1) // segment_length
+    return streams[:, 1:segments * segment_length + 1].reshape(batch_size, segments, segment_length)
+
+
 def target_mask(mask: np.ndarray, segment_length: int, batch_size: int) -> np.ndarray:
     """An (N,) per-token bool array laid out as ``segment_losses``' targets: (B, S, L)."""
-    streams = split_into_streams(mask.astype(np.int64), batch_size)
-    segments = (streams.shape[1] - 1) // segment_length
-    return streams[:, 1:segments * segment_length + 1].reshape(batch_size, segments, segment_length).astype(bool)
+    return target_layout(mask, segment_length, batch_size).astype(bool)
 
 
 def copy_check(seed: int = 0, period: int = 24, segment_length: int = 16, memory_length: int = 32,
@@ -154,6 +159,86 @@ def copy_check(seed: int = 0, period: int = 24, segment_length: int = 16, memory
     return result
 
 
+# ------------------------------------------------------------------------ real text, per position
+
+
+def document_offsets(token_ids: np.ndarray, separator_id: int | None) -> np.ndarray:
+    """(N,) each token's position inside its document: 0 right after a separator (or at the
+    start), counting up; the separator itself closes its document."""
+    offsets = np.arange(len(token_ids))
+    if separator_id is None:
+        return offsets
+    starts = np.zeros(len(token_ids), dtype=np.int64)
+    boundaries = np.flatnonzero(token_ids == separator_id) + 1
+    starts[boundaries[boundaries < len(token_ids)]] = boundaries[boundaries < len(token_ids)]
+    return offsets - np.maximum.accumulate(starts)
+
+
+def length_summary(lengths: list[int], thresholds: tuple[int, ...]) -> dict:
+    """Document lengths in tokens: count, quantiles, and for each threshold how many documents
+    are longer and what share of all tokens lies in them."""
+    values = np.asarray(lengths)
+    total = int(values.sum())
+    return {"documents": int(len(values)), "tokens": total, "min": int(values.min()), "max": int(values.max()),
+            "median": float(np.median(values)), "quartiles": [float(q) for q in np.percentile(values, [25, 75])],
+            "longer_than": {str(t): {"documents": int((values > t).sum()),
+                                     "share_of_tokens": float(values[values > t].sum() / total)} for t in thresholds}}
+
+
+def position_profile(model, token_ids: np.ndarray, separator_id: int | None, segment_length: int, batch_size: int,
+                     mem_lens: list[int]) -> dict:
+    """For each memory length: held-out loss and perplexity, the mean loss at each segment
+    position 0..L-1, and the loss split by whether the target's document began before its
+    segment (the memory can hold its earlier text) or inside it (the memory holds only other
+    documents)."""
+    offsets = target_layout(document_offsets(token_ids, separator_id), segment_length, batch_size)
+    # The target at segment position i is stream token s * L + i + 1; its document began at
+    # s * L + i + 1 - offset, before the segment (so the memory can hold its text) when offset > i + 1.
+    continues = offsets > np.arange(segment_length) + 1
+    profile = {"segment_length": segment_length, "batch_size": batch_size,
+               "targets": int(offsets.size), "targets_whose_document_began_before_the_segment": int(continues.sum()),
+               "by_mem_len": {}}
+    for mem_len in mem_lens:
+        losses = segment_losses(model, token_ids, segment_length, batch_size, mem_len)
+        profile["by_mem_len"][str(mem_len)] = {
+            "loss": float(losses.mean()), "perplexity": math.exp(float(losses.mean())),
+            "loss_by_position": [float(v) for v in losses.mean(axis=(0, 1))],
+            "loss_document_began_before_segment": float(losses[continues].mean()),
+            "loss_document_began_in_segment": float(losses[~continues].mean()) if (~continues).any() else None,
+        }
+    return profile
+
+
+def positions_check(checkpoint: str, corpus: str, segment_length: int, batch_size: int, mem_lens: list[int] | None,
+                    max_eval_tokens: int | None, max_documents: int | None, validation_fraction: float) -> dict:
+    """``position_profile`` of a run_clm.py checkpoint and of its random-weight twin (same config,
+    fresh weights: memory gains of a model that learnt nothing are the floor) on the held-out
+    documents run_clm.py evaluates (``load_text`` with the same corpus arguments), and those
+    documents' lengths in tokens."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    import hf_variants
+    from run_clm import ClmArguments, load_text, token_stream
+    from hf_variants.objectives import corpus_document_token_ids, document_separator_id
+
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    model = hf_variants.load_pretrained(checkpoint, AutoModelForCausalLM)
+    torch.manual_seed(0)
+    twin = AutoModelForCausalLM.from_config(model.config)
+    mem_lens = mem_lens or [0, model.config.mem_len]
+    args = ClmArguments(corpus=corpus, max_documents=max_documents, validation_fraction=validation_fraction)
+    _, held_out = load_text(args, minimum_documents=1)
+    lengths = [len(ids) for ids in corpus_document_token_ids(held_out, tokenizer)]
+    token_ids = token_stream(held_out, tokenizer, max_eval_tokens)
+    separator = document_separator_id(tokenizer)
+    return {"task": "positions", "checkpoint": checkpoint, "corpus": corpus, "max_documents": max_documents,
+            "validation_fraction": validation_fraction, "max_eval_tokens": max_eval_tokens,
+            "training_mem_len": model.config.mem_len, "mem_lens": mem_lens,
+            "held_out_document_lengths": length_summary(lengths, (segment_length, 64, 128, 256, 512)),
+            "trained": position_profile(model, token_ids, separator, segment_length, batch_size, mem_lens),
+            "random_twin": position_profile(twin, token_ids, separator, segment_length, batch_size, mem_lens)}
+
+
 # ------------------------------------------------------------------------------------- main
 
 
@@ -169,16 +254,33 @@ def main(argv: list[str] | None = None) -> dict:
     copy.add_argument("--max_steps", type=int, default=300)
     copy.add_argument("--learning_rate", type=float, default=3e-3)
     copy.add_argument("--output", type=Path, required=True)
+    positions = commands.add_parser("positions", help="per-position held-out loss of a checkpoint, memory vs none")
+    positions.add_argument("--checkpoint", required=True, help="a run_clm.py output folder (weights + tokenizer)")
+    positions.add_argument("--corpus", default="pretraining", help="as run_clm.py's --corpus")
+    positions.add_argument("--max_documents", type=int, default=None)
+    positions.add_argument("--validation_fraction", type=float, default=0.05)
+    positions.add_argument("--segment_length", type=int, required=True, help="the checkpoint's training segments")
+    positions.add_argument("--batch_size", type=int, default=16, help="parallel held-out streams")
+    positions.add_argument("--mem_lens", default=None, help="comma-separated; default: 0 and the training mem_len")
+    positions.add_argument("--max_eval_tokens", type=int, default=None)
+    positions.add_argument("--output", type=Path, required=True)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     if args.command == "copy":
         result = copy_check(args.seed, args.period, args.segment_length, args.memory_length, args.repeats,
                             max_steps=args.max_steps, learning_rate=args.learning_rate)
+    else:
+        mem_lens = [int(part) for part in args.mem_lens.split(",")] if args.mem_lens else None
+        result = positions_check(args.checkpoint, args.corpus, args.segment_length, args.batch_size, mem_lens,
+                                 args.max_eval_tokens, args.max_documents, args.validation_fraction)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps({k: v for k, v in result.items() if k != "arms"}, indent=1))
-    for name, arm in result["arms"].items():
+    print(json.dumps({k: v for k, v in result.items() if k not in ("arms", "trained", "random_twin")}, indent=1))
+    for name, arm in result.get("arms", {}).items():
         print(name, {m: round(e["repeat_loss"], 3) for m, e in arm["eval"].items()}, arm["train_seconds"], "s")
+    for name in ("trained", "random_twin"):
+        for mem_len, row in result.get(name, {}).get("by_mem_len", {}).items():
+            print(name, "memory", mem_len, "perplexity", round(row["perplexity"], 2))
     return result
 
 

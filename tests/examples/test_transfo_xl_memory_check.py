@@ -69,3 +69,9 @@ def test_memory_trained_with_run_clm_loop_solves_copy_and_loses_it_without_memor
     without = script.segment_losses(model, eval_ids, segment_length, batch_size, 0)[mask].mean()
     assert with_memory < 0.25 * chance, (with_memory, chance)  # measured 0.14 (chance 2.08)
     assert without > 0.9 * chance, (without, chance)  # measured 5.6: copies from a memory it no longer has
+
+
+def test_document_offsets_restart_after_each_separator():
+    offsets = load_script().document_offsets(np.array([5, 3, 7, 8, 3, 9, 9]), separator_id=3)
+    assert offsets.tolist() == [0, 1, 0, 1, 2, 0, 1]  # the separator closes (and counts in) its document
+    assert load_script().document_offsets(np.array([4, 4, 4]), separator_id=None).tolist() == [0, 1, 2]
