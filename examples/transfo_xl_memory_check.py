@@ -217,12 +217,15 @@ def positions_check(checkpoint: str, corpus: str, segment_length: int, batch_siz
     documents' lengths in tokens."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    import hf_variants
+    import hf_variants  # noqa: F401  (registers hfv_transfo_xl with the Auto classes)
     from run_clm import ClmArguments, load_text, token_stream
     from hf_variants.objectives import corpus_document_token_ids, document_separator_id
 
     tokenizer = AutoTokenizer.from_pretrained(checkpoint)
-    model = hf_variants.load_pretrained(checkpoint, AutoModelForCausalLM)
+    # Not hf_variants.load_pretrained: its WEIGHTS table has no hfv_transfo_xl entry (it refuses
+    # this model type); the Auto class reads the folder directly (import hf_variants registers it).
+    model = AutoModelForCausalLM.from_pretrained(checkpoint)
+    model.float()  # losses in fp32 whatever dtype the checkpoint was saved in (the zoo saves fp32)
     torch.manual_seed(0)
     twin = AutoModelForCausalLM.from_config(model.config)
     mem_lens = mem_lens or [0, model.config.mem_len]
@@ -237,6 +240,23 @@ def positions_check(checkpoint: str, corpus: str, segment_length: int, batch_siz
             "held_out_document_lengths": length_summary(lengths, (segment_length, 64, 128, 256, 512)),
             "trained": position_profile(model, token_ids, separator, segment_length, batch_size, mem_lens),
             "random_twin": position_profile(twin, token_ids, separator, segment_length, batch_size, mem_lens)}
+
+
+def held_out_lengths(tokenizer_path: str, corpus: str, max_documents: int | None, validation_fraction: float,
+                     thresholds: tuple[int, ...] = (64, 128, 256, 512)) -> dict:
+    """``length_summary`` of the documents run_clm.py holds out of ``corpus``, in tokens of the
+    tokenizer at ``tokenizer_path``."""
+    from transformers import AutoTokenizer
+
+    from run_clm import ClmArguments, load_text
+    from hf_variants.objectives import corpus_document_token_ids
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
+    args = ClmArguments(corpus=corpus, max_documents=max_documents, validation_fraction=validation_fraction)
+    _, held_out = load_text(args, minimum_documents=1)
+    lengths = [len(ids) for ids in corpus_document_token_ids(held_out, tokenizer)]
+    return {"task": "lengths", "tokenizer": tokenizer_path, "corpus": corpus, "max_documents": max_documents,
+            "validation_fraction": validation_fraction, "held_out_document_lengths": length_summary(lengths, thresholds)}
 
 
 # ------------------------------------------------------------------------------------- main
@@ -264,11 +284,19 @@ def main(argv: list[str] | None = None) -> dict:
     positions.add_argument("--mem_lens", default=None, help="comma-separated; default: 0 and the training mem_len")
     positions.add_argument("--max_eval_tokens", type=int, default=None)
     positions.add_argument("--output", type=Path, required=True)
+    lengths = commands.add_parser("lengths", help="the held-out documents' lengths in tokens")
+    lengths.add_argument("--tokenizer", required=True, help="a tokenizer folder")
+    lengths.add_argument("--corpus", default="pretraining", help="as run_clm.py's --corpus")
+    lengths.add_argument("--max_documents", type=int, default=None)
+    lengths.add_argument("--validation_fraction", type=float, default=0.05)
+    lengths.add_argument("--output", type=Path, required=True)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     if args.command == "copy":
         result = copy_check(args.seed, args.period, args.segment_length, args.memory_length, args.repeats,
                             max_steps=args.max_steps, learning_rate=args.learning_rate)
+    elif args.command == "lengths":
+        result = held_out_lengths(args.tokenizer, args.corpus, args.max_documents, args.validation_fraction)
     else:
         mem_lens = [int(part) for part in args.mem_lens.split(",")] if args.mem_lens else None
         result = positions_check(args.checkpoint, args.corpus, args.segment_length, args.batch_size, mem_lens,
