@@ -107,6 +107,14 @@ def to_transformers(model: PreTrainedModel, transformers_class: type | None = No
     raise ValueError(f"no transformers equivalent{target} registered for {type(model).__name__}")
 
 
+def _is_ours(model_type: str | None) -> bool:
+    """True for an hf-variants model type registered with AutoConfig, with or without a key map to
+    transformers (Transformer-XL has none: transformers v5 removed it)."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    return model_type in CONFIG_MAPPING and CONFIG_MAPPING[model_type].__module__.startswith("hf_variants.")
+
+
 def load_pretrained(path_or_id: str, auto_class: type, **kwargs) -> PreTrainedModel:
     """Load a checkpoint as an hf-variants model, whatever format it is in.
 
@@ -122,7 +130,7 @@ def load_pretrained(path_or_id: str, auto_class: type, **kwargs) -> PreTrainedMo
         model_type = config.model_type
     else:
         model_type = PreTrainedConfig.get_config_dict(path_or_id, **download)[0].get("model_type")
-    if model_type in WEIGHTS:
+    if model_type in WEIGHTS or _is_ours(model_type):
         return auto_class.from_pretrained(path_or_id, **({"config": config} if config is not None else {}), **kwargs)
     weights = next((w for w in WEIGHTS.values() if model_type in w.source_model_types), None)
     if weights is None:
