@@ -368,7 +368,7 @@ ROWS: tuple[Row, ...] = (
         note="Learning rate 1e-3 (twice the bert recipe's) so that warm-up matters; warm-up 5% of the steps (the bert "
              "recipe's). Both are the arms' own flags, so the study's shared settings cannot change them. Xiong et "
              "al.'s analysis ties post-LN's need for warm-up to large gradients near the output, a problem of deep "
-             "stacks (their models had 6-24 layers); the study's encoders have 4 layers of H = 128, where neither "
+             "stacks (their experiments: 6-layer translation models and 12-layer BERT); the study's encoders have 4 layers of H = 128, where neither "
              "post-LN without warm-up nor any arm diverged: a deeper arm set is the next test of this row.",
         checked="The abstract verified (arxiv-vanity.com/papers/2002.04745): for post-LN 'the expected gradients of "
                 "the parameters near the output layer are large', the warm-up stage 'is practically helpful for "
