@@ -325,7 +325,7 @@ def sources_lines(rows: Sequence[Row]) -> list[str]:
 def scale_lines(runs: Sequence[dict]) -> list[str]:
     """What the runs can show at their scale, computed from them: how far pretraining got (held-out
     loss before -> after) and how often a pretrained arm beat its random twin on a harness task."""
-    mlm = [run for run in runs if "held_out_mlm_loss" in run["metrics"] and run["held_out"].get("before")]
+    mlm = [run for run in runs if "held_out_mlm_loss" in run["metrics"] and (run.get("held_out") or {}).get("before")]
     if not mlm:
         return []
     after = [run["metrics"]["held_out_mlm_loss"] for run in mlm]
