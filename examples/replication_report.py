@@ -220,9 +220,11 @@ def twin_groups(row: Row) -> int:
 
 def measured_minutes(records: dict[str, dict[str, list[dict]]]) -> dict:
     """Mean measured minutes from the study's (non --quick) JSONs: {"harness": {task: minutes per model},
-    "setup": {script: minutes}, "runs": n}; tasks or scripts without measurements are absent."""
+    "setup": {script: minutes}, "budget_used": mean fraction of --arm_minutes an arm trained, "runs": n};
+    tasks, scripts or fractions without measurements are absent."""
     per_task: dict[str, list[float]] = {}
     per_script: dict[str, list[float]] = {}
+    used: list[float] = []  # the fraction of its minutes an arm trained (a schedule finished early uses less)
     measured = 0
     for run in (run for arms in records.values() for r in arms.values() for run in r if not run.get("quick")):
         if run.get("wall_minutes") is None or "script" not in run:  # not a full record of the harness
@@ -234,7 +236,10 @@ def measured_minutes(records: dict[str, dict[str, list[dict]]]) -> dict:
             harness += sum(models.values())
         script = Path(run["script"]).stem
         per_script.setdefault(script, []).append(run["wall_minutes"] - run["training"]["train_minutes"] - harness)
+        if run.get("budget", {}).get("arm_minutes"):
+            used.append(min(1.0, run["training"]["train_minutes"] / run["budget"]["arm_minutes"]))
     return {"harness": {task: statistics.fmean(v) for task, v in per_task.items() if v},
+            **({"budget_used": statistics.fmean(used)} if used else {}),
             "setup": {script: max(0.0, statistics.fmean(v)) for script, v in per_script.items() if v},
             "runs": measured}
 
@@ -247,7 +252,8 @@ def planned_minutes(row: Row, arm_minutes: float, measured: dict | None = None) 
     setup_minutes = {**SETUP_MINUTES, **(measured or {}).get("setup", {})}
     tasks = {HARNESS_MEASURES[m] for m in row.measures if m in HARNESS_MEASURES}
     harness = sum(harness_minutes[task] for task in tasks)
-    return sum(arm_minutes + setup_minutes[arm.script] + harness for arm in row.arms) + harness * twin_groups(row)
+    training = arm_minutes * (measured or {}).get("budget_used", 1.0)
+    return sum(training + setup_minutes[arm.script] + harness for arm in row.arms) + harness * twin_groups(row)
 
 
 def estimate_lines(rows: Sequence[Row], arm_minutes: float = TARGET_ARM_MINUTES, seeds: int = MIN_SEEDS,
@@ -277,7 +283,8 @@ def estimate_lines(rows: Sequence[Row], arm_minutes: float = TARGET_ARM_MINUTES,
     runnable = [row for row in rows if not row.not_runnable]
     fixed = seeds * sum(planned_minutes(row, 0.0, measured) for row in runnable)
     arms = seeds * sum(len(row.arms) for row in runnable)
-    fitting = (TARGET_CORE_HOURS * 60 - fixed) / arms if arms else 0.0
+    used = (measured or {}).get("budget_used", 1.0)  # the arms' measured share of their minutes
+    fitting = (TARGET_CORE_HOURS * 60 - fixed) / (arms * used) if arms else 0.0
     fit_note = (f" The target is met at about {fitting:.1f} minutes per arm for these rows and seeds." if fitting > 0
                 else " Setup and harness alone exceed the target for these rows and seeds.")
     arm_note = ("" if arm_minutes <= TARGET_ARM_MINUTES else

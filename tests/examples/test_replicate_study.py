@@ -135,6 +135,10 @@ def test_estimate_uses_the_measured_harness_and_setup_times(tmp_path):
     minutes = report_module.measured_minutes(records)  # the --quick run is left out
     assert minutes == {"harness": {"pos": 2.0, "sentiment": 1.0}, "setup": {"run_pretraining": 2.0}, "runs": 1}
     assert report_module.planned_minutes(ROWS["nsp"], 15.0, minutes) == 2 * (15 + 2 + 3) + 3
+    with_budget = {"nsp": {"with-nsp": [{**measured, "budget": {"arm_minutes": 20.0}}]}}  # trained 10 of its 20 minutes
+    assert report_module.measured_minutes(with_budget)["budget_used"] == 0.5
+    assert report_module.planned_minutes(ROWS["nsp"], 20.0, report_module.measured_minutes(with_budget)) == \
+        2 * (10 + 2 + 3) + 3
     text = "\n".join(report_module.estimate_lines([ROWS["nsp"]], 20.0, 3, records))
     assert "measured in 1 run(s)' JSONs" in text and "over the target's 15 minutes per arm" in text
 
