@@ -33,6 +33,7 @@ from transformers import AutoConfig
 
 import evaluation_support as ev
 import zoo_scripts
+from hf_variants.hub.atomic import write_text_atomically
 
 FIRST_SEED = 42  # the harness's (evaluate_pretraining.DEFAULT_FIRST_SEED): the same seeds everywhere
 KEPT_FILES = ("all_results.json", "trainer_state.json")  # a finished run's scores; the weights are dropped
@@ -168,7 +169,8 @@ def run_task(task: FineTuningTask, args: argparse.Namespace, checkpoint: Path, e
                 for path in run_dir.iterdir():  # scores only: every run's weights would fill the disk
                     if path.name not in KEPT_FILES:
                         shutil.rmtree(path) if path.is_dir() else path.unlink()
-                (run_dir / "zoo_run.json").write_text(json.dumps(record, indent=2), encoding="utf-8")
+                # atomic: a run killed mid-write must not leave a record the resume would misread
+                write_text_atomically(run_dir / "zoo_run.json", json.dumps(record, indent=2))
                 shutil.rmtree(root / "twins", ignore_errors=True)
             print(f"[zoo] {task.row}: {arm} seed {seed}: test {record['test']:.1f}", flush=True)
             runs[arm][str(seed)] = {key: record[key] for key in ("test", "validation", "train_loss")}

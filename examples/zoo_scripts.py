@@ -26,6 +26,7 @@ from pathlib import Path
 
 import torch
 
+from hf_variants.hub.atomic import write_text_atomically
 from hf_variants.hub.checkpoints import last_complete_checkpoint
 from hf_variants.registry import VariantSpec
 
@@ -198,7 +199,7 @@ def generation_rows(results: dict, argv: list[str], run_dir: Path, quick: bool) 
         kept = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
         if kept.get("argv") != argv:
             kept = {"argv": argv, **run_clm.generation_of_finished_run(argv)}
-            path.write_text(json.dumps(kept, indent=2), encoding="utf-8")
+            write_text_atomically(path, json.dumps(kept, indent=2))  # the resume reads it back whole
         results = kept
     before, after = results.get("generation_before"), results["generation_after"]
     task = (f"; {after['prompts']} held-out prompts of {after['prompt_length']} tokens, {after['generation_length']} "
