@@ -79,9 +79,10 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--steps_per_minute", type=float, default=180.0,
                         help="schedule length: arm_minutes x this many steps (the study's: 180, i.e. 900 steps of "
                              "32 x 64 tokens, which the study-size encoders finish in about 3 minutes on one thread)")
-    parser.add_argument("--flops_per_minute", type=float, default=4e12,
-                        help="equal-compute rows: --flop_budget = arm_minutes x this (bert-mini ran 7.6e10 FLOPs a "
-                             "step at about 1.3 steps/s on one thread, electra-mini 8.6e10 at about 1)")
+    parser.add_argument("--flops_per_minute", type=float, default=1.5e12,
+                        help="equal-compute rows: --flop_budget = arm_minutes x this (the study's: 1.5e12, i.e. the "
+                             "MLM arm's 900 steps: the study-size bert-mini counts 8.4e9 FLOPs a step of 32 x 64 "
+                             "tokens, electra-mini with its generator 1.04e10, so it gets about 720 steps)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads for pretraining and evaluation")
     parser.add_argument("--bf16", action="store_true", help="pretrain and fine-tune with bf16 autocast")
     parser.add_argument("--output_dir", default="runs/replication", help="pretraining runs and evaluations (weights)")

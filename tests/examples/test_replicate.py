@@ -54,7 +54,7 @@ def test_budgets_become_the_scripts_flags(tmp_path):
     assert replicate.last_flag(minutes, "--max_time") == "10" and replicate.last_flag(minutes, "--max_steps") == "500"
     assert replicate.last_flag(minutes, "--recipe") == "bert" and replicate.last_flag(minutes, "--seed") == "1"
     flops = replicate.training_argv(rows["mlm-vs-rtd"], rows["mlm-vs-rtd"].arms[1], 0, args, tmp_path)
-    assert float(replicate.last_flag(flops, "--flop_budget")) == 10 * 4e12 and "--max_steps" not in flops
+    assert float(replicate.last_flag(flops, "--flop_budget")) == 10 * 1.5e12 and "--max_steps" not in flops
     assert replicate.last_flag(flops, "--max_time") == "15"  # the equal-FLOP arms' cap, 1.5 x
     generator = rows["electra-generator-size"]  # equal steps at the slowest arm's rate (half a mini's)
     assert replicate.last_flag(replicate.training_argv(generator, generator.arms[2], 0, args, tmp_path),
