@@ -289,9 +289,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     checkpoint = Path(args.model_name_or_path)
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     arms = ("pretrained",) if args.no_random_twin else ARMS
-    # no accelerator: --bf16 is CPU autocast, which Trainer refuses without use_cpu (as run_pretraining)
-    use_cpu = args.use_cpu or (args.bf16 and not torch.accelerator.is_available())
-    trainer_flags = (["--use_cpu"] if use_cpu else []) + (["--bf16"] if args.bf16 else [])
+    # Without an accelerator the scripts default to use_cpu (trainer_argument_defaults), so --bf16 is CPU autocast.
+    trainer_flags = (["--use_cpu"] if args.use_cpu else []) + (["--bf16"] if args.bf16 else [])
 
     previous = {}
     report_path = output_dir / "evaluation.json"
@@ -300,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         if previous.get("checkpoint") != str(checkpoint.resolve()):
             raise ValueError(f"--resume: {report_path} evaluates {previous.get('checkpoint')}, not {checkpoint.resolve()}")
     report = {"checkpoint": str(checkpoint.resolve()), "seeds": seeds, "threads": args.threads, "quick": args.quick, "bf16": args.bf16,
-              "device": "cuda" if torch.cuda.is_available() and not use_cpu else "cpu", "tasks": {}}
+              "device": "cuda" if torch.cuda.is_available() and not args.use_cpu else "cpu", "tasks": {}}
     started = time.perf_counter()
 
     tokenizer_source = Path(args.tokenizer_name) if args.tokenizer_name else checkpoint

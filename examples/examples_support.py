@@ -39,7 +39,7 @@ from hf_variants.data.data_files import LOADERS as DATA_FILE_LOADERS
 from hf_variants.data.data_files import check_image_column, check_text_columns, describe_rows, keep_row_origin, load_data_file
 from hf_variants.hub import DatasetInfo, write_model_card
 from hf_variants.hub.checkpoints import last_complete_checkpoint, resolve_checkpoint
-from hf_variants.hub.trainer import CheckpointSafeTrainer, check_optimizer_arguments
+from hf_variants.hub.trainer import CheckpointSafeTrainer, check_optimizer_arguments, trainer_argument_defaults
 
 # The label helpers live in labels_support (beside this file, as the scripts import it); the
 # scripts reach them through this module.
@@ -144,9 +144,12 @@ def parse_arguments(
     """Parse the command line (or a single .json file of arguments) like transformers' examples.
     A script with fields of its own passes subclasses of ModelArguments / TrainingArguments."""
     parser = HfArgumentParser((model_arguments_class, data_arguments_class, training_arguments_class))
+    defaults = trainer_argument_defaults()
+    parser.set_defaults(**defaults)
     argv = list(sys.argv[1:] if argv is None else argv)
     if len(argv) == 1 and argv[0].endswith(".json"):
-        parsed = parser.parse_json_file(json_file=os.path.abspath(argv[0]))
+        arguments = json.loads(Path(os.path.abspath(argv[0])).read_text(encoding="utf-8"))
+        parsed = parser.parse_dict({**defaults, **arguments})
     else:
         parsed = parser.parse_args_into_dataclasses(args=argv)
     check_optimizer_arguments(parsed[2])

@@ -351,21 +351,23 @@ def greedy_continuations(model, prompts: torch.Tensor, length: int) -> torch.Ten
             if step + 1 < length:
                 outputs = model(input_ids=tokens[-1], mems=outputs.mems, mem_len=history)
         generated = torch.cat(tokens, dim=1)
-    eos = getattr(model.config, "eos_token_id", None)  # a bare Transformer-XL config has none
-    if eos is not None:
-        is_eos = (generated == eos).long()
-        generated = generated.masked_fill(is_eos.cumsum(1) - is_eos > 0, -1)
-    return generated
+    return end_at_first_eos(generated, getattr(model.config, "eos_token_id", None))  # a bare TXL config has none
 
 
-def continuation_scores(generated: np.ndarray, real: np.ndarray, eos_token_id: int | None) -> dict:
+def end_at_first_eos(generated: torch.Tensor, eos_token_id: int | None) -> torch.Tensor:
+    """(B, L) tokens with the positions after each row's first EOS set to -1: a continuation ends
+    there (as `generate` stops), so what a model would emit after it is never scored as right."""
+    if eos_token_id is None:
+        return generated
+    is_eos = (generated == eos_token_id).long()
+    return generated.masked_fill(is_eos.cumsum(1) - is_eos > 0, -1)
+
+
+def continuation_scores(generated: np.ndarray, real: np.ndarray) -> dict:
     """The generation task's scores (percent) of (N, L) generated tokens against the real ones:
-    every position, and the first. A continuation ends at its first EOS: the positions after it
-    count as wrong, whatever they hold."""
+    every position, and the first. Positions after a continuation's EOS hold -1
+    (:func:`end_at_first_eos`), which no real token matches."""
     right = generated == real
-    if eos_token_id is not None:
-        is_eos = (generated == eos_token_id).astype(np.int64)
-        right &= (np.cumsum(is_eos, axis=1) - is_eos) == 0  # no EOS before this position
     return {"prompts": int(real.shape[0]), "generation_length": int(real.shape[1]),
             "token_accuracy": 100.0 * float(right.mean()), "first_token_accuracy": 100.0 * float(right[:, 0].mean())}
 
@@ -377,7 +379,7 @@ def generation_task(model, windows: tuple[np.ndarray, np.ndarray], batch_size: i
         greedy_continuations(model, torch.from_numpy(prompts[start:start + batch_size]).to(model.device),
                              real.shape[1]).cpu().numpy()
         for start in range(0, len(prompts), batch_size)])
-    return {"prompt_length": int(prompts.shape[1]), **continuation_scores(generated, real, getattr(model.config, "eos_token_id", None))}
+    return {"prompt_length": int(prompts.shape[1]), **continuation_scores(generated, real)}
 
 
 def rebuild_twin(argv: list[str]) -> tuple:

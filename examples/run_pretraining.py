@@ -69,7 +69,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # pretraining_data, pr
 import hf_variants  # noqa: E402  (registers the hf-variants model types with the Auto classes)
 from hf_variants.hub.atomic import save_atomically, write_text_atomically  # noqa: E402
 from hf_variants.models.named_configs import is_named_config, named_config  # noqa: E402
-from hf_variants.hub.trainer import CheckpointSafeTrainer, check_optimizer_arguments  # noqa: E402
+from hf_variants.hub.trainer import CheckpointSafeTrainer, check_optimizer_arguments, trainer_argument_defaults  # noqa: E402
 from hf_variants.hub.checkpoints import last_complete_checkpoint, resolve_checkpoint  # noqa: E402
 from hf_variants.registry import spec_for  # noqa: E402
 from hf_variants.objectives import INPUT_FORMATS, DataCollatorForPrecomputedMasks, make_static_masked_dataset  # noqa: E402
@@ -451,7 +451,8 @@ def parse_arguments(arguments_class: type, argv: list[str] | None, **defaults) -
     defaults (`defaults` override them); logging set up and the seed set."""
     parser = HfArgumentParser((arguments_class, TrainingArguments))
     parser.set_defaults(**{"weight_decay": 0.01, "save_strategy": "steps", "save_steps": 1000, "logging_steps": 50,
-                           "report_to": "none", "dataloader_pin_memory": torch.cuda.is_available(), **defaults})
+                           "report_to": "none", "dataloader_pin_memory": torch.cuda.is_available(),
+                           **trainer_argument_defaults(), **defaults})
     if "recipe" in {f.name for f in dataclasses.fields(arguments_class)}:
         # --recipe NAME: the recipe's values become the defaults; flags on the command line still win.
         recipe_parser = argparse.ArgumentParser(add_help=False)
@@ -468,9 +469,7 @@ def parse_arguments(arguments_class: type, argv: list[str] | None, **defaults) -
 
 def main(argv: list[str] | None = None) -> dict:
     args, training_args = parse_arguments(PretrainingArguments, argv, learning_rate=1e-4, warmup_steps=0.01,
-                                          lr_scheduler_type="linear",
-                                          # no accelerator: --bf16 is CPU autocast (Trainer refuses it without use_cpu)
-                                          use_cpu=not torch.accelerator.is_available())
+                                          lr_scheduler_type="linear")
     # Trainer counts the real tokens of each step (kept in checkpoints): tokens/s and the tokens seen.
     training_args.include_num_input_tokens_seen = "non_padding"
 

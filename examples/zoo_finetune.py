@@ -132,9 +132,7 @@ def task_argv(task: FineTuningTask, args: argparse.Namespace, model_dir: Path, s
             *task.recipe, *(task.quick_sizes if args.quick else task.sizes),
             "--num_train_epochs", str(1 if args.quick else getattr(args, task.epochs_setting))]
     if args.bf16:
-        argv.append("--bf16")
-        if not torch.accelerator.is_available():
-            argv.append("--use_cpu")  # Trainer's CPU autocast needs it
+        argv.append("--bf16")  # CPU autocast where there is no accelerator (the scripts default to use_cpu there)
     return argv
 
 

@@ -24,8 +24,6 @@ import json
 import math
 from pathlib import Path
 
-import torch
-
 from hf_variants.hub.atomic import write_text_atomically
 from hf_variants.hub.checkpoints import last_complete_checkpoint
 from hf_variants.registry import VariantSpec
@@ -124,9 +122,7 @@ def script_argv(spec: VariantSpec, args: argparse.Namespace, run_dir: Path, tiny
     if args.force:
         argv.append("--overwrite_output_dir")
     if args.bf16:
-        argv.append("--bf16")
-    if args.bf16 and not torch.accelerator.is_available():
-        argv.append("--use_cpu")  # Trainer's CPU autocast needs it (run_pretraining sets it itself)
+        argv.append("--bf16")  # CPU autocast where there is no accelerator (the scripts default to use_cpu there)
     return argv
 
 

@@ -96,6 +96,16 @@ def adafactor_optim_args(optim_args: str | None) -> dict:
     return parsed
 
 
+def trainer_argument_defaults() -> dict:
+    """TrainingArguments defaults every example script parses with. ``use_cpu`` when the machine
+    has no accelerator: training runs on the CPU there either way, and the flag is what lets
+    ``--bf16`` mean CPU autocast (without it the Trainer refuses ``--bf16`` on a CPU-only machine),
+    so a script called with ``--bf16`` needs no machine-dependent flag from its caller."""
+    import torch  # the accelerator probe; kept local as the module's other users need no torch
+
+    return {"use_cpu": not torch.accelerator.is_available()}
+
+
 def check_optimizer_arguments(args: TrainingArguments) -> None:
     """Refuse bad ``--optim_args`` for ``--optim adafactor`` when the arguments are parsed, before
     any data is loaded (the Trainer would only meet them when it builds the optimizer)."""

@@ -350,3 +350,20 @@ def test_lora_target_modules_choose_what_lora_adapts():
         adapted(lora_target_modules=" , ")
     with pytest.raises(ValueError, match="applies to --peft_method lora"):
         adapted(method="ia3", lora_target_modules="qkv")
+
+
+@pytest.mark.skipif(__import__("torch").accelerator.is_available(), reason="checks the CPU-only path")
+def test_scripts_take_bf16_on_a_cpu_only_machine_as_cpu_autocast(tmp_path):
+    """Trainer refuses --bf16 without an accelerator unless use_cpu is set: every script defaults
+    to use_cpu there, from the command line and from a JSON file of arguments alike, so callers
+    pass --bf16 alone."""
+    support = load_script("examples_support")
+    glue = load_script("run_glue")
+    argv = ["--model_name_or_path", "bert-mini", "--task_name", "sst2", "--output_dir", str(tmp_path), "--bf16"]
+    _, _, training_args = support.parse_arguments(glue.GlueDataArguments, argv)
+    assert training_args.use_cpu and training_args.bf16
+    arguments = tmp_path / "arguments.json"
+    arguments.write_text(json.dumps({"model_name_or_path": "bert-mini", "task_name": "sst2",
+                                     "output_dir": str(tmp_path), "bf16": True}), encoding="utf-8")
+    _, data_args, training_args = support.parse_arguments(glue.GlueDataArguments, [str(arguments)])
+    assert training_args.use_cpu and training_args.bf16 and data_args.task_name == "sst2"

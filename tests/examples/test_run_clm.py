@@ -172,20 +172,20 @@ def test_greedy_continuations_are_the_argmax_of_rerunning_the_whole_text(recurre
         for _ in range(4):
             logits = model(ids, mem_len=0).logits if recurrent else model(ids).logits
             ids = torch.cat([ids, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
-    expected, eos = ids[:, 5:], getattr(model.config, "eos_token_id", None)
-    if eos is not None:  # a continuation ends at its first EOS: the positions after it are -1
-        is_eos = (expected == eos).long()
-        expected = expected.masked_fill(is_eos.cumsum(1) - is_eos > 0, -1)
+    expected = script.end_at_first_eos(ids[:, 5:], getattr(model.config, "eos_token_id", None))
     assert generated.shape == (3, 4) and torch.equal(generated, expected)
 
 
 def test_continuation_scores_end_each_continuation_at_its_first_eos():
     script = load_script()
-    real = np.array([[5, 6, 7], [1, 2, 3]])
-    generated = np.array([[5, 9, 7], [1, 0, 3]])  # EOS (0) in row 2: its last token counts as wrong
-    scores = script.continuation_scores(generated, real, eos_token_id=0)
-    assert scores["token_accuracy"] == pytest.approx(100 * 3 / 6) and scores["first_token_accuracy"] == 100
-    assert script.continuation_scores(generated, real, eos_token_id=None)["token_accuracy"] == pytest.approx(100 * 4 / 6)
+    generated = torch.tensor([[5, 9, 7], [1, 0, 3], [0, 0, 4]])
+    assert script.end_at_first_eos(generated, None) is generated
+    ended = script.end_at_first_eos(generated, 0)  # EOS is 0: everything after a row's first 0 is -1
+    assert ended.tolist() == [[5, 9, 7], [1, 0, -1], [0, -1, -1]]
+    real = np.array([[5, 6, 7], [1, 2, 3], [0, 0, 4]])
+    scores = script.continuation_scores(ended.numpy(), real)  # row 2's last token counts as wrong; row 3: 1 of 3
+    assert scores["token_accuracy"] == pytest.approx(100 * 4 / 9) and scores["first_token_accuracy"] == 100
+    assert script.continuation_scores(generated.numpy(), real)["token_accuracy"] == pytest.approx(100 * 7 / 9)
 
 
 def test_unigram_baseline_is_the_frequency_model():
