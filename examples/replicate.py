@@ -28,7 +28,7 @@ The rows (claim, paper table, arms, measurements, predicted direction) are data:
 A (row, arm, seed) whose JSON exists is skipped, so the study runs in pieces; weights stay under
 ``--output_dir`` (never committed). ``--report`` rebuilds the report (tables, plots, verdicts) from
 the JSON files alone (``examples/replication_report.py``). ``--quick``: tiny sizes and a few steps on
-a few Austen documents (a smoke test for the test suite, never a measurement), results in a
+a few Austen documents or G2P pairs (a smoke test for the test suite, never a measurement), results in a
 temporary folder unless ``--results_dir`` is given.
 """
 
