@@ -9,31 +9,35 @@ and seed by seed, and docs/replication.md rebuilt from the results::
 The rows (claim, paper table, arms, measurements, predicted direction) are data:
 ``examples/replication_rows.py``. Per (row, arm, seed):
 
-1. the arm's mini is pretrained from scratch with ``examples/run_pretraining.py`` (Transformer-XL:
-   ``examples/run_clm.py``) on ``--corpus pretraining`` with its family's ``--recipe``, the study's
-   shared settings (``STUDY_FLAGS``, ``STUDY_SIZE`` in replication_rows.py) and the arm's flags (the
-   last of a repeated flag wins, so the arm's own), under the row's budget: ``--arm_minutes`` of
-   wall clock (``--max_time``; the schedule runs over ``arm_minutes x steps_per_minute`` steps), or
-   equal FLOPs (``--flop_budget arm_minutes x flops_per_minute``), or equal steps;
+1. the arm's mini is trained from scratch by its script (``Arm.script``): ``examples/run_pretraining.py``
+   on ``--corpus pretraining`` with its family's ``--recipe`` and the study's shared settings
+   (``STUDY_FLAGS``, ``STUDY_SIZE`` in replication_rows.py); Transformer-XL ``examples/run_clm.py`` on
+   the same corpus; the original Transformer ``examples/run_translation.py`` on the G2P pairs with the
+   zoo's settings (``examples/zoo_scripts.py``). Then the arm's flags (the last of a repeated flag
+   wins, so the arm's own), under the row's budget: ``--arm_minutes`` of wall clock (``--max_time``;
+   the schedule runs over ``arm_minutes x steps_per_minute`` steps), or equal FLOPs (``--flop_budget
+   arm_minutes x flops_per_minute``), or equal steps;
 2. the row's harness tasks (POS, sentiment, QA, the probes) run through
    ``examples/evaluate_pretraining.py``, one fine-tuning seed (``42 + seed``) per pretraining seed,
    beside the random-weight twin: evaluated once per seed for the arms of a row that share model,
    config, recipe and tokenizer (the first such arm; the others pass ``--no_random_twin`` and record
    its scores and JSON);
 3. ``<results_dir>/<row>/<arm>-seed<k>.json`` is written at once: budget, argv, steps, tokens,
-   FLOPs, minutes, held-out metrics, task scores (and the twin's), versions.
+   FLOPs, minutes, held-out metrics (the script's own results), task scores (and the twin's), versions.
 
 A (row, arm, seed) whose JSON exists is skipped, so the study runs in pieces; weights stay under
 ``--output_dir`` (never committed). ``--report`` rebuilds the report (tables, plots, verdicts) from
 the JSON files alone (``examples/replication_report.py``). ``--quick``: tiny sizes and a few steps on
-a few Austen documents (a smoke test for the test suite, never a measurement), results in a
+a few Austen documents or G2P pairs (a smoke test for the test suite, never a measurement), results in a
 temporary folder unless ``--results_dir`` is given.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
+import math
 import platform
 import subprocess
 import sys
@@ -56,6 +60,7 @@ from pretraining_support import QUICK_PRETRAINING, QUICK_TEXT, quick_config_fiel
 from replication_report import estimate_lines, load_records, write_report  # noqa: E402
 from replication_rows import (HARNESS_MEASURES, ROWS, ROWS_BY_NAME, STUDY_FLAGS, STUDY_SIZE,  # noqa: E402
                               TOKENIZER_FLAGS, Arm, Row, resolve_flags)
+from zoo_scripts import HELD_OUT_METRICS, QUICK_SETTINGS, SCRIPT_SETTINGS, pick, step_zero_evaluation  # noqa: E402
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 FIRST_FINE_TUNING_SEED = 42  # evaluate_pretraining's default first seed; pretraining seed k fine-tunes with 42 + k
@@ -146,32 +151,49 @@ def budget_of(row: Row, arm: Arm, args: argparse.Namespace) -> dict:
             "max_steps": None if flops else steps, "flop_budget": flops}
 
 
+def script_settings(arm: Arm, args: argparse.Namespace) -> list[str]:
+    """The arm's script's own settings, given after the shared flags and before the budget and the
+    arm's flags: run_pretraining the family's recipe then the study's flags (`STUDY_FLAGS`,
+    `STUDY_SIZE`); run_clm segments of 16 x 64 as the README's runs; run_translation the zoo's G2P
+    run (data, 64 pairs a step, the "Noam" schedule; --quick its few pairs) with the untrained model
+    scored at step 0 (--eval_on_start: the held-out loss before training, in the JSON)."""
+    if arm.script == "run_pretraining":
+        recipe = recipe_name(arm.model)
+        return (["--recipe", recipe] if recipe else []) + list(STUDY_FLAGS) + list(STUDY_SIZE.flags())
+    if arm.script == "run_clm":
+        return ["--per_device_train_batch_size", "16", "--max_eval_tokens", CLM_EVAL_TOKENS, "--num_samples", "0"]
+    settings = list((QUICK_SETTINGS if args.quick else SCRIPT_SETTINGS)["seq2seq"]) + ["--eval_on_start"]
+    if args.bf16 and not torch.accelerator.is_available():
+        settings.append("--use_cpu")  # Trainer's CPU autocast needs it (run_pretraining sets it itself)
+    return settings
+
+
+# Each script's training text after the arm's flags: (--quick, the study's). run_translation's data
+# is in its settings (the zoo's), before the arm's flags.
+SCRIPT_DATA = {"run_pretraining": (QUICK_PRETRAINING, ["--corpus", "pretraining"]),
+               "run_clm": (QUICK_CLM, ["--corpus", "pretraining"]), "run_translation": ([], [])}
+
+
 def training_argv(row: Row, arm: Arm, seed: int, args: argparse.Namespace, run_dir: Path) -> list[str]:
-    """The training script's arguments for (row, arm, seed): shared flags, the family's recipe, the
-    study's flags (`STUDY_FLAGS`, `STUDY_SIZE`), the row's budget, the arm's flags, then (with --quick)
-    the tiny text and sizes. A flag given twice keeps its last value (argparse), so the arm's own
-    flags win over the study's and the recipe's."""
+    """The training script's arguments for (row, arm, seed): shared flags, the script's settings
+    (`script_settings`: for run_pretraining the family's recipe and the study's flags), the row's
+    budget, the arm's flags, then the text (`SCRIPT_DATA`; with --quick the tiny text and sizes). A
+    flag given twice keeps its last value (argparse), so the arm's own flags win over the study's
+    and the recipe's."""
     budget = budget_of(row, arm, args)
     argv = ["--model_name_or_path", arm.model, "--seed", str(seed), "--output_dir", str(run_dir),
             "--report_to", "none", "--disable_tqdm", "true", "--save_steps", "200", "--logging_steps", "50"]
     overrides = config_overrides(arm, args.quick)
     argv += ["--config_overrides", overrides] if overrides else []
     argv += ["--bf16"] if args.bf16 else []
-    if arm.script == "run_clm":  # segments of 16 x 64 as the README's runs; no STUDY_FLAGS (another script)
-        argv += ["--max_time", f"{budget['max_time_minutes']:g}", "--max_steps", str(budget["max_steps"]),
-                 "--per_device_train_batch_size", "16", "--max_eval_tokens", CLM_EVAL_TOKENS, "--num_samples", "0"]
-        argv += list(arm.argv) + (QUICK_CLM if args.quick else ["--corpus", "pretraining"])
-        return argv
-    recipe = recipe_name(arm.model)
-    argv += ["--recipe", recipe] if recipe else []
-    argv += list(STUDY_FLAGS) + list(STUDY_SIZE.flags())  # after the recipe, before the arm's own flags
+    argv += script_settings(arm, args)
     argv += ["--max_time", f"{budget['max_time_minutes']:g}"]
     if budget["flop_budget"] is not None:
         argv += ["--flop_budget", f"{budget['flop_budget']:g}"]
     else:
         argv += ["--max_steps", str(budget["max_steps"])]
-    argv += list(arm.argv) + (QUICK_PRETRAINING if args.quick else ["--corpus", "pretraining"])
-    return argv
+    quick_data, data = SCRIPT_DATA[arm.script]
+    return argv + list(arm.argv) + list(quick_data if args.quick else data)
 
 
 def harness_tasks(row: Row) -> list[str]:
@@ -222,7 +244,8 @@ def shared_twin(row: Row, arm: Arm, seed: int, key: dict, results_dir: Path) -> 
 
 
 def study_settings(arm: Arm) -> dict:
-    """The study's shared settings this arm got (recorded in its JSON; run_clm arms get none)."""
+    """The study's shared settings this arm got (recorded in its JSON; run_clm and run_translation arms
+    get none)."""
     applied = arm.script == "run_pretraining"
     return {"applied": applied, "flags": list(STUDY_FLAGS) if applied else [],
             "config": dict(STUDY_SIZE.config) if applied else {},
@@ -269,8 +292,58 @@ def versions() -> dict[str, str | None]:
             "hf_variants_commit": commit}
 
 
+def pretraining_outcome(trained: dict, argv: Sequence[str], run_dir: Path) -> dict:
+    """run_pretraining's results as the record's "training", "held_out" and "metrics"."""
+    step_flops = trained["flops_per_step"]
+    return {"training": {"global_step": trained["global_step"], "max_steps": trained["max_steps"],
+                         "tokens_seen": trained["tokens_seen"], "train_minutes": round(trained["train_minutes"], 2),
+                         "stopped_by_max_time": trained["stopped_by_max_time"], "flops_per_step": step_flops,
+                         "flops": step_flops * trained["global_step"] if step_flops else None,
+                         "objective": trained["objective"], "input_format": trained["input_format"],
+                         "masking": trained["masking"], "learning_rate": trained["learning_rate"]},
+            "held_out": {"before": trained["before_training"], "after": trained["after_training"]},
+            "metrics": {"held_out_mlm_loss": trained["after_training"]["mlm_loss"]}}
+
+
+def clm_outcome(trained: dict, argv: Sequence[str], run_dir: Path) -> dict:
+    """run_clm's results (the held-out perplexity with the arm's memory, and with each --eval_mem_lens)."""
+    batch = int(last_flag(argv, "--per_device_train_batch_size"))
+    return {"training": {"global_step": trained["global_step"], "max_steps": trained.get("max_steps"),
+                         "tokens_seen": trained["global_step"] * batch * trained["sequence_length"],
+                         "train_minutes": round(trained["train_minutes"], 2),
+                         "stopped_by_max_time": trained["stopped_by_max_time"], "flops_per_step": None, "flops": None},
+            "held_out": {"before": trained["before_training"], "after": trained["after_training"],
+                         "by_memory_length": trained["by_memory_length"],
+                         "unigram_baseline_perplexity": trained["unigram_baseline_perplexity"]},
+            "metrics": {"clm_perplexity": trained["after_training"]["perplexity"]}}
+
+
+def translation_outcome(trained: dict, argv: Sequence[str], run_dir: Path) -> dict:
+    """run_translation's results (all_results.json: the validation pairs scored after training) and
+    its trainer_state.json (the steps; the step-0 evaluation of --eval_on_start, the untrained
+    model's). Each held-out entry also holds its perplexity, exp(loss) (the paper's dev measure)."""
+    state = json.loads((run_dir / "trainer_state.json").read_text(encoding="utf-8"))
+    names = HELD_OUT_METRICS["seq2seq"]  # eval_loss, eval_exact_match, eval_token_error_rate
+    before, after = pick(step_zero_evaluation(state), names), pick(trained, names)
+    for scores in (before, after):
+        if "eval_loss" in scores:
+            scores["perplexity"] = math.exp(scores["eval_loss"])
+    return {"training": {"global_step": state["global_step"], "max_steps": state["max_steps"], "tokens_seen": None,
+                         "examples_seen": state["global_step"] * state["train_batch_size"],
+                         "train_minutes": round(trained["train_minutes"], 2),
+                         "stopped_by_max_time": trained["stopped_by_max_time"], "flops_per_step": None, "flops": None},
+            "held_out": {"before": before or None, "after": after},
+            "metrics": {"seq2seq_loss": after["eval_loss"], "seq2seq_exact_match": after["eval_exact_match"],
+                        "seq2seq_token_error_rate": after["eval_token_error_rate"]}}
+
+
+# Arm.script -> its results as the record's "training", "held_out" and "metrics".
+SCRIPT_OUTCOMES = {"run_pretraining": pretraining_outcome, "run_clm": clm_outcome,
+                   "run_translation": translation_outcome}
+
+
 def run_arm(row: Row, arm: Arm, seed: int, args: argparse.Namespace) -> dict:
-    """Pretrain and measure one (row, arm, seed); returns its results record. The harness evaluates the
+    """Train and measure one (row, arm, seed); returns its results record. The harness evaluates the
     random twin only when no earlier arm of the row (same seed) has evaluated the same twin
     (`shared_twin`); otherwise the record holds that arm's twin scores and names its JSON."""
     import evaluate_pretraining
@@ -285,31 +358,8 @@ def run_arm(row: Row, arm: Arm, seed: int, args: argparse.Namespace) -> dict:
               "script": f"examples/{arm.script}.py", "argv": argv, "budget": budget_of(row, arm, args),
               "threads": args.threads, "bf16": args.bf16, "hardware": detect_hardware(), "versions": versions(),
               "study": study_settings(arm)}
-    if arm.script == "run_clm":
-        import run_clm
-        trained = run_clm.main(argv)
-        batch = int(last_flag(argv, "--per_device_train_batch_size"))
-        record["training"] = {"global_step": trained["global_step"], "max_steps": trained.get("max_steps"),
-                              "tokens_seen": trained["global_step"] * batch * trained["sequence_length"],
-                              "train_minutes": round(trained["train_minutes"], 2),
-                              "stopped_by_max_time": trained["stopped_by_max_time"], "flops_per_step": None,
-                              "flops": None}
-        record["held_out"] = {"before": trained["before_training"], "after": trained["after_training"],
-                              "by_memory_length": trained["by_memory_length"],
-                              "unigram_baseline_perplexity": trained["unigram_baseline_perplexity"]}
-        record["metrics"] = {"clm_perplexity": trained["after_training"]["perplexity"]}
-    else:
-        import run_pretraining
-        trained = run_pretraining.main(argv)
-        step_flops = trained["flops_per_step"]
-        record["training"] = {"global_step": trained["global_step"], "max_steps": trained["max_steps"],
-                              "tokens_seen": trained["tokens_seen"], "train_minutes": round(trained["train_minutes"], 2),
-                              "stopped_by_max_time": trained["stopped_by_max_time"], "flops_per_step": step_flops,
-                              "flops": step_flops * trained["global_step"] if step_flops else None,
-                              "objective": trained["objective"], "input_format": trained["input_format"],
-                              "masking": trained["masking"], "learning_rate": trained["learning_rate"]}
-        record["held_out"] = {"before": trained["before_training"], "after": trained["after_training"]}
-        record["metrics"] = {"held_out_mlm_loss": trained["after_training"]["mlm_loss"]}
+    trained = importlib.import_module(arm.script).main(argv)
+    record.update(SCRIPT_OUTCOMES[arm.script](trained, argv, run_dir))
     record["random_twin"], record["random_twin_from"] = {}, None
     tasks = harness_tasks(row)
     if tasks:

@@ -29,7 +29,9 @@ SYMBOLS = {"better": ">", "at_least": ">=", "equal": "≈"}
 # bert/roberta/electra/spanbert minis (docs/pretraining/runs/*/evaluation.json: sentiment ~90 s,
 # POS ~40 s, probes ~75 s per model); NER and QA are not measured yet (guesses).
 HARNESS_MINUTES = {"sentiment": 1.5, "pos": 0.75, "probe": 1.25, "ner": 1.0, "qa": 3.0}
-SETUP_MINUTES = {"run_pretraining": 1.0, "run_clm": 4.0}  # loading, evaluations before/after; run_clm re-tokenizes
+# Loading, evaluations before / after: run_clm re-tokenizes; run_translation trains its tokenizer on
+# the G2P pairs and scores 2,000 validation pairs by greedy generation twice (measured: about 1 minute).
+SETUP_MINUTES = {"run_pretraining": 1.0, "run_clm": 4.0, "run_translation": 1.0}
 # Issue #33's budget: the whole study within 6 hours of the 2 cores (two one-thread runs side by
 # side: 12 core-hours), each arm's pretraining at most 15 minutes.
 TARGET_CORE_HOURS = 12.0
@@ -38,7 +40,9 @@ STUDY_ARM_MINUTES = 5.0  # replicate.py's default --arm_minutes: the command pri
 MEASURE_NAMES = {"held_out_mlm_loss": "held-out MLM loss", "clm_perplexity": "held-out perplexity",
                  "pos": "POS fine-tuning, word acc. %", "sentiment": "sentiment fine-tuning, acc. %",
                  "ner": "NER fine-tuning, F1 %", "qa": "cloze QA, F1 %", "probe_pos": "POS probe, acc. %",
-                 "probe_sentiment": "sentiment probe, acc. %"}
+                 "probe_sentiment": "sentiment probe, acc. %",
+                 "seq2seq_loss": "held-out loss (label-smoothed)", "seq2seq_exact_match": "held-out exact match, %",
+                 "seq2seq_token_error_rate": "held-out phoneme error rate, %"}
 
 
 def load_records(results_dir: Path) -> dict[str, dict[str, list[dict]]]:
@@ -146,8 +150,11 @@ def _budget_line(arms: dict[str, list[dict]]) -> str:
     tokens = [run["training"]["tokens_seen"] for run in runs if run["training"].get("tokens_seen")]
     line = (f"{kind}; {budget['arm_minutes']:g} minutes per arm (cap {budget['max_time_minutes']:g}); pretraining "
             f"{min(minutes):.1f}–{max(minutes):.1f} min per run")
+    examples = [run["training"]["examples_seen"] for run in runs if run["training"].get("examples_seen")]
     if tokens:
         line += f", {min(tokens) / 1e6:.2f}–{max(tokens) / 1e6:.2f} M tokens"
+    elif examples:  # run_translation counts training pairs
+        line += f", {min(examples):,}–{max(examples):,} training pairs"
     if stopped and budget["kind"] != "minutes":
         line += f"; **{stopped} run(s) stopped by the time cap before their budget**"
     return line

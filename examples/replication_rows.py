@@ -16,12 +16,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Measurements. "held_out_mlm_loss": run_pretraining's held-out masked-LM loss (fixed masks, at
-# the rate the row's arms share; lower is better). "clm_perplexity": run_clm's held-out perplexity
-# with the arm's memory (lower is better). Harness tasks (examples/evaluate_pretraining.py, test
-# split, higher is better): "pos", "sentiment", "ner", "qa", and the frozen-feature probes
-# "probe_pos", "probe_sentiment" (from its "probe" task).
-LOWER_IS_BETTER = {"held_out_mlm_loss": True, "clm_perplexity": True}
+# Measurements read from the training script's own results, each with whether lower is better.
+# "held_out_mlm_loss": run_pretraining's held-out masked-LM loss (fixed masks, at the rate the row's
+# arms share). "clm_perplexity": run_clm's held-out perplexity with the arm's memory. run_translation
+# on the validation pairs: "seq2seq_loss" (label-smoothed cross-entropy per target token, the
+# config's smoothing), "seq2seq_exact_match" (% of sources whose greedy generation equals the target)
+# and "seq2seq_token_error_rate" (% edit distance / reference tokens; G2P: the phoneme error rate).
+# Harness tasks (examples/evaluate_pretraining.py, test split, higher is better): "pos",
+# "sentiment", "ner", "qa", and the frozen-feature probes "probe_pos", "probe_sentiment" (from its
+# "probe" task).
+LOWER_IS_BETTER = {"held_out_mlm_loss": True, "clm_perplexity": True, "seq2seq_loss": True,
+                   "seq2seq_exact_match": False, "seq2seq_token_error_rate": True}
 HARNESS_MEASURES = {"pos": "pos", "sentiment": "sentiment", "ner": "ner", "qa": "qa",
                     "probe_pos": "probe", "probe_sentiment": "probe"}  # measure -> the harness task giving it
 MEASURES = tuple(LOWER_IS_BETTER) + tuple(HARNESS_MEASURES)
@@ -30,6 +35,9 @@ MEASURES = tuple(LOWER_IS_BETTER) + tuple(HARNESS_MEASURES)
 TOKENIZER_FLAGS = ("--tokenizer_name", "--tokenizer_kind", "--vocab_size", "--corpus", "--max_documents",
                    "--dataset_name", "--dataset_config_name", "--train_file", "--max_seq_length")
 BUDGETS = ("minutes", "flops", "steps")  # what the arms of a row are held equal on
+# The training scripts an arm can run (examples/<script>.py): encoders' pretraining, causal LMs
+# (Transformer-XL's segment recurrence) and encoder-decoders on translation pairs (the G2P task).
+SCRIPTS = ("run_pretraining", "run_clm", "run_translation")
 RELATIONS = ("better", "at_least", "equal")
 
 
@@ -42,7 +50,8 @@ class Arm:
         model: a `modeling_configs/` name trained from scratch.
         argv: the training script's flags beyond the shared ones (objective, masking, ...).
         config_overrides: `--config_overrides` fields (architecture ablations).
-        script: "run_pretraining" or "run_clm" (Transformer-XL's segment recurrence).
+        script: one of `SCRIPTS`: "run_pretraining", "run_clm" (Transformer-XL's segment recurrence) or
+            "run_translation" (the original Transformer on the G2P pairs).
         step_rate: this arm's steps per minute as a fraction of a mini's, where it differs from its
             row's (an equal-minutes arm that is slower per step gets a schedule it can finish).
     """
@@ -123,8 +132,11 @@ class Row:
         for rate in [self.step_rate] + [arm.step_rate for arm in self.arms if arm.step_rate is not None]:
             if not 0 < rate <= 1:
                 raise ValueError(f"row {self.name!r}: step_rate must be in (0, 1], got {rate}")
-        if any(arm.script not in ("run_pretraining", "run_clm") for arm in self.arms):
-            raise ValueError(f"row {self.name!r}: an arm's script is neither run_pretraining nor run_clm")
+        scripts = [arm.script for arm in self.arms if arm.script not in SCRIPTS]
+        if scripts:
+            raise ValueError(f"row {self.name!r}: unknown script(s) {scripts}; scripts: {SCRIPTS}")
+        if self.budget == "flops" and any(arm.script != "run_pretraining" for arm in self.arms):
+            raise ValueError(f"row {self.name!r}: an equal-FLOPs budget needs run_pretraining arms (--flop_budget)")
 
 
 @dataclass(frozen=True)
@@ -150,7 +162,8 @@ class StudySize:
 # "0.06", "--mlm_probability", "0.4", "--eval_mlm_probability", "0.15"; zoo.ZOO_SETTINGS,
 # docs/pretraining.md). An arm that varies one of them (the masking-rate row's --mlm_probability,
 # the layer-norm row's learning rate and warm-up) sets it itself, and its flag, given later, wins.
-# Not given to run_clm arms (Transformer-XL), whose script has its own defaults.
+# Not given to run_clm arms (Transformer-XL) nor run_translation arms (the original Transformer),
+# whose scripts have their own settings.
 #
 # Set from the session-13 pilot (docs/replication.md, "Study settings"): no arm of <= 15 minutes on one
 # thread leaves the unigram plateau (bert-mini at 40% masking did after ~1,500 steps, 25 minutes;
@@ -193,11 +206,21 @@ EVAL_15 = ("--eval_mlm_probability", "0.15")  # rows that mask at other rates ar
 SMALL_CORPUS = ("--max_documents", "250")
 
 
+# The G2P runs' steps per minute as a fraction of a mini's (180 a minute, STUDY_SIZE at 32 x 64):
+# transformer-mini at 64 pairs a step, one thread, bf16 autocast, measured at 0.53 CPU seconds a step
+# with learned positions (113 steps a minute; the zoo's sinusoidal run: 1,300 steps in 12.6 minutes of
+# wall clock, 103 a minute). Half a mini's rate: 450 steps at 5 minutes, about 4.0-4.4 minutes.
+STEP_RATE_G2P = 0.5
+
+
 def _albert(name: str, step_rate: float | None = None, **overrides) -> Arm:
     return Arm(name, "albert-mini", config_overrides=tuple(overrides.items()), step_rate=step_rate)
 
 
 # Where the papers' text was read (the `search` tool's stored copies; see each row's `checked`).
+POSITIONS_CHECKED = ("Verified in section 3.5's text (a stored copy of the paper): 'We also experimented with using "
+                     "learned positional embeddings instead, and found that the two versions produced nearly identical "
+                     "results (see Table 3 row (E))'; the row's own numbers were not in the stored excerpt.")
 STACKEXCHANGE_ROBERTA = "datascience.stackexchange.com/questions/97310 and /76872, which quote RoBERTa sections 4.1-4.2"
 ROWS: tuple[Row, ...] = (
     Row("static-vs-dynamic-masking",
@@ -388,11 +411,31 @@ ROWS: tuple[Row, ...] = (
              "embeddings initialised at std 0.02 (norm about 0.23), so after the embedding LayerNorm the token "
              "carries about 3% of the vector (its random twin fine-tunes POS to 18.8% where the learned arm's twin "
              "reaches 71.9%); Vaswani et al. multiplied the embeddings by sqrt(d_model) (section 3.4), which this "
-             "arm does not. A fair test needs that scaling (or the row on transformer-mini, which has it): the "
-             "next step for this row.",
-        checked="Verified in section 3.5's text (a stored copy of the paper): 'We also experimented with using "
-                "learned positional embeddings instead, and found that the two versions produced nearly identical "
-                "results (see Table 3 row (E))'; the row's own numbers were not in the stored excerpt."),
+             "arm does not. The fair test, with that scaling and in the paper's own setting (an encoder-decoder "
+             "trained on translation pairs, compared on held-out loss), is the positions-translation row.",
+        checked=POSITIONS_CHECKED),
+    Row("positions-translation",
+        "Learned and sinusoidal position embeddings give nearly identical results.",
+        "Vaswani et al. 2017, section 3.5 and Table 3 row (E) (dev perplexity and BLEU of the base translation model)",
+        tuple(Arm(kind, "transformer-mini", config_overrides=(("position_embedding_type", kind),),
+                  script="run_translation") for kind in ("learned", "sinusoidal")),
+        (Prediction("sinusoidal", "equal", "learned"),),
+        ("seq2seq_loss", "seq2seq_exact_match", "seq2seq_token_error_rate"),
+        budget="steps",
+        step_rate=STEP_RATE_G2P,
+        note="The fair test of the positions row, whose encoder adds the unscaled sinusoid table to BERT-style token "
+             "embeddings of std 0.02 and so swamps them: here the paper's own setting, the original encoder-decoder "
+             "Transformer (transformer-mini: 3 + 3 layers, d_model 256, token embeddings scaled by sqrt(d_model) as "
+             "in section 3.4, label smoothing 0.1) trained on translation pairs, the offline G2P task (CMU "
+             "dictionary spelling -> phonemes) with the zoo's settings (examples/zoo_scripts.py: 64 pairs a step, "
+             "lr 1e-3 with the inverse-sqrt schedule after 200 warm-up steps, beta2 0.98). Learned positions are a "
+             "table per stack (encoder, decoder) initialised at std 0.02 and added to the scaled token embeddings "
+             "(std 0.02 x 16 = 0.32): 1/16, the ratio fairseq's learned positions start at (std d^-0.5 beside token "
+             "embeddings of std d^-0.5 scaled by sqrt(d); fairseq/modules/positional_embedding.py). Equal steps, as the paper's "
+             "table; measured on 2,000 validation pairs: the held-out loss (the paper's dev perplexity is its "
+             "exponential; label-smoothed here), greedy exact match and phoneme error rate. No random twin: no "
+             "harness, the arms are compared with each other (the untrained model's loss is in each JSON).",
+        checked=POSITIONS_CHECKED),
     Row("masking-rate",
         "For BERT-large-size models masking 40% of the tokens beats BERT's 15%; the paper finds the best rate grows "
         "with model size, so a mini may not gain.",

@@ -1,6 +1,6 @@
 """examples/replicate.py (`hf-variants replicate`): the rows table names only flags and config fields
-that exist; --quick runs two rows end to end through the real run_pretraining / run_clm and the
-harness, one JSON per (row, arm, seed) holding the run files' numbers, skipped when present; the
+that exist; --quick runs rows end to end through the real run_pretraining / run_clm / run_translation
+and the harness, one JSON per (row, arm, seed) holding the run files' numbers, skipped when present; the
 report builder computes its verdicts from hand-written JSON by the stated rule; bad arguments are
 ValueErrors naming the problem."""
 
@@ -31,12 +31,17 @@ def test_every_arm_uses_flags_and_config_fields_that_exist(row, tmp_path):
     its config overrides (the study's size included) build a valid mini config (unknown fields and
     invalid sizes raise)."""
     run_pretraining, run_clm = load_script("run_pretraining"), load_script("run_clm")
+    seq2seq, run_translation = load_script("seq2seq_support"), load_script("run_translation")
     args = replicate.parse_arguments(["--results_dir", str(tmp_path)])
     for arm in row.arms:
         argv = replicate.training_argv(row, arm, 0, args, tmp_path / arm.name)
-        script = run_clm if arm.script == "run_clm" else run_pretraining
-        arguments = script.ClmArguments if arm.script == "run_clm" else script.PretrainingArguments
-        parsed, training = run_pretraining.parse_arguments(arguments, argv)
+        if arm.script == "run_translation":  # transformers' HfArgumentParser over the script's dataclasses
+            parsed, _, training = seq2seq.support.parse_arguments(
+                run_translation.TranslationDataArguments, argv, seq2seq.Seq2SeqModelArguments,
+                seq2seq.Seq2SeqBudgetTrainingArguments)
+        else:
+            arguments = run_clm.ClmArguments if arm.script == "run_clm" else run_pretraining.PretrainingArguments
+            parsed, training = run_pretraining.parse_arguments(arguments, argv)
         assert parsed.model_name_or_path == arm.model and training.seed == 0
         config = named_config(arm.model)
         overrides = replicate.config_overrides(arm, quick=False)  # the study's size too, once it has fields
@@ -63,6 +68,35 @@ def test_budgets_become_the_scripts_flags(tmp_path):
     study = ",".join(f"{key}={value}" for key, value in rows_module.STUDY_SIZE.config)  # the study's size first
     assert replicate.config_overrides(sinusoidal, quick=False) == ",".join(filter(None, [study, "position_embedding_type=sinusoidal"]))
     assert replicate.config_overrides(sinusoidal, quick=True).endswith(",position_embedding_type=sinusoidal")
+    translation = rows["positions-translation"]  # equal steps at the G2P rate; the zoo's settings, no study ones
+    learned = replicate.training_argv(translation, translation.arm("learned"), 0, args, tmp_path)
+    assert replicate.last_flag(learned, "--max_steps") == str(round(10 * 50 * rows_module.STEP_RATE_G2P))
+    assert replicate.last_flag(learned, "--max_time") == "15" and "--recipe" not in learned
+    assert replicate.last_flag(learned, "--learning_rate") == "1e-3"  # the zoo's, not STUDY_FLAGS' (also 1e-3)
+    assert replicate.last_flag(learned, "--lr_scheduler_type") == "inverse_sqrt" and "--adam_beta2" in learned
+    assert replicate.last_flag(learned, "--dataset_name") == "hf_variants/cmudict" and "--corpus" not in learned
+    assert replicate.last_flag(learned, "--config_overrides") == "position_embedding_type=learned"  # no STUDY_SIZE
+    assert "--eval_on_start" in learned  # the untrained model's held-out loss, for the JSON
+
+
+def test_the_original_transformer_trains_and_generates_with_learned_positions():
+    """The learned arm of positions-translation: a table per stack, added to the sqrt(d)-scaled tokens."""
+    import torch
+    from transformers import AutoModelForSeq2SeqLM
+
+    config = named_config("transformer-mini")
+    config.update_from_string("position_embedding_type=learned,vocab_size=50,hidden_size=16,num_attention_heads=2,"
+                              "intermediate_size=32,num_hidden_layers=1,decoder_layers=1,max_position_embeddings=32")
+    torch.manual_seed(0)
+    model = AutoModelForSeq2SeqLM.from_config(config)
+    encoder, decoder = model.get_encoder().embeddings, model.get_decoder().embeddings
+    assert encoder.position_embeddings.weight.shape == (32, 16)
+    assert encoder.position_embeddings is not decoder.position_embeddings
+    assert encoder.scale == 4.0  # sqrt(d_model): the tokens are scaled, the learned positions are not
+    ids, labels = torch.randint(2, 50, (2, 7)), torch.randint(2, 50, (2, 5))
+    model(input_ids=ids, labels=labels).loss.backward()
+    assert encoder.position_embeddings.weight.grad.abs().sum() > 0 and decoder.position_embeddings.weight.grad.abs().sum() > 0
+    assert model.generate(ids, max_new_tokens=4).shape[0] == 2
 
 
 def test_a_row_naming_an_unknown_arm_or_measure_is_refused():
@@ -71,6 +105,14 @@ def test_a_row_naming_an_unknown_arm_or_measure_is_refused():
         Row("r", "claim", "source", arms, (Prediction("a", "better", "c"),), ("pos",)).check()
     with pytest.raises(ValueError, match="unknown measures"):
         Row("r", "claim", "source", arms, (Prediction("a", "better", "b"),), ("glue",)).check()
+    with pytest.raises(ValueError, match="unknown script"):
+        Row("r", "claim", "source", (arms[0], Arm("b", "bert-mini", script="run_glue")),
+            (Prediction("a", "better", "b"),), ("pos",)).check()
+    translation = (Arm("a", "transformer-mini", script="run_translation"), Arm("b", "transformer-mini",
+                                                                                 script="run_translation"))
+    with pytest.raises(ValueError, match="equal-FLOPs budget needs run_pretraining"):  # no --flop_budget there
+        Row("r", "claim", "source", translation, (Prediction("a", "equal", "b"),), ("seq2seq_loss",),
+            budget="flops").check()
 
 
 # ------------------------------------------------------------------------------------- arguments
@@ -219,6 +261,33 @@ def test_quick_runs_rows_end_to_end_and_skips_what_is_done(tmp_path):
     stamp = os.stat(results / "masking-rate" / "mask-0.15-seed0.json").st_mtime_ns
     again = replicate.main(argv)  # everything present: nothing re-run, the report rebuilt
     assert again["results"] == {} and os.stat(results / "masking-rate" / "mask-0.15-seed0.json").st_mtime_ns == stamp
+
+
+@pytest.mark.slow
+def test_quick_runs_the_translation_row_from_its_own_results(tmp_path):
+    """positions-translation: run_translation's all_results.json after training and its step-0 evaluation
+    (the untrained model) become the JSON; each arm's model has its position type; no harness, no twin."""
+    results, runs = tmp_path / "results", tmp_path / "runs"
+    outcome = replicate.main(["--quick", "--rows", "positions-translation", "--seeds", "0", "--results_dir",
+                              str(results), "--output_dir", str(runs)])
+    assert set(outcome["results"]) == {f"positions-translation/{arm}-seed0.json" for arm in ("learned", "sinusoidal")}
+    for key, record in outcome["results"].items():
+        assert json.loads((results / key).read_text()) == record and record["script"] == "examples/run_translation.py"
+        run_dir = runs / "positions-translation" / f"{record['arm']}-seed0"
+        assert json.loads((run_dir / "config.json").read_text())["position_embedding_type"] == record["arm"]
+        after = json.loads((run_dir / "all_results.json").read_text())
+        assert record["metrics"] == {"seq2seq_loss": after["eval_loss"], "seq2seq_exact_match": after["eval_exact_match"],
+                                     "seq2seq_token_error_rate": after["eval_token_error_rate"]}
+        state = json.loads((run_dir / "trainer_state.json").read_text())
+        step_zero = next(entry for entry in state["log_history"] if entry["step"] == 0 and "eval_loss" in entry)
+        assert record["held_out"]["before"]["eval_loss"] == step_zero["eval_loss"] != after["eval_loss"]
+        assert record["held_out"]["after"]["perplexity"] == pytest.approx(2.718281828 ** after["eval_loss"])
+        assert record["training"]["global_step"] == state["global_step"] == 3
+        assert record["training"]["examples_seen"] == 3 * state["train_batch_size"]
+        assert record["random_twin"] == {} and "evaluation" not in record and record["study"]["applied"] is False
+    report = Path(outcome["report"]).read_text()
+    assert "| learned | transformer-mini | `position_embedding_type=learned` |" in report
+    assert "held-out loss (label-smoothed)" in report and (results / "positions-translation.png").is_file()
 
 
 def test_the_harness_quick_qa_schedule_fits_its_windows():

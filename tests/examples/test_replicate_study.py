@@ -126,6 +126,13 @@ def test_estimate_counts_one_twin_per_group_and_states_the_target(capsys, tmp_pa
     assert "within 6 hours of the 2 cores (12 core-hours)" in text and "within it" in text
 
 
+def test_estimate_of_a_row_without_harness_counts_its_script_setup(capsys, tmp_path):
+    replicate.main(["--estimate", "--rows", "positions-translation", "--arm_minutes", "5", "--seeds", "0",
+                    "--results_dir", str(tmp_path / "none")])
+    per_seed = 2 * (5 + report_module.SETUP_MINUTES["run_translation"])  # no harness, no twin
+    assert f"| positions-translation | 2 | 0 | - | {per_seed:.0f} | {per_seed / 60:.1f} |" in capsys.readouterr().out
+
+
 def test_estimate_uses_the_measured_harness_and_setup_times(tmp_path):
     measured = {"row": "nsp", "arm": "with-nsp", "seed": 0, "quick": False, "script": "examples/run_pretraining.py",
                 "training": {"train_minutes": 10.0}, "wall_minutes": 18.0,
