@@ -162,10 +162,8 @@ def script_settings(arm: Arm, args: argparse.Namespace) -> list[str]:
         return (["--recipe", recipe] if recipe else []) + list(STUDY_FLAGS) + list(STUDY_SIZE.flags())
     if arm.script == "run_clm":
         return ["--per_device_train_batch_size", "16", "--max_eval_tokens", CLM_EVAL_TOKENS, "--num_samples", "0"]
-    settings = list((QUICK_SETTINGS if args.quick else SCRIPT_SETTINGS)["seq2seq"]) + ["--eval_on_start"]
-    if args.bf16 and not torch.accelerator.is_available():
-        settings.append("--use_cpu")  # Trainer's CPU autocast needs it (run_pretraining sets it itself)
-    return settings
+    # --bf16 needs no --use_cpu on a CPU-only machine: every script defaults to it there (trainer_argument_defaults).
+    return list((QUICK_SETTINGS if args.quick else SCRIPT_SETTINGS)["seq2seq"]) + ["--eval_on_start"]
 
 
 # Each script's training text after the arm's flags: (--quick, the study's). run_translation's data
