@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -148,7 +147,7 @@ def parse_arguments(
     parser.set_defaults(**defaults)
     argv = list(sys.argv[1:] if argv is None else argv)
     if len(argv) == 1 and argv[0].endswith(".json"):
-        arguments = json.loads(Path(os.path.abspath(argv[0])).read_text(encoding="utf-8"))
+        arguments = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
         parsed = parser.parse_dict({**defaults, **arguments})
     else:
         parsed = parser.parse_args_into_dataclasses(args=argv)

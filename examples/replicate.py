@@ -132,7 +132,7 @@ def recipe_name(model: str) -> str | None:
 def config_overrides(arm: Arm, quick: bool) -> str | None:
     """--config_overrides: the study's size (`STUDY_SIZE`, run_pretraining arms) first, then with --quick
     the family's tiny sizes, the arm's ablation fields last (a later field wins)."""
-    fields: dict[str, object] = dict(STUDY_SIZE.config) if arm.script == "run_pretraining" else {}
+    fields: dict[str, object] = dict(STUDY_SIZE.config) if arm.takes_study_settings else {}
     if quick:
         fields.update(quick_config_fields(spec_for(named_config(arm.model).model_type).tiny_config))
     fields.update(dict(arm.config_overrides))
@@ -157,7 +157,7 @@ def script_settings(arm: Arm, args: argparse.Namespace) -> list[str]:
     `STUDY_SIZE`); run_clm segments of 16 x 64 as the README's runs; run_translation the zoo's G2P
     run (data, 64 pairs a step, the "Noam" schedule; --quick its few pairs) with the untrained model
     scored at step 0 (--eval_on_start: the held-out loss before training, in the JSON)."""
-    if arm.script == "run_pretraining":
+    if arm.takes_study_settings:  # run_pretraining
         recipe = recipe_name(arm.model)
         return (["--recipe", recipe] if recipe else []) + list(STUDY_FLAGS) + list(STUDY_SIZE.flags())
     if arm.script == "run_clm":
@@ -244,7 +244,7 @@ def shared_twin(row: Row, arm: Arm, seed: int, key: dict, results_dir: Path) -> 
 def study_settings(arm: Arm) -> dict:
     """The study's shared settings this arm got (recorded in its JSON; run_clm and run_translation arms
     get none)."""
-    applied = arm.script == "run_pretraining"
+    applied = arm.takes_study_settings
     return {"applied": applied, "flags": list(STUDY_FLAGS) if applied else [],
             "config": dict(STUDY_SIZE.config) if applied else {},
             "max_seq_length": STUDY_SIZE.max_seq_length if applied else None}

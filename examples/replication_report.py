@@ -212,7 +212,7 @@ def _arm_groups(row: Row) -> list[list[str]]:
     flags = tuple(STUDY_FLAGS) + STUDY_SIZE.flags()
     groups: dict[tuple, list[str]] = {}
     for arm in row.arms:
-        groups.setdefault(twin_group(arm, flags if arm.script == "run_pretraining" else ()), []).append(arm.name)
+        groups.setdefault(twin_group(arm, flags if arm.takes_study_settings else ()), []).append(arm.name)
     return list(groups.values())
 
 

@@ -63,6 +63,12 @@ class Arm:
     script: str = "run_pretraining"
     step_rate: float | None = None
 
+    @property
+    def takes_study_settings(self) -> bool:
+        """Whether the study's shared settings (`STUDY_FLAGS`, `STUDY_SIZE`) apply: run_pretraining
+        arms only; run_clm and run_translation have defaults of their own."""
+        return self.script == "run_pretraining"
+
 
 @dataclass(frozen=True)
 class Prediction:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import torch
 from transformers import Seq2SeqTrainer, Trainer, TrainingArguments
 from transformers.training_args import OptimizerNames
 
@@ -101,8 +102,6 @@ def trainer_argument_defaults() -> dict:
     has no accelerator: training runs on the CPU there either way, and the flag is what lets
     ``--bf16`` mean CPU autocast (without it the Trainer refuses ``--bf16`` on a CPU-only machine),
     so a script called with ``--bf16`` needs no machine-dependent flag from its caller."""
-    import torch  # the accelerator probe; kept local as the module's other users need no torch
-
     return {"use_cpu": not torch.accelerator.is_available()}
 
 
