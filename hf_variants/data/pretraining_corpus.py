@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import datasets
+from filelock import FileLock
 
 from . import fetch as fetch_module
 from .corpora import Document, austen_documents, lee_documents, movie_review_documents, wikipedia_documents
@@ -161,6 +162,15 @@ def _pruned_package_tree(source: DocSource, root: Path | None) -> Path:
     """The unpacked package with only the files ``source`` reads (and copyright files) kept:
     documentation packages are mostly images, API pages and translations we never read (2.1 GB
     unpacked, ~0.3 GB pruned). A tree pruned for a different selection is fetched again."""
+    # One process at a time per package: another one pruning or replacing the tree while this one
+    # reads it would make files vanish under the reader (two runs started together).
+    tree_root = Path(root) if root is not None else fetch_module.cache_dir()
+    (tree_root / "debian").mkdir(parents=True, exist_ok=True)
+    with FileLock(str(tree_root / "debian" / f"{source.package}.lock")):
+        return _prune_package_tree(source, root)
+
+
+def _prune_package_tree(source: DocSource, root: Path | None) -> Path:
     tree = fetch_debian_package(source.package, root)
     stamp = tree / ".pruned"
     selection = json.dumps([source.kind, list(source.include), source.exclude])
@@ -284,10 +294,14 @@ def load_pretraining_corpus(cache_dir: str | Path | None = None, sources: Sequen
     >= 1), in a fixed shuffled order; the validation split is never repeated.
     """
     target = corpus_path(cache_dir, sources, validation_fraction)
-    if (target / "dataset_dict.json").exists():
-        corpus = datasets.DatasetDict.load_from_disk(str(target))
-    else:
-        corpus = build_pretraining_corpus(cache_dir, sources, validation_fraction)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # Processes started together (two runs, or DDP ranks) build it once: the others wait here,
+    # then read the saved copy.
+    with FileLock(str(target.with_name(target.name + ".lock"))):
+        if (target / "dataset_dict.json").exists():
+            corpus = datasets.DatasetDict.load_from_disk(str(target))
+        else:
+            corpus = build_pretraining_corpus(cache_dir, sources, validation_fraction)
     return upsample_sources(corpus, upsample) if upsample else corpus
 
 

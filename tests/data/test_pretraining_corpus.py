@@ -4,6 +4,7 @@ document-level split, the Arrow cache, and (slow) a real fetch of a small Debian
 from __future__ import annotations
 
 import shutil
+import threading
 
 import datasets
 import pytest
@@ -263,6 +264,25 @@ def test_a_small_build_is_split_by_document_saved_as_arrow_and_reused(tmp_path, 
     again = load_pretraining_corpus(tmp_path, sources=["lee", "wikipedia"], validation_fraction=0.1)
     assert list(again["validation"]["text"]) == list(corpus["validation"]["text"])
 
+
+def test_a_second_process_waits_for_the_build_and_reads_it(tmp_path):
+    # Two runs started together must not build into (or prune) the same folders at once: while
+    # the build lock is held, a load waits; then it reads the finished build.
+    from filelock import FileLock
+
+    target = pretraining_corpus.corpus_path(tmp_path, ["lee"], 0.1)
+    target.parent.mkdir(parents=True)
+    loaded = {}
+    waiter = threading.Thread(target=lambda: loaded.update(corpus=load_pretraining_corpus(tmp_path, ["lee"], 0.1)))
+    with FileLock(str(target.with_name(target.name + ".lock"))):
+        waiter.start()
+        waiter.join(timeout=2.0)
+        assert waiter.is_alive() and not loaded  # blocked on the lock, nothing built yet
+        assert not target.exists()
+    waiter.join(timeout=120)
+    assert not waiter.is_alive() and (target / "dataset_dict.json").exists()
+    stats = pretraining_corpus.pretraining_corpus_stats(tmp_path, ["lee"], 0.1)
+    assert loaded["corpus"]["train"].num_rows == stats["train_documents"] > 200  # of lee's 300 articles
 
 def test_the_built_default_corpus_loads_if_it_is_cached():
     path = pretraining_corpus.corpus_path()
