@@ -12,12 +12,10 @@ session (docs/ecosystem.md, "Beyond one device").
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from launch import TWO_PROCESS_LAUNCH, assert_succeeded, run_processes
 
 from hf_variants.registry import SPECS
 
@@ -28,13 +26,7 @@ WORKER = Path(__file__).resolve().parent / "fsdp_worker.py"
 
 def test_every_variant_trains_sharded_per_layer_with_unsharded_gradients(tmp_path):
     report_path = tmp_path / "report.json"
-    command = [
-        sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-        "--mixed_precision", "no", "--dynamo_backend", "no", str(WORKER), str(report_path),
-    ]  # fmt: skip
-    environment = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    completed = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=400)
-    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-5000:]
+    assert_succeeded(run_processes(TWO_PROCESS_LAUNCH + [str(WORKER), str(report_path)]))
     report = json.loads(report_path.read_text())
     assert report.pop("world_size") == 2
     assert {name.split("-")[0] for name in report} == {spec.name for spec in SPECS.values()}

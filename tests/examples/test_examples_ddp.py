@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 
 import pytest
 
 from hf_variants import BertForSequenceClassification
 from hf_variants.data import load_named_dataset
+from launch import TWO_PROCESS_LAUNCH, assert_succeeded, run_processes
 from test_examples_processing import EXAMPLES_DIR, MINILM, common_args, label_names_as_text, load_script, shuffled_rows, write_json_lines
 
 pytestmark = pytest.mark.slow
@@ -30,16 +28,14 @@ def test_two_process_training_and_evaluation_match_a_single_process(tmp_path):
         tmp_path / "validation.jsonl", label_names_as_text(shuffled_rows(reviews["validation"], EVAL_EXAMPLES), "label", names)
     )
     ddp_dir, single_dir = tmp_path / "ddp", tmp_path / "single"
-    command = [
-        sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-        "--mixed_precision", "no", "--dynamo_backend", "no", str(EXAMPLES_DIR / "run_glue.py"),
+    command = TWO_PROCESS_LAUNCH + [
+        str(EXAMPLES_DIR / "run_glue.py"),
         "--model_name_or_path", "bert-tiny", "--tokenizer_name", MINILM, "--train_file", train, "--validation_file", validation,
         "--do_train", "--do_eval", "--max_seq_length", "64", "--per_device_train_batch_size", "8", "--per_device_eval_batch_size", "8",
         "--max_steps", "4", "--logging_steps", "1", "--save_strategy", "no", "--seed", "0", "--ddp_find_unused_parameters", "false",
     ] + common_args(ddp_dir)  # fmt: skip
-    environment = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    completed = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=400)
-    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-5000:]
+    completed = run_processes(command)
+    assert_succeeded(completed)
     assert "process rank 1 of 2" in completed.stdout + completed.stderr
 
     ddp = json.loads((ddp_dir / "all_results.json").read_text())

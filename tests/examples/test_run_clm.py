@@ -8,9 +8,6 @@ Transformer-XL keeps each process's segments in order."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +21,7 @@ from hf_variants import GPTConfig, GPTLMHeadModel, TransfoXLConfig, TransfoXLLMH
 from hf_variants.objectives import DataCollatorForPackedCausalLM, SegmentStreamDataset
 from hf_variants.registry import SPECS
 from example_scripts import load_example_script
+from launch import TWO_PROCESS_LAUNCH, assert_succeeded, run_processes
 from paths import EXAMPLES_DIR
 
 SCRIPT = EXAMPLES_DIR / "run_clm.py"
@@ -210,13 +208,9 @@ def test_bad_arguments_are_refused(tmp_path):
 def test_two_process_ddp_transfo_xl_keeps_each_process_segments_in_order(tmp_path):
     """accelerate launch, 2 processes (gloo on CPU): each process owns its streams; the trainer
     raises if a batch does not continue the previous one, so finishing proves the order."""
-    command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-               "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", str(SCRIPT),
-               "--model_name_or_path", "transfo-xl-mini", *COMMON, "--max_steps", "6", "--use_cpu", "true",
+    command = TWO_PROCESS_LAUNCH + [str(SCRIPT), "--model_name_or_path", "transfo-xl-mini", *COMMON, "--max_steps", "6", "--use_cpu", "true",
                "--ddp_find_unused_parameters", "false", "--output_dir", str(tmp_path / "ddp")]
-    environment = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    completed = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=400)
-    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-5000:]
+    assert_succeeded(run_processes(command))
     results = json.loads((tmp_path / "ddp" / "eval_results.json").read_text())
     assert results["world_size"] == 2 and results["global_step"] == 6
     assert results["after_training"]["perplexity"] < results["before_training"]["perplexity"]

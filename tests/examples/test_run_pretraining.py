@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 
 import pytest
 import torch
@@ -15,6 +14,7 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 import hf_variants  # noqa: F401  (registers the model types)
 from example_scripts import load_example_script
+from launch import TWO_PROCESS_LAUNCH, assert_succeeded, run_processes
 from paths import EXAMPLES_DIR
 
 SCRIPT = EXAMPLES_DIR / "run_pretraining.py"
@@ -116,16 +116,11 @@ def test_electra_pretrains_generator_and_discriminator_and_both_losses_fall(tmp_
 @pytest.mark.slow
 def test_two_process_ddp_pretraining_shares_one_trained_tokenizer(tmp_path):
     """accelerate launch with 2 processes (gloo on CPU): both ranks use the tokenizer rank 0 trained."""
-    import os
-    import subprocess
-
-    command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-               "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", str(SCRIPT)]
+    command = TWO_PROCESS_LAUNCH + [str(SCRIPT)]
     command += COMMON + ["--max_steps", "2", "--save_steps", "100", "--use_cpu", "true",
                          "--ddp_find_unused_parameters", "true", "--output_dir", str(tmp_path / "ddp")]
-    environment = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    completed = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=400)
-    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-5000:]
+    completed = run_processes(command)
+    assert_succeeded(completed)
     results = json.loads((tmp_path / "ddp" / "eval_results.json").read_text())
     assert results["world_size"] == 2 and results["global_step"] == 2 and results["after_training"]["mlm_loss"] > 0
     digests = re.findall(r"process (\d) of 2: tokenizer vocabulary digest (\w+)", completed.stdout + completed.stderr)

@@ -11,7 +11,6 @@ learning rates and final weights (bit for bit); single process and 2-process DDP
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -24,10 +23,9 @@ from hf_variants.hub.checkpoints import checkpoint_folders
 
 pytestmark = pytest.mark.slow
 
-from paths import COMMON_DIR, EXAMPLES_DIR, REPO_ROOT
+from launch import TWO_PROCESS_LAUNCH, run_processes
+from paths import COMMON_DIR, EXAMPLES_DIR
 MAX_STEPS, SAVE_STEPS = 8, 2
-LAUNCH_DDP = ["-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-              "--mixed_precision", "no", "--dynamo_backend", "no"]
 COMMON = ["--max_steps", str(MAX_STEPS), "--save_steps", str(SAVE_STEPS), "--logging_steps", "1",
           "--per_device_train_batch_size", "4", "--max_seq_length", "32", "--seed", "0", "--use_cpu", "true",
           "--report_to", "none", "--disable_tqdm", "true"]
@@ -69,12 +67,10 @@ def script_arguments(script: str, glue_train_file: str, tokenizer: str | None) -
 
 
 def run(script: str, processes: int, crash: str, output_dir: Path, arguments: list[str]) -> subprocess.CompletedProcess:
-    launcher = [sys.executable] + (LAUNCH_DDP if processes == 2 else [])
+    launcher = TWO_PROCESS_LAUNCH if processes == 2 else [sys.executable]
     command = launcher + [str(COMMON_DIR / "crash_points.py"), crash, str(EXAMPLES_DIR / f"{script}.py")]
     command += arguments + COMMON + ["--output_dir", str(output_dir)]
-    environment = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-                   "PYTHONPATH": str(REPO_ROOT)}
-    return subprocess.run(command, env=environment, capture_output=True, text=True, timeout=400)
+    return run_processes(command)
 
 
 def logged_steps(output_dir: Path) -> list[dict]:
