@@ -331,8 +331,8 @@ ROWS: tuple[Row, ...] = (
              "its discriminator has not left its trivial solution. Its held-out loss went 0.412 -> 0.389 and its "
              "accuracy 85.6 -> 86.5% in ~720 steps, within 0.01 nats of a constant prediction at the replaced-token "
              "rate that accuracy implies (13.5%: 0.397 nats), so the RTD loss has sent its encoder almost no signal "
-             "about context yet; MLM's held-out loss (6.25) is 0.40 nats under the unigram floor of its tokenizer "
-             "(6.65, examples/unigram_baseline.py, docs/replication_diagnostics/unigram-bert-mini.json). The paper's claim is "
+             "about context yet; MLM's held-out loss (6.25) is 0.39 nats under the unigram floor of its tokenizer "
+             "(6.64, benchmarks/unigram_baseline.py, docs/replication_diagnostics/unigram-bert-mini.json). The paper's claim is "
              "about what the discriminator learns once it leaves that solution, which this budget does not reach.",
         checked="The abstract verified (huggingface.co/transformers/v2.8.0/model_doc/electra.html quotes it): "
                 "replaced token detection 'is more efficient than MLM because the task is defined over all input "
@@ -375,8 +375,8 @@ ROWS: tuple[Row, ...] = (
         ("held_out_mlm_loss", "pos"),
         note="albert-mini at the study size (H = 128, E = 128), the four sharing modes of modeling_albert's "
              "layer_sharing. Measured (session 15, 3 seeds, 900 steps each, none stopped by the cap): the held-out "
-             "loss is the same for every mode (6.619-6.627, seed spread 0.01), 0.24 nats under the unigram floor of "
-             "the tokenizer (6.86, examples/unigram_baseline.py, docs/replication_diagnostics/unigram-albert-mini.json). The "
+             "loss is the same for every mode (6.619-6.627, seed spread 0.01), 0.25 nats under the unigram floor of "
+             "the tokenizer (6.87, benchmarks/unigram_baseline.py, docs/replication_diagnostics/unigram-albert-mini.json). The "
              "models have learned token frequencies and little context, which the embeddings and output bias carry "
              "whatever the layers share; sharing can only cost once the layers carry context, so the 'not at this "
              "scale' verdicts say the comparison comes too early, and the two 'held' (attention >= none) are ties. "
