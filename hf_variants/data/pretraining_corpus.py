@@ -108,6 +108,11 @@ def deduplicate(documents: Iterable[tuple[str, list[str]]], stats: dict[str, dic
         yield source, text
 
 
+def _cache_root(root: str | Path | None) -> Path:
+    """``root``, or the data cache (``hf_variants.data.cache_dir()``) when it is None."""
+    return Path(root) if root is not None else fetch_module.cache_dir()
+
+
 def fetch_debian_package(package: str, root: Path | None = None) -> Path:
     """The unpacked files of a Debian package (``apt-get download`` + ``dpkg -x``, once).
 
@@ -115,7 +120,7 @@ def fetch_debian_package(package: str, root: Path | None = None) -> Path:
     placed in ``<root>/downloads/`` (fetched by hand elsewhere) is used instead of downloading.
     Raises RuntimeError naming the package and the command to run when it cannot be fetched.
     """
-    root = Path(root) if root is not None else fetch_module.cache_dir()
+    root = _cache_root(root)
     target = root / "debian" / package
     marker = target / ".unpacked"
     if marker.exists():
@@ -164,9 +169,9 @@ def _pruned_package_tree(source: DocSource, root: Path | None) -> Path:
     unpacked, ~0.3 GB pruned). A tree pruned for a different selection is fetched again."""
     # One process at a time per package: another one pruning or replacing the tree while this one
     # reads it would make files vanish under the reader (two runs started together).
-    tree_root = Path(root) if root is not None else fetch_module.cache_dir()
-    (tree_root / "debian").mkdir(parents=True, exist_ok=True)
-    with FileLock(str(tree_root / "debian" / f"{source.package}.lock")):
+    packages = _cache_root(root) / "debian"
+    packages.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(packages / f"{source.package}.lock")):
         return _prune_package_tree(source, root)
 
 
@@ -226,7 +231,7 @@ def corpus_path(cache_dir: str | Path | None = None, sources: Sequence[str] | No
     """Where the corpus for these sources is (or will be) saved: one folder per version, source
     list and validation fraction, so changing any of them never reads a stale build."""
     names = _check_sources(sources)
-    root = Path(cache_dir) if cache_dir is not None else fetch_module.cache_dir()
+    root = _cache_root(cache_dir)
     key = hashlib.sha1(json.dumps([CORPUS_VERSION, names, validation_fraction]).encode()).hexdigest()[:10]
     return root / "pretraining_corpus" / f"v{CORPUS_VERSION}-{key}"
 

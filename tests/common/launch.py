@@ -13,7 +13,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import pytest
 
@@ -26,12 +26,11 @@ TWO_PROCESS_LAUNCH = [
 OFFLINE_ONE_THREAD = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "PYTHONPATH": str(REPO_ROOT)}
 
 
-def run_processes(command: Sequence[str], timeout: float = 400, environment: Mapping[str, str] | None = None
-                  ) -> subprocess.CompletedProcess:
+def run_processes(command: Sequence[str], timeout: float = 400) -> subprocess.CompletedProcess:
     """Run ``command`` (e.g. ``TWO_PROCESS_LAUNCH + [script, *arguments]``) to its end and return
     its exit code and output. Past ``timeout`` seconds the whole process group is killed and the
     test fails with the output's tail."""
-    process = subprocess.Popen(list(command), env={**os.environ, **OFFLINE_ONE_THREAD, **(environment or {})},
+    process = subprocess.Popen(list(command), env={**os.environ, **OFFLINE_ONE_THREAD},
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         stdout, stderr = process.communicate(timeout=timeout)

@@ -284,6 +284,7 @@ def test_a_second_process_waits_for_the_build_and_reads_it(tmp_path):
     stats = pretraining_corpus.pretraining_corpus_stats(tmp_path, ["lee"], 0.1)
     assert loaded["corpus"]["train"].num_rows == stats["train_documents"] > 200  # of lee's 300 articles
 
+
 def test_the_built_default_corpus_loads_if_it_is_cached():
     path = pretraining_corpus.corpus_path()
     if not (path / "dataset_dict.json").exists():

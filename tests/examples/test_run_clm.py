@@ -208,8 +208,9 @@ def test_bad_arguments_are_refused(tmp_path):
 def test_two_process_ddp_transfo_xl_keeps_each_process_segments_in_order(tmp_path):
     """accelerate launch, 2 processes (gloo on CPU): each process owns its streams; the trainer
     raises if a batch does not continue the previous one, so finishing proves the order."""
-    command = TWO_PROCESS_LAUNCH + [str(SCRIPT), "--model_name_or_path", "transfo-xl-mini", *COMMON, "--max_steps", "6", "--use_cpu", "true",
-               "--ddp_find_unused_parameters", "false", "--output_dir", str(tmp_path / "ddp")]
+    command = TWO_PROCESS_LAUNCH + [str(SCRIPT), "--model_name_or_path", "transfo-xl-mini", *COMMON, "--max_steps", "6",
+                                    "--use_cpu", "true", "--ddp_find_unused_parameters", "false",
+                                    "--output_dir", str(tmp_path / "ddp")]
     assert_succeeded(run_processes(command))
     results = json.loads((tmp_path / "ddp" / "eval_results.json").read_text())
     assert results["world_size"] == 2 and results["global_step"] == 6

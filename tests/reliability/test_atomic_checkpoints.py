@@ -11,7 +11,6 @@ import json
 import logging
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from hf_variants.hub.atomic import is_staging_name
 from hf_variants.hub.trainer import CheckpointSafeTrainer
 from hf_variants.hub.checkpoints import checkpoint_problems, last_complete_checkpoint, resolve_checkpoint
 
+from launch import assert_succeeded, run_processes
 from paths import COMMON_DIR, REPO_ROOT as ROOT
 
 
@@ -202,13 +202,11 @@ def test_kill_9_while_writing_a_checkpoint_leaves_the_output_folder_usable(tmp_p
                "--model_name_or_path", "bert-tiny", "--tokenizer_name", MINILM, "--train_file", train, "--do_train",
                "--max_seq_length", "32", "--per_device_train_batch_size", "4", "--max_steps", "4", "--save_steps", "2",
                "--seed", "0", "--use_cpu", "--report_to", "none", "--disable_tqdm", "true", "--output_dir", str(output_dir)]  # fmt: skip
-    environment = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    killed = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=300)
+    killed = run_processes(command, timeout=300)
     assert killed.returncode == -9, killed.stderr[-3000:]
     assert not (output_dir / "checkpoint-2").exists()  # the half-written checkpoint never took the name
     command[2] = "none"
-    again = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=300)
-    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert_succeeded(run_processes(command, timeout=300))
     assert json.loads((output_dir / "train_results.json").read_text())["train_samples"] == 24
     assert last_complete_checkpoint(output_dir) == str(output_dir.resolve() / "checkpoint-4")
     assert staging_leftovers(output_dir) == []
