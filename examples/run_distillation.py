@@ -24,7 +24,7 @@ sentences, mostly unlabeled: examples without a label have only the KL term) ins
 After training, ``--do_eval`` scores student and teacher on the same held-out sentences, each
 through its own tokenizer, and times both (same batch size, same threads): ``eval_accuracy`` /
 ``teacher_eval_accuracy`` and ``eval_speedup`` (teacher seconds / student seconds) in
-distillation_results.json.
+distillation_results.json; ``--do_predict`` the same on the test split (``test_accuracy`` ...).
 
     python examples/run_distillation.py --teacher_model_name_or_path runs/minilm-rt \\
         --model_name_or_path runs/minilm-rt --student_num_layers 2 --dataset_name hf_variants/rt_polarity \\
@@ -60,6 +60,7 @@ from hf_variants.distillation import (  # noqa: E402
 )
 from hf_variants.metrics import accuracy  # noqa: E402
 
+SCORED_SPLITS = {"validation": "eval", "test": "test"}  # split -> metric prefix (--do_eval, --do_predict)
 LAYER_KEY = re.compile(r"(^|\.)layers\.(\d+)\.")  # the stacked layers' state-dict keys (encoder.layers.<i>.)
 
 
@@ -171,18 +172,40 @@ def training_labels(dataset: datasets.Dataset, column: str, label2id: dict[str, 
     return support.encode_labels(dataset, column, label2id, "train", hidden_label=-1)
 
 
+def score_student_and_teacher(
+    trainer, teacher, student_features: datasets.Dataset, teacher_features: datasets.Dataset, teacher_tokenizer, prefix: str
+) -> dict[str, float]:
+    """Accuracy of student and teacher on the same sentences (each through its own tokenizer, same
+    batch size, same threads) and the seconds each spends in its forwards."""
+    loader = trainer.get_eval_dataloader(student_features)
+    teacher_loader = torch.utils.data.DataLoader(
+        teacher_features, batch_size=trainer.args.per_device_eval_batch_size, collate_fn=DataCollatorWithPadding(teacher_tokenizer)
+    )
+    references = np.array(student_features["labels"])
+    student_predictions, student_seconds = timed_predictions(trainer.model, loader)
+    teacher_predictions, teacher_seconds = timed_predictions(teacher, teacher_loader)
+    return {
+        f"{prefix}_accuracy": accuracy(student_predictions, references),
+        f"teacher_{prefix}_accuracy": accuracy(teacher_predictions, references),
+        f"{prefix}_student_seconds": student_seconds,
+        f"{prefix}_teacher_seconds": teacher_seconds,
+        f"{prefix}_speedup": teacher_seconds / student_seconds,
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> dict:
     model_args, data_args, training_args = support.start(DistillationDataArguments, argv, DistillationModelArguments)
     text, label = data_args.text_column_name, data_args.label_column_name
     raw = support.load_raw_datasets(data_args, model_args)
-    splits = support.select_splits(raw, data_args, training_args, ("validation",), ())
+    splits = support.select_splits(raw, data_args, training_args, ("validation",), ("test",))
     splits.pop("train", None)
     train_split = load_training_split(data_args, model_args, training_args, raw)
     if train_split is not None:
         support.require_columns(train_split, [text], "train distillation", text_columns=[text])
         splits["train"] = train_split
-    if "validation" in splits:
-        support.require_columns(splits["validation"], [text, label], "validation distillation", text_columns=[text])
+    for split in SCORED_SPLITS:
+        if split in splits:
+            support.require_columns(splits[split], [text, label], f"{split} distillation", text_columns=[text])
 
     teacher = load_pretrained(model_args.teacher_model_name_or_path, AutoModelForSequenceClassification)
     teacher_tokenizer = AutoTokenizer.from_pretrained(model_args.teacher_tokenizer_name or model_args.teacher_model_name_or_path)
@@ -218,14 +241,15 @@ def main(argv: Sequence[str] | None = None) -> dict:
         labelled = 0 if labels is None else sum(value >= 0 for value in labels)
         results.update(teacher_logits_file=str(cached.path), teacher_logits_computed=cached.computed,
                        teacher_logits_seconds=cached.seconds, transfer_samples=len(texts), transfer_labelled_samples=labelled)
-    teacher_features = None
-    if "validation" in splits:
-        dataset = splits["validation"]
-        labels = support.encode_labels(dataset, label, student.config.label2id, "validation")
-        features["validation"] = distillation_features(dataset[text], labels, tokenizer, max_length).remove_columns(TRANSFER_INDEX)
-        teacher_features = distillation_features(dataset[text], labels, teacher_tokenizer, teacher_max_length).remove_columns(
-            TRANSFER_INDEX
-        )
+    teacher_features: dict[str, datasets.Dataset] = {}  # the same sentences through the teacher's tokenizer
+    for split in SCORED_SPLITS:
+        if split in splits:
+            dataset = splits[split]
+            labels = support.encode_labels(dataset, label, student.config.label2id, split)
+            features[split] = distillation_features(dataset[text], labels, tokenizer, max_length).remove_columns(TRANSFER_INDEX)
+            teacher_features[split] = distillation_features(
+                dataset[text], labels, teacher_tokenizer, teacher_max_length
+            ).remove_columns(TRANSFER_INDEX)
 
     def compute_metrics(prediction: EvalPrediction) -> dict[str, float]:
         logits = prediction.predictions[0] if isinstance(prediction.predictions, tuple) else prediction.predictions
@@ -237,24 +261,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
     )
     if training_args.do_train:
         results.update(support.train_and_save(trainer, splits["train"], data_args, training_args))
-    if training_args.do_eval:
-        batch_size = training_args.per_device_eval_batch_size
-        loader = trainer.get_eval_dataloader(features["validation"])
-        teacher.to(training_args.device)
-        teacher_loader = torch.utils.data.DataLoader(
-            teacher_features, batch_size=batch_size, collate_fn=DataCollatorWithPadding(teacher_tokenizer)
-        )
-        references = np.array(features["validation"]["labels"])
-        student_predictions, student_seconds = timed_predictions(trainer.model, loader)
-        teacher_predictions, teacher_seconds = timed_predictions(teacher, teacher_loader)
-        metrics = {
-            "eval_accuracy": accuracy(student_predictions, references),
-            "teacher_eval_accuracy": accuracy(teacher_predictions, references),
-            "eval_student_seconds": student_seconds,
-            "eval_teacher_seconds": teacher_seconds,
-            "eval_speedup": teacher_seconds / student_seconds,
-        }
-        results.update(support.save_eval_metrics(trainer, metrics, len(features["validation"])))
+    teacher.to(training_args.device)
+    for split, prefix in SCORED_SPLITS.items():  # --do_eval: validation, --do_predict: test
+        if split in features:
+            metrics = score_student_and_teacher(trainer, teacher, features[split], teacher_features[split],
+                                                teacher_tokenizer, prefix)
+            results.update(support.save_eval_metrics(trainer, metrics, len(features[split]), split=prefix))
     support.write_json(trainer, "distillation_results.json", results)
     return support.finish(trainer, model_args, data_args, "text-classification", results)
 

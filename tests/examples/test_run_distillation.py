@@ -97,12 +97,13 @@ def test_student_of_another_family_and_tokenizer_distils_on_the_transfer_set(tmp
               "--transfer_dataset_name", "hf_variants/rt_transfer", "--dataset_name", "hf_variants/rt_polarity",
               "--max_train_samples", "64", "--max_eval_samples", "24", "--max_seq_length", "48",
               "--per_device_train_batch_size", "16", "--max_steps", "2", "--alpha", "0.8", "--temperature", "3",
-              "--do_train", "--do_eval", "--save_strategy", "no"]  # fmt: skip
+              "--do_train", "--do_eval", "--do_predict", "--max_predict_samples", "16", "--save_strategy", "no"]  # fmt: skip
     first = distillation.main(shared + common_args(runs / "student-a"))
     assert first["teacher_logits_computed"] and first["transfer_samples"] == 64
     assert 0 < first["transfer_labelled_samples"] < 64  # the transfer set mixes labelled and unlabeled rows
     assert first["teacher_logits_file"].startswith(str(runs / "teacher_logits"))
     assert 0.0 <= first["eval_accuracy"] <= 1.0 and first["eval_speedup"] > 0
+    assert first["test_samples"] == 16 and 0.0 <= first["teacher_test_accuracy"] <= 1.0 and first["test_speedup"] > 0
     second = distillation.main(shared + ["--seed", "7"] + common_args(runs / "student-b"))
     assert not second["teacher_logits_computed"] and second["teacher_logits_file"] == first["teacher_logits_file"]
     assert second["teacher_eval_accuracy"] == first["teacher_eval_accuracy"]
