@@ -19,8 +19,12 @@ for sequence classification. The pieces:
 - :class:`DistillationCollator` pads the student's inputs and looks the teacher's logits up by
   that index; :class:`DistillationTrainer` computes :func:`distillation_loss` from them.
 
-Token classification (per-token soft targets) is not covered: it needs the teacher's and the
-student's tokens aligned word by word when their tokenizers differ.
+Token classification (POS, NER: a label space the two models share) works word by word, since the
+two tokenizers split words differently: the teacher's logits at each word's first sub-token are
+cached per word (:func:`cached_teacher_logits` with ``per_word=True``), and the student's logits
+at its own first sub-token of that word are compared with them
+(:func:`token_distillation_features`, :class:`TokenDistillationCollator`,
+:func:`token_distillation_loss`: the mean over the batch's words of the same per-word loss).
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ import datasets
 import numpy as np
 import torch
 from torch.nn import functional as F
-from transformers import DataCollatorWithPadding, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import DataCollatorForTokenClassification, DataCollatorWithPadding, PreTrainedModel, PreTrainedTokenizerBase
 
 from .hub.atomic import replace_atomically, write_text_atomically
 from .hub.trainer import CheckpointSafeTrainer
@@ -47,6 +51,34 @@ logger = logging.getLogger(__name__)
 IGNORE_INDEX = -100  # label of an example without one (transformers' convention)
 TRANSFER_INDEX = "transfer_index"  # feature column: the row of the cached teacher logits
 TEACHER_LOGITS = "teacher_logits"  # batch key the collator fills from the cache
+TEACHER_WORD_INDEX = "teacher_word_index"  # token feature column: row of the cached per-word logits, -1 elsewhere
+TEACHER_MASK = "teacher_mask"  # batch key (token classification): positions that have the teacher's logits
+
+
+def _check_mix(temperature: float, alpha: float) -> None:
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
+
+
+def _per_row_losses(
+    student_logits: torch.Tensor, teacher_logits: torch.Tensor, has_teacher: torch.Tensor | None,
+    labels: torch.Tensor | None, temperature: float, alpha: float,
+) -> torch.Tensor:
+    """(N,) losses ``alpha * T^2 * KL`` (rows with the teacher's logits) ``+ (1 - alpha) * CE`` (rows
+    with a label). student_logits, teacher_logits: (N, C); has_teacher: (N,) bool or None (all);
+    labels: (N,) with -100 for none, or None."""
+    teacher_log_probs = F.log_softmax(teacher_logits.float() / temperature, dim=-1)
+    student_log_probs = F.log_softmax(student_logits.float() / temperature, dim=-1)
+    kl = (teacher_log_probs.exp() * (teacher_log_probs - student_log_probs)).sum(-1)  # (N,)
+    if has_teacher is not None:
+        kl = torch.where(has_teacher, kl, torch.zeros_like(kl))
+    losses = alpha * temperature**2 * kl
+    if labels is not None:
+        # reduction="none" gives 0 where the label is -100: those rows keep only their KL
+        losses = losses + (1.0 - alpha) * F.cross_entropy(student_logits.float(), labels, ignore_index=IGNORE_INDEX, reduction="none")
+    return losses
 
 
 def distillation_loss(
@@ -66,21 +98,40 @@ def distillation_loss(
         raise ValueError(f"student logits {tuple(student_logits.shape)} and teacher logits {tuple(teacher_logits.shape)} differ")
     if student_logits.dim() != 2:
         raise ValueError(f"expected (batch, classes) logits, got shape {tuple(student_logits.shape)}")
-    if temperature <= 0:
-        raise ValueError(f"temperature must be > 0, got {temperature}")
-    if not 0.0 <= alpha <= 1.0:
-        raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
-    teacher_log_probs = F.log_softmax(teacher_logits.float() / temperature, dim=-1)
-    student_log_probs = F.log_softmax(student_logits.float() / temperature, dim=-1)
-    kl_per_example = (teacher_log_probs.exp() * (teacher_log_probs - student_log_probs)).sum(-1)  # (B,)
-    per_example = alpha * temperature**2 * kl_per_example
-    if labels is not None:
-        if labels.shape != student_logits.shape[:1]:
-            raise ValueError(f"labels {tuple(labels.shape)} do not match the batch of logits {tuple(student_logits.shape)}")
-        # reduction="none" gives 0 where the label is ignore_index: those examples keep only their KL
-        cross_entropy = F.cross_entropy(student_logits.float(), labels, ignore_index=IGNORE_INDEX, reduction="none")
-        per_example = per_example + (1.0 - alpha) * cross_entropy
-    return per_example.mean()
+    _check_mix(temperature, alpha)
+    if labels is not None and labels.shape != student_logits.shape[:1]:
+        raise ValueError(f"labels {tuple(labels.shape)} do not match the batch of logits {tuple(student_logits.shape)}")
+    return _per_row_losses(student_logits, teacher_logits, None, labels, temperature, alpha).mean()
+
+
+def token_distillation_loss(
+    student_logits: torch.Tensor,
+    teacher_logits: torch.Tensor,
+    teacher_mask: torch.Tensor,
+    labels: torch.Tensor | None,
+    temperature: float,
+    alpha: float,
+) -> torch.Tensor:
+    """The per-word loss of :func:`distillation_loss`, averaged over the batch's words.
+
+    student_logits, teacher_logits: (B, L, C); teacher_mask: (B, L) bool, True at each word's first
+    sub-token where the teacher's logits for that word are known; labels: (B, L), -100 except at
+    labelled words' first sub-tokens, or None. A word counts once in the mean, whether it has the
+    teacher's logits, a label, or both; other positions (continuation sub-tokens, specials, padding)
+    do not count. Returns a scalar (0 when the batch has no word)."""
+    if student_logits.shape != teacher_logits.shape or student_logits.dim() != 3:
+        raise ValueError(f"expected equal (batch, length, classes) logits, got {tuple(student_logits.shape)} "
+                         f"and {tuple(teacher_logits.shape)}")
+    if teacher_mask.shape != student_logits.shape[:2] or (labels is not None and labels.shape != student_logits.shape[:2]):
+        raise ValueError(f"teacher_mask {tuple(teacher_mask.shape)} / labels must be (batch, length) = {tuple(student_logits.shape[:2])}")
+    _check_mix(temperature, alpha)
+    counted = teacher_mask if labels is None else teacher_mask | (labels != IGNORE_INDEX)  # (B, L): the words
+    classes = student_logits.shape[-1]
+    losses = _per_row_losses(
+        student_logits[counted].view(-1, classes), teacher_logits[counted].view(-1, classes), teacher_mask[counted],
+        None if labels is None else labels[counted], temperature, alpha,
+    )
+    return losses.mean() if losses.numel() else student_logits.sum() * 0.0
 
 
 # ------------------------------------------------------------------------------ the teacher's cache
@@ -116,26 +167,50 @@ def teacher_fingerprint(teacher: PreTrainedModel, tokenizer: PreTrainedTokenizer
     return digest.hexdigest()
 
 
-def texts_fingerprint(texts: Sequence[str]) -> str:
-    """sha256 of the texts in order (the transfer set's fingerprint)."""
+def texts_fingerprint(texts: Sequence[str] | Sequence[Sequence[str]]) -> str:
+    """sha256 of the texts in order (the transfer set's fingerprint); a text may be a list of words."""
     digest = hashlib.sha256()
     digest.update(len(texts).to_bytes(8, "little"))
     for text in texts:
-        _update_with_text(digest, text)
+        if isinstance(text, str):
+            _update_with_text(digest, text)
+        else:  # words: their count, then each word (a list of words never hashes like one string)
+            _update_with_text(digest, f"<{len(text)} words>")
+            for word in text:
+                _update_with_text(digest, word)
     return digest.hexdigest()
+
+
+def word_offsets(words: Sequence[Sequence[str]]) -> np.ndarray:
+    """(N + 1,) start row of each text's words in the per-word logits: text i's word w is row offsets[i] + w."""
+    return np.concatenate([[0], np.cumsum([len(text) for text in words])]).astype(np.int64)
 
 
 @dataclass(frozen=True)
 class TeacherLogits:
     """The teacher's logits over a transfer set, read from the cache.
 
-    logits: (N, C) float32, memory-mapped from ``path``. computed: False when an earlier run's
+    logits: (N, C) float32 (per word: (total words, C)), memory-mapped from ``path``. computed: False when an earlier run's
     file was reused (the teacher did not run). seconds: the teacher's time when it ran, else 0."""
 
     logits: np.ndarray
     path: Path
     computed: bool
     seconds: float
+
+
+def _length_sorted_batches(encodings, batch_size: int) -> list[np.ndarray]:
+    """Row indices in batches of similar length (little padding), shortest first."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    order = np.argsort([len(ids) for ids in encodings["input_ids"]], kind="stable")
+    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+
+
+def _padded_batch(tokenizer, encodings, rows: np.ndarray, device) -> dict[str, torch.Tensor]:
+    names = [name for name in encodings.keys() if name in ("input_ids", "attention_mask", "token_type_ids")]
+    batch = tokenizer.pad([{name: encodings[name][row] for name in names} for row in rows], return_tensors="pt")
+    return {name: value.to(device) for name, value in batch.items()}
 
 
 @torch.inference_mode()
@@ -145,47 +220,71 @@ def compute_teacher_logits(
     """(N, C) float32 logits of ``teacher`` on ``texts`` tokenized by ``tokenizer`` (truncated at
     ``max_length``). Texts are run in order of length, so each batch pads little; the rows come back
     in the texts' order."""
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     teacher.eval()
     encodings = tokenizer(list(texts), max_length=max_length, truncation=True)
-    lengths = np.array([len(ids) for ids in encodings["input_ids"]])
-    order = np.argsort(lengths, kind="stable")
     logits = np.empty((len(texts), teacher.config.num_labels), dtype=np.float32)
-    names = [name for name in encodings.keys() if name in ("input_ids", "attention_mask", "token_type_ids")]
-    for start in range(0, len(order), batch_size):
-        rows = order[start : start + batch_size]
-        batch = tokenizer.pad([{name: encodings[name][row] for name in names} for row in rows], return_tensors="pt")
-        batch = {name: value.to(teacher.device) for name, value in batch.items()}
-        logits[rows] = teacher(**batch).logits.float().cpu().numpy()
+    for rows in _length_sorted_batches(encodings, batch_size):
+        logits[rows] = teacher(**_padded_batch(tokenizer, encodings, rows, teacher.device)).logits.float().cpu().numpy()
+    return logits
+
+
+@torch.inference_mode()
+def compute_teacher_word_logits(
+    teacher: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, words: Sequence[Sequence[str]], max_length: int,
+    batch_size: int = 64,
+) -> np.ndarray:
+    """(total words, C) float32: a token classifier's logits at each word's first sub-token, text i's
+    word w at row ``word_offsets(words)[i] + w``. A word the teacher's truncation at ``max_length``
+    cuts off (or that its tokenizer turns into no token) has a row of NaN: it gets no soft target."""
+    teacher.eval()
+    encodings = tokenizer([list(text) for text in words], is_split_into_words=True, max_length=max_length, truncation=True)
+    offsets = word_offsets(words)
+    logits = np.full((int(offsets[-1]), teacher.config.num_labels), np.nan, dtype=np.float32)
+    for rows in _length_sorted_batches(encodings, batch_size):
+        batch_logits = teacher(**_padded_batch(tokenizer, encodings, rows, teacher.device)).logits.float().cpu().numpy()
+        for position_in_batch, row in enumerate(rows):
+            seen: set[int] = set()
+            for position, word in enumerate(encodings.word_ids(int(row))):
+                if word is not None and word not in seen:  # the word's first sub-token
+                    seen.add(word)
+                    logits[offsets[row] + word] = batch_logits[position_in_batch, position]
     return logits
 
 
 def cached_teacher_logits(
     teacher: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
-    texts: Sequence[str],
+    texts: Sequence[str] | Sequence[Sequence[str]],
     cache_dir: str | Path,
     max_length: int,
     batch_size: int = 64,
+    per_word: bool = False,
 ) -> TeacherLogits:
-    """The teacher's (N, C) logits on ``texts``: read from ``cache_dir`` when a file with this
-    teacher's and these texts' fingerprints is there, else computed once and written there
+    """The teacher's logits on ``texts``: (N, C) for a sequence classifier, or with ``per_word``
+    (``texts`` are lists of words, the teacher a token classifier) (total words, C), see
+    :func:`compute_teacher_word_logits`. Read from ``cache_dir`` when a file with this teacher's and
+    these texts' fingerprints is there, else computed once and written there
     (``<teacher fingerprint>-<texts fingerprint>.npy`` beside a ``.json`` that says what it holds).
     The file is written atomically, so concurrent runs can at worst both compute it."""
     if len(texts) == 0:
         raise ValueError("the transfer set is empty: no texts for the teacher")
+    if per_word and any(isinstance(text, str) for text in texts):
+        raise ValueError("per_word=True needs each text as a list of words")
     cache_dir = Path(cache_dir)
-    key = f"{teacher_fingerprint(teacher, tokenizer, max_length)[:24]}-{texts_fingerprint(texts)[:24]}"
+    kind = "words-" if per_word else ""
+    key = f"{kind}{teacher_fingerprint(teacher, tokenizer, max_length)[:24]}-{texts_fingerprint(texts)[:24]}"
     path = cache_dir / f"{key}.npy"
+    rows = int(word_offsets(texts)[-1]) if per_word else len(texts)
+    expected_shape = (rows, teacher.config.num_labels)
     if path.is_file():
         logits = np.load(path, mmap_mode="r", allow_pickle=False)
-        if logits.shape == (len(texts), teacher.config.num_labels) and logits.dtype == np.float32:
+        if logits.shape == expected_shape and logits.dtype == np.float32:
             logger.info("Reusing the teacher's logits on %d texts from %s", len(texts), path)
             return TeacherLogits(logits, path, computed=False, seconds=0.0)
-        logger.warning("%s holds logits of shape %s, not (%d, %d): recomputing", path, logits.shape, len(texts), teacher.config.num_labels)
+        logger.warning("%s holds logits of shape %s, not %s: recomputing", path, logits.shape, expected_shape)
     start = time.perf_counter()
-    computed = compute_teacher_logits(teacher, tokenizer, texts, max_length, batch_size)
+    compute = compute_teacher_word_logits if per_word else compute_teacher_logits
+    computed = compute(teacher, tokenizer, texts, max_length, batch_size)
     seconds = time.perf_counter() - start
     cache_dir.mkdir(parents=True, exist_ok=True)
 
@@ -197,7 +296,7 @@ def cached_teacher_logits(
     description = {
         "teacher": getattr(teacher.config, "_name_or_path", ""), "teacher_model_type": teacher.config.model_type,
         "id2label": {str(i): name for i, name in teacher.config.id2label.items()}, "num_texts": len(texts),
-        "max_length": max_length, "teacher_seconds": seconds,
+        "rows": rows, "per_word": per_word, "max_length": max_length, "teacher_seconds": seconds,
     }
     write_text_atomically(path.with_suffix(".json"), json.dumps(description, indent=2) + "\n")
     logger.info("Computed the teacher's logits on %d texts in %.1f s; cached in %s", len(texts), seconds, path)
@@ -251,6 +350,74 @@ class DistillationCollator:
         return batch
 
 
+def token_distillation_features(
+    words: Sequence[Sequence[str]], word_labels: Sequence[Sequence[int] | None] | None, tokenizer: PreTrainedTokenizerBase,
+    max_length: int,
+) -> datasets.Dataset:
+    """The student's features of a word-level transfer set: its own tokenization of each text's
+    ``words``; per token ``labels`` (the word's label id at its first sub-token, ``-100`` elsewhere
+    and for words labelled -1 or texts labelled None) and ``teacher_word_index`` (the row of the
+    per-word cache, :func:`word_offsets`, at the word's first sub-token, -1 elsewhere)."""
+    if word_labels is not None and len(word_labels) != len(words):
+        raise ValueError(f"{len(word_labels)} label lists for {len(words)} texts")
+    encodings = tokenizer([list(text) for text in words], is_split_into_words=True, max_length=max_length, truncation=True)
+    offsets = word_offsets(words)
+    labels_column, index_column = [], []
+    for row, text in enumerate(words):
+        text_labels = None if word_labels is None else word_labels[row]
+        if text_labels is not None and len(text_labels) != len(text):
+            raise ValueError(f"text {row}: {len(text_labels)} labels for {len(text)} words")
+        labels, indices, seen = [], [], set()
+        for word in encodings.word_ids(row):
+            first = word is not None and word not in seen
+            if first:
+                seen.add(word)
+            label = IGNORE_INDEX if not first or text_labels is None or text_labels[word] in (-1, IGNORE_INDEX) else int(text_labels[word])
+            labels.append(label)
+            indices.append(int(offsets[row] + word) if first else -1)
+        labels_column.append(labels)
+        index_column.append(indices)
+    columns = {name: encodings[name] for name in encodings.keys()}
+    columns.update({"labels": labels_column, TEACHER_WORD_INDEX: index_column})
+    return datasets.Dataset.from_dict(columns)
+
+
+class TokenDistillationCollator:
+    """Pads the student's token inputs and labels (``DataCollatorForTokenClassification``) and, for
+    features with ``teacher_word_index``, adds ``teacher_logits`` (B, L, C) read from the per-word
+    cache and ``teacher_mask`` (B, L): True where a word's first sub-token has the teacher's logits."""
+
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, teacher_word_logits: np.ndarray | None) -> None:
+        self.pad = DataCollatorForTokenClassification(tokenizer)
+        self.padding_side = tokenizer.padding_side
+        self.teacher_word_logits = teacher_word_logits
+
+    def __call__(self, features: list[dict]) -> dict[str, torch.Tensor]:
+        indices = [feature.pop(TEACHER_WORD_INDEX) for feature in features if TEACHER_WORD_INDEX in feature]
+        batch = self.pad(features)
+        if not indices:
+            return batch
+        if len(indices) != len(features):
+            raise ValueError("a batch mixes features with and without a teacher_word_index")
+        if self.teacher_word_logits is None:
+            raise ValueError("features carry a teacher_word_index but the collator has no teacher logits")
+        length = batch["input_ids"].shape[1]
+        padded = np.full((len(indices), length), -1, dtype=np.int64)
+        for row, row_indices in enumerate(indices):  # padded on the tokenizer's side, as the inputs are
+            if self.padding_side == "left":
+                padded[row, length - len(row_indices):] = row_indices
+            else:
+                padded[row, : len(row_indices)] = row_indices
+        logits = np.zeros((*padded.shape, self.teacher_word_logits.shape[1]), dtype=np.float32)
+        present = padded >= 0
+        logits[present] = self.teacher_word_logits[padded[present]]
+        known = present & ~np.isnan(logits).any(-1)  # NaN: the teacher's truncation cut that word off
+        logits[~known] = 0.0
+        batch[TEACHER_LOGITS] = torch.from_numpy(logits)
+        batch[TEACHER_MASK] = torch.from_numpy(known)
+        return batch
+
+
 class DistillationTrainer(CheckpointSafeTrainer):
     """Trainer whose training loss is :func:`distillation_loss` against the teacher's logits.
 
@@ -273,12 +440,14 @@ class DistillationTrainer(CheckpointSafeTrainer):
 
     def _set_signature_columns_if_needed(self) -> None:
         super()._set_signature_columns_if_needed()
-        if TRANSFER_INDEX not in self._signature_columns:  # keep the column the collator reads
-            self._signature_columns.append(TRANSFER_INDEX)
+        for column in (TRANSFER_INDEX, TEACHER_WORD_INDEX):  # keep the columns the collators read
+            if column not in self._signature_columns:
+                self._signature_columns.append(column)
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         labels = inputs.pop("labels", None)
         teacher_logits = inputs.pop(TEACHER_LOGITS, None)
+        teacher_mask = inputs.pop(TEACHER_MASK, None)
         outputs = model(**inputs)
         if teacher_logits is None and self.teacher is not None:
             with torch.no_grad():
@@ -286,7 +455,11 @@ class DistillationTrainer(CheckpointSafeTrainer):
         if teacher_logits is None:
             if model.training:
                 raise ValueError("a training batch has no teacher_logits and the trainer has no teacher")
-            loss = F.cross_entropy(outputs.logits.float(), labels, ignore_index=IGNORE_INDEX)
+            classes = outputs.logits.shape[-1]
+            loss = F.cross_entropy(outputs.logits.float().view(-1, classes), labels.view(-1), ignore_index=IGNORE_INDEX)
+        elif teacher_mask is not None:  # token classification, word by word
+            loss = token_distillation_loss(outputs.logits, teacher_logits.to(outputs.logits.device), teacher_mask.to(outputs.logits.device),
+                                           labels, self.temperature, self.alpha)
         else:
             loss = distillation_loss(outputs.logits, teacher_logits.to(outputs.logits.device), labels, self.temperature, self.alpha)
         if labels is not None:

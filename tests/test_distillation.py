@@ -20,8 +20,8 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer, Trai
 from hf_variants import BertForSequenceClassification, RobertaForSequenceClassification
 from hf_variants.data import load_named_dataset
 from hf_variants.distillation import (
-    IGNORE_INDEX, TEACHER_LOGITS, TRANSFER_INDEX, DistillationCollator, DistillationTrainer, cached_teacher_logits,
-    check_same_labels, distillation_features, distillation_loss, teacher_fingerprint,
+    IGNORE_INDEX, TEACHER_LOGITS, TEACHER_MASK, TRANSFER_INDEX, DistillationCollator, DistillationTrainer, cached_teacher_logits,
+    check_same_labels, distillation_features, distillation_loss, teacher_fingerprint, token_distillation_loss,
 )
 from hf_variants.registry import SPECS
 from hf_variants.tokenization import train_tokenizer
@@ -234,3 +234,118 @@ def test_mismatched_labels_and_missing_teacher_logits_are_value_errors(cross_fam
         DistillationCollator(tokenizer, None)([dict(features[0])])
     with pytest.raises(ValueError, match="2 labels for 1 texts"):
         distillation_features(cross_family["texts"][:1], [0, 1], tokenizer, max_length=64)
+
+
+# ------------------------------------------------------------------------ token classification
+
+
+def test_token_loss_is_the_per_word_formula():
+    g = torch.Generator().manual_seed(1)
+    student, teacher = torch.randn(2, 5, 4, generator=g), torch.randn(2, 5, 4, generator=g)
+    # Row 0: words at 1 (teacher + label), 2 (teacher only), 4 (label only: teacher truncated it);
+    # row 1: word at 1 (teacher only). Positions 0, 3 of row 0 and the rest of row 1 are not words.
+    mask = torch.tensor([[False, True, True, False, False], [False, True, False, False, False]])
+    labels = torch.full((2, 5), IGNORE_INDEX)
+    labels[0, 1], labels[0, 4] = 3, 0
+    got = token_distillation_loss(student, teacher, mask, labels, TEMPERATURE, ALPHA)
+    words = [(0, 1), (0, 2), (0, 4), (1, 1)]
+    expected = []
+    for row, position in words:
+        s, t = student[row, position], teacher[row, position]
+        term = torch.tensor(0.0)
+        if mask[row, position]:
+            p_t, p_s = F.softmax(t / TEMPERATURE, -1), F.softmax(s / TEMPERATURE, -1)
+            term = term + ALPHA * TEMPERATURE**2 * (p_t * (p_t.log() - p_s.log())).sum()
+        if labels[row, position] != IGNORE_INDEX:
+            term = term + (1 - ALPHA) * F.cross_entropy(s[None], labels[row, position][None])
+        expected.append(term)
+    torch.testing.assert_close(got, torch.stack(expected).mean())
+    # No labels at all: the KL over the teacher's words only.
+    kl_only = token_distillation_loss(student, teacher, mask, None, TEMPERATURE, ALPHA)
+    flat = distillation_loss(student[mask], teacher[mask], None, TEMPERATURE, ALPHA)
+    torch.testing.assert_close(kl_only, flat)
+    with pytest.raises(ValueError, match="batch, length"):
+        token_distillation_loss(student, teacher, mask[:, :3], labels, TEMPERATURE, ALPHA)
+
+
+def test_token_student_of_another_family_learns_word_by_word(tmp_path):
+    """A BERT tagger (cased WordPiece) teaches an ALBERT tagger (Unigram) on real WSJ sentences
+    whose words the two tokenizers split differently: each student word's first sub-token gets the
+    teacher's logits of that same word."""
+    from hf_variants import AlbertForTokenClassification, BertForTokenClassification
+    from hf_variants.distillation import TokenDistillationCollator, compute_teacher_word_logits, token_distillation_features
+    from hf_variants.data import load_wsj_pos
+
+    wsj = load_wsj_pos()["train"]
+    tags = wsj.features["pos_tags"].feature.names
+    corpus = [" ".join(words) for words in wsj["tokens"][:400]]
+    teacher_tokenizer = train_tokenizer("wordpiece-cased", corpus, vocab_size=400)
+    student_tokenizer = train_tokenizer("unigram", corpus, vocab_size=400)
+    id2label = dict(enumerate(tags))
+    teacher = BertForTokenClassification(tiny_config(
+        SPECS["hfv_bert"], vocab_size=len(teacher_tokenizer), num_labels=len(tags), id2label=id2label,
+        label2id={v: k for k, v in id2label.items()}, pad_token_id=teacher_tokenizer.pad_token_id)).eval()
+    student = AlbertForTokenClassification(tiny_config(
+        SPECS["hfv_albert"], vocab_size=len(student_tokenizer), num_labels=len(tags), id2label=id2label,
+        label2id={v: k for k, v in id2label.items()}, pad_token_id=student_tokenizer.pad_token_id))
+    words = [list(w) for w in wsj["tokens"][400:424]]
+    word_labels = [list(t) if row < 8 else None for row, t in enumerate(wsj["pos_tags"][400:424])]
+    max_length = 48  # shorter than some sentences: the teacher's truncation cuts words off
+    word_logits = compute_teacher_word_logits(teacher, teacher_tokenizer, words, max_length, batch_size=8)
+    assert word_logits.shape == (sum(map(len, words)), len(tags))
+    assert np.isnan(word_logits).any(1).sum() > 0  # words past the teacher's 48 tokens: no soft target
+    cache = tmp_path / "teacher_logits"
+    first = cached_teacher_logits(teacher, teacher_tokenizer, words, cache, max_length, per_word=True)
+    second = cached_teacher_logits(teacher, teacher_tokenizer, words, cache, max_length, per_word=True)
+    assert first.computed and not second.computed and second.path.name.startswith("words-")
+    np.testing.assert_allclose(second.logits, word_logits, atol=1e-5, rtol=0)  # other batches: float rounding only
+    with pytest.raises(ValueError, match="list of words"):
+        cached_teacher_logits(teacher, teacher_tokenizer, [" ".join(w) for w in words], cache, max_length, per_word=True)
+
+    # Sentence 0, alone: the cached row of word w is the teacher's logits at w's first sub-token.
+    encoded = teacher_tokenizer(words[0], is_split_into_words=True, truncation=True, max_length=max_length, return_tensors="pt")
+    with torch.no_grad():
+        alone = teacher(**encoded).logits[0]
+    firsts = {}
+    for position, word in enumerate(encoded.word_ids()):
+        if word is not None:
+            firsts.setdefault(word, position)
+    for word, position in firsts.items():
+        np.testing.assert_allclose(word_logits[word], alone[position].numpy(), atol=1e-5, rtol=0)
+
+    features = token_distillation_features(words, word_labels, student_tokenizer, max_length)
+    student_ids = student_tokenizer(words[0], is_split_into_words=True)
+    assert len(student_ids["input_ids"]) != len(encoded["input_ids"][0])  # the tokenizers split the words differently
+    collator = TokenDistillationCollator(student_tokenizer, word_logits)
+    batch = collator([dict(features[i]) for i in (0, 9, 10)])  # one labelled, two unlabeled sentences
+    offsets = np.concatenate([[0], np.cumsum([len(w) for w in words])])
+    row_words = [0, 9, 10]
+    for row, text in enumerate(row_words):
+        seen = set()
+        for position, word in enumerate(student_tokenizer(words[text], is_split_into_words=True, truncation=True,
+                                                            max_length=max_length).word_ids()):
+            first = word is not None and word not in seen
+            seen.add(word)
+            cached = word_logits[offsets[text] + word] if first else None
+            has = first and not np.isnan(cached).any()
+            assert bool(batch[TEACHER_MASK][row, position]) == has
+            if has:
+                np.testing.assert_array_equal(batch[TEACHER_LOGITS][row, position].numpy(), cached)
+            expected_label = wsj["pos_tags"][400 + text][word] if first and text < 8 else IGNORE_INDEX
+            assert int(batch["labels"][row, position]) == expected_label
+
+    args = TrainingArguments(str(tmp_path / "student"), max_steps=3, per_device_train_batch_size=8, learning_rate=1e-3, use_cpu=True,
+                             report_to=[], save_strategy="no", disable_tqdm=True, seed=0)
+    trainer = DistillationTrainer(model=student, args=args, train_dataset=features, data_collator=collator,
+                                  processing_class=student_tokenizer, temperature=TEMPERATURE, alpha=ALPHA)
+    student.eval()
+    with torch.no_grad():
+        got = trainer.compute_loss(student, dict(batch))
+        inputs = {k: v for k, v in batch.items() if k not in ("labels", TEACHER_LOGITS, TEACHER_MASK)}
+        expected = token_distillation_loss(student(**inputs).logits, batch[TEACHER_LOGITS], batch[TEACHER_MASK],
+                                           batch["labels"], TEMPERATURE, ALPHA)
+    torch.testing.assert_close(got, expected)
+    student.train()
+    before = student.classifier.weight.detach().clone()
+    trainer.train()
+    assert trainer.state.global_step == 3 and not torch.equal(student.classifier.weight, before)
