@@ -1,8 +1,8 @@
 """Knowledge distillation through transformers' Trainer: any fine-tuned teacher teaches any student,
 each with its own tokenizer, on a transfer set that may be unlabeled.
 
-Hinton et al. (2015) as DistilBERT and Turc et al. (2019, "Well-Read Students Learn Better") use it,
-for sequence classification. The pieces:
+Hinton et al. (2015) as DistilBERT and Turc et al. (2019, "Well-Read Students Learn Better") use it.
+Sequence classification:
 
 - :func:`distillation_loss`: per example ``alpha * T^2 * KL(teacher_T || student_T) + (1 - alpha) * CE``,
   where an example without a label (``labels == -100``) has only the first term; the batch loss is
@@ -419,19 +419,18 @@ class TokenDistillationCollator:
 
 
 class DistillationTrainer(CheckpointSafeTrainer):
-    """Trainer whose training loss is :func:`distillation_loss` against the teacher's logits.
+    """Trainer whose training loss is :func:`distillation_loss` (or, for a batch with a
+    ``teacher_mask``, :func:`token_distillation_loss`) against the teacher's logits.
 
-    A batch's ``teacher_logits`` come from the cache (:class:`DistillationCollator`). Without them
-    (the student reads the teacher's tokenization: the same-tokenizer path) ``teacher``, if given,
-    is run on the batch. An evaluation batch with neither gets the student's cross-entropy, so
-    ``eval_loss`` is the classifier's own loss."""
+    A batch's ``teacher_logits`` come from the cache (:class:`DistillationCollator`,
+    :class:`TokenDistillationCollator`). Without them, ``teacher``, if given, is run on the batch:
+    the same-tokenizer path of sequence classification (the student reads the teacher's token
+    ids). An evaluation batch with neither gets the student's cross-entropy, so ``eval_loss`` is
+    the classifier's own loss."""
 
     def __init__(self, *args, temperature: float, alpha: float, teacher: torch.nn.Module | None = None, **kwargs) -> None:
+        _check_mix(temperature, alpha)
         super().__init__(*args, **kwargs)
-        if temperature <= 0:
-            raise ValueError(f"temperature must be > 0, got {temperature}")
-        if not 0.0 <= alpha <= 1.0:
-            raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
         self.teacher = None if teacher is None else teacher.eval().requires_grad_(False).to(self.args.device)
         self.temperature, self.alpha = temperature, alpha
         # The loss is a mean over the micro-batch's examples, not a sum over labelled items: Trainer
@@ -439,6 +438,7 @@ class DistillationTrainer(CheckpointSafeTrainer):
         self.model_accepts_loss_kwargs = False
 
     def _set_signature_columns_if_needed(self) -> None:
+        # Trainer keeps only the columns model.forward names (and the labels); the collators need theirs too.
         super()._set_signature_columns_if_needed()
         for column in (TRANSFER_INDEX, TEACHER_WORD_INDEX):  # keep the columns the collators read
             if column not in self._signature_columns:
