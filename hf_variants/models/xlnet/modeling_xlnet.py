@@ -508,6 +508,8 @@ class _XLNetTaskModel:
         states = out.last_hidden_state
         summary_type = self.config.summary_type
         if summary_type == "last":
+            if attention_mask is not None:  # (B, P + T) with a key/value prefix (peft): the tokens' columns
+                attention_mask = attention_mask[:, attention_mask.shape[1] - states.shape[1]:]
             return summarize(states, "last_real", attention_mask)
         return {"first": states[:, 0], "mean": states.mean(dim=1)}[summary_type]
 
