@@ -394,7 +394,8 @@ class XLNetLMHeadModel(XLNetPreTrainedModel, MemoryGenerationMixin):
         column for every new token) get the dummy's column likewise: the predicted token continues
         the segment it follows. ``attention_mask`` (B, L) (generate() appends ones) is honoured at
         every step: after the first, a left-padded row's padding lies in the memory, so the mask
-        then covers the memory's positions too (see XLNetModel.split_memory_mask)."""
+        then covers the memory's positions too (see XLNetModel.split_memory_mask). Right-padded
+        prompts raise ValueError (each prediction follows the last position)."""
         self.check_no_key_value_cache(kwargs)
         batch, seen = input_ids.shape
         window = slice(seen - self.GENERATION_OVERLAP if mems else 0, seen)
@@ -411,6 +412,11 @@ class XLNetLMHeadModel(XLNetPreTrainedModel, MemoryGenerationMixin):
         if token_type_ids is not None:
             inputs["token_type_ids"] = torch.cat([token_type_ids[:, window], token_type_ids[:, -1:]], dim=1)
         if attention_mask is not None and not bool(attention_mask.all()):
+            if not is_left_padded(attention_mask):  # the dummy token would follow a short row's padding
+                raise ValueError(
+                    "XLNet generates after each prompt's last position: pad the prompts on the left "
+                    "(tokenizer.padding_side = 'left', as XLNet's tokenizer does), not on the right"
+                )
             mask = torch.cat([attention_mask[:, window], attention_mask.new_ones(batch, 1)], dim=1)
             if mems:
                 # The memory holds the states of the tokens right before the window (the last

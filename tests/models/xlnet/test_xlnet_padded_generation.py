@@ -1,6 +1,7 @@
 """XLNet's generate() on a tokenizer's whole output (issue 43): ``attention_mask`` honoured at every
 step (after the first, a left-padded row's padding sits in the memory), ``token_type_ids`` extended
-for the dummy token and the generated ones, and a mask of the wrong width refused by name."""
+for the dummy token and the generated ones, and a mask of the wrong width or right-padded prompts
+refused by name."""
 
 import pytest
 import torch
@@ -91,3 +92,12 @@ def test_a_mask_over_memory_and_tokens_is_read_and_a_wrong_width_refused():
     assert (masked[0] - plain[0]).abs().max() > 1e-3 and torch.equal(masked[1], plain[1])
     with pytest.raises(ValueError, match=r"attention_mask has 6 columns: expected the 2 tokens, or the 5 .* \(7\)"):
         model(ids[:, :2], mems=mems, attention_mask=torch.ones(2, 6, dtype=torch.long))
+
+
+def test_right_padded_prompts_are_refused_by_name():
+    """The dummy token follows the last position: a right-padded row would continue its padding."""
+    model = tiny_lm()
+    inputs = left_padded_prompts()
+    right = {key: value.flip(1) for key, value in inputs.items()}  # the same rows, padding at the end
+    with pytest.raises(ValueError, match="pad the prompts on the left"):
+        greedy(model, right)
