@@ -215,15 +215,16 @@ def two_stream_biases(
     *,
     causal: bool = False,
     same_length: bool = False,
-    prefix_mask: torch.Tensor | None = None,
+    memory_mask: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
     """XLNet's additive (B or 1, 1, T, M + T) biases of the content stream and of the query stream.
 
     A query may not see key j when j is padding (``attention_mask`` (B, T) 0, or XLNet's
     ``input_mask`` (B, T) 1), when ``perm_mask`` (B, T, T) holds 1 (the factorization order), or
     (``causal``, XLNet's ``attn_type="uni"``) when j lies ahead (with ``same_length``, nor when j lies
-    behind within the segment); memory positions are always visible, except the first P of them (a
-    key/value prefix) where ``prefix_mask`` (B, P) holds 0. The content stream also always sees
+    behind within the segment); memory positions are always visible, except the first K of them (a
+    key/value prefix, then ``mems``) where ``memory_mask`` (B, K), K <= M, holds 0 (generate()'s
+    left padding once it is in the memory). The content stream also always sees
     itself, the query stream never unless allowed otherwise (it must not read its token).
     (None, None) when nothing is hidden. Raises ValueError for both masks or a wrong shape."""
     if attention_mask is not None and input_mask is not None:
@@ -243,10 +244,13 @@ def two_stream_biases(
     if perm_mask is not None:
         check_mask_shape(perm_mask, (batch, length, length), "perm_mask")
         data = perm_mask.to(torch.float32) if data is None else data + perm_mask.to(torch.float32)
-    if prefix_mask is not None and not bool(prefix_mask.all()):
+    if memory_mask is not None and not bool(memory_mask.all()):
+        check_mask_shape(memory_mask, (batch, memory_mask.shape[-1]), "the memory's attention_mask columns")
+        if memory_mask.shape[-1] > memory_length:
+            raise ValueError(f"the mask covers {memory_mask.shape[-1]} memory positions, but there are {memory_length}")
         data = torch.zeros(batch, 1, length, device=device) if data is None else data
-        hidden_prefix = (1 - prefix_mask).to(torch.float32)[:, None, :].expand(-1, data.shape[1], -1)
-        data = torch.cat([hidden_prefix, F.pad(data, (memory_length - prefix_mask.shape[1], 0))], dim=-1) > 0
+        hidden_memory = (1 - memory_mask).to(torch.float32)[:, None, :].expand(-1, data.shape[1], -1)
+        data = torch.cat([hidden_memory, F.pad(data, (memory_length - memory_mask.shape[1], 0))], dim=-1) > 0
     elif data is not None:
         data = F.pad(data, (memory_length, 0)) > 0
     if data is not None:

@@ -212,7 +212,10 @@ def test_transfo_xl_refuses_what_it_would_ignore():
     with pytest.raises(ValueError, match=r"attention_mask has shape \(4,\), expected \(2, 4\)"):
         model(IDS, attention_mask=torch.ones(4, dtype=torch.long))
     with pytest.raises(ValueError, match="Transformer-XL has no segments: token_type_ids"):
-        model(IDS, token_type_ids=torch.zeros_like(IDS))
+        model(IDS, token_type_ids=(torch.arange(IDS.shape[1]) >= 2).long().expand_as(IDS))
+    # All zeros is the one segment it reads (a tokenizer's single-text output): the same logits.
+    with torch.no_grad():
+        torch.testing.assert_close(model(IDS, token_type_ids=torch.zeros_like(IDS)).logits, model(IDS).logits, atol=0, rtol=0)
     with pytest.raises(ValueError, match="type_vocab_size must be 0"):
         tiny_model("transfo_xl", "Model", type_vocab_size=2)
 

@@ -165,8 +165,11 @@ class TransfoXLModel(TransfoXLPreTrainedModel):
         output_hidden_states = config.output_hidden_states if output_hidden_states is None else output_hidden_states
         return_dict = config.return_dict if return_dict is None else return_dict
         use_mems = config.use_mems if use_mems is None else use_mems
-        if kwargs.get("token_type_ids") is not None:  # not dropped silently by **kwargs
-            raise ValueError("Transformer-XL has no segments: token_type_ids cannot be used (leave them out)")
+        token_type_ids = kwargs.pop("token_type_ids", None)
+        # Not dropped silently by **kwargs: all zeros (a tokenizer's one-text output) is the one
+        # segment Transformer-XL reads; anything else would be ignored, so it is refused.
+        if token_type_ids is not None and bool(token_type_ids.any()):
+            raise ValueError("Transformer-XL has no segments: token_type_ids must be all 0 (one text) or left out")
         check_no_padding(attention_mask, "Transformer-XL")  # 0/1 only: a mask of 2s is no "all ones"
         inputs_embeds = embed_token_ids(self.word_embeddings, input_ids, inputs_embeds, config.hidden_size)
         batch, length = inputs_embeds.shape[:2]
@@ -258,16 +261,19 @@ class TransfoXLLMHeadModel(TransfoXLPreTrainedModel, MemoryGenerationMixin):
     # generate(): the prompt runs once, then each new token runs alone on the memory of everything
     # before it (the paper's fast evaluation, sec. 3.2). Exact equal to recomputing the whole text
     # while it fits in mem_len; beyond that each token sees the last mem_len states, as in training.
-    def prepare_inputs_for_generation(self, input_ids, mems=None, mem_len=None, use_cache=True, **kwargs) -> dict:
+    def prepare_inputs_for_generation(
+        self, input_ids, mems=None, mem_len=None, use_cache=True, token_type_ids=None, **kwargs
+    ) -> dict:
         """``mems``: the previous step's memories (see MemoryGenerationMixin). With ``mem_len=0``
-        (no memory) or ``use_cache=False`` every step recomputes the text."""
+        (no memory) or ``use_cache=False`` every step recomputes the text. ``token_type_ids`` (a
+        tokenizer's output) are checked on the first step (all 0: one text) and not read after."""
         self.check_no_key_value_cache(kwargs)
         recurrent = use_cache and (self.config.mem_len if mem_len is None else mem_len) > 0
         inputs = {"mem_len": mem_len, "use_mems": recurrent, "logits_to_keep": kwargs.get("logits_to_keep", 0)}
         if recurrent and mems:
             inputs.update(input_ids=input_ids[:, -1:], mems=mems)
         else:  # the first step: the padding check sees the whole attention mask
-            inputs.update(input_ids=input_ids, attention_mask=kwargs.get("attention_mask"))
+            inputs.update(input_ids=input_ids, attention_mask=kwargs.get("attention_mask"), token_type_ids=token_type_ids)
         return inputs
 
     def get_output_embeddings(self) -> nn.Linear | None:

@@ -33,7 +33,7 @@ SPEC = VariantSpec(
     mini_config="xlnet-mini",
     tiny_config={**TINY_TEST_SIZES, "vocab_size": 99, "mem_len": 4, "summary_last_dropout": 0.0},
     pretraining_objective="plm",
-    tokenizer_kind="unigram",
+    tokenizer_kind="unigram-xlnet",  # A <sep> <cls>, left-padded: the heads read <cls> last
 )
 
 __all__ = ["XLNetConfig", "SPEC", *_modeling_all]

@@ -47,10 +47,10 @@ from ..modeling_base import VariantPreTrainedModel
 from ...modules.dropout import Dropout
 from ...modules.embeddings import embed_token_ids
 from ...modules.feed_forward import FeedForward
-from ...modules.heads import SequenceSummary, check_class_labels, cross_entropy_or_zero
+from ...modules.heads import SequenceSummary, check_class_labels, cross_entropy_or_zero, summarize
 from ...modules.memory import MemoryGenerationMixin, SegmentMemory
 from ...modules.norms import build_norm
-from ...modules.masks import check_mask_values, is_left_padded, split_prefix_mask, two_stream_biases, worth_unpadding
+from ...modules.masks import check_mask_values, is_left_padded, two_stream_biases, worth_unpadding
 from ...modules.padding import bucket_rows
 from ...modules.relative_attention import KeyValuePrefix, RelativeAttention, relative_encodings
 from ...modules.tracing import is_tracing
@@ -125,9 +125,10 @@ class XLNetPreTrainedModel(VariantPreTrainedModel):
     _no_split_modules = ["XLNetLayer"]
     base_model_prefix = "transformer"
     forward_input_names = ("mems", "perm_mask", "target_mapping", "input_mask", "use_mems")
-    # Summary types that read padding positions too, as transformers' XLNet does (parity): "last"
-    # is position T-1 and "mean" averages all T. Read by the fuzzer's padding-invariance property.
-    summary_reads_padding = ("last", "mean")
+    # Summary types that read padding positions too, as transformers' XLNet does (parity): "mean"
+    # averages all T. ("last" reads each row's last real token: see _XLNetTaskModel._summary.)
+    # Read by the fuzzer's padding-invariance property.
+    summary_reads_padding = ("mean",)
     # token_type_ids only say whether two tokens share a segment (relative segment encoding, no
     # table): any integers are valid. Read by the fuzzer's invalid-input property.
     relative_segments = True
@@ -171,6 +172,26 @@ class XLNetModel(XLNetPreTrainedModel):
             length, key_length, config.hidden_size, bidirectional=config.attn_type == "bi", clamp_len=config.clamp_len,
             batch=batch, both_directions=config.bi_data, device=device,
         )
+
+    @staticmethod
+    def split_memory_mask(
+        attention_mask: torch.Tensor | None, prefix: KeyValuePrefix | None, mems, length: int
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """``attention_mask`` (B, T), or (B, P + M + T) covering the keys in front of the tokens too
+        (a key/value prefix's P, then the M positions of ``mems``: what ``generate()`` passes for a
+        left-padded batch, whose padding sits in the memory after the first step) -> the (B, P + M)
+        visibility of those keys (None: all visible) and the tokens' (B, T) mask. Raises ValueError
+        for any other width."""
+        if attention_mask is None or attention_mask.shape[-1] == length:
+            return None, attention_mask
+        memory_length = mems[0].shape[0] if mems is not None and len(mems) and mems[0] is not None else 0
+        in_front = (prefix.length if prefix is not None else 0) + memory_length
+        if attention_mask.shape[-1] != in_front + length:
+            raise ValueError(
+                f"attention_mask has {attention_mask.shape[-1]} columns: expected the {length} tokens, or the "
+                f"{in_front} key/value prefix and memory (mems) positions followed by them ({in_front + length})"
+            )
+        return attention_mask[:, :in_front], attention_mask[:, in_front:]
 
     @staticmethod
     def segment_differences(token_type_ids: torch.Tensor | None, memory_length: int, dtype: torch.dtype) -> torch.Tensor | None:
@@ -237,7 +258,7 @@ class XLNetModel(XLNetPreTrainedModel):
         if prefix is not None:
             prefix = KeyValuePrefix(prefix, config.num_hidden_layers, batch, config.num_attention_heads,
                                     self.layers[0].attention.head_dim)
-            prefix_mask, attention_mask = split_prefix_mask(attention_mask, prefix.length, length)
+        memory_mask, attention_mask = self.split_memory_mask(attention_mask, prefix, mems, length)
         if prefix is None and self._runs_in_length_buckets(attention_mask, mems, perm_mask, target_mapping, use_mems,
                                                            output_attentions or output_hidden_states, kwargs):
             result = self._forward_in_length_buckets(inputs_embeds, attention_mask, token_type_ids)
@@ -257,8 +278,7 @@ class XLNetModel(XLNetPreTrainedModel):
 
         content_bias, query_bias = two_stream_biases(
             attention_mask, input_mask, perm_mask, batch, length, memory_length, device, dtype,
-            causal=config.attn_type == "uni", same_length=config.same_length,
-            prefix_mask=prefix_mask if prefix is not None else None,
+            causal=config.attn_type == "uni", same_length=config.same_length, memory_mask=memory_mask,
         )
         different_segment = self.segment_differences(token_type_ids, memory_length, dtype)
         encodings = self.dropout(self.relative_encodings(length, memory_length + length, batch, device).to(dtype))
@@ -364,13 +384,22 @@ class XLNetLMHeadModel(XLNetPreTrainedModel, MemoryGenerationMixin):
     # (transformers' XLNet does the same, so greedy generation matches it token for token).
     GENERATION_OVERLAP = 2
 
-    def prepare_inputs_for_generation(self, input_ids, mems=None, use_mems=None, **kwargs) -> dict:
-        """``mems``: the previous step's memories (see MemoryGenerationMixin)."""
+    def prepare_inputs_for_generation(
+        self, input_ids, mems=None, use_mems=None, attention_mask=None, token_type_ids=None, **kwargs
+    ) -> dict:
+        """One step's inputs: the text (B, L) so far, or with ``mems`` (the previous step's memories,
+        see MemoryGenerationMixin) its last ``GENERATION_OVERLAP`` tokens, then the dummy token.
+
+        ``token_type_ids`` (B, L) (the tokenizer's, which generate() extends by repeating the last
+        column for every new token) get the dummy's column likewise: the predicted token continues
+        the segment it follows. ``attention_mask`` (B, L) (generate() appends ones) is honoured at
+        every step: after the first, a left-padded row's padding lies in the memory, so the mask
+        then covers the memory's positions too (see XLNetModel.split_memory_mask). Right-padded
+        prompts raise ValueError (each prediction follows the last position)."""
         self.check_no_key_value_cache(kwargs)
-        batch = input_ids.shape[0]
-        if mems:
-            input_ids = input_ids[:, -self.GENERATION_OVERLAP:]
-        input_ids = torch.cat([input_ids, input_ids.new_zeros(batch, 1)], dim=1)
+        batch, seen = input_ids.shape
+        window = slice(seen - self.GENERATION_OVERLAP if mems else 0, seen)
+        input_ids = torch.cat([input_ids[:, window], input_ids.new_zeros(batch, 1)], dim=1)
         length = input_ids.shape[1]
         perm_mask = torch.zeros(batch, length, length, device=input_ids.device)
         perm_mask[:, :, -1] = 1.0  # nobody reads the dummy token
@@ -380,8 +409,25 @@ class XLNetLMHeadModel(XLNetPreTrainedModel, MemoryGenerationMixin):
         if mems:
             # The overlap is recomputed: drop it from the memory.
             inputs["mems"] = tuple(layer[: -self.GENERATION_OVERLAP] for layer in mems)
-        # generate()'s bookkeeping (mask, positions, step flags) is not an XLNet input
-        skipped = {"attention_mask", "use_cache", "cache", "past_key_values", "cache_position", "position_ids",
+        if token_type_ids is not None:
+            inputs["token_type_ids"] = torch.cat([token_type_ids[:, window], token_type_ids[:, -1:]], dim=1)
+        if attention_mask is not None and not bool(attention_mask.all()):
+            if not is_left_padded(attention_mask):  # the dummy token would follow a short row's padding
+                raise ValueError(
+                    "XLNet generates after each prompt's last position: pad the prompts on the left "
+                    "(tokenizer.padding_side = 'left', as XLNet's tokenizer does), not on the right"
+                )
+            mask = torch.cat([attention_mask[:, window], attention_mask.new_ones(batch, 1)], dim=1)
+            if mems:
+                # The memory holds the states of the tokens right before the window (the last
+                # mem_len of them); positions older than the mask (mems passed in) were real text.
+                memory_length = inputs["mems"][0].shape[0]
+                before = attention_mask[:, : window.start]
+                before = before[:, before.shape[1] - min(memory_length, before.shape[1]):]
+                mask = torch.cat([F.pad(before, (memory_length - before.shape[1], 0), value=1), mask], dim=1)
+            inputs["attention_mask"] = mask
+        # generate()'s bookkeeping (cache, positions, step flags) is not an XLNet input
+        skipped = {"use_cache", "cache", "past_key_values", "cache_position", "position_ids",
                    "next_sequence_length", "is_first_iteration"}
         inputs.update({key: value for key, value in kwargs.items() if key not in skipped and key not in inputs})
         return inputs
@@ -460,9 +506,18 @@ class _XLNetTaskModel:
         return {"mems": backbone_output.mems}
 
     def _summary(self, out, attention_mask: torch.Tensor | None) -> torch.Tensor:
-        # transformers' XLNet summary reads position T-1 (or 0, or the mean over all T), padding or not.
+        """(B, T, H) states -> (B, H) summary. "last" is XLNet's <cls>, the last token its tokenizer
+        writes: each row's last real token (``attention_mask`` (B, T)), which is position T-1 for
+        the left-padded or unpadded batches XLNet's tokenizer gives (transformers' XLNet reads T-1
+        always, so a right-padded batch from another tokenizer would score a padding token there).
+        "first" and "mean" read position 0 / average all T, padding included, as transformers'."""
         states = out.last_hidden_state
-        return {"first": states[:, 0], "last": states[:, -1], "mean": states.mean(dim=1)}[self.config.summary_type]
+        summary_type = self.config.summary_type
+        if summary_type == "last":
+            if attention_mask is not None:  # (B, P + T) with a key/value prefix (peft): the tokens' columns
+                attention_mask = attention_mask[:, attention_mask.shape[1] - states.shape[1]:]
+            return summarize(states, "last_real", attention_mask)
+        return {"first": states[:, 0], "mean": states.mean(dim=1)}[summary_type]
 
     def build_classifier(self, config: XLNetConfig, num_outputs: int) -> SummaryScorer:
         return SummaryScorer(config, num_outputs)
