@@ -17,6 +17,7 @@ import math
 
 import torch
 from torch import nn
+from transformers import GenerationMixin
 from transformers import initialization as init
 from transformers.modeling_outputs import (
     Seq2SeqQuestionAnsweringModelOutput,
@@ -181,7 +182,7 @@ class T5Model(EncoderDecoderBackbone, T5PreTrainedModel):
     decoder_class = T5DecoderStack
 
 
-class T5ForConditionalGeneration(EncoderDecoderForSeq2SeqLM, T5PreTrainedModel):
+class T5ForConditionalGeneration(EncoderDecoderForSeq2SeqLM, T5PreTrainedModel, GenerationMixin):
     """Text-to-text: seq2seq LM loss from ``labels`` and ``generate()``."""
 
     backbone_class = T5Model

@@ -27,6 +27,7 @@ import warnings
 
 import torch
 from torch import nn
+from transformers import GenerationMixin
 from transformers import initialization as init
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
@@ -198,7 +199,7 @@ def summary_arguments(config: XLMConfig) -> dict:
     )
 
 
-class XLMWithLMHeadModel(EncoderForMaskedLM, XLMPreTrainedModel, CheckedGenerationMixin):
+class XLMWithLMHeadModel(EncoderForMaskedLM, XLMPreTrainedModel, CheckedGenerationMixin, GenerationMixin):
     """MLM / TLM (and CLM with ``is_decoder``): logits = h W_emb^T + b at every position, loss =
     cross-entropy where ``labels`` != -100 (labels are not shifted).
 
