@@ -8,6 +8,9 @@ a ``generate()`` has the shape the config announces; assisted decoding gives gre
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -143,3 +146,30 @@ def test_assisted_decoding_sample(pre_layer_norm):
     assert out.sequences.shape == (1, PROMPT_LENGTH + NEW_TOKENS)
     assert len(out.scores) == NEW_TOKENS
     assert_cache_shape(out.past_key_values, model.config, batch=1, cached_length=PROMPT_LENGTH + NEW_TOKENS - 1)
+
+
+def test_remote_code_config_has_head_dim_and_the_head_lists_generation_mixin(tmp_path):
+    """The checkpoint's own code (trust_remote_code, hf_variants not importable): the config's
+    head_dim is the width, GenerationMixin is a direct base of the loaded head, and generate()'s
+    cache has the shape the config announces."""
+    tiny_lm(True).save_pretrained(tmp_path)
+    script = f"""
+import importlib.abc, json, sys, torch
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] == "hf_variants":
+            raise ImportError("hf_variants must not be needed")
+sys.meta_path.insert(0, Block())
+from transformers import AutoModelForCausalLM, GenerationMixin
+model = AutoModelForCausalLM.from_pretrained({str(tmp_path)!r}, trust_remote_code=True).eval()
+out = model.generate(torch.randint(3, 99, (2, 7)), max_new_tokens=3, min_new_tokens=3, do_sample=False,
+                     return_dict_in_generate=True)
+print(json.dumps({{"head_dim": model.config.head_dim, "direct_base": GenerationMixin in type(model).__bases__,
+                  "cache": [list(layer.keys.shape) for layer in out.past_key_values.layers]}}))
+"""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300,
+                            cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded = json.loads(result.stdout.strip().splitlines()[-1])
+    assert loaded == {"head_dim": 16, "direct_base": True, "cache": [[2, 2, 9, 16]] * TINY["num_hidden_layers"]}
