@@ -67,6 +67,40 @@ def check_key_mask(
     check_mask_values(attention_mask)
 
 
+def custom_attention_bias(
+    attention_mask: torch.Tensor, batch: int, query_length: int, key_length: int, dtype: torch.dtype, *,
+    name: str = "attention_mask",
+) -> torch.Tensor:
+    """A caller's own 4-D mask (B, 1, T, S) -> the additive (B, 1, T, S) bias attention adds, used
+    as given (transformers' convention for prepared or custom masks: packed documents each seeing
+    only themselves, a shared prefix with several continuations). No padding or causal mask is
+    added: the mask says everything, causality included.
+
+    - float: already additive, as transformers takes it: 0 where query i may read key j, a large
+      negative value (``torch.finfo(dtype).min``) where not. A positive value is refused: a float
+      keep-mask of 1s and 0s would otherwise silently hide nothing.
+    - bool or integer: a keep-mask, True / 1 where query i may read key j (what SDPA reads from a
+      bool mask), 0/1 values only.
+
+    ``key_length`` S counts cached keys too (past + T). Raises ValueError naming ``name``."""
+    expected = (batch, 1, query_length, key_length)
+    if tuple(attention_mask.shape) != expected:
+        raise ValueError(
+            f"{name} has shape {tuple(attention_mask.shape)}: a 4-D mask must be (batch, 1, query_length, key_length) "
+            f"= {expected}"
+        )
+    if attention_mask.is_floating_point():
+        if not is_tracing() and bool((attention_mask > 0).any()):
+            found = attention_mask[attention_mask > 0].flatten()[0].item()
+            raise ValueError(
+                f"a float 4-D {name} is additive (0 where a key is visible, a large negative value where it is "
+                f"hidden); found {found}. A keep-mask of 1s and 0s must be bool or integer"
+            )
+        return attention_mask.to(dtype).clamp(min=torch.finfo(dtype).min)
+    check_mask_values(attention_mask)
+    return additive_mask(~attention_mask.to(torch.bool), dtype)
+
+
 def check_mask_shape(mask: torch.Tensor, expected: tuple[int, ...], name: str) -> None:
     """Raise a ValueError naming ``name`` when ``mask`` is not of shape ``expected``."""
     if tuple(mask.shape) != tuple(expected):

@@ -17,6 +17,7 @@ import math
 
 import torch
 from torch import nn
+from transformers import GenerationMixin
 from transformers import initialization as init
 from transformers.modeling_outputs import (
     Seq2SeqQuestionAnsweringModelOutput,
@@ -146,6 +147,12 @@ class T5PreTrainedModel(VariantPreTrainedModel):
 class _T5StackHooks:
     """The backbone hooks both T5 stacks share (the encoder's bidirectional, the decoder's causal)."""
 
+    # A 4-D (B, 1, T, past + T) attention mask is used as given, as transformers' T5 takes one
+    # (packed documents, a shared prefix): the encoder's ``attention_mask``, the decoder's
+    # ``decoder_attention_mask`` (causality included). The relative position bias still counts
+    # positions in the row.
+    accepts_4d_attention_mask = True
+
     def build_embeddings(self, config: T5Config) -> TransformerEmbeddings:
         # No padding row: the pad id is also the decoder start token, whose embedding must train.
         return TransformerEmbeddings(**{**TransformerEmbeddings.config_kwargs(config), "pad_token_id": None, "layer_norm": False})
@@ -181,7 +188,7 @@ class T5Model(EncoderDecoderBackbone, T5PreTrainedModel):
     decoder_class = T5DecoderStack
 
 
-class T5ForConditionalGeneration(EncoderDecoderForSeq2SeqLM, T5PreTrainedModel):
+class T5ForConditionalGeneration(EncoderDecoderForSeq2SeqLM, T5PreTrainedModel, GenerationMixin):
     """Text-to-text: seq2seq LM loss from ``labels`` and ``generate()``."""
 
     backbone_class = T5Model

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
+from transformers import GenerationMixin
 from transformers import initialization as init
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.utils import ModelOutput
@@ -236,7 +237,7 @@ def adaptive_tied_weights(config: TransfoXLConfig) -> dict[str, str]:
     return tied
 
 
-class TransfoXLLMHeadModel(TransfoXLPreTrainedModel, MemoryGenerationMixin):
+class TransfoXLLMHeadModel(TransfoXLPreTrainedModel, MemoryGenerationMixin, GenerationMixin):
     """Next-token prediction: logits = h E^T + b (tied softmax), loss = cross-entropy of
     logits[:, :-1] against labels[:, 1:] (-100 ignored). With an adaptive vocabulary
     (``config.adaptive_softmax``), ``lm_head`` is the projected adaptive softmax, ``logits`` (B, T, V) are

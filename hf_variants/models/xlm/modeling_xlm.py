@@ -27,6 +27,7 @@ import warnings
 
 import torch
 from torch import nn
+from transformers import GenerationMixin
 from transformers import initialization as init
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
@@ -198,22 +199,38 @@ def summary_arguments(config: XLMConfig) -> dict:
     )
 
 
-class XLMWithLMHeadModel(EncoderForMaskedLM, XLMPreTrainedModel, CheckedGenerationMixin):
+class XLMWithLMHeadModel(EncoderForMaskedLM, XLMPreTrainedModel, CheckedGenerationMixin, GenerationMixin):
     """MLM / TLM (and CLM with ``is_decoder``): logits = h W_emb^T + b at every position, loss =
     cross-entropy where ``labels`` != -100 (labels are not shifted).
 
     ``generate()`` works as transformers' XLMWithLMHeadModel: each step re-encodes the sequence with
     ``config.mask_token_id`` appended (language ``config.lang_id`` everywhere, no cache, no
-    attention mask) and predicts the token at that mask."""
+    attention mask) and predicts the token at that mask. With ``output_attentions`` /
+    ``output_hidden_states`` each step returns its (B, heads, T + 1, T + 1) attentions and
+    (B, T + 1, H) hidden states, as transformers' XLM does."""
 
     backbone_class = XLMModel
 
-    def prepare_inputs_for_generation(self, input_ids: torch.Tensor, **kwargs) -> dict:
-        """input_ids (B, T) -> the step's inputs: (B, T + 1) ids ending in the mask token, and langs."""
+    # Not forwarded to a step. The per-token inputs are rebuilt from the sequence so far
+    # (transformers' XLM drops them too: the prompt's would not cover the appended tokens). The
+    # cache generate() creates is dropped: every step re-encodes the whole sequence, since the
+    # appended mask token moves each step and changes every position's context (an encoder keeps
+    # no cache; one handed in would be read as a key/value prefix).
+    _rebuilt_each_step = ("token_type_ids", "attention_mask", "position_ids", "cache", "past_key_values", "cache_position")
+
+    def prepare_inputs_for_generation(self, input_ids: torch.Tensor, is_first_iteration: bool = False, **kwargs) -> dict:
+        """input_ids (B, T) -> the step's inputs: (B, T + 1) ids ending in the mask token, and langs
+        (B, T + 1); every other keyword generate() hands over (``output_attentions``,
+        ``output_hidden_states``, ``use_cache``, a caller's own model kwargs) is forwarded unchanged,
+        except the per-token inputs the step rebuilds and the cache (``_rebuilt_each_step``)."""
         mask = torch.full((input_ids.shape[0], 1), self.config.mask_token_id, dtype=input_ids.dtype, device=input_ids.device)
         input_ids = torch.cat([input_ids, mask], dim=1)
         langs = torch.full_like(input_ids, self.config.lang_id) if self.config.n_langs > 1 else None
-        return {"input_ids": input_ids, "langs": langs}
+        model_inputs = {"input_ids": input_ids, "langs": langs}
+        for key, value in kwargs.items():
+            if key not in self._rebuilt_each_step and key not in model_inputs:
+                model_inputs[key] = value
+        return model_inputs
 
     def build_lm_head(self, config: XLMConfig) -> MaskedLMHead:
         return MaskedLMHead(config.hidden_size, config.vocab_size, config.hidden_act, config.layer_norm_eps, transform=False)
