@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
+from transformers import GenerationMixin
 from torch.nn import functional as F
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers import initialization as init
@@ -366,7 +367,7 @@ def check_shape(tensor: torch.Tensor, expected: tuple[int, ...], name: str) -> N
         raise ValueError(f"{name} has shape {tuple(tensor.shape)}, expected {tuple(expected)}")
 
 
-class XLNetLMHeadModel(XLNetPreTrainedModel, MemoryGenerationMixin):
+class XLNetLMHeadModel(XLNetPreTrainedModel, MemoryGenerationMixin, GenerationMixin):
     """Permutation LM head: logits = h W_emb^T + b at the ``target_mapping`` predictions (B, P, V)
     (or every position (B, T, V) without one); loss = cross-entropy against ``labels`` (B, P)
     (or (B, T)), -100 ignored. Batches come from ``hf_variants.objectives.DataCollatorForPermutationLM``."""
