@@ -147,15 +147,7 @@ def generating_heads(spec) -> list[str]:
     return list(heads)
 
 
-# XLM generates by appending its mask token and re-encoding (absolute positions from 0): a padded
-# batch puts the mask after a short row's padding (right) or shifts its positions (left), and
-# prepare_inputs_for_generation passes no attention_mask. Left to the XLM generation work (issue 43,
-# the generation half); strict, so the marker goes when it passes.
-XLM_GENERATION_GAP = pytest.mark.xfail(strict=True, reason="XLM's generate() reads padding in a padded batch")
-
-
-@pytest.mark.parametrize("variant", [pytest.param(v, marks=XLM_GENERATION_GAP) if v == "xlm" else v
-                                     for v in TEXT_VARIANTS if v != "transfo_xl" and generating_heads(spec_named(v))])
+@pytest.mark.parametrize("variant", [v for v in TEXT_VARIANTS if v != "transfo_xl" and generating_heads(spec_named(v))])
 def test_batched_generation_gives_each_prompt_its_tokens_alone(variant):
     spec = spec_named(variant)
     heads = generating_heads(spec)
@@ -192,6 +184,19 @@ def test_transfo_xl_refuses_a_padded_batch_and_generates_equal_length_prompts_as
             assert torch.equal(batched.sequences[row], alone.sequences[0])
             for in_batch, by_itself in zip(batched.logits, alone.logits, strict=True):
                 torch.testing.assert_close(in_batch[row], by_itself[0], atol=ATOL, rtol=0)
+
+
+def test_xlm_generate_refuses_right_padded_prompts():
+    """XLM re-encodes the prompt with its mask token appended: after a right-padded row's padding the
+    token would sit at a position it never has alone, so right padding is refused by name."""
+    spec = spec_named("xlm")
+    tokenizer = copy.deepcopy(trained_tokenizer(spec.tokenizer_kind))
+    tokenizer.padding_side = "right"
+    model = model_for(spec, generating_heads(spec)[0], tokenizer)
+    encoded = tokenizer(SENTENCES, padding=True, return_tensors="pt")
+    assert not bool(encoded["attention_mask"][:, -1].all()), "the batch must be right-padded"
+    with pytest.raises(ValueError, match="padded on the left"):
+        model.generate(**encoded, max_new_tokens=2, do_sample=False, pad_token_id=tokenizer.pad_token_id)
 
 
 def test_vit_image_classifier_scores_each_image_as_alone():

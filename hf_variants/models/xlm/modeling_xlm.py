@@ -220,13 +220,33 @@ class XLMWithLMHeadModel(EncoderForMaskedLM, XLMPreTrainedModel, CheckedGenerati
 
     def prepare_inputs_for_generation(self, input_ids: torch.Tensor, is_first_iteration: bool = False, **kwargs) -> dict:
         """input_ids (B, T) -> the step's inputs: (B, T + 1) ids ending in the mask token, and langs
-        (B, T + 1); every other keyword generate() hands over (``output_attentions``,
+        (B, T + 1), and for a left-padded batch its attention_mask and position_ids (B, T + 1) so
+        each row generates as it would alone; every other keyword generate() hands over (``output_attentions``,
         ``output_hidden_states``, ``use_cache``, a caller's own model kwargs) is forwarded unchanged,
         except the per-token inputs the step rebuilds and the cache (``_rebuilt_each_step``)."""
         mask = torch.full((input_ids.shape[0], 1), self.config.mask_token_id, dtype=input_ids.dtype, device=input_ids.device)
         input_ids = torch.cat([input_ids, mask], dim=1)
         langs = torch.full_like(input_ids, self.config.lang_id) if self.config.n_langs > 1 else None
         model_inputs = {"input_ids": input_ids, "langs": langs}
+        attention_mask = kwargs.get("attention_mask")
+        if attention_mask is not None and not bool(attention_mask.all()):
+            # A padded batch: the mask token and every generated token must sit where they would in
+            # the row alone. With left padding, the real tokens are counted from 0 (position_ids) and
+            # the padding is masked out; right padding would put the mask token after a short
+            # row's padding, at a position it never has alone.
+            if attention_mask.dim() != 2 or attention_mask.shape != input_ids[:, :-1].shape:
+                raise ValueError(
+                    f"attention_mask has shape {tuple(attention_mask.shape)}, expected {tuple(input_ids[:, :-1].shape)} "
+                    "like input_ids"
+                )
+            if not bool(attention_mask[:, -1].all()):
+                raise ValueError(
+                    "XLMWithLMHeadModel.generate() needs prompts padded on the left (tokenizer.padding_side = "
+                    "'left'): a right-padded row would continue after its padding"
+                )
+            attention_mask = torch.cat([attention_mask, attention_mask.new_ones((attention_mask.shape[0], 1))], dim=1)
+            model_inputs["attention_mask"] = attention_mask
+            model_inputs["position_ids"] = (attention_mask.long().cumsum(dim=1) - 1).clamp(min=0)
         for key, value in kwargs.items():
             if key not in self._rebuilt_each_step and key not in model_inputs:
                 model_inputs[key] = value
