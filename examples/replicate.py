@@ -52,8 +52,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling example 
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
-from hf_variants.atomic import write_text_atomically  # noqa: E402
-from hf_variants.configs import named_config  # noqa: E402
+from hf_variants.hub.atomic import write_text_atomically  # noqa: E402
+from hf_variants.models.named_configs import named_config  # noqa: E402
 from hf_variants.objectives.recipes import RECIPES  # noqa: E402
 from hf_variants.registry import spec_for  # noqa: E402
 from pretraining_support import QUICK_PRETRAINING, QUICK_TEXT, quick_config_fields  # noqa: E402
