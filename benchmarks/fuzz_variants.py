@@ -50,6 +50,13 @@ from fuzz_cases import (POSITION_LABELS, SHARED_FIELDS, SOURCE_TOKEN_INPUTS, acc
 from hf_variants.registry import SPECS, VariantSpec
 
 NEGATIVE_MEANS_OFF = ("clamp_len",)
+# What a property must know of a variant that follows its transformers counterpart (parity), by model_type.
+# Summary types that read padding positions too: "last" is position T-1 everywhere; XLNet's "mean",
+# as transformers', averages all T positions, padding included.
+SUMMARY_READS_PADDING: dict[str, tuple[str, ...]] = {"hfv_xlnet": ("last", "mean")}
+# token_type_ids that only say whether two tokens share a segment (XLNet's relative segment
+# encoding, no table): any integers are valid, so "out of range" is no invalid input.
+RELATIVE_SEGMENTS = frozenset({"hfv_xlnet"})
 PROPERTIES = ("valid_run", "padding_invariance", "batch_invariance", "determinism", "invalid_config", "invalid_input")
 TOLERANCE = 1e-5
 
@@ -215,10 +222,10 @@ def prop_padding_invariance(spec, head, fields, shape) -> str | None:
     for name in base:
         if name in per_token:  # real positions only
             comparison = Comparison(name, padded, inputs, lambda out: out[first_positions], lambda out: out, mask)
-        elif (config.summary_type in getattr(model, "summary_reads_padding", ("last",))
+        elif (config.summary_type in SUMMARY_READS_PADDING.get(spec.model_type, ("last",))
               or (config.summary_type == "first" and not bool(mask[..., 0].all()))):
             # "last" reads position T-1, which extra padding moves by definition (XLNet's "mean",
-            # as transformers', averages the padding too: its model says so); "first" on a
+            # as transformers', averages the padding too); "first" on a
             # left-padded row reads a padding token, whose state no real token defines (causal
             # attention leaves it no visible key at all).
             continue
@@ -396,12 +403,12 @@ def invalid_input_mutations(spec: VariantSpec, head: str, model, inputs: dict, l
         # Without a segment table, token_type_ids must be refused by name where the forward would
         # take them (a named argument or **kwargs); a forward without either already refuses them
         # (Python's TypeError names the argument, as transformers' T5 classifier does). XLNet's
-        # relative segments take any integers (its model declares relative_segments).
+        # relative segments take any integers (RELATIVE_SEGMENTS).
         takes = "token_type_ids" in inspect.signature(model.forward).parameters or any(
             p.kind is p.VAR_KEYWORD for p in inspect.signature(model.forward).parameters.values())
         cases = [case for case in cases
                  if case[0] != "token_type_ids out of range" or (config.type_vocab_size == 0 and takes)]
-    if getattr(model, "relative_segments", False):
+    if spec.model_type in RELATIVE_SEGMENTS:
         cases = [case for case in cases if case[0] != "token_type_ids out of range"]
     return cases
 
