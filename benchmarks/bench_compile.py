@@ -26,8 +26,9 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import measure  # noqa: E402
+if not __package__:  # run as `python benchmarks/bench_compile.py`: the repository root holds the benchmarks package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # (and this checkout's hf_variants)
+from benchmarks import measure  # noqa: E402
 
 import hf_variants  # noqa: E402,F401  (registers every variant)
 from hf_variants.models.named_configs import named_config  # noqa: E402

@@ -6,8 +6,8 @@ replaced, and each command line still parses; nothing is timed."""
 
 import pytest
 
-import bench_compile  # noqa: E402  (benchmarks/ is on pytest's pythonpath)
-import bench_pretraining  # noqa: E402
+from benchmarks import bench_compile
+from benchmarks import bench_pretraining  # noqa: E402
 
 import hf_variants
 from hf_variants.models.named_configs import named_config

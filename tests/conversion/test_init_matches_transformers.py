@@ -15,7 +15,7 @@ import hf_variants  # noqa: F401  (registers the variants and their conversion p
 from hf_variants.conversion import PAIRS, to_transformers
 from hf_variants.registry import SPECS
 
-from tiny_variants import tiny_config
+from tests.common.tiny_variants import tiny_config
 
 # Larger than the tiny fixtures, so each tensor's spread is estimated to a few percent.
 SIZES = dict(vocab_size=400, hidden_size=64, intermediate_size=128, num_attention_heads=2, head_dim=32, embedding_size=32)

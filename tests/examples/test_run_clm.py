@@ -19,10 +19,10 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 import hf_variants  # noqa: F401  (registers the model types)
 from hf_variants import GPTConfig, GPTLMHeadModel, TransfoXLConfig, TransfoXLLMHeadModel
 from hf_variants.objectives import DataCollatorForPackedCausalLM, SegmentStreamDataset
-from example_scripts import load_example_script
-from launch import TWO_PROCESS_LAUNCH, assert_succeeded, run_processes
-from paths import EXAMPLES_DIR
-from tiny_variants import TINY_CONFIGS
+from tests.common.example_scripts import load_example_script
+from tests.common.launch import TWO_PROCESS_LAUNCH, assert_succeeded, run_processes
+from tests.common.paths import EXAMPLES_DIR
+from tests.common.tiny_variants import TINY_CONFIGS
 
 SCRIPT = EXAMPLES_DIR / "run_clm.py"
 COMMON = ["--corpus", "austen", "--max_documents", "12", "--vocab_size", "600", "--max_seq_length", "32",

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 from datasets import Dataset
-from hub_server import hub  # noqa: F401  (fixture)
-from hub_store import parse_front_matter, validate_model_index
+from tests.common.hub_server import hub  # noqa: F401  (fixture)
+from tests.common.hub_store import parse_front_matter, validate_model_index
 from huggingface_hub import ModelCard
 from transformers import Trainer, TrainingArguments
 

@@ -70,7 +70,7 @@ def registration_problems(spec, readme: str, docs_dir: Path) -> list[str]:
     """What a variant's folder leaves undeclared: its SPEC's mini config, its tiny test config
     (tests/common/tiny_variants.py), its README variants-table row (linking its docs page) and that page."""
     from hf_variants.models.named_configs import available_named_configs, named_config
-    from tiny_variants import TINY_CONFIGS
+    from tests.common.tiny_variants import TINY_CONFIGS
 
     problems = []
     if spec.mini_config not in available_named_configs():
@@ -103,7 +103,7 @@ def test_a_variant_missing_its_registration_is_reported(tmp_path):
 
 @pytest.mark.parametrize("model_type", sorted(hf_variants.registry.SPECS))
 def test_tiny_test_config_builds_at_tiny_sizes(model_type):
-    from tiny_variants import tiny_config, tiny_config_fields
+    from tests.common.tiny_variants import tiny_config, tiny_config_fields
 
     spec = hf_variants.registry.SPECS[model_type]
     config = tiny_config(spec)

@@ -12,7 +12,7 @@ from transformers.models.roberta.modeling_roberta import RobertaEmbeddings as Th
 import hf_variants
 from hf_variants.models.roberta import RobertaConfig, RobertaForPreTraining, RobertaModel
 from hf_variants.tokenization import TOKENIZER_KINDS, train_tokenizer
-from encoder_tester import ALL_CHECKS, TINY, EncoderTester, check_save_load
+from tests.common.encoder_tester import ALL_CHECKS, TINY, EncoderTester, check_save_load
 
 PAD = 1
 

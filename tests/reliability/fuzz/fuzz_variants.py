@@ -10,7 +10,7 @@ eager/SDPA, ...). Which values of each choice field a variant accepts is *probed
 draws stay valid without a per-variant table. Inputs follow the model's ``main_input_name``:
 token ids with a random padding mask, or pixel values; labels follow the forward's argument names
 and the shape of the unlabelled output (see :func:`make_labels`). What is drawn lives in
-benchmarks/fuzz_cases.py; this file holds the properties and the drivers.
+tests/reliability/fuzz/fuzz_cases.py; this file holds the properties and the drivers.
 
 Properties (each a function of (spec, head, drawn config, drawn inputs)):
 
@@ -23,7 +23,7 @@ Properties (each a function of (spec, head, drawn config, drawn inputs)):
 
 Run the nightly size (>= 1,000 cases per variant) with::
 
-    PYTHONPATH=. python benchmarks/fuzz_variants.py --cases-per-variant 1000 --max-minutes 60
+    python -m tests.reliability.fuzz.fuzz_variants --cases-per-variant 1000 --max-minutes 60
 
 The CI sample is tests/reliability/test_fuzz_variants.py (a few cases per variant, head and property).
 """
@@ -44,7 +44,7 @@ from pathlib import Path
 import torch
 from hypothesis import HealthCheck, Phase, assume, given, settings, strategies as st
 
-from fuzz_cases import (POSITION_LABELS, SHARED_FIELDS, SOURCE_TOKEN_INPUTS, accepted_choices, base_fields,  # noqa: F401
+from tests.reliability.fuzz.fuzz_cases import (POSITION_LABELS, SHARED_FIELDS, SOURCE_TOKEN_INPUTS, accepted_choices, base_fields,  # noqa: F401
                         accepts_padding, accepts_padding_model, build, constructor_kwargs, input_shapes, is_text,
                         longest_input, make_config, make_inputs, make_labels, valid_fields)
 from hf_variants.registry import SPECS, VariantSpec
