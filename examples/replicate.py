@@ -52,8 +52,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling example 
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
-from hf_variants.atomic import write_text_atomically  # noqa: E402
-from hf_variants.configs import named_config  # noqa: E402
+from hf_variants.hub.atomic import write_text_atomically  # noqa: E402
+from hf_variants.models.named_configs import named_config  # noqa: E402
 from hf_variants.objectives.recipes import RECIPES  # noqa: E402
 from hf_variants.registry import spec_for  # noqa: E402
 from pretraining_support import QUICK_PRETRAINING, QUICK_TEXT, quick_config_fields  # noqa: E402
@@ -134,7 +134,7 @@ def config_overrides(arm: Arm, quick: bool) -> str | None:
     the family's tiny sizes, the arm's ablation fields last (a later field wins)."""
     fields: dict[str, object] = dict(STUDY_SIZE.config) if arm.takes_study_settings else {}
     if quick:
-        fields.update(quick_config_fields(spec_for(named_config(arm.model).model_type).tiny_config))
+        fields.update(quick_config_fields(spec_for(named_config(arm.model).model_type).name))
     fields.update(dict(arm.config_overrides))
     if not fields:
         return None

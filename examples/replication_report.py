@@ -11,7 +11,7 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
-from hf_variants.atomic import write_text_atomically
+from hf_variants.hub.atomic import write_text_atomically
 from replication_rows import (HARNESS_MEASURES, LOWER_IS_BETTER, STUDY_FLAGS, STUDY_SIZE, Prediction, Row,
                               twin_group)
 

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-import unigram_baseline  # benchmarks/ is on pytest's pythonpath
+from benchmarks import unigram_baseline
 
 
 def test_cross_entropy_by_hand():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from example_scripts import load_example_script
+from tests.common.example_scripts import load_example_script
 
 QUICK = ["--quick", "--seeds", "1", "--budget_minutes", "5"]
 

@@ -4,7 +4,7 @@ special tokens, mask token, pair template and word ids (trained on real Austen p
 from __future__ import annotations
 
 import pytest
-from austen_data import austen_corpus
+from tests.common.austen_data import austen_corpus
 from transformers import AutoTokenizer
 
 from hf_variants.tokenization import TOKENIZER_KINDS, train_tokenizer, word_start_table

@@ -16,7 +16,7 @@ from safetensors.torch import load_file
 
 import hf_variants  # noqa: F401  (registers the hfv_* classes the scripts load)
 from test_examples_processing import load_script
-from tiny_checkpoints import save_tiny_bert_checkpoint
+from tests.common.tiny_checkpoints import save_tiny_bert_checkpoint
 
 pytestmark = pytest.mark.slow
 

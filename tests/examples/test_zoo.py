@@ -21,7 +21,7 @@ from transformers import AutoModel, AutoModelForSeq2SeqLM, AutoTokenizer
 import hf_variants  # noqa: F401  (registers the hfv_* model types with the Auto classes)
 from hf_variants import cli
 from hf_variants.registry import SPECS
-from zoo_quick import QUICK, build_quick, load_zoo
+from tests.common.zoo_quick import QUICK, build_quick, load_zoo
 
 pytestmark = pytest.mark.slow
 

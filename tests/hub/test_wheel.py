@@ -20,7 +20,7 @@ import pytest
 import torch
 import transformers
 
-from paths import REPO_ROOT as REPO  # noqa: E402
+from tests.common.paths import REPO_ROOT as REPO  # noqa: E402
 # What the wheel is built from: a copy, so the build leaves nothing (build/, *.egg-info) in the checkout.
 SOURCES = ["pyproject.toml", "setup.py", "README.md", "hf_variants", "modeling_configs"]
 

@@ -126,13 +126,6 @@ class XLNetPreTrainedModel(VariantPreTrainedModel):
     _no_split_modules = ["XLNetLayer"]
     base_model_prefix = "transformer"
     forward_input_names = ("mems", "perm_mask", "target_mapping", "input_mask", "use_mems")
-    # Summary types that read padding positions too, as transformers' XLNet does (parity): "mean"
-    # averages all T. ("last" reads each row's last real token: see _XLNetTaskModel._summary.)
-    # Read by the fuzzer's padding-invariance property.
-    summary_reads_padding = ("mean",)
-    # token_type_ids only say whether two tokens share a segment (relative segment encoding, no
-    # table): any integers are valid. Read by the fuzzer's invalid-input property.
-    relative_segments = True
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:

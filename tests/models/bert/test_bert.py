@@ -6,7 +6,7 @@ import transformers
 
 import hf_variants
 from hf_variants import BertConfig
-from encoder_tester import ALL_CHECKS, EncoderTester, check_save_load
+from tests.common.encoder_tester import ALL_CHECKS, EncoderTester, check_save_load
 
 HEADS = list(hf_variants.registry.SPECS["hfv_bert"].classes)
 TESTER = EncoderTester(BertConfig, {head: getattr(hf_variants, f"Bert{head}") for head in HEADS})

@@ -9,7 +9,7 @@ import torch
 import transformers
 
 import hf_variants
-from inputs import make_inputs
+from tests.common.inputs import make_inputs
 
 ATOL = 1e-5
 THEIR_CLASSES = {
