@@ -25,7 +25,7 @@ from hf_variants.distillation import (
 )
 from hf_variants.registry import SPECS
 from hf_variants.tokenization import train_tokenizer
-from tiny_variants import tiny_config
+from tests.common.tiny_variants import tiny_config
 
 LABELS = {0: "negative", 1: "positive"}
 TEMPERATURE, ALPHA = 2.0, 0.7

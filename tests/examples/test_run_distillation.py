@@ -75,7 +75,7 @@ def test_student_of_another_family_and_tokenizer_distils_on_the_transfer_set(tmp
     real movie-review one (labelled and unlabeled rows). A second student reuses the teacher's cache."""
     from hf_variants.registry import SPECS
     from hf_variants.tokenization import train_tokenizer
-    from tiny_variants import tiny_config
+    from tests.common.tiny_variants import tiny_config
 
     labels = {0: "negative", 1: "positive"}
     teacher_dir, student_tokenizer_dir = tmp_path / "teacher", tmp_path / "student-tokenizer"

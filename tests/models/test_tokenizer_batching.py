@@ -24,8 +24,8 @@ import functools
 
 import pytest
 import torch
-from austen_data import austen_corpus
-from tiny_variants import tiny_config
+from tests.common.austen_data import austen_corpus
+from tests.common.tiny_variants import tiny_config
 
 from hf_variants.registry import SPECS
 from hf_variants.tokenization import train_tokenizer

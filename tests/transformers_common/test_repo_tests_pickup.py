@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-import upstream
+from tests.transformers_common import upstream
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 MARKERS = ("test_greedy_generate_dict_outputs", "test_custom_4d_attention_mask")  # names in the checkout's mixin

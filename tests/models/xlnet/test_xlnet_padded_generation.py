@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from hf_variants.models.xlnet import XLNetConfig, XLNetLMHeadModel
-from inputs import padding_mask
+from tests.common.inputs import padding_mask
 
 TINY = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
             pad_token_id=5, eos_token_id=2, bos_token_id=1)

@@ -13,13 +13,13 @@ import sys
 
 import pytest
 import torch
-from austen_data import austen_corpus
+from tests.common.austen_data import austen_corpus
 from transformers import pipeline
 
 import hf_variants
 from hf_variants.models.xlnet import SPEC
 from hf_variants.tokenization import train_tokenizer
-from tiny_variants import tiny_config
+from tests.common.tiny_variants import tiny_config
 
 SENTENCE = "Emma smiled."
 # Longer sentences share its batch of 4, so the pipeline pads it.
