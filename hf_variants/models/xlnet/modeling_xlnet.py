@@ -28,6 +28,7 @@ from torch import nn
 from torch.nn import functional as F
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers import initialization as init
+from transformers.cache_utils import Cache
 from transformers.modeling_outputs import (
     MultipleChoiceModelOutput,
     QuestionAnsweringModelOutput,
@@ -124,7 +125,6 @@ class XLNetPreTrainedModel(VariantPreTrainedModel):
     config_class = XLNetConfig
     _no_split_modules = ["XLNetLayer"]
     base_model_prefix = "transformer"
-    forward_input_names = ("mems", "perm_mask", "target_mapping", "input_mask", "use_mems")
     # Summary types that read padding positions too, as transformers' XLNet does (parity): "last"
     # is position T-1 and "mean" averages all T. Read by the fuzzer's padding-invariance property.
     summary_reads_padding = ("last", "mean")
@@ -195,6 +195,7 @@ class XLNetModel(XLNetPreTrainedModel):
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
         **kwargs,
     ) -> XLNetBackboneOutput | tuple:
         """transformers' XLNetModel arguments and outputs.
@@ -208,7 +209,7 @@ class XLNetModel(XLNetPreTrainedModel):
             token_type_ids: (B, T) segment ids (only equality between two tokens matters).
             use_mems: return the next segment's ``mems`` (default: config.use_mems_eval /
                 use_mems_train by training mode).
-            past_key_values (keyword): a transformers Cache holding P keys/values per layer, a
+            past_key_values: a transformers Cache holding P keys/values per layer, a
                 learned memory in front of ``mems`` (peft's prefix tuning; see KeyValuePrefix);
                 ``attention_mask`` may then cover P + T.
         The shared task bases' layout arguments are read only to decide whether left-padded rows
@@ -233,7 +234,7 @@ class XLNetModel(XLNetPreTrainedModel):
             raise ValueError(f"target_mapping must be (batch={batch}, num_predict, length={length}), got {tuple(target_mapping.shape)}")
 
         check_mask_values(attention_mask)  # 0/1 only, before the length buckets count real tokens
-        prefix = kwargs.pop("past_key_values", None)
+        prefix = past_key_values
         if prefix is not None:
             prefix = KeyValuePrefix(prefix, config.num_hidden_layers, batch, config.num_attention_heads,
                                     self.layers[0].attention.head_dim)
@@ -407,13 +408,17 @@ class XLNetLMHeadModel(XLNetPreTrainedModel, MemoryGenerationMixin):
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
         **kwargs,
     ) -> XLNetLMHeadModelOutput | tuple:
+        """transformers' XLNetLMHeadModel arguments (see :meth:`XLNetModel.forward`); labels (B, T)
+        or, with ``target_mapping``, (B, P): the ids at the positions predicted (not shifted).
+        ``past_key_values``: a key/value prefix (peft's prefix tuning)."""
         out = self.transformer(
             input_ids, attention_mask=attention_mask, mems=mems, perm_mask=perm_mask, target_mapping=target_mapping,
             token_type_ids=token_type_ids, input_mask=input_mask, inputs_embeds=inputs_embeds, use_mems=use_mems,
             output_attentions=output_attentions, output_hidden_states=output_hidden_states, return_dict=True,
-            past_key_values=kwargs.get("past_key_values"),  # a key/value prefix (prefix tuning), if any
+            past_key_values=past_key_values,
         )
         logits = self.lm_loss(out.last_hidden_state)
         loss = None
@@ -444,7 +449,8 @@ class SummaryScorer(nn.Module):
 
 
 class _XLNetTaskModel:
-    """The shared encoder heads on XLNet's backbone (no pooler; XLNet's inputs pass through **kwargs)."""
+    """The shared encoder heads on XLNet's backbone (no pooler). Each head's forward names XLNet's
+    own inputs (mems, perm_mask, ...) and hands them to the backbone by keyword."""
 
     backbone_class = XLNetModel
     uses_pooler = False
@@ -471,18 +477,127 @@ class _XLNetTaskModel:
 class XLNetForSequenceClassification(_XLNetTaskModel, EncoderForSequenceClassification, XLNetPreTrainedModel):
     """The summary token (``summary_type``: last, XLNet's <cls>) -> SummaryScorer (B, num_labels)."""
 
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
+        mems: list[torch.Tensor] | tuple[torch.Tensor, ...] | None = None,
+        perm_mask: torch.Tensor | None = None,
+        target_mapping: torch.Tensor | None = None,
+        input_mask: torch.Tensor | None = None,
+        use_mems: bool | None = None,
+        **kwargs,
+    ) -> XLNetForSequenceClassificationOutput | tuple:
+        """As :meth:`EncoderHeadModel.forward`, plus XLNet's inputs (see :meth:`XLNetModel.forward`; inputs
+        (B, T)): named here so that Trainer keeps those dataset columns."""
+        return super().forward(
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, labels, output_attentions,
+            output_hidden_states, return_dict, past_key_values, mems=mems, perm_mask=perm_mask,
+            target_mapping=target_mapping, input_mask=input_mask, use_mems=use_mems, **kwargs,
+        )
+
 
 class XLNetForMultipleChoice(_XLNetTaskModel, EncoderForMultipleChoice, XLNetPreTrainedModel):
     """Inputs (B, C, T); one score per choice from the summary token; logits (B, C)."""
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
+        mems: list[torch.Tensor] | tuple[torch.Tensor, ...] | None = None,
+        perm_mask: torch.Tensor | None = None,
+        target_mapping: torch.Tensor | None = None,
+        input_mask: torch.Tensor | None = None,
+        use_mems: bool | None = None,
+        **kwargs,
+    ) -> XLNetForMultipleChoiceOutput | tuple:
+        """As :meth:`EncoderForMultipleChoice.forward`, plus XLNet's inputs (see :meth:`XLNetModel.forward`; inputs
+        (B, C, T), flattened to (B * C, T)): named here so that Trainer keeps those dataset columns."""
+        return super().forward(
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, labels, output_attentions,
+            output_hidden_states, return_dict, past_key_values, mems=mems, perm_mask=perm_mask,
+            target_mapping=target_mapping, input_mask=input_mask, use_mems=use_mems, **kwargs,
+        )
 
 
 class XLNetForTokenClassification(_XLNetTaskModel, EncoderForTokenClassification, XLNetPreTrainedModel):
     """Per-token Linear(H, num_labels) (no dropout before it, as transformers' XLNet)."""
 
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
+        mems: list[torch.Tensor] | tuple[torch.Tensor, ...] | None = None,
+        perm_mask: torch.Tensor | None = None,
+        target_mapping: torch.Tensor | None = None,
+        input_mask: torch.Tensor | None = None,
+        use_mems: bool | None = None,
+        **kwargs,
+    ) -> XLNetForTokenClassificationOutput | tuple:
+        """As :meth:`EncoderHeadModel.forward`, plus XLNet's inputs (see :meth:`XLNetModel.forward`; inputs
+        (B, T)): named here so that Trainer keeps those dataset columns."""
+        return super().forward(
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, labels, output_attentions,
+            output_hidden_states, return_dict, past_key_values, mems=mems, perm_mask=perm_mask,
+            target_mapping=target_mapping, input_mask=input_mask, use_mems=use_mems, **kwargs,
+        )
+
 
 class XLNetForQuestionAnsweringSimple(_XLNetTaskModel, EncoderForQuestionAnswering, XLNetPreTrainedModel):
     """Start/end logits per token (transformers' XLNetForQuestionAnsweringSimple, the class its
     AutoModelForQuestionAnswering picks). The beam-search SQuAD 2.0 head is not provided."""
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        start_positions: torch.Tensor | None = None,
+        end_positions: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
+        mems: list[torch.Tensor] | tuple[torch.Tensor, ...] | None = None,
+        perm_mask: torch.Tensor | None = None,
+        target_mapping: torch.Tensor | None = None,
+        input_mask: torch.Tensor | None = None,
+        use_mems: bool | None = None,
+        **kwargs,
+    ) -> XLNetForQuestionAnsweringSimpleOutput | tuple:
+        """As :meth:`EncoderForQuestionAnswering.forward`, plus XLNet's inputs (see :meth:`XLNetModel.forward`; inputs
+        (B, T)): named here so that Trainer keeps those dataset columns."""
+        return super().forward(
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, start_positions, end_positions, output_attentions,
+            output_hidden_states, return_dict, past_key_values, mems=mems, perm_mask=perm_mask,
+            target_mapping=target_mapping, input_mask=input_mask, use_mems=use_mems, **kwargs,
+        )
 
 
 __all__ = [
