@@ -39,7 +39,6 @@ WIDE_FORWARDS = {
     "encoder.py:TransformerLayer.forward": 16,
     "decoder.py:EncoderDecoderBackbone.forward": 15,
     "attention.py:MultiHeadAttention.forward": 13,
-    "relative_attention.py:RelativeAttention.forward": 11,
 }
 
 

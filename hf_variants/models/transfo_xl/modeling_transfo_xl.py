@@ -93,7 +93,7 @@ class TransfoXLLayer(GradientCheckpointingLayer):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """hidden (B, T, H), memory (B, M, H) or None, encodings (1, M + T + 1, H), causal_bias
         (1, 1, T, M + T); key_value_prefix (B, heads, P, D) each, M then counting those P too."""
-        attended, _, (probs,) = self.attention(
+        attended, probs = self.attention(
             hidden_states, memory, encodings, None, causal_bias, attn_implementation, output_attentions,
             key_value_prefix=key_value_prefix,
         )

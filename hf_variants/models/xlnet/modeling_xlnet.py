@@ -72,13 +72,55 @@ class XLNetBackboneOutput(XLNetModelOutput):
     pooler_output: torch.Tensor | None = None
 
 
+class TwoStreamAttention(RelativeAttention):
+    """XLNet's two-stream self-attention (Yang et al. 2019, sec. 2.3): the content stream h (what
+    Transformer-XL computes) and the query stream g, which knows a position but not its token,
+    attend to the same keys and values (memory + content stream) with the same projections; only
+    their queries and masks differ. Parameters and their names are :class:`RelativeAttention`'s."""
+
+    def forward(
+        self,
+        content: torch.Tensor,
+        memory: torch.Tensor | None,
+        encodings: torch.Tensor,
+        different_segment: torch.Tensor | None,
+        content_bias: torch.Tensor | None,
+        attn_implementation: str,
+        output_attentions: bool,
+        key_value_prefix: tuple[torch.Tensor, torch.Tensor] | None = None,
+        query_stream: torch.Tensor | None = None,
+        query_bias: torch.Tensor | None = None,
+        target_mapping: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, tuple[torch.Tensor | None, ...]]:
+        """The content stream ``content`` (B, T, H) attends under ``content_bias`` (B or 1, 1, T,
+        M + T), as :meth:`RelativeAttention.forward`; the query stream ``query_stream`` (B, P, H)
+        attends to the same keys and values under ``query_bias``; with ``target_mapping``
+        (B, P, T) each of its P queries sits at the position it predicts. Returns the content
+        output (B, T, H), the query output (B, P, H) or None, and the attention maps:
+        (content,) or (content, query)."""
+        key, value = self.memory_keys_values(content, memory, key_value_prefix)
+        shared = (key, value, self.position_keys(encodings), different_segment)
+        context, probs = self.attend_relative(
+            self.project_queries(content), *shared, content_bias, attn_implementation, output_attentions
+        )
+        if query_stream is None:
+            return self.output(context), None, (probs,)
+        query = self.project_queries(query_stream)
+        if target_mapping is not None:  # (B, heads, P, D) -> (B, heads, T, D)
+            query = torch.einsum("bnpd,bpt->bntd", query, target_mapping)
+        query_context, query_probs = self.attend_relative(query, *shared, query_bias, attn_implementation, output_attentions)
+        if target_mapping is not None:
+            query_context = torch.einsum("bntd,bpt->bnpd", query_context, target_mapping)
+        return self.output(context), self.output(query_context), (probs, query_probs)
+
+
 class XLNetLayer(GradientCheckpointingLayer):
     """Relative attention for each stream -> dropout -> residual -> LayerNorm, then the shared FFN
     (its inner dropout is XLNet's dropout) -> dropout -> residual -> LayerNorm, for each stream."""
 
     def __init__(self, config: XLNetConfig) -> None:
         super().__init__()
-        self.attention = RelativeAttention(
+        self.attention = TwoStreamAttention(
             config.hidden_size, config.num_attention_heads, dropout=config.hidden_dropout_prob, head_dim=config.head_dim
         )  # with XLNet's relative segment terms
         self.attention_norm = build_norm(config.norm_type, config.hidden_size, config.layer_norm_eps)
@@ -112,8 +154,8 @@ class XLNetLayer(GradientCheckpointingLayer):
         each or None -> the new streams and attention maps."""
         content_attended, query_attended, probs = self.attention(
             content, memory, encodings, different_segment, content_bias, attn_implementation, output_attentions,
-            query_stream=query_stream, query_mask_bias=query_bias, target_mapping=target_mapping,
-            key_value_prefix=key_value_prefix,
+            key_value_prefix=key_value_prefix, query_stream=query_stream, query_bias=query_bias,
+            target_mapping=target_mapping,
         )
         new_content = self._finish(content, content_attended)
         if query_stream is None:
