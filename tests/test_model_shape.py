@@ -6,7 +6,9 @@ Read with ``ast`` over the whole package, and with ``inspect`` over every regist
   ``grep "class BertForPreTrainingOutput"`` finds the class;
 - no signature is rewritten (no ``__signature__`` assignment, no ``__init_subclass__`` that
   replaces ``forward``): what Trainer and peft read with ``inspect.signature`` is what the file shows;
-- every registered head's ``inspect.signature(cls.forward)`` is the one parsed from its ``def``;
+- every registered head's ``inspect.signature(cls.forward)`` is the one parsed from its ``def``,
+  and names what the removed rewriting used to add (``past_key_values``, XLM's and XLNet's inputs);
+  the pretraining heads that now name ``past_key_values`` use it;
 - no shared block's forward (``hf_variants/modules/``, outside task heads) takes more than
   ``MAX_NAMED_PARAMETERS`` named parameters, except the ones listed in ``WIDE_FORWARDS`` with
   their current count: the list may only shrink (a new wide forward, or a listed one that grows,
@@ -23,9 +25,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import torch
+from transformers.cache_utils import DynamicCache
 
 import hf_variants
 from hf_variants.registry import SPECS
+from tiny_variants import tiny_config
 
 PACKAGE = Path(hf_variants.__file__).parent
 SOURCES = sorted(PACKAGE.rglob("*.py"))
@@ -203,3 +208,31 @@ def test_block_forwards_stay_narrow_and_the_allow_list_only_shrinks():
             problems.append(f"{key} narrowed from {allowed} to {width} named parameters: {fix} WIDE_FORWARDS")
     problems += [f"{key} is listed in WIDE_FORWARDS but no longer exists" for key in WIDE_FORWARDS if key not in widths]
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("name", ["bert", "albert", "spanbert"])
+def test_pretraining_heads_hand_the_prefix_they_name_to_the_encoder(name):
+    """A named parameter is used: the MLM + second-task heads pass ``past_key_values`` (a key/value
+    prefix, peft's prefix tuning) to the encoder, as the shared MLM head does (tests/ecosystem/test_peft.py)."""
+    spec = SPECS[f"hfv_{name}"]
+    config = tiny_config(spec)
+    torch.manual_seed(0)
+    pretraining, masked_lm = spec.classes["ForPreTraining"](config).eval(), spec.classes["ForMaskedLM"](config).eval()
+    masked_lm.load_state_dict(pretraining.state_dict(), strict=False)  # the shared encoder and MLM head
+    ids = torch.randint(3, config.vocab_size, (2, 7), generator=torch.Generator().manual_seed(0))
+    head_dim = config.hidden_size // config.num_attention_heads
+
+    def prefix() -> DynamicCache:
+        generator = torch.Generator().manual_seed(1)
+        cache = DynamicCache()
+        for depth in range(config.num_hidden_layers):
+            key, value = (torch.randn(2, config.num_attention_heads, 3, head_dim, generator=generator) for _ in range(2))
+            cache.update(key, value, depth)
+        return cache
+
+    with torch.no_grad():
+        plain = pretraining(ids).prediction_logits
+        prefixed = pretraining(ids, past_key_values=prefix()).prediction_logits
+        reference = masked_lm(ids, past_key_values=prefix()).logits
+    assert not torch.allclose(prefixed, plain, atol=1e-3)
+    torch.testing.assert_close(prefixed, reference, atol=1e-5, rtol=0)
