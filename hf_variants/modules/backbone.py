@@ -41,8 +41,6 @@ layer's memory to its keys and values. Cache and memory run padded.
 
 from __future__ import annotations
 
-import functools
-import inspect
 from dataclasses import dataclass
 
 import torch
@@ -86,16 +84,10 @@ class TransformerPreTrainedModel(PreTrainedModel):
     # (it would double-count under DDP and gradient accumulation).
     accepts_loss_kwargs = False
     main_input_name = "input_ids"
-    # Further keyword inputs every forward of the variant takes (XLM: "langs", "lengths"). They reach
-    # the backbone through **kwargs; naming them in the signature keeps Trainer, which drops dataset
-    # columns that forward's signature does not name, from dropping them.
-    forward_input_names: tuple[str, ...] = ()
-
-    def __init_subclass__(cls, **kwargs) -> None:
-        super().__init_subclass__(**kwargs)
-        # past_key_values: a decoder's cache, or an encoder's key/value prefix (prefix tuning);
-        # peft passes it only to a forward whose signature names it.
-        cls.forward = _with_named_inputs(cls.forward, ("past_key_values", *cls.forward_input_names))
+    # Every forward names what it takes in its own source (no signature is rewritten): Trainer keeps
+    # only the dataset columns a forward's signature names, and peft passes ``past_key_values`` (a
+    # decoder's cache, or an encoder's key/value prefix for prefix tuning) only to a forward that
+    # names it. tests/test_model_shape.py checks both.
 
     def __init__(self, config, *args, **kwargs) -> None:
         config.check_architecture()  # a clear ValueError naming the fields, before any module is built
@@ -613,20 +605,3 @@ class TransformerBackbone:
             raise ValueError("output_positions must include each row's summary position when the model has a pooler")
         return gather_positions(hidden_states, found.int().argmax(dim=1, keepdim=True))[:, 0]
 
-
-def _with_named_inputs(forward, names: tuple[str, ...]):
-    """``forward`` with keyword-only ``names`` (default None) in its signature, passed on through its
-    **kwargs; unchanged if it names them already or takes no **kwargs."""
-    signature = inspect.signature(forward)
-    parameters = list(signature.parameters.values())
-    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None)
-             for name in names if name not in signature.parameters]
-    if not added or not parameters or parameters[-1].kind is not inspect.Parameter.VAR_KEYWORD:
-        return forward
-
-    @functools.wraps(forward)
-    def forward_with_inputs(self, *args, **kwargs):
-        return forward(self, *args, **kwargs)
-
-    forward_with_inputs.__signature__ = signature.replace(parameters=[*parameters[:-1], *added, parameters[-1]])
-    return forward_with_inputs

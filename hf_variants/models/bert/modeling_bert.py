@@ -7,9 +7,13 @@ Everything but the pretraining heads comes from ``hf_variants.modules``: the bac
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
+from transformers.cache_utils import Cache
 from transformers.modeling_outputs import NextSentencePredictorOutput
+from transformers.utils import ModelOutput
 
 from ...modules.backbone import TransformerBackbone
 from ..modeling_base import VariantPreTrainedModel
@@ -22,7 +26,6 @@ from ...modules.task_models import (
     EncoderForSequenceClassification,
     EncoderForTokenClassification,
     EncoderHeadModel,
-    pretraining_output,
 )
 from .configuration_bert import BertConfig
 
@@ -36,11 +39,27 @@ class BertModel(TransformerBackbone, BertPreTrainedModel):
     """The bare encoder with BERT's pooler."""
 
 
-BertForPreTrainingOutput = pretraining_output(
-    "BertForPreTrainingOutput", "nsp", "seq_relationship_logits", __name__,
-    """loss = mlm_loss + nsp_loss; prediction_logits (B, T, V) (or (num_masked, V) with sparse
-    prediction); seq_relationship_logits (B, 2).""",
-)
+@dataclass
+class BertForPreTrainingOutput(ModelOutput):
+    """What :class:`BertForPreTraining` returns (transformers' field names, plus the two losses).
+
+    Attributes:
+        loss: () mlm_loss + nsp_loss, when both label sets are given.
+        mlm_loss: () mean cross-entropy over the masked positions (with ``labels``).
+        nsp_loss: () mean cross-entropy of next sentence prediction (with ``next_sentence_label``).
+        prediction_logits: (B, T, V), or (num_masked, V) with ``config.sparse_prediction``.
+        seq_relationship_logits: (B, 2) 0 = segment B follows A, 1 = B is random.
+        hidden_states: (layers + 1) x (B, T, H), when ``output_hidden_states``.
+        attentions: layers x (B, heads, T, T), when ``output_attentions``.
+    """
+
+    loss: torch.FloatTensor | None = None
+    mlm_loss: torch.FloatTensor | None = None
+    nsp_loss: torch.FloatTensor | None = None
+    prediction_logits: torch.FloatTensor | None = None
+    seq_relationship_logits: torch.FloatTensor | None = None
+    hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    attentions: tuple[torch.FloatTensor, ...] | None = None
 
 
 class BertForPreTraining(EncoderForMaskedLMAndSentenceRelation, BertPreTrainedModel):
@@ -65,12 +84,21 @@ class BertForPreTraining(EncoderForMaskedLMAndSentenceRelation, BertPreTrainedMo
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
         **kwargs,
     ) -> BertForPreTrainingOutput | tuple:
-        """labels: (B, T) MLM targets (-100 elsewhere); next_sentence_label: (B,) 0 = next, 1 = random."""
-        return self._masked_lm_and_relation(
-            BertForPreTrainingOutput, return_dict, self.nsp_head, next_sentence_label, "next_sentence_label", labels,
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
+        """labels: (B, T) MLM targets (-100 elsewhere); next_sentence_label: (B,) 0 = next, 1 = random;
+        past_key_values: a key/value prefix for the encoder (peft's prefix tuning)."""
+        mlm = self._masked_lm(
+            labels, input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+            position_ids=position_ids, inputs_embeds=inputs_embeds, output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states, past_key_values=past_key_values,
+        )
+        nsp_logits, nsp_loss, loss = self._sentence_relation(self.nsp_head, mlm, next_sentence_label, "next_sentence_label")
+        return self._finish(
+            BertForPreTrainingOutput, return_dict, loss=loss, mlm_loss=mlm.loss, nsp_loss=nsp_loss,
+            prediction_logits=mlm.logits, seq_relationship_logits=nsp_logits,
+            hidden_states=mlm.encoded.hidden_states, attentions=mlm.encoded.attentions,
         )
 
 

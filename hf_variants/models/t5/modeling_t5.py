@@ -19,7 +19,9 @@ import torch
 from torch import nn
 from transformers import GenerationMixin
 from transformers import initialization as init
+from transformers.cache_utils import Cache
 from transformers.modeling_outputs import (
+    BaseModelOutputWithPooling,
     Seq2SeqQuestionAnsweringModelOutput,
     Seq2SeqSequenceClassifierOutput,
 )
@@ -217,9 +219,16 @@ class T5EncoderModel(T5PreTrainedModel):
     def get_encoder(self, modality: str | None = None) -> T5Stack:
         return self.encoder
 
-    def forward(self, input_ids: torch.Tensor | None = None, attention_mask: torch.Tensor | None = None, **kwargs):
-        """Args and output as the encoder stack (TransformerBackbone.forward)."""
-        return self.encoder(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        past_key_values: Cache | None = None,
+        **kwargs,
+    ) -> BaseModelOutputWithPooling | tuple:
+        """Args and output as the encoder stack (TransformerBackbone.forward); past_key_values: a
+        key/value prefix for the encoder."""
+        return self.encoder(input_ids=input_ids, attention_mask=attention_mask, past_key_values=past_key_values, **kwargs)
 
 
 class T5ForTokenClassification(EncoderForTokenClassification, T5PreTrainedModel):

@@ -29,6 +29,7 @@ from transformers import GenerationMixin
 from torch.nn import functional as F
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers import initialization as init
+from transformers.cache_utils import Cache
 from transformers.modeling_outputs import (
     MultipleChoiceModelOutput,
     QuestionAnsweringModelOutput,
@@ -72,13 +73,55 @@ class XLNetBackboneOutput(XLNetModelOutput):
     pooler_output: torch.Tensor | None = None
 
 
+class TwoStreamAttention(RelativeAttention):
+    """XLNet's two-stream self-attention (Yang et al. 2019, sec. 2.3): the content stream h (what
+    Transformer-XL computes) and the query stream g, which knows a position but not its token,
+    attend to the same keys and values (memory + content stream) with the same projections; only
+    their queries and masks differ. Parameters and their names are :class:`RelativeAttention`'s."""
+
+    def forward(
+        self,
+        content: torch.Tensor,
+        memory: torch.Tensor | None,
+        encodings: torch.Tensor,
+        different_segment: torch.Tensor | None,
+        content_bias: torch.Tensor | None,
+        attn_implementation: str,
+        output_attentions: bool,
+        key_value_prefix: tuple[torch.Tensor, torch.Tensor] | None = None,
+        query_stream: torch.Tensor | None = None,
+        query_bias: torch.Tensor | None = None,
+        target_mapping: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, tuple[torch.Tensor | None, ...]]:
+        """The content stream ``content`` (B, T, H) attends under ``content_bias`` (B or 1, 1, T,
+        M + T), as :meth:`RelativeAttention.forward`; the query stream ``query_stream`` (B, P, H)
+        attends to the same keys and values under ``query_bias``; with ``target_mapping``
+        (B, P, T) each of its P queries sits at the position it predicts. Returns the content
+        output (B, T, H), the query output (B, P, H) or None, and the attention maps:
+        (content,) or (content, query)."""
+        key, value = self.memory_keys_values(content, memory, key_value_prefix)
+        shared = (key, value, self.position_keys(encodings), different_segment)
+        context, probs = self.attend_relative(
+            self.project_queries(content), *shared, content_bias, attn_implementation, output_attentions
+        )
+        if query_stream is None:
+            return self.output(context), None, (probs,)
+        query = self.project_queries(query_stream)
+        if target_mapping is not None:  # (B, heads, P, D) -> (B, heads, T, D)
+            query = torch.einsum("bnpd,bpt->bntd", query, target_mapping)
+        query_context, query_probs = self.attend_relative(query, *shared, query_bias, attn_implementation, output_attentions)
+        if target_mapping is not None:
+            query_context = torch.einsum("bntd,bpt->bnpd", query_context, target_mapping)
+        return self.output(context), self.output(query_context), (probs, query_probs)
+
+
 class XLNetLayer(GradientCheckpointingLayer):
     """Relative attention for each stream -> dropout -> residual -> LayerNorm, then the shared FFN
     (its inner dropout is XLNet's dropout) -> dropout -> residual -> LayerNorm, for each stream."""
 
     def __init__(self, config: XLNetConfig) -> None:
         super().__init__()
-        self.attention = RelativeAttention(
+        self.attention = TwoStreamAttention(
             config.hidden_size, config.num_attention_heads, dropout=config.hidden_dropout_prob, head_dim=config.head_dim
         )  # with XLNet's relative segment terms
         self.attention_norm = build_norm(config.norm_type, config.hidden_size, config.layer_norm_eps)
@@ -112,8 +155,8 @@ class XLNetLayer(GradientCheckpointingLayer):
         each or None -> the new streams and attention maps."""
         content_attended, query_attended, probs = self.attention(
             content, memory, encodings, different_segment, content_bias, attn_implementation, output_attentions,
-            query_stream=query_stream, query_mask_bias=query_bias, target_mapping=target_mapping,
-            key_value_prefix=key_value_prefix,
+            key_value_prefix=key_value_prefix, query_stream=query_stream, query_bias=query_bias,
+            target_mapping=target_mapping,
         )
         new_content = self._finish(content, content_attended)
         if query_stream is None:
@@ -125,7 +168,6 @@ class XLNetPreTrainedModel(VariantPreTrainedModel):
     config_class = XLNetConfig
     _no_split_modules = ["XLNetLayer"]
     base_model_prefix = "transformer"
-    forward_input_names = ("mems", "perm_mask", "target_mapping", "input_mask", "use_mems")
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
@@ -210,6 +252,7 @@ class XLNetModel(XLNetPreTrainedModel):
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
         **kwargs,
     ) -> XLNetBackboneOutput | tuple:
         """transformers' XLNetModel arguments and outputs.
@@ -223,7 +266,7 @@ class XLNetModel(XLNetPreTrainedModel):
             token_type_ids: (B, T) segment ids (only equality between two tokens matters).
             use_mems: return the next segment's ``mems`` (default: config.use_mems_eval /
                 use_mems_train by training mode).
-            past_key_values (keyword): a transformers Cache holding P keys/values per layer, a
+            past_key_values: a transformers Cache holding P keys/values per layer, a
                 learned memory in front of ``mems`` (peft's prefix tuning; see KeyValuePrefix);
                 ``attention_mask`` may then cover P + T.
         The shared task bases' layout arguments are read only to decide whether left-padded rows
@@ -248,7 +291,7 @@ class XLNetModel(XLNetPreTrainedModel):
             raise ValueError(f"target_mapping must be (batch={batch}, num_predict, length={length}), got {tuple(target_mapping.shape)}")
 
         check_mask_values(attention_mask)  # 0/1 only, before the length buckets count real tokens
-        prefix = kwargs.pop("past_key_values", None)
+        prefix = past_key_values
         if prefix is not None:
             prefix = KeyValuePrefix(prefix, config.num_hidden_layers, batch, config.num_attention_heads,
                                     self.layers[0].attention.head_dim)
@@ -447,13 +490,17 @@ class XLNetLMHeadModel(XLNetPreTrainedModel, MemoryGenerationMixin, GenerationMi
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
         **kwargs,
     ) -> XLNetLMHeadModelOutput | tuple:
+        """transformers' XLNetLMHeadModel arguments (see :meth:`XLNetModel.forward`); labels (B, T)
+        or, with ``target_mapping``, (B, P): the ids at the positions predicted (not shifted).
+        ``past_key_values``: a key/value prefix (peft's prefix tuning)."""
         out = self.transformer(
             input_ids, attention_mask=attention_mask, mems=mems, perm_mask=perm_mask, target_mapping=target_mapping,
             token_type_ids=token_type_ids, input_mask=input_mask, inputs_embeds=inputs_embeds, use_mems=use_mems,
             output_attentions=output_attentions, output_hidden_states=output_hidden_states, return_dict=True,
-            past_key_values=kwargs.get("past_key_values"),  # a key/value prefix (prefix tuning), if any
+            past_key_values=past_key_values,
         )
         logits = self.lm_loss(out.last_hidden_state)
         loss = None
@@ -484,7 +531,8 @@ class SummaryScorer(nn.Module):
 
 
 class _XLNetTaskModel:
-    """The shared encoder heads on XLNet's backbone (no pooler; XLNet's inputs pass through **kwargs)."""
+    """The shared encoder heads on XLNet's backbone (no pooler). Each head's forward names XLNet's
+    own inputs (mems, perm_mask, ...) and hands them to the backbone by keyword."""
 
     backbone_class = XLNetModel
     uses_pooler = False
@@ -520,18 +568,127 @@ class _XLNetTaskModel:
 class XLNetForSequenceClassification(_XLNetTaskModel, EncoderForSequenceClassification, XLNetPreTrainedModel):
     """The summary token (``summary_type``: last, XLNet's <cls>) -> SummaryScorer (B, num_labels)."""
 
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
+        mems: list[torch.Tensor] | tuple[torch.Tensor, ...] | None = None,
+        perm_mask: torch.Tensor | None = None,
+        target_mapping: torch.Tensor | None = None,
+        input_mask: torch.Tensor | None = None,
+        use_mems: bool | None = None,
+        **kwargs,
+    ) -> XLNetForSequenceClassificationOutput | tuple:
+        """As :meth:`EncoderHeadModel.forward`, plus XLNet's inputs (see :meth:`XLNetModel.forward`; inputs
+        (B, T)): named here so that Trainer keeps those dataset columns."""
+        return super().forward(
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, labels, output_attentions,
+            output_hidden_states, return_dict, past_key_values, mems=mems, perm_mask=perm_mask,
+            target_mapping=target_mapping, input_mask=input_mask, use_mems=use_mems, **kwargs,
+        )
+
 
 class XLNetForMultipleChoice(_XLNetTaskModel, EncoderForMultipleChoice, XLNetPreTrainedModel):
     """Inputs (B, C, T); one score per choice from the summary token; logits (B, C)."""
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
+        mems: list[torch.Tensor] | tuple[torch.Tensor, ...] | None = None,
+        perm_mask: torch.Tensor | None = None,
+        target_mapping: torch.Tensor | None = None,
+        input_mask: torch.Tensor | None = None,
+        use_mems: bool | None = None,
+        **kwargs,
+    ) -> XLNetForMultipleChoiceOutput | tuple:
+        """As :meth:`EncoderForMultipleChoice.forward`, plus XLNet's inputs (see :meth:`XLNetModel.forward`; inputs
+        (B, C, T), flattened to (B * C, T)): named here so that Trainer keeps those dataset columns."""
+        return super().forward(
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, labels, output_attentions,
+            output_hidden_states, return_dict, past_key_values, mems=mems, perm_mask=perm_mask,
+            target_mapping=target_mapping, input_mask=input_mask, use_mems=use_mems, **kwargs,
+        )
 
 
 class XLNetForTokenClassification(_XLNetTaskModel, EncoderForTokenClassification, XLNetPreTrainedModel):
     """Per-token Linear(H, num_labels) (no dropout before it, as transformers' XLNet)."""
 
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
+        mems: list[torch.Tensor] | tuple[torch.Tensor, ...] | None = None,
+        perm_mask: torch.Tensor | None = None,
+        target_mapping: torch.Tensor | None = None,
+        input_mask: torch.Tensor | None = None,
+        use_mems: bool | None = None,
+        **kwargs,
+    ) -> XLNetForTokenClassificationOutput | tuple:
+        """As :meth:`EncoderHeadModel.forward`, plus XLNet's inputs (see :meth:`XLNetModel.forward`; inputs
+        (B, T)): named here so that Trainer keeps those dataset columns."""
+        return super().forward(
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, labels, output_attentions,
+            output_hidden_states, return_dict, past_key_values, mems=mems, perm_mask=perm_mask,
+            target_mapping=target_mapping, input_mask=input_mask, use_mems=use_mems, **kwargs,
+        )
+
 
 class XLNetForQuestionAnsweringSimple(_XLNetTaskModel, EncoderForQuestionAnswering, XLNetPreTrainedModel):
     """Start/end logits per token (transformers' XLNetForQuestionAnsweringSimple, the class its
     AutoModelForQuestionAnswering picks). The beam-search SQuAD 2.0 head is not provided."""
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        start_positions: torch.Tensor | None = None,
+        end_positions: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
+        mems: list[torch.Tensor] | tuple[torch.Tensor, ...] | None = None,
+        perm_mask: torch.Tensor | None = None,
+        target_mapping: torch.Tensor | None = None,
+        input_mask: torch.Tensor | None = None,
+        use_mems: bool | None = None,
+        **kwargs,
+    ) -> XLNetForQuestionAnsweringSimpleOutput | tuple:
+        """As :meth:`EncoderForQuestionAnswering.forward`, plus XLNet's inputs (see :meth:`XLNetModel.forward`; inputs
+        (B, T)): named here so that Trainer keeps those dataset columns."""
+        return super().forward(
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, start_positions, end_positions, output_attentions,
+            output_hidden_states, return_dict, past_key_values, mems=mems, perm_mask=perm_mask,
+            target_mapping=target_mapping, input_mask=input_mask, use_mems=use_mems, **kwargs,
+        )
 
 
 __all__ = [
