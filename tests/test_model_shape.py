@@ -30,7 +30,7 @@ from transformers.cache_utils import DynamicCache
 
 import hf_variants
 from hf_variants.registry import SPECS
-from tiny_variants import tiny_config
+from tests.common.tiny_variants import tiny_config
 
 PACKAGE = Path(hf_variants.__file__).parent
 SOURCES = sorted(PACKAGE.rglob("*.py"))

@@ -2,7 +2,7 @@
 
 import pytest
 
-import trace_model_path  # benchmarks/ is on pytest's pythonpath
+from benchmarks import trace_model_path  # benchmarks/ is on pytest's pythonpath
 
 
 def test_function_spans_count_a_nested_function_once(tmp_path):
