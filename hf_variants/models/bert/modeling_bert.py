@@ -23,6 +23,7 @@ modules on the real tokens only (packed) and computes the last layer at the posi
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -152,7 +153,7 @@ class BertSelfAttention(nn.Module):
         self.num_heads = config.num_attention_heads
         self.head_dim = config.head_dim or config.hidden_size // config.num_attention_heads
         self.inner_size = self.num_heads * self.head_dim
-        self.scale = config.attention_scale if config.attention_scale is not None else self.head_dim**-0.5
+        self.scale = config.attention_scale if config.attention_scale is not None else 1.0 / math.sqrt(self.head_dim)
         self.dropout_prob = config.attention_probs_dropout_prob
         self.is_causal = config.is_decoder
         # One GEMM instead of three; the key map splits it into transformers' query, key, value.
