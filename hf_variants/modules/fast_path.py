@@ -156,12 +156,18 @@ class PaddingFreePath:
 PADDING_FREE_PATH = PaddingFreePath()
 
 
+def fast_path_enabled(config, device: torch.device) -> bool:
+    """The switch: ``config.padding_free`` and CPU inputs. Heads ask it before reading their labels
+    for the fast path (a device sync the plain path does without)."""
+    return bool(config.padding_free) and device.type == "cpu"
+
+
 def fast_path_for(config, device: torch.device, needs_every_layer: bool, stateful: bool) -> PaddingFreePath | None:
     """The speed strategy for one forward, or None for the plain path: ``config.padding_free`` on
     and CPU inputs (measured faster there), and nothing that only the plain path provides: every
     layer's hidden states or attention maps (``needs_every_layer``: the returned tensors must be
     the ones the computation used) or a key/value prefix (``stateful``: the packed layout has no
     slot for it)."""
-    if not config.padding_free or device.type != "cpu" or needs_every_layer or stateful:
+    if not fast_path_enabled(config, device) or needs_every_layer or stateful:
         return None
     return PADDING_FREE_PATH

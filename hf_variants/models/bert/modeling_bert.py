@@ -46,7 +46,7 @@ from ...modules.attention import FusedQKVProjection, attention_function, packed_
 from ...modules.cache import check_cache_batch, check_cache_positions, pick_cache
 from ...modules.dropout import Dropout
 from ...modules.embeddings import check_index_range, check_not_empty, sinusoidal_table
-from ...modules.fast_path import HeadReads, fast_path_for
+from ...modules.fast_path import HeadReads, fast_path_enabled, fast_path_for
 from ...modules.heads import (
     IGNORE_INDEX,
     MaskedLMHead,
@@ -536,7 +536,9 @@ class BertMaskedLMHeadModel(BertPreTrainedModel):
     ) -> HeadReads:
         """With sparse prediction: the masked positions (+ the summary token for the pooler)."""
         config = self.config
-        padding = bool(config.padding_free) and targets_at_padding(labels, attention_mask, IGNORE_INDEX)
+        reference = input_ids if input_ids is not None else inputs_embeds
+        fast = reference is not None and fast_path_enabled(config, reference.device)
+        padding = fast and targets_at_padding(labels, attention_mask, IGNORE_INDEX)
         if (
             not config.sparse_prediction
             or config.is_decoder
@@ -759,7 +761,9 @@ class BertForTokenClassification(BertPreTrainedModel):
     ) -> TokenClassifierOutput | tuple:
         # A target on a padding position is read from the state computed there: only the padded
         # layout computes it (collators put -100 on padding, so this is the rare case).
-        reads = HeadReads(padding=bool(self.config.padding_free) and targets_at_padding(labels, attention_mask, IGNORE_INDEX))
+        reference = input_ids if input_ids is not None else inputs_embeds
+        fast = reference is not None and fast_path_enabled(self.config, reference.device)
+        reads = HeadReads(padding=fast and targets_at_padding(labels, attention_mask, IGNORE_INDEX))
         outputs = self.bert(
             input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, past_key_values,
             output_attentions, output_hidden_states, return_dict=True, reads=reads, **kwargs,
