@@ -292,9 +292,6 @@ class BertLayer(GradientCheckpointingLayer):
         return hidden_states, probs
 
 
-SHARING_MODES = ("none", "all", "attention", "ffn")
-
-
 class BertEncoder(nn.Module):
     """``num_hidden_layers`` BertLayers (+ a final norm for pre-LN). ``config.layer_sharing``
     (ALBERT's ablation): "none", "all" (one layer applied at every depth), "attention" or "ffn"
@@ -371,9 +368,7 @@ class BertModel(BertPreTrainedModel):
     """The bare encoder: embeddings -> encoder -> pooler (tanh over the summary token, [CLS])."""
 
     def __init__(self, config: BertConfig, add_pooling_layer: bool = True) -> None:
-        super().__init__(config)
-        if config.layer_sharing not in SHARING_MODES:
-            raise ValueError(f"unknown layer sharing mode {config.layer_sharing!r}; choose one of {SHARING_MODES}")
+        super().__init__(config)  # config.check_architecture(): a ValueError naming a bad field
         self.config = config
         self.embeddings = BertEmbeddings(config)
         self.encoder = BertEncoder(config)
