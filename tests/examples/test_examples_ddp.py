@@ -79,6 +79,6 @@ def test_accelerate_configs_load(name, distributed_type, processes):
         from hf_variants.registry import SPECS
         from tiny_variants import tiny_config
 
-        for name in ("hfv_bert", "hfv_roberta", "hfv_xlnet"):
-            model = SPECS[name].classes["Model"](tiny_config(SPECS[name]))
-            assert all(get_module_class_from_name(model, cls) is not None for cls in model._no_split_modules), name
+        for model_type in ("hfv_bert", "hfv_roberta", "hfv_xlnet"):
+            model = SPECS[model_type].classes["Model"](tiny_config(SPECS[model_type]))
+            assert all(get_module_class_from_name(model, cls) is not None for cls in model._no_split_modules), model_type

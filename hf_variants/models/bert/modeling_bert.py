@@ -50,8 +50,8 @@ from ...modules.fast_path import HeadReads, fast_path_enabled, fast_path_for
 from ...modules.heads import (
     IGNORE_INDEX,
     MaskedLMHead,
-    Pooler,
     PooledClassifier,
+    Pooler,
     masked_lm_loss,
     sentence_relation_loss,
     sequence_classification_loss,
@@ -450,7 +450,7 @@ class BertModel(BertPreTrainedModel):
         return_dict = return_dict if return_dict is not None else config.return_dict
         reads = reads or HeadReads()
         past_key_values = pick_cache(kwargs.pop("cache", None), past_key_values, kwargs)
-        batch, length, past_length, mask = self._check_inputs(
+        batch, length, _, mask = self._check_inputs(
             input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids, past_key_values, kwargs
         )
         device = (input_ids if input_ids is not None else inputs_embeds).device

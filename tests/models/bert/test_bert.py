@@ -164,7 +164,7 @@ def test_padding_free_switch_selects_the_path(tmp_path):
         config.padding_free = padding_free
         model = transformers.AutoModel.from_pretrained(tmp_path, config=config).eval()
         seen = []
-        model.encoder.layers[0].ffn.register_forward_hook(lambda m, args, out: seen.append(tuple(out.shape)))
+        model.encoder.layers[0].ffn.register_forward_hook(lambda m, args, out, seen=seen: seen.append(tuple(out.shape)))
         with torch.no_grad():
             model(**inputs)
         shapes[padding_free] = seen[0]
