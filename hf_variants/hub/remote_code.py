@@ -134,6 +134,15 @@ def _is_internal(module_name: str, package: str) -> bool:
     return module_name.split(".")[0] == package
 
 
+def _is_type_checking_block(node: ast.stmt) -> bool:
+    """`if TYPE_CHECKING:` (or `typing.TYPE_CHECKING`) without an else: imports for annotations only,
+    dropped from the flat file and not followed."""
+    test = node.test if isinstance(node, ast.If) else None
+    return not getattr(node, "orelse", True) and (
+        (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
+
+
 def _read_module(module_name: str) -> _Module:
     module = importlib.import_module(module_name)
     path = Path(module.__file__)
@@ -143,11 +152,15 @@ def _read_module(module_name: str) -> _Module:
     package = module_name.split(".")[0]  # hf_variants (or the package a test flattens)
     imports: list[_InternalImport] = []
     internal_nodes: set[int] = set()
+    type_checking = {id(node) for node in tree.body if _is_type_checking_block(node)}
+    type_checking_imports = {id(inner) for node in tree.body if id(node) in type_checking for inner in ast.walk(node)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import) and any(_is_internal(alias.name, package) for alias in node.names):
             raise ValueError(f"{module_name} line {node.lineno}: `import {package}...` cannot be exported as "
                              "remote code; use `from <module> import <names>`")
         if not isinstance(node, ast.ImportFrom) or not _is_internal(_absolute_import(module, node), package):
+            continue
+        if id(node) in type_checking_imports:  # annotations only (lazy with `from __future__ import annotations`)
             continue
         if id(node) not in top_level:
             raise ValueError(
@@ -164,7 +177,7 @@ def _read_module(module_name: str) -> _Module:
             imports.append(_InternalImport(owner, alias.name, alias.asname or alias.name))
     dependencies = list(dict.fromkeys(item.owner for item in imports))
     relative_path = "/".join(module_name.split(".")) + ("/__init__.py" if _is_package(module) else ".py")
-    return _Module(module_name, relative_path, source, tree, imports, internal_nodes, dependencies)
+    return _Module(module_name, relative_path, source, tree, imports, internal_nodes | type_checking, dependencies)
 
 
 def _dependency_order(roots: list[str], read) -> list[str]:
@@ -557,7 +570,7 @@ def _import_node(statement: ast.Import | ast.ImportFrom, alias: ast.alias, bound
 
 
 def _is_import_or_docstring(statement: ast.stmt, module: _Module) -> bool:
-    if isinstance(statement, (ast.Import, ast.ImportFrom)):
+    if isinstance(statement, (ast.Import, ast.ImportFrom)) or _is_type_checking_block(statement):
         return True
     if statement is module.tree.body[0] and isinstance(statement, ast.Expr) \
             and isinstance(statement.value, ast.Constant) and isinstance(statement.value.value, str):

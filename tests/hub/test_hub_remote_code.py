@@ -130,12 +130,23 @@ CLASH_PACKAGE = {
             return 3 * _helper(x) + double(x) + IGNORE
         """,
     "root.py": """
+        from __future__ import annotations
+
+        from typing import TYPE_CHECKING
+
         from .limits import IGNORE, double as twice
         from .other import triple
 
+        if TYPE_CHECKING:  # for annotations only: not followed (refused.py would not flatten)
+            from .refused import clipped
 
-        def run(x):
+
+        def run(x) -> int:
             return triple(x) + twice(x) + IGNORE
+
+
+        def also_clipped(x) -> clipped:
+            return x
         """,
     "refused.py": """
         from .limits import double
@@ -173,6 +184,7 @@ def test_clashing_names_are_renamed_identical_definitions_kept_once(clash_packag
     assert names.count("IGNORE") == 1 and {"LIMIT", "LIMIT_other", "_helper", "_helper_other"} <= set(names)
     assert "#   LIMIT (flatclash/other.py) -> LIMIT_other" in source  # the header says what was renamed
     assert "twice" not in names and "twice(x)" not in source  # the alias reads the inlined `double`
+    assert "TYPE_CHECKING" not in source and "refused" not in source
 
 
 def test_a_clash_that_cannot_be_renamed_safely_is_refused(clash_package):
