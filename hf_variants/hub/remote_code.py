@@ -6,25 +6,31 @@ whatever version they have rather than the code the weights were trained with.
 
 What a checkpoint carries, like the output of transformers' modular converter: two flat files,
 
-- ``configuration_<v>.py``: the variant's config module and every ``hf_variants`` module it imports
-  (transitively), each once, dependencies first;
+- ``configuration_<v>.py``: the variant's config module, and what it needs from the ``hf_variants``
+  modules it imports (transitively);
 - ``modeling_<v>.py``: the same for the modules of the variant's model classes, less what the
   configuration file already holds, which it imports with ``from .configuration_<v> import ...``.
 
-Inlining a module means: its package-internal imports are removed (the names they bind are defined
-earlier in the same file, or imported from the configuration file), its torch / transformers /
-standard-library imports are hoisted to the top of the file (deduplicated), its docstring becomes a
-comment and its ``__all__`` is dropped. Only imports are followed: a module the models need only
-on an optional path is loaded by name (``importlib.import_module("hf_variants.hub.atomic")`` in
-``models/modeling_base.py``) and is not exported; a package-internal ``import`` statement inside a
-function or block is refused (it would be followed to its module's whole code, or fail where
-hf-variants is not installed: say which by moving it).
+What is taken: every top-level statement of the starting modules, then, transitively, each
+statement binding a name a taken statement reads, followed through package-internal imports (a
+shared module's unused helpers stay out; its banner then says "(part)"). Each module's part is
+written once, dependencies first: its package-internal imports removed (the names they bind are
+defined earlier in the same file, or imported from the configuration file), its torch /
+transformers / standard-library imports hoisted to the top of the file (deduplicated), its
+docstring turned into a comment, its ``__all__`` and ``if TYPE_CHECKING:`` imports dropped.
+
+Only imports are followed. A module the models need only on an optional path is loaded by name
+(``importlib.import_module("hf_variants.hub.atomic")`` in ``models/modeling_base.py``) and is not
+exported; a package-internal ``import`` statement inside a function or block is refused (it would
+either pull in its module or fail where hf-variants is not installed: the ValueError says to choose
+by moving it).
 
 Two modules may define the same top-level name. An identical simple definition (``IGNORE_INDEX =
 -100``, ``logger = ...``) is kept once; otherwise the later module's name is renamed
-deterministically, ``<name>_<module>``, and every reference in that module (and in the modules
-importing it) follows; a name that cannot be renamed safely (a parameter, a class attribute, ...)
-raises ValueError naming both modules. The header of each file lists its modules and renames.
+deterministically, ``<name>_<module>``, with every reference in that module and in the modules
+importing it; a name that cannot be renamed safely (a parameter, a class attribute, ...) raises
+ValueError naming the module. The header of each file names the hf-variants version, its modules
+and its renames.
 
 `config.json` gets an `auto_map` with every Auto class the variant registers, so
 `AutoModelForX.from_pretrained(repo, trust_remote_code=True)` works in a process that never

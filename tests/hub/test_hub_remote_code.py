@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import load_file, save_file
-from tiny_variants import tiny_config, tiny_inputs
+from safetensors.torch import save_file
 
 import hf_variants
 from hf_variants.hub.remote_code import code_file_stems, flatten_modules, generate_remote_code
 from hf_variants.registry import REGISTERED, SPECS
+from tests.common.tiny_variants import tiny_config, tiny_inputs
 
 # What a generated file may import: transformers' own configuration files import huggingface_hub's
 # `strict` too, so it counts as part of transformers here.
