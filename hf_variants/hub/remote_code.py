@@ -515,8 +515,8 @@ class _FlatFile:
         self.modules.append(module.relative_path + part)
 
     def render(self, version: str) -> str:
-        stdlib = sorted(line for line in self.import_lines if _is_stdlib(line.split()[1]))
-        third_party = sorted(line for line in self.import_lines if not _is_stdlib(line.split()[1]))
+        stdlib = _grouped_imports(line for line in self.import_lines if _is_stdlib(line.split()[1]))
+        third_party = _grouped_imports(line for line in self.import_lines if not _is_stdlib(line.split()[1]))
         header = [
             f"{GENERATED_MARKER} {version} (hf_variants/hub/remote_code.py) for trust_remote_code loading; do not edit.",
             "# The code of these hf_variants modules, each once, dependencies first, with the package-internal",
@@ -530,7 +530,7 @@ class _FlatFile:
         imports += [*stdlib, ""] if stdlib else []
         imports += [*third_party, ""] if third_party else []
         if self.from_provider:
-            imports += [f"from .{self.provider} import {', '.join(sorted(self.from_provider))}", ""]
+            imports += [_from_import(f".{self.provider}", self.from_provider), ""]
         return "\n".join(header) + "\n\n" + "\n".join(imports) + "\n\n" + "\n\n".join(self.sections)
 
 
@@ -550,6 +550,25 @@ def _resolve(read, module_name: str, name: str) -> tuple:
                 if (alias.asname or alias.name).split(".")[0] == name:
                     return ("import", statement, alias)
     raise ValueError(f"{module_name} has no top-level {name!r}")
+
+
+def _grouped_imports(lines) -> list[str]:
+    """`import x` lines sorted, then one `from m import a, b` line per module (isort's order)."""
+    plain, names_from = [], {}
+    for line in lines:
+        if line.startswith("from "):
+            module, _, names = line[len("from "):].partition(" import ")
+            names_from.setdefault(module, []).append(names)
+        else:
+            plain.append(line)
+    return sorted(plain) + [_from_import(module, names) for module, names in sorted(names_from.items())]
+
+
+def _from_import(module: str, names) -> str:
+    """`from module import a, b`, one name a line in parentheses when longer than 100 characters."""
+    names = sorted(names, key=str.lower)
+    line = f"from {module} import {', '.join(names)}"
+    return line if len(line) <= 100 else f"from {module} import (\n" + "".join(f"    {n},\n" for n in names) + ")"
 
 
 def _imported_object(module_name: str, fallback: tuple, attribute: str | None = None) -> tuple:
