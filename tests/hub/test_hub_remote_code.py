@@ -47,7 +47,8 @@ def top_level_names(tree: ast.Module) -> list[str]:
             names.append(node.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names.extend(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+            names.extend(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)
+                         and isinstance(n.ctx, ast.Store))  # `X.attribute = ...` binds no name
     return names
 
 
