@@ -367,10 +367,12 @@ class BertPreTrainedModel(VariantPreTrainedModel):
 class BertModel(BertPreTrainedModel):
     """The bare encoder: embeddings -> encoder -> pooler (tanh over the summary token, [CLS])."""
 
+    embeddings_class: type[BertEmbeddings] = BertEmbeddings  # RoBERTa's counts positions from the padding index
+
     def __init__(self, config: BertConfig, add_pooling_layer: bool = True) -> None:
         super().__init__(config)  # config.check_architecture(): a ValueError naming a bad field
         self.config = config
-        self.embeddings = BertEmbeddings(config)
+        self.embeddings = self.embeddings_class(config)
         self.encoder = BertEncoder(config)
         self.pooler = Pooler(config.hidden_size) if add_pooling_layer else None
         self.post_init()

@@ -1,9 +1,12 @@
 """SpanBERT (Joshi et al. 2020): BERT's encoder pretrained on single segments with span masking,
 MLM and the Span Boundary Objective (SBO), without NSP.
 
-The encoder and every fine-tuning head come from ``hf_variants.modules`` (``TransformerBackbone`` and
-the task mixins); this file adds only what is SpanBERT's own: the SBO head and the pretraining
-model that sums the two losses.
+SpanBERT = BERT + the SBO. The encoder and every fine-tuning head are BERT's, from
+:mod:`hf_variants.models.bert.modeling_bert` (as transformers' ``modular_roberta`` builds RoBERTa
+from BERT's classes); only the config class differs. What this file adds is SpanBERT's own, in
+the order data flows: the SBO targets read from the span-masking collator's columns
+(:class:`SpanBoundaryTargets`), the head (:class:`SpanBoundaryHead`), its loss
+(:func:`span_boundary_loss`) and :class:`SpanBertForPreTraining` (MLM + SBO, no NSP).
 
 The backbone lives under ``bert`` (``base_model_prefix``), as in the released SpanBERT
 checkpoints, so BERT-format weights map onto it with BERT's key map (see ``weights.py``):
@@ -21,9 +24,8 @@ from torch.nn import functional as F
 from transformers.cache_utils import Cache
 from transformers.utils import ModelOutput
 
-from ...modules.backbone import TransformerBackbone
-from ..modeling_base import VariantPreTrainedModel
 from ...modules.embeddings import check_index_range
+from ...modules.fast_path import HeadReads
 from ...modules.heads import (
     IGNORE_INDEX,
     PredictionTransform,
@@ -31,13 +33,18 @@ from ...modules.heads import (
     check_class_labels,
     check_label_shape,
 )
-from ...modules.task_models import (
-    EncoderForMaskedLM,
-    EncoderForMultipleChoice,
-    EncoderForQuestionAnswering,
-    EncoderForSequenceClassification,
-    EncoderForTokenClassification,
-    refuse_next_sentence_label,
+from ...modules.padding import selected_positions
+from ...modules.task_models import refuse_next_sentence_label
+from ..bert.modeling_bert import (
+    BertForMaskedLM,
+    BertForMultipleChoice,
+    BertForQuestionAnswering,
+    BertForSequenceClassification,
+    BertForTokenClassification,
+    BertMaskedLMHeadModel,
+    BertModel,
+    BertPreTrainedModel,
+    _return,
 )
 from .configuration_spanbert import SpanBertConfig
 
@@ -51,7 +58,11 @@ def _weights():
     return importlib.import_module("hf_variants.models.spanbert.weights")
 
 
-class SpanBertPreTrainedModel(VariantPreTrainedModel):
+class SpanBertPreTrainedModel(BertPreTrainedModel):
+    """BERT's, with SpanBERT's config and its two BERT-checkpoint helpers. Every SpanBERT class
+    names ``config_class`` itself: transformers writes the config class into each subclass's own
+    namespace, so BERT's class (earlier in the MRO) would otherwise win."""
+
     config_class = SpanBertConfig
     base_model_prefix = "bert"
 
@@ -78,8 +89,11 @@ class SpanBertPreTrainedModel(VariantPreTrainedModel):
         _weights().export_bert_encoder(self).save_pretrained(save_directory)
 
 
-class SpanBertModel(TransformerBackbone, SpanBertPreTrainedModel):
-    """The bare SpanBERT encoder (BERT's blocks) with BERT's pooler."""
+class SpanBertModel(BertModel, SpanBertPreTrainedModel):
+    """The bare SpanBERT encoder: BERT's (embeddings -> encoder -> tanh pooler over [CLS]),
+    unchanged; only the config class differs."""
+
+    config_class = SpanBertConfig
 
 
 class SpanBoundaryHead(nn.Module):
@@ -183,9 +197,14 @@ class SpanBoundaryTargets:
         """(row indices, positions) of every boundary token the SBO reads."""
         return torch.cat([self.batch_index, self.batch_index]), torch.cat([self.left, self.right])
 
-    def at_slots(self, slots: torch.Tensor) -> "SpanBoundaryTargets":
-        """The same targets with boundaries renumbered by ``slots`` (B, T): for hidden states
-        computed only at some positions (see EncoderForMaskedLM._read_positions)."""
+    def at_read_positions(self, read: tuple[torch.Tensor, torch.Tensor], length: int) -> "SpanBoundaryTargets":
+        """The same targets with boundaries renumbered into the (B, M) positions ``read`` (the
+        encoder's output holds only those with sparse prediction: :class:`HeadReads`)."""
+        positions, real = read
+        rows = torch.arange(positions.shape[0], device=positions.device)[:, None].expand_as(positions)
+        # (B, T) map from a position to its index among the positions read (0 elsewhere).
+        slots = torch.zeros(positions.shape[0], length, dtype=torch.long, device=positions.device)
+        slots[rows[real], positions[real]] = torch.arange(positions.shape[1], device=positions.device).expand_as(positions)[real]
         return SpanBoundaryTargets(
             self.batch_index, slots[self.batch_index, self.left], slots[self.batch_index, self.right],
             self.relative, self.labels,
@@ -231,17 +250,23 @@ class SpanBertForPreTrainingOutput(ModelOutput):
     attentions: tuple[torch.FloatTensor, ...] | None = None
 
 
-class SpanBertForPreTraining(EncoderForMaskedLM, SpanBertPreTrainedModel):
-    """Masked LM + Span Boundary Objective, the paper's pretraining objective (no NSP).
+class SpanBertForPreTraining(BertMaskedLMHeadModel, SpanBertPreTrainedModel):
+    """Masked LM + Span Boundary Objective, the paper's pretraining objective (no NSP, no pooler):
+    loss = mlm_loss + sbo_weight * sbo_loss.
 
     Feed it the span-masking collator's batches (``hf_variants.objectives``): ``labels`` and the
     ``sbo_*`` columns.
     """
 
-    backbone_class = SpanBertModel
+    config_class = SpanBertConfig
+    # Both vocabulary decoders share the word embedding matrix.
+    _tied_weights_keys = {
+        **BertMaskedLMHeadModel._tied_weights_keys,
+        "sbo_head.decoder.weight": "bert.embeddings.word_embeddings.weight",
+    }
 
     def __init__(self, config: SpanBertConfig) -> None:
-        super().__init__(config)
+        super().__init__(config)  # BERT's encoder (no pooler) and tied MLM head
         self.sbo_head = SpanBoundaryHead(
             config.hidden_size,
             config.vocab_size,
@@ -251,13 +276,16 @@ class SpanBertForPreTraining(EncoderForMaskedLM, SpanBertPreTrainedModel):
             config.layer_norm_eps,
             config.embedding_size,
         )
-        # Both vocabulary decoders share the word embedding matrix. The SBO tie is added per
-        # instance, once the head exists (the MLM mixin's __init__ already ran post_init).
-        self._tied_weights_keys = {
-            **type(self)._tied_weights_keys,
-            "sbo_head.decoder.weight": f"{self.base_model_prefix}.embeddings.word_embeddings.weight",
-        }
         self.post_init()
+
+    def _reads_with_boundaries(self, reads: HeadReads, labels: torch.Tensor, targets: SpanBoundaryTargets | None) -> HeadReads:
+        """With sparse prediction the last layer computes only what the two heads read: the masked
+        tokens (MLM, ``reads``) and the span boundaries (SBO)."""
+        if reads.positions is None or targets is None:
+            return reads
+        selected = labels != IGNORE_INDEX
+        selected[targets.boundaries()] = True
+        return HeadReads(positions=selected_positions(selected), padding=reads.padding)
 
     def forward(
         self,
@@ -296,46 +324,55 @@ class SpanBertForPreTraining(EncoderForMaskedLM, SpanBertPreTrainedModel):
             tuple(reference.shape[:2]), self.config.vocab_size, self.config.max_span_length,
             sbo_left, sbo_right, sbo_relative, sbo_labels,
         )
-        # With sparse prediction the last layer computes only what the two heads read: the masked
-        # tokens (MLM) and the span boundaries (SBO).
-        mlm = self._masked_lm(
-            labels, input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
-            position_ids=position_ids, inputs_embeds=inputs_embeds, output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states, past_key_values=past_key_values,
-            also_read=None if targets is None else targets.boundaries(),
+        reads = self._mlm_reads(labels, input_ids, inputs_embeds, attention_mask, output_attentions, output_hidden_states)
+        reads = self._reads_with_boundaries(reads, labels, targets)
+        outputs = self.bert(
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, past_key_values,
+            output_attentions, output_hidden_states, return_dict=True, reads=reads, **kwargs,
         )
-        if mlm.read is not None and targets is not None:
-            targets = targets.at_slots(self._slots(mlm.read, reference.shape[1]))
+        mlm_loss, prediction_logits = self._mlm_loss(outputs.last_hidden_state, labels, reads)
         sbo_loss = sbo_logits = None
         if targets is not None:
-            sbo_loss, sbo_logits = span_boundary_loss(self.sbo_head, mlm.encoded.last_hidden_state, targets)
-        terms = [t for t in (mlm.loss, None if sbo_loss is None else self.config.sbo_weight * sbo_loss) if t is not None]
+            if reads.positions is not None:
+                targets = targets.at_read_positions(reads.positions, reference.shape[1])
+            sbo_loss, sbo_logits = span_boundary_loss(self.sbo_head, outputs.last_hidden_state, targets)
+        terms = [t for t in (mlm_loss, None if sbo_loss is None else self.config.sbo_weight * sbo_loss) if t is not None]
         loss = sum(terms[1:], terms[0]) if terms else None
-        return self._finish(
-            SpanBertForPreTrainingOutput, return_dict, loss=loss, mlm_loss=mlm.loss, sbo_loss=sbo_loss,
-            prediction_logits=mlm.logits, sbo_logits=sbo_logits,
-            hidden_states=mlm.encoded.hidden_states, attentions=mlm.encoded.attentions,
-        )
+        return _return(SpanBertForPreTrainingOutput(
+            loss=loss, mlm_loss=mlm_loss, sbo_loss=sbo_loss, prediction_logits=prediction_logits,
+            sbo_logits=sbo_logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions,
+        ), return_dict)
 
 
-class SpanBertForMaskedLM(EncoderForMaskedLM, SpanBertPreTrainedModel):
-    backbone_class = SpanBertModel
+# ----------------------------------------------------------------------------- fine-tuning heads: BERT's
+class SpanBertForMaskedLM(BertForMaskedLM, SpanBertPreTrainedModel):
+    """BERT's masked LM head on SpanBERT's encoder."""
+
+    config_class = SpanBertConfig
 
 
-class SpanBertForSequenceClassification(EncoderForSequenceClassification, SpanBertPreTrainedModel):
-    backbone_class = SpanBertModel
+class SpanBertForSequenceClassification(BertForSequenceClassification, SpanBertPreTrainedModel):
+    """BERT's classifier on the pooled [CLS] (SpanBERT's fine-tuning keeps BERT's heads)."""
+
+    config_class = SpanBertConfig
 
 
-class SpanBertForTokenClassification(EncoderForTokenClassification, SpanBertPreTrainedModel):
-    backbone_class = SpanBertModel
+class SpanBertForTokenClassification(BertForTokenClassification, SpanBertPreTrainedModel):
+    """BERT's per-token classifier."""
+
+    config_class = SpanBertConfig
 
 
-class SpanBertForQuestionAnswering(EncoderForQuestionAnswering, SpanBertPreTrainedModel):
-    backbone_class = SpanBertModel
+class SpanBertForQuestionAnswering(BertForQuestionAnswering, SpanBertPreTrainedModel):
+    """BERT's span-extraction head (the paper's SQuAD setting)."""
+
+    config_class = SpanBertConfig
 
 
-class SpanBertForMultipleChoice(EncoderForMultipleChoice, SpanBertPreTrainedModel):
-    backbone_class = SpanBertModel
+class SpanBertForMultipleChoice(BertForMultipleChoice, SpanBertPreTrainedModel):
+    """BERT's multiple-choice head."""
+
+    config_class = SpanBertConfig
 
 
 __all__ = [

@@ -84,7 +84,7 @@ def test_positions_offset_by_the_padding_index_like_transformers():
         [0, 5, 6, 7, 8, 9, 2],       # none
     ])
     embeddings = RobertaModel(tiny()).embeddings
-    ours = embeddings.default_position_ids(ids, None, 3, 7, ids.device)
+    ours = embeddings.default_position_ids(ids, 3, 7, ids.device)
     expected = torch.tensor([
         [2, 3, 4, 5, 6, PAD, PAD],
         [PAD, PAD, 2, 3, 4, 5, 6],
@@ -93,7 +93,7 @@ def test_positions_offset_by_the_padding_index_like_transformers():
     assert torch.equal(ours, expected)
     assert torch.equal(ours, TheirEmbeddings.create_position_ids_from_input_ids(ids, PAD))
     # inputs_embeds carry no padding information: p+1 .. p+T on every row, as transformers.
-    from_embeds = embeddings.default_position_ids(None, None, 3, 7, ids.device)
+    from_embeds = embeddings.default_position_ids(None, 3, 7, ids.device)
     assert torch.equal(from_embeds, TheirEmbeddings.create_position_ids_from_inputs_embeds(torch.zeros(3, 7, 4), PAD))
     assert torch.equal(from_embeds[0], torch.arange(2, 9))
 
@@ -101,7 +101,7 @@ def test_positions_offset_by_the_padding_index_like_transformers():
 def test_other_padding_index_shifts_the_positions():
     config = tiny(pad_token_id=3)
     ids = torch.tensor([[0, 7, 8, 3, 3]])
-    positions = RobertaModel(config).embeddings.default_position_ids(ids, None, 1, 5, ids.device)
+    positions = RobertaModel(config).embeddings.default_position_ids(ids, 1, 5, ids.device)
     assert positions.tolist() == [[4, 5, 6, 3, 3]]
 
 
