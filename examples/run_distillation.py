@@ -23,26 +23,24 @@ on it (same batches, same threads): ``eval_accuracy`` / ``teacher_eval_accuracy`
 from __future__ import annotations
 
 import re
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import torch
 from torch.nn import functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import datasets  # noqa: E402
-from transformers import AutoModelForSequenceClassification, DataCollatorWithPadding, EvalPrediction  # noqa: E402
+import datasets
+from transformers import AutoModelForSequenceClassification, DataCollatorWithPadding, EvalPrediction
 
-import examples_support as support  # noqa: E402  (examples/examples_support.py)
-from hf_variants.conversion import load_pretrained  # noqa: E402
-from hf_variants.hub.trainer import CheckpointSafeTrainer  # noqa: E402
-from hf_variants.metrics import accuracy  # noqa: E402
+import examples_support as support  # examples/examples_support.py, beside this script
+from hf_variants.training.fine_tuning import max_length_for
+from hf_variants.training.labels import encode_labels
+from hf_variants.conversion import load_pretrained
+from hf_variants.hub.trainer import CheckpointSafeTrainer
+from hf_variants.metrics import accuracy
 
 LAYER_KEY = re.compile(r"(^|\.)layers\.(\d+)\.")  # the stacked layers' state-dict keys (encoder.layers.<i>.)
 
@@ -169,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     teacher = load_pretrained(model_args.teacher_model_name_or_path, AutoModelForSequenceClassification)
     names = [teacher.config.id2label[i] for i in range(teacher.config.num_labels)]
     tokenizer = support.load_tokenizer(model_args)
-    max_length = support.max_length_for(tokenizer, data_args.max_seq_length)
+    max_length = max_length_for(tokenizer, data_args.max_seq_length)
     student = support.load_model(
         model_args, AutoModelForSequenceClassification, tokenizer, label_names=names, max_seq_length=max_length
     )
@@ -180,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     features: dict[str, datasets.Dataset] = {}
     for split, dataset in splits.items():
-        labels = support.encode_labels(dataset, label, student.config.label2id, split)
+        labels = encode_labels(dataset, label, student.config.label2id, split)
         dataset = dataset.add_column("labels", labels)
         with training_args.main_process_first(desc=f"tokenizing {split}"):
             features[split] = dataset.map(

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from example_scripts import load_example_script
 
 QUICK = ["--quick", "--seeds", "1", "--budget_minutes", "5"]
 
 
 def load_zoo():
-    """examples/zoo.py as a module."""
-    return load_example_script("zoo")
+    """research/zoo.py as a module."""
+    from research import zoo
+
+    return zoo
 
 
 def build_quick(zoo, root: Path, variants: list[str], *extra: str) -> tuple[dict, Path, Path]:
