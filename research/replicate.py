@@ -61,7 +61,7 @@ from research.zoo_scripts import HELD_OUT_METRICS, QUICK_SETTINGS, SCRIPT_SETTIN
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 FIRST_FINE_TUNING_SEED = 42  # evaluate_pretraining's default first seed; pretraining seed k fine-tunes with 42 + k
-# --quick: the shared tiny text and sizes (pretraining_support), less --max_steps, which the
+# --quick: the shared tiny text and sizes (research/quick.py), less --max_steps, which the
 # flop-budget rows may not give.
 QUICK_CLM = QUICK_TEXT + ["--max_seq_length", "16", "--max_eval_tokens", "512"]
 QUICK_STEPS = 3

@@ -1,4 +1,4 @@
-"""The zoo's --quick build, shared by tests/examples/test_zoo.py and test_zoo_other.py."""
+"""The zoo's --quick build, shared by tests/research/test_zoo.py and test_zoo_other.py."""
 
 from __future__ import annotations
 
