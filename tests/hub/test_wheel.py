@@ -55,7 +55,7 @@ def test_wheel_contents(wheel):
     assert sources <= names, sorted(sources - names)[:5]
     configs = {p.relative_to(REPO).as_posix() for p in (REPO / "modeling_configs").glob("*/config.json")}
     assert len(configs) >= 10 and {"hf_variants/" + c for c in configs} <= names
-    assert not any(n.startswith(("tests/", "examples/", "modeling_configs/", "benchmarks/")) for n in names)
+    assert not any(n.startswith(("tests/", "examples/", "research/", "modeling_configs/", "benchmarks/")) for n in names)
     (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
     assert "hf-variants = hf_variants.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
