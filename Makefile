@@ -3,6 +3,7 @@
 # locked set in constraints.txt, so a fresh machine gets exactly the tested packages.
 # `make test-latest` checks the newest releases pyproject's ranges allow (a second venv);
 # `make lock` refreshes constraints.txt (see README, "Versions").
+# `make lint` checks the code with ruff (lint rules and formatting; CONTRIBUTING.md).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -29,7 +30,7 @@ COMPAT_TESTS ?= tests/models/bert/test_bert_parity.py tests/models/roberta/test_
 	tests/conversion/test_from_pretrained_transformers_checkpoints.py tests/hub/test_hub_remote_code.py \
 	tests/hub/test_hub_transformers.py tests/ecosystem/test_peft.py
 
-.PHONY: setup demo test test-latest lock
+.PHONY: setup demo test lint test-latest lock
 
 setup: $(VENV)/.installed
 
@@ -46,6 +47,12 @@ demo: setup
 
 test: setup
 	$(TEST_ENV) $(PY) -m pytest -n 2 --durations=15 $(PYTEST_ARGS)
+
+# The linter and the formatter, both in check mode (pyproject.toml's [tool.ruff]): `ruff check --fix`
+# and `ruff format` apply what they report.
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 # A fresh venv with the newest versions the ranges allow (no constraints; torch stays at TORCH_PIN:
 # an eager upgrade would pull a multi-GB CUDA build), the compatibility subset, and the versions it tested.

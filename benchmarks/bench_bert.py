@@ -26,9 +26,10 @@ Method
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+if not __package__:  # run as `python benchmarks/bench_bert.py`: the repository root holds the benchmarks package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # (and this checkout's hf_variants)
 
-import bench_encoders  # noqa: E402
+from benchmarks import bench_encoders  # noqa: E402
 
 if __name__ == "__main__":
     bench_encoders.main(program="benchmarks/bench_bert.py", default_variants=["bert"], with_mfu=True)

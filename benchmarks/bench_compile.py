@@ -26,8 +26,9 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import measure  # noqa: E402
+if not __package__:  # run as `python benchmarks/bench_compile.py`: the repository root holds the benchmarks package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # (and this checkout's hf_variants)
+from benchmarks import measure  # noqa: E402
 
 import hf_variants  # noqa: E402,F401  (registers every variant)
 from hf_variants.models.named_configs import named_config  # noqa: E402
@@ -36,16 +37,30 @@ from hf_variants.registry import SPECS  # noqa: E402
 BEGIN, END = "<!-- BEGIN compile (benchmarks/bench_compile.py) -->", "<!-- END compile -->"
 
 
-def workloads(specs: dict | None = None) -> list[tuple[str, str, str, bool]]:
-    """(variant, named config, head, train) for every ``SPEC.compile_benchmark`` entry of ``specs``
-    (default: the registered ones), variants in name order, each on its ``mini_config``: training
-    steps include backward and an SGD update. A head the variant does not have is a ValueError."""
+# Variant name -> the heads timed for it, each (head, train): built from the variant's
+# ``SPEC.mini_config``, timed as inference (False) or as a training step (True).
+COMPILE_WORKLOADS: dict[str, tuple[tuple[str, bool], ...]] = {
+    "bert": (("ForSequenceClassification", False), ("ForSequenceClassification", True)),
+    "gpt": (("ForSequenceClassification", False),),
+    "vit": (("ForImageClassification", False),),
+}
+
+
+def workloads(table: dict[str, tuple[tuple[str, bool], ...]] | None = None) -> list[tuple[str, str, str, bool]]:
+    """(variant, named config, head, train) for every entry of ``table`` (default
+    :data:`COMPILE_WORKLOADS`), variants in name order, each on its ``SPEC.mini_config``: training
+    steps include backward and an SGD update. An unregistered variant or a head the variant does not
+    have is a ValueError."""
+    specs = {spec.name: spec for spec in SPECS.values()}
     rows = []
-    for _, spec in sorted((SPECS if specs is None else specs).items()):
-        for head, train in spec.compile_benchmark:
+    for name, entries in sorted((COMPILE_WORKLOADS if table is None else table).items()):
+        if name not in specs:
+            raise ValueError(f"bench_compile: no registered variant {name!r}; registered: {sorted(specs)}")
+        spec = specs[name]
+        for head, train in entries:
             if head not in spec.classes:
-                raise ValueError(f"{spec.name} SPEC.compile_benchmark names head {head!r}; its heads: {sorted(spec.classes)}")
-            rows.append((spec.name, spec.mini_config, head, train))
+                raise ValueError(f"bench_compile: variant {name!r} has no head {head!r}; its heads: {sorted(spec.classes)}")
+            rows.append((name, spec.mini_config, head, train))
     return rows
 
 

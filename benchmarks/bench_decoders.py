@@ -45,10 +45,10 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # decoder_workloads.py, measure.py
-sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # this checkout's hf_variants
+if not __package__:  # run as `python benchmarks/bench_decoders.py`: the repository root holds the benchmarks package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # (and this checkout's hf_variants)
 
-from workers import load_average, run_header, spawn_worker  # noqa: E402
+from benchmarks.workers import load_average, run_header, spawn_worker  # noqa: E402
 
 SECTION_BEGIN = "<!-- bench_decoders: begin (written by benchmarks/bench_decoders.py --write) -->"
 SECTION_END = "<!-- bench_decoders: end -->"
@@ -102,7 +102,7 @@ SCENARIOS = {
 # ----------------------------------------------------------------------------- worker side
 def build_sides(scenario: Scenario):
     """The two sides of a scenario and notes on its data (tokens per step, padding)."""
-    import decoder_workloads as work
+    from benchmarks import decoder_workloads as work
 
     data = work.Data.load()
     models = {name: model.to(scenario.device)
@@ -166,7 +166,7 @@ def check_same_work(scenario: Scenario, sides) -> dict:
 
 
 def run_worker(kind: str, scenario: Scenario, reps: int) -> dict:
-    import measure
+    from benchmarks import measure
 
     sides, notes = build_sides(scenario)
     if kind == "throughput":
@@ -263,7 +263,7 @@ def run(names: list[str], reps: int, threads: int, quick: bool, scenarios: dict 
     """Measure ``names`` of ``scenarios`` (each in its own process, once per dtype of ``dtypes``, on
     ``device``) and return the markdown rows. ``data_folder``: data already prepared by
     ``decoder_workloads.prepare_data`` (else prepared here)."""
-    import decoder_workloads
+    from benchmarks import decoder_workloads
 
     rows = []
     with tempfile.TemporaryDirectory() as folder:
@@ -309,7 +309,7 @@ def main() -> None:
     if args.device == "cuda" and not args.worker and not torch.cuda.is_available():
         raise ValueError(f"--device cuda: torch {torch.__version__} sees no CUDA GPU on this machine")
     if args.prepare_data:
-        import decoder_workloads
+        from benchmarks import decoder_workloads
 
         Path(args.prepare_data).mkdir(parents=True, exist_ok=True)
         decoder_workloads.prepare_data(Path(args.prepare_data))
@@ -319,7 +319,7 @@ def main() -> None:
         print(json.dumps(run_worker(args.worker, scenario, args.reps)))
         return
     if args.profile:
-        import decoder_workloads
+        from benchmarks import decoder_workloads
 
         scenario = SCENARIOS[select(args.profile)[0]]
         with tempfile.TemporaryDirectory() as folder:

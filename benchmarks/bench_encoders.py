@@ -34,10 +34,10 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # workloads.py, measure.py, encoder_variants.py
-sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # this checkout's hf_variants
+if not __package__:  # run as `python benchmarks/bench_encoders.py`: the repository root holds the benchmarks package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # (and this checkout's hf_variants)
 
-from workers import load_average, run_header, spawn_worker  # noqa: E402
+from benchmarks.workers import load_average, run_header, spawn_worker  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ def masking_collators(task: str, tokenizer):
     15% kept, none random: transformers' DataCollatorForLanguageModeling configured so, and ours)."""
     import transformers
 
-    import workloads
+    from benchmarks import workloads
 
     if task == "mlm":
         theirs, ours, note = workloads.mlm_collators(tokenizer)
@@ -131,8 +131,8 @@ def masking_collators(task: str, tokenizer):
 def build_sides(scenario: Scenario, which: tuple[str, ...]):
     import torch
 
-    import encoder_variants
-    import workloads
+    from benchmarks import encoder_variants
+    from benchmarks import workloads
 
     models = encoder_variants.build_models(scenario.variant, scenario.task, scenario.shape, which)
     notes = {}
@@ -174,7 +174,7 @@ def build_sides(scenario: Scenario, which: tuple[str, ...]):
 
 
 def run_worker(kind: str, scenario: Scenario, reps: int, side_name: str | None) -> dict:
-    import measure
+    from benchmarks import measure
 
     if kind == "throughput":
         sides, notes = build_sides(scenario, ("transformers", "ours"))
@@ -374,7 +374,7 @@ def main(argv: list[str] | None = None, program: str = "benchmarks/bench_encoder
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:
         # Tokenise the corpus once; every worker process reads the result.
-        import workloads
+        from benchmarks import workloads
 
         corpus_file = Path(folder) / "corpus.json"
         workloads.Corpus.load().save(corpus_file)

@@ -69,10 +69,10 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # workloads.py, measure.py, encoder_variants.py
-sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # this checkout's hf_variants
+if not __package__:  # run as `python benchmarks/bench_pretraining.py`: the repository root holds the benchmarks package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # (and this checkout's hf_variants)
 
-from workers import load_average, run_header, spawn_worker  # noqa: E402
+from benchmarks.workers import load_average, run_header, spawn_worker  # noqa: E402
 
 ROW_LENGTH = 128
 SECTION = "bench_pretraining"
@@ -163,7 +163,7 @@ def build_models(name: str, overrides: dict | None = None) -> dict:
     overrides = overrides or {}
     torch.manual_seed(0)
     if name == "electra":
-        import encoder_variants
+        from benchmarks import encoder_variants
 
         # No joint class in transformers: the same step assembled from its generator and discriminator.
         ours = hf_variants.ElectraForPreTraining(named_config(variant.named, **overrides))
@@ -198,7 +198,7 @@ def build_models(name: str, overrides: dict | None = None) -> dict:
 def wordpiece_tokenizer(objective: str):
     """The real bert-base-uncased WordPiece; for span corruption with T5's sentinels
     ``<extra_id_k>`` (ids 30522+, inside t5-mini's 32,128) and [SEP] as EOS."""
-    import workloads
+    from benchmarks import workloads
 
     tokenizer = workloads.load_tokenizer()
     if objective == "span-corruption":
@@ -223,7 +223,7 @@ def pretraining_batches(name: str, config, batch_size: int, count: int, corpus=N
     docstring), ids folded into ``config.vocab_size``."""
     import torch
 
-    import workloads
+    from benchmarks import workloads
     from hf_variants.objectives import span_corruption_lengths
 
     objective = VARIANTS[name].objective
@@ -343,7 +343,7 @@ def eval_losses(models: dict, batch: dict) -> dict[str, float]:
 
 def measure_setting(setting: Setting) -> dict:
     """Build both sides, check their losses agree, time them interleaved; tokens/s and ratios."""
-    import measure
+    from benchmarks import measure
 
     models = {name: model.to(setting.device) for name, model in build_models(setting.variant, setting.overrides).items()}
     batches = pretraining_batches(setting.variant, models["ours"].config, setting.batch_size, setting.steps)
@@ -369,7 +369,7 @@ def measure_setting(setting: Setting) -> dict:
 # ----------------------------------------------------------------------------- driver
 def profile_setting(setting: Setting) -> dict[str, str]:
     """torch.profiler op tables (self CPU time) of ``setting.steps`` steps of each side."""
-    import measure
+    from benchmarks import measure
 
     models = build_models(setting.variant, setting.overrides)
     batches = pretraining_batches(setting.variant, models["ours"].config, setting.batch_size, setting.steps)
@@ -426,7 +426,7 @@ def format_cuda_row(setting: Setting, result: dict) -> str:
 
 def replace_section(path: Path, text: str, section: str = SECTION) -> None:
     """Put ``text`` between this program's markers in ``path`` (appended the first time)."""
-    import bench_encoders
+    from benchmarks import bench_encoders
 
     bench_encoders.replace_section(path, section, text)
 

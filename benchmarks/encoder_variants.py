@@ -26,7 +26,7 @@ from transformers.utils import ModelOutput
 import hf_variants
 from hf_variants.conversion import WEIGHTS
 from hf_variants.models.electra.modeling_electra import SHARED_EMBEDDING_MODULES, gumbel_max_sample
-from workloads import BERT_LAYOUT, TokenLayout
+from benchmarks.workloads import BERT_LAYOUT, TokenLayout
 
 # bert-mini and bert-base as transformers.BertConfig fields (the named configs' architectures).
 BERT_SHAPES = {

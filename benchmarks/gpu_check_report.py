@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+if not __package__:  # run as `python benchmarks/gpu_check_report.py`: the repository root holds the benchmarks package
+    sys.path.insert(0, str(REPO))
 PACKAGES = ("torch", "transformers", "datasets", "accelerate", "tokenizers", "safetensors", "numpy", "pyarrow")
 
 
@@ -207,7 +209,7 @@ def markdown(report: dict) -> str:
 
 def report(environment_path: Path, run: Path, bench: list[Path], stages: Path | None, command: str, model: str) -> dict:
     """Everything the check measured, as one JSON-ready dict."""
-    import bench_pretraining
+    from benchmarks import bench_pretraining
 
     bench_tables = []
     for path in sorted(bench):
@@ -248,7 +250,6 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if found else 0
     if args.run is None or args.out is None:
         raise ValueError("give --device (stage 0) or --run and --out (stage 3)")
-    sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_pretraining's table headers
     result = report(args.environment, args.run, args.bench, args.stages, args.command, args.model)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "gpu_check.json").write_text(json.dumps(result, indent=2) + "\n")

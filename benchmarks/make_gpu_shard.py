@@ -42,8 +42,8 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # workloads.py
-sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # this checkout's hf_variants
+if not __package__:  # run as `python benchmarks/make_gpu_shard.py`: the repository root holds the benchmarks package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # (and this checkout's hf_variants)
 
 import datasets  # noqa: E402
 
@@ -112,7 +112,7 @@ def write_data(corpus: datasets.DatasetDict, output: Path, max_mib: float) -> di
 def write_bench_inputs(output: Path) -> dict:
     """``bench/tokenizer`` (bert-base-uncased WordPiece) and ``bench/corpus.json`` (rt-polarity,
     tokenised): bench_pretraining.py's data, which the device cannot fetch."""
-    import workloads
+    from benchmarks import workloads
 
     corpus = workloads.Corpus.load()
     folder = output / "bench"

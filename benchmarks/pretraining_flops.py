@@ -21,7 +21,8 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if not __package__:  # run as `python benchmarks/pretraining_flops.py`: the repository root holds the benchmarks package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # (and this checkout's hf_variants)
 
 import hf_variants  # noqa: E402
 from hf_variants.objectives.budget import count_flops, masked_batch  # noqa: E402,F401  (the library's FLOP count)

@@ -11,13 +11,28 @@ is ``--model_name_or_path`` (a modeling_configs/ name such as bert-mini, or a ch
 initialisation: ``--model_name_or_path $TEACHER --student_num_layers 2`` is a 2-layer student
 initialised from the teacher's first and last layers, its embeddings, pooler and classifier).
 
-After training, ``--do_eval`` scores student and teacher on the same held-out split and times both
-on it (same batches, same threads): ``eval_accuracy`` / ``teacher_eval_accuracy`` and
-``eval_speedup`` (teacher seconds / student seconds) in distillation_results.json.
+The student may be any variant with its own tokenizer (``--model_name_or_path spanbert-mini
+--tokenizer_name <folder>``, or a pretrained mini's checkpoint): the teacher reads each training
+text with its own tokenizer (``--teacher_tokenizer_name``, default the teacher's folder), once;
+its logits are cached in ``--teacher_logits_cache_dir`` (default ``<output_dir>/../teacher_logits``)
+under a fingerprint of the teacher and the texts, and every later student or seed on the same
+texts reuses them (hf_variants/distillation.py). ``--transfer_dataset_name hf_variants/rt_transfer``
+trains on the movie-review transfer set (rt-polarity train sentences + Pang & Lee review
+sentences, mostly unlabeled: examples without a label have only the KL term) instead of
+``--dataset_name``'s train split; ``--dataset_name`` still gives the validation split.
+
+After training, ``--do_eval`` scores student and teacher on the same held-out sentences, each
+through its own tokenizer, and times both (same batch size, same threads): ``eval_accuracy`` /
+``teacher_eval_accuracy`` and ``eval_speedup`` (teacher seconds / student seconds) in
+distillation_results.json; ``--do_predict`` the same on the test split (``test_accuracy`` ...).
 
     python examples/run_distillation.py --teacher_model_name_or_path runs/minilm-rt \\
         --model_name_or_path runs/minilm-rt --student_num_layers 2 --dataset_name hf_variants/rt_polarity \\
         --do_train --do_eval --output_dir runs/distilled --use_cpu
+    python examples/run_distillation.py --teacher_model_name_or_path runs/minilm-rt \\
+        --model_name_or_path bert-mini --tokenizer_name runs/minilm-rt --alpha 1 \\
+        --transfer_dataset_name hf_variants/rt_transfer --dataset_name hf_variants/rt_polarity \\
+        --do_train --do_eval --output_dir runs/distil/bert-mini-random-s1 --use_cpu
 """
 
 from __future__ import annotations
@@ -26,22 +41,24 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
-from torch.nn import functional as F
-
 
 import datasets
-from transformers import AutoModelForSequenceClassification, DataCollatorWithPadding, EvalPrediction
+from transformers import AutoModelForSequenceClassification, AutoTokenizer, DataCollatorWithPadding, EvalPrediction
 
 import examples_support as support  # examples/examples_support.py, beside this script
+from hf_variants.conversion import load_pretrained
+from hf_variants.distillation import (
+    TRANSFER_INDEX, DistillationCollator, DistillationTrainer, cached_teacher_logits, check_same_labels, distillation_features,
+)
+from hf_variants.metrics import accuracy
 from hf_variants.training.fine_tuning import max_length_for
 from hf_variants.training.labels import encode_labels
-from hf_variants.conversion import load_pretrained
-from hf_variants.hub.trainer import CheckpointSafeTrainer
-from hf_variants.metrics import accuracy
 
+SCORED_SPLITS = {"validation": "eval", "test": "test"}  # split -> metric prefix (--do_eval, --do_predict)
 LAYER_KEY = re.compile(r"(^|\.)layers\.(\d+)\.")  # the stacked layers' state-dict keys (encoder.layers.<i>.)
 
 
@@ -51,6 +68,9 @@ class DistillationModelArguments(support.ModelArguments):
 
     teacher_model_name_or_path: str = field(
         default=None, metadata={"help": "The fine-tuned teacher (a sequence-classification checkpoint)."}
+    )
+    teacher_tokenizer_name: str | None = field(
+        default=None, metadata={"help": "The teacher's tokenizer (default: the teacher's folder). The student's is --tokenizer_name."}
     )
     student_num_layers: int | None = field(
         default=None, metadata={"help": "Keep this many evenly spaced layers of --model_name_or_path (first and last included)."}
@@ -73,42 +93,16 @@ class DistillationModelArguments(support.ModelArguments):
 class DistillationDataArguments(support.DataArguments):
     text_column_name: str = field(default="sentence", metadata={"help": "The column holding the text."})
     label_column_name: str = field(default="label", metadata={"help": "The column holding the class label."})
-
-
-def distillation_loss(
-    student_logits: torch.Tensor, teacher_logits: torch.Tensor, labels: torch.Tensor, temperature: float, alpha: float
-) -> torch.Tensor:
-    """alpha * T^2 * KL(teacher_T || student_T) + (1 - alpha) * CE(student, labels).
-
-    student_logits, teacher_logits: (B, C); labels: (B,) class ids. Returns a scalar."""
-    if student_logits.shape != teacher_logits.shape:
-        raise ValueError(f"student logits {tuple(student_logits.shape)} and teacher logits {tuple(teacher_logits.shape)} differ")
-    soft = F.kl_div(
-        F.log_softmax(student_logits / temperature, dim=-1),
-        F.log_softmax(teacher_logits / temperature, dim=-1),
-        reduction="batchmean",
-        log_target=True,
+    transfer_dataset_name: str | None = field(
+        default=None,
+        metadata={"help": "Train on this data set's train split (e.g. hf_variants/rt_transfer; -1 or a missing label column: "
+                          "unlabeled) instead of --dataset_name's."},
     )
-    hard = F.cross_entropy(student_logits, labels)
-    return alpha * temperature**2 * soft + (1.0 - alpha) * hard
-
-
-class DistillationTrainer(CheckpointSafeTrainer):
-    """Trainer whose loss is :func:`distillation_loss` against a frozen teacher's logits."""
-
-    def __init__(self, *args, teacher: torch.nn.Module, temperature: float, alpha: float, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.teacher = teacher.eval().requires_grad_(False).to(self.args.device)
-        self.temperature, self.alpha = temperature, alpha
-
-    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        labels = inputs.pop("labels")
-        outputs = model(**inputs)
-        with torch.no_grad():
-            teacher_logits = self.teacher(**inputs).logits
-        loss = distillation_loss(outputs.logits, teacher_logits, labels, self.temperature, self.alpha)
-        inputs["labels"] = labels  # Trainer reads them again for evaluation
-        return (loss, outputs) if return_outputs else loss
+    transfer_dataset_config_name: str | None = field(default=None, metadata={"help": "The transfer data set's configuration."})
+    teacher_logits_cache_dir: str | None = field(
+        default=None, metadata={"help": "Where the teacher's logits are cached (default: <output_dir>/../teacher_logits)."}
+    )
+    teacher_batch_size: int = field(default=64, metadata={"help": "Batch size of the teacher's pass over the training texts."})
 
 
 def evenly_spaced_layers(num_layers: int, keep: int) -> list[int]:
@@ -156,15 +150,65 @@ def timed_predictions(model: torch.nn.Module, loader) -> tuple[np.ndarray, float
     return np.concatenate(predictions), seconds
 
 
+def load_training_split(data_args: DistillationDataArguments, model_args, training_args, raw) -> datasets.Dataset | None:
+    """The texts the student learns from: --transfer_dataset_name's train split if given, else --dataset_name's."""
+    if not training_args.do_train:
+        return None
+    if data_args.transfer_dataset_name is None:
+        return support.take_split(raw, "train", "--do_train", data_args.max_train_samples)
+    transfer_args = support.DataArguments(dataset_name=data_args.transfer_dataset_name,
+                                          dataset_config_name=data_args.transfer_dataset_config_name)
+    transfer = support.load_raw_datasets(transfer_args, model_args)
+    return support.take_split(transfer, "train", "--transfer_dataset_name", data_args.max_train_samples)
+
+
+def training_labels(dataset: datasets.Dataset, column: str, label2id: dict[str, int]) -> list[int] | None:
+    """Class ids of a training split, -1 where a row has none; None when it has no label column
+    (a fully unlabeled transfer set)."""
+    if column not in dataset.column_names:
+        return None
+    return encode_labels(dataset, column, label2id, "train", hidden_label=-1)
+
+
+def score_student_and_teacher(
+    trainer, teacher, student_features: datasets.Dataset, teacher_features: datasets.Dataset, teacher_tokenizer, prefix: str
+) -> dict[str, float]:
+    """Accuracy of student and teacher on the same sentences (each through its own tokenizer, same
+    batch size, same threads) and the seconds each spends in its forwards."""
+    loader = trainer.get_eval_dataloader(student_features)
+    teacher_loader = torch.utils.data.DataLoader(
+        teacher_features, batch_size=trainer.args.per_device_eval_batch_size, collate_fn=DataCollatorWithPadding(teacher_tokenizer)
+    )
+    references = np.array(student_features["labels"])
+    student_predictions, student_seconds = timed_predictions(trainer.model, loader)
+    teacher_predictions, teacher_seconds = timed_predictions(teacher, teacher_loader)
+    return {
+        f"{prefix}_accuracy": accuracy(student_predictions, references),
+        f"teacher_{prefix}_accuracy": accuracy(teacher_predictions, references),
+        f"{prefix}_student_seconds": student_seconds,
+        f"{prefix}_teacher_seconds": teacher_seconds,
+        f"{prefix}_speedup": teacher_seconds / student_seconds,
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> dict:
     model_args, data_args, training_args = support.start(DistillationDataArguments, argv, DistillationModelArguments)
-    raw = support.load_raw_datasets(data_args, model_args)
-    splits = support.select_splits(raw, data_args, training_args, ("validation",), ())
     text, label = data_args.text_column_name, data_args.label_column_name
-    for split, dataset in splits.items():
-        support.require_columns(dataset, [text, label], f"{split} distillation", text_columns=[text])
+    raw = support.load_raw_datasets(data_args, model_args)
+    splits = support.select_splits(raw, data_args, training_args, ("validation",), ("test",))
+    splits.pop("train", None)
+    train_split = load_training_split(data_args, model_args, training_args, raw)
+    if train_split is not None:
+        support.require_columns(train_split, [text], "train distillation", text_columns=[text])
+        splits["train"] = train_split
+    for split in SCORED_SPLITS:
+        if split in splits:
+            support.require_columns(splits[split], [text, label], f"{split} distillation", text_columns=[text])
 
     teacher = load_pretrained(model_args.teacher_model_name_or_path, AutoModelForSequenceClassification)
+    teacher_tokenizer = AutoTokenizer.from_pretrained(model_args.teacher_tokenizer_name or model_args.teacher_model_name_or_path)
+    teacher_max_length = min(max_length_for(teacher_tokenizer, data_args.max_seq_length),
+                             teacher.config.max_position_embeddings)
     names = [teacher.config.id2label[i] for i in range(teacher.config.num_labels)]
     tokenizer = support.load_tokenizer(model_args)
     max_length = max_length_for(tokenizer, data_args.max_seq_length)
@@ -173,48 +217,54 @@ def main(argv: Sequence[str] | None = None) -> dict:
     )
     if model_args.student_num_layers is not None:
         student = keep_layers(student, model_args.student_num_layers)
-    if student.config.label2id != teacher.config.label2id:
-        raise ValueError(f"student labels {student.config.label2id} differ from the teacher's {teacher.config.label2id}")
+    check_same_labels(teacher.config, student.config)
 
-    features: dict[str, datasets.Dataset] = {}
-    for split, dataset in splits.items():
-        labels = encode_labels(dataset, label, student.config.label2id, split)
-        dataset = dataset.add_column("labels", labels)
-        with training_args.main_process_first(desc=f"tokenizing {split}"):
-            features[split] = dataset.map(
-                lambda batch: tokenizer(batch[text], max_length=max_length, truncation=True),
-                batched=True, remove_columns=[c for c in dataset.column_names if c != "labels"], desc=f"Tokenizing {split}",
-            )
-
-    def compute_metrics(prediction: EvalPrediction) -> dict[str, float]:
-        logits = prediction.predictions[0] if isinstance(prediction.predictions, tuple) else prediction.predictions
-        return {"accuracy": accuracy(np.argmax(logits, axis=-1), prediction.label_ids)}
-
-    trainer = support.build_trainer(
-        student, training_args, features, tokenizer, DataCollatorWithPadding(tokenizer), compute_metrics,
-        trainer_class=DistillationTrainer, teacher=teacher, temperature=model_args.temperature, alpha=model_args.alpha,
-    )
     results: dict = {
         "student_parameters": sum(p.numel() for p in student.parameters()),
         "teacher_parameters": sum(p.numel() for p in teacher.parameters()),
         "student_layers": student.config.num_hidden_layers,
         "teacher_layers": teacher.config.num_hidden_layers,
     }
+    features: dict[str, datasets.Dataset] = {}
+    teacher_logits = None
+    if "train" in splits:
+        texts = list(splits["train"][text])
+        labels = training_labels(splits["train"], label, student.config.label2id)
+        cache_dir = data_args.teacher_logits_cache_dir or Path(training_args.output_dir).resolve().parent / "teacher_logits"
+        with training_args.main_process_first(desc="the teacher's logits"):
+            cached = cached_teacher_logits(teacher, teacher_tokenizer, texts, cache_dir, teacher_max_length,
+                                           data_args.teacher_batch_size)
+        teacher_logits = cached.logits
+        features["train"] = distillation_features(texts, labels, tokenizer, max_length)
+        labelled = 0 if labels is None else sum(value >= 0 for value in labels)
+        results.update(teacher_logits_file=str(cached.path), teacher_logits_computed=cached.computed,
+                       teacher_logits_seconds=cached.seconds, transfer_samples=len(texts), transfer_labelled_samples=labelled)
+    teacher_features: dict[str, datasets.Dataset] = {}  # the same sentences through the teacher's tokenizer
+    for split in SCORED_SPLITS:
+        if split in splits:
+            dataset = splits[split]
+            labels = encode_labels(dataset, label, student.config.label2id, split)
+            features[split] = distillation_features(dataset[text], labels, tokenizer, max_length).remove_columns(TRANSFER_INDEX)
+            teacher_features[split] = distillation_features(
+                dataset[text], labels, teacher_tokenizer, teacher_max_length
+            ).remove_columns(TRANSFER_INDEX)
+
+    def compute_metrics(prediction: EvalPrediction) -> dict[str, float]:
+        logits = prediction.predictions[0] if isinstance(prediction.predictions, tuple) else prediction.predictions
+        return {"accuracy": accuracy(np.argmax(logits, axis=-1), prediction.label_ids)}
+
+    trainer = support.build_trainer(
+        student, training_args, features, tokenizer, DistillationCollator(tokenizer, teacher_logits), compute_metrics,
+        trainer_class=DistillationTrainer, temperature=model_args.temperature, alpha=model_args.alpha,
+    )
     if training_args.do_train:
         results.update(support.train_and_save(trainer, splits["train"], data_args, training_args))
-    if training_args.do_eval:
-        loader = trainer.get_eval_dataloader(features["validation"])
-        references = np.array(features["validation"]["labels"])
-        student_predictions, student_seconds = timed_predictions(trainer.model, loader)
-        teacher_predictions, teacher_seconds = timed_predictions(trainer.teacher, loader)
-        metrics = {
-            "eval_accuracy": accuracy(student_predictions, references),
-            "teacher_eval_accuracy": accuracy(teacher_predictions, references),
-            "eval_student_seconds": student_seconds,
-            "eval_teacher_seconds": teacher_seconds,
-            "eval_speedup": teacher_seconds / student_seconds,
-        }
-        results.update(support.save_eval_metrics(trainer, metrics, len(features["validation"])))
+    teacher.to(training_args.device)
+    for split, prefix in SCORED_SPLITS.items():  # --do_eval: validation, --do_predict: test
+        if split in features:
+            metrics = score_student_and_teacher(trainer, teacher, features[split], teacher_features[split],
+                                                teacher_tokenizer, prefix)
+            results.update(support.save_eval_metrics(trainer, metrics, len(features[split]), split=prefix))
     support.write_json(trainer, "distillation_results.json", results)
     return support.finish(trainer, model_args, data_args, "text-classification", results)
 

@@ -27,10 +27,4 @@ from .integrations.pipeline_tasks import register_pipeline_tasks as _register_pi
 # (hf_variants.integrations.pipelines, which imports datasets) loads when a pipeline is first built.
 _register_pipeline_tasks()
 
-# Attributes the package had before these modules moved into its packages, kept for users' code:
-# hf_variants.configs.named_config(...), hf_variants.papers.BERT (a registered variant's paper by name),
-# hf_variants.peft_targets. (`import hf_variants.configs` etc. go through the one-line alias files.)
-from .integrations import peft_targets  # noqa: E402, F401
-from .models import named_configs as configs, papers  # noqa: E402, F401
-
 __version__ = "0.1.0"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import ModuleType
 
 from transformers import (
@@ -50,14 +50,6 @@ HEAD_AUTO_CLASSES: dict[str, type] = {
 }
 
 
-# The sizes every variant's tiny test config starts from (``VariantSpec.tiny_config``): the shared
-# tests build each head at these sizes, without dropout, so outputs compare across runs.
-TINY_TEST_SIZES: dict[str, object] = dict(
-    hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37, hidden_dropout_prob=0.0,
-    attention_probs_dropout_prob=0.0,
-)
-
-
 @dataclass(frozen=True)
 class VariantInfo:
     """What a variant's paper contributes to its model card (``models/<variant>/paper.py``)."""
@@ -80,25 +72,13 @@ class VariantSpec:
             variant's own such as "ForSpanBoundaryPretraining") -> model class. Heads whose name is a
             key of HEAD_AUTO_CLASSES are registered with that Auto class.
         paper: the card paragraph and citation (``models/<variant>/paper.py``).
-        mini_config: the variant's small named config (``modeling_configs/<mini_config>``) for tests,
-            examples and CPU runs.
-        tiny_config: the variant's test config: fields that shrink ``mini_config`` to the tiny
-            sizes the shared tests build (hidden 32, 2 layers, vocab 99, no dropout), plus what its
-            tests need beyond them (GPT: a padding id). None: not declared (a test fails).
+        mini_config: the variant's small named config (``modeling_configs/<mini_config>``) for
+            examples and CPU runs (the zoo pretrains it; the tests shrink it to their tiny sizes).
         pretraining_objective: run_pretraining's default ``--objective`` for this variant.
         tokenizer_kind: run_pretraining's default ``--tokenizer_kind`` when training one from scratch.
         weights: the variant's ``VariantWeights`` (models/<variant>/weights.py: the one key map to
             transformers' classes); registering the spec wires it into from_transformers,
             to_transformers and from_pretrained. None for a variant transformers has no counterpart of.
-        exports: further public names the package re-exports (helpers, output classes).
-        reference_config_overrides: transformers model_type of a reference class ("xlm",
-            "openai-gpt") -> the config fields our config needs so that the model it builds is that
-            reference's model, where our class is more general than it (XLM: FFN 4x hidden; Marian:
-            concatenated sinusoids). Read by tests/conversion/test_init_matches_transformers.py on
-            top of its sizes (hidden 64, so a 4x FFN is 256). Empty: the tiny config already is.
-        compile_benchmark: the workloads benchmarks/bench_compile.py times for this variant, each
-            (head, train): a head of ``classes`` built from ``mini_config``, timed as inference
-            (False) or as a training step (True). Empty: the variant has no compile row.
     """
 
     name: str
@@ -106,13 +86,9 @@ class VariantSpec:
     classes: dict[str, type]
     paper: VariantInfo
     mini_config: str | None = None
-    tiny_config: dict[str, object] | None = None
     pretraining_objective: str = "mlm"
     tokenizer_kind: str = "wordpiece-uncased"
     weights: object | None = None
-    exports: dict[str, object] = field(default_factory=dict)
-    reference_config_overrides: dict[str, dict[str, object]] = field(default_factory=dict)
-    compile_benchmark: tuple[tuple[str, bool], ...] = ()
 
     @property
     def model_type(self) -> str:

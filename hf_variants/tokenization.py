@@ -15,9 +15,14 @@ tokens, mask token and single/pair templates intact. Kinds:
   word start), as ALBERT, XLNet and T5 use. We follow ALBERT's conventions because ALBERT is the
   encoder in this library that uses it: lower-casing + NFKD accent stripping (ALBERT's
   ``do_lower_case=True``), ids ``<pad>=0 <unk>=1 [CLS]=2 [SEP]=3 [MASK]=4`` and the BERT-style
-  template ``[CLS] A [SEP]`` / ``[CLS] A [SEP] B [SEP]`` with token_type_ids 0/1. (XLNet puts
-  ``<sep> <cls>`` at the end; that variant will add its own kind when it lands, reusing
-  `_unigram_backend`.)
+  template ``[CLS] A [SEP]`` / ``[CLS] A [SEP] B [SEP]`` with token_type_ids 0/1.
+- ``"unigram-xlnet"``: XLNet's SentencePiece Unigram, as transformers' `XLNetTokenizer` and the
+  original ``classifier_utils.py``: cased with NFKD accent stripping (``keep_accents=False``), ids
+  ``<unk>=0 <s>=1 </s>=2 <cls>=3 <sep>=4 <pad>=5 <mask>=6 <eod>=7 <eop>=8`` (the released
+  vocabulary's, so XLNetConfig's ``pad_token_id=5`` holds), the template ``A <sep> <cls>`` /
+  ``A <sep> B <sep> <cls>`` with token_type_ids 0 for A (and its <sep>), 1 for B (and its <sep>),
+  2 for <cls> (SEG_ID_A/B/CLS), and ``padding_side="left"``: XLNet's sequence heads read the
+  <cls> at the last position, which left padding keeps in place for every row of a batch.
 - ``"unigram-t5"``: T5's SentencePiece Unigram: cased, NFKC-normalised, ids ``<pad>=0 </s>=1
   <unk>=2``, ``</s>`` appended (``A </s>`` / ``A </s> B </s>``, no token_type_ids), and
   `extra_ids` sentinels ``<extra_id_0>`` ... at the top of the vocabulary in descending order
@@ -31,7 +36,7 @@ from collections.abc import Iterable, Iterator
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 from transformers import PreTrainedTokenizerFast
 
-TOKENIZER_KINDS = ("wordpiece-uncased", "wordpiece-cased", "bpe", "unigram")
+TOKENIZER_KINDS = ("wordpiece-uncased", "wordpiece-cased", "bpe", "unigram", "unigram-xlnet")
 # Kinds with a different set of special tokens (no [CLS]/[SEP]/[MASK]): text-to-text models.
 SEQ2SEQ_TOKENIZER_KINDS = ("unigram-t5",)
 
@@ -42,6 +47,13 @@ BPE_SPECIALS = {"bos_token": "<s>", "pad_token": "<pad>", "eos_token": "</s>", "
                 "mask_token": "<mask>", "cls_token": "<s>", "sep_token": "</s>"}
 UNIGRAM_SPECIALS = {"pad_token": "<pad>", "unk_token": "<unk>", "cls_token": "[CLS]",
                     "sep_token": "[SEP]", "mask_token": "[MASK]"}
+# XLNet's special tokens in the released vocabulary's id order (<unk>=0 ... <eop>=8).
+XLNET_SPECIAL_TOKENS = ("<unk>", "<s>", "</s>", "<cls>", "<sep>", "<pad>", "<mask>", "<eod>", "<eop>")
+XLNET_SPECIALS = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "sep_token": "<sep>",
+                  "pad_token": "<pad>", "cls_token": "<cls>", "mask_token": "<mask>"}
+XLNET_EXTRA_SPECIALS = ["<eop>", "<eod>"]  # end of paragraph / document (XLNet's pretraining data)
+# XLNet's segment ids (the original classifier_utils.py SEG_ID_A / SEG_ID_B / SEG_ID_CLS).
+XLNET_SEGMENT_A, XLNET_SEGMENT_B, XLNET_SEGMENT_CLS = 0, 1, 2
 
 
 def _ordered_unique(tokens: Iterable[str]) -> list[str]:
@@ -76,12 +88,15 @@ def _bpe_backend() -> tuple[Tokenizer, list[str], str]:
     return backend, specials, "bpe"
 
 
-def _unigram_backend(lowercase: bool = True) -> tuple[Tokenizer, list[str], str]:
+def _unigram_backend(lowercase: bool = True, strip_accents: bool | None = None) -> tuple[Tokenizer, list[str], str]:
+    """``strip_accents``: NFKD + accent stripping (default: with ``lowercase``, as ALBERT)."""
     specials = ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"]
     backend = Tokenizer(models.Unigram())
     steps = [normalizers.Replace("``", '"'), normalizers.Replace("''", '"')]
+    if lowercase if strip_accents is None else strip_accents:
+        steps += [normalizers.NFKD(), normalizers.StripAccents()]
     if lowercase:
-        steps += [normalizers.NFKD(), normalizers.StripAccents(), normalizers.Lowercase()]
+        steps.append(normalizers.Lowercase())
     backend.normalizer = normalizers.Sequence(steps)
     backend.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
     backend.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
@@ -92,6 +107,22 @@ def _t5_unigram_backend() -> tuple[Tokenizer, list[str], str]:
     backend, _, model_kind = _unigram_backend(lowercase=False)
     backend.normalizer = normalizers.NFKC()  # SentencePiece's default nmt_nfkc, which T5 kept
     return backend, list(T5_SPECIALS.values()), model_kind
+
+
+def _xlnet_unigram_backend() -> tuple[Tokenizer, list[str], str]:
+    # XLNet is cased but strips accents (XLNetTokenizer's do_lower_case=False, keep_accents=False).
+    backend, _, model_kind = _unigram_backend(lowercase=False, strip_accents=True)
+    return backend, list(XLNET_SPECIAL_TOKENS), model_kind
+
+
+def _xlnet_template(backend: Tokenizer) -> processors.TemplateProcessing:
+    """``A <sep> <cls>`` / ``A <sep> B <sep> <cls>``: the summary token comes last (XLNet reads it there)."""
+    a, b, cls = XLNET_SEGMENT_A, XLNET_SEGMENT_B, XLNET_SEGMENT_CLS
+    return processors.TemplateProcessing(
+        single=f"$A:{a} <sep>:{a} <cls>:{cls}",
+        pair=f"$A:{a} <sep>:{a} $B:{b} <sep>:{b} <cls>:{cls}",
+        special_tokens=[("<sep>", backend.token_to_id("<sep>")), ("<cls>", backend.token_to_id("<cls>"))],
+    )
 
 
 def _add_sentinels(backend: Tokenizer, extra_ids: int) -> list[str]:
@@ -139,7 +170,7 @@ def train_tokenizer(
         kind: one of `TOKENIZER_KINDS` or `SEQ2SEQ_TOKENIZER_KINDS` (see the module docstring for
             what each reproduces).
         texts: an iterable of raw strings (paragraphs or documents); blank ones are skipped.
-        vocab_size: target vocabulary size including the 5 special tokens.
+        vocab_size: target vocabulary size including the special tokens (5; XLNet's 9).
         min_frequency: minimum pair frequency for a merge (WordPiece/BPE only).
         model_max_length: stored in the tokenizer config (truncation limit).
         extra_ids: ``"unigram-t5"`` only: number of sentinel tokens, counted in `vocab_size`
@@ -162,6 +193,9 @@ def train_tokenizer(
     elif kind == "bpe":
         backend, specials, model_kind = _bpe_backend()
         named = BPE_SPECIALS
+    elif kind == "unigram-xlnet":
+        backend, specials, model_kind = _xlnet_unigram_backend()
+        named = XLNET_SPECIALS
     elif kind == "unigram-t5":
         backend, specials, model_kind = _t5_unigram_backend()
         named = T5_SPECIALS
@@ -182,6 +216,15 @@ def train_tokenizer(
         return PreTrainedTokenizerFast(tokenizer_object=backend, model_max_length=model_max_length,
                                        model_input_names=["input_ids", "attention_mask"],
                                        extra_special_tokens=sentinels, **named)
+    if kind == "unigram-xlnet":
+        backend.post_processor = _xlnet_template(backend)
+        # As XLNetTokenizer: "<mask>" swallows the space before it; left padding keeps <cls> last.
+        mask = AddedToken("<mask>", lstrip=True, rstrip=False, special=True, normalized=False)
+        backend.add_special_tokens([mask])
+        return PreTrainedTokenizerFast(tokenizer_object=backend, model_max_length=model_max_length,
+                                       model_input_names=["input_ids", "token_type_ids", "attention_mask"],
+                                       padding_side="left", extra_special_tokens=XLNET_EXTRA_SPECIALS,
+                                       **{**XLNET_SPECIALS, "mask_token": mask})
     if model_kind == "bpe":
         backend.post_processor = processors.RobertaProcessing(
             ("</s>", backend.token_to_id("</s>")), ("<s>", backend.token_to_id("<s>")),

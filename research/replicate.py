@@ -131,7 +131,7 @@ def config_overrides(arm: Arm, quick: bool) -> str | None:
     the family's tiny sizes, the arm's ablation fields last (a later field wins)."""
     fields: dict[str, object] = dict(STUDY_SIZE.config) if arm.takes_study_settings else {}
     if quick:
-        fields.update(quick_config_fields(spec_for(named_config(arm.model).model_type).tiny_config))
+        fields.update(quick_config_fields(spec_for(named_config(arm.model).model_type).name))
     fields.update(dict(arm.config_overrides))
     if not fields:
         return None

@@ -212,9 +212,9 @@ def zoo_settings(spec: VariantSpec, args: argparse.Namespace) -> dict:
 
 
 def tiny_overrides(spec: VariantSpec) -> str | None:
-    """--quick: the spec's tiny test sizes as --config_overrides (the tokenizer sets the vocabulary and its ids;
-    the mini's positions stay, as the probes read 128 tokens)."""
-    tiny = quick.quick_config_fields(spec.tiny_config)
+    """--quick: the variant's quick sizes (``research.quick.QUICK_SIZES``) as --config_overrides
+    (the tokenizer sets the vocabulary and its ids; the mini's positions stay, as the probes read 128 tokens)."""
+    tiny = quick.quick_config_fields(spec.name)
     return ",".join(f"{key}={value}" for key, value in tiny.items()) or None
 
 

@@ -84,24 +84,28 @@ def check_backbone_loaded(
         )
 
 
-_LOADING_CLASSES: dict[type, type] = {}
-
-
 def class_for_loading(cls: type) -> type:
-    """``cls``, or a subclass of it under a name transformers keeps no conversion mapping for.
+    """``cls``, or the subclass it declares as ``loading_class`` where its name is one transformers
+    keeps a conversion mapping for.
 
     transformers looks a model's checkpoint conversion up by class name before model_type. Where
     one of our classes shares its name with one of transformers' (``hf_variants.ViTModel`` and
     transformers' ``ViTModel``, whose mapping renames transformers 4 names to transformers 5
     ones), transformers would apply its renames instead of the key map we register under our
-    model_type, and the bare model would not load a transformers checkpoint. A subclass with
-    another name (same module, nothing added) makes transformers use ours.
+    model_type, and the bare model would not load a transformers checkpoint. Such a class declares
+    a subclass with another name and nothing added (``models/vit/modeling_vit.py``), through which
+    transformers uses ours; a class that lacks one is refused here rather than loaded wrongly.
     """
     if get_checkpoint_conversion_mapping(cls.__name__) is None:
         return cls
-    if cls not in _LOADING_CLASSES:
-        _LOADING_CLASSES[cls] = type(f"{cls.__name__}WithOwnConversion", (cls,), {"__module__": cls.__module__})
-    return _LOADING_CLASSES[cls]
+    loader = cls.__dict__.get("loading_class")
+    if loader is None:
+        raise TypeError(
+            f"{cls.__name__} shares its name with a transformers class that has a checkpoint conversion "
+            f"mapping, which would replace this variant's key map on load: declare a subclass with another "
+            f"name as {cls.__name__}.loading_class (see ViTModel)"
+        )
+    return loader
 
 
 def load_checked(cls: type, load: Callable, pretrained_model_name_or_path, *model_args, **kwargs):

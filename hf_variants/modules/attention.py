@@ -32,6 +32,83 @@ from .padding import UnpaddedBatch, gather_positions
 ATTENTION_BACKENDS = ("eager", "sdpa")
 
 
+def attention_function(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_bias: torch.Tensor | None = None,
+    is_causal: bool = False,
+    dropout: float = 0.0,
+    scale: float | None = None,
+    backend: str = "sdpa",
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Scaled dot-product attention: query (B, h, T, D), key/value (B, h, S, D), an additive
+    ``attention_bias`` broadcastable to (B, h, T, S) -> (context (B, h, T, D), probabilities
+    (B, h, T, S) with ``backend="eager"``, else None).
+
+    ``dropout``: on the probabilities (pass 0.0 in eval mode). ``scale``: default 1/sqrt(D).
+    ``is_causal``: query i sees keys 0..S-T+i (cached or prefix keys come first, bottom-right
+    alignment). ``backend``: "eager" (explicit softmax) or "sdpa" (torch's fused kernel).
+    """
+    if scale is None:
+        scale = 1.0 / math.sqrt(query.shape[-1])
+    query_length, key_length = query.shape[2], key.shape[2]
+    # One query is the last position (bottom-right alignment): it sees every key, so a
+    # generation step needs no causal mask.
+    is_causal = is_causal and query_length > 1
+    bias = attention_bias
+    # SDPA on CPU has no fused dropout: with dropout it runs the same explicit softmax as below,
+    # but draws its mask with the slower bernoulli_ (see dropout.py), so training uses ours.
+    sdpa_is_faster = dropout == 0.0 or query.device.type != "cpu"
+    if backend == "sdpa" and sdpa_is_faster:
+        # SDPA's own causal flag aligns the mask top-left: right only for square score matrices.
+        use_causal_flag = is_causal and bias is None and query_length == key_length
+        if is_causal and not use_causal_flag:
+            bias = with_causal_bias(bias, query_length, key_length, query.dtype, query.device)
+        context = F.scaled_dot_product_attention(
+            query, key, value, attn_mask=bias, dropout_p=dropout, is_causal=use_causal_flag, scale=scale
+        )
+        return context, None
+    scores = torch.matmul(query, key.transpose(-1, -2)) * scale
+    if is_causal:
+        bias = with_causal_bias(bias, query_length, key_length, scores.dtype, scores.device)
+    if bias is not None:
+        scores = scores + bias
+    probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+    context = torch.matmul(apply_dropout(probs, dropout, dropout > 0.0), value)
+    return context, probs
+
+
+def packed_self_attention(
+    qkv: torch.Tensor,
+    unpadded: UnpaddedBatch,
+    num_heads: int,
+    scale: float,
+    dropout: float = 0.0,
+    is_causal: bool = False,
+    backend: str = "sdpa",
+) -> torch.Tensor:
+    """Padding-free self-attention (the CPU fast path): fused projections ``qkv`` (total_tokens,
+    3 * inner) of a packed batch -> context (total_tokens, inner), before the output projection.
+
+    Each length bucket of the batch is re-padded only to its own longest row (see padding.py), so
+    padding costs no attention FLOPs beyond the bucket's spread of lengths; rows of one length need
+    no mask at all. ``dropout`` 0.0 in eval mode.
+    """
+    inner = qkv.shape[-1] // 3
+    head_dim = inner // num_heads
+    contexts = []
+    for bucket, bucket_qkv in zip(unpadded.attention_buckets, unpadded.gather_buckets(qkv)):
+        query, key, value = (
+            x.view(bucket.num_rows, bucket.length, num_heads, head_dim).transpose(1, 2) for x in bucket_qkv.chunk(3, dim=-1)
+        )
+        context, _ = attention_function(
+            query, key, value, bucket.attention_bias(query.dtype), is_causal, dropout, scale, backend
+        )
+        contexts.append(context.transpose(1, 2).reshape(bucket.num_rows, bucket.length, inner))
+    return unpadded.scatter_buckets(contexts)
+
+
 class FusedQKVProjection(nn.Linear):
     """The fused query/key/value projection: an ``nn.Linear`` (H -> 3 * inner; its state-dict keys
     are ``weight`` and ``bias``) whose forward can also project queries and keys/values from
@@ -69,6 +146,8 @@ class MultiHeadAttention(nn.Module):
         scale: score scale; defaults to 1/sqrt(head_dim) (T5 uses 1.0).
         layer_idx: the depth of this module in its stack: where it reads and writes a Cache.
     """
+
+    adapter_role = "attention"  # what peft adapts by default (hf_variants.integrations.peft_targets)
 
     def __init__(
         self,
@@ -249,31 +328,9 @@ class MultiHeadAttention(nn.Module):
         bias = attention_bias
         if position_bias is not None:
             bias = position_bias if bias is None else bias + position_bias
-        query_length, key_length = query.shape[2], key.shape[2]
-        # One query is the last position (bottom-right alignment): it sees every key, so a
-        # generation step needs no causal mask.
-        is_causal = is_causal and query_length > 1
         dropout = self.dropout if self.training else 0.0
-        # SDPA on CPU has no fused dropout: with dropout it runs the same explicit softmax as below,
-        # but draws its mask with the slower bernoulli_ (see dropout.py), so training uses ours.
-        sdpa_is_faster = dropout == 0.0 or query.device.type != "cpu"
-        if attn_implementation == "sdpa" and not output_attentions and sdpa_is_faster:
-            # SDPA's own causal flag aligns the mask top-left: right only for square score matrices.
-            use_causal_flag = is_causal and bias is None and query_length == key_length
-            if is_causal and not use_causal_flag:
-                bias = with_causal_bias(bias, query_length, key_length, query.dtype, query.device)
-            context = F.scaled_dot_product_attention(
-                query, key, value, attn_mask=bias, dropout_p=dropout, is_causal=use_causal_flag, scale=self.scale
-            )
-            return context, None
-        scores = torch.matmul(query, key.transpose(-1, -2)) * self.scale
-        if is_causal:
-            bias = with_causal_bias(bias, query_length, key_length, scores.dtype, scores.device)
-        if bias is not None:
-            scores = scores + bias
-        probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
-        context = torch.matmul(apply_dropout(probs, dropout, self.training), value)
-        return context, probs
+        backend = "eager" if output_attentions else attn_implementation
+        return attention_function(query, key, value, bias, is_causal, dropout, self.scale, backend)
 
     def _attend_bucketed(
         self, hidden_states: torch.Tensor, unpadded: UnpaddedBatch, is_causal: bool, attn_implementation: str
@@ -284,14 +341,10 @@ class MultiHeadAttention(nn.Module):
         padding.py), so padding costs no attention FLOPs beyond the bucket's spread of lengths;
         rows of one length need no mask at all.
         """
-        qkv = self.qkv(hidden_states)
-        contexts = []
-        for bucket, bucket_qkv in zip(unpadded.attention_buckets, unpadded.gather_buckets(qkv)):
-            query, key, value = (self._split_heads(x) for x in bucket_qkv.chunk(3, dim=-1))
-            bias = bucket.attention_bias(query.dtype)
-            context, _ = self.attend(query, key, value, bias, None, is_causal, attn_implementation, False)
-            contexts.append(context.transpose(1, 2).reshape(bucket.num_rows, bucket.length, self.inner_size))
-        return self.out(unpadded.scatter_buckets(contexts))
+        dropout = self.dropout if self.training else 0.0
+        context = packed_self_attention(self.qkv(hidden_states), unpadded, self.num_heads, self.scale, dropout, is_causal,
+                                        attn_implementation)
+        return self.out(context)
 
     def forward(
         self,

@@ -41,8 +41,6 @@ layer's memory to its keys and values. Cache and memory run padded.
 
 from __future__ import annotations
 
-import functools
-import inspect
 from dataclasses import dataclass
 
 import torch
@@ -57,7 +55,10 @@ from .encoder import LayerSpec, LayerStack
 from .cache import check_cache_batch, check_cache_positions, pick_cache
 from .heads import MaskedLMHead, Pooler, summarize
 from .layout import BatchLayout
-from .masks import KeyMask, make_attention_bias, reads_a_padding_position, summary_positions, worth_unpadding
+from .masks import (
+    KeyMask, combine_biases, custom_attention_bias, make_attention_bias, reads_a_padding_position, summary_positions,
+    worth_unpadding,
+)
 from .tracing import is_tracing
 from .memory import SegmentMemory
 from .norms import RMSNorm
@@ -83,16 +84,10 @@ class TransformerPreTrainedModel(PreTrainedModel):
     # (it would double-count under DDP and gradient accumulation).
     accepts_loss_kwargs = False
     main_input_name = "input_ids"
-    # Further keyword inputs every forward of the variant takes (XLM: "langs", "lengths"). They reach
-    # the backbone through **kwargs; naming them in the signature keeps Trainer, which drops dataset
-    # columns that forward's signature does not name, from dropping them.
-    forward_input_names: tuple[str, ...] = ()
-
-    def __init_subclass__(cls, **kwargs) -> None:
-        super().__init_subclass__(**kwargs)
-        # past_key_values: a decoder's cache, or an encoder's key/value prefix (prefix tuning);
-        # peft passes it only to a forward whose signature names it.
-        cls.forward = _with_named_inputs(cls.forward, ("past_key_values", *cls.forward_input_names))
+    # Every forward names what it takes in its own source (no signature is rewritten): Trainer keeps
+    # only the dataset columns a forward's signature names, and peft passes ``past_key_values`` (a
+    # decoder's cache, or an encoder's key/value prefix for prefix tuning) only to a forward that
+    # names it. tests/test_model_shape.py checks both.
 
     def __init__(self, config, *args, **kwargs) -> None:
         config.check_architecture()  # a clear ValueError naming the fields, before any module is built
@@ -137,6 +132,9 @@ class ForwardCall:
     mask: KeyMask
     extra_inputs: dict[str, torch.Tensor]
     memories: SegmentMemory | None
+    # (B, 1, T, S) additive bias from a caller's 4-D attention_mask (``accepts_4d_attention_mask``), or
+    # None; it replaces the padding and causal masks (``mask`` then holds none).
+    custom_bias: torch.Tensor | None = None
 
 
 class TransformerBackbone:
@@ -145,6 +143,11 @@ class TransformerBackbone:
     # True: states at padding positions are exactly zero after the embeddings and every layer, as
     # transformers' XLM computes them (it multiplies by the padding mask); real positions are unaffected.
     zeroes_padding_states: bool = False
+    # True: ``attention_mask`` may also be a 4-D (B, 1, T, past + T) mask, used as given
+    # (masks.custom_attention_bias: transformers' convention for packed documents or a shared
+    # prefix); the call then runs padded, with no padding or causal mask of its own. Set by the
+    # variants whose transformers counterpart takes one (T5); others refuse any mask but (B, T).
+    accepts_4d_attention_mask: bool = False
 
     def __init__(self, config, add_pooling_layer: bool = True) -> None:
         super().__init__(config)
@@ -212,7 +215,9 @@ class TransformerBackbone:
 
         Args:
             input_ids: (B, T) token ids (or ``inputs_embeds`` (B, T, E)).
-            attention_mask: (B, T), 1 for real tokens, 0 for padding.
+            attention_mask: (B, T), 1 for real tokens, 0 for padding; where the variant sets
+                ``accepts_4d_attention_mask``, also a 4-D (B, 1, T, past + T) mask used as given
+                (float: additive; bool/int: 1 where query i may read key j), causality included.
             token_type_ids: (B, T) segment ids.
             position_ids: (B, T) positions (default: the embeddings' ``default_position_ids``).
             padding_free: override ``config.padding_free`` for this call (None: use the config).
@@ -256,7 +261,9 @@ class TransformerBackbone:
             output_attentions=flags[0], output_hidden_states=flags[1],
             stateful=call.past_key_values is not None or memories is not None, padding_free=padding_free,
             summary_only=summary_only, output_positions=output_positions, output_positions_mask=output_positions_mask,
-            reads_padding=reads_padding, attention_bias=attention_bias, document_ids=document_ids,
+            reads_padding=reads_padding, document_ids=document_ids,
+            attention_bias=combine_biases(attention_bias, call.custom_bias, self.embeddings.word_embeddings.weight.dtype),
+            is_causal=self.config.is_decoder and call.custom_bias is None,  # a 4-D mask carries its own causality
         )
         hidden_states = self._embed(call, layout, input_ids, position_ids, token_type_ids, inputs_embeds)
         layer_state = self._layer_state(call, hidden_states, encoder_hidden_states, encoder_attention_mask, padding_free)
@@ -293,9 +300,15 @@ class TransformerBackbone:
             if tensor is not None and tuple(tensor.shape) != (batch, length):
                 raise ValueError(f"{name} has shape {tuple(tensor.shape)}, expected {(batch, length)} like input_ids")
         memory_length = memories.length if memories is not None else 0
+        custom_bias = None
+        if attention_mask is not None and attention_mask.dim() == 4 and self.accepts_4d_attention_mask:
+            custom_bias = custom_attention_bias(attention_mask, batch, length, memory_length + past_length + length,
+                                                self.embeddings.word_embeddings.weight.dtype)
+            attention_mask = None  # the 4-D mask replaces the padding mask (and the causal one)
         mask = KeyMask.prepare(attention_mask, batch, length, past_length, memory_length, like=" like input_ids")
         self.embeddings.check_inputs(input_ids, token_type_ids, position_ids, past_length + length)
-        return ForwardCall(batch, length, main.device, past_key_values, past_length, mask, extra_inputs, memories)
+        return ForwardCall(batch, length, main.device, past_key_values, past_length, mask, extra_inputs, memories,
+                           custom_bias)
 
     def _embed(
         self,
@@ -432,11 +445,13 @@ class TransformerBackbone:
         reads_padding: bool = False,
         attention_bias: torch.Tensor | None = None,
         document_ids: torch.Tensor | None = None,
+        is_causal: bool | None = None,
     ) -> tuple[BatchLayout, torch.Tensor | None]:
         """Step 2: (the batch's layout, the (B, 1) summary positions, or None when nothing reads them
         or for "mean"); see :meth:`forward`. ``mask``: the call's KeyMask (its ``new_tokens`` are
         where the summary token is looked for, its ``keys`` what attention may read);
-        ``stateful``: a cache or memories add keys the packed layout has no slot for.
+        ``stateful``: a cache or memories add keys the packed layout has no slot for;
+        ``is_causal``: None for the config's (``is_decoder``).
         """
         config = self.config
         wants_all_layers = output_hidden_states or output_attentions
@@ -464,7 +479,7 @@ class TransformerBackbone:
             output_positions_mask=output_positions_mask,
             extra_bias=attention_bias,
             reads_padding=reads_padding,
-            is_causal=config.is_decoder,
+            is_causal=config.is_decoder if is_causal is None else is_causal,
             # A cache or a memory adds keys the packed layout has no slot for.
             needs_padded=wants_all_layers or stateful,
             zero_padding=self.zeroes_padding_states,
@@ -590,20 +605,3 @@ class TransformerBackbone:
             raise ValueError("output_positions must include each row's summary position when the model has a pooler")
         return gather_positions(hidden_states, found.int().argmax(dim=1, keepdim=True))[:, 0]
 
-
-def _with_named_inputs(forward, names: tuple[str, ...]):
-    """``forward`` with keyword-only ``names`` (default None) in its signature, passed on through its
-    **kwargs; unchanged if it names them already or takes no **kwargs."""
-    signature = inspect.signature(forward)
-    parameters = list(signature.parameters.values())
-    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None)
-             for name in names if name not in signature.parameters]
-    if not added or not parameters or parameters[-1].kind is not inspect.Parameter.VAR_KEYWORD:
-        return forward
-
-    @functools.wraps(forward)
-    def forward_with_inputs(self, *args, **kwargs):
-        return forward(self, *args, **kwargs)
-
-    forward_with_inputs.__signature__ = signature.replace(parameters=[*parameters[:-1], *added, parameters[-1]])
-    return forward_with_inputs

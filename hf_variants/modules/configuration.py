@@ -51,7 +51,10 @@ class TransformerConfig(PreTrainedConfig):
     pad_token_id: int | None = 0
     classifier_dropout: float | None = None  # dropout before task heads; None -> hidden_dropout_prob
     tie_word_embeddings: bool = True  # LM decoder shares the word embedding matrix
-    padding_free: bool = True  # drop padding inside the encoder: same results at real tokens, faster (benchmarks/RESULTS.md)
+    # The speed plug-in's switch: drop padding inside the encoder and compute the last layer only where
+    # a head reads; same results at real tokens, faster on CPU (benchmarks/RESULTS.md). Variants on their
+    # own modeling file (BERT: modules/fast_path.py) take it on CPU inputs only; False: the plain path.
+    padding_free: bool = True
     sparse_prediction: bool = False  # MLM logits only at masked positions when labels are given
 
     def __post_init__(self, **kwargs):

@@ -217,7 +217,8 @@ class EncoderDecoderBackbone:
             input_ids / inputs_embeds: (B, S) source ids / (B, S, E) embeddings.
             attention_mask: (B, S) source keep-mask (also the cross-attention mask).
             decoder_input_ids: (B, T) target ids, shifted right (see ``shift_tokens_right``).
-            decoder_attention_mask: (B, past + T) target keep-mask.
+            decoder_attention_mask: (B, past + T) target keep-mask, or where the decoder accepts one
+                (``accepts_4d_attention_mask``: T5) a 4-D (B, 1, T, past + T) mask used as given.
             encoder_outputs: the encoder's output from an earlier call (generation reuses it).
             cache / past_key_values: the decoder's cache (one of the two names, see cache.py).
             reads_padding: the caller reads decoder states at padding positions (the decoder then
@@ -227,6 +228,15 @@ class EncoderDecoderBackbone:
             encoder_last_hidden_state (B, S, H) and the optional hidden states / attentions.
         """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
+        if attention_mask is not None and attention_mask.dim() == 4:
+            # The source mask is also the cross-attention's key padding, which a 4-D self-attention
+            # mask does not give (transformers adds it to the cross-attention scores as it stands).
+            raise ValueError(
+                f"attention_mask has shape {tuple(attention_mask.shape)}: an encoder-decoder's attention_mask is the "
+                "(batch, source_length) keep-mask its cross-attention reads. For a 4-D encoder mask run the encoder "
+                "alone (model.get_encoder()(input_ids, attention_mask=mask_4d)) and pass encoder_outputs= with a "
+                "(batch, source_length) attention_mask; the decoder takes a 4-D decoder_attention_mask"
+            )
         if encoder_outputs is None:
             encoder_outputs = self.encoder(
                 input_ids=input_ids,

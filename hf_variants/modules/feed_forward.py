@@ -23,6 +23,8 @@ class FeedForward(nn.Module):
         bias: whether the projections have biases.
     """
 
+    adapter_role = "feed_forward"  # what peft adapts by default (hf_variants.integrations.peft_targets)
+
     def __init__(
         self,
         hidden_size: int,

@@ -5,11 +5,15 @@ loop (greedy, sampling, beam search, ``max_new_tokens``, EOS stopping, left-padd
 a ``DynamicCache`` / ``EncoderDecoderCache`` that the backbones read and extend; beams reorder the
 cache through ``Cache.reorder_cache``. A variant declares::
 
-    class XForCausalLM(DecoderForCausalLM, XPreTrainedModel):
+    class XForCausalLM(DecoderForCausalLM, XPreTrainedModel, GenerationMixin):
         backbone_class = XModel                       # a DecoderBackbone class
 
-    class XForConditionalGeneration(EncoderDecoderForSeq2SeqLM, XPreTrainedModel):
+    class XForConditionalGeneration(EncoderDecoderForSeq2SeqLM, XPreTrainedModel, GenerationMixin):
         backbone_class = XModel                       # an EncoderDecoderBackbone class
+
+(``GenerationMixin`` last among the direct bases, transformers' convention: its remote-code
+loading and ``can_generate()`` look for it there; the checks of ``CheckedGenerationMixin`` run
+first, since it precedes ``GenerationMixin`` in the MRO.)
 
 The output projection is tied to the word embeddings (``config.tie_word_embeddings``); variants
 with a rescale before it (T5: d_model^-0.5) override :meth:`GenerativeTaskModel.compute_logits`.
@@ -87,8 +91,10 @@ class GenerativeTaskModel(CheckedGenerationMixin):
 
     @classmethod
     def can_generate(cls) -> bool:
-        # transformers looks for GenerationMixin among a model's direct bases; ours inherit it
-        # through this mixin, so say so (it gives the model its generation_config).
+        # transformers looks for GenerationMixin among a model's direct bases. The shipped heads
+        # list it there too (transformers' convention, which its remote-code loading and
+        # test_inherits_generation_mixin expect); this also covers a head built on these bases
+        # without it (it gives the model its generation_config).
         return True
 
     def _build(self, config) -> None:

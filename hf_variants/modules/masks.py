@@ -67,6 +67,40 @@ def check_key_mask(
     check_mask_values(attention_mask)
 
 
+def custom_attention_bias(
+    attention_mask: torch.Tensor, batch: int, query_length: int, key_length: int, dtype: torch.dtype, *,
+    name: str = "attention_mask",
+) -> torch.Tensor:
+    """A caller's own 4-D mask (B, 1, T, S) -> the additive (B, 1, T, S) bias attention adds, used
+    as given (transformers' convention for prepared or custom masks: packed documents each seeing
+    only themselves, a shared prefix with several continuations). No padding or causal mask is
+    added: the mask says everything, causality included.
+
+    - float: already additive, as transformers takes it: 0 where query i may read key j, a large
+      negative value (``torch.finfo(dtype).min``) where not. A positive value is refused: a float
+      keep-mask of 1s and 0s would otherwise silently hide nothing.
+    - bool or integer: a keep-mask, True / 1 where query i may read key j (what SDPA reads from a
+      bool mask), 0/1 values only.
+
+    ``key_length`` S counts cached keys too (past + T). Raises ValueError naming ``name``."""
+    expected = (batch, 1, query_length, key_length)
+    if tuple(attention_mask.shape) != expected:
+        raise ValueError(
+            f"{name} has shape {tuple(attention_mask.shape)}: a 4-D mask must be (batch, 1, query_length, key_length) "
+            f"= {expected}"
+        )
+    if attention_mask.is_floating_point():
+        if not is_tracing() and bool((attention_mask > 0).any()):
+            found = attention_mask[attention_mask > 0].flatten()[0].item()
+            raise ValueError(
+                f"a float 4-D {name} is additive (0 where a key is visible, a large negative value where it is "
+                f"hidden); found {found}. A keep-mask of 1s and 0s must be bool or integer"
+            )
+        return attention_mask.to(dtype).clamp(min=torch.finfo(dtype).min)
+    check_mask_values(attention_mask)
+    return additive_mask(~attention_mask.to(torch.bool), dtype)
+
+
 def check_mask_shape(mask: torch.Tensor, expected: tuple[int, ...], name: str) -> None:
     """Raise a ValueError naming ``name`` when ``mask`` is not of shape ``expected``."""
     if tuple(mask.shape) != tuple(expected):
@@ -215,15 +249,16 @@ def two_stream_biases(
     *,
     causal: bool = False,
     same_length: bool = False,
-    prefix_mask: torch.Tensor | None = None,
+    memory_mask: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
     """XLNet's additive (B or 1, 1, T, M + T) biases of the content stream and of the query stream.
 
     A query may not see key j when j is padding (``attention_mask`` (B, T) 0, or XLNet's
     ``input_mask`` (B, T) 1), when ``perm_mask`` (B, T, T) holds 1 (the factorization order), or
     (``causal``, XLNet's ``attn_type="uni"``) when j lies ahead (with ``same_length``, nor when j lies
-    behind within the segment); memory positions are always visible, except the first P of them (a
-    key/value prefix) where ``prefix_mask`` (B, P) holds 0. The content stream also always sees
+    behind within the segment); memory positions are always visible, except the first K of them (a
+    key/value prefix, then ``mems``) where ``memory_mask`` (B, K), K <= M, holds 0 (generate()'s
+    left padding once it is in the memory). The content stream also always sees
     itself, the query stream never unless allowed otherwise (it must not read its token).
     (None, None) when nothing is hidden. Raises ValueError for both masks or a wrong shape."""
     if attention_mask is not None and input_mask is not None:
@@ -243,10 +278,13 @@ def two_stream_biases(
     if perm_mask is not None:
         check_mask_shape(perm_mask, (batch, length, length), "perm_mask")
         data = perm_mask.to(torch.float32) if data is None else data + perm_mask.to(torch.float32)
-    if prefix_mask is not None and not bool(prefix_mask.all()):
+    if memory_mask is not None and not bool(memory_mask.all()):
+        check_mask_shape(memory_mask, (batch, memory_mask.shape[-1]), "the memory's attention_mask columns")
+        if memory_mask.shape[-1] > memory_length:
+            raise ValueError(f"the mask covers {memory_mask.shape[-1]} memory positions, but there are {memory_length}")
         data = torch.zeros(batch, 1, length, device=device) if data is None else data
-        hidden_prefix = (1 - prefix_mask).to(torch.float32)[:, None, :].expand(-1, data.shape[1], -1)
-        data = torch.cat([hidden_prefix, F.pad(data, (memory_length - prefix_mask.shape[1], 0))], dim=-1) > 0
+        hidden_memory = (1 - memory_mask).to(torch.float32)[:, None, :].expand(-1, data.shape[1], -1)
+        data = torch.cat([hidden_memory, F.pad(data, (memory_length - memory_mask.shape[1], 0))], dim=-1) > 0
     elif data is not None:
         data = F.pad(data, (memory_length, 0)) > 0
     if data is not None:

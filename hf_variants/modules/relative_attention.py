@@ -189,6 +189,22 @@ class RelativeAttention(MultiHeadAttention):
             query + self.r_w_bias[:, None], key, value, mask_bias, bias, False, attn_implementation, output_attentions
         )
 
+    def memory_keys_values(
+        self,
+        content: torch.Tensor,
+        memory: torch.Tensor | None,
+        key_value_prefix: tuple[torch.Tensor, torch.Tensor] | None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keys and values (B, heads, P + M + T, D) of [prefix; ``memory`` (B, M, H); ``content``
+        (B, T, H)]: the ``key_value_prefix`` (B, heads, P, D) each comes as it is, first."""
+        keys_from = content if memory is None else torch.cat([memory.to(content.dtype), content], dim=1)
+        key, value = self.keys_values(keys_from)
+        if key_value_prefix is not None:
+            prefix_key, prefix_value = key_value_prefix
+            key = torch.cat([prefix_key.to(key.dtype), key], dim=2)
+            value = torch.cat([prefix_value.to(value.dtype), value], dim=2)
+        return key, value
+
     def forward(
         self,
         content: torch.Tensor,
@@ -198,37 +214,18 @@ class RelativeAttention(MultiHeadAttention):
         mask_bias: torch.Tensor | None,
         attn_implementation: str,
         output_attentions: bool,
-        query_stream: torch.Tensor | None = None,
-        query_mask_bias: torch.Tensor | None = None,
-        target_mapping: torch.Tensor | None = None,
         key_value_prefix: tuple[torch.Tensor, torch.Tensor] | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor | None, tuple[torch.Tensor | None, ...]]:
-        """The content stream ``content`` (B, T, H) attends to [``memory`` (B, M, H); content] under
-        ``mask_bias`` (B or 1, 1, T, M + T); ``encodings`` (1 or B, R, H) are the relative sinusoids.
-        XLNet's query stream ``query_stream`` (B, P, H) attends to the same keys and values under
-        ``query_mask_bias``; with ``target_mapping`` (B, P, T) each of its P queries sits at the
-        position it predicts. Returns the content output (B, T, H) and the query output (B, P, H)
-        or None, both through ``o``, and the attention maps: (content,) or (content, query).
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``content`` (B, T, H) attends to [``memory`` (B, M, H); content] under ``mask_bias``
+        (B or 1, 1, T, M + T); ``encodings`` (1 or B, R, H) are the relative sinusoids,
+        ``different_segment`` (B, 1, T, M + T) XLNet's segment indicator or None. Returns the
+        output (B, T, H) through ``o`` and the attention map (B, heads, T, M + T) or None.
         ``key_value_prefix``: keys and values (B, heads, P, D) of P positions before the memory
-        (:class:`KeyValuePrefix`); the biases and encodings then cover P + M + T keys."""
-        keys_from = content if memory is None else torch.cat([memory.to(content.dtype), content], dim=1)
-        key, value = self.keys_values(keys_from)
-        if key_value_prefix is not None:
-            prefix_key, prefix_value = key_value_prefix
-            key = torch.cat([prefix_key.to(key.dtype), key], dim=2)
-            value = torch.cat([prefix_value.to(value.dtype), value], dim=2)
-        shared = (key, value, self.position_keys(encodings), different_segment)
+        (:class:`KeyValuePrefix`); the biases and encodings then cover P + M + T keys. XLNet's
+        query stream attends to the same keys in its own module (``TwoStreamAttention``)."""
+        key, value = self.memory_keys_values(content, memory, key_value_prefix)
         context, probs = self.attend_relative(
-            self.project_queries(content), *shared, mask_bias, attn_implementation, output_attentions
+            self.project_queries(content), key, value, self.position_keys(encodings), different_segment, mask_bias,
+            attn_implementation, output_attentions,
         )
-        if query_stream is None:
-            return self.output(context), None, (probs,)
-        query = self.project_queries(query_stream)
-        if target_mapping is not None:  # (B, heads, P, D) -> (B, heads, T, D)
-            query = torch.einsum("bnpd,bpt->bntd", query, target_mapping)
-        query_context, query_probs = self.attend_relative(
-            query, *shared, query_mask_bias, attn_implementation, output_attentions
-        )
-        if target_mapping is not None:
-            query_context = torch.einsum("bntd,bpt->bnpd", query_context, target_mapping)
-        return self.output(context), self.output(query_context), (probs, query_probs)
+        return self.output(context), probs

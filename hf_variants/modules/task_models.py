@@ -13,12 +13,12 @@ Outputs are transformers' ModelOutput types, with ``loss`` when labels are given
 
 from __future__ import annotations
 
-import dataclasses
 from abc import ABCMeta, abstractmethod
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import torch
+from transformers.cache_utils import Cache
 from transformers.modeling_outputs import (
     MaskedLMOutput,
     MultipleChoiceModelOutput,
@@ -262,15 +262,18 @@ class EncoderForMaskedLM(EncoderTaskModel):
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
         **kwargs,
     ) -> MaskedLMOutput | tuple:
         """labels: (B, T) target ids, -100 where nothing is predicted. Logits (B, T, V), or
-        (num_predicted, V) with ``config.sparse_prediction``."""
+        (num_predicted, V) with ``config.sparse_prediction``. past_key_values: a key/value prefix
+        (peft's prefix tuning), passed to the backbone."""
         if self.pretrained_without_nsp:
             refuse_next_sentence_label(kwargs, self.pretrained_without_nsp)
         mlm = self._masked_lm(
-            labels, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
-            output_hidden_states, **kwargs,
+            labels, input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+            position_ids=position_ids, inputs_embeds=inputs_embeds, output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states, past_key_values=past_key_values, **kwargs,
         )
         out = mlm.encoded
         return self._finish(
@@ -281,6 +284,7 @@ class EncoderForMaskedLM(EncoderTaskModel):
     def _masked_lm(
         self,
         labels: torch.Tensor | None,
+        *,
         input_ids: torch.Tensor | None,
         attention_mask: torch.Tensor | None,
         token_type_ids: torch.Tensor | None,
@@ -295,7 +299,9 @@ class EncoderForMaskedLM(EncoderTaskModel):
         SpanBERT's MLM + SBO): plan which positions the last layer computes (with sparse
         prediction: the masked ones, the summary token when the pooler is used, and ``also_read``
         for a second head), encode, and score the masked positions. labels (B, T), -100 where
-        nothing is predicted; see :class:`MaskedLMPass` for the shapes returned."""
+        nothing is predicted; the inputs by name, as the head's forward takes them (``kwargs``:
+        further backbone inputs, e.g. ``past_key_values``, XLM's ``langs``); see
+        :class:`MaskedLMPass` for the shapes returned."""
         read = self._read_positions(
             labels, input_ids, inputs_embeds, output_attentions, output_hidden_states, also_read=also_read,
             attention_mask=attention_mask,
@@ -310,65 +316,28 @@ class EncoderForMaskedLM(EncoderTaskModel):
         )
         return MaskedLMPass(encoded, loss, logits, read)
 
-    def _finish_pretraining(
-        self,
-        output_cls: type[ModelOutput],
-        return_dict: bool | None,
-        mlm: MaskedLMPass,
-        loss: torch.Tensor | None,
-        task_loss: torch.Tensor | None,
-        task_logits: torch.Tensor | None,
-    ) -> ModelOutput | tuple:
-        """The output of an MLM + second task model: ``output_cls`` from :func:`pretraining_output`,
-        whose fields stand in one order for every variant (loss, mlm_loss, the task's loss,
-        prediction_logits, the task's logits, hidden_states, attentions)."""
-        values = (loss, mlm.loss, task_loss, mlm.logits, task_logits, mlm.encoded.hidden_states, mlm.encoded.attentions)
-        names = [field.name for field in dataclasses.fields(output_cls)]
-        return self._finish(output_cls, return_dict, **dict(zip(names, values, strict=True)))
-
-
-def pretraining_output(name: str, task: str, logits_field: str, module: str, doc: str) -> type[ModelOutput]:
-    """The output class of an MLM + second task pretraining model (BERT's NSP, ALBERT's SOP,
-    SpanBERT's SBO): ``loss`` (the sum of the terms given), ``mlm_loss``, ``<task>_loss``,
-    ``prediction_logits`` ((B, T, V), or (num_masked, V) with sparse prediction), the second task's
-    logits under ``logits_field`` (transformers' name where it has the class), ``hidden_states``,
-    ``attentions``. One definition: only the two task field names differ between the variants, and
-    they follow transformers' (``seq_relationship_logits``, ``sop_logits``)."""
-    fields = ("loss", "mlm_loss", f"{task}_loss", "prediction_logits", logits_field, "hidden_states", "attentions")
-    # The module is set before the class exists: ModelOutput registers it (as a pytree node) by name.
-    return dataclasses.make_dataclass(
-        name, [(field, Any, dataclasses.field(default=None)) for field in fields], bases=(ModelOutput,),
-        namespace={"__module__": module, "__doc__": doc},
-    )
-
 
 class EncoderForMaskedLMAndSentenceRelation(EncoderForMaskedLM):
     """MLM + a two-way sentence-pair task on the pooled summary token (BERT's next sentence
     prediction, ALBERT's sentence order prediction); loss = the sum of the two means. A variant
-    builds its relation head in ``__init__`` and writes the forward with its label's name."""
+    builds its relation head in ``__init__`` and writes the forward with its label's name and its
+    own declared output class: ``self._masked_lm(...)``, then ``self._sentence_relation(...)``."""
 
     uses_pooler = True
 
-    def _masked_lm_and_relation(
-        self,
-        output_cls: type[ModelOutput],
-        return_dict: bool | None,
-        relation_head: Callable[[torch.Tensor], torch.Tensor],
-        relation_labels: torch.Tensor | None,
-        relation_label_name: str,
-        labels: torch.Tensor | None,
-        *encode_args,
-    ) -> ModelOutput | tuple:
-        """Run the MLM pass (``labels`` (B, T), ``encode_args`` as :meth:`_masked_lm`), then
-        ``relation_head(pooled (B, H))`` -> logits (B, 2), and return ``output_cls`` (a
-        :func:`pretraining_output` class); losses are None without their labels."""
-        mlm = self._masked_lm(labels, *encode_args)
+    def _sentence_relation(
+        self, relation_head: Callable[[torch.Tensor], torch.Tensor], mlm: MaskedLMPass,
+        relation_labels: torch.Tensor | None, label_name: str,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+        """The second task on the MLM pass's pooled (B, H) summary: its logits (B, 2), its mean loss
+        against ``relation_labels`` (B,) (None without them; a ValueError names ``label_name`` for
+        bad labels), and the total loss mlm + relation (None unless both labels were given)."""
         relation_logits = relation_head(mlm.encoded.pooler_output)
         relation_loss = None
         if relation_labels is not None:
-            relation_loss = sentence_relation_loss(relation_logits, relation_labels, relation_label_name)
+            relation_loss = sentence_relation_loss(relation_logits, relation_labels, label_name)
         loss = mlm.loss + relation_loss if mlm.loss is not None and relation_loss is not None else None
-        return self._finish_pretraining(output_cls, return_dict, mlm, loss, relation_loss, relation_logits)
+        return relation_logits, relation_loss, loss
 
 
 class EncoderHeadModel(EncoderTaskModel, metaclass=ABCMeta):
@@ -420,14 +389,16 @@ class EncoderHeadModel(EncoderTaskModel, metaclass=ABCMeta):
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
         **kwargs,
     ) -> ModelOutput | tuple:
-        """Inputs (B, T); ``labels`` as the class docstring says. Returns ``output_class`` with
-        ``loss`` (when labels are given), ``logits``, ``hidden_states``, ``attentions``."""
+        """Inputs (B, T); ``labels`` as the class docstring says; past_key_values: a key/value
+        prefix (peft's prefix tuning) for the backbone. Returns ``output_class`` with ``loss``
+        (when labels are given), ``logits``, ``hidden_states``, ``attentions``."""
         read = self.head_reads(input_ids, inputs_embeds)
         out = self._encode(
             input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
-            token_labels=labels if self.labels_per_token else None, read=read, **kwargs,
+            token_labels=labels if self.labels_per_token else None, read=read, past_key_values=past_key_values, **kwargs,
         )
         logits = self.head_logits(out, attention_mask, read)
         loss = self.head_loss(logits, labels, attention_mask) if labels is not None else None
@@ -507,12 +478,14 @@ class EncoderForQuestionAnswering(EncoderTaskModel):
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
         **kwargs,
     ) -> QuestionAnsweringModelOutput | tuple:
-        """start_positions/end_positions: (B,) token indices. Logits (B, T) each."""
+        """start_positions/end_positions: (B,) token indices. Logits (B, T) each. past_key_values:
+        a key/value prefix (peft's prefix tuning) for the backbone."""
         out = self._encode(
             input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
-            **kwargs,
+            past_key_values=past_key_values, **kwargs,
         )
         start_logits, end_logits = self.qa_outputs(out.last_hidden_state).unbind(dim=-1)
         start_logits, end_logits = start_logits.contiguous(), end_logits.contiguous()
@@ -552,9 +525,11 @@ class EncoderForMultipleChoice(EncoderTaskModel):
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
         **kwargs,
     ) -> MultipleChoiceModelOutput | tuple:
-        """All inputs (B, C, T) (inputs_embeds (B, C, T, E)); labels (B,) index of the right choice."""
+        """All inputs (B, C, T) (inputs_embeds (B, C, T, E)); labels (B,) index of the right choice;
+        past_key_values: a key/value prefix for the backbone (over the B * C flattened rows)."""
         reference = input_ids if input_ids is not None else inputs_embeds
         if reference is None or reference.dim() < 3:
             raise ValueError("multiple choice inputs must have shape (batch, num_choices, seq_len)")
@@ -568,7 +543,8 @@ class EncoderForMultipleChoice(EncoderTaskModel):
 
         out = self._encode(
             flat(input_ids), flat(attention_mask), flat(token_type_ids), flat(position_ids), flat(inputs_embeds),
-            output_attentions, output_hidden_states, **{name: flat(value) if isinstance(value, torch.Tensor) else value for name, value in kwargs.items()},
+            output_attentions, output_hidden_states, past_key_values=past_key_values,
+            **{name: flat(value) if isinstance(value, torch.Tensor) else value for name, value in kwargs.items()},
         )
         logits = self.classifier(self._summary(out, flat(attention_mask)), out.pooler_output).view(-1, num_choices)
         loss = None

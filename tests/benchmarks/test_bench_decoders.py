@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-import bench_decoders  # benchmarks/ is on pytest's pythonpath
-import decoder_workloads
+from benchmarks import bench_decoders
+from benchmarks import decoder_workloads
 
 TINY_GPT = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
 TINY_T5 = dict(hidden_size=32, num_hidden_layers=2, decoder_layers=2, num_attention_heads=4, head_dim=8,

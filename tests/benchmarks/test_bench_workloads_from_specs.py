@@ -1,14 +1,13 @@
-"""The benchmark drivers read what is a variant's own from its SPEC (#32): bench_compile its
-workloads (``SPEC.compile_benchmark`` on ``SPEC.mini_config``), bench_pretraining each row's mini
-and objective (``SPEC.mini_config``, ``SPEC.pretraining_objective``). Each is compared once, by
-value, with the hard-coded table it replaced, and each command line still parses; nothing is timed."""
-
-import dataclasses
+"""The benchmark drivers read what is a variant's own from its SPEC (#32): bench_compile each
+workload's mini (``SPEC.mini_config``; which heads it times is the benchmark's own table,
+``COMPILE_WORKLOADS``), bench_pretraining each row's mini and objective (``SPEC.mini_config``,
+``SPEC.pretraining_objective``). Each is compared once, by value, with the hard-coded table it
+replaced, and each command line still parses; nothing is timed."""
 
 import pytest
 
-import bench_compile  # noqa: E402  (benchmarks/ is on pytest's pythonpath)
-import bench_pretraining  # noqa: E402
+from benchmarks import bench_compile
+from benchmarks import bench_pretraining  # noqa: E402
 
 import hf_variants
 from hf_variants.models.named_configs import named_config
@@ -35,10 +34,13 @@ def test_every_workload_names_a_head_and_config_of_its_variant(workload):
 
 
 def test_a_head_the_variant_lacks_is_a_value_error():
-    bert = hf_variants.registry.SPECS["hfv_bert"]
-    broken = dataclasses.replace(bert, compile_benchmark=(("ForImageClassification", False),))
     with pytest.raises(ValueError, match="ForImageClassification"):
-        bench_compile.workloads({"hfv_bert": broken})
+        bench_compile.workloads({"bert": (("ForImageClassification", False),)})
+
+
+def test_an_unregistered_variant_is_a_value_error():
+    with pytest.raises(ValueError, match="'bret'"):
+        bench_compile.workloads({"bret": (("ForSequenceClassification", False),)})
 
 
 def test_command_line_parses(monkeypatch, capsys):

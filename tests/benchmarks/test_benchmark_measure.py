@@ -6,7 +6,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-import measure  # noqa: E402
+from benchmarks import measure  # noqa: E402
 
 MIB = 2**20
 

@@ -13,8 +13,8 @@ import datasets
 import pytest
 import torch
 
-import gpu_check_report  # noqa: E402  (benchmarks/ is on pytest's pythonpath)
-import make_gpu_shard  # noqa: E402
+from benchmarks import gpu_check_report
+from benchmarks import make_gpu_shard  # noqa: E402
 
 FIXTURE = Path(__file__).parent / "fixtures" / "gpu_check_cpu.json"
 

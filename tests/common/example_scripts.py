@@ -6,7 +6,7 @@ import importlib.util
 import sys
 from types import ModuleType
 
-from paths import EXAMPLES_DIR
+from tests.common.paths import EXAMPLES_DIR
 
 
 def load_example_script(name: str) -> ModuleType:

@@ -52,7 +52,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import pytest
 import yaml
-from hub_store import (
+from tests.common.hub_store import (
     REGULAR_FILE_MAX_BYTES,
     TEST_ORGS,
     TEST_USER,
@@ -557,7 +557,7 @@ class HubRequestHandler(BaseHTTPRequestHandler):
 
 
 # --- pytest plumbing ---------------------------------------------------------------------------
-from paths import REPO_ROOT  # noqa: E402
+from tests.common.paths import REPO_ROOT  # noqa: E402
 
 
 @pytest.fixture

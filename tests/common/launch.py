@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from paths import REPO_ROOT
+from tests.common.paths import REPO_ROOT
 
 TWO_PROCESS_LAUNCH = [
     sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",

@@ -1,4 +1,4 @@
-"""Where things are, for tests in any folder under tests/ (this file is on pytest's pythonpath)."""
+"""Where things are, for tests in any folder under tests/ (``from tests.common.paths import ...``)."""
 
 from pathlib import Path
 

@@ -1,8 +1,9 @@
-"""Tiny configs and inputs for every registered variant and head (the ecosystem tests' fixtures).
+"""Tiny configs and inputs for every registered variant and head (the shared tests' fixtures).
 
-Read from ``hf_variants.registry.SPECS``: each variant's ``SPEC.mini_config`` named config shrunk
-by its ``SPEC.tiny_config`` (hidden 32, 2 layers, vocab 99, ...), so a variant added later is
-covered without new code.
+Each variant's ``SPEC.mini_config`` named config, shrunk by its entry in :data:`TINY_CONFIGS`
+(hidden 32, 2 layers, vocab 99, no dropout, ...). The sizes are the tests' own, so they live here
+and not in the variant's SPEC; a variant added without an entry fails
+``tests/models/test_variant_folders.py``.
 """
 
 from __future__ import annotations
@@ -14,20 +15,58 @@ import torch
 from hf_variants.models.named_configs import named_config_path
 from hf_variants.registry import SPECS, VariantSpec
 
+# The sizes every variant's tiny test config starts from: the shared tests build each head at these
+# sizes, without dropout, so outputs compare across runs.
+TINY_TEST_SIZES: dict[str, object] = dict(
+    hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37, hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+)
+
+# Variant name -> the fields that shrink its mini config to the tiny sizes, plus what its tests need
+# beyond them.
+TINY_CONFIGS: dict[str, dict[str, object]] = {
+    "albert": {**TINY_TEST_SIZES, "vocab_size": 99, "embedding_size": 16, "max_position_embeddings": 64,
+               "classifier_dropout": 0.0},
+    "bert": {**TINY_TEST_SIZES, "vocab_size": 99, "max_position_embeddings": 64},
+    "electra": {**TINY_TEST_SIZES, "vocab_size": 99, "embedding_size": 16, "max_position_embeddings": 64},
+    # pad_token_id: batched sequence classification reads the last non-padding token.
+    "gpt": {**TINY_TEST_SIZES, "vocab_size": 99, "max_position_embeddings": 64, "pad_token_id": 0},
+    "roberta": {**TINY_TEST_SIZES, "vocab_size": 99, "max_position_embeddings": 64},
+    "spanbert": {**TINY_TEST_SIZES, "vocab_size": 99, "max_position_embeddings": 64},
+    "t5": {**TINY_TEST_SIZES, "decoder_layers": 2, "head_dim": 16, "vocab_size": 99, "ffn_dropout_prob": 0.0},
+    "transfo_xl": {**TINY_TEST_SIZES, "head_dim": 16, "vocab_size": 99, "mem_len": 4},
+    "transformer": {**TINY_TEST_SIZES, "decoder_layers": 2, "vocab_size": 99, "max_position_embeddings": 64},
+    "vit": {
+        **TINY_TEST_SIZES, "image_size": 8, "patch_size": 4, "encoder_stride": 4,
+        "decoder_hidden_size": 32, "decoder_num_hidden_layers": 1, "decoder_num_attention_heads": 2,
+        "decoder_intermediate_size": 37,
+    },
+    "xlm": {**TINY_TEST_SIZES, "vocab_size": 99, "max_position_embeddings": 64},
+    "xlnet": {**TINY_TEST_SIZES, "vocab_size": 99, "mem_len": 4, "summary_last_dropout": 0.0},
+}
+
 CONTIGUOUS_TEXT_ONLY = {"transfo_xl"}  # takes no padding mask (segments of running text)
 # Small special-token ids: the real ones of the -mini configs lie beyond vocab 99.
 TINY_TOKEN_IDS = dict(pad_token_id=0, eos_token_id=1, bos_token_id=2, decoder_start_token_id=0)
 
 
+def tiny_config_fields(spec: VariantSpec) -> dict[str, object]:
+    """``spec``'s entry of :data:`TINY_CONFIGS`; a ValueError names a variant without one."""
+    if spec.name not in TINY_CONFIGS:
+        raise ValueError(f"variant {spec.name!r} has no tiny test config: add it to TINY_CONFIGS in {__file__}")
+    return TINY_CONFIGS[spec.name]
+
+
 def tiny_config(spec: VariantSpec, **overrides):
-    """``spec``'s mini config at its tiny test sizes (``SPEC.tiny_config``), plus ``overrides``."""
-    if spec.mini_config is None or spec.tiny_config is None:
-        raise ValueError(f"variant {spec.name!r}: its SPEC declares no mini_config / tiny_config")
+    """``spec``'s mini config at its tiny test sizes (:data:`TINY_CONFIGS`), plus ``overrides``."""
+    if spec.mini_config is None:
+        raise ValueError(f"variant {spec.name!r}: its SPEC declares no mini_config")
+    fields = tiny_config_fields(spec)
     written = json.loads((named_config_path(spec.mini_config) / "config.json").read_text())
     values = {key: value for key, value in written.items() if key != "model_type"}
-    values.update(spec.tiny_config)
+    values.update(fields)
     # Special tokens the mini config names, moved inside the tiny vocabulary.
-    values.update({key: value for key, value in TINY_TOKEN_IDS.items() if values.get(key) is not None and key not in spec.tiny_config})
+    values.update({key: value for key, value in TINY_TOKEN_IDS.items() if values.get(key) is not None and key not in fields})
     values.update(overrides)
     return spec.config_class(**values)
 

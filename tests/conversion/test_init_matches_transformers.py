@@ -15,13 +15,22 @@ import hf_variants  # noqa: F401  (registers the variants and their conversion p
 from hf_variants.conversion import PAIRS, to_transformers
 from hf_variants.registry import SPECS
 
-from tiny_variants import tiny_config
+from tests.common.tiny_variants import tiny_config
 
 # Larger than the tiny fixtures, so each tensor's spread is estimated to a few percent.
 SIZES = dict(vocab_size=400, hidden_size=64, intermediate_size=128, num_attention_heads=2, head_dim=32, embedding_size=32)
 # What the transformers reference needs of a config beyond the sizes, where our class is more
-# general than it, comes from the variant's SPEC.reference_config_overrides (keyed by the
-# reference's model_type). Special ids come inside the vocabulary from every SPEC's tiny config.
+# general than it: (variant, the reference's model_type) -> our config fields. Special ids come
+# inside the vocabulary from every variant's tiny config.
+REFERENCE_CONFIG_OVERRIDES: dict[tuple[str, str], dict[str, object]] = {
+    # transformers' OpenAI GPT (GPT-1): post-LN, FFN 4x hidden (256 = 4 x SIZES' 64), no scaled
+    # residual init. GPT-2 is our default.
+    ("gpt", "openai-gpt"): {"pre_layer_norm": False, "scale_residual_init": False, "intermediate_size": 256},
+    # Marian (the transformers reference) concatenates sin|cos; the paper interleaves them.
+    ("transformer", "marian"): {"sinusoidal_layout": "concatenated"},
+    # transformers' XLM fixes the FFN at 4x hidden (ours takes any width); 256 = 4 x SIZES' 64.
+    ("xlm", "xlm"): {"intermediate_size": 256},
+}
 MIN_ELEMENTS = 2000  # smaller tensors: only checked when constant (norm weights, biases)
 
 
@@ -43,7 +52,7 @@ def pair_cases():
 def test_initial_weights_match_the_reference_distribution(spec, pair):
     defaults = tiny_config(spec)
     sizes = {key: value for key, value in SIZES.items() if getattr(defaults, key, None) is not None}
-    reference_needs = spec.reference_config_overrides.get(pair.theirs.config_class.model_type, {})
+    reference_needs = REFERENCE_CONFIG_OVERRIDES.get((spec.name, pair.theirs.config_class.model_type), {})
     config = tiny_config(spec, **{**sizes, **reference_needs})
     torch.manual_seed(0)
     ours = to_transformers(pair.ours(config), pair.theirs)
@@ -51,16 +60,16 @@ def test_initial_weights_match_the_reference_distribution(spec, pair):
     assert_same_initial_distribution(ours, pair.theirs(ours.config))
 
 
-@pytest.mark.parametrize("model_type", sorted(m for m, spec in SPECS.items() if spec.reference_config_overrides))
-def test_reference_config_overrides_name_a_reference_and_real_fields(model_type):
-    """A SPEC's overrides are keyed by the model_type of one of its transformers pairs and set fields
-    its config has (a typo would otherwise be silently ignored by the test above)."""
-    spec = SPECS[model_type]
+@pytest.mark.parametrize("variant, reference", sorted(REFERENCE_CONFIG_OVERRIDES))
+def test_reference_config_overrides_name_a_reference_and_real_fields(variant, reference):
+    """Each override names a registered variant and the model_type of one of its transformers pairs,
+    and sets fields its config has (a typo would otherwise be silently ignored by the test above)."""
+    spec = SPECS[f"hfv_{variant}"]
     references = {pair.theirs.config_class.model_type for pair in PAIRS if spec_of(pair.ours) is spec}
+    assert reference in references, f"{reference!r} is not a transformers pair of {variant}: {sorted(references)}"
+    fields = REFERENCE_CONFIG_OVERRIDES[variant, reference]
     defaults = tiny_config(spec)
-    for reference, fields in spec.reference_config_overrides.items():
-        assert reference in references, f"{reference!r} is not a transformers pair of {spec.name}: {sorted(references)}"
-        assert fields and all(hasattr(defaults, key) for key in fields), fields
+    assert fields and all(hasattr(defaults, key) for key in fields), fields
 
 
 def assert_same_initial_distribution(ours, theirs, skip: tuple[str, ...] = ()) -> None:

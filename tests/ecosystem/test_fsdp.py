@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 import pytest
-from launch import TWO_PROCESS_LAUNCH, assert_succeeded, run_processes
+from tests.common.launch import TWO_PROCESS_LAUNCH, assert_succeeded, run_processes
 
 from hf_variants.registry import SPECS
 

@@ -16,7 +16,7 @@ from transformers.cache_utils import DynamicCache
 
 from hf_variants.integrations.peft_targets import variant_target_modules
 from hf_variants.registry import SPECS
-from tiny_variants import CONTIGUOUS_TEXT_ONLY, is_text, tiny_config, tiny_inputs, variant_heads
+from tests.common.tiny_variants import CONTIGUOUS_TEXT_ONLY, is_text, tiny_config, tiny_inputs, variant_heads
 
 # Head -> peft task type (None: the plain PeftModel, which passes every input through).
 HEAD_TASK_TYPES = {

@@ -16,7 +16,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers, processors
 from transformers import PreTrainedTokenizerFast, pipeline
 
 from hf_variants.registry import SPECS
-from tiny_variants import is_text, tiny_config
+from tests.common.tiny_variants import is_text, tiny_config
 
 WORDS = ("the film was great fun and a bad dull story with good actors plot music i loved hated it this is "
          "sport politics weather rain sun team vote").split()

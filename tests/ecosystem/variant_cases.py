@@ -1,7 +1,7 @@
 """Every registered variant and head as a tiny model with inputs it accepts, for the ecosystem tests.
 
 Read from ``hf_variants.registry.SPECS``: a variant added later is covered with no new code. The
-config is the variant's ``<name>-mini`` named config (benchmarks/fuzz_variants.base_fields) shrunk
+config is the variant's ``<name>-mini`` named config (tests/reliability/fuzz: ``fuzz_variants.base_fields``) shrunk
 to the shared tiny sizes; inputs follow the forward's signature (token ids with right padding in
 one row, or pixels; decoder inputs for encoder-decoders; choices for multiple choice).
 """
@@ -11,16 +11,13 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import os
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import fuzz_variants  # noqa: E402  (benchmarks/fuzz_variants.py: named-config fields, input builder)
+from tests.reliability.fuzz import fuzz_variants  # named-config fields, input builder
 
-from hf_variants.registry import SPECS, VariantSpec  # noqa: E402
+from hf_variants.registry import SPECS, VariantSpec
 
 TINY_SIZES = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
                   embedding_size=16, max_position_embeddings=64)  # fmt: skip

@@ -12,7 +12,7 @@ import pytest
 
 from hf_variants import BertForSequenceClassification
 from hf_variants.data import load_named_dataset
-from launch import TWO_PROCESS_LAUNCH, assert_succeeded, run_processes
+from tests.common.launch import TWO_PROCESS_LAUNCH, assert_succeeded, run_processes
 from test_examples_processing import EXAMPLES_DIR, MINILM, common_args, label_names_as_text, load_script, shuffled_rows, write_json_lines
 
 pytestmark = pytest.mark.slow
@@ -71,7 +71,14 @@ def test_accelerate_configs_load(name, distributed_type, processes):
     assert config.distributed_type == distributed_type
     assert config.num_processes == processes
     if name == "fsdp":
-        assert config.fsdp_config["fsdp_transformer_layer_cls_to_wrap"] == "TransformerLayer"
-        from hf_variants.modules.encoder import TransformerLayer  # the class FSDP wraps must exist
+        # No class named: accelerate wraps each model's _no_split_modules (BERT's BertLayer, the
+        # shared TransformerLayer, XLNetLayer), which must be classes the model holds.
+        assert "fsdp_transformer_layer_cls_to_wrap" not in config.fsdp_config
+        from accelerate.utils.dataclasses import get_module_class_from_name
 
-        assert TransformerLayer.__name__ == "TransformerLayer"
+        from hf_variants.registry import SPECS
+        from tiny_variants import tiny_config
+
+        for model_type in ("hfv_bert", "hfv_roberta", "hfv_xlnet"):
+            model = SPECS[model_type].classes["Model"](tiny_config(SPECS[model_type]))
+            assert all(get_module_class_from_name(model, cls) is not None for cls in model._no_split_modules), model_type

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from paths import EXAMPLES_DIR
+from tests.common.paths import EXAMPLES_DIR
 
 SUPPORT_MODULE = "examples_support"
 # The scripts the README, docs/ and the product card name, by path.

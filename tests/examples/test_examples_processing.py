@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 
-from example_scripts import load_example_script as load_script  # noqa: E402,F401  (imported by sibling tests)
-from paths import EXAMPLES_DIR  # noqa: E402,F401  (imported by sibling tests)
+from tests.common.example_scripts import load_example_script as load_script  # noqa: E402,F401  (imported by sibling tests)
+from tests.common.paths import EXAMPLES_DIR  # noqa: E402,F401  (imported by sibling tests)
 
 from hf_variants.training.fine_tuning import with_peft_adapter
 from hf_variants.training.labels import encode_labels, label_names

@@ -19,10 +19,10 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 import hf_variants  # noqa: F401  (registers the model types)
 from hf_variants import GPTConfig, GPTLMHeadModel, TransfoXLConfig, TransfoXLLMHeadModel
 from hf_variants.objectives import DataCollatorForPackedCausalLM, SegmentStreamDataset
-from hf_variants.registry import SPECS
-from example_scripts import load_example_script
-from launch import TWO_PROCESS_LAUNCH, assert_succeeded, run_processes
-from paths import EXAMPLES_DIR
+from tests.common.example_scripts import load_example_script
+from tests.common.launch import TWO_PROCESS_LAUNCH, assert_succeeded, run_processes
+from tests.common.paths import EXAMPLES_DIR
+from tests.common.tiny_variants import TINY_CONFIGS
 
 SCRIPT = EXAMPLES_DIR / "run_clm.py"
 COMMON = ["--corpus", "austen", "--max_documents", "12", "--vocab_size", "600", "--max_seq_length", "32",
@@ -162,7 +162,7 @@ def test_greedy_continuations_are_the_argmax_of_rerunning_the_whole_text(recurre
         model = tiny_transfo_xl()
     else:
         torch.manual_seed(0)
-        model = GPTLMHeadModel(GPTConfig(**SPECS["hfv_gpt"].tiny_config, initializer_range=0.5)).eval()
+        model = GPTLMHeadModel(GPTConfig(**TINY_CONFIGS["gpt"], initializer_range=0.5)).eval()
     prompts = torch.randint(1, 99, (3, 5), generator=torch.Generator().manual_seed(0))
     generated = script.greedy_continuations(model, prompts, 4)
     ids = prompts

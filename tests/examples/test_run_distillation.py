@@ -1,6 +1,7 @@
-"""examples/run_distillation.py: the loss is Hinton et al.'s mix, the student keeps the chosen
-teacher layers, and a short real run (rt-polarity sentences) trains, evaluates both models and
-times them."""
+"""examples/run_distillation.py: the student keeps the chosen teacher layers; a short real run
+(rt-polarity sentences) trains, evaluates both models and times them; a student of another family
+with its own tokenizer learns from the teacher's cached logits on the movie-review transfer set,
+and a second student reuses the cache. (The loss itself: tests/test_distillation.py.)"""
 
 from __future__ import annotations
 
@@ -8,31 +9,13 @@ import json
 
 import pytest
 import torch
-from torch.nn import functional as F
 from transformers import AutoTokenizer
 
-from hf_variants import BertForSequenceClassification
+from hf_variants import BertForSequenceClassification, ElectraForSequenceClassification
 from hf_variants.models.named_configs import named_config
 from test_examples_processing import MINILM, common_args, load_script
 
 distillation = load_script("run_distillation")
-
-
-def test_loss_is_the_temperature_scaled_kl_plus_cross_entropy():
-    g = torch.Generator().manual_seed(0)
-    student, teacher = torch.randn(4, 3, generator=g), torch.randn(4, 3, generator=g)
-    labels = torch.tensor([0, 2, 1, 1])
-    temperature, alpha = 3.0, 0.7
-    teacher_probs = F.softmax(teacher / temperature, -1)
-    kl = (teacher_probs * (teacher_probs.log() - F.log_softmax(student / temperature, -1))).sum(-1).mean()
-    expected = alpha * temperature**2 * kl + (1 - alpha) * F.cross_entropy(student, labels)
-    got = distillation.distillation_loss(student, teacher, labels, temperature, alpha)
-    torch.testing.assert_close(got, expected)
-    # Matching the teacher exactly leaves only the hard term.
-    same = distillation.distillation_loss(teacher, teacher, labels, temperature, alpha)
-    torch.testing.assert_close(same, (1 - alpha) * F.cross_entropy(teacher, labels))
-    with pytest.raises(ValueError, match="differ"):
-        distillation.distillation_loss(student, teacher[:, :2], labels, temperature, alpha)
 
 
 def test_evenly_spaced_layers_keep_first_and_last():
@@ -84,3 +67,47 @@ def test_bad_arguments_are_value_errors(tmp_path):
     with pytest.raises(ValueError, match="--alpha"):
         distillation.main(["--teacher_model_name_or_path", "x", "--model_name_or_path", "x", "--alpha", "2",
                            "--dataset_name", "hf_variants/rt_polarity", "--do_train"] + common_args(tmp_path))  # fmt: skip
+
+
+def test_student_of_another_family_and_tokenizer_distils_on_the_transfer_set(tmp_path):
+    """An ELECTRA teacher reading MiniLM's WordPiece vocabulary teaches a random spanbert student
+    whose tokenizer is a byte-level BPE trained on real review sentences; the transfer set is the
+    real movie-review one (labelled and unlabeled rows). A second student reuses the teacher's cache."""
+    from hf_variants.registry import SPECS
+    from hf_variants.tokenization import train_tokenizer
+    from tests.common.tiny_variants import tiny_config
+
+    labels = {0: "negative", 1: "positive"}
+    teacher_dir, student_tokenizer_dir = tmp_path / "teacher", tmp_path / "student-tokenizer"
+    minilm_tokenizer = AutoTokenizer.from_pretrained(MINILM)
+    torch.manual_seed(0)
+    ElectraForSequenceClassification(tiny_config(
+        SPECS["hfv_electra"], vocab_size=len(minilm_tokenizer), num_labels=2, id2label=labels,
+        label2id={v: k for k, v in labels.items()}, pad_token_id=minilm_tokenizer.pad_token_id,
+    )).save_pretrained(teacher_dir)
+    minilm_tokenizer.save_pretrained(teacher_dir)
+    from hf_variants.data import load_named_dataset
+
+    texts = load_named_dataset("hf_variants/rt_polarity")["train"]["sentence"][:300]
+    train_tokenizer("bpe", texts, vocab_size=400).save_pretrained(student_tokenizer_dir)
+    runs = tmp_path / "runs"
+    shared = ["--teacher_model_name_or_path", str(teacher_dir), "--model_name_or_path", "spanbert-mini",
+              "--tokenizer_name", str(student_tokenizer_dir), "--config_overrides",
+              "hidden_size=32,num_hidden_layers=2,num_attention_heads=2,intermediate_size=64,vocab_size=400",
+              "--transfer_dataset_name", "hf_variants/rt_transfer", "--dataset_name", "hf_variants/rt_polarity",
+              "--max_train_samples", "64", "--max_eval_samples", "24", "--max_seq_length", "48",
+              "--per_device_train_batch_size", "16", "--max_steps", "2", "--alpha", "0.8", "--temperature", "3",
+              "--do_train", "--do_eval", "--do_predict", "--max_predict_samples", "16", "--save_strategy", "no"]  # fmt: skip
+    first = distillation.main(shared + common_args(runs / "student-a"))
+    assert first["teacher_logits_computed"] and first["transfer_samples"] == 64
+    assert 0 < first["transfer_labelled_samples"] < 64  # the transfer set mixes labelled and unlabeled rows
+    assert first["teacher_logits_file"].startswith(str(runs / "teacher_logits"))
+    assert 0.0 <= first["eval_accuracy"] <= 1.0 and first["eval_speedup"] > 0
+    assert first["test_samples"] == 16 and 0.0 <= first["teacher_test_accuracy"] <= 1.0 and first["test_speedup"] > 0
+    second = distillation.main(shared + ["--seed", "7"] + common_args(runs / "student-b"))
+    assert not second["teacher_logits_computed"] and second["teacher_logits_file"] == first["teacher_logits_file"]
+    assert second["teacher_eval_accuracy"] == first["teacher_eval_accuracy"]
+    from transformers import AutoModelForSequenceClassification
+
+    student = AutoModelForSequenceClassification.from_pretrained(runs / "student-b")
+    assert student.config.model_type == "hfv_spanbert" and student.config.id2label == labels

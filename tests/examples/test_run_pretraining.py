@@ -13,9 +13,9 @@ from safetensors.torch import load_file
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 import hf_variants  # noqa: F401  (registers the model types)
-from example_scripts import load_example_script
-from launch import TWO_PROCESS_LAUNCH, assert_succeeded, run_processes
-from paths import EXAMPLES_DIR
+from tests.common.example_scripts import load_example_script
+from tests.common.launch import TWO_PROCESS_LAUNCH, assert_succeeded, run_processes
+from tests.common.paths import EXAMPLES_DIR
 
 SCRIPT = EXAMPLES_DIR / "run_pretraining.py"
 

@@ -19,7 +19,7 @@ import hf_variants  # noqa: F401  (registers the model types)
 from hf_variants.models.named_configs import named_config
 from hf_variants.data import load_cmudict, load_rt_polarity, load_wsj_pos
 from hf_variants.metrics import sequence_scores
-from example_scripts import load_example_script as load_script
+from tests.common.example_scripts import load_example_script as load_script
 
 RUN_OPTIONS = ["--save_strategy", "no", "--seed", "0", "--report_to", "none", "--use_cpu", "--disable_tqdm", "true",
                "--logging_steps", "2"]

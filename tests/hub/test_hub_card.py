@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 from datasets import Dataset
-from hub_server import hub  # noqa: F401  (fixture)
-from hub_store import parse_front_matter, validate_model_index
+from tests.common.hub_server import hub  # noqa: F401  (fixture)
+from tests.common.hub_store import parse_front_matter, validate_model_index
 from huggingface_hub import ModelCard
 from transformers import Trainer, TrainingArguments
 
@@ -18,6 +18,7 @@ import hf_variants
 from hf_variants.cli import main as cli_main
 from hf_variants.hub import DatasetInfo, variant_info, build_model_card, push_model_dir, variant_name, write_model_card
 from hf_variants.hub.card import metric_items
+from hf_variants.models import papers
 
 DATASET = DatasetInfo(name="synthetic token-presence sequences", id="local/token-presence", config="tok7",
                       split="validation", num_train_examples=192, num_eval_examples=64,
@@ -81,7 +82,7 @@ def test_card_metadata_and_model_index_hold_the_run_metrics(trained_run):
 def test_card_body_describes_variant_training_loading_and_evaluation(trained_run):
     out, metrics, state, _ = trained_run
     text = (out / "README.md").read_text()
-    assert hf_variants.models.papers.BERT.description in text and "https://arxiv.org/abs/1810.04805" in text
+    assert papers.BERT.description in text and "https://arxiv.org/abs/1810.04805" in text
     assert "@inproceedings{devlin-etal-2019-bert" in text
     assert 'from_pretrained("org/bert-token-presence", trust_remote_code=True)' in text
     assert "import hf_variants" in text and "AutoModelForSequenceClassification" in text

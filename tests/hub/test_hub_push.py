@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from hub_server import REPO_ROOT, finish_client, hub, start_client  # noqa: F401  (hub is a fixture)
+from tests.common.hub_server import REPO_ROOT, finish_client, hub, start_client  # noqa: F401  (hub is a fixture)
 from huggingface_hub import HfApi, hf_hub_download
 from safetensors.torch import save_file
 from transformers import AutoModelForSequenceClassification, BertTokenizerFast

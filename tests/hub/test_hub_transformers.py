@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from datasets import Dataset
-from hub_server import hub  # noqa: F401  (fixture)
+from tests.common.hub_server import hub  # noqa: F401  (fixture)
 from huggingface_hub import HfApi, hf_hub_download
 from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
 from transformers.dynamic_module_utils import get_class_from_dynamic_module

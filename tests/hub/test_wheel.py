@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 import torch
 import transformers
-from hub_server import hub  # noqa: F401  (fixture: a local Hub over real HTTP)
+from tests.common.hub_server import hub  # noqa: F401  (fixture: a local Hub over real HTTP)
 
 import hf_variants
-from paths import REPO_ROOT as REPO  # noqa: E402
+from tests.common.paths import REPO_ROOT as REPO  # noqa: E402
 # What the wheel is built from: a copy, so the build leaves nothing (build/, *.egg-info) in the checkout.
 SOURCES = ["pyproject.toml", "setup.py", "README.md", "hf_variants", "modeling_configs"]
 

@@ -67,17 +67,18 @@ REPO = MODELS_DIR.parents[1]
 
 
 def registration_problems(spec, readme: str, docs_dir: Path) -> list[str]:
-    """What a variant's folder leaves undeclared: its SPEC's mini config and tiny test config, its
-    README variants-table row (linking its docs page) and that page."""
+    """What a variant's folder leaves undeclared: its SPEC's mini config, its tiny test config
+    (tests/common/tiny_variants.py), its README variants-table row (linking its docs page) and that page."""
     from hf_variants.models.named_configs import available_named_configs, named_config
+    from tests.common.tiny_variants import TINY_CONFIGS
 
     problems = []
     if spec.mini_config not in available_named_configs():
         problems.append(f"SPEC.mini_config {spec.mini_config!r} is not a folder of modeling_configs/")
     elif named_config(spec.mini_config).model_type != spec.model_type:
         problems.append(f"SPEC.mini_config {spec.mini_config!r} is not a {spec.model_type} config")
-    if not spec.tiny_config:
-        problems.append("SPEC.tiny_config (the tiny test config) is missing")
+    if not TINY_CONFIGS.get(spec.name):
+        problems.append(f"no tiny test config: TINY_CONFIGS[{spec.name!r}] in tests/common/tiny_variants.py")
     page = f"docs/variants/{spec.name}.md"
     if not (docs_dir / f"{spec.name}.md").is_file():
         problems.append(f"no docs page {page}")
@@ -95,17 +96,17 @@ def test_every_variant_is_registered_by_its_folder_alone(model_type):
 
 
 def test_a_variant_missing_its_registration_is_reported(tmp_path):
-    spec = dataclasses.replace(hf_variants.registry.SPECS["hfv_bert"], mini_config="bert-nowhere", tiny_config=None)
-    problems = registration_problems(spec, "| BERT | `hfv_bert` | no link |", tmp_path)
+    spec = dataclasses.replace(hf_variants.registry.SPECS["hfv_bert"], name="nowhere", mini_config="bert-nowhere")
+    problems = registration_problems(spec, "| BERT | `hfv_nowhere` | no link |", tmp_path)
     assert len(problems) == 4, problems
 
 
 @pytest.mark.parametrize("model_type", sorted(hf_variants.registry.SPECS))
 def test_tiny_test_config_builds_at_tiny_sizes(model_type):
-    from tiny_variants import tiny_config
+    from tests.common.tiny_variants import tiny_config, tiny_config_fields
 
     spec = hf_variants.registry.SPECS[model_type]
     config = tiny_config(spec)
-    assert all(getattr(config, key) == value for key, value in spec.tiny_config.items())
+    assert all(getattr(config, key) == value for key, value in tiny_config_fields(spec).items())
     assert config.hidden_size <= 64 and config.num_hidden_layers <= 2
     assert getattr(config, "vocab_size", 0) <= 99

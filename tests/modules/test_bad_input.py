@@ -5,7 +5,7 @@ import torch
 
 import hf_variants
 from hf_variants import BertConfig
-from encoder_tester import TINY
+from tests.common.encoder_tester import TINY
 
 
 def model(head="Model", **overrides):

@@ -287,9 +287,11 @@ def test_packed_attention_refuses_a_bias() -> None:
 
 @pytest.mark.parametrize("attn", ["eager", "sdpa"])
 def test_extra_bias_forces_the_padded_layout(attn: str) -> None:
-    """A custom additive bias given to the backbone (a permutation or document mask) runs padded:
-    the padding-free model equals the padded one at every real token."""
-    model = hf_variants.from_transformers(transformers.BertModel(tiny_config(attn))).eval()
+    """A custom additive bias given to the shared backbone (a permutation or document mask) runs
+    padded: the padding-free model equals the padded one at every real token. ELECTRA's encoder
+    (TransformerBackbone); BERT takes no extra bias (its own modeling file)."""
+    config = transformers.ElectraConfig(**{**tiny_config(attn).to_dict(), "embedding_size": 32})
+    model = hf_variants.from_transformers(transformers.ElectraModel(config)).eval()
     model.config.padding_free = False
     free = copy.deepcopy(model)
     free.config.padding_free = True

@@ -14,7 +14,7 @@ from transformers import DynamicCache
 
 from hf_variants.modules.embeddings import TransformerEmbeddings
 from hf_variants.modules.generation import DecoderForCausalLM
-from tiny_decoders import (
+from tests.common.tiny_decoders import (
     TinyDecoderModel,
     TinyForCausalLM,
     TinyForConditionalGeneration,

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import hf_variants
+from hf_variants.modules.fast_path import HeadReads
 from tests.modules.test_fast_paths import BATCH, LENGTH, labelled_inputs
 
 CASES = {
@@ -77,7 +78,7 @@ def test_asking_for_hidden_states_or_attentions_runs_the_full_last_layer():
     assert out.attentions[-1].shape == (BATCH, 4, LENGTH, LENGTH)
     # The bare backbone gives every position unless asked otherwise.
     assert model.bert(**inputs).last_hidden_state.shape == (BATCH, LENGTH, 32)
-    assert model.bert(**inputs, summary_only=True).last_hidden_state.shape == (BATCH, 1, 32)
+    assert model.bert(**inputs, reads=HeadReads(summary_only=True)).last_hidden_state.shape == (BATCH, 1, 32)
 
 
 @pytest.mark.parametrize("head", ["ForSequenceClassification", "ForNextSentencePrediction"])

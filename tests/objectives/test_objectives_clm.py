@@ -10,7 +10,7 @@ import functools
 import numpy as np
 import pytest
 import torch
-from austen_data import austen_corpus, austen_tokenizer
+from tests.common.austen_data import austen_corpus, austen_tokenizer
 
 from hf_variants.objectives import (DataCollatorForPackedCausalLM, causal_lm_dataset, document_causal_bias,
                                     document_causal_mask, pack_causal_documents)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from austen_data import austen_examples, austen_tokenizer, collate_all
+from tests.common.austen_data import austen_examples, austen_tokenizer, collate_all
 
 from hf_variants.objectives import (DataCollatorForMaskedLM, DataCollatorForPrecomputedMasks,
                                     make_static_masked_dataset)

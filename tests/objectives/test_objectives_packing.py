@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy import stats
-from austen_data import austen_corpus, austen_documents, austen_tokenizer
+from tests.common.austen_data import austen_corpus, austen_documents, austen_tokenizer
 
 from hf_variants.objectives import (DataCollatorForMaskedLM, build_nsp_pairs, build_sop_pairs,
                                     iter_corpus_documents, pack_doc_sentences, pack_full_sentences,

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 from scipy import stats
-from austen_data import austen_examples, austen_tokenizer, collate_all
+from tests.common.austen_data import austen_examples, austen_tokenizer, collate_all
 
 from hf_variants.objectives import DataCollatorForPermutationLM, inverse_length_probabilities
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from austen_data import austen_examples, austen_tokenizer
+from tests.common.austen_data import austen_examples, austen_tokenizer
 
 from hf_variants.objectives.registry import OBJECTIVES, Objective, parse_objective, register_objective
 

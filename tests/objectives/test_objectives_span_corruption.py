@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 from scipy import stats
-from austen_data import austen_corpus, austen_tokenizer
+from tests.common.austen_data import austen_corpus, austen_tokenizer
 
 from hf_variants.objectives import (DataCollatorForSpanCorruption, iter_corpus_documents, pack_for_span_corruption,
                                     random_spans_noise_mask, sentinel_ids, span_corruption_dataset,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy import stats
-from austen_data import austen_corpus, austen_examples, austen_tokenizer, collate_all
+from tests.common.austen_data import austen_corpus, austen_examples, austen_tokenizer, collate_all
 
 from hf_variants.objectives import (DataCollatorForNgramMasking, DataCollatorForSpanMasking,
                                     clipped_geometric_probabilities, inverse_length_probabilities)

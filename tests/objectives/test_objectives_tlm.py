@@ -16,7 +16,7 @@ import datasets
 import numpy as np
 import pytest
 import torch
-from austen_data import austen_corpus, austen_tokenizer
+from tests.common.austen_data import austen_corpus, austen_tokenizer
 
 from hf_variants.data import split_sentences
 from hf_variants.objectives import (DataCollatorForTranslationLM, SpecialTokenTemplate, build_tlm_example,

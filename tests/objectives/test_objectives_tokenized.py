@@ -6,7 +6,7 @@ from __future__ import annotations
 import datasets
 import numpy as np
 import pytest
-from austen_data import austen_corpus, austen_tokenizer
+from tests.common.austen_data import austen_corpus, austen_tokenizer
 
 from hf_variants.objectives import pretraining_dataset
 from hf_variants.objectives.tokenized import (cached_tokenizer, corpus_fingerprint, packed_dataset, paragraph_rows,

@@ -24,8 +24,8 @@ from hf_variants.hub.atomic import is_staging_name
 from hf_variants.hub.trainer import CheckpointSafeTrainer
 from hf_variants.hub.checkpoints import checkpoint_problems, last_complete_checkpoint, resolve_checkpoint
 
-from launch import assert_succeeded, run_processes
-from paths import COMMON_DIR, REPO_ROOT as ROOT
+from tests.common.launch import assert_succeeded, run_processes
+from tests.common.paths import COMMON_DIR, REPO_ROOT as ROOT
 
 
 def tiny_classifier() -> torch.nn.Module:

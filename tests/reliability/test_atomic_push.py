@@ -8,7 +8,7 @@ import functools
 
 import huggingface_hub.lfs
 import pytest
-from hub_server import hub  # noqa: F401  (a fixture)
+from tests.common.hub_server import hub  # noqa: F401  (a fixture)
 from huggingface_hub import HfApi, hf_hub_download
 from tests.hub.test_hub_push import make_run_dir, tree_digest
 

@@ -1,11 +1,11 @@
-"""The failures the fuzzer (benchmarks/fuzz_variants.py) found, each kept as a plain test."""
+"""The failures the fuzzer (tests/reliability/fuzz/fuzz_variants.py) found, each kept as a plain test."""
 
 import pytest
 import torch
 
 import hf_variants
 from hf_variants import BertConfig, ViTConfig
-from encoder_tester import TINY
+from tests.common.encoder_tester import TINY
 
 IDS = torch.tensor([[5, 6, 7, 8], [9, 10, 0, 0]])
 MASK = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0]])
@@ -109,7 +109,7 @@ def test_next_sentence_labels_are_named_by_their_argument():
 
 def tiny_model(variant: str, head: str, **overrides):
     from hf_variants.registry import SPECS
-    from tiny_variants import tiny_config
+    from tests.common.tiny_variants import tiny_config
 
     spec = next(s for s in SPECS.values() if s.name == variant)
     torch.manual_seed(0)
@@ -212,7 +212,10 @@ def test_transfo_xl_refuses_what_it_would_ignore():
     with pytest.raises(ValueError, match=r"attention_mask has shape \(4,\), expected \(2, 4\)"):
         model(IDS, attention_mask=torch.ones(4, dtype=torch.long))
     with pytest.raises(ValueError, match="Transformer-XL has no segments: token_type_ids"):
-        model(IDS, token_type_ids=torch.zeros_like(IDS))
+        model(IDS, token_type_ids=(torch.arange(IDS.shape[1]) >= 2).long().expand_as(IDS))
+    # All zeros is the one segment it reads (a tokenizer's single-text output): the same logits.
+    with torch.no_grad():
+        torch.testing.assert_close(model(IDS, token_type_ids=torch.zeros_like(IDS)).logits, model(IDS).logits, atol=0, rtol=0)
     with pytest.raises(ValueError, match="type_vocab_size must be 0"):
         tiny_model("transfo_xl", "Model", type_vocab_size=2)
 
@@ -236,7 +239,7 @@ def test_t5_inputs_found_by_the_fuzzer():
     with pytest.raises(ValueError, match="input_ids contains id -1"):
         classifier(torch.full_like(ids, -1))
     from hf_variants.registry import SPECS
-    from tiny_variants import tiny_config
+    from tests.common.tiny_variants import tiny_config
 
     with pytest.raises(ValueError, match="encoder-decoders have no factorized embeddings"):
         tiny_config(next(s for s in SPECS.values() if s.name == "t5"), embedding_size=8).check_architecture()

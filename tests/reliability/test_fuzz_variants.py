@@ -1,26 +1,24 @@
-"""Property tests over every registered variant and head (CI sample of benchmarks/fuzz_variants.py).
+"""Property tests over every registered variant and head (CI sample of tests/reliability/fuzz/fuzz_variants.py).
 
 Parametrized from ``hf_variants.registry.SPECS`` at collection: a variant added later is fuzzed
 with no new test code. Each (variant, head, property) runs a few hypothesis cases, derandomized
 so CI is reproducible; ``HFV_FUZZ_EXAMPLES=N`` raises the count (the nightly size is the script:
-``PYTHONPATH=. python benchmarks/fuzz_variants.py --cases-per-variant 1000``).
+``python -m tests.reliability.fuzz.fuzz_variants --cases-per-variant 1000``).
 """
 
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
-import fuzz_variants  # noqa: E402
+from tests.reliability.fuzz import fuzz_variants
 
 EXAMPLES = int(os.environ.get("HFV_FUZZ_EXAMPLES", "1"))
 CASES = [(spec, head) for spec, head in fuzz_variants.variant_heads()]
 
 # Variants whose cases run as non-strict xfail until the fuzzer and the variant have been through
-# a nightly-size pass (benchmarks/fuzz_variants.py --variants NAME): put a newly landed variant here
+# a nightly-size pass (tests/reliability/fuzz/fuzz_variants.py --variants NAME): put a newly landed variant here
 # if its first run finds what cannot be fixed at once, and take it out when its cases pass. Every
-# variant of this wave has been through it (benchmarks/RESULTS_fuzz.md).
+# variant of this wave has been through it (tests/reliability/fuzz/RESULTS.md).
 NOT_YET_FUZZ_HARDENED: set[str] = set()
 
 
@@ -56,7 +54,7 @@ def test_choice_probe_keeps_what_a_variant_accepts():
     assert vit["position_embedding_type"] == ("learned",)
 
 
-# The two batch-invariance findings of the first nightly run (benchmarks/RESULTS_fuzz.md), as drawn.
+# The two batch-invariance findings of the first nightly run (tests/reliability/fuzz/RESULTS.md), as drawn.
 # Each: (variant, head, drawn config fields, drawn input shape, the row over the plain bound).
 BERT_NSP_CASE = (
     "bert", "ForNextSentencePrediction",

@@ -23,8 +23,8 @@ from hf_variants.hub.checkpoints import checkpoint_folders
 
 pytestmark = pytest.mark.slow
 
-from launch import TWO_PROCESS_LAUNCH, run_processes
-from paths import COMMON_DIR, EXAMPLES_DIR
+from tests.common.launch import TWO_PROCESS_LAUNCH, run_processes
+from tests.common.paths import COMMON_DIR, EXAMPLES_DIR
 MAX_STEPS, SAVE_STEPS = 8, 2
 COMMON = ["--max_steps", str(MAX_STEPS), "--save_steps", str(SAVE_STEPS), "--logging_steps", "1",
           "--per_device_train_batch_size", "4", "--max_seq_length", "32", "--seed", "0", "--use_cpu", "true",

@@ -1,15 +1,13 @@
 """Short version of benchmarks/soak_training.py: training steps do not grow memory after warm-up.
 
-The full run (1,000 steps, its numbers in benchmarks/RESULTS_fuzz.md):
+The full run (1,000 steps, its numbers in benchmarks/RESULTS.md, "Long-run memory"):
 ``PYTHONPATH=. python benchmarks/soak_training.py --steps 1000 --warmup 200``.
 """
 
-import sys
-from pathlib import Path
 
 import pytest
 
-import soak_training  # noqa: E402
+from benchmarks import soak_training  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

@@ -18,9 +18,9 @@ import torch
 from safetensors.torch import load_file
 
 import hf_variants  # noqa: F401  (registers the hfv_* classes the scripts load)
-from paths import REPO_ROOT
+from tests.common.paths import REPO_ROOT
 from research import evaluate_pretraining, evaluation_support
-from tiny_checkpoints import save_tiny_bert_checkpoint
+from tests.common.tiny_checkpoints import save_tiny_bert_checkpoint
 
 pytestmark = pytest.mark.slow
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from example_scripts import load_example_script as load_script
+from tests.common.example_scripts import load_example_script as load_script
 from hf_variants.models.named_configs import named_config
-from paths import REPO_ROOT
+from tests.common.paths import REPO_ROOT
 from research import evaluate_pretraining, replicate, replication_report, replication_rows
 
 rows_module = replication_rows

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from example_scripts import load_example_script as load_script
+from tests.common.example_scripts import load_example_script as load_script
 from hf_variants.models.named_configs import named_config
 from research import replicate, replication_report, replication_rows
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from research import select_on_validation
-from tiny_checkpoints import save_tiny_bert_checkpoint
+from tests.common.tiny_checkpoints import save_tiny_bert_checkpoint
 
 pytestmark = pytest.mark.slow
 

@@ -21,9 +21,9 @@ from huggingface_hub import ModelCard
 from transformers import AutoModel, AutoModelForSeq2SeqLM, AutoTokenizer
 
 import hf_variants  # noqa: F401  (registers the hfv_* model types with the Auto classes)
-from paths import REPO_ROOT
+from tests.common.paths import REPO_ROOT
 from hf_variants.registry import SPECS
-from zoo_quick import QUICK, build_quick, load_zoo
+from tests.common.zoo_quick import QUICK, build_quick, load_zoo
 
 pytestmark = pytest.mark.slow
 

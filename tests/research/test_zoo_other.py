@@ -19,7 +19,7 @@ from transformers import AutoModel, AutoModelForCausalLM, AutoModelForPreTrainin
 
 import hf_variants  # noqa: F401  (registers the hfv_* model types with the Auto classes)
 from hf_variants.registry import SPECS
-from zoo_quick import QUICK, build_quick, load_zoo
+from tests.common.zoo_quick import QUICK, build_quick, load_zoo
 
 OTHER = {"gpt2-mini-quick": (AutoModelForCausalLM, "GPTLMHeadModel"),
          "transfo-xl-mini-quick": (AutoModelForCausalLM, "TransfoXLLMHeadModel"),

@@ -24,7 +24,7 @@ except ImportError:  # pragma: no cover - reported, never silent
     pytest.skip("transformers' test mixins need the `parameterized` package (pip install parameterized)",
                 allow_module_level=True)
 
-import upstream  # noqa: E402  (tests/transformers_common/upstream.py)
+from tests.transformers_common import upstream  # noqa: E402  (tests/transformers_common/upstream.py)
 
 try:
     common = upstream.load("test_modeling_common")

@@ -1,7 +1,7 @@
 """transformers' own common model tests (ModelTesterMixin, ConfigTester) against our BERT."""
 
 import hf_variants
-from harness import (
+from tests.transformers_common.harness import (
     ConfigTests, TinyLabels, ModelTesterMixin, TinyModelTester, named_config,
     skip_differences, unittest,
 )

@@ -2,7 +2,7 @@
 and ELECTRA: BERT-shaped encoders whose tiny testers differ only in config and pretraining labels."""
 
 import hf_variants
-from harness import family_test, pretraining_labels, skip_differences, token_labels
+from tests.transformers_common.harness import family_test, pretraining_labels, skip_differences, token_labels
 
 RobertaTransformersTest = family_test(
     "RobertaTransformersTest", "hfv_roberta", "roberta-mini", dict(hidden_size=37),

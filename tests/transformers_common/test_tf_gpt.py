@@ -3,7 +3,7 @@
 import torch
 
 import hf_variants
-from harness import (
+from tests.transformers_common.harness import (
     ConfigTests, GenerationMixinPresent, skip_differences, GenerationTesterMixin, ModelTesterMixin, TinyLabels, TinyModelTester,
     named_config, unittest,
 )

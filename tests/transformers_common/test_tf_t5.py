@@ -5,7 +5,7 @@ classifier, which runs the encoder alone), plus the sequence classifier on its o
 from functools import partial
 
 import hf_variants
-from harness import (
+from tests.transformers_common.harness import (
     ConfigTests, GenerationMixinPresent, GenerationTesterMixin, ModelTesterMixin, TinyModelTester,
     named_config, skip_differences, token_inputs, unittest,
 )

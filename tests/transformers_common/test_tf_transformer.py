@@ -3,7 +3,7 @@ counterpart: Marian)."""
 
 from functools import partial
 
-from harness import family_test, token_inputs
+from tests.transformers_common.harness import family_test, token_inputs
 
 TransformerTransformersTest = family_test(
     "TransformerTransformersTest", "hfv_transformer", "transformer-mini", dict(hidden_size=37),

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 import hf_variants
-from harness import ConfigTests, ModelTesterMixin, TinyModelTester, named_config, skip_differences, unittest
+from tests.transformers_common.harness import ConfigTests, ModelTesterMixin, TinyModelTester, named_config, skip_differences, unittest
 
 IMAGE, PATCH, CHANNELS = 8, 4, 3
 NUM_PATCHES = (IMAGE // PATCH) ** 2

@@ -4,7 +4,7 @@ their ``langs`` ids (the language embedding is then used, and trained)."""
 
 import torch
 
-from harness import family_test, token_inputs
+from tests.transformers_common.harness import family_test, token_inputs
 
 
 def xlm_inputs(tester, config) -> dict:

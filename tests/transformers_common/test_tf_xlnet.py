@@ -2,7 +2,7 @@
 
 import torch
 
-from harness import family_test, token_inputs
+from tests.transformers_common.harness import family_test, token_inputs
 
 
 def xlnet_inputs(tester, config) -> dict:

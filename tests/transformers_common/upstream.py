@@ -15,12 +15,14 @@ Nothing of transformers' test code is committed here. The mixins come from two p
   *skip by name with the reason* (:func:`require_repo_file`), never silently.
 
 Everything lands in ``$HFV_TRANSFORMERS_TESTS_CACHE`` (default ``~/.cache/hf-variants``) under
-``transformers-tests-<version>/hfv_tf_tests``: a package of its own name, so the mixins' relative
-imports (``from .generation.test_utils import ...``) resolve without clashing with our ``tests``.
+``transformers-tests-<version>/tree*/hfv_tf_tests`` (one tree per source of the repository-only
+files): a package of its own name, so the mixins' relative imports (``from .generation.test_utils
+import ...``) resolve without clashing with our ``tests``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import os
@@ -108,9 +110,26 @@ def _build(target: Path) -> None:
     os.replace(staging, target)  # atomic: xdist workers may race; the loser's rename fails harmlessly
 
 
+def _tree_name() -> str:
+    """The tree's folder name, one per source of the repository-only files: ``tree`` with no source
+    configured, else ``tree-<digest>`` of ``$HFV_TRANSFORMERS_REPO_TESTS`` (and those files' bytes
+    there) and ``$HFV_TRANSFORMERS_FETCH_REPO_TESTS``. A tree built earlier with stand-ins (an
+    offline first run) is then not reused once a checkout is given: the generation tests appear."""
+    local = os.environ.get("HFV_TRANSFORMERS_REPO_TESTS")
+    fetch = os.environ.get("HFV_TRANSFORMERS_FETCH_REPO_TESTS") == "1"
+    if not local and not fetch:
+        return "tree"
+    digest = hashlib.sha256(f"{local}|{fetch}".encode())
+    for path in REPO_ONLY:
+        if local and (Path(local) / path).is_file():
+            digest.update((Path(local) / path).read_bytes())
+    return f"tree-{digest.hexdigest()[:12]}"
+
+
 def ensure_tree() -> Path:
-    """The folder holding the ``hfv_tf_tests`` package (built once per transformers version)."""
-    target = cache_root() / "tree"
+    """The folder holding the ``hfv_tf_tests`` package (built once per transformers version and
+    source of the repository-only files, see :func:`_tree_name`)."""
+    target = cache_root() / _tree_name()
     if not (target / "provenance.json").is_file():
         target.parent.mkdir(parents=True, exist_ok=True)
         try:

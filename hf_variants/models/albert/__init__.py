@@ -1,6 +1,6 @@
 """ALBERT (Lan et al. 2020): the variant's one declaration. Everything else reads ``SPEC``."""
 
-from ...registry import TINY_TEST_SIZES, VariantSpec
+from ...registry import VariantSpec
 from .configuration_albert import AlbertConfig
 from .modeling_albert import *  # noqa: F401,F403
 from .modeling_albert import (
@@ -31,9 +31,6 @@ SPEC = VariantSpec(
     weights=WEIGHTS,
     paper=PAPER,
     mini_config="albert-mini",
-    tiny_config={
-        **TINY_TEST_SIZES, "vocab_size": 99, "embedding_size": 16, "max_position_embeddings": 64, "classifier_dropout": 0.0,
-    },
     pretraining_objective="ngram+sop",
     tokenizer_kind="unigram",
 )

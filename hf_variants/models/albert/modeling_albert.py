@@ -16,9 +16,12 @@ to the E-wide word table) plus ForPreTraining = MLM + SOP, both losses reported.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 
 import torch
+from transformers.cache_utils import Cache
+from transformers.utils import ModelOutput
 
 from ...modules.backbone import TransformerBackbone
 from ..modeling_base import VariantPreTrainedModel
@@ -33,7 +36,6 @@ from ...modules.task_models import (
     EncoderForSequenceClassification,
     EncoderForTokenClassification,
     classifier_dropout,
-    pretraining_output,
 )
 from .configuration_albert import AlbertConfig
 
@@ -55,11 +57,27 @@ class AlbertModel(TransformerBackbone, AlbertPreTrainedModel):
         )
 
 
-AlbertForPreTrainingOutput = pretraining_output(
-    "AlbertForPreTrainingOutput", "sop", "sop_logits", __name__,
-    """loss = mlm_loss + sop_loss (when both label sets are given); prediction_logits (B, T, V)
-    (or (num_masked, V) with sparse prediction); sop_logits (B, 2): 0 = in order, 1 = swapped.""",
-)
+@dataclass
+class AlbertForPreTrainingOutput(ModelOutput):
+    """What :class:`AlbertForPreTraining` returns (transformers' field names, plus the two losses).
+
+    Attributes:
+        loss: () mlm_loss + sop_loss, when both label sets are given.
+        mlm_loss: () mean cross-entropy over the masked positions (with ``labels``).
+        sop_loss: () mean cross-entropy of sentence order prediction (with ``sentence_order_label``).
+        prediction_logits: (B, T, V), or (num_masked, V) with ``config.sparse_prediction``.
+        sop_logits: (B, 2) 0 = segments in order, 1 = swapped.
+        hidden_states: (layers + 1) x (B, T, H), when ``output_hidden_states``.
+        attentions: layers x (B, heads, T, T), when ``output_attentions``.
+    """
+
+    loss: torch.FloatTensor | None = None
+    mlm_loss: torch.FloatTensor | None = None
+    sop_loss: torch.FloatTensor | None = None
+    prediction_logits: torch.FloatTensor | None = None
+    sop_logits: torch.FloatTensor | None = None
+    hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    attentions: tuple[torch.FloatTensor, ...] | None = None
 
 
 class AlbertForPreTraining(EncoderForMaskedLMAndSentenceRelation, AlbertPreTrainedModel):
@@ -85,13 +103,24 @@ class AlbertForPreTraining(EncoderForMaskedLMAndSentenceRelation, AlbertPreTrain
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
         **kwargs,
     ) -> AlbertForPreTrainingOutput | tuple:
-        """labels: (B, T) MLM targets (-100 elsewhere); sentence_order_label: (B,) 0 = A then B, 1 = swapped."""
-        return self._masked_lm_and_relation(
-            AlbertForPreTrainingOutput, return_dict, partial(self.sop_classifier, None), sentence_order_label,
-            "sentence_order_label", labels, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
-            output_attentions, output_hidden_states,
+        """labels: (B, T) MLM targets (-100 elsewhere); sentence_order_label: (B,) 0 = A then B, 1 = swapped;
+        past_key_values: a key/value prefix for the encoder (peft's prefix tuning)."""
+        mlm = self._masked_lm(
+            labels, input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+            position_ids=position_ids, inputs_embeds=inputs_embeds, output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states, past_key_values=past_key_values,
+        )
+        # The SOP head is a PooledClassifier(summary, pooled): it reads the pooled summary only.
+        sop_logits, sop_loss, loss = self._sentence_relation(
+            partial(self.sop_classifier, None), mlm, sentence_order_label, "sentence_order_label"
+        )
+        return self._finish(
+            AlbertForPreTrainingOutput, return_dict, loss=loss, mlm_loss=mlm.loss, sop_loss=sop_loss,
+            prediction_logits=mlm.logits, sop_logits=sop_logits,
+            hidden_states=mlm.encoded.hidden_states, attentions=mlm.encoded.attentions,
         )
 
 

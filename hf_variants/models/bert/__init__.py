@@ -1,6 +1,6 @@
 """BERT (Devlin et al. 2019): the variant's one declaration. Everything else reads ``SPEC``."""
 
-from ...registry import TINY_TEST_SIZES, VariantSpec
+from ...registry import VariantSpec
 from .configuration_bert import BertConfig
 from .modeling_bert import *  # noqa: F401,F403
 from .modeling_bert import (
@@ -33,11 +33,8 @@ SPEC = VariantSpec(
     weights=WEIGHTS,
     paper=PAPER,
     mini_config="bert-mini",
-    tiny_config={**TINY_TEST_SIZES, "vocab_size": 99, "max_position_embeddings": 64},
     pretraining_objective="mlm+nsp",
     tokenizer_kind="wordpiece-uncased",
-    # benchmarks/bench_compile.py: sequence classification, inference and a training step.
-    compile_benchmark=(("ForSequenceClassification", False), ("ForSequenceClassification", True)),
 )
 
 

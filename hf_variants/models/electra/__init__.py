@@ -1,6 +1,6 @@
 """ELECTRA (Clark et al. 2020): the variant's one declaration. Everything else reads ``SPEC``."""
 
-from ...registry import TINY_TEST_SIZES, VariantSpec
+from ...registry import VariantSpec
 from .configuration_electra import ElectraConfig
 from .modeling_electra import *  # noqa: F401,F403
 from .modeling_electra import (
@@ -33,7 +33,6 @@ SPEC = VariantSpec(
     weights=WEIGHTS,  # the one key map: from_transformers, to_transformers and from_pretrained
     paper=PAPER,
     mini_config="electra-mini",
-    tiny_config={**TINY_TEST_SIZES, "vocab_size": 99, "embedding_size": 16, "max_position_embeddings": 64},
     pretraining_objective="rtd",
     tokenizer_kind="wordpiece-uncased",
 )

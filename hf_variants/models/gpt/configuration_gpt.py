@@ -15,6 +15,14 @@ class GPTConfig(VariantDecoderConfig):
     LayerNorm), ``hidden_act="gelu_new"`` too (the tanh GELU, which transformers' OpenAIGPTConfig calls "gelu"), 512 positions, a 40,478-token BPE vocabulary and no scaled
     residual init (``modeling_configs/openai-gpt``).
 
+    ``head_dim`` is always ``hidden_size // num_attention_heads`` (transformers' GPT2Attention and
+    OpenAI GPT's Attention derive it; the fused (H, 3H) projection of their checkpoints leaves no
+    other width): read, it is an int, never None, and it follows ``hidden_size`` /
+    ``num_attention_heads`` when they are edited after construction (``update_from_string``,
+    ``from_pretrained(..., hidden_size=...)``); written, config.json holds that value. Given
+    explicitly, any other value is kept as given and refused when a model is built
+    (:meth:`check_architecture`).
+
     Both generations embed tokens and learned positions with no embedding LayerNorm and no segment
     table: ``token_type_ids``, when given, are looked up in the word embeddings (transformers'
     convention; GPT-1's fine-tuning delimiters are ordinary tokens). Sequence classification reads
@@ -43,8 +51,43 @@ class GPTConfig(VariantDecoderConfig):
     lm_loss_weight: float = 0.5  # GPT-1 fine-tuning: lambda of the auxiliary LM loss (GPTDoubleHeadsModel)
     padding_free: bool = True  # training batches without a cache may run packed (same results at real tokens)
 
+    # ``head_dim`` (a field of the shared config) is derived here. Tools and transformers' own tests
+    # read ``config.head_dim`` when a config has the attribute (the cache's per-layer shape is
+    # (batch, heads, seq, head_dim)); None there broke them. Only a value that differs from the
+    # derived one is stored (``__dict__["head_dim"]``, so strict-dataclass init and ``to_dict`` see
+    # the field as usual), which keeps the width following later edits of the two sizes.
+    @property
+    def head_dim(self) -> int | None:
+        explicit = self.__dict__.get("head_dim")
+        return explicit if explicit is not None else self.derived_head_dim
+
+    @head_dim.setter
+    def head_dim(self, value: int | None) -> None:
+        self.__dict__["head_dim"] = None if value == self.derived_head_dim else value
+
+    @property
+    def derived_head_dim(self) -> int | None:
+        """hidden_size // num_attention_heads (None while num_attention_heads is not positive)."""
+        sizes = self.__dict__
+        if "hidden_size" not in sizes or sizes.get("num_attention_heads", 0) <= 0:  # during __init__, or invalid
+            return None
+        return sizes["hidden_size"] // sizes["num_attention_heads"]
+
+    def to_dict(self) -> dict:
+        output = super().to_dict()
+        output["head_dim"] = self.head_dim  # the width the model has, not the None of "derived"
+        return output
+
     def check_architecture(self) -> None:
+        heads, hidden = self.num_attention_heads, self.hidden_size
+        if heads > 0 and hidden > 0 and hidden % heads != 0:  # before the shared checks read the derived width
+            raise ValueError(f"hidden_size ({hidden}) must be divisible by num_attention_heads ({heads})")
         super().check_architecture()
+        if self.head_dim != self.derived_head_dim:
+            raise ValueError(
+                f"GPT's heads split hidden_size: head_dim must be hidden_size // num_attention_heads = "
+                f"{self.derived_head_dim}, got head_dim={self.head_dim} (leave it unset: it is derived)"
+            )
         if not self.is_decoder:  # refused here, with the other architecture checks, not first at model build
             raise ValueError("GPT is a causal decoder: is_decoder must be True")
         if self.position_embedding_type != "learned":

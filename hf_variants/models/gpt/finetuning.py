@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
+from transformers import GenerationMixin
 from transformers.cache_utils import Cache
 from transformers.modeling_outputs import ModelOutput
 
@@ -55,7 +56,7 @@ class ChoiceScore(nn.Module):
         return self.out_proj(self.dropout(summary)).squeeze(-1)
 
 
-class GPTDoubleHeadsModel(GPTPreTrainedModel, CheckedGenerationMixin):
+class GPTDoubleHeadsModel(GPTPreTrainedModel, CheckedGenerationMixin, GenerationMixin):
     """LM head (tied) + a multiple-choice / classification head on [EXTRACT].
 
     Inputs (B, C, T): C candidate sequences per example (C = 1 for classification with one

@@ -22,6 +22,7 @@ import math
 
 import torch
 from torch import nn
+from transformers import GenerationMixin
 from transformers import initialization as init
 
 from ..modeling_base import VariantPreTrainedModel
@@ -90,7 +91,7 @@ class GPTModel(DecoderBackbone, GPTPreTrainedModel):
         return stack
 
 
-class GPTLMHeadModel(DecoderForCausalLM, GPTPreTrainedModel):
+class GPTLMHeadModel(DecoderForCausalLM, GPTPreTrainedModel, GenerationMixin):
     """Causal LM with the output tied to the word embeddings; generates through transformers' generate()."""
 
     backbone_class = GPTModel

@@ -102,7 +102,7 @@ _OPENAI_ACTIVATIONS = {"gelu": "gelu_new", "relu": "relu", "silu": "silu", "swis
 
 def _check_expressible(config: GPTConfig) -> None:
     require_values(config, "GPT-2 / OpenAI GPT", {
-        "norm_type": "layer_norm", "use_bias": True, "gated_ffn": False, "head_dim": None, "attention_scale": None,
+        "norm_type": "layer_norm", "use_bias": True, "gated_ffn": False, "head_dim": config.derived_head_dim, "attention_scale": None,
         "layer_sharing": "none", "ffn_dropout_prob": 0.0, "add_cross_attention": False,
     })
 

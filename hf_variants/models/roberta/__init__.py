@@ -1,7 +1,7 @@
 """RoBERTa (Liu et al. 2019), and XLM-RoBERTa through the same classes: the variant's one
 declaration. Everything else reads ``SPEC``."""
 
-from ...registry import TINY_TEST_SIZES, VariantSpec
+from ...registry import VariantSpec
 from .configuration_roberta import RobertaConfig
 from .modeling_roberta import *  # noqa: F401,F403
 from .modeling_roberta import (
@@ -32,7 +32,6 @@ SPEC = VariantSpec(
     weights=WEIGHTS,
     paper=PAPER,
     mini_config="roberta-mini",
-    tiny_config={**TINY_TEST_SIZES, "vocab_size": 99, "max_position_embeddings": 64},
     pretraining_objective="mlm",
     tokenizer_kind="bpe",
 )

@@ -1,6 +1,6 @@
 """SpanBERT (Joshi et al. 2020): the variant's one declaration. Everything else reads ``SPEC``."""
 
-from ...registry import TINY_TEST_SIZES, VariantSpec
+from ...registry import VariantSpec
 from .configuration_spanbert import SpanBertConfig
 from .modeling_spanbert import *  # noqa: F401,F403
 from .modeling_spanbert import (
@@ -31,7 +31,6 @@ SPEC = VariantSpec(
     weights=WEIGHTS,
     paper=PAPER,
     mini_config="spanbert-mini",
-    tiny_config={**TINY_TEST_SIZES, "vocab_size": 99, "max_position_embeddings": 64},
     pretraining_objective="span",
     tokenizer_kind="wordpiece-cased",
 )

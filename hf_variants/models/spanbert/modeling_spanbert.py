@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 from torch.nn import functional as F
+from transformers.cache_utils import Cache
+from transformers.utils import ModelOutput
 
 from ...modules.backbone import TransformerBackbone
 from ..modeling_base import VariantPreTrainedModel
@@ -35,7 +37,6 @@ from ...modules.task_models import (
     EncoderForQuestionAnswering,
     EncoderForSequenceClassification,
     EncoderForTokenClassification,
-    pretraining_output,
     refuse_next_sentence_label,
 )
 from .configuration_spanbert import SpanBertConfig
@@ -207,14 +208,27 @@ def span_boundary_loss(
     return F.cross_entropy(logits, targets.labels), logits
 
 
-SpanBertForPreTrainingOutput = pretraining_output(
-    "SpanBertForPreTrainingOutput", "sbo", "sbo_logits", __name__,
-    """loss = mlm_loss + sbo_weight * sbo_loss (the terms that were given).
+@dataclass
+class SpanBertForPreTrainingOutput(ModelOutput):
+    """What :class:`SpanBertForPreTraining` returns.
 
-    prediction_logits: (B, T, V), or (num_masked, V) with ``config.sparse_prediction``.
-    sbo_logits: (N, V) at the N tokens with ``sbo_labels != -100``, in row-major (batch, position) order.
-    """,
-)
+    Attributes:
+        loss: () mlm_loss + sbo_weight * sbo_loss (the terms whose labels were given).
+        mlm_loss: () mean cross-entropy over the masked positions (with ``labels``).
+        sbo_loss: () mean span-boundary cross-entropy over the N tokens with ``sbo_labels != -100``.
+        prediction_logits: (B, T, V), or (num_masked, V) with ``config.sparse_prediction``.
+        sbo_logits: (N, V) at those N tokens, in row-major (batch, position) order.
+        hidden_states: (layers + 1) x (B, T, H), when ``output_hidden_states``.
+        attentions: layers x (B, heads, T, T), when ``output_attentions``.
+    """
+
+    loss: torch.FloatTensor | None = None
+    mlm_loss: torch.FloatTensor | None = None
+    sbo_loss: torch.FloatTensor | None = None
+    prediction_logits: torch.FloatTensor | None = None
+    sbo_logits: torch.FloatTensor | None = None
+    hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    attentions: tuple[torch.FloatTensor, ...] | None = None
 
 
 class SpanBertForPreTraining(EncoderForMaskedLM, SpanBertPreTrainedModel):
@@ -260,6 +274,7 @@ class SpanBertForPreTraining(EncoderForMaskedLM, SpanBertPreTrainedModel):
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
         **kwargs,
     ) -> SpanBertForPreTrainingOutput | tuple:
         """All label columns are (B, T), as the span-masking collator makes them.
@@ -271,6 +286,7 @@ class SpanBertForPreTraining(EncoderForMaskedLM, SpanBertPreTrainedModel):
             sbo_relative: 0-based offset of the token inside its span (< config.max_span_length).
             sbo_labels: target id where the span has both boundaries inside the sequence, -100
                 elsewhere; the SBO is computed only at these positions.
+            past_key_values: a key/value prefix for the encoder (peft's prefix tuning).
         """
         refuse_next_sentence_label(kwargs, "SpanBERT")
         reference = input_ids if input_ids is not None else inputs_embeds
@@ -283,8 +299,10 @@ class SpanBertForPreTraining(EncoderForMaskedLM, SpanBertPreTrainedModel):
         # With sparse prediction the last layer computes only what the two heads read: the masked
         # tokens (MLM) and the span boundaries (SBO).
         mlm = self._masked_lm(
-            labels, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
-            output_hidden_states, also_read=None if targets is None else targets.boundaries(),
+            labels, input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+            position_ids=position_ids, inputs_embeds=inputs_embeds, output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states, past_key_values=past_key_values,
+            also_read=None if targets is None else targets.boundaries(),
         )
         if mlm.read is not None and targets is not None:
             targets = targets.at_slots(self._slots(mlm.read, reference.shape[1]))
@@ -293,7 +311,11 @@ class SpanBertForPreTraining(EncoderForMaskedLM, SpanBertPreTrainedModel):
             sbo_loss, sbo_logits = span_boundary_loss(self.sbo_head, mlm.encoded.last_hidden_state, targets)
         terms = [t for t in (mlm.loss, None if sbo_loss is None else self.config.sbo_weight * sbo_loss) if t is not None]
         loss = sum(terms[1:], terms[0]) if terms else None
-        return self._finish_pretraining(SpanBertForPreTrainingOutput, return_dict, mlm, loss, sbo_loss, sbo_logits)
+        return self._finish(
+            SpanBertForPreTrainingOutput, return_dict, loss=loss, mlm_loss=mlm.loss, sbo_loss=sbo_loss,
+            prediction_logits=mlm.logits, sbo_logits=sbo_logits,
+            hidden_states=mlm.encoded.hidden_states, attentions=mlm.encoded.attentions,
+        )
 
 
 class SpanBertForMaskedLM(EncoderForMaskedLM, SpanBertPreTrainedModel):

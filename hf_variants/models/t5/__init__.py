@@ -1,6 +1,6 @@
 """T5 (Raffel et al. 2020): the variant's one declaration. Everything else reads ``SPEC``."""
 
-from ...registry import TINY_TEST_SIZES, VariantSpec
+from ...registry import VariantSpec
 from .configuration_t5 import T5Config
 from .modeling_t5 import *  # noqa: F401,F403
 from .modeling_t5 import (
@@ -29,7 +29,6 @@ SPEC = VariantSpec(
     weights=WEIGHTS,
     paper=PAPER,
     mini_config="t5-mini",
-    tiny_config={**TINY_TEST_SIZES, "decoder_layers": 2, "head_dim": 16, "vocab_size": 99, "ffn_dropout_prob": 0.0},
     pretraining_objective="span-corruption",
     tokenizer_kind="unigram-t5",
 )

@@ -17,8 +17,11 @@ import math
 
 import torch
 from torch import nn
+from transformers import GenerationMixin
 from transformers import initialization as init
+from transformers.cache_utils import Cache
 from transformers.modeling_outputs import (
+    BaseModelOutputWithPooling,
     Seq2SeqQuestionAnsweringModelOutput,
     Seq2SeqSequenceClassifierOutput,
 )
@@ -146,6 +149,12 @@ class T5PreTrainedModel(VariantPreTrainedModel):
 class _T5StackHooks:
     """The backbone hooks both T5 stacks share (the encoder's bidirectional, the decoder's causal)."""
 
+    # A 4-D (B, 1, T, past + T) attention mask is used as given, as transformers' T5 takes one
+    # (packed documents, a shared prefix): the encoder's ``attention_mask``, the decoder's
+    # ``decoder_attention_mask`` (causality included). The relative position bias still counts
+    # positions in the row.
+    accepts_4d_attention_mask = True
+
     def build_embeddings(self, config: T5Config) -> TransformerEmbeddings:
         # No padding row: the pad id is also the decoder start token, whose embedding must train.
         return TransformerEmbeddings(**{**TransformerEmbeddings.config_kwargs(config), "pad_token_id": None, "layer_norm": False})
@@ -181,7 +190,7 @@ class T5Model(EncoderDecoderBackbone, T5PreTrainedModel):
     decoder_class = T5DecoderStack
 
 
-class T5ForConditionalGeneration(EncoderDecoderForSeq2SeqLM, T5PreTrainedModel):
+class T5ForConditionalGeneration(EncoderDecoderForSeq2SeqLM, T5PreTrainedModel, GenerationMixin):
     """Text-to-text: seq2seq LM loss from ``labels`` and ``generate()``."""
 
     backbone_class = T5Model
@@ -210,9 +219,16 @@ class T5EncoderModel(T5PreTrainedModel):
     def get_encoder(self, modality: str | None = None) -> T5Stack:
         return self.encoder
 
-    def forward(self, input_ids: torch.Tensor | None = None, attention_mask: torch.Tensor | None = None, **kwargs):
-        """Args and output as the encoder stack (TransformerBackbone.forward)."""
-        return self.encoder(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        past_key_values: Cache | None = None,
+        **kwargs,
+    ) -> BaseModelOutputWithPooling | tuple:
+        """Args and output as the encoder stack (TransformerBackbone.forward); past_key_values: a
+        key/value prefix for the encoder."""
+        return self.encoder(input_ids=input_ids, attention_mask=attention_mask, past_key_values=past_key_values, **kwargs)
 
 
 class T5ForTokenClassification(EncoderForTokenClassification, T5PreTrainedModel):

@@ -5,7 +5,7 @@ from_transformers / to_transformers pair; ``weights.py`` maps the OLD transforme
 ``convert_old_transfo_xl_checkpoint`` (``convert_old_checkpoint.py``).
 """
 
-from ...registry import TINY_TEST_SIZES, VariantSpec
+from ...registry import VariantSpec
 from .configuration_transfo_xl import TransfoXLConfig
 from .convert_old_checkpoint import convert_old_checkpoint as convert_old_transfo_xl_checkpoint
 from .modeling_transfo_xl import *  # noqa: F401,F403
@@ -23,11 +23,8 @@ SPEC = VariantSpec(
     },
     paper=PAPER,
     mini_config="transfo-xl-mini",
-    tiny_config={**TINY_TEST_SIZES, "head_dim": 16, "vocab_size": 99, "mem_len": 4},
     pretraining_objective="clm",
     tokenizer_kind="wordpiece-cased",  # run_pretraining's kinds; word_level_tokenizer is the paper's vocabulary
-    exports={"word_level_tokenizer": word_level_tokenizer, "tokenizer_from_symbols": tokenizer_from_symbols,
-             "convert_old_transfo_xl_checkpoint": convert_old_transfo_xl_checkpoint},
 )
 
 __all__ = ["TransfoXLConfig", "SPEC", "word_level_tokenizer", "tokenizer_from_symbols", "convert_old_transfo_xl_checkpoint", *_modeling_all]

@@ -26,7 +26,9 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
+from transformers import GenerationMixin
 from transformers import initialization as init
+from transformers.cache_utils import Cache
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.utils import ModelOutput
 
@@ -92,7 +94,7 @@ class TransfoXLLayer(GradientCheckpointingLayer):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """hidden (B, T, H), memory (B, M, H) or None, encodings (1, M + T + 1, H), causal_bias
         (1, 1, T, M + T); key_value_prefix (B, heads, P, D) each, M then counting those P too."""
-        attended, _, (probs,) = self.attention(
+        attended, probs = self.attention(
             hidden_states, memory, encodings, None, causal_bias, attn_implementation, output_attentions,
             key_value_prefix=key_value_prefix,
         )
@@ -152,12 +154,13 @@ class TransfoXLModel(TransfoXLPreTrainedModel):
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
         **kwargs,
     ) -> TransfoXLModelOutput | tuple:
         """input_ids (B, T) (or inputs_embeds (B, T, H)); mems: one (M, B, H) tensor per layer from
         the previous segment; ``mem_len`` overrides config.mem_len for this call (evaluation with a
         longer memory than training). ``attention_mask`` is accepted only when it masks nothing:
-        Transformer-XL reads contiguous text, with no padding. ``past_key_values`` (keyword): a
+        Transformer-XL reads contiguous text, with no padding. ``past_key_values``: a
         transformers Cache holding P keys/values per layer, a learned memory in front of ``mems``
         (peft's prefix tuning, see KeyValuePrefix); ``attention_mask`` may then cover P + T."""
         config = self.config
@@ -165,20 +168,23 @@ class TransfoXLModel(TransfoXLPreTrainedModel):
         output_hidden_states = config.output_hidden_states if output_hidden_states is None else output_hidden_states
         return_dict = config.return_dict if return_dict is None else return_dict
         use_mems = config.use_mems if use_mems is None else use_mems
-        if kwargs.get("token_type_ids") is not None:  # not dropped silently by **kwargs
-            raise ValueError("Transformer-XL has no segments: token_type_ids cannot be used (leave them out)")
+        token_type_ids = kwargs.pop("token_type_ids", None)
+        # Not dropped silently by **kwargs: all zeros (a tokenizer's one-text output) is the one
+        # segment Transformer-XL reads; anything else would be ignored, so it is refused.
+        if token_type_ids is not None and bool(token_type_ids.any()):
+            raise ValueError("Transformer-XL has no segments: token_type_ids must be all 0 (one text) or left out")
         check_no_padding(attention_mask, "Transformer-XL")  # 0/1 only: a mask of 2s is no "all ones"
         inputs_embeds = embed_token_ids(self.word_embeddings, input_ids, inputs_embeds, config.hidden_size)
         batch, length = inputs_embeds.shape[:2]
         # With a prefix (past_key_values) the mask covers P + T: split_prefix_mask checks it.
-        if attention_mask is not None and kwargs.get("past_key_values") is None:
+        if attention_mask is not None and past_key_values is None:
             check_mask_shape(attention_mask, (batch, length), "attention_mask")
         mem_len = config.mem_len if mem_len is None else mem_len
         memory = SegmentMemory(
             None if mems is None else [m.transpose(0, 1) for m in mems], config.num_hidden_layers, mem_len=mem_len
         )
         memory.check_batch(batch, config.hidden_size)
-        prefix = kwargs.pop("past_key_values", None)
+        prefix = past_key_values
         if prefix is not None:
             prefix = KeyValuePrefix(prefix, config.num_hidden_layers, batch, config.num_attention_heads,
                                     self.layers[0].attention.head_dim)
@@ -233,7 +239,7 @@ def adaptive_tied_weights(config: TransfoXLConfig) -> dict[str, str]:
     return tied
 
 
-class TransfoXLLMHeadModel(TransfoXLPreTrainedModel, MemoryGenerationMixin):
+class TransfoXLLMHeadModel(TransfoXLPreTrainedModel, MemoryGenerationMixin, GenerationMixin):
     """Next-token prediction: logits = h E^T + b (tied softmax), loss = cross-entropy of
     logits[:, :-1] against labels[:, 1:] (-100 ignored). With an adaptive vocabulary
     (``config.adaptive_softmax``), ``lm_head`` is the projected adaptive softmax, ``logits`` (B, T, V) are
@@ -258,16 +264,19 @@ class TransfoXLLMHeadModel(TransfoXLPreTrainedModel, MemoryGenerationMixin):
     # generate(): the prompt runs once, then each new token runs alone on the memory of everything
     # before it (the paper's fast evaluation, sec. 3.2). Exact equal to recomputing the whole text
     # while it fits in mem_len; beyond that each token sees the last mem_len states, as in training.
-    def prepare_inputs_for_generation(self, input_ids, mems=None, mem_len=None, use_cache=True, **kwargs) -> dict:
+    def prepare_inputs_for_generation(
+        self, input_ids, mems=None, mem_len=None, use_cache=True, token_type_ids=None, **kwargs
+    ) -> dict:
         """``mems``: the previous step's memories (see MemoryGenerationMixin). With ``mem_len=0``
-        (no memory) or ``use_cache=False`` every step recomputes the text."""
+        (no memory) or ``use_cache=False`` every step recomputes the text. ``token_type_ids`` (a
+        tokenizer's output) are checked on the first step (all 0: one text) and not read after."""
         self.check_no_key_value_cache(kwargs)
         recurrent = use_cache and (self.config.mem_len if mem_len is None else mem_len) > 0
         inputs = {"mem_len": mem_len, "use_mems": recurrent, "logits_to_keep": kwargs.get("logits_to_keep", 0)}
         if recurrent and mems:
             inputs.update(input_ids=input_ids[:, -1:], mems=mems)
         else:  # the first step: the padding check sees the whole attention mask
-            inputs.update(input_ids=input_ids, attention_mask=kwargs.get("attention_mask"))
+            inputs.update(input_ids=input_ids, attention_mask=kwargs.get("attention_mask"), token_type_ids=token_type_ids)
         return inputs
 
     def get_output_embeddings(self) -> nn.Linear | None:
@@ -289,14 +298,17 @@ class TransfoXLLMHeadModel(TransfoXLPreTrainedModel, MemoryGenerationMixin):
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
         logits_to_keep: int = 0,
+        past_key_values: Cache | None = None,
         **kwargs,
     ) -> TransfoXLLMHeadModelOutput | tuple:
         """``logits_to_keep`` k > 0: logits of the last k positions only, (B, k, V) (generate()
-        asks for 1: no (B, T, V) tensor over the prompt); 0: every position."""
+        asks for 1: no (B, T, V) tensor over the prompt); 0: every position. ``past_key_values``:
+        a key/value prefix in front of the memory (peft's prefix tuning)."""
         out = self.transformer(
             input_ids, mems=mems, inputs_embeds=inputs_embeds, attention_mask=attention_mask, mem_len=mem_len,
             use_mems=use_mems, output_attentions=output_attentions, output_hidden_states=output_hidden_states,
-            # kwargs: a key/value prefix (prefix tuning) if any, and inputs the model refuses by name (token_type_ids)
+            past_key_values=past_key_values,
+            # kwargs: inputs the model refuses by name (token_type_ids)
             return_dict=True, **kwargs,
         )
         hidden = out.last_hidden_state

@@ -20,6 +20,7 @@ import math
 
 import torch
 from torch import nn
+from transformers import GenerationMixin
 
 from ...modules.backbone import TransformerBackbone
 from ..modeling_base import VariantPreTrainedModel
@@ -102,7 +103,7 @@ class TransformerModel(EncoderDecoderBackbone, OriginalTransformerPreTrainedMode
     decoder_class = TransformerDecoder
 
 
-class TransformerForConditionalGeneration(EncoderDecoderForSeq2SeqLM, OriginalTransformerPreTrainedModel):
+class TransformerForConditionalGeneration(EncoderDecoderForSeq2SeqLM, OriginalTransformerPreTrainedModel, GenerationMixin):
     """The translation model: logits (B, T, V) from the output layer tied to the shared embeddings,
     loss = label-smoothed cross-entropy; ``generate()`` decodes greedily or by beam search."""
 

@@ -239,6 +239,16 @@ class ViTModel(TransformerBackbone, ViTPreTrainedModel):
         )
 
 
+class ViTModelLoadedWithOwnKeyMap(ViTModel):
+    """ViTModel under another name, used by ``ViTModel.from_pretrained`` only (which hands back a
+    ViTModel). transformers looks a checkpoint conversion up by class name before model_type, and
+    its own "ViTModel" has one (transformers 4 -> 5 renames) that would replace our key map; under
+    this name it applies the map registered for "hfv_vit". See conversion.loading.class_for_loading."""
+
+
+ViTModel.loading_class = ViTModelLoadedWithOwnKeyMap
+
+
 class ViTForImageClassification(EncoderTaskModel, ViTPreTrainedModel):
     """A linear classifier on the final-norm [CLS] state (transformers' head; no pooler). The last
     layer computes [CLS] alone unless hidden states or attentions are asked for (same logits)."""

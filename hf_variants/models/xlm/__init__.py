@@ -1,6 +1,6 @@
 """XLM (Lample & Conneau 2019): the variant's one declaration. Everything else reads ``SPEC``."""
 
-from ...registry import TINY_TEST_SIZES, VariantSpec
+from ...registry import VariantSpec
 from .configuration_xlm import XLMConfig
 from .modeling_xlm import *  # noqa: F401,F403
 from .modeling_xlm import (
@@ -31,11 +31,8 @@ SPEC = VariantSpec(
     weights=WEIGHTS,
     paper=PAPER,
     mini_config="xlm-mini",
-    tiny_config={**TINY_TEST_SIZES, "vocab_size": 99, "max_position_embeddings": 64},
     # run_pretraining has no "tlm" objective yet (TLM needs parallel rows: objectives.tlm_dataset).
     pretraining_objective="mlm",
-    # transformers' XLM fixes the FFN at 4x hidden (ours takes any width); 256 = 4 x the init test's 64.
-    reference_config_overrides={"xlm": {"intermediate_size": 256}},
     tokenizer_kind="bpe",  # XLM uses BPE (fastBPE); ours is the byte-level kind (no unknown characters in any language)
 )
 

@@ -27,8 +27,17 @@ import warnings
 
 import torch
 from torch import nn
+from transformers import GenerationMixin
 from transformers import initialization as init
-from transformers.modeling_outputs import BaseModelOutputWithPooling
+from transformers.cache_utils import Cache
+from transformers.modeling_outputs import (
+    BaseModelOutputWithPooling,
+    MaskedLMOutput,
+    MultipleChoiceModelOutput,
+    QuestionAnsweringModelOutput,
+    SequenceClassifierOutput,
+    TokenClassifierOutput,
+)
 
 from ...modules.backbone import TransformerBackbone
 from ..modeling_base import VariantPreTrainedModel
@@ -108,7 +117,6 @@ class XLMEmbeddings(TransformerEmbeddings):
 class XLMPreTrainedModel(VariantPreTrainedModel):
     config_class = XLMConfig
     base_model_prefix = "transformer"
-    forward_input_names = ("langs", "lengths")
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
@@ -163,11 +171,13 @@ class XLMModel(TransformerBackbone, XLMPreTrainedModel):
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
         **kwargs,
     ) -> BaseModelOutputWithPooling | tuple:
         """transformers' XLMModel arguments (no ``cache``): ``langs`` (B, T) language ids,
-        ``lengths`` (B,) real tokens per row (an alternative to ``attention_mask``); the rest and
-        the outputs as :meth:`TransformerBackbone.forward` (pooler_output is None)."""
+        ``lengths`` (B,) real tokens per row (an alternative to ``attention_mask``),
+        ``past_key_values`` a key/value prefix (peft's prefix tuning); the rest and the outputs as
+        :meth:`TransformerBackbone.forward` (pooler_output is None)."""
         batch, length = check_ids_or_embeds(input_ids, inputs_embeds)
         reference = input_ids if input_ids is not None else inputs_embeds
         attention_mask = padding_mask(
@@ -182,6 +192,7 @@ class XLMModel(TransformerBackbone, XLMPreTrainedModel):
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
             return_dict=return_dict,
+            past_key_values=past_key_values,
             langs=langs,
             **kwargs,
         )
@@ -198,22 +209,82 @@ def summary_arguments(config: XLMConfig) -> dict:
     )
 
 
-class XLMWithLMHeadModel(EncoderForMaskedLM, XLMPreTrainedModel, CheckedGenerationMixin):
+class XLMWithLMHeadModel(EncoderForMaskedLM, XLMPreTrainedModel, CheckedGenerationMixin, GenerationMixin):
     """MLM / TLM (and CLM with ``is_decoder``): logits = h W_emb^T + b at every position, loss =
     cross-entropy where ``labels`` != -100 (labels are not shifted).
 
     ``generate()`` works as transformers' XLMWithLMHeadModel: each step re-encodes the sequence with
-    ``config.mask_token_id`` appended (language ``config.lang_id`` everywhere, no cache, no
-    attention mask) and predicts the token at that mask."""
+    ``config.mask_token_id`` appended (language ``config.lang_id`` everywhere, no cache; a
+    left-padded batch keeps its attention mask and counts positions from each row's first real
+    token) and predicts the token at that mask. With ``output_attentions`` /
+    ``output_hidden_states`` each step returns its (B, heads, T + 1, T + 1) attentions and
+    (B, T + 1, H) hidden states, as transformers' XLM does."""
 
     backbone_class = XLMModel
 
-    def prepare_inputs_for_generation(self, input_ids: torch.Tensor, **kwargs) -> dict:
-        """input_ids (B, T) -> the step's inputs: (B, T + 1) ids ending in the mask token, and langs."""
+    # Not forwarded to a step. The per-token inputs are rebuilt from the sequence so far
+    # (transformers' XLM drops them too: the prompt's would not cover the appended tokens). The
+    # cache generate() creates is dropped: every step re-encodes the whole sequence, since the
+    # appended mask token moves each step and changes every position's context (an encoder keeps
+    # no cache; one handed in would be read as a key/value prefix).
+    _rebuilt_each_step = ("token_type_ids", "attention_mask", "position_ids", "cache", "past_key_values", "cache_position")
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
+        langs: torch.Tensor | None = None,
+        lengths: torch.Tensor | None = None,
+        **kwargs,
+    ) -> MaskedLMOutput | tuple:
+        """As :meth:`EncoderForMaskedLM.forward`, plus XLM's ``langs`` (B, T) language ids and ``lengths`` (B,)
+        real tokens per row (named here so that Trainer keeps those dataset columns)."""
+        return super().forward(
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, labels, output_attentions,
+            output_hidden_states, return_dict, past_key_values, langs=langs, lengths=lengths, **kwargs,
+        )
+
+    def prepare_inputs_for_generation(self, input_ids: torch.Tensor, is_first_iteration: bool = False, **kwargs) -> dict:
+        """input_ids (B, T) -> the step's inputs: (B, T + 1) ids ending in the mask token, and langs
+        (B, T + 1), and for a left-padded batch its attention_mask and position_ids (B, T + 1) so
+        each row generates as it would alone; every other keyword generate() hands over (``output_attentions``,
+        ``output_hidden_states``, ``use_cache``, a caller's own model kwargs) is forwarded unchanged,
+        except the per-token inputs the step rebuilds and the cache (``_rebuilt_each_step``)."""
         mask = torch.full((input_ids.shape[0], 1), self.config.mask_token_id, dtype=input_ids.dtype, device=input_ids.device)
         input_ids = torch.cat([input_ids, mask], dim=1)
         langs = torch.full_like(input_ids, self.config.lang_id) if self.config.n_langs > 1 else None
-        return {"input_ids": input_ids, "langs": langs}
+        model_inputs = {"input_ids": input_ids, "langs": langs}
+        attention_mask = kwargs.get("attention_mask")
+        if attention_mask is not None and not bool(attention_mask.all()):
+            # A padded batch: the mask token and every generated token must sit where they would in
+            # the row alone. With left padding, the real tokens are counted from 0 (position_ids) and
+            # the padding is masked out; right padding would put the mask token after a short
+            # row's padding, at a position it never has alone.
+            if attention_mask.dim() != 2 or attention_mask.shape != input_ids[:, :-1].shape:
+                raise ValueError(
+                    f"attention_mask has shape {tuple(attention_mask.shape)}, expected {tuple(input_ids[:, :-1].shape)} "
+                    "like input_ids"
+                )
+            if not bool(attention_mask[:, -1].all()):
+                raise ValueError(
+                    "XLMWithLMHeadModel.generate() needs prompts padded on the left (tokenizer.padding_side = "
+                    "'left'): a right-padded row would continue after its padding"
+                )
+            attention_mask = torch.cat([attention_mask, attention_mask.new_ones((attention_mask.shape[0], 1))], dim=1)
+            model_inputs["attention_mask"] = attention_mask
+            model_inputs["position_ids"] = (attention_mask.long().cumsum(dim=1) - 1).clamp(min=0)
+        for key, value in kwargs.items():
+            if key not in self._rebuilt_each_step and key not in model_inputs:
+                model_inputs[key] = value
+        return model_inputs
 
     def build_lm_head(self, config: XLMConfig) -> MaskedLMHead:
         return MaskedLMHead(config.hidden_size, config.vocab_size, config.hidden_act, config.layer_norm_eps, transform=False)
@@ -224,6 +295,29 @@ class XLMForSequenceClassification(EncoderForSequenceClassification, XLMPreTrain
 
     backbone_class = XLMModel
     uses_pooler = False
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
+        langs: torch.Tensor | None = None,
+        lengths: torch.Tensor | None = None,
+        **kwargs,
+    ) -> SequenceClassifierOutput | tuple:
+        """As :meth:`EncoderHeadModel.forward`, plus XLM's ``langs`` (B, T) language ids and ``lengths`` (B,)
+        real tokens per row (named here so that Trainer keeps those dataset columns)."""
+        return super().forward(
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, labels, output_attentions,
+            output_hidden_states, return_dict, past_key_values, langs=langs, lengths=lengths, **kwargs,
+        )
 
     def build_classifier(self, config: XLMConfig, num_outputs: int) -> SequenceSummary:
         summary = SequenceSummary(config.hidden_size, num_outputs, **summary_arguments(config))
@@ -257,9 +351,24 @@ class XLMForMultipleChoice(EncoderForMultipleChoice, XLMPreTrainedModel):
     backbone_class = XLMModel
     uses_pooler = False
 
-    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, inputs_embeds=None,
-                labels=None, output_attentions=None, output_hidden_states=None, return_dict=None, **kwargs):
-        lengths = kwargs.get("lengths")
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
+        langs: torch.Tensor | None = None,
+        lengths: torch.Tensor | None = None,
+        **kwargs,
+    ) -> MultipleChoiceModelOutput | tuple:
+        """As :meth:`EncoderForMultipleChoice.forward` (inputs (B, C, T)), plus XLM's ``langs``
+        (B, C, T) and ``lengths`` (B, C) (see the class docstring)."""
         reference = input_ids if input_ids is not None else inputs_embeds
         if lengths is not None and reference is not None and reference.dim() >= 3 and lengths.dim() == 1:
             warnings.warn(
@@ -267,9 +376,11 @@ class XLMForMultipleChoice(EncoderForMultipleChoice, XLMPreTrainedModel):
                 "inputs (batch, num_choices, seq_len): ignored; pass attention_mask or (batch, num_choices) lengths",
                 stacklevel=2,
             )
-            kwargs["lengths"] = None
-        return super().forward(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, labels,
-                               output_attentions, output_hidden_states, return_dict, **kwargs)
+            lengths = None
+        return super().forward(
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, labels, output_attentions,
+            output_hidden_states, return_dict, past_key_values, langs=langs, lengths=lengths, **kwargs,
+        )
 
     def build_classifier(self, config: XLMConfig, num_outputs: int) -> ChoiceScorer:
         return ChoiceScorer(config)
@@ -278,6 +389,29 @@ class XLMForMultipleChoice(EncoderForMultipleChoice, XLMPreTrainedModel):
 class XLMForTokenClassification(EncoderForTokenClassification, XLMPreTrainedModel):
     backbone_class = XLMModel
 
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
+        langs: torch.Tensor | None = None,
+        lengths: torch.Tensor | None = None,
+        **kwargs,
+    ) -> TokenClassifierOutput | tuple:
+        """As :meth:`EncoderHeadModel.forward`, plus XLM's ``langs`` (B, T) language ids and ``lengths`` (B,)
+        real tokens per row (named here so that Trainer keeps those dataset columns)."""
+        return super().forward(
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, labels, output_attentions,
+            output_hidden_states, return_dict, past_key_values, langs=langs, lengths=lengths, **kwargs,
+        )
+
 
 class XLMForQuestionAnsweringSimple(EncoderForQuestionAnswering, XLMPreTrainedModel):
     """Start/end logits per token (transformers' XLMForQuestionAnsweringSimple, the class its
@@ -285,6 +419,30 @@ class XLMForQuestionAnsweringSimple(EncoderForQuestionAnswering, XLMPreTrainedMo
     XLMForQuestionAnswering is not provided."""
 
     backbone_class = XLMModel
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        start_positions: torch.Tensor | None = None,
+        end_positions: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
+        langs: torch.Tensor | None = None,
+        lengths: torch.Tensor | None = None,
+        **kwargs,
+    ) -> QuestionAnsweringModelOutput | tuple:
+        """As :meth:`EncoderForQuestionAnswering.forward`, plus XLM's ``langs`` (B, T) language ids and ``lengths`` (B,)
+        real tokens per row (named here so that Trainer keeps those dataset columns)."""
+        return super().forward(
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, start_positions, end_positions, output_attentions,
+            output_hidden_states, return_dict, past_key_values, langs=langs, lengths=lengths, **kwargs,
+        )
 
 
 __all__ = [

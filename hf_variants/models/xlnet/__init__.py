@@ -1,6 +1,6 @@
 """XLNet (Yang et al. 2019): the variant's one declaration. Everything else reads ``SPEC``."""
 
-from ...registry import TINY_TEST_SIZES, VariantSpec
+from ...registry import VariantSpec
 from .configuration_xlnet import XLNetConfig
 from .modeling_xlnet import *  # noqa: F401,F403
 from .modeling_xlnet import (
@@ -31,9 +31,8 @@ SPEC = VariantSpec(
     weights=WEIGHTS,
     paper=PAPER,
     mini_config="xlnet-mini",
-    tiny_config={**TINY_TEST_SIZES, "vocab_size": 99, "mem_len": 4, "summary_last_dropout": 0.0},
     pretraining_objective="plm",
-    tokenizer_kind="unigram",
+    tokenizer_kind="unigram-xlnet",  # A <sep> <cls>, left-padded: the heads read <cls> last
 )
 
 __all__ = ["XLNetConfig", "SPEC", *_modeling_all]

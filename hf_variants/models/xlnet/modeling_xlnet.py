@@ -25,9 +25,11 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
+from transformers import GenerationMixin
 from torch.nn import functional as F
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers import initialization as init
+from transformers.cache_utils import Cache
 from transformers.modeling_outputs import (
     MultipleChoiceModelOutput,
     QuestionAnsweringModelOutput,
@@ -47,10 +49,10 @@ from ..modeling_base import VariantPreTrainedModel
 from ...modules.dropout import Dropout
 from ...modules.embeddings import embed_token_ids
 from ...modules.feed_forward import FeedForward
-from ...modules.heads import SequenceSummary, check_class_labels, cross_entropy_or_zero
+from ...modules.heads import SequenceSummary, check_class_labels, cross_entropy_or_zero, summarize
 from ...modules.memory import MemoryGenerationMixin, SegmentMemory
 from ...modules.norms import build_norm
-from ...modules.masks import check_mask_values, is_left_padded, split_prefix_mask, two_stream_biases, worth_unpadding
+from ...modules.masks import check_mask_values, is_left_padded, two_stream_biases, worth_unpadding
 from ...modules.padding import bucket_rows
 from ...modules.relative_attention import KeyValuePrefix, RelativeAttention, relative_encodings
 from ...modules.tracing import is_tracing
@@ -71,13 +73,55 @@ class XLNetBackboneOutput(XLNetModelOutput):
     pooler_output: torch.Tensor | None = None
 
 
+class TwoStreamAttention(RelativeAttention):
+    """XLNet's two-stream self-attention (Yang et al. 2019, sec. 2.3): the content stream h (what
+    Transformer-XL computes) and the query stream g, which knows a position but not its token,
+    attend to the same keys and values (memory + content stream) with the same projections; only
+    their queries and masks differ. Parameters and their names are :class:`RelativeAttention`'s."""
+
+    def forward(
+        self,
+        content: torch.Tensor,
+        memory: torch.Tensor | None,
+        encodings: torch.Tensor,
+        different_segment: torch.Tensor | None,
+        content_bias: torch.Tensor | None,
+        attn_implementation: str,
+        output_attentions: bool,
+        key_value_prefix: tuple[torch.Tensor, torch.Tensor] | None = None,
+        query_stream: torch.Tensor | None = None,
+        query_bias: torch.Tensor | None = None,
+        target_mapping: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, tuple[torch.Tensor | None, ...]]:
+        """The content stream ``content`` (B, T, H) attends under ``content_bias`` (B or 1, 1, T,
+        M + T), as :meth:`RelativeAttention.forward`; the query stream ``query_stream`` (B, P, H)
+        attends to the same keys and values under ``query_bias``; with ``target_mapping``
+        (B, P, T) each of its P queries sits at the position it predicts. Returns the content
+        output (B, T, H), the query output (B, P, H) or None, and the attention maps:
+        (content,) or (content, query)."""
+        key, value = self.memory_keys_values(content, memory, key_value_prefix)
+        shared = (key, value, self.position_keys(encodings), different_segment)
+        context, probs = self.attend_relative(
+            self.project_queries(content), *shared, content_bias, attn_implementation, output_attentions
+        )
+        if query_stream is None:
+            return self.output(context), None, (probs,)
+        query = self.project_queries(query_stream)
+        if target_mapping is not None:  # (B, heads, P, D) -> (B, heads, T, D)
+            query = torch.einsum("bnpd,bpt->bntd", query, target_mapping)
+        query_context, query_probs = self.attend_relative(query, *shared, query_bias, attn_implementation, output_attentions)
+        if target_mapping is not None:
+            query_context = torch.einsum("bntd,bpt->bnpd", query_context, target_mapping)
+        return self.output(context), self.output(query_context), (probs, query_probs)
+
+
 class XLNetLayer(GradientCheckpointingLayer):
     """Relative attention for each stream -> dropout -> residual -> LayerNorm, then the shared FFN
     (its inner dropout is XLNet's dropout) -> dropout -> residual -> LayerNorm, for each stream."""
 
     def __init__(self, config: XLNetConfig) -> None:
         super().__init__()
-        self.attention = RelativeAttention(
+        self.attention = TwoStreamAttention(
             config.hidden_size, config.num_attention_heads, dropout=config.hidden_dropout_prob, head_dim=config.head_dim
         )  # with XLNet's relative segment terms
         self.attention_norm = build_norm(config.norm_type, config.hidden_size, config.layer_norm_eps)
@@ -111,8 +155,8 @@ class XLNetLayer(GradientCheckpointingLayer):
         each or None -> the new streams and attention maps."""
         content_attended, query_attended, probs = self.attention(
             content, memory, encodings, different_segment, content_bias, attn_implementation, output_attentions,
-            query_stream=query_stream, query_mask_bias=query_bias, target_mapping=target_mapping,
-            key_value_prefix=key_value_prefix,
+            key_value_prefix=key_value_prefix, query_stream=query_stream, query_bias=query_bias,
+            target_mapping=target_mapping,
         )
         new_content = self._finish(content, content_attended)
         if query_stream is None:
@@ -124,13 +168,6 @@ class XLNetPreTrainedModel(VariantPreTrainedModel):
     config_class = XLNetConfig
     _no_split_modules = ["XLNetLayer"]
     base_model_prefix = "transformer"
-    forward_input_names = ("mems", "perm_mask", "target_mapping", "input_mask", "use_mems")
-    # Summary types that read padding positions too, as transformers' XLNet does (parity): "last"
-    # is position T-1 and "mean" averages all T. Read by the fuzzer's padding-invariance property.
-    summary_reads_padding = ("last", "mean")
-    # token_type_ids only say whether two tokens share a segment (relative segment encoding, no
-    # table): any integers are valid. Read by the fuzzer's invalid-input property.
-    relative_segments = True
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
@@ -173,6 +210,26 @@ class XLNetModel(XLNetPreTrainedModel):
         )
 
     @staticmethod
+    def split_memory_mask(
+        attention_mask: torch.Tensor | None, prefix: KeyValuePrefix | None, mems, length: int
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """``attention_mask`` (B, T), or (B, P + M + T) covering the keys in front of the tokens too
+        (a key/value prefix's P, then the M positions of ``mems``: what ``generate()`` passes for a
+        left-padded batch, whose padding sits in the memory after the first step) -> the (B, P + M)
+        visibility of those keys (None: all visible) and the tokens' (B, T) mask. Raises ValueError
+        for any other width."""
+        if attention_mask is None or attention_mask.shape[-1] == length:
+            return None, attention_mask
+        memory_length = mems[0].shape[0] if mems is not None and len(mems) and mems[0] is not None else 0
+        in_front = (prefix.length if prefix is not None else 0) + memory_length
+        if attention_mask.shape[-1] != in_front + length:
+            raise ValueError(
+                f"attention_mask has {attention_mask.shape[-1]} columns: expected the {length} tokens, or the "
+                f"{in_front} key/value prefix and memory (mems) positions followed by them ({in_front + length})"
+            )
+        return attention_mask[:, :in_front], attention_mask[:, in_front:]
+
+    @staticmethod
     def segment_differences(token_type_ids: torch.Tensor | None, memory_length: int, dtype: torch.dtype) -> torch.Tensor | None:
         """(B, T) segment ids -> (B, 1, T, M + T) 1.0 where query and key lie in different segments
         (memory positions count as segment 0)."""
@@ -195,6 +252,7 @@ class XLNetModel(XLNetPreTrainedModel):
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
         **kwargs,
     ) -> XLNetBackboneOutput | tuple:
         """transformers' XLNetModel arguments and outputs.
@@ -208,7 +266,7 @@ class XLNetModel(XLNetPreTrainedModel):
             token_type_ids: (B, T) segment ids (only equality between two tokens matters).
             use_mems: return the next segment's ``mems`` (default: config.use_mems_eval /
                 use_mems_train by training mode).
-            past_key_values (keyword): a transformers Cache holding P keys/values per layer, a
+            past_key_values: a transformers Cache holding P keys/values per layer, a
                 learned memory in front of ``mems`` (peft's prefix tuning; see KeyValuePrefix);
                 ``attention_mask`` may then cover P + T.
         The shared task bases' layout arguments are read only to decide whether left-padded rows
@@ -233,11 +291,11 @@ class XLNetModel(XLNetPreTrainedModel):
             raise ValueError(f"target_mapping must be (batch={batch}, num_predict, length={length}), got {tuple(target_mapping.shape)}")
 
         check_mask_values(attention_mask)  # 0/1 only, before the length buckets count real tokens
-        prefix = kwargs.pop("past_key_values", None)
+        prefix = past_key_values
         if prefix is not None:
             prefix = KeyValuePrefix(prefix, config.num_hidden_layers, batch, config.num_attention_heads,
                                     self.layers[0].attention.head_dim)
-            prefix_mask, attention_mask = split_prefix_mask(attention_mask, prefix.length, length)
+        memory_mask, attention_mask = self.split_memory_mask(attention_mask, prefix, mems, length)
         if prefix is None and self._runs_in_length_buckets(attention_mask, mems, perm_mask, target_mapping, use_mems,
                                                            output_attentions or output_hidden_states, kwargs):
             result = self._forward_in_length_buckets(inputs_embeds, attention_mask, token_type_ids)
@@ -257,8 +315,7 @@ class XLNetModel(XLNetPreTrainedModel):
 
         content_bias, query_bias = two_stream_biases(
             attention_mask, input_mask, perm_mask, batch, length, memory_length, device, dtype,
-            causal=config.attn_type == "uni", same_length=config.same_length,
-            prefix_mask=prefix_mask if prefix is not None else None,
+            causal=config.attn_type == "uni", same_length=config.same_length, memory_mask=memory_mask,
         )
         different_segment = self.segment_differences(token_type_ids, memory_length, dtype)
         encodings = self.dropout(self.relative_encodings(length, memory_length + length, batch, device).to(dtype))
@@ -346,7 +403,7 @@ def check_shape(tensor: torch.Tensor, expected: tuple[int, ...], name: str) -> N
         raise ValueError(f"{name} has shape {tuple(tensor.shape)}, expected {tuple(expected)}")
 
 
-class XLNetLMHeadModel(XLNetPreTrainedModel, MemoryGenerationMixin):
+class XLNetLMHeadModel(XLNetPreTrainedModel, MemoryGenerationMixin, GenerationMixin):
     """Permutation LM head: logits = h W_emb^T + b at the ``target_mapping`` predictions (B, P, V)
     (or every position (B, T, V) without one); loss = cross-entropy against ``labels`` (B, P)
     (or (B, T)), -100 ignored. Batches come from ``hf_variants.objectives.DataCollatorForPermutationLM``."""
@@ -364,13 +421,22 @@ class XLNetLMHeadModel(XLNetPreTrainedModel, MemoryGenerationMixin):
     # (transformers' XLNet does the same, so greedy generation matches it token for token).
     GENERATION_OVERLAP = 2
 
-    def prepare_inputs_for_generation(self, input_ids, mems=None, use_mems=None, **kwargs) -> dict:
-        """``mems``: the previous step's memories (see MemoryGenerationMixin)."""
+    def prepare_inputs_for_generation(
+        self, input_ids, mems=None, use_mems=None, attention_mask=None, token_type_ids=None, **kwargs
+    ) -> dict:
+        """One step's inputs: the text (B, L) so far, or with ``mems`` (the previous step's memories,
+        see MemoryGenerationMixin) its last ``GENERATION_OVERLAP`` tokens, then the dummy token.
+
+        ``token_type_ids`` (B, L) (the tokenizer's, which generate() extends by repeating the last
+        column for every new token) get the dummy's column likewise: the predicted token continues
+        the segment it follows. ``attention_mask`` (B, L) (generate() appends ones) is honoured at
+        every step: after the first, a left-padded row's padding lies in the memory, so the mask
+        then covers the memory's positions too (see XLNetModel.split_memory_mask). Right-padded
+        prompts raise ValueError (each prediction follows the last position)."""
         self.check_no_key_value_cache(kwargs)
-        batch = input_ids.shape[0]
-        if mems:
-            input_ids = input_ids[:, -self.GENERATION_OVERLAP:]
-        input_ids = torch.cat([input_ids, input_ids.new_zeros(batch, 1)], dim=1)
+        batch, seen = input_ids.shape
+        window = slice(seen - self.GENERATION_OVERLAP if mems else 0, seen)
+        input_ids = torch.cat([input_ids[:, window], input_ids.new_zeros(batch, 1)], dim=1)
         length = input_ids.shape[1]
         perm_mask = torch.zeros(batch, length, length, device=input_ids.device)
         perm_mask[:, :, -1] = 1.0  # nobody reads the dummy token
@@ -380,8 +446,25 @@ class XLNetLMHeadModel(XLNetPreTrainedModel, MemoryGenerationMixin):
         if mems:
             # The overlap is recomputed: drop it from the memory.
             inputs["mems"] = tuple(layer[: -self.GENERATION_OVERLAP] for layer in mems)
-        # generate()'s bookkeeping (mask, positions, step flags) is not an XLNet input
-        skipped = {"attention_mask", "use_cache", "cache", "past_key_values", "cache_position", "position_ids",
+        if token_type_ids is not None:
+            inputs["token_type_ids"] = torch.cat([token_type_ids[:, window], token_type_ids[:, -1:]], dim=1)
+        if attention_mask is not None and not bool(attention_mask.all()):
+            if not is_left_padded(attention_mask):  # the dummy token would follow a short row's padding
+                raise ValueError(
+                    "XLNet generates after each prompt's last position: pad the prompts on the left "
+                    "(tokenizer.padding_side = 'left', as XLNet's tokenizer does), not on the right"
+                )
+            mask = torch.cat([attention_mask[:, window], attention_mask.new_ones(batch, 1)], dim=1)
+            if mems:
+                # The memory holds the states of the tokens right before the window (the last
+                # mem_len of them); positions older than the mask (mems passed in) were real text.
+                memory_length = inputs["mems"][0].shape[0]
+                before = attention_mask[:, : window.start]
+                before = before[:, before.shape[1] - min(memory_length, before.shape[1]):]
+                mask = torch.cat([F.pad(before, (memory_length - before.shape[1], 0), value=1), mask], dim=1)
+            inputs["attention_mask"] = mask
+        # generate()'s bookkeeping (cache, positions, step flags) is not an XLNet input
+        skipped = {"use_cache", "cache", "past_key_values", "cache_position", "position_ids",
                    "next_sequence_length", "is_first_iteration"}
         inputs.update({key: value for key, value in kwargs.items() if key not in skipped and key not in inputs})
         return inputs
@@ -407,13 +490,17 @@ class XLNetLMHeadModel(XLNetPreTrainedModel, MemoryGenerationMixin):
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
         **kwargs,
     ) -> XLNetLMHeadModelOutput | tuple:
+        """transformers' XLNetLMHeadModel arguments (see :meth:`XLNetModel.forward`); labels (B, T)
+        or, with ``target_mapping``, (B, P): the ids at the positions predicted (not shifted).
+        ``past_key_values``: a key/value prefix (peft's prefix tuning)."""
         out = self.transformer(
             input_ids, attention_mask=attention_mask, mems=mems, perm_mask=perm_mask, target_mapping=target_mapping,
             token_type_ids=token_type_ids, input_mask=input_mask, inputs_embeds=inputs_embeds, use_mems=use_mems,
             output_attentions=output_attentions, output_hidden_states=output_hidden_states, return_dict=True,
-            past_key_values=kwargs.get("past_key_values"),  # a key/value prefix (prefix tuning), if any
+            past_key_values=past_key_values,
         )
         logits = self.lm_loss(out.last_hidden_state)
         loss = None
@@ -444,7 +531,8 @@ class SummaryScorer(nn.Module):
 
 
 class _XLNetTaskModel:
-    """The shared encoder heads on XLNet's backbone (no pooler; XLNet's inputs pass through **kwargs)."""
+    """The shared encoder heads on XLNet's backbone (no pooler). Each head's forward names XLNet's
+    own inputs (mems, perm_mask, ...) and hands them to the backbone by keyword."""
 
     backbone_class = XLNetModel
     uses_pooler = False
@@ -460,9 +548,18 @@ class _XLNetTaskModel:
         return {"mems": backbone_output.mems}
 
     def _summary(self, out, attention_mask: torch.Tensor | None) -> torch.Tensor:
-        # transformers' XLNet summary reads position T-1 (or 0, or the mean over all T), padding or not.
+        """(B, T, H) states -> (B, H) summary. "last" is XLNet's <cls>, the last token its tokenizer
+        writes: each row's last real token (``attention_mask`` (B, T)), which is position T-1 for
+        the left-padded or unpadded batches XLNet's tokenizer gives (transformers' XLNet reads T-1
+        always, so a right-padded batch from another tokenizer would score a padding token there).
+        "first" and "mean" read position 0 / average all T, padding included, as transformers'."""
         states = out.last_hidden_state
-        return {"first": states[:, 0], "last": states[:, -1], "mean": states.mean(dim=1)}[self.config.summary_type]
+        summary_type = self.config.summary_type
+        if summary_type == "last":
+            if attention_mask is not None:  # (B, P + T) with a key/value prefix (peft): the tokens' columns
+                attention_mask = attention_mask[:, attention_mask.shape[1] - states.shape[1]:]
+            return summarize(states, "last_real", attention_mask)
+        return {"first": states[:, 0], "mean": states.mean(dim=1)}[summary_type]
 
     def build_classifier(self, config: XLNetConfig, num_outputs: int) -> SummaryScorer:
         return SummaryScorer(config, num_outputs)
@@ -471,18 +568,127 @@ class _XLNetTaskModel:
 class XLNetForSequenceClassification(_XLNetTaskModel, EncoderForSequenceClassification, XLNetPreTrainedModel):
     """The summary token (``summary_type``: last, XLNet's <cls>) -> SummaryScorer (B, num_labels)."""
 
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
+        mems: list[torch.Tensor] | tuple[torch.Tensor, ...] | None = None,
+        perm_mask: torch.Tensor | None = None,
+        target_mapping: torch.Tensor | None = None,
+        input_mask: torch.Tensor | None = None,
+        use_mems: bool | None = None,
+        **kwargs,
+    ) -> XLNetForSequenceClassificationOutput | tuple:
+        """As :meth:`EncoderHeadModel.forward`, plus XLNet's inputs (see :meth:`XLNetModel.forward`; inputs
+        (B, T)): named here so that Trainer keeps those dataset columns."""
+        return super().forward(
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, labels, output_attentions,
+            output_hidden_states, return_dict, past_key_values, mems=mems, perm_mask=perm_mask,
+            target_mapping=target_mapping, input_mask=input_mask, use_mems=use_mems, **kwargs,
+        )
+
 
 class XLNetForMultipleChoice(_XLNetTaskModel, EncoderForMultipleChoice, XLNetPreTrainedModel):
     """Inputs (B, C, T); one score per choice from the summary token; logits (B, C)."""
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
+        mems: list[torch.Tensor] | tuple[torch.Tensor, ...] | None = None,
+        perm_mask: torch.Tensor | None = None,
+        target_mapping: torch.Tensor | None = None,
+        input_mask: torch.Tensor | None = None,
+        use_mems: bool | None = None,
+        **kwargs,
+    ) -> XLNetForMultipleChoiceOutput | tuple:
+        """As :meth:`EncoderForMultipleChoice.forward`, plus XLNet's inputs (see :meth:`XLNetModel.forward`; inputs
+        (B, C, T), flattened to (B * C, T)): named here so that Trainer keeps those dataset columns."""
+        return super().forward(
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, labels, output_attentions,
+            output_hidden_states, return_dict, past_key_values, mems=mems, perm_mask=perm_mask,
+            target_mapping=target_mapping, input_mask=input_mask, use_mems=use_mems, **kwargs,
+        )
 
 
 class XLNetForTokenClassification(_XLNetTaskModel, EncoderForTokenClassification, XLNetPreTrainedModel):
     """Per-token Linear(H, num_labels) (no dropout before it, as transformers' XLNet)."""
 
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
+        mems: list[torch.Tensor] | tuple[torch.Tensor, ...] | None = None,
+        perm_mask: torch.Tensor | None = None,
+        target_mapping: torch.Tensor | None = None,
+        input_mask: torch.Tensor | None = None,
+        use_mems: bool | None = None,
+        **kwargs,
+    ) -> XLNetForTokenClassificationOutput | tuple:
+        """As :meth:`EncoderHeadModel.forward`, plus XLNet's inputs (see :meth:`XLNetModel.forward`; inputs
+        (B, T)): named here so that Trainer keeps those dataset columns."""
+        return super().forward(
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, labels, output_attentions,
+            output_hidden_states, return_dict, past_key_values, mems=mems, perm_mask=perm_mask,
+            target_mapping=target_mapping, input_mask=input_mask, use_mems=use_mems, **kwargs,
+        )
+
 
 class XLNetForQuestionAnsweringSimple(_XLNetTaskModel, EncoderForQuestionAnswering, XLNetPreTrainedModel):
     """Start/end logits per token (transformers' XLNetForQuestionAnsweringSimple, the class its
     AutoModelForQuestionAnswering picks). The beam-search SQuAD 2.0 head is not provided."""
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        start_positions: torch.Tensor | None = None,
+        end_positions: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
+        mems: list[torch.Tensor] | tuple[torch.Tensor, ...] | None = None,
+        perm_mask: torch.Tensor | None = None,
+        target_mapping: torch.Tensor | None = None,
+        input_mask: torch.Tensor | None = None,
+        use_mems: bool | None = None,
+        **kwargs,
+    ) -> XLNetForQuestionAnsweringSimpleOutput | tuple:
+        """As :meth:`EncoderForQuestionAnswering.forward`, plus XLNet's inputs (see :meth:`XLNetModel.forward`; inputs
+        (B, T)): named here so that Trainer keeps those dataset columns."""
+        return super().forward(
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, start_positions, end_positions, output_attentions,
+            output_hidden_states, return_dict, past_key_values, mems=mems, perm_mask=perm_mask,
+            target_mapping=target_mapping, input_mask=input_mask, use_mems=use_mems, **kwargs,
+        )
 
 
 __all__ = [

@@ -12,8 +12,8 @@ from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoModelF
 
 import hf_variants
 from hf_variants.models.albert import AlbertConfig, AlbertForPreTraining
-from encoder_tester import ALL_CHECKS, EncoderTester, check_save_load
-from paths import EXAMPLES_DIR
+from tests.common.encoder_tester import ALL_CHECKS, EncoderTester, check_save_load
+from tests.common.paths import EXAMPLES_DIR
 
 HEADS = list(hf_variants.registry.SPECS["hfv_albert"].classes)
 CLASSES = {head: getattr(hf_variants, f"Albert{head}") for head in HEADS}

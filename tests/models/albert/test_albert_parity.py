@@ -10,8 +10,8 @@ from transformers import AutoModelForQuestionAnswering
 
 import hf_variants
 from hf_variants.models.albert.weights import config_to_theirs
-from inputs import make_inputs
-from parity import grads_as_model, assert_same_outputs, at_real_tokens
+from tests.common.inputs import make_inputs
+from tests.common.parity import grads_as_model, assert_same_outputs, at_real_tokens
 
 HEADS = list(hf_variants.registry.SPECS["hfv_albert"].classes)
 ATOL = 1e-5

@@ -6,7 +6,7 @@ import transformers
 
 import hf_variants
 from hf_variants import BertConfig
-from encoder_tester import ALL_CHECKS, EncoderTester, check_save_load
+from tests.common.encoder_tester import ALL_CHECKS, EncoderTester, check_save_load
 
 HEADS = list(hf_variants.registry.SPECS["hfv_bert"].classes)
 TESTER = EncoderTester(BertConfig, {head: getattr(hf_variants, f"Bert{head}") for head in HEADS})
@@ -146,3 +146,34 @@ def test_gradient_checkpointing_gives_the_same_gradients():
     model(**inputs).loss.backward()
     for name, p in model.named_parameters():
         torch.testing.assert_close(p.grad, plain[name], atol=1e-6, rtol=0, msg=name)
+
+
+def test_padding_free_switch_selects_the_path(tmp_path):
+    """``config.padding_free`` is the one switch of the speed plug-in (modules/fast_path.py): on
+    (the default) a CPU batch with padding runs packed, (N, H) per-token tensors; set to False
+    after AutoConfig.from_pretrained, every layer sees the padded (B, T, H) batch. CUDA runs plain."""
+    from hf_variants.modules.fast_path import fast_path_for
+
+    TESTER.model("Model").save_pretrained(tmp_path)
+    inputs = TESTER.inputs("Model", labels=False)
+    inputs["attention_mask"] = torch.ones_like(inputs["input_ids"])
+    inputs["attention_mask"][:, inputs["input_ids"].shape[1] // 2:] = 0  # half padding: worth packing
+    shapes = {}
+    for padding_free in (True, False):
+        config = transformers.AutoConfig.from_pretrained(tmp_path)
+        config.padding_free = padding_free
+        model = transformers.AutoModel.from_pretrained(tmp_path, config=config).eval()
+        seen = []
+        model.encoder.layers[0].ffn.register_forward_hook(lambda m, args, out, seen=seen: seen.append(tuple(out.shape)))
+        with torch.no_grad():
+            model(**inputs)
+        shapes[padding_free] = seen[0]
+    batch, length = inputs["input_ids"].shape
+    assert shapes[False] == (batch, length, TESTER.config().hidden_size)
+    assert shapes[True] == (int(inputs["attention_mask"].sum()), TESTER.config().hidden_size)
+    config = TESTER.config()
+    assert fast_path_for(config, torch.device("cpu"), False, False) is not None
+    assert fast_path_for(config, torch.device("cuda"), False, False) is None
+    assert fast_path_for(config, torch.device("cpu"), True, False) is None  # every layer's states asked for
+    config.padding_free = False
+    assert fast_path_for(config, torch.device("cpu"), False, False) is None

@@ -5,9 +5,9 @@ import torch
 import transformers
 
 import hf_variants
-from encoder_tester import TINY
-from inputs import make_inputs
-from parity import ATOL, assert_same_outputs, at_real_tokens, grads_as_model
+from tests.common.encoder_tester import TINY
+from tests.common.inputs import make_inputs
+from tests.common.parity import ATOL, assert_same_outputs, at_real_tokens, grads_as_model
 
 HEADS = list(hf_variants.registry.SPECS["hfv_bert"].classes)
 
@@ -23,22 +23,32 @@ def bert_inputs(head: str, padding: bool, segments: bool) -> dict:
     return make_inputs(TINY["vocab_size"], "right" if padding else "none", segments=segments, choices=2 if head == "ForMultipleChoice" else None)
 
 
+# Both paths of the speed plug-in (config.padding_free, hf_variants/modules/fast_path.py): the plain
+# PyTorch path, and the padding-free / last-layer-only path that runs on CPU by default.
+PATHS = {"plain": False, "fast": True}
+
+
+@pytest.mark.parametrize("path", list(PATHS))
 @pytest.mark.parametrize("impl", ["eager", "sdpa"])
 @pytest.mark.parametrize("head", HEADS)
 @pytest.mark.parametrize("padding,segments", [(False, False), (True, True), (True, False)])
-def test_parity_both_directions(head, impl, padding, segments):
+def test_parity_both_directions(head, impl, padding, segments, path):
     theirs = reference(head, impl)
     ours = hf_variants.from_transformers(theirs).eval()
     assert type(ours).__module__.startswith("hf_variants") and ours.config.model_type == "hfv_bert"
+    ours.config.padding_free = PATHS[path]
     back = hf_variants.to_transformers(ours).eval()
     assert type(back) is type(theirs)
     for key, value in theirs.state_dict().items():
         assert torch.equal(value, back.state_dict()[key]), key
     inputs = bert_inputs(head, padding, segments)
+    # Every layer's states are the plain path's to return (the fast path steps aside for them):
+    # the fast path is compared on the heads' outputs.
+    every_layer = {"output_hidden_states": True} if path == "plain" else {}
     with torch.no_grad():
-        expected = theirs(**inputs, output_hidden_states=True)
-        assert_same_outputs(expected, ours(**inputs, output_hidden_states=True), inputs["attention_mask"])
-        assert_same_outputs(expected, back(**inputs, output_hidden_states=True), inputs["attention_mask"])
+        expected = theirs(**inputs, **every_layer)
+        assert_same_outputs(expected, ours(**inputs, **every_layer), inputs["attention_mask"], at_least=1)
+        assert_same_outputs(expected, back(**inputs, **every_layer), inputs["attention_mask"], at_least=1)
 
 
 @pytest.mark.parametrize("head", ["Model", "ForMaskedLM", "ForTokenClassification", "ForSequenceClassification"])
@@ -57,10 +67,12 @@ def test_padding_free_path_matches_transformers(head):
         torch.testing.assert_close(got[key][keep], expected[key][keep], atol=ATOL, rtol=0)
 
 
+@pytest.mark.parametrize("path", list(PATHS))
 @pytest.mark.parametrize("head", ["ForMaskedLM", "ForSequenceClassification", "ForQuestionAnswering"])
-def test_gradients_match_transformers(head):
+def test_gradients_match_transformers(head, path):
     theirs = reference(head, "eager")
     ours = hf_variants.from_transformers(theirs).eval()
+    ours.config.padding_free = PATHS[path]
     inputs = bert_inputs(head, padding=True, segments=True)
     g = torch.Generator().manual_seed(2)
     if head == "ForMaskedLM":

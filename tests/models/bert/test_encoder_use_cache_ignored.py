@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from tiny_variants import tiny_config, tiny_inputs
+from tests.common.tiny_variants import tiny_config, tiny_inputs
 
 from hf_variants.modules.cache import output_cache
 from hf_variants.registry import SPECS

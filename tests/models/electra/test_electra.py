@@ -14,7 +14,7 @@ from transformers import AutoModelForMaskedLM, AutoModelForPreTraining
 import hf_variants
 from hf_variants import ElectraConfig, ElectraForPreTraining
 from hf_variants.models.electra.modeling_electra import gumbel_max_sample
-from encoder_tester import (ALL_CHECKS, TINY, EncoderTester, check_inputs_without_batch_dim, check_returned_states_in_graph,
+from tests.common.encoder_tester import (ALL_CHECKS, TINY, EncoderTester, check_inputs_without_batch_dim, check_returned_states_in_graph,
                             check_save_load)
 
 SPEC = hf_variants.registry.SPECS["hfv_electra"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 from tests.objectives.test_objectives_mlm import corruption_counts
-from austen_data import austen_examples, austen_tokenizer
+from tests.common.austen_data import austen_examples, austen_tokenizer
 
 import hf_variants
 from hf_variants.objectives import DataCollatorForReplacedTokenDetection

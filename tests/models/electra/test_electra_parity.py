@@ -8,9 +8,9 @@ import torch
 import transformers
 
 import hf_variants
-from encoder_tester import TINY
-from inputs import make_inputs
-from parity import ATOL, assert_same_outputs, at_real_tokens, grads_as_model
+from tests.common.encoder_tester import TINY
+from tests.common.inputs import make_inputs
+from tests.common.parity import ATOL, assert_same_outputs, at_real_tokens, grads_as_model
 
 FACTORIZED = {**TINY, "embedding_size": 16}  # E = 16 < H = 32: the E -> H projection exists
 # Our class name suffix -> transformers' class.

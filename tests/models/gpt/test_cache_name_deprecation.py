@@ -12,7 +12,7 @@ import warnings
 
 import pytest
 import torch
-from tiny_variants import tiny_config
+from tests.common.tiny_variants import tiny_config
 
 from hf_variants.modules.cache import CACHE_FIELD, output_cache
 from hf_variants.registry import SPECS

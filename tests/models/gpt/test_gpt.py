@@ -13,7 +13,7 @@ from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
 import hf_variants
 from hf_variants.models.gpt import GPTConfig, GPTForSequenceClassification, GPTLMHeadModel, GPTModel
 from hf_variants.models.gpt.modeling_gpt import last_token_positions
-from encoder_tester import ALL_CHECKS, TINY, EncoderTester, check_save_load
+from tests.common.encoder_tester import ALL_CHECKS, TINY, EncoderTester, check_save_load
 
 # Token ids of the tiny configs: 0 pads (the shared tester's padding id), 1 starts, 2 ends.
 IDS = dict(pad_token_id=0, bos_token_id=1, eos_token_id=2)

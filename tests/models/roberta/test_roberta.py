@@ -10,9 +10,10 @@ from transformers import AutoConfig, AutoModelForPreTraining
 from transformers.models.roberta.modeling_roberta import RobertaEmbeddings as TheirEmbeddings
 
 import hf_variants
+from hf_variants.models import papers
 from hf_variants.models.roberta import RobertaConfig, RobertaForPreTraining, RobertaModel
 from hf_variants.tokenization import TOKENIZER_KINDS, train_tokenizer
-from encoder_tester import ALL_CHECKS, TINY, EncoderTester, check_save_load
+from tests.common.encoder_tester import ALL_CHECKS, TINY, EncoderTester, check_save_load
 
 PAD = 1
 
@@ -208,7 +209,7 @@ def test_pretraining_is_mlm_without_nsp():
 def test_spec_declares_mlm_and_byte_level_bpe():
     spec = hf_variants.registry.SPECS["hfv_roberta"]
     assert spec.pretraining_objective == "mlm" and spec.tokenizer_kind == "bpe" and spec.tokenizer_kind in TOKENIZER_KINDS
-    assert spec.paper is hf_variants.models.papers.ROBERTA
+    assert spec.paper is papers.ROBERTA
 
 
 def test_byte_level_bpe_tokenizer_feeds_the_model_with_either_padding_side():

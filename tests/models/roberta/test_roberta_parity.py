@@ -13,9 +13,9 @@ from transformers.conversion_mapping import get_checkpoint_conversion_mapping
 import hf_variants
 from hf_variants.models.roberta.weights import KEY_MAP
 from hf_variants.registry import HEAD_AUTO_CLASSES
-from encoder_tester import TINY
-from inputs import as_choices, make_inputs
-from parity import ATOL, assert_same_outputs
+from tests.common.encoder_tester import TINY
+from tests.common.inputs import as_choices, make_inputs
+from tests.common.parity import ATOL, assert_same_outputs
 from tests.conversion.test_from_pretrained_transformers_checkpoints import assert_our_format
 
 PAD = 1

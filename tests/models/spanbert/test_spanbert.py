@@ -10,7 +10,7 @@ from transformers import AutoConfig, AutoModelForPreTraining
 
 import hf_variants
 from hf_variants.models.spanbert import SpanBertConfig, SpanBertForPreTraining
-from encoder_tester import ALL_CHECKS, EncoderTester, check_save_load
+from tests.common.encoder_tester import ALL_CHECKS, EncoderTester, check_save_load
 
 VOCAB, LENGTH = 99, 12
 

@@ -19,7 +19,7 @@ from hf_variants.models.t5 import (
 from hf_variants.objectives import DataCollatorForSpanCorruption
 from hf_variants.tokenization import SEQ2SEQ_TOKENIZER_KINDS
 
-from encoder_tester import ALL_CHECKS, EncoderTester, check_save_load
+from tests.common.encoder_tester import ALL_CHECKS, EncoderTester, check_save_load
 
 EOS = 1
 HEADS = list(SPEC.classes)

@@ -18,7 +18,7 @@ from safetensors.torch import load_file, save_file
 import hf_variants
 from hf_variants.models.t5 import T5Config, T5ForConditionalGeneration
 from hf_variants.models.t5.modeling_t5 import relative_position_bucket
-from parity import assert_same_seq2seq_attentions
+from tests.common.parity import assert_same_seq2seq_attentions
 
 TOL = 1e-5
 HEADS = ("Model", "ForConditionalGeneration", "EncoderModel", "ForSequenceClassification", "ForTokenClassification",

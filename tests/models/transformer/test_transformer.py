@@ -24,7 +24,7 @@ from hf_variants.models.transformer import (
     noam_training_arguments,
 )
 from hf_variants.modules.embeddings import sinusoidal_table
-from parity import assert_same_seq2seq_attentions
+from tests.common.parity import assert_same_seq2seq_attentions
 
 PAD, START, EOS = 0, 1, 2
 TINY = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, decoder_layers=2, num_attention_heads=4,

@@ -13,7 +13,7 @@ from PIL import Image
 from transformers import AutoImageProcessor, AutoModelForImageClassification, ViTImageProcessor, pipeline
 
 import hf_variants
-from encoder_tester import EncoderTester, check_backends_agree, check_gradient_flow, check_loss, check_save_load
+from tests.common.encoder_tester import EncoderTester, check_backends_agree, check_gradient_flow, check_loss, check_save_load
 from hf_variants import ViTConfig
 
 HEADS = list(hf_variants.registry.SPECS["hfv_vit"].classes)

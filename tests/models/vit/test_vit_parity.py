@@ -8,7 +8,7 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 import hf_variants
-from parity import ATOL, grads_as_model
+from tests.common.parity import ATOL, grads_as_model
 
 HEADS = ["Model", "ForImageClassification", "ForMaskedImageModeling"]
 TINY_VIT = dict(

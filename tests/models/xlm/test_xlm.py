@@ -10,7 +10,7 @@ import torch
 import transformers
 
 import hf_variants
-from encoder_tester import ALL_CHECKS, EncoderTester, check_save_load
+from tests.common.encoder_tester import ALL_CHECKS, EncoderTester, check_save_load
 from hf_variants import XLMConfig
 
 N_LANGS = 3
@@ -210,7 +210,7 @@ def test_tlm_collator_batches_train_our_model(tmp_path):
     """DataCollatorForTranslationLM's batches (restarting positions, per-half langs, masks in
     both halves) run through XLMWithLMHeadModel with a loss, and Trainer keeps the columns."""
     from tests.objectives.test_objectives_plm import train_two_steps
-    from austen_data import austen_tokenizer
+    from tests.common.austen_data import austen_tokenizer
     from tests.objectives.test_objectives_tlm import LANG2ID, sentence_pairs
 
     from hf_variants.objectives import DataCollatorForTranslationLM, tlm_dataset

@@ -8,8 +8,8 @@ import torch
 import transformers
 
 import hf_variants
-from inputs import as_choices, make_inputs
-from parity import ATOL, grads_as_model
+from tests.common.inputs import as_choices, make_inputs
+from tests.common.parity import ATOL, grads_as_model
 
 # Our head name -> transformers' class name.
 THEIR_CLASSES = {

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import hf_variants
-from encoder_tester import ALL_CHECKS, EncoderTester, check_save_load
+from tests.common.encoder_tester import ALL_CHECKS, EncoderTester, check_save_load
 from hf_variants import XLNetConfig
 from hf_variants.objectives import DataCollatorForPermutationLM
 
@@ -127,7 +127,7 @@ def test_memory_holds_no_gradient_and_respects_mem_len():
 
 
 def test_plm_collator_batch_trains_the_lm_head():
-    from austen_data import austen_tokenizer
+    from tests.common.austen_data import austen_tokenizer
 
     tokenizer = austen_tokenizer()
     collator = DataCollatorForPermutationLM(tokenizer, plm_probability=0.3, perm_size=6, seed=0)

@@ -1,5 +1,6 @@
 """Numerical parity with transformers' XLNet (eager, its only kernel): every head, both conversion
-directions, our eager and SDPA kernels, right and left padding, with and without ``mems``,
+directions, our eager and SDPA kernels, right and left padding (right-padded summary heads: against
+transformers on the same rows left-padded, see SUMMARY_HEADS), with and without ``mems``,
 ``perm_mask``, ``target_mapping`` and segment ids, plus ``bi_data``, ``clamp_len``, causal
 ``attn_type="uni"`` with ``same_length``, and ``reuse_len`` (fp32, max abs diff <= 1e-5)."""
 
@@ -8,7 +9,7 @@ import torch
 import transformers
 
 import hf_variants
-from inputs import make_inputs
+from tests.common.inputs import make_inputs
 
 ATOL = 1e-5
 THEIR_CLASSES = {
@@ -59,11 +60,28 @@ def for_head(head: str, inputs: dict) -> dict:
     return inputs
 
 
-def compare(expected, got) -> int:
+# Heads that read the summary token (<cls>, the last real token): on right-padded rows transformers'
+# XLNet reads position T-1, a padding token, so their logits are compared with transformers' on the
+# same rows padded on the left (where T-1 is each row's <cls>), as XLNet's tokenizer pads.
+SUMMARY_HEADS = ("ForSequenceClassification", "ForMultipleChoice")
+
+
+def to_left_padding(inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Right-padded rows (..., T) with each row's padding moved to the front (rolled by its count)."""
+    mask = inputs["attention_mask"]
+    shifts = (mask.reshape(-1, mask.shape[-1]) == 0).sum(-1).tolist()
+    moved = {}
+    for key, value in inputs.items():
+        rows = value.reshape(-1, value.shape[-1])
+        moved[key] = torch.stack([row.roll(shift) for row, shift in zip(rows, shifts, strict=True)]).view_as(value)
+    return moved
+
+
+def compare(expected, got, skip: tuple[str, ...] = ()) -> int:
     """Every tensor output (mems and hidden states of every layer and stream included) equals ours."""
     compared = 0
     for key, value in expected.items():
-        if key == "attentions" or value is None:
+        if key == "attentions" or key in skip or value is None:
             continue
         pairs = zip(value, got[key], strict=True) if isinstance(value, tuple) else [(value, got[key])]
         for theirs, ours in pairs:
@@ -88,10 +106,16 @@ def test_every_head_both_directions_both_kernels(head):
     assert type(back).__name__ == THEIR_CLASSES[head]
     for padding in ("none", "right", "left"):
         inputs = for_head(head, xlnet_inputs(padding))
+        reads_summary = head in SUMMARY_HEADS and padding == "right"
         with torch.no_grad():
             expected = theirs(**inputs, output_hidden_states=True)
+            their_summary_logits = theirs(**to_left_padding(inputs)).logits if reads_summary else None
             for model in (*ours.values(), back):
-                compare(expected, model(**inputs, output_hidden_states=True))
+                got = model(**inputs, output_hidden_states=True)
+                ours_reads_cls = reads_summary and model is not back  # back is transformers' class: it reads T-1
+                compare(expected, got, skip=("logits",) if ours_reads_cls else ())
+                if ours_reads_cls:
+                    torch.testing.assert_close(got.logits, their_summary_logits, atol=ATOL, rtol=0)
 
 
 @pytest.mark.parametrize("implementation", ["eager", "sdpa"])
@@ -177,7 +201,9 @@ def test_from_pretrained_of_a_transformers_folder(head, tmp_path):
     our_class = hf_variants.registry.SPECS["hfv_xlnet"].classes[head]
     ours = our_class.from_pretrained(tmp_path).eval()
     assert type(ours) is our_class
-    inputs = {**xlnet_inputs("right"), **(permutation_inputs() if head != "ForSequenceClassification" else {})}
+    # The classifier reads <cls> last: left padding, as XLNet's tokenizer (see SUMMARY_HEADS).
+    inputs = {**xlnet_inputs("left" if head == "ForSequenceClassification" else "right"),
+              **(permutation_inputs() if head != "ForSequenceClassification" else {})}
     with torch.no_grad():
         compare(theirs(**inputs), ours(**inputs))
 

@@ -10,7 +10,7 @@ eager/SDPA, ...). Which values of each choice field a variant accepts is *probed
 draws stay valid without a per-variant table. Inputs follow the model's ``main_input_name``:
 token ids with a random padding mask, or pixel values; labels follow the forward's argument names
 and the shape of the unlabelled output (see :func:`make_labels`). What is drawn lives in
-benchmarks/fuzz_cases.py; this file holds the properties and the drivers.
+tests/reliability/fuzz/fuzz_cases.py; this file holds the properties and the drivers.
 
 Properties (each a function of (spec, head, drawn config, drawn inputs)):
 
@@ -23,7 +23,7 @@ Properties (each a function of (spec, head, drawn config, drawn inputs)):
 
 Run the nightly size (>= 1,000 cases per variant) with::
 
-    PYTHONPATH=. python benchmarks/fuzz_variants.py --cases-per-variant 1000 --max-minutes 60
+    python -m tests.reliability.fuzz.fuzz_variants --cases-per-variant 1000 --max-minutes 60
 
 The CI sample is tests/reliability/test_fuzz_variants.py (a few cases per variant, head and property).
 """
@@ -44,12 +44,20 @@ from pathlib import Path
 import torch
 from hypothesis import HealthCheck, Phase, assume, given, settings, strategies as st
 
-from fuzz_cases import (POSITION_LABELS, SHARED_FIELDS, SOURCE_TOKEN_INPUTS, accepted_choices, base_fields,  # noqa: F401
+from tests.reliability.fuzz.fuzz_cases import (POSITION_LABELS, SHARED_FIELDS, SOURCE_TOKEN_INPUTS, accepted_choices, base_fields,  # noqa: F401
                         accepts_padding, accepts_padding_model, build, constructor_kwargs, input_shapes, is_text,
                         longest_input, make_config, make_inputs, make_labels, valid_fields)
 from hf_variants.registry import SPECS, VariantSpec
 
 NEGATIVE_MEANS_OFF = ("clamp_len",)
+# What a property must know of a variant that follows its transformers counterpart (parity), by model_type.
+# Summary types that read padding positions too: "last" is position T-1 everywhere but XLNet, whose
+# "last" reads each row's last real token (its <cls>, wherever the batch pads); XLNet's "mean", as
+# transformers', averages all T positions, padding included.
+SUMMARY_READS_PADDING: dict[str, tuple[str, ...]] = {"hfv_xlnet": ("mean",)}
+# token_type_ids that only say whether two tokens share a segment (XLNet's relative segment
+# encoding, no table): any integers are valid, so "out of range" is no invalid input.
+RELATIVE_SEGMENTS = frozenset({"hfv_xlnet"})
 PROPERTIES = ("valid_run", "padding_invariance", "batch_invariance", "determinism", "invalid_config", "invalid_input")
 TOLERANCE = 1e-5
 
@@ -215,10 +223,10 @@ def prop_padding_invariance(spec, head, fields, shape) -> str | None:
     for name in base:
         if name in per_token:  # real positions only
             comparison = Comparison(name, padded, inputs, lambda out: out[first_positions], lambda out: out, mask)
-        elif (config.summary_type in getattr(model, "summary_reads_padding", ("last",))
+        elif (config.summary_type in SUMMARY_READS_PADDING.get(spec.model_type, ("last",))
               or (config.summary_type == "first" and not bool(mask[..., 0].all()))):
             # "last" reads position T-1, which extra padding moves by definition (XLNet's "mean",
-            # as transformers', averages the padding too: its model says so); "first" on a
+            # as transformers', averages the padding too); "first" on a
             # left-padded row reads a padding token, whose state no real token defines (causal
             # attention leaves it no visible key at all).
             continue
@@ -396,12 +404,12 @@ def invalid_input_mutations(spec: VariantSpec, head: str, model, inputs: dict, l
         # Without a segment table, token_type_ids must be refused by name where the forward would
         # take them (a named argument or **kwargs); a forward without either already refuses them
         # (Python's TypeError names the argument, as transformers' T5 classifier does). XLNet's
-        # relative segments take any integers (its model declares relative_segments).
+        # relative segments take any integers (RELATIVE_SEGMENTS).
         takes = "token_type_ids" in inspect.signature(model.forward).parameters or any(
             p.kind is p.VAR_KEYWORD for p in inspect.signature(model.forward).parameters.values())
         cases = [case for case in cases
                  if case[0] != "token_type_ids out of range" or (config.type_vocab_size == 0 and takes)]
-    if getattr(model, "relative_segments", False):
+    if spec.model_type in RELATIVE_SEGMENTS:
         cases = [case for case in cases if case[0] != "token_type_ids out of range"]
     return cases
 

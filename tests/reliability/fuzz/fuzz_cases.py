@@ -1,4 +1,4 @@
-"""What the property fuzzer (benchmarks/fuzz_variants.py) draws, for any registered variant and head:
+"""What the property fuzzer (tests/reliability/fuzz/fuzz_variants.py) draws, for any registered variant and head:
 random valid tiny configs (the variant's ``*-mini`` config with the shared architecture fields
 drawn, keeping the values its ``check_architecture`` accepts), inputs that follow the model's
 ``main_input_name`` (token ids with random padding, decoder inputs for encoder-decoders, choice
@@ -251,7 +251,7 @@ def make_inputs(spec: VariantSpec, head: str, model, shape: dict) -> dict[str, t
         size = config.image_size
         return {"pixel_values": torch.randn(shape["batch"], config.num_channels, size, size, generator=generator)}
     if main_input != "input_ids":
-        raise NotImplementedError(f"no input generator for main input {main_input!r}; add one to benchmarks/fuzz_variants.py")
+        raise NotImplementedError(f"no input generator for main input {main_input!r}; add one to tests/reliability/fuzz/fuzz_variants.py")
     batch, length = shape["batch"], shape["length"]
     position = torch.arange(length)[None, :]
     real_lengths = torch.tensor(shape["lengths"] if accepts_padding(spec, head) else [length] * batch)[:, None]

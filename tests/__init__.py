@@ -1,0 +1,1 @@
+"""The test suite; it mirrors the package (tests/models/<variant>, tests/modules, ...)."""

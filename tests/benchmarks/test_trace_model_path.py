@@ -1,0 +1,50 @@
+"""benchmarks/trace_model_path.py: the package code one forward runs (issue 46's measurement)."""
+
+import pytest
+
+from benchmarks import trace_model_path  # benchmarks/ is on pytest's pythonpath
+
+
+def test_function_spans_count_a_nested_function_once(tmp_path):
+    source = tmp_path / "example.py"
+    source.write_text(
+        "def outer(x):\n"  # 1
+        "    def inner(y):\n"  # 2
+        "        return y\n"  # 3
+        "    return [inner(v) for v in x]\n"  # 4
+        "\n"
+        "@staticmethod\n"  # 6
+        "def decorated():\n"  # 7
+        "    return 1\n"  # 8
+    )
+    path = str(source)
+    assert trace_model_path.enclosing_span(path, 2) == (2, 3)  # inner's own span
+    assert trace_model_path.enclosing_span(path, 4) == (1, 4)  # the comprehension belongs to outer
+    assert trace_model_path.enclosing_span(path, 6) == (6, 8)  # co_firstlineno is the decorator's line
+    assert trace_model_path.enclosing_span(path, 5) is None
+
+
+def test_settings_are_checked():
+    assert trace_model_path.parse_setting("padding_free=False") == ("padding_free", False)
+    assert trace_model_path.parse_setting("attn_implementation='eager'") == ("attn_implementation", "eager")
+    with pytest.raises(ValueError, match="name=value"):
+        trace_model_path.parse_setting("padding_free")
+    with pytest.raises(ValueError, match="not a Python literal"):
+        trace_model_path.parse_setting("padding_free=nope")
+    case = next(c for c in trace_model_path.CASES if c.class_name == "BertForMaskedLM")
+    with pytest.raises(ValueError, match="no attribute 'no_such_switch'"):
+        trace_model_path.trace_case(case, {"no_such_switch": True})
+
+
+def test_one_forward_is_traced_and_the_plain_path_runs_no_more_code():
+    case = next(c for c in trace_model_path.CASES if c.class_name == "BertForPreTraining")
+    default = trace_model_path.trace_case(case, {})
+    plain = trace_model_path.trace_case(case, {"padding_free": False})
+    for summary in (default, plain):
+        files = {trace_model_path.relative(path) for path in summary["files"]}
+        assert "hf_variants/models/bert/modeling_bert.py" in files and summary["own_file"]
+        assert 0 < summary["body_lines"] < summary["file_lines"]
+        assert summary["functions"] >= len(files)
+    assert plain["body_lines"] <= default["body_lines"]
+    table = trace_model_path.table([(case, default)])
+    assert f"| BertForPreTraining (bert-mini) | {len(default['files'])} |" in table
