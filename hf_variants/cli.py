@@ -1,7 +1,7 @@
 """The `hf-variants` command line: model cards, remote-code export and pushes to the Hub.
 
     hf-variants card OUTPUT_DIR               (re)build README.md + training_curves.png from a run's files
-    hf-variants export-code OUTPUT_DIR        write the self-contained hfv_*.py files + auto_map
+    hf-variants export-code OUTPUT_DIR        write configuration_<v>.py + modeling_<v>.py + auto_map
     hf-variants push OUTPUT_DIR ORG/NAME      upload weights, config, code, tokenizer and card in one commit
 
 The research application (the zoo, the replication study, the evaluation harness) is not part of

@@ -19,7 +19,7 @@ Per variant (``--variants``; default every registered ``hf_variants.registry.SPE
    held-out loss / perplexity of their script's own evaluation, before training (the twin: same
    config, same init seed) and after; the results JSON says which tasks were not run and why;
 3. ``<output_dir>/<name>/hub`` gets the weights (safetensors), config, tokenizer (or image
-   processor), the ``hfv_*.py`` remote code with its ``auto_map`` and a model card whose
+   processor), the ``configuration_<v>.py`` + ``modeling_<v>.py`` remote code with its ``auto_map`` and a model card whose
    model-index holds the measured numbers (ready for ``hf-variants push``);
 4. ``<results_dir>/<name>.json`` gets the measured numbers, and ``<results_dir>/README.md`` a table
    rebuilt from every results JSON there.

@@ -21,6 +21,7 @@ checkpoint path is refused with a ValueError that says what is missing.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -28,10 +29,11 @@ import re
 import shutil
 import struct
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .atomic import publish, remove_leftover_staging, replace_atomically, staging_path, write_text_atomically
+from .remote_code import GENERATED_MARKER, is_generated_code_file
 
 logger = logging.getLogger(__name__)
 
@@ -42,14 +44,32 @@ WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "adapter_mo
 TORCH_SAVE_SUFFIXES = (".pt", ".pth", ".bin")  # torch.save files: zip archives since torch 1.6
 STAGING_TAG = "trainer"  # all processes of a run write into the same staging folder
 # Files a new save_pretrained makes obsolete when it does not write them itself: weights of an
-# older save (single file, shards, shard index; any `variant`) and the generated remote code.
-STALE_SAVE_FILE = re.compile(r"^(model(\.[\w-]+)?(-\d{5}-of-\d{5})?\.safetensors(\.index\.json)?|hfv_\w+\.py)$")
+# older save (single file, shards, shard index; any `variant`) and the generated remote code
+# (`configuration_<v>.py` / `modeling_<v>.py`, or the per-module `hfv_*.py` of older exports).
+STALE_WEIGHTS_FILE = re.compile(r"^model(\.[\w-]+)?(-\d{5}-of-\d{5})?\.safetensors(\.index\.json)?$")
 
 
-def is_stale_save_file(name: str) -> bool:
+def is_stale_save_file(name: str, folder: str | os.PathLike | None = None) -> bool:
     """Whether a file left in a folder by an earlier save is replaced by a new ``save_pretrained``
-    (``RemoteCodeMixin``'s and Trainer's saves drop it when the new save does not write it)."""
-    return STALE_SAVE_FILE.match(name) is not None
+    (``RemoteCodeMixin``'s and Trainer's saves drop it when the new save does not write it). With
+    ``folder``, a code file counts only when it is generated code (its first line says so): a
+    hand-written ``modeling_x.py`` beside the weights is kept."""
+    if STALE_WEIGHTS_FILE.match(name):
+        return True
+    if not is_generated_code_file(name):
+        return False
+    if folder is None:
+        return True
+    try:
+        with open(Path(folder) / name, encoding="utf-8") as f:
+            return f.readline().startswith(GENERATED_MARKER)
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def stale_in(folder: str | os.PathLike) -> Callable[[str], bool]:
+    """:func:`is_stale_save_file` for the files of ``folder`` (the ``stale`` of a staged save)."""
+    return functools.partial(is_stale_save_file, folder=folder)
 
 
 def safetensors_problem(path: str | os.PathLike) -> str | None:
@@ -261,7 +281,7 @@ class AtomicCheckpointsMixin:
         if self._checkpoint_staging is not None:  # inside a checkpoint: already staged
             return super().save_model(output_dir, _internal_call)
         target = Path(os.path.realpath(output_dir or self.args.output_dir))
-        with self._staged_for_every_process(target, stale=is_stale_save_file) as staging:
+        with self._staged_for_every_process(target, stale=stale_in(target)) as staging:
             super().save_model(str(staging), _internal_call)
 
     def save_metrics(self, split: str, metrics: dict, combined: bool = True) -> None:

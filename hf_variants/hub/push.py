@@ -1,7 +1,7 @@
 """Publishing a run's output directory to the Hub in one commit (`hf-variants push`).
 
 What goes up: safetensors weights (+ shard index), config.json with the remote-code `auto_map`,
-the generated `hfv_*.py` code, tokenizer/processor files, the model card and its plot, and the
+the generated `configuration_<v>.py` + `modeling_<v>.py` code, tokenizer/processor files, the model card and its plot, and the
 JSON run records. Pickles are never uploaded: pickled weights (`pytorch_model.bin`, `*.pt`, ...)
 make the push fail before any request; Trainer's own pickles (training_args.bin, optimizer.pt, ...)
 and sub-directories (checkpoint-*, runs/) are skipped and reported.
@@ -24,7 +24,7 @@ from pathlib import Path
 from huggingface_hub import CommitOperationAdd, HfApi
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
-from .remote_code import export_remote_code
+from .remote_code import export_remote_code, is_generated_code_file
 from .run_record import CARD_FILE, rebuild_model_card
 
 try:  # huggingface_hub >= 2 ships its own httpx fork
@@ -43,7 +43,7 @@ UPLOAD_FILES = frozenset({
     "trainer_state.json", "all_results.json", "eval_results.json", "train_results.json",
     "training_args.json", "hfv_run.json",
 })
-UPLOAD_PATTERNS = ("*.safetensors", "*.model", "hfv_*.py")  # weights, SentencePiece models, remote code
+UPLOAD_PATTERNS = ("*.safetensors", "*.model")  # weights, SentencePiece models
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".joblib")
 # Pickles Trainer writes next to the model: training state, never weights. Skipped, not refused.
 TRAINER_PICKLES = frozenset({"training_args.bin", "optimizer.pt", "scheduler.pt", "scaler.pt", "rng_state.pth"})
@@ -82,6 +82,8 @@ def select_files(output_dir: Path) -> tuple[list[str], dict[str, str]]:
         elif name.endswith(PICKLE_SUFFIXES):
             refused.append(name)
         elif name in UPLOAD_FILES or any(fnmatch.fnmatch(name, p) for p in UPLOAD_PATTERNS):
+            upload.append(name)
+        elif is_generated_code_file(name):  # regenerated into staging from the installed sources
             upload.append(name)
         else:
             skipped[name] = "not a weights, config, tokenizer, card or run-record file"
@@ -133,7 +135,8 @@ def push_model_dir(
         export_remote_code(staging)  # code from the installed sources + auto_map, whatever the dir holds
         if CARD_FILE not in upload:
             rebuild_model_card(output_dir, destination=staging, repo_id=repo_id)
-        sources = {name: output_dir / name for name in upload if not fnmatch.fnmatch(name, "hfv_*.py")}
+        # The code comes from staging only: an older export's files (other names) are not uploaded.
+        sources = {name: output_dir / name for name in upload if not is_generated_code_file(name)}
         sources.update({path.name: path for path in staging.iterdir()})
         operations = [CommitOperationAdd(path_in_repo=name, path_or_fileobj=str(path))
                       for name, path in sorted(sources.items())]

@@ -12,9 +12,9 @@ Pick the one matching the backbone: :class:`VariantConfig` for encoders,
 :class:`VariantDecoderConfig` for decoder-only models, :class:`VariantEncoderDecoderConfig` for
 encoder-decoders.
 
-The remote-code export copies this module next to a checkpoint's weights (as
-``hfv_models_configuration_base.py``), so it imports only the blocks at import time and loads the
-conversion code by name; in such a copy (module name not under ``hf_variants.``) the hook steps aside.
+The remote-code export inlines this module into a checkpoint's ``configuration_<v>.py``, so it
+imports only the blocks at import time and loads the conversion code by name (which the export,
+following imports, leaves out); in such a copy (module name not under ``hf_variants.``) the hook steps aside.
 """
 
 from __future__ import annotations

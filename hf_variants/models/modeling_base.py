@@ -26,10 +26,10 @@ Saving (every ``save_pretrained``, hence ``model.push_to_hub``, Trainer's saves 
   so a saved or pushed checkpoint loads with ``trust_remote_code=True`` where hf-variants is not
   installed.
 
-The remote-code export copies this module too (as ``hfv_models_modeling_base.py``): it imports only
-the blocks at import time and loads the conversion, checking and publishing code by name when a
-model is loaded or saved. In such a copy (module name not under ``hf_variants.``) both hooks step
-aside, so re-saving a model loaded with ``trust_remote_code=True`` falls back to transformers' own
+The remote-code export inlines this module into the checkpoint's ``modeling_<v>.py``: it imports
+only the blocks at import time and loads the conversion, checking and publishing code by name when
+a model is loaded or saved (so the export, which follows imports, leaves that code out). In such a
+copy (module name not under ``hf_variants.``) both hooks step aside, so re-saving a model loaded with ``trust_remote_code=True`` falls back to transformers' own
 custom-code saving.
 """
 
@@ -86,12 +86,12 @@ class RemoteCodeMixin:
         if kwargs.get("push_to_hub"):  # transformers names the repo after the folder it writes
             kwargs.setdefault("repo_id", os.path.basename(os.path.normpath(os.fspath(save_directory))))
         atomic = importlib.import_module("hf_variants.hub.atomic")
-        is_stale_save_file = importlib.import_module("hf_variants.hub.checkpoints").is_stale_save_file
+        stale_in = importlib.import_module("hf_variants.hub.checkpoints").stale_in
         export_remote_code = importlib.import_module("hf_variants.hub.remote_code").export_remote_code
         # A variant defined outside the package (a user's own experiment) has no package source to
         # copy: it saves without remote code.
         defined_in_package = type(self).__module__.startswith("hf_variants.")
-        with atomic.staged_directory(save_directory, stale=is_stale_save_file) as staging:
+        with atomic.staged_directory(save_directory, stale=stale_in(save_directory)) as staging:
             result = super().save_pretrained(staging, *args, **kwargs)
             if defined_in_package:
                 export_remote_code(staging)
