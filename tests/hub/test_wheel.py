@@ -141,6 +141,12 @@ def test_every_cli_subcommand_runs_from_the_installed_wheel(installed, hub, tmp_
                                     vocab_size=99, num_labels=3)
     run_dir = tmp_path / "run"
     hf_variants.BertForSequenceClassification(config).save_pretrained(run_dir)
+    # save_pretrained writes the remote code itself: take it out, so export-code has work to do.
+    for name in ("configuration_bert.py", "modeling_bert.py"):
+        (run_dir / name).unlink()
+    saved = json.loads((run_dir / "config.json").read_text())
+    del saved["auto_map"]
+    (run_dir / "config.json").write_text(json.dumps(saved))
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [chr(c) for c in range(97, 123)]) + "\n")
     transformers.BertTokenizerFast(vocab_file=str(vocab)).save_pretrained(run_dir)
@@ -161,8 +167,8 @@ def test_every_cli_subcommand_runs_from_the_installed_wheel(installed, hub, tmp_
 
     out = run([command, "export-code", str(run_dir)], cwd=elsewhere, env=env).stdout
     saved = json.loads((run_dir / "config.json").read_text())
-    assert "hfv_models_bert_modeling_bert.py" in out and saved["auto_map"]["AutoConfig"].startswith("hfv_")
-    assert (run_dir / "hfv_models_bert_modeling_bert.py").is_file()
+    assert "modeling_bert.py" in out and saved["auto_map"]["AutoConfig"] == "configuration_bert.BertConfig"
+    assert (run_dir / "modeling_bert.py").is_file() and (run_dir / "configuration_bert.py").is_file()
 
     hub_env = {k: v for k, v in hub.env(tmp_path / "hf-home").items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")}
     out = run([command, "push", str(run_dir), "org/from-wheel", "--message", "from the wheel"], cwd=elsewhere,
@@ -170,7 +176,7 @@ def test_every_cli_subcommand_runs_from_the_installed_wheel(installed, hub, tmp_
     assert "org/from-wheel" in out
     pushed = hub.store.commit(hub.store.resolve("models", "org/from-wheel", "main"))
     assert pushed["title"] == "from the wheel"
-    assert {"model.safetensors", "config.json", "README.md", "hfv_models_bert_modeling_bert.py"} <= set(pushed["tree"])
+    assert {"model.safetensors", "config.json", "README.md", "modeling_bert.py"} <= set(pushed["tree"])
     # A bad repo id is the CLI's clear error (exit status 1), not a traceback.
     refused = subprocess.run([command, "push", str(run_dir), "not a repo"], cwd=elsewhere, env=hub_env,
                              capture_output=True, text=True, timeout=300)
