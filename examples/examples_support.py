@@ -1,5 +1,7 @@
-"""What the fine-tuning scripts in ``examples/`` share: argument dataclasses, data and model
-loading, label mapping and checks (labels_support), checkpoint resumption and the end-of-run outputs.
+"""What the scripts in ``examples/`` share that is script glue: argument dataclasses, data and model
+loading, checkpoint resumption, the seq2seq and image runs two scripts each share, and the
+end-of-run outputs. The library logic they use (labels, peft adapters, truncation reports, image
+and seq2seq inputs, callbacks) lives in ``hf_variants.training``.
 
 The scripts mirror transformers' own examples (same argument names, same output files:
 ``all_results.json``, ``train_results.json``, ``eval_results.json``, ``trainer_state.json``, a
@@ -20,31 +22,34 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
 import datasets
-import huggingface_hub
 import transformers
-from transformers import AutoConfig, AutoTokenizer, HfArgumentParser, PreTrainedModel, Trainer, TrainingArguments, set_seed
+from transformers import (AutoConfig, AutoModelForSeq2SeqLM, AutoTokenizer, DataCollatorForSeq2Seq, HfArgumentParser,
+                          PreTrainedModel, Seq2SeqTrainingArguments, Trainer, TrainingArguments, set_seed)
 
-from hf_variants.hub.atomic import write_text_atomically
-from hf_variants.models.named_configs import is_named_config, named_config_path
 from hf_variants.conversion import load_pretrained
 from hf_variants.data import check_columns, load_named_dataset
 from hf_variants.data.data_files import LOADERS as DATA_FILE_LOADERS
-from hf_variants.data.data_files import check_image_column, check_text_columns, describe_rows, keep_row_origin, load_data_file
+from hf_variants.data.data_files import check_image_column, check_text_columns, keep_row_origin, load_data_file
 from hf_variants.hub import DatasetInfo, write_model_card
+from hf_variants.hub.atomic import save_atomically, write_text_atomically
 from hf_variants.hub.checkpoints import last_complete_checkpoint, resolve_checkpoint
-from hf_variants.hub.trainer import CheckpointSafeTrainer, check_optimizer_arguments, trainer_argument_defaults
-
-# The label helpers live in labels_support (beside this file, as the scripts import it); the
-# scripts reach them through this module.
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from labels_support import encode_labels, label_feature, label_ids_for, label_names, regression_targets  # noqa: E402,F401
-from pretraining_support import TimeBudget  # noqa: E402  (run_pretraining's wall-clock budget, shared)
+from hf_variants.hub.trainer import (CheckpointSafeSeq2SeqTrainer, CheckpointSafeTrainer, check_optimizer_arguments,
+                                     trainer_argument_defaults)
+from hf_variants.models.named_configs import is_named_config, named_config, named_config_path
+from hf_variants.registry import spec_for
+from hf_variants.tokenization import SEQ2SEQ_TOKENIZER_KINDS, TOKENIZER_KINDS, train_tokenizer
+from hf_variants.training.callbacks import TimeBudget
+from hf_variants.training.images import load_image_processor
+from hf_variants.training.fine_tuning import DATA_CAVEATS, card_scores, check_model_fits, push_if_asked, with_peft_adapter
+from hf_variants.training.labels import label_ids_for
+from hf_variants.training.seq2seq import IGNORE_INDEX, check_pairs, decode, generation_metrics, tokenize_pairs
 
 logger = logging.getLogger("hf_variants.examples")
 
@@ -281,13 +286,12 @@ def require_columns(
         check_image_column(dataset, column, purpose)
 
 
-def example_ids(dataset: datasets.Dataset, rows: Sequence[int]) -> list[str]:
-    """How to name rows in an error: file and line for local files, else the row index; plus the
-    ``id`` column when there is one."""
-    return describe_rows(dataset, rows)
-
-
 # -------------------------------------------------------------------------------------- model
+
+
+def hub_options_of(model_args: ModelArguments) -> dict:
+    """The Hub download options of the model arguments (cache folder, revision, token)."""
+    return {"cache_dir": model_args.cache_dir, "revision": model_args.model_revision, "token": model_args.token}
 
 
 def load_tokenizer(model_args: ModelArguments) -> transformers.PreTrainedTokenizerBase:
@@ -324,7 +328,7 @@ def load_model(
     """
     name = model_args.model_name_or_path
     config_source = model_args.config_name or name
-    hub_options = {"cache_dir": model_args.cache_dir, "revision": model_args.model_revision, "token": model_args.token}
+    hub_options = hub_options_of(model_args)
     if is_named_config(config_source):
         config = AutoConfig.from_pretrained(str(named_config_path(config_source)))
     else:
@@ -348,86 +352,10 @@ def load_model(
         if not config.model_type.startswith("hfv_"):
             logger.info("Converted the transformers %r checkpoint %s to hf_variants.%s", config.model_type, name, type(model).__name__)
     check_model_fits(model, tokenizer, max_seq_length)
-    return with_peft_adapter(model, model_args, auto_class)
-
-
-# Auto class -> peft task type (the head stays trainable: peft keeps its classifier in modules_to_save).
-PEFT_TASK_TYPES = {
-    "AutoModelForSequenceClassification": "SEQ_CLS",
-    "AutoModelForTokenClassification": "TOKEN_CLS",
-    "AutoModelForQuestionAnswering": "QUESTION_ANS",
-    "AutoModelForCausalLM": "CAUSAL_LM",
-    "AutoModelForSeq2SeqLM": "SEQ_2_SEQ_LM",
-}
-
-
-def with_peft_adapter(model: PreTrainedModel, model_args: ModelArguments, auto_class: type):
-    """``model`` wrapped by peft when ``--peft_method`` is given (the rest of it frozen), else ``model``."""
-    method = model_args.peft_method
-    if method is None:
-        return model
-    import peft
-
-    task_type = PEFT_TASK_TYPES.get(auto_class.__name__)
-    lora_targets = None  # None: peft reads the variant's registered defaults
-    if model_args.lora_target_modules is not None:
-        if method != "lora":
-            raise ValueError(f"--lora_target_modules applies to --peft_method lora, not {method!r}")
-        lora_targets = [name.strip() for name in model_args.lora_target_modules.split(",") if name.strip()]
-        if not lora_targets:
-            raise ValueError("--lora_target_modules is empty: give comma-separated module names, e.g. qkv,out")
-    configs = {
-        "lora": lambda: peft.LoraConfig(task_type=task_type, r=model_args.lora_r, lora_alpha=model_args.lora_alpha,
-                                        lora_dropout=model_args.lora_dropout, target_modules=lora_targets),
-        "ia3": lambda: peft.IA3Config(task_type=task_type),
-        "prefix": lambda: peft.PrefixTuningConfig(task_type=task_type, num_virtual_tokens=model_args.num_virtual_tokens),
-    }
-    if method not in configs:
-        raise ValueError(f"--peft_method must be one of {sorted(configs)}, got {method!r}")
-    if task_type is None:
-        raise ValueError(f"--peft_method: no peft task type for {auto_class.__name__}; supported: {sorted(PEFT_TASK_TYPES)}")
-    wrapped = peft.get_peft_model(model, configs[method]())
-    trainable, total = wrapped.get_nb_trainable_parameters()
-    logger.info("peft %s: %d trainable parameters of %d (%.2f%%)", method, trainable, total, 100 * trainable / total)
-    return wrapped
-
-
-def check_model_fits(model: PreTrainedModel, tokenizer, max_seq_length: int | None) -> None:
-    if tokenizer is not None and len(tokenizer) > model.config.vocab_size:
-        raise ValueError(
-            f"the tokenizer has {len(tokenizer)} tokens but the model's vocab_size is {model.config.vocab_size}"
-        )
-    if max_seq_length is not None and max_seq_length > model.config.max_position_embeddings:
-        raise ValueError(
-            f"--max_seq_length {max_seq_length} exceeds the model's max_position_embeddings "
-            f"({model.config.max_position_embeddings})"
-        )
-
-
-def max_length_for(tokenizer, requested: int) -> int:
-    """``requested``, capped (with a warning) at what the tokenizer allows."""
-    if requested > tokenizer.model_max_length:
-        logger.warning("--max_seq_length %d > the tokenizer's limit %d: using %d", requested, tokenizer.model_max_length, tokenizer.model_max_length)
-        return tokenizer.model_max_length
-    return requested
-
-
-def report_truncation(
-    tokenizer, split: str, first: list, second: list | None, max_length: int, split_into_words: bool = False,
-    argument: str = "--max_seq_length", consequence: str = "are truncated",
-) -> int:
-    """Count (and log, once per split) the inputs longer than ``max_length`` tokens (the limit of
-    ``argument``), which tokenisation truncates (``split_into_words``: inputs are lists of words,
-    as for NER)."""
-    # A dataset column may come as a lazy Column (datasets >= 4): the tokenizer takes lists only.
-    first, second = list(first), None if second is None else list(second)
-    encoded = tokenizer(first, *([second] if second is not None else []), is_split_into_words=split_into_words)
-    too_long = sum(len(ids) > max_length for ids in encoded["input_ids"])
-    if too_long:
-        logger.warning(
-            "%s: %d of %d inputs are longer than %s %d tokens and %s", split, too_long, len(first), argument, max_length, consequence
-        )
-    return too_long
+    return with_peft_adapter(model, auto_class, model_args.peft_method, lora_r=model_args.lora_r,
+                             lora_alpha=model_args.lora_alpha, lora_dropout=model_args.lora_dropout,
+                             lora_target_modules=model_args.lora_target_modules,
+                             num_virtual_tokens=model_args.num_virtual_tokens)
 
 
 # ------------------------------------------------------------------------------- run outputs
@@ -529,18 +457,6 @@ def dataset_description(data_args: DataArguments) -> str:
     return ", ".join(Path(p).name for p in local if p)
 
 
-# Counts, thresholds and timings in the metrics: not scores for the card.
-NOT_SCORES = ("_samples", "_total", "_thresh", "_runtime", "_per_second")
-DATA_CAVEATS = {
-    "hf_variants/real_text_qa": "Evaluated on cloze questions generated from real Wikipedia and Jane Austen paragraphs "
-    "(hf_variants/real_text_qa), not on SQuAD: the scores are not comparable with published SQuAD results.",
-    "hf_variants/sentence_pairs": "Evaluated on next-sentence pairs built from real text (hf_variants/sentence_pairs), "
-    "not on a GLUE task.",
-    "hf_variants/next_sentence_choice": "Evaluated on a next-sentence multiple-choice set built from real text "
-    "(random distractors), not on SWAG: it is much easier and not comparable.",
-}
-
-
 def write_card(trainer: Trainer, model_args: ModelArguments, data_args: DataArguments, task: str, results: dict) -> None:
     """The model card (README.md) with the evaluation results, written by hf_variants.hub.
 
@@ -560,9 +476,7 @@ def write_card(trainer: Trainer, model_args: ModelArguments, data_args: DataArgu
         num_train_examples=results.get("train_samples"),
         num_eval_examples=results.get("eval_samples"),
     )
-    eval_results = {
-        key: value for key, value in results.items() if key.startswith("eval_") and not key.endswith(NOT_SCORES)
-    }
+    eval_results = card_scores(results)
     base_model = None if is_named_config(model_args.model_name_or_path) else model_args.model_name_or_path
     write_model_card(
         trainer.args.output_dir, trainer_state=trainer.state, eval_results=eval_results or None,
@@ -579,17 +493,206 @@ def finish(trainer: Trainer, model_args: ModelArguments, data_args: DataArgument
     return results
 
 
-def push_if_asked(trainer: Trainer) -> None:
-    """Upload output_dir (model, tokenizer, metrics, card; not the checkpoints) when --push_to_hub.
+# ----------------------------------------------------------- images (run_image_classification, run_mae)
 
-    Not ``Trainer.push_to_hub``: it would replace our model card with its own.
-    """
-    if not trainer.args.push_to_hub:
-        return
-    if trainer.hub_model_id is None:
-        trainer.init_hf_repo()
-    if trainer.is_world_process_zero():
-        huggingface_hub.upload_folder(
-            repo_id=trainer.hub_model_id, folder_path=trainer.args.output_dir, commit_message="End of training",
-            token=trainer.args.hub_token, revision=trainer.args.hub_revision, ignore_patterns=["_*", "checkpoint-*"],
+
+@dataclass
+class ImageModelArguments(ModelArguments):
+    image_processor_name: str | None = field(
+        default=None, metadata={"help": "Image processor name or path, if not the checkpoint's own."}
+    )
+
+
+@dataclass
+class ImageDataArguments(DataArguments):
+    train_dir: str | None = field(default=None, metadata={"help": "A folder of training images, one sub-folder per class."})
+    validation_dir: str | None = field(default=None, metadata={"help": "A folder of evaluation images, one sub-folder per class."})
+    train_val_split: float = field(
+        default=0.15, metadata={"help": "Fraction of train held out for evaluation when the data has no validation split."}
+    )
+    image_column_name: str = field(default="image", metadata={"help": "The column holding the images (PIL or uint8 arrays)."})
+    label_column_name: str = field(default="label", metadata={"help": "The column holding the labels."})
+    horizontal_flip: bool = field(
+        default=False, metadata={"help": "Mirror each training image with probability 0.5 (not for digits or text)."}
+    )
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.train_val_split < 1:
+            raise ValueError(f"--train_val_split must be in [0, 1), got {self.train_val_split}")
+        folders = [path for path in (self.train_dir, self.validation_dir) if path is not None]
+        for path in folders:
+            if not Path(path).is_dir():
+                raise ValueError(f"{path} is not a directory (--train_dir / --validation_dir take folders of images)")
+        if folders and (self.dataset_name or self.train_file or self.validation_file or self.test_file):
+            raise ValueError("give either --dataset_name / --*_file or --train_dir / --validation_dir, not both")
+        if not folders:
+            super().__post_init__()
+
+
+def load_images(data_args: ImageDataArguments, model_args: ImageModelArguments, seed: int) -> datasets.DatasetDict:
+    """The raw splits; a validation split is cut from train (``--train_val_split``) when there is none."""
+    if data_args.train_dir or data_args.validation_dir:
+        folders = {"train": data_args.train_dir, "validation": data_args.validation_dir}
+        raw = datasets.load_dataset(
+            "imagefolder", data_files={split: str(Path(path) / "**") for split, path in folders.items() if path},
+            cache_dir=model_args.cache_dir,
         )
+    else:
+        raw = load_raw_datasets(data_args, model_args)
+    if "validation" not in raw and "train" in raw and data_args.train_val_split > 0:
+        parts = raw["train"].train_test_split(test_size=data_args.train_val_split, seed=seed)
+        raw["train"], raw["validation"] = parts["train"], parts["test"]
+    return raw
+
+
+def load_image_processor_for(model_args: ImageModelArguments, config):
+    """The image processor of ``--image_processor_name`` or of the model (built from the config for
+    a ``modeling_configs/`` name or a folder without preprocessor_config.json)."""
+    source = model_args.image_processor_name or model_args.model_name_or_path
+    return load_image_processor(source, config, **hub_options_of(model_args))
+
+
+# ------------------------------------------------------------- seq2seq (run_translation, run_seq2seq)
+SEQ2SEQ_PREDICTIONS_FILE = "generated_predictions.txt"  # transformers' name: one generated text per line
+# (split name) -> (source texts, target texts), in row order.
+PairsFromSplit = Callable[[datasets.Dataset, str], tuple[list[str], list[str]]]
+
+
+@dataclass
+class Seq2SeqModelArguments(ModelArguments):
+    """transformers' model arguments, plus how to train a tokenizer for a model built from scratch."""
+
+    tokenizer_kind: str | None = field(
+        default=None,
+        metadata={"help": f"With a modeling_configs/ name and no --tokenizer_name: the kind of tokenizer trained on the "
+                          f"training pairs, one of {TOKENIZER_KINDS + SEQ2SEQ_TOKENIZER_KINDS} (default: the variant's)."},
+    )
+    vocab_size: int = field(default=1000, metadata={"help": "Vocabulary size of a tokenizer trained on the training pairs."})
+
+
+@dataclass
+class Seq2SeqDataArguments(DataArguments):
+    """transformers' run_translation / run_summarization data arguments."""
+
+    source_prefix: str | None = field(
+        default=None, metadata={"help": "Text put before every source, e.g. 'translate English to German: ' for T5."}
+    )
+    max_source_length: int = field(default=128, metadata={"help": "Longest tokenised source; longer ones are truncated."})
+    max_target_length: int = field(default=128, metadata={"help": "Longest tokenised training target; longer ones are truncated."})
+    val_max_target_length: int | None = field(
+        default=None,
+        metadata={"help": "Longest generation in evaluation (default: max_target_length); scores compare with the whole target."},
+    )
+    num_beams: int | None = field(
+        default=None, metadata={"help": "Beams for evaluation and prediction (default: --generation_num_beams, else 1)."}
+    )
+    ignore_pad_token_for_loss: bool = field(
+        default=True, metadata={"help": "Leave label padding out of the loss (label -100)."}
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.val_max_target_length is None:
+            self.val_max_target_length = self.max_target_length
+        for name in ("max_source_length", "max_target_length", "val_max_target_length"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name} must be at least 1, got {getattr(self, name)}")
+        if self.num_beams is not None and self.num_beams < 1:
+            raise ValueError(f"--num_beams must be at least 1, got {self.num_beams}")
+
+
+@dataclass
+class Seq2SeqBudgetTrainingArguments(Seq2SeqTrainingArguments, TimeBudgetArguments):
+    """transformers' Seq2SeqTrainingArguments plus ``--max_time`` (a wall-clock budget in minutes)."""
+
+
+def start_seq2seq(data_arguments_class: type, argv) -> tuple[Seq2SeqModelArguments, Any, Seq2SeqTrainingArguments]:
+    """Parse the arguments (transformers' Seq2SeqTrainingArguments: --predict_with_generate,
+    --generation_max_length, --generation_num_beams; and --max_time) and set up logging and the seed."""
+    model_args, data_args, training_args = start(data_arguments_class, argv, Seq2SeqModelArguments,
+                                                 Seq2SeqBudgetTrainingArguments)
+    # As transformers' run_translation: the data arguments fill in the generation settings.
+    if training_args.generation_max_length is None:
+        training_args.generation_max_length = data_args.val_max_target_length
+    if data_args.num_beams is not None:
+        training_args.generation_num_beams = data_args.num_beams
+    if (training_args.do_eval or training_args.do_predict) and not training_args.predict_with_generate:
+        logger.warning("without --predict_with_generate, evaluation reports the loss only (no generated text, no scores)")
+    return model_args, data_args, training_args
+
+
+def load_or_train_seq2seq_tokenizer(model_args: Seq2SeqModelArguments, training_args: Seq2SeqTrainingArguments,
+                                    train_pairs: tuple[list[str], list[str]] | None, model_max_length: int):
+    """``--tokenizer_name`` or the checkpoint's tokenizer; for a ``modeling_configs/`` name without
+    one, a tokenizer of ``--tokenizer_kind`` (default: the variant's paper) trained on the
+    training sources and targets. Under DDP the main process trains and saves it, the others
+    load it (tokenizer training is not deterministic across processes)."""
+    if model_args.tokenizer_name or not is_named_config(model_args.model_name_or_path):
+        return load_tokenizer(model_args)
+    if train_pairs is None:
+        raise ValueError(f"--model_name_or_path {model_args.model_name_or_path} is a modeling_configs/ name (random "
+                         "weights): give --tokenizer_name, or --do_train to train a tokenizer on the training pairs")
+    kind = model_args.tokenizer_kind or spec_for(named_config(model_args.model_name_or_path).model_type).tokenizer_kind
+    with training_args.main_process_first(desc="tokenizer"):
+        if training_args.process_index == 0:
+            logger.info("training a %s tokenizer (vocabulary %d) on the training pairs", kind, model_args.vocab_size)
+            tokenizer = train_tokenizer(kind, chain(*train_pairs), model_args.vocab_size, model_max_length=model_max_length)
+            save_atomically(tokenizer, training_args.output_dir)
+        else:
+            tokenizer = AutoTokenizer.from_pretrained(training_args.output_dir)
+    return tokenizer
+
+
+def load_seq2seq_model(model_args: Seq2SeqModelArguments, tokenizer, max_source_length: int):
+    """AutoModelForSeq2SeqLM of ``--model_name_or_path``; one built from a ``modeling_configs/``
+    name takes the tokenizer's vocabulary size and pad / EOS ids, and starts decoding from the
+    pad id (T5's and Marian's convention)."""
+    overrides = {}
+    if is_named_config(model_args.model_name_or_path):
+        if tokenizer.pad_token_id is None or tokenizer.eos_token_id is None:
+            raise ValueError(f"the tokenizer needs pad and EOS tokens to train a {model_args.model_name_or_path} from scratch")
+        overrides = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id,
+                     "eos_token_id": tokenizer.eos_token_id, "decoder_start_token_id": tokenizer.pad_token_id}
+    model = load_model(model_args, AutoModelForSeq2SeqLM, tokenizer, **overrides)
+    positions = getattr(model.config, "max_position_embeddings", None)  # T5's relative positions have no limit
+    if positions is not None and max_source_length > positions:
+        raise ValueError(f"--max_source_length {max_source_length} exceeds the model's max_position_embeddings ({positions})")
+    return model
+
+
+def run_seq2seq(model_args: Seq2SeqModelArguments, data_args: Seq2SeqDataArguments,
+                training_args: Seq2SeqTrainingArguments, pairs_from_split: PairsFromSplit, task: str) -> dict:
+    """Load the data, turn each split into (source, target) text pairs, then train / evaluate /
+    predict with Seq2SeqTrainer. Writes what transformers' run_translation writes
+    (all_results.json, generated_predictions.txt, the model and tokenizer) plus the model card.
+    Returns the metrics of all_results.json."""
+    raw = load_raw_datasets(data_args, model_args)
+    splits = select_splits(raw, data_args, training_args)
+    pairs = {}
+    for name, dataset in splits.items():
+        pairs[name] = pairs_from_split(dataset, name)
+        check_pairs(*pairs[name], name, dataset)
+    longest = max(data_args.max_source_length, data_args.max_target_length, data_args.val_max_target_length)
+    tokenizer = load_or_train_seq2seq_tokenizer(model_args, training_args, pairs.get("train"), longest)
+    model = load_seq2seq_model(model_args, tokenizer, data_args.max_source_length)
+    prefix = data_args.source_prefix or ""
+    features = {
+        name: tokenize_pairs(tokenizer, *pairs[name], prefix, data_args.max_source_length,
+                             data_args.max_target_length if name == "train" else data_args.val_max_target_length, name)
+        for name in splits
+    }
+    collator = DataCollatorForSeq2Seq(
+        tokenizer, model=model, label_pad_token_id=IGNORE_INDEX if data_args.ignore_pad_token_for_loss else tokenizer.pad_token_id,
+        pad_to_multiple_of=8 if training_args.fp16 or training_args.bf16 else None,
+    )
+    compute_metrics = generation_metrics(tokenizer) if training_args.predict_with_generate else None
+    trainer = build_trainer(model, training_args, features, tokenizer, collator, compute_metrics,
+                            trainer_class=CheckpointSafeSeq2SeqTrainer)
+    results = train_and_evaluate(trainer, splits, data_args, training_args)
+    if training_args.do_predict:
+        output = trainer.predict(features["test"], metric_key_prefix="predict")
+        results.update(save_eval_metrics(trainer, output.metrics, len(splits["test"]), split="predict"))
+        if training_args.predict_with_generate:
+            generated = output.predictions[0] if isinstance(output.predictions, tuple) else output.predictions
+            write_lines(trainer, SEQ2SEQ_PREDICTIONS_FILE, decode(tokenizer, generated))
+    return finish(trainer, model_args, data_args, task, results)

@@ -48,26 +48,25 @@ from pathlib import Path
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import datasets  # noqa: E402
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from transformers import (AutoModelForCausalLM, AutoTokenizer, LogitsProcessorList, TemperatureLogitsWarper,  # noqa: E402
+import datasets
+import numpy as np
+import torch
+import torch.nn.functional as F
+from transformers import (AutoModelForCausalLM, AutoTokenizer, LogitsProcessorList, TemperatureLogitsWarper,
                           TopKLogitsWarper)
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling example scripts
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a source checkout
 
-import hf_variants  # noqa: E402  (registers the hf-variants model types with the Auto classes)
-from hf_variants.hub.atomic import write_text_atomically  # noqa: E402
-from hf_variants.hub.trainer import CheckpointSafeTrainer  # noqa: E402
-from hf_variants.objectives import (DataCollatorForPackedCausalLM, SegmentStreamDataset,  # noqa: E402
+import hf_variants  # noqa: F401  (registers the hf-variants model types with the Auto classes)
+from hf_variants.hub.atomic import write_text_atomically
+from hf_variants.hub.trainer import CheckpointSafeTrainer
+from hf_variants.objectives import (DataCollatorForPackedCausalLM, SegmentStreamDataset,
                                     causal_lm_dataset, corpus_document_token_ids, document_separator_id)
-from hf_variants.registry import spec_for  # noqa: E402
-from hf_variants.tokenization import TOKENIZER_KINDS  # noqa: E402
-from pretraining_support import TimeBudget  # noqa: E402
-from run_pretraining import (StreamTrainer, checkpoint_to_resume, load_config, load_text,  # noqa: E402
-                             parse_arguments, shared_tokenizer)
+from hf_variants.registry import spec_for
+from hf_variants.tokenization import TOKENIZER_KINDS
+from hf_variants.training.callbacks import TimeBudget
+from hf_variants.training.pretraining import (StreamTrainer, checkpoint_to_resume, load_config, parse_arguments,
+                                              shared_tokenizer)
+from hf_variants.training.pretraining_data import load_text
 
 logger = logging.getLogger("run_clm")
 

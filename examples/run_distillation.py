@@ -38,7 +38,6 @@ distillation_results.json; ``--do_predict`` the same on the test split (``test_a
 from __future__ import annotations
 
 import re
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -47,18 +46,17 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import datasets
+from transformers import AutoModelForSequenceClassification, AutoTokenizer, DataCollatorWithPadding, EvalPrediction
 
-import datasets  # noqa: E402
-from transformers import AutoModelForSequenceClassification, AutoTokenizer, DataCollatorWithPadding, EvalPrediction  # noqa: E402
-
-import examples_support as support  # noqa: E402  (examples/examples_support.py)
-from hf_variants.conversion import load_pretrained  # noqa: E402
-from hf_variants.distillation import (  # noqa: E402
+import examples_support as support  # examples/examples_support.py, beside this script
+from hf_variants.conversion import load_pretrained
+from hf_variants.distillation import (
     TRANSFER_INDEX, DistillationCollator, DistillationTrainer, cached_teacher_logits, check_same_labels, distillation_features,
 )
-from hf_variants.metrics import accuracy  # noqa: E402
+from hf_variants.metrics import accuracy
+from hf_variants.training.fine_tuning import max_length_for
+from hf_variants.training.labels import encode_labels
 
 SCORED_SPLITS = {"validation": "eval", "test": "test"}  # split -> metric prefix (--do_eval, --do_predict)
 LAYER_KEY = re.compile(r"(^|\.)layers\.(\d+)\.")  # the stacked layers' state-dict keys (encoder.layers.<i>.)
@@ -169,7 +167,7 @@ def training_labels(dataset: datasets.Dataset, column: str, label2id: dict[str, 
     (a fully unlabeled transfer set)."""
     if column not in dataset.column_names:
         return None
-    return support.encode_labels(dataset, column, label2id, "train", hidden_label=-1)
+    return encode_labels(dataset, column, label2id, "train", hidden_label=-1)
 
 
 def score_student_and_teacher(
@@ -209,11 +207,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     teacher = load_pretrained(model_args.teacher_model_name_or_path, AutoModelForSequenceClassification)
     teacher_tokenizer = AutoTokenizer.from_pretrained(model_args.teacher_tokenizer_name or model_args.teacher_model_name_or_path)
-    teacher_max_length = min(support.max_length_for(teacher_tokenizer, data_args.max_seq_length),
+    teacher_max_length = min(max_length_for(teacher_tokenizer, data_args.max_seq_length),
                              teacher.config.max_position_embeddings)
     names = [teacher.config.id2label[i] for i in range(teacher.config.num_labels)]
     tokenizer = support.load_tokenizer(model_args)
-    max_length = support.max_length_for(tokenizer, data_args.max_seq_length)
+    max_length = max_length_for(tokenizer, data_args.max_seq_length)
     student = support.load_model(
         model_args, AutoModelForSequenceClassification, tokenizer, label_names=names, max_seq_length=max_length
     )
@@ -245,7 +243,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     for split in SCORED_SPLITS:
         if split in splits:
             dataset = splits[split]
-            labels = support.encode_labels(dataset, label, student.config.label2id, split)
+            labels = encode_labels(dataset, label, student.config.label2id, split)
             features[split] = distillation_features(dataset[text], labels, tokenizer, max_length).remove_columns(TRANSFER_INDEX)
             teacher_features[split] = distillation_features(
                 dataset[text], labels, teacher_tokenizer, teacher_max_length

@@ -15,18 +15,14 @@ Single sentences and pairs are read from the task's columns, or from ``--text_co
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a source checkout
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # examples_support
 
-import datasets  # noqa: E402
-from transformers import (  # noqa: E402
+import datasets
+from transformers import (
     AutoModelForSequenceClassification,
     DataCollatorWithPadding,
     EvalPrediction,
@@ -34,8 +30,10 @@ from transformers import (  # noqa: E402
     default_data_collator,
 )
 
-import examples_support as support  # noqa: E402  (examples/examples_support.py)
-from hf_variants.metrics import accuracy, f1, glue_metrics, pearson_and_spearman  # noqa: E402
+import examples_support as support  # examples/examples_support.py, beside this script
+from hf_variants.training.fine_tuning import max_length_for, report_truncation
+from hf_variants.training.labels import encode_labels, label_names, regression_targets
+from hf_variants.metrics import accuracy, f1, glue_metrics, pearson_and_spearman
 
 GLUE_TASK_COLUMNS = {
     "cola": ("sentence", None),
@@ -145,12 +143,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
     if label_column not in reference.column_names:
         raise ValueError(f"the data has no label column {label_column!r} (columns: {reference.column_names}): pass --label_column_name")
     is_regression = is_regression_task(data_args, reference)
-    names = None if is_regression else support.label_names(reference, label_column)
+    names = None if is_regression else label_names(reference, label_column)
     if not is_regression and len(names) < 2:
         raise ValueError(f"classification needs at least two classes; {label_column!r} has only {names}")
 
     tokenizer = support.load_tokenizer(model_args)
-    max_length = support.max_length_for(tokenizer, data_args.max_seq_length)
+    max_length = max_length_for(tokenizer, data_args.max_seq_length)
     overrides = {"num_labels": 1, "problem_type": "regression"} if is_regression else {"problem_type": "single_label_classification"}
     model = support.load_model(
         model_args, AutoModelForSequenceClassification, tokenizer, label_names=names, max_seq_length=max_length, **overrides
@@ -166,14 +164,14 @@ def main(argv: Sequence[str] | None = None) -> dict:
     for split, dataset in splits.items():
         if label_column in dataset.column_names:
             if is_regression:
-                labels = support.regression_targets(dataset, label_column, split)
+                labels = regression_targets(dataset, label_column, split)
             else:
                 hidden = HIDDEN_LABEL if split.startswith("test") else None
-                labels = support.encode_labels(dataset, label_column, label2id, split, hidden_label=hidden)
+                labels = encode_labels(dataset, label_column, label2id, split, hidden_label=hidden)
             # A test split is scored too when every row has its label (GLUE's test sets hide theirs: -1).
             if not split.startswith("test") or HIDDEN_LABEL not in labels:
                 dataset = dataset.add_column("labels", labels)
-        support.report_truncation(tokenizer, split, dataset[first], dataset[second] if second else None, max_length)
+        report_truncation(tokenizer, split, dataset[first], dataset[second] if second else None, max_length)
         with training_args.main_process_first(desc=f"tokenizing {split}"):
             features[split] = dataset.map(
                 tokenize, batched=True, remove_columns=[c for c in dataset.column_names if c != "labels"],

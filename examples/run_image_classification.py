@@ -24,142 +24,27 @@ training curves; with ``--do_predict`` also ``test_results.json``, ``predict_res
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a source checkout
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # examples_support
 
-import datasets  # noqa: E402
-import PIL.Image  # noqa: E402
-from transformers import (  # noqa: E402
-    AutoImageProcessor,
+import datasets
+import PIL.Image
+from transformers import (
     AutoModelForImageClassification,
     EvalPrediction,
-    PretrainedConfig,
-    ViTImageProcessor,
 )
 
-import examples_support as support  # noqa: E402  (examples/examples_support.py)
-from hf_variants.models.named_configs import is_named_config  # noqa: E402
-from hf_variants.metrics import accuracy  # noqa: E402
+import examples_support as support  # examples/examples_support.py, beside this script
+from hf_variants.training.images import IMAGE_MODES, collate, image_transform, to_pil
+from hf_variants.training.labels import encode_labels, label_names
+from hf_variants.metrics import accuracy
 
 logger = logging.getLogger("hf_variants.examples")
 
-IMAGE_MODES = {1: "L", 3: "RGB"}  # the model's num_channels -> the PIL mode its inputs are converted to
 MISCLASSIFIED_GRID_SIZE = 6  # the grid shows up to 6 x 6 wrongly classified test images
-
-
-@dataclass
-class ImageModelArguments(support.ModelArguments):
-    image_processor_name: str | None = field(
-        default=None, metadata={"help": "Image processor name or path, if not the checkpoint's own."}
-    )
-
-
-@dataclass
-class ImageDataArguments(support.DataArguments):
-    train_dir: str | None = field(default=None, metadata={"help": "A folder of training images, one sub-folder per class."})
-    validation_dir: str | None = field(default=None, metadata={"help": "A folder of evaluation images, one sub-folder per class."})
-    train_val_split: float = field(
-        default=0.15, metadata={"help": "Fraction of train held out for evaluation when the data has no validation split."}
-    )
-    image_column_name: str = field(default="image", metadata={"help": "The column holding the images (PIL or uint8 arrays)."})
-    label_column_name: str = field(default="label", metadata={"help": "The column holding the labels."})
-    horizontal_flip: bool = field(
-        default=False, metadata={"help": "Mirror each training image with probability 0.5 (not for digits or text)."}
-    )
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.train_val_split < 1:
-            raise ValueError(f"--train_val_split must be in [0, 1), got {self.train_val_split}")
-        folders = [path for path in (self.train_dir, self.validation_dir) if path is not None]
-        for path in folders:
-            if not Path(path).is_dir():
-                raise ValueError(f"{path} is not a directory (--train_dir / --validation_dir take folders of images)")
-        if folders and (self.dataset_name or self.train_file or self.validation_file or self.test_file):
-            raise ValueError("give either --dataset_name / --*_file or --train_dir / --validation_dir, not both")
-        if not folders:
-            super().__post_init__()
-
-
-def load_images(data_args: ImageDataArguments, model_args: ImageModelArguments, seed: int) -> datasets.DatasetDict:
-    """The raw splits; a validation split is cut from train (``--train_val_split``) when there is none."""
-    if data_args.train_dir or data_args.validation_dir:
-        folders = {"train": data_args.train_dir, "validation": data_args.validation_dir}
-        raw = datasets.load_dataset(
-            "imagefolder", data_files={split: str(Path(path) / "**") for split, path in folders.items() if path},
-            cache_dir=model_args.cache_dir,
-        )
-    else:
-        raw = support.load_raw_datasets(data_args, model_args)
-    if "validation" not in raw and "train" in raw and data_args.train_val_split > 0:
-        parts = raw["train"].train_test_split(test_size=data_args.train_val_split, seed=seed)
-        raw["train"], raw["validation"] = parts["train"], parts["test"]
-    return raw
-
-
-def default_image_processor(config: PretrainedConfig) -> ViTImageProcessor:
-    """For a model trained from scratch: resize to the config's image size, scale to [0, 1], then
-    (x - 0.5) / 0.5 per channel."""
-    channels = config.num_channels
-    return ViTImageProcessor(
-        size={"height": config.image_size, "width": config.image_size}, image_mean=[0.5] * channels, image_std=[0.5] * channels
-    )
-
-
-def load_image_processor(model_args: ImageModelArguments, config: PretrainedConfig):
-    source = model_args.image_processor_name or model_args.model_name_or_path
-    if is_named_config(source):
-        return default_image_processor(config)
-    if Path(source).is_dir() and not (Path(source) / "preprocessor_config.json").is_file():
-        logger.warning("%s has no preprocessor_config.json: using the default processor for its config", source)
-        return default_image_processor(config)
-    return AutoImageProcessor.from_pretrained(
-        source, cache_dir=model_args.cache_dir, revision=model_args.model_revision, token=model_args.token
-    )
-
-
-def to_pil(image, mode: str) -> PIL.Image.Image:
-    """A PIL image, or a (H, W) / (H, W, C) array of 0..255 integers, converted to ``mode``."""
-    if not isinstance(image, PIL.Image.Image):
-        array = np.asarray(image)
-        if array.ndim not in (2, 3) or not np.issubdtype(array.dtype, np.integer) or array.min() < 0 or array.max() > 255:
-            raise ValueError(
-                f"expected a PIL image or a (H, W[, C]) array of integers 0..255, got {array.dtype} of shape {array.shape}"
-            )
-        if array.ndim == 3 and array.shape[-1] == 1:
-            array = array[..., 0]  # PIL has no (H, W, 1) images
-        image = PIL.Image.fromarray(array.astype(np.uint8))
-    return image if image.mode == mode else image.convert(mode)
-
-
-def image_transform(image_processor, image_column: str, mode: str, flip: bool):
-    """Batch transform for ``Dataset.with_transform``: images -> ``pixel_values`` (B, C, H, W)."""
-
-    def transform(batch: dict) -> dict:
-        images = [to_pil(image, mode) for image in batch[image_column]]
-        if flip:
-            mirrored = torch.rand(len(images)) < 0.5  # torch's generator: seeded by Trainer, distinct per worker
-            images = [image.transpose(PIL.Image.Transpose.FLIP_LEFT_RIGHT) if m else image for image, m in zip(images, mirrored)]
-        out = {"pixel_values": image_processor(images, return_tensors="pt")["pixel_values"]}
-        if "labels" in batch:
-            out["labels"] = batch["labels"]
-        return out
-
-    return transform
-
-
-def collate(examples: list[dict]) -> dict[str, torch.Tensor]:
-    batch = {"pixel_values": torch.stack([example["pixel_values"] for example in examples])}
-    if "labels" in examples[0]:
-        batch["labels"] = torch.tensor([example["labels"] for example in examples])
-    return batch
 
 
 def compute_metrics(prediction: EvalPrediction) -> dict[str, float]:
@@ -168,17 +53,17 @@ def compute_metrics(prediction: EvalPrediction) -> dict[str, float]:
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
-    model_args, data_args, training_args = support.start(ImageDataArguments, argv, ImageModelArguments)
+    model_args, data_args, training_args = support.start(support.ImageDataArguments, argv, support.ImageModelArguments)
     # The image column is turned into pixel_values on the fly (with_transform): Trainer must not drop it.
     training_args.remove_unused_columns = False
 
-    raw = load_images(data_args, model_args, training_args.seed)
+    raw = support.load_images(data_args, model_args, training_args.seed)
     splits = support.select_splits(raw, data_args, training_args)
     image_column, label_column = data_args.image_column_name, data_args.label_column_name
     for split, dataset in splits.items():
         support.require_columns(dataset, [image_column, label_column], f"{split} image classification", image_columns=[image_column])
     reference = splits.get("train") or next(iter(splits.values()))
-    names = support.label_names(reference, label_column)
+    names = label_names(reference, label_column)
     if len(names) < 2:
         raise ValueError(f"classification needs at least two classes; {label_column!r} has only {names}")
 
@@ -187,12 +72,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
     )
     if model.config.num_channels not in IMAGE_MODES:
         raise ValueError(f"images can be fed to models with 1 or 3 channels, this one has {model.config.num_channels}")
-    image_processor = load_image_processor(model_args, model.config)
+    image_processor = support.load_image_processor_for(model_args, model.config)
     mode = IMAGE_MODES[model.config.num_channels]
 
     features: dict[str, datasets.Dataset] = {}
     for split, dataset in splits.items():
-        labels = support.encode_labels(dataset, label_column, dict(model.config.label2id), split)
+        labels = encode_labels(dataset, label_column, dict(model.config.label2id), split)
         dataset = dataset.add_column("labels", labels)
         flip = data_args.horizontal_flip and split == "train"
         features[split] = dataset.with_transform(image_transform(image_processor, image_column, mode, flip))

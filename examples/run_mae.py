@@ -14,33 +14,21 @@ folder fine-tunes with ``run_image_classification.py --model_name_or_path <folde
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # run_image_classification
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a source checkout
 
-from transformers import AutoModelForPreTraining, TrainingArguments  # noqa: E402
+from transformers import AutoModelForPreTraining, TrainingArguments
 
-import examples_support as support  # noqa: E402  (examples/examples_support.py)
-from run_image_classification import (  # noqa: E402
-    IMAGE_MODES,
-    ImageDataArguments,
-    ImageModelArguments,
-    collate,
-    image_transform,
-    load_image_processor,
-    load_images,
-)
+import examples_support as support  # examples/examples_support.py, beside this script
+from hf_variants.training.images import IMAGE_MODES, collate, image_transform
 
 # transformers' run_mae.py scales the learning rate with the batch: lr = base_lr * total batch / 256.
 LEARNING_RATE_REFERENCE_BATCH = 256
 
 
 @dataclass
-class MAEModelArguments(ImageModelArguments):
+class MAEModelArguments(support.ImageModelArguments):
     mask_ratio: float = field(default=0.75, metadata={"help": "Fraction of the patches masked (removed) per image."})
     norm_pix_loss: bool = field(default=True, metadata={"help": "Reconstruct pixels normalised per patch (the paper's best)."})
 
@@ -53,7 +41,7 @@ class MAETrainingArguments(TrainingArguments, support.TimeBudgetArguments):
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
-    model_args, data_args, training_args = support.start(ImageDataArguments, argv, MAEModelArguments, MAETrainingArguments)
+    model_args, data_args, training_args = support.start(support.ImageDataArguments, argv, MAEModelArguments, MAETrainingArguments)
     if not 0 < model_args.mask_ratio < 1:
         raise ValueError(f"--mask_ratio must be in (0, 1), got {model_args.mask_ratio}")
     training_args.remove_unused_columns = False  # images become pixel_values on the fly
@@ -63,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         total_batch = training_args.train_batch_size * training_args.gradient_accumulation_steps * training_args.world_size
         training_args.learning_rate = training_args.base_learning_rate * total_batch / LEARNING_RATE_REFERENCE_BATCH
 
-    raw = load_images(data_args, model_args, training_args.seed)
+    raw = support.load_images(data_args, model_args, training_args.seed)
     splits = support.select_splits(raw, data_args, training_args)
     for split, dataset in splits.items():
         support.require_columns(dataset, [data_args.image_column_name], f"{split} MAE pretraining",
@@ -75,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     )
     if model.config.num_channels not in IMAGE_MODES:
         raise ValueError(f"images can be fed to models with 1 or 3 channels, this one has {model.config.num_channels}")
-    image_processor = load_image_processor(model_args, model.config)
+    image_processor = support.load_image_processor_for(model_args, model.config)
     mode = IMAGE_MODES[model.config.num_channels]
     # Only the images: a label column, if the data has one, is dropped.
     features = {

@@ -17,25 +17,24 @@ predicted ``O``, so truncation can only lower the score (and is reported in the 
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a source checkout
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # examples_support
 
-import datasets  # noqa: E402
-from transformers import (  # noqa: E402
+import datasets
+from transformers import (
     AutoModelForTokenClassification,
     DataCollatorForTokenClassification,
     EvalPrediction,
 )
 
-import examples_support as support  # noqa: E402  (examples/examples_support.py)
-from hf_variants.metrics import accuracy, seqeval_scores  # noqa: E402
+import examples_support as support  # examples/examples_support.py, beside this script
+from hf_variants.data.data_files import describe_rows
+from hf_variants.training.fine_tuning import max_length_for, report_truncation
+from hf_variants.training.labels import encode_labels, label_names
+from hf_variants.metrics import accuracy, seqeval_scores
 
 logger = logging.getLogger("hf_variants.examples.run_ner")  # level set by support.setup_logging
 
@@ -71,7 +70,7 @@ def check_one_tag_per_word(dataset: datasets.Dataset, text_column: str, label_co
     if bad:
         counts = [(len(words[row]), len(tags[row]) if isinstance(tags[row], list) else tags[row]) for row in bad[:3]]
         raise ValueError(f"{split} split: {label_column!r} needs one tag per word of {text_column!r}; (words, tags) "
-                         f"{counts} at {support.example_ids(dataset, bad[:3])}" + (f" and {len(bad) - 3} more rows" if len(bad) > 3 else ""))
+                         f"{counts} at {describe_rows(dataset, bad[:3])}" + (f" and {len(bad) - 3} more rows" if len(bad) > 3 else ""))
 
 
 def check_tag_scheme(task_name: str, tag_names: list[str]) -> None:
@@ -166,11 +165,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
         support.require_columns(dataset, [text_column, label_column], f"{name} token classification",
                                 text_columns=[text_column], split_into_words=True)
         check_one_tag_per_word(dataset, text_column, label_column, name)
-    tag_names = support.label_names(reference, label_column)
+    tag_names = label_names(reference, label_column)
     check_tag_scheme(data_args.task_name, tag_names)
 
     tokenizer = support.load_tokenizer(model_args)
-    max_length = support.max_length_for(tokenizer, data_args.max_seq_length)
+    max_length = max_length_for(tokenizer, data_args.max_seq_length)
     model = support.load_model(model_args, AutoModelForTokenClassification, tokenizer, label_names=tag_names, max_seq_length=max_length)
     label2id = dict(model.config.label2id)
     id2label = {int(index): tag for index, tag in model.config.id2label.items()}
@@ -189,10 +188,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
     true_tags: dict[str, list[list[str]]] = {}
     labelled_words: dict[str, list[list[int]]] = {}  # per split and sentence: the word of each labelled token
     for name, dataset in splits.items():
-        label_ids = support.encode_labels(dataset, label_column, label2id, name)
+        label_ids = encode_labels(dataset, label_column, label2id, name)
         true_tags[name] = [[id2label[i] for i in row] for row in label_ids]
         dataset = dataset.add_column("label_ids", label_ids)
-        support.report_truncation(tokenizer, name, dataset[text_column], None, max_length, split_into_words=True)
+        report_truncation(tokenizer, name, dataset[text_column], None, max_length, split_into_words=True)
         with training_args.main_process_first(desc=f"tokenizing {name}"):
             # Evaluation always labels first subwords only: it scores words, not subwords.
             mapped = dataset.map(

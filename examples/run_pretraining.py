@@ -39,11 +39,8 @@ and the ETA; `--eval_steps N` appends held-out loss and masked-token accuracy to
 
 from __future__ import annotations
 
-import argparse
 import bisect
-import dataclasses
 import functools
-import hashlib
 import inspect
 import json
 import logging
@@ -56,33 +53,28 @@ from pathlib import Path
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import datasets  # noqa: E402
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from transformers import (AutoConfig, AutoModelForMaskedLM, AutoModelForPreTraining,  # noqa: E402
-                          AutoModelForSeq2SeqLM, AutoTokenizer, HfArgumentParser, TrainingArguments, set_seed)
+import datasets
+import numpy as np
+import torch
+import torch.nn.functional as F
+from transformers import (AutoModelForMaskedLM, AutoModelForPreTraining,
+                          AutoModelForSeq2SeqLM)
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a source checkout
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # pretraining_data, pretraining_support
 
-import hf_variants  # noqa: E402  (registers the hf-variants model types with the Auto classes)
-from hf_variants.hub.atomic import save_atomically, write_text_atomically  # noqa: E402
-from hf_variants.models.named_configs import is_named_config, named_config  # noqa: E402
-from hf_variants.hub.trainer import CheckpointSafeTrainer, check_optimizer_arguments, trainer_argument_defaults  # noqa: E402
-from hf_variants.hub.checkpoints import last_complete_checkpoint, resolve_checkpoint  # noqa: E402
-from hf_variants.registry import spec_for  # noqa: E402
-from hf_variants.objectives import INPUT_FORMATS, DataCollatorForPrecomputedMasks, make_static_masked_dataset  # noqa: E402
-from hf_variants.objectives.masking import SeededRNG  # noqa: E402
-from hf_variants.objectives.registry import OBJECTIVES, Objective  # noqa: E402
-from hf_variants.objectives.recipes import RECIPES, recipe_for  # noqa: E402
-from hf_variants.objectives.tokenized import cached_tokenizer  # noqa: E402
-from hf_variants.objectives.budget import steps_for_flop_budget, training_step_flops  # noqa: E402
-from hf_variants.objectives.registry import parse_objective as parse_registered_objective  # noqa: E402
-from hf_variants.tokenization import TOKENIZER_KINDS, train_tokenizer  # noqa: E402
-from pretraining_data import (PARALLEL_CORPORA, build_examples, data_cache_root, load_dataset_corpus,  # noqa: E402,F401
-                              load_text, paragraph_documents, parallel_objectives, read_text_file, text_fingerprint)
-from pretraining_support import InputMeter, ProgressReport, TimeBudget  # noqa: E402
+import hf_variants  # noqa: F401  (registers the hf-variants model types with the Auto classes)
+from hf_variants.hub.atomic import write_text_atomically
+from hf_variants.registry import spec_for
+from hf_variants.objectives import INPUT_FORMATS, DataCollatorForPrecomputedMasks, make_static_masked_dataset
+from hf_variants.objectives.masking import SeededRNG
+from hf_variants.objectives.registry import OBJECTIVES, Objective
+from hf_variants.objectives.recipes import RECIPES
+from hf_variants.objectives.budget import steps_for_flop_budget, training_step_flops
+from hf_variants.objectives.registry import parse_objective as parse_registered_objective
+from hf_variants.tokenization import TOKENIZER_KINDS
+from hf_variants.training.callbacks import InputMeter, ProgressReport, TimeBudget
+from hf_variants.training.pretraining import (StreamTrainer, checkpoint_to_resume, load_config, parse_arguments,
+                                              shared_tokenizer)
+from hf_variants.training.pretraining_data import build_examples, load_text
 
 logger = logging.getLogger("run_pretraining")
 
@@ -156,61 +148,6 @@ def parse_objective(objective: str) -> tuple[str, str | None]:
     `hf_variants.objectives.registry`) and its sentence task, or a ValueError."""
     registered, sentence_task = parse_registered_objective(objective)
     return registered.name, sentence_task
-
-
-def load_config(name_or_path: str, overrides: str | None = None):
-    if is_named_config(name_or_path):
-        config = named_config(name_or_path)
-        if overrides:
-            config.update_from_string(overrides)  # raises ValueError naming an unknown key
-        return config, True
-    if overrides:
-        raise ValueError(f"--config_overrides changes a config trained from scratch; {name_or_path} is a checkpoint")
-    if not (Path(name_or_path) / "config.json").is_file():
-        raise ValueError(f"--model_name_or_path {name_or_path!r} is neither a modeling_configs/ name nor a checkpoint")
-    return AutoConfig.from_pretrained(name_or_path), False
-
-
-def load_tokenizer(args: PretrainingArguments, model_type: str, train_text: datasets.Dataset, from_scratch: bool,
-                   model_max_length: int):
-    if args.tokenizer_name:
-        return AutoTokenizer.from_pretrained(args.tokenizer_name)
-    if not from_scratch and (Path(args.model_name_or_path) / "tokenizer_config.json").is_file():
-        return AutoTokenizer.from_pretrained(args.model_name_or_path)
-    # The paper's tokenizer, from the variant's spec.
-    kind = args.tokenizer_kind or spec_for(model_type).tokenizer_kind
-
-    def train():
-        logger.info("training a %s tokenizer (vocabulary %d) on the training text", kind, args.vocab_size)
-        return train_tokenizer(kind, (text for text in train_text["text"]), args.vocab_size,
-                               model_max_length=model_max_length)
-
-    root = data_cache_root(args)
-    if root is None:
-        return train()
-    return cached_tokenizer(train, text_fingerprint(train_text), kind, args.vocab_size, root, model_max_length)
-
-
-def shared_tokenizer(args, training_args: TrainingArguments, checkpoint: str | None, model_type: str,
-                     train_text: datasets.Dataset, from_scratch: bool, model_max_length: int):
-    """The one tokenizer every process uses, saved in output_dir.
-
-    Under DDP every process must use the same vocabulary, and `tokenizers` training is not
-    deterministic across processes: the main process trains (or loads) and saves it, the others
-    load it. A resumed run reuses the tokenizer its checkpoints were trained with.
-    """
-    with training_args.main_process_first(desc="tokenizer"):
-        if checkpoint is not None and not args.tokenizer_name:
-            tokenizer = AutoTokenizer.from_pretrained(training_args.output_dir)
-        elif training_args.process_index == 0:
-            tokenizer = load_tokenizer(args, model_type, train_text, from_scratch, model_max_length)
-            save_atomically(tokenizer, training_args.output_dir)
-        else:
-            tokenizer = AutoTokenizer.from_pretrained(training_args.output_dir)
-    vocabulary_digest = hashlib.sha256(json.dumps(sorted(tokenizer.get_vocab().items())).encode()).hexdigest()[:16]
-    logger.info("process %d of %d: tokenizer vocabulary digest %s", training_args.process_index,
-                training_args.world_size, vocabulary_digest)
-    return tokenizer
 
 
 def load_model(args: PretrainingArguments, config, from_scratch: bool, tokenizer, sentence_task: str | None,
@@ -324,46 +261,6 @@ class PhasedTrainingStream(torch.utils.data.Dataset):
         return example
 
 
-class StreamTrainer(CheckpointSafeTrainer):
-    """Reads `PhasedTrainingStream` in order (it is already shuffled, phase by phase); with a
-    `progress` (ProgressReport), every log line gets the throughput since the previous one."""
-
-    progress = None
-    second_task_weight: float | None = None  # None: the model's own loss
-
-    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        if self.second_task_weight is None:
-            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
-        outputs = model(**inputs)
-        second = [key for key in outputs.keys() if key.endswith("_loss") and key != "mlm_loss"]
-        if outputs.get("mlm_loss") is None or len(second) != 1:
-            raise ValueError(f"--second_task_weight needs a model output with mlm_loss and one second task loss, "
-                             f"got the fields {list(outputs.keys())}")
-        loss = outputs["mlm_loss"] + self.second_task_weight * outputs[second[0]]
-        return (loss, outputs) if return_outputs else loss
-
-    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
-        if self.progress is not None and "loss" in logs:  # training logs, not the final summary
-            logs.update(self.progress.metrics())
-        super().log(logs, start_time)
-
-    def _get_train_sampler(self, train_dataset=None):
-        return torch.utils.data.SequentialSampler(train_dataset or self.train_dataset)
-
-
-def checkpoint_to_resume(args: PretrainingArguments, training_args: TrainingArguments) -> str | None:
-    """`--resume_from_checkpoint PATH|last`, else the newest complete checkpoint-* of output_dir
-    (incomplete ones are skipped with a warning), unless `--overwrite_output_dir`."""
-    if training_args.resume_from_checkpoint is not None:
-        return resolve_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
-    if args.overwrite_output_dir:
-        return None
-    checkpoint = last_complete_checkpoint(training_args.output_dir)
-    if checkpoint is not None:
-        logger.info("resuming from %s (pass --overwrite_output_dir to start over)", checkpoint)
-    return checkpoint
-
-
 def trainer_step(checkpoint: str | None) -> int:
     """The global step a checkpoint folder was saved at (0 for none)."""
     return int(Path(checkpoint).name.rpartition("-")[2]) if checkpoint else 0
@@ -388,7 +285,7 @@ def evaluate(model, examples: datasets.Dataset, collator, batch_size: int,
     With `mask_token_id`, also the loss and accuracy at the selected positions whose input is the
     mask token (`mask_position_*`): BERT's 10% unchanged tokens can be copied from the input, so
     only these show whether the model predicts from its context (compare them with the unigram
-    level, `benchmarks/context_use.py`)."""
+    level, `research/diagnostics/context_use.py`)."""
     model.eval()
     total_loss, correct, predicted, relation_correct, relations, relation_loss = 0.0, 0, 0, 0, 0, 0.0
     mask_loss, mask_correct, mask_count = 0.0, 0, 0
@@ -444,27 +341,6 @@ def evaluate(model, examples: datasets.Dataset, collator, batch_size: int,
         results.update(sentence_relation_accuracy=relation_correct / relations,
                        sentence_relation_loss=relation_loss / relations)
     return results
-
-
-def parse_arguments(arguments_class: type, argv: list[str] | None, **defaults) -> tuple:
-    """(script arguments, TrainingArguments) from the command line, with the pretraining scripts'
-    defaults (`defaults` override them); logging set up and the seed set."""
-    parser = HfArgumentParser((arguments_class, TrainingArguments))
-    parser.set_defaults(**{"weight_decay": 0.01, "save_strategy": "steps", "save_steps": 1000, "logging_steps": 50,
-                           "report_to": "none", "dataloader_pin_memory": torch.cuda.is_available(),
-                           **trainer_argument_defaults(), **defaults})
-    if "recipe" in {f.name for f in dataclasses.fields(arguments_class)}:
-        # --recipe NAME: the recipe's values become the defaults; flags on the command line still win.
-        recipe_parser = argparse.ArgumentParser(add_help=False)
-        recipe_parser.add_argument("--recipe")
-        recipe = recipe_parser.parse_known_args(sys.argv[1:] if argv is None else argv)[0].recipe
-        if recipe:
-            parser.set_defaults(**recipe_for(recipe).arguments())
-    args, training_args = parser.parse_args_into_dataclasses(args=argv)
-    check_optimizer_arguments(training_args)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    set_seed(training_args.seed)
-    return args, training_args
 
 
 def main(argv: list[str] | None = None) -> dict:

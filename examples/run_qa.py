@@ -20,30 +20,29 @@ from __future__ import annotations
 
 import functools
 import logging
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # utils_qa
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a source checkout
 
-import datasets  # noqa: E402
-from transformers import AutoModelForQuestionAnswering, DataCollatorWithPadding, default_data_collator  # noqa: E402
+import datasets
+from transformers import AutoModelForQuestionAnswering, DataCollatorWithPadding, default_data_collator
 
-import examples_support as support  # noqa: E402  (examples/examples_support.py)
-from hf_variants.metrics import squad_scores  # noqa: E402
-from utils_qa import (  # noqa: E402
+import examples_support as support  # examples/examples_support.py, beside this script
+from hf_variants.training.fine_tuning import max_length_for
+from hf_variants.metrics import squad_scores
+from hf_variants.integrations.question_answering import (
     QaColumns,
     QaPredictions,
-    QuestionAnsweringTrainer,
     SpanSearch,
     Windowing,
+    postprocess_qa_predictions,
+    prepare_validation_features,
+)
+from hf_variants.training.question_answering import (
+    QuestionAnsweringTrainer,
     check_answers,
     check_question_room,
-    postprocess_qa_predictions,
     prepare_train_features,
-    prepare_validation_features,
 )
 
 logger = logging.getLogger("hf_variants.examples.run_qa")  # level set by support.setup_logging
@@ -90,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
             check_answers(examples[split], columns, data_args.version_2_with_negative, split)
 
     tokenizer = support.load_tokenizer(model_args)
-    max_length = support.max_length_for(tokenizer, data_args.max_seq_length)
+    max_length = max_length_for(tokenizer, data_args.max_seq_length)
     model = support.load_model(model_args, AutoModelForQuestionAnswering, tokenizer, max_seq_length=max_length)
     windowing = Windowing(max_length, data_args.doc_stride, data_args.pad_to_max_length)
     features: dict[str, datasets.Dataset] = {}

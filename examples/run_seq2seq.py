@@ -21,18 +21,14 @@ and ``token_error_rate`` (for tagging, about 100 - tag accuracy).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a source checkout
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # examples_support, seq2seq_support
 
-import datasets  # noqa: E402
+import datasets
 
-import examples_support as support  # noqa: E402
-import seq2seq_support  # noqa: E402
+import examples_support as support  # examples/examples_support.py, beside this script
+from hf_variants.training.labels import label_feature
 
 # (text column, target column) of the offline data sets, as run_summarization's name mapping.
 DEFAULT_COLUMNS = {
@@ -43,7 +39,7 @@ DEFAULT_COLUMNS = {
 
 
 @dataclass
-class TextToTextDataArguments(seq2seq_support.Seq2SeqDataArguments):
+class TextToTextDataArguments(support.Seq2SeqDataArguments):
     text_column: str | None = field(default=None, metadata={"help": "The source column (default: the data set's)."})
     target_column: str | None = field(default=None, metadata={"help": "The target column (default: the data set's)."})
 
@@ -60,7 +56,7 @@ class TextToTextDataArguments(seq2seq_support.Seq2SeqDataArguments):
 
 def column_as_text(dataset: datasets.Dataset, column: str) -> list[str]:
     """The column's values as text: ClassLabel ids as names, lists joined by spaces."""
-    feature = support.label_feature(dataset, column)
+    feature = label_feature(dataset, column)
     as_word = feature.int2str if feature is not None else str
 
     def render(value) -> str | None:
@@ -71,7 +67,7 @@ def column_as_text(dataset: datasets.Dataset, column: str) -> list[str]:
     return [render(value) for value in dataset[column]]
 
 
-def column_pairs(text_column: str, target_column: str) -> seq2seq_support.PairsFromSplit:
+def column_pairs(text_column: str, target_column: str) -> support.PairsFromSplit:
     def pairs(dataset: datasets.Dataset, split: str) -> tuple[list[str], list[str]]:
         support.require_columns(dataset, [text_column, target_column], f"{split} text-to-text pairs")
         return column_as_text(dataset, text_column), column_as_text(dataset, target_column)
@@ -80,9 +76,9 @@ def column_pairs(text_column: str, target_column: str) -> seq2seq_support.PairsF
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
-    model_args, data_args, training_args = seq2seq_support.start(TextToTextDataArguments, argv)
+    model_args, data_args, training_args = support.start_seq2seq(TextToTextDataArguments, argv)
     pairs = column_pairs(data_args.text_column, data_args.target_column)
-    return seq2seq_support.run(model_args, data_args, training_args, pairs, task="text2text-generation")
+    return support.run_seq2seq(model_args, data_args, training_args, pairs, task="text2text-generation")
 
 
 if __name__ == "__main__":

@@ -16,27 +16,25 @@ are random sentences, often from another topic, so it is much easier); see
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a source checkout
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # examples_support
 
-import datasets  # noqa: E402
-from transformers import (  # noqa: E402
+import datasets
+from transformers import (
     AutoModelForMultipleChoice,
     DataCollatorForMultipleChoice,
     EvalPrediction,
     default_data_collator,
 )
 
-import examples_support as support  # noqa: E402  (examples/examples_support.py)
-from hf_variants.data import load_named_dataset  # noqa: E402
-from hf_variants.metrics import accuracy  # noqa: E402
+import examples_support as support  # examples/examples_support.py, beside this script
+from hf_variants.data.data_files import describe_rows
+from hf_variants.training.fine_tuning import max_length_for, report_truncation
+from hf_variants.data import load_named_dataset
+from hf_variants.metrics import accuracy
 
 
 NEXT_SENTENCE_CHOICE = "hf_variants/next_sentence_choice"
@@ -96,7 +94,7 @@ def check_choice_labels(dataset: datasets.Dataset, column: str, num_choices: int
     if bad:
         raise ValueError(
             f"{split} split: labels must be ending indices in [0, {num_choices}); "
-            f"{len(bad)} are not, e.g. {[labels[row] for row in bad[:5]]} at {support.example_ids(dataset, bad[:10])}"
+            f"{len(bad)} are not, e.g. {[labels[row] for row in bad[:5]]} at {describe_rows(dataset, bad[:10])}"
         )
     return labels
 
@@ -118,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         check_choice_labels(dataset, label_column, len(endings), split)
 
     tokenizer = support.load_tokenizer(model_args)
-    max_length = support.max_length_for(tokenizer, data_args.max_seq_length)
+    max_length = max_length_for(tokenizer, data_args.max_seq_length)
     model = support.load_model(model_args, AutoModelForMultipleChoice, tokenizer, max_seq_length=max_length)
     padding = "max_length" if data_args.pad_to_max_length else False
 
@@ -136,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     features = {}
     for split, dataset in splits.items():
-        support.report_truncation(tokenizer, split, *pairs_of(dataset.to_dict()), max_length)
+        report_truncation(tokenizer, split, *pairs_of(dataset.to_dict()), max_length)
         with training_args.main_process_first(desc=f"tokenizing {split}"):
             features[split] = dataset.map(
                 tokenize, batched=True, remove_columns=dataset.column_names, num_proc=data_args.preprocessing_num_workers,

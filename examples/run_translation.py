@@ -24,24 +24,20 @@ by word: exact match and token error rate (for G2P the phoneme error rate). Pred
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a source checkout
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # examples_support, seq2seq_support
 
-import datasets  # noqa: E402
+import datasets
 
-import examples_support as support  # noqa: E402
-import seq2seq_support  # noqa: E402
+import examples_support as support  # examples/examples_support.py, beside this script
+from hf_variants.data.data_files import describe_rows
 
 TRANSLATION_COLUMN = "translation"
 
 
 @dataclass
-class TranslationDataArguments(seq2seq_support.Seq2SeqDataArguments):
+class TranslationDataArguments(support.Seq2SeqDataArguments):
     source_lang: str | None = field(default=None, metadata={"help": "Source key of the translation dicts (e.g. en, graphemes)."})
     target_lang: str | None = field(default=None, metadata={"help": "Target key of the translation dicts (e.g. ro, phonemes)."})
 
@@ -55,7 +51,7 @@ class TranslationDataArguments(seq2seq_support.Seq2SeqDataArguments):
             raise ValueError(f"--source_lang and --target_lang are both {self.source_lang!r}")
 
 
-def translation_pairs(source_lang: str, target_lang: str) -> seq2seq_support.PairsFromSplit:
+def translation_pairs(source_lang: str, target_lang: str) -> support.PairsFromSplit:
     """(sources, targets) read from the ``translation`` column's dicts."""
 
     def pairs(dataset: datasets.Dataset, split: str) -> tuple[list[str], list[str]]:
@@ -65,16 +61,16 @@ def translation_pairs(source_lang: str, target_lang: str) -> seq2seq_support.Pai
             missing = [row for row, pair in enumerate(rows) if not isinstance(pair, dict) or language not in pair]
             if missing:
                 raise ValueError(f"{name} {language!r} is not a key of the {split} split's translation dicts "
-                                 f"({support.example_ids(dataset, missing[:1])[0]} has {rows[missing[0]]!r})")
+                                 f"({describe_rows(dataset, missing[:1])[0]} has {rows[missing[0]]!r})")
         return [pair[source_lang] for pair in rows], [pair[target_lang] for pair in rows]
 
     return pairs
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
-    model_args, data_args, training_args = seq2seq_support.start(TranslationDataArguments, argv)
+    model_args, data_args, training_args = support.start_seq2seq(TranslationDataArguments, argv)
     pairs = translation_pairs(data_args.source_lang, data_args.target_lang)
-    return seq2seq_support.run(model_args, data_args, training_args, pairs, task="translation")
+    return support.run_seq2seq(model_args, data_args, training_args, pairs, task="translation")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ Each recipe keeps the paper's choices that carry over to a small model (optimize
 epsilon, weight decay, schedule shape, masking rate) and scales the rest: batches of 32 x 128 tokens
 instead of 256 x 512 (BERT) or 8k x 512 (RoBERTa), and a learning rate raised for the small width and
 short run, as small-model pretraining does (BERT-Mini: 4 x 256). The scaled values are starting points
-for a sweep (`examples/sweep_pretraining.py`), not tuned results; `paper` records what they scale.
+for a sweep (`research/sweep_pretraining.py`), not tuned results; `paper` records what they scale.
 """
 
 from __future__ import annotations

@@ -102,4 +102,7 @@ if __name__ == "__main__":
     crash_spec, script, *script_args = sys.argv[1:]
     install(crash_spec)
     sys.argv = [script, *script_args]
+    # As `python script.py` does: the script's folder first on sys.path (examples/run_glue.py imports
+    # examples_support, beside it); run_path alone does not put it there.
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     runpy.run_path(script, run_name="__main__")

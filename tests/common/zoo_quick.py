@@ -1,17 +1,18 @@
-"""The zoo's --quick build, shared by tests/examples/test_zoo.py and test_zoo_other.py."""
+"""The zoo's --quick build, shared by tests/research/test_zoo.py and test_zoo_other.py."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tests.common.example_scripts import load_example_script
 
 QUICK = ["--quick", "--seeds", "1", "--budget_minutes", "5"]
 
 
 def load_zoo():
-    """examples/zoo.py as a module."""
-    return load_example_script("zoo")
+    """research/zoo.py as a module."""
+    from research import zoo
+
+    return zoo
 
 
 def build_quick(zoo, root: Path, variants: list[str], *extra: str) -> tuple[dict, Path, Path]:

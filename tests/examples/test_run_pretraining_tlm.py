@@ -5,6 +5,7 @@ held-out masked-token loss, and the language ids land in the saved config."""
 from __future__ import annotations
 
 import pytest
+from hf_variants.training.pretraining_data import load_dataset_corpus
 from test_run_pretraining import load_script
 from transformers import AutoConfig
 
@@ -67,10 +68,9 @@ def test_tlm_reads_translation_rows_from_a_dataset(tmp_path):
 
 def test_plain_text_dataset_rows_become_documents(tmp_path):
     """A `text` column, one paragraph per row; empty rows close a document (wikitext's layout)."""
-    script = load_script()
     rows = [{"text": text} for text in ["", " = Emma = ", "First paragraph.", "", "", " = Persuasion = ", "Second.", ""]]
-    corpus = script.load_dataset_corpus(write_dataset_folder(tmp_path / "text", rows), None, parallel=False)
+    corpus = load_dataset_corpus(write_dataset_folder(tmp_path / "text", rows), None, parallel=False)
     assert corpus["text"] == [" = Emma = ", "First paragraph.", " = Persuasion = ", "Second."]
     assert corpus["document"] == [0, 0, 1, 1]
     with pytest.raises(ValueError, match="expected parallel rows"):
-        script.load_dataset_corpus(str(tmp_path / "text"), None, parallel=True)
+        load_dataset_corpus(str(tmp_path / "text"), None, parallel=True)
