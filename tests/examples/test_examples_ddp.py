@@ -77,7 +77,7 @@ def test_accelerate_configs_load(name, distributed_type, processes):
         from accelerate.utils.dataclasses import get_module_class_from_name
 
         from hf_variants.registry import SPECS
-        from tiny_variants import tiny_config
+        from tests.common.tiny_variants import tiny_config
 
         for model_type in ("hfv_bert", "hfv_roberta", "hfv_xlnet"):
             model = SPECS[model_type].classes["Model"](tiny_config(SPECS[model_type]))
