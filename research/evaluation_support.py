@@ -197,7 +197,7 @@ def pos_probe(model_dir: str | Path, tokenizer, splits: dict, max_length: int, d
         features, has_token = word_features(encoder, tokenizer, splits[name]["tokens"], max_length)
         tags = np.asarray([tag for row in splits[name]["pos_tags"] for tag in row])
         data[name] = (features, tags[has_token], len(tags))
-    (train_x, train_y, _), (validation_x, validation_y, validation_total) = data["train"], data["validation"]
+    (train_x, train_y, _), (validation_x, validation_y, _) = data["train"], data["validation"]
     probe, c, _ = fit_probe(train_x, train_y, validation_x, validation_y)
     scores = {"C": c}
     for name in ("validation", "test"):

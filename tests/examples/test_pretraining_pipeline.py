@@ -196,7 +196,7 @@ def test_mask_position_metrics_score_only_inputs_replaced_by_the_mask(tmp_path, 
     validation = script.build_examples(held_out_text, tokenizer, "full-sentences", 48, None, args, 2, objective,
                                        model.config)
     collator = script.ModelInputs(objective.make_collator(tokenizer, 0.15, False, model.config, seed=1), model, 0)
-    total, count, selected_count, kept = 0.0, 0, 0, 0
+    total, count, selected_count = 0.0, 0, 0
     for start in range(0, len(validation), 32):  # the evaluation's batches (per_device_eval_batch_size 32)
         batch = collator([validation[i] for i in range(start, min(start + 32, len(validation)))])
         with torch.no_grad():

@@ -192,7 +192,7 @@ def test_tokenizer_save_failing_halfway_keeps_the_previous_tokenizer(tmp_path, m
     real_save = PreTrainedTokenizerFast._save_pretrained
 
     def save_then_fail(self, save_directory, *args, **kwargs):
-        result = real_save(self, save_directory, *args, **kwargs)
+        real_save(self, save_directory, *args, **kwargs)
         written = Path(save_directory) / "tokenizer.json"
         written.write_bytes(written.read_bytes()[:100])  # cut short, as by a full disk
         raise OSError(errno.ENOSPC, "No space left on device (injected)")

@@ -359,7 +359,6 @@ def invalid_input_mutations(spec: VariantSpec, head: str, model, inputs: dict, l
     config = model.config
     cases = []
     main = spec.classes[head].main_input_name
-    value = inputs[main]
     cases.append(("empty batch", {k: v[:0] for k, v in {**inputs, **labels}.items()}, main))
     if main == "input_ids":
         ids, mask = inputs["input_ids"], inputs["attention_mask"]
