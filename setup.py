@@ -11,5 +11,8 @@ from setuptools import find_packages, setup
 setup(
     packages=[*find_packages(include=["hf_variants", "hf_variants.*"]), "hf_variants.modeling_configs"],
     package_dir={"hf_variants.modeling_configs": "modeling_configs"},
-    package_data={"hf_variants.modeling_configs": ["*/config.json"], "hf_variants.metrics": ["evaluate_modules/*/*.py"]},
+    package_data={
+        "hf_variants.modeling_configs": ["*/config.json"],
+        "hf_variants.metrics": ["evaluate_modules/*/*.py"],
+    },
 )

@@ -25,8 +25,7 @@ import torch  # noqa: E402
 from transformers import DataCollatorForLanguageModeling  # noqa: E402
 
 from hf_variants.data import load_corpus  # noqa: E402
-from hf_variants.objectives import (DataCollatorForMaskedLM, DataCollatorForNgramMasking,  # noqa: E402
-                                    DataCollatorForSpanMasking)
+from hf_variants.objectives import DataCollatorForMaskedLM, DataCollatorForNgramMasking, DataCollatorForSpanMasking  # noqa: E402
 from hf_variants.tokenization import train_tokenizer  # noqa: E402
 
 
@@ -36,28 +35,38 @@ def build_examples(count: int, max_length: int):
     because transformers' whole-word collator cannot pad `offset_mapping`."""
     corpus = load_corpus("austen")
     tokenizer = train_tokenizer("wordpiece-uncased", corpus["text"], 8000)
-    encoded = tokenizer(list(corpus["text"]), add_special_tokens=False, return_offsets_mapping=True,
-                        return_attention_mask=False, return_token_type_ids=False)
-    stream = [(token, offset) for ids, offsets in zip(encoded["input_ids"], encoded["offset_mapping"])
-              for token, offset in zip(ids, offsets)]
+    encoded = tokenizer(
+        list(corpus["text"]),
+        add_special_tokens=False,
+        return_offsets_mapping=True,
+        return_attention_mask=False,
+        return_token_type_ids=False,
+    )
+    stream = [
+        (token, offset)
+        for ids, offsets in zip(encoded["input_ids"], encoded["offset_mapping"])
+        for token, offset in zip(ids, offsets)
+    ]
     width = max_length - 2
     if len(stream) < count * width:
         raise ValueError(f"the corpus has {len(stream)} tokens, fewer than {count} rows of {width}")
     rows = []
     for start in range(0, count * width, width):
-        chunk = stream[start:start + width]
-        rows.append({
-            "input_ids": [tokenizer.cls_token_id] + [t for t, _ in chunk] + [tokenizer.sep_token_id],
-            "special_tokens_mask": [1] + [0] * len(chunk) + [1],
-            "offset_mapping": [(0, 0)] + [o for _, o in chunk] + [(0, 0)],
-        })
+        chunk = stream[start : start + width]
+        rows.append(
+            {
+                "input_ids": [tokenizer.cls_token_id] + [t for t, _ in chunk] + [tokenizer.sep_token_id],
+                "special_tokens_mask": [1] + [0] * len(chunk) + [1],
+                "offset_mapping": [(0, 0)] + [o for _, o in chunk] + [(0, 0)],
+            }
+        )
     return tokenizer, rows
 
 
 def throughput(collator, features, batch_size: int) -> float:
     start = time.perf_counter()
     for index in range(0, len(features), batch_size):
-        collator(features[index:index + batch_size])
+        collator(features[index : index + batch_size])
     return len(features) / (time.perf_counter() - start)
 
 
@@ -83,8 +92,10 @@ def main() -> None:
         "ours MLM": (DataCollatorForMaskedLM(tokenizer, seed=0), ids_only),
         "transformers MLM": (DataCollatorForLanguageModeling(tokenizer, seed=0), with_specials),
         "ours whole-word": (DataCollatorForMaskedLM(tokenizer, whole_word_mask=True, seed=0), ids_only),
-        "transformers whole-word": (DataCollatorForLanguageModeling(tokenizer, whole_word_mask=True, seed=0),
-                                    with_offsets),
+        "transformers whole-word": (
+            DataCollatorForLanguageModeling(tokenizer, whole_word_mask=True, seed=0),
+            with_offsets,
+        ),
         "ours SpanBERT spans": (DataCollatorForSpanMasking(tokenizer, seed=0), ids_only),
         "ours ALBERT n-grams": (DataCollatorForNgramMasking(tokenizer, seed=0), ids_only),
     }
@@ -94,21 +105,27 @@ def main() -> None:
     names = list(runs)
     for repetition in range(repetitions):
         # Rotate the order so no collator always runs first (caches, frequency scaling).
-        for name in names[repetition % len(names):] + names[:repetition % len(names)]:
+        for name in names[repetition % len(names) :] + names[: repetition % len(names)]:
             collator, features = runs[name]
             samples[name].append(throughput(collator, features, args.batch_size))
     median = {name: statistics.median(values) for name, values in samples.items()}
 
-    print(f"{count} rows of {args.max_length} Austen tokens, batch {args.batch_size}, 1 thread, "
-          f"median of {repetitions} interleaved repetitions")
+    print(
+        f"{count} rows of {args.max_length} Austen tokens, batch {args.batch_size}, 1 thread, "
+        f"median of {repetitions} interleaved repetitions"
+    )
     print()
     print("| collator | ours (examples/s) | transformers (examples/s) | ratio ours / transformers |")
     print("|---|---:|---:|---:|")
-    for label, ours, theirs in (("MLM 80/10/10", "ours MLM", "transformers MLM"),
-                                ("whole-word MLM", "ours whole-word", "transformers whole-word")):
+    for label, ours, theirs in (
+        ("MLM 80/10/10", "ours MLM", "transformers MLM"),
+        ("whole-word MLM", "ours whole-word", "transformers whole-word"),
+    ):
         print(f"| {label} | {median[ours]:,.0f} | {median[theirs]:,.0f} | {median[ours] / median[theirs]:.2f} |")
-    for label, ours in (("SpanBERT span masking + SBO targets", "ours SpanBERT spans"),
-                        ("ALBERT n-gram masking", "ours ALBERT n-grams")):
+    for label, ours in (
+        ("SpanBERT span masking + SBO targets", "ours SpanBERT spans"),
+        ("ALBERT n-gram masking", "ours ALBERT n-grams"),
+    ):
         print(f"| {label} | {median[ours]:,.0f} | (none) | |")
 
 

@@ -28,9 +28,8 @@ import torch
 
 if not __package__:  # run as `python benchmarks/bench_compile.py`: the repository root holds the benchmarks package
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # (and this checkout's hf_variants)
-from benchmarks import measure  # noqa: E402
-
 import hf_variants  # noqa: E402,F401  (registers every variant)
+from benchmarks import measure  # noqa: E402
 from hf_variants.models.named_configs import named_config  # noqa: E402
 from hf_variants.registry import SPECS  # noqa: E402
 
@@ -59,7 +58,9 @@ def workloads(table: dict[str, tuple[tuple[str, bool], ...]] | None = None) -> l
         spec = specs[name]
         for head, train in entries:
             if head not in spec.classes:
-                raise ValueError(f"bench_compile: variant {name!r} has no head {head!r}; its heads: {sorted(spec.classes)}")
+                raise ValueError(
+                    f"bench_compile: variant {name!r} has no head {head!r}; its heads: {sorted(spec.classes)}"
+                )
             rows.append((name, spec.mini_config, head, train))
     return rows
 
@@ -94,8 +95,14 @@ def build_inputs(config, head: str, batch: int, length: int, generator: torch.Ge
     lengths = torch.randint(length // 4, length + 1, (batch,), generator=generator)
     lengths[0] = length
     mask = (torch.arange(length)[None, :] < lengths[:, None]).long()
-    ids = torch.randint(5, config.vocab_size, (batch, length), generator=generator).masked_fill(mask == 0, config.pad_token_id or 0)
-    return {"input_ids": ids, "attention_mask": mask, "labels": torch.randint(0, config.num_labels, (batch,), generator=generator)}
+    ids = torch.randint(5, config.vocab_size, (batch, length), generator=generator).masked_fill(
+        mask == 0, config.pad_token_id or 0
+    )
+    return {
+        "input_ids": ids,
+        "attention_mask": mask,
+        "labels": torch.randint(0, config.num_labels, (batch,), generator=generator),
+    }
 
 
 def run_workload(variant: str, config_name: str, head: str, train: bool, args) -> dict:
@@ -130,7 +137,11 @@ def run_workload(variant: str, config_name: str, head: str, train: bool, args) -
         sides.append(Side("eager padding-free", packed, inputs, train))
     times = measure.interleaved_times(sides, args.steps, args.reps, warmup_steps=2)
     summary = measure.ratio_summary(times, ours="compiled", theirs="eager")
-    row = {"workload": f"{config_name} {head} {'train' if train else 'inference'}", "compile_s": compile_seconds, **summary}
+    row = {
+        "workload": f"{config_name} {head} {'train' if train else 'inference'}",
+        "compile_s": compile_seconds,
+        **summary,
+    }
     if "eager padding-free" in times:
         row["padding_free_s"] = min(times["eager padding-free"])
     row["eager_best_s"], row["compiled_best_s"] = min(times["eager"]), min(times["compiled"])
@@ -176,8 +187,11 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--only", nargs="*", help="variant names to run (default: all workloads)")
     parser.add_argument("--write", type=Path, help="replace the compile section of this markdown file")
-    parser.add_argument("--quick", action="store_true",
-                        help="smoke run: the first workload, batch 2 x 16 tokens, 1 repetition of 1 step (not for --write)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: the first workload, batch 2 x 16 tokens, 1 repetition of 1 step (not for --write)",
+    )
     args = parser.parse_args()
     if args.quick:
         if args.write:

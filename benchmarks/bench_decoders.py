@@ -78,24 +78,60 @@ PAPER_MARIAN = {"sinusoidal_layout": "concatenated"}
 SCENARIOS = {
     "clm-gpt2-mini": Scenario(
         "CLM training step, gpt2-mini, 16 Austen paragraphs: ours packed, transformers padded",
-        "clm", "gpt2-mini", 16, 2, target=1.5),
+        "clm",
+        "gpt2-mini",
+        16,
+        2,
+        target=1.5,
+    ),
     "generate-gpt2-mini-b1": Scenario(
-        "greedy generation, gpt2-mini, 1 Austen prompt, 64 new tokens", "generate", "gpt2-mini", 1, 2, new_tokens=64,
-        target=1.2),
+        "greedy generation, gpt2-mini, 1 Austen prompt, 64 new tokens",
+        "generate",
+        "gpt2-mini",
+        1,
+        2,
+        new_tokens=64,
+        target=1.2,
+    ),
     "generate-gpt2-mini-b8": Scenario(
-        "greedy generation, gpt2-mini, 8 left-padded Austen prompts, 64 new tokens", "generate", "gpt2-mini", 8, 1,
-        new_tokens=64, target=1.2),
+        "greedy generation, gpt2-mini, 8 left-padded Austen prompts, 64 new tokens",
+        "generate",
+        "gpt2-mini",
+        8,
+        1,
+        new_tokens=64,
+        target=1.2,
+    ),
     "seq2seq-transformer-mini": Scenario(
         "training step, transformer-mini vs MarianMTModel, 32 movie-review sentences -> label word",
-        "seq2seq", "transformer-mini", 32, 3, target=1.5, overrides=PAPER_MARIAN),
+        "seq2seq",
+        "transformer-mini",
+        32,
+        3,
+        target=1.5,
+        overrides=PAPER_MARIAN,
+    ),
     "seq2seq-t5-mini": Scenario(
-        "training step, t5-mini, 32 movie-review sentences -> label word", "seq2seq", "t5-mini", 32, 3, target=1.5),
+        "training step, t5-mini, 32 movie-review sentences -> label word", "seq2seq", "t5-mini", 32, 3, target=1.5
+    ),
     "generate-t5-mini-b1": Scenario(
-        "greedy generation, t5-mini, 1 movie-review sentence, 32 new tokens", "generate", "t5-mini", 1, 2,
-        new_tokens=32, target=1.2),
+        "greedy generation, t5-mini, 1 movie-review sentence, 32 new tokens",
+        "generate",
+        "t5-mini",
+        1,
+        2,
+        new_tokens=32,
+        target=1.2,
+    ),
     "generate-t5-mini-b8": Scenario(
-        "greedy generation, t5-mini, 8 movie-review sentences, 32 new tokens", "generate", "t5-mini", 8, 1,
-        new_tokens=32, target=1.2),
+        "greedy generation, t5-mini, 8 movie-review sentences, 32 new tokens",
+        "generate",
+        "t5-mini",
+        8,
+        1,
+        new_tokens=32,
+        target=1.2,
+    ),
 }
 
 
@@ -105,24 +141,38 @@ def build_sides(scenario: Scenario):
     from benchmarks import decoder_workloads as work
 
     data = work.Data.load()
-    models = {name: model.to(scenario.device)
-              for name, model in work.build_models(scenario.model, **scenario.overrides).items()}
+    models = {
+        name: model.to(scenario.device)
+        for name, model in work.build_models(scenario.model, **scenario.overrides).items()
+    }
     if scenario.kind == "clm":
         groups = work.clm_feature_groups(data, scenario.batch_size, scenario.steps, scenario.max_length)
         collators = work.clm_collators(data.documents_tokenizer)
         batches = {name: [collators[name](features) for features in groups[name]] for name in models}
-        sides = [work.training_side(name, model, lambda i, name=name: work.to_device(
-                     collators[name](groups[name][i % scenario.steps]), scenario.device), scenario.dtype)
-                 for name, model in models.items()]
-        notes = {f"{name}_tokens_per_step": sum(b["input_ids"].numel() for b in batches[name]) / scenario.steps
-                 for name in models}
-        notes["real_tokens_per_step"] = sum(int((b["labels"] != -100).sum()) for b in batches["transformers"]) / scenario.steps
+        sides = [
+            work.training_side(
+                name,
+                model,
+                lambda i, name=name: work.to_device(collators[name](groups[name][i % scenario.steps]), scenario.device),
+                scenario.dtype,
+            )
+            for name, model in models.items()
+        ]
+        notes = {
+            f"{name}_tokens_per_step": sum(b["input_ids"].numel() for b in batches[name]) / scenario.steps
+            for name in models
+        }
+        notes["real_tokens_per_step"] = (
+            sum(int((b["labels"] != -100).sum()) for b in batches["transformers"]) / scenario.steps
+        )
         return sides, notes
     if scenario.kind == "seq2seq":
         batches = work.seq2seq_batches(data, scenario.batch_size, scenario.steps, models["ours"])
         on_device = [work.to_device(batch, scenario.device) for batch in batches]
-        sides = [work.training_side(name, model, lambda i: on_device[i % scenario.steps], scenario.dtype)
-                 for name, model in models.items()]
+        sides = [
+            work.training_side(name, model, lambda i: on_device[i % scenario.steps], scenario.dtype)
+            for name, model in models.items()
+        ]
         padded = sum(b["input_ids"].numel() for b in batches) / scenario.steps
         real = sum(int(b["attention_mask"].sum()) for b in batches) / scenario.steps
         return sides, {"source_tokens_per_step": padded, "real_source_tokens_per_step": real}
@@ -132,12 +182,21 @@ def build_sides(scenario: Scenario):
         else:
             # Prompts: the first 8..40 tokens of documents of at least 40 tokens (varied lengths).
             tokenizer = data.documents_tokenizer
-            lists = [document[:8 + (index * 11) % 33] for index, document in enumerate(d for d in data.documents if len(d) >= 40)]
+            lists = [
+                document[: 8 + (index * 11) % 33]
+                for index, document in enumerate(d for d in data.documents if len(d) >= 40)
+            ]
         pad = tokenizer.pad_token_id
-        prompts = [work.to_device(work.left_padded_prompts(lists[i * scenario.batch_size:(i + 1) * scenario.batch_size],
-                                                          pad), scenario.device)
-                   for i in range(scenario.steps)]
-        config = work.greedy_config(scenario.new_tokens, pad, getattr(models["ours"].config, "decoder_start_token_id", None))
+        prompts = [
+            work.to_device(
+                work.left_padded_prompts(lists[i * scenario.batch_size : (i + 1) * scenario.batch_size], pad),
+                scenario.device,
+            )
+            for i in range(scenario.steps)
+        ]
+        config = work.greedy_config(
+            scenario.new_tokens, pad, getattr(models["ours"].config, "decoder_start_token_id", None)
+        )
         sides = [work.GenerationSide(name, model.eval(), prompts, config) for name, model in models.items()]
         return sides, {"new_tokens_per_step": scenario.batch_size * scenario.new_tokens}
     raise ValueError(f"unknown scenario kind {scenario.kind!r}")
@@ -205,8 +264,18 @@ def bf16_generation(sides, steps: int, new_tokens: int) -> float:
 
 # ----------------------------------------------------------------------------- driver side
 def spawn(kind: str, scenario: Scenario, reps: int, threads: int) -> dict:
-    command = [sys.executable, __file__, "--worker", kind, "--scenario-json", json.dumps(asdict(scenario)),
-               "--reps", str(reps), "--threads", str(threads)]
+    command = [
+        sys.executable,
+        __file__,
+        "--worker",
+        kind,
+        "--scenario-json",
+        json.dumps(asdict(scenario)),
+        "--reps",
+        str(reps),
+        "--threads",
+        str(threads),
+    ]
     return spawn_worker(command, f"{kind} worker for {scenario.description}")
 
 
@@ -216,19 +285,25 @@ def format_row(name: str, scenario: Scenario, result: dict, load_before: str) ->
     else:
         unit = f"{result['ours_s'] * 1e3:.0f} / {result['theirs_s'] * 1e3:.0f} ms/step"
     if scenario.kind == "clm":
-        work = (f"{result['real_tokens_per_step']:.0f} predicted; rows hold {result['ours_tokens_per_step']:.0f} (ours) / "
-                f"{result['transformers_tokens_per_step']:.0f} (transformers) positions")
+        work = (
+            f"{result['real_tokens_per_step']:.0f} predicted; rows hold {result['ours_tokens_per_step']:.0f} (ours) / "
+            f"{result['transformers_tokens_per_step']:.0f} (transformers) positions"
+        )
     elif scenario.kind == "seq2seq":
         work = f"{result['real_source_tokens_per_step']:.0f} real of {result['source_tokens_per_step']:.0f} padded source positions"
     elif "bf16_token_agreement" in result:
-        work = f"identical tokens asserted in fp32; bf16 tokens agree at {result['bf16_token_agreement']:.1%} of positions"
+        work = (
+            f"identical tokens asserted in fp32; bf16 tokens agree at {result['bf16_token_agreement']:.1%} of positions"
+        )
     else:
         work = "identical tokens asserted"
     met = "yes" if result["ratio_median"] >= scenario.target else "**no**"
     if (scenario.device, scenario.dtype) != ("cpu", "fp32"):
         name = f"{name} ({scenario.device}, {scenario.dtype})"
-    return (f"| {name} | {scenario.description} | {result['ratio_median']:.2f}× ({result['ratio_min']:.2f}–"
-            f"{result['ratio_max']:.2f}) | {result['ratio_best']:.2f}× | {scenario.target:.1f}× {met} | {unit} | {work} | {load_before} |")
+    return (
+        f"| {name} | {scenario.description} | {result['ratio_median']:.2f}× ({result['ratio_min']:.2f}–"
+        f"{result['ratio_max']:.2f}) | {result['ratio_best']:.2f}× | {scenario.target:.1f}× {met} | {unit} | {work} | {load_before} |"
+    )
 
 
 TABLE_HEADER = (
@@ -258,8 +333,16 @@ def select(names: str | None) -> list[str]:
     return chosen
 
 
-def run(names: list[str], reps: int, threads: int, quick: bool, scenarios: dict = SCENARIOS,
-        data_folder: Path | None = None, device: str = "cpu", dtypes: tuple[str, ...] = ("fp32",)) -> list[str]:
+def run(
+    names: list[str],
+    reps: int,
+    threads: int,
+    quick: bool,
+    scenarios: dict = SCENARIOS,
+    data_folder: Path | None = None,
+    device: str = "cpu",
+    dtypes: tuple[str, ...] = ("fp32",),
+) -> list[str]:
     """Measure ``names`` of ``scenarios`` (each in its own process, once per dtype of ``dtypes``, on
     ``device``) and return the markdown rows. ``data_folder``: data already prepared by
     ``decoder_workloads.prepare_data`` (else prepared here)."""
@@ -273,8 +356,9 @@ def run(names: list[str], reps: int, threads: int, quick: bool, scenarios: dict 
         for name in names:
             for dtype in dtypes:
                 # --quick: one batch per repetition (each repetition still interleaves both sides).
-                scenario = dataclasses.replace(scenarios[name], device=device, dtype=dtype,
-                                               **({"steps": 1} if quick else {}))
+                scenario = dataclasses.replace(
+                    scenarios[name], device=device, dtype=dtype, **({"steps": 1} if quick else {})
+                )
                 load_before, started = load_average(), time.perf_counter()
                 row = format_row(name, scenario, spawn("throughput", scenario, reps, threads), load_before)
                 print(row, flush=True)
@@ -290,7 +374,9 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=None, help="timed repetitions per scenario (default 5, --quick 3)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (the targets are for 2)")
     parser.add_argument("--write", help="write the results into this markdown file, replacing this harness's section")
-    parser.add_argument("--profile", metavar="SCENARIO", help="print torch.profiler tables (both sides) for one scenario")
+    parser.add_argument(
+        "--profile", metavar="SCENARIO", help="print torch.profiler tables (both sides) for one scenario"
+    )
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda (a GPU)")
     parser.add_argument("--dtypes", default="fp32", help="fp32, bf16 or both, comma-separated (see the docstring)")
     parser.add_argument("--data", help="a folder --prepare-data wrote (default: tokenise the corpora here)")
@@ -300,8 +386,10 @@ def main() -> None:
     args = parser.parse_args()
     dtypes = tuple(args.dtypes.split(","))
     if args.device not in DEVICES or any(dtype not in DTYPES for dtype in dtypes):
-        raise ValueError(f"--device {args.device!r} / --dtypes {args.dtypes!r}: choose the device from {DEVICES} "
-                         f"and dtypes from {DTYPES}")
+        raise ValueError(
+            f"--device {args.device!r} / --dtypes {args.dtypes!r}: choose the device from {DEVICES} "
+            f"and dtypes from {DTYPES}"
+        )
 
     import torch
 
@@ -332,17 +420,28 @@ def main() -> None:
 
     reps = args.reps or (3 if args.quick else 5)
     gpu = f"; GPU {torch.cuda.get_device_name()}" if args.device == "cuda" else ""
-    header = run_header("benchmarks/bench_decoders.py", None, args.threads, f"{reps} timed repetitions after warm-up{gpu}")
+    header = run_header(
+        "benchmarks/bench_decoders.py", None, args.threads, f"{reps} timed repetitions after warm-up{gpu}"
+    )
     print(header)
     print(TABLE_HEADER, flush=True)
     started = time.perf_counter()
-    rows = run(select(args.scenarios), reps, args.threads, args.quick, device=args.device, dtypes=dtypes,
-               data_folder=Path(args.data) if args.data else None)
+    rows = run(
+        select(args.scenarios),
+        reps,
+        args.threads,
+        args.quick,
+        device=args.device,
+        dtypes=dtypes,
+        data_folder=Path(args.data) if args.data else None,
+    )
     footer = f"total {time.perf_counter() - started:.0f} s; load average after {load_average()}"
     print(footer)
     if args.write:
-        replace_section(Path(args.write), "\n".join([f"### Decoders and encoder-decoders: run {header}", "",
-                                                     TABLE_HEADER, *rows, "", footer]))
+        replace_section(
+            Path(args.write),
+            "\n".join([f"### Decoders and encoder-decoders: run {header}", "", TABLE_HEADER, *rows, "", footer]),
+        )
 
 
 if __name__ == "__main__":

@@ -58,40 +58,163 @@ def text_scenarios(variant: str, shape: str, target_full: float | None = 1.0) ->
     """A text variant's sequence-classification rows: fine-tuning and inference on the real
     sentences with dynamic padding, and (unless ``target_full`` is None) full-length fine-tuning."""
     rows = {
-        f"{variant}-finetune-dynamic": Scenario(f"fine-tuning step (seq. cls.), {shape}, dynamic padding", "cls", shape, True, "dynamic", 32, 3, True, variant, 1.5),
-        f"{variant}-infer-dynamic": Scenario(f"inference (seq. cls.), {shape}, dynamic padding", "cls", shape, False, "dynamic", 64, 4, True, variant, 1.5),
+        f"{variant}-finetune-dynamic": Scenario(
+            f"fine-tuning step (seq. cls.), {shape}, dynamic padding",
+            "cls",
+            shape,
+            True,
+            "dynamic",
+            32,
+            3,
+            True,
+            variant,
+            1.5,
+        ),
+        f"{variant}-infer-dynamic": Scenario(
+            f"inference (seq. cls.), {shape}, dynamic padding",
+            "cls",
+            shape,
+            False,
+            "dynamic",
+            64,
+            4,
+            True,
+            variant,
+            1.5,
+        ),
     }
     if target_full is not None:
-        rows[f"{variant}-full-finetune"] = Scenario(f"full-length fine-tuning step (seq. cls.), {shape}, 128 tokens, no padding", "cls", shape, True, "full", 16, 2, True, variant, target_full)
+        rows[f"{variant}-full-finetune"] = Scenario(
+            f"full-length fine-tuning step (seq. cls.), {shape}, 128 tokens, no padding",
+            "cls",
+            shape,
+            True,
+            "full",
+            16,
+            2,
+            True,
+            variant,
+            target_full,
+        )
     return rows
 
 
 SCENARIOS = {
-    "mlm-mini": Scenario("MLM pretraining step, bert-mini, sentences, dynamic padding", "mlm", "mini", True, "dynamic", 32, 3, True, target=2.0),
-    "mlm-mini-full": Scenario("MLM pretraining step, bert-mini, full 128-token rows", "mlm", "mini", True, "full", 16, 2),
-    "mlm-base": Scenario("MLM pretraining step, bert-base, sentences, dynamic padding", "mlm", "base", True, "dynamic", 8, 1),
-    "finetune-mini-dynamic": Scenario("fine-tuning step (seq. cls.), bert-mini, dynamic padding", "cls", "mini", True, "dynamic", 32, 3, True, target=1.5),
-    "finetune-mini-pad128": Scenario("fine-tuning step (seq. cls.), bert-mini, padded to 128", "cls", "mini", True, "max_length", 32, 2),
-    "finetune-base-dynamic": Scenario("fine-tuning step (seq. cls.), bert-base, dynamic padding", "cls", "base", True, "dynamic", 8, 1, target=1.5),
-    "infer-mini-dynamic": Scenario("inference (seq. cls.), bert-mini, dynamic padding", "cls", "mini", False, "dynamic", 64, 4, True, target=1.5),
-    "infer-mini-pad128": Scenario("inference (seq. cls.), bert-mini, padded to 128", "cls", "mini", False, "max_length", 64, 3),
-    "infer-base-dynamic": Scenario("inference (seq. cls.), bert-base, dynamic padding", "cls", "base", False, "dynamic", 32, 1, target=1.5),
-    "full-finetune-mini": Scenario("full-length fine-tuning step, bert-mini, 128 tokens, no padding", "cls", "mini", True, "full", 16, 2, True, target=1.0),
-    "full-infer-base": Scenario("full-length inference, bert-base, 128 tokens, no padding", "cls", "base", False, "full", 8, 1, target=1.0),
+    "mlm-mini": Scenario(
+        "MLM pretraining step, bert-mini, sentences, dynamic padding",
+        "mlm",
+        "mini",
+        True,
+        "dynamic",
+        32,
+        3,
+        True,
+        target=2.0,
+    ),
+    "mlm-mini-full": Scenario(
+        "MLM pretraining step, bert-mini, full 128-token rows", "mlm", "mini", True, "full", 16, 2
+    ),
+    "mlm-base": Scenario(
+        "MLM pretraining step, bert-base, sentences, dynamic padding", "mlm", "base", True, "dynamic", 8, 1
+    ),
+    "finetune-mini-dynamic": Scenario(
+        "fine-tuning step (seq. cls.), bert-mini, dynamic padding",
+        "cls",
+        "mini",
+        True,
+        "dynamic",
+        32,
+        3,
+        True,
+        target=1.5,
+    ),
+    "finetune-mini-pad128": Scenario(
+        "fine-tuning step (seq. cls.), bert-mini, padded to 128", "cls", "mini", True, "max_length", 32, 2
+    ),
+    "finetune-base-dynamic": Scenario(
+        "fine-tuning step (seq. cls.), bert-base, dynamic padding", "cls", "base", True, "dynamic", 8, 1, target=1.5
+    ),
+    "infer-mini-dynamic": Scenario(
+        "inference (seq. cls.), bert-mini, dynamic padding", "cls", "mini", False, "dynamic", 64, 4, True, target=1.5
+    ),
+    "infer-mini-pad128": Scenario(
+        "inference (seq. cls.), bert-mini, padded to 128", "cls", "mini", False, "max_length", 64, 3
+    ),
+    "infer-base-dynamic": Scenario(
+        "inference (seq. cls.), bert-base, dynamic padding", "cls", "base", False, "dynamic", 32, 1, target=1.5
+    ),
+    "full-finetune-mini": Scenario(
+        "full-length fine-tuning step, bert-mini, 128 tokens, no padding",
+        "cls",
+        "mini",
+        True,
+        "full",
+        16,
+        2,
+        True,
+        target=1.0,
+    ),
+    "full-infer-base": Scenario(
+        "full-length inference, bert-base, 128 tokens, no padding", "cls", "base", False, "full", 8, 1, target=1.0
+    ),
     # Token classification reads every position: neither padding nor the [CLS]-only last layer can
     # be skipped, so this row is the same computation on both sides.
-    "full-finetune-mini-tokens": Scenario("full-length fine-tuning step (token cls.), bert-mini, 128 tokens, no padding", "tokens", "mini", True, "full", 16, 2, target=1.0),
+    "full-finetune-mini-tokens": Scenario(
+        "full-length fine-tuning step (token cls.), bert-mini, 128 tokens, no padding",
+        "tokens",
+        "mini",
+        True,
+        "full",
+        16,
+        2,
+        target=1.0,
+    ),
     **text_scenarios("roberta", "roberta-mini"),
     **text_scenarios("xlm", "xlm-mini"),
     **text_scenarios("albert", "albert-mini"),
-    "electra-pretrain": Scenario("joint generator + discriminator pretraining step (RTD), electra-mini, sentences, dynamic padding", "rtd", "electra-mini", True, "dynamic", 32, 3, True, "electra", 2.0),
+    "electra-pretrain": Scenario(
+        "joint generator + discriminator pretraining step (RTD), electra-mini, sentences, dynamic padding",
+        "rtd",
+        "electra-mini",
+        True,
+        "dynamic",
+        32,
+        3,
+        True,
+        "electra",
+        2.0,
+    ),
     **text_scenarios("electra", "electra-mini"),
     **text_scenarios("xlnet", "xlnet-mini", target_full=None),
-    "vit-train": Scenario("training step (image cls.), vit-mini, Fashion-MNIST 28x28", "image", "vit-mini", True, "images", 64, 3, True, "vit", 1.0),
-    "vit-infer": Scenario("inference (image cls.), vit-mini, Fashion-MNIST 28x28", "image", "vit-mini", False, "images", 256, 3, True, "vit", 1.0),
+    "vit-train": Scenario(
+        "training step (image cls.), vit-mini, Fashion-MNIST 28x28",
+        "image",
+        "vit-mini",
+        True,
+        "images",
+        64,
+        3,
+        True,
+        "vit",
+        1.0,
+    ),
+    "vit-infer": Scenario(
+        "inference (image cls.), vit-mini, Fashion-MNIST 28x28",
+        "image",
+        "vit-mini",
+        False,
+        "images",
+        256,
+        3,
+        True,
+        "vit",
+        1.0,
+    ),
 }
 MFU_SCENARIO = Scenario("MFU: bert-base MLM pretraining step, full 128-token rows", "mlm", "base", True, "full", 8, 1)
-MFU_QUICK_SCENARIO = Scenario("MFU: bert-base MLM pretraining step, full 128-token rows", "mlm", "base", True, "full", 4, 1)
+MFU_QUICK_SCENARIO = Scenario(
+    "MFU: bert-base MLM pretraining step, full 128-token rows", "mlm", "base", True, "full", 4, 1
+)
 
 
 # ----------------------------------------------------------------------------- worker side
@@ -106,8 +229,10 @@ def image_batches(batch_size: int, count: int) -> list[dict]:
     pixels = torch.from_numpy(np.stack([np.asarray(image, dtype=np.float32) for image in train["image"]]))
     pixels = (pixels / 255.0 - 0.5) / 0.5
     labels = torch.tensor(train["label"])
-    return [{"pixel_values": pixels[i:i + batch_size, None], "labels": labels[i:i + batch_size]}
-            for i in range(0, batch_size * count, batch_size)]
+    return [
+        {"pixel_values": pixels[i : i + batch_size, None], "labels": labels[i : i + batch_size]}
+        for i in range(0, batch_size * count, batch_size)
+    ]
 
 
 def masking_collators(task: str, tokenizer):
@@ -123,7 +248,9 @@ def masking_collators(task: str, tokenizer):
         return {"transformers": theirs, "ours": ours}, note
     from hf_variants.objectives import DataCollatorForReplacedTokenDetection
 
-    theirs = transformers.DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15, mask_replace_prob=0.85, random_replace_prob=0.0)
+    theirs = transformers.DataCollatorForLanguageModeling(
+        tokenizer, mlm_probability=0.15, mask_replace_prob=0.85, random_replace_prob=0.0
+    )
     note = "transformers: DataCollatorForLanguageModeling(mask_replace_prob=0.85, random_replace_prob=0); ours: DataCollatorForReplacedTokenDetection"
     return {"transformers": theirs, "ours": DataCollatorForReplacedTokenDetection(tokenizer)}, note
 
@@ -131,8 +258,7 @@ def masking_collators(task: str, tokenizer):
 def build_sides(scenario: Scenario, which: tuple[str, ...]):
     import torch
 
-    from benchmarks import encoder_variants
-    from benchmarks import workloads
+    from benchmarks import encoder_variants, workloads
 
     models = encoder_variants.build_models(scenario.variant, scenario.task, scenario.shape, which)
     notes = {}
@@ -154,6 +280,7 @@ def build_sides(scenario: Scenario, which: tuple[str, ...]):
             def make(index):
                 torch.manual_seed(index)
                 return dict(collators[name](chunks[index % len(chunks)]))
+
             return make
     else:
         corpus = workloads.Corpus.load()
@@ -169,6 +296,7 @@ def build_sides(scenario: Scenario, which: tuple[str, ...]):
 
         def batch_maker(name):
             return lambda index: batches[index % len(batches)]
+
     sides = [workloads.make_side(name, models[name], batch_maker(name), scenario.training) for name in which]
     return sides, notes
 
@@ -192,7 +320,9 @@ def run_worker(kind: str, scenario: Scenario, reps: int, side_name: str | None) 
         resident = [*side.model.parameters(), *side.model.buffers()]
         if side.optimizer is not None:
             resident += [value for state in side.optimizer.state.values() for value in state.values()]
-        tensors = measure.resident_tensor_mib(resident) + measure.peak_step_tensor_mib(lambda: side.step(scenario.steps + 1))
+        tensors = measure.resident_tensor_mib(resident) + measure.peak_step_tensor_mib(
+            lambda: side.step(scenario.steps + 1)
+        )
         return {"peak_mib": peak, "base_mib": base, "tensor_peak_mib": tensors}
     if kind == "mfu":
         sides, notes = build_sides(scenario, ("transformers", "ours"))
@@ -216,8 +346,18 @@ def run_worker(kind: str, scenario: Scenario, reps: int, side_name: str | None) 
 
 # ----------------------------------------------------------------------------- driver side
 def spawn(kind: str, scenario: Scenario, reps: int, threads: int, side: str | None = None) -> dict:
-    command = [sys.executable, __file__, "--worker", kind, "--scenario-json", json.dumps(asdict(scenario)),
-               "--reps", str(reps), "--threads", str(threads)]
+    command = [
+        sys.executable,
+        __file__,
+        "--worker",
+        kind,
+        "--scenario-json",
+        json.dumps(asdict(scenario)),
+        "--reps",
+        str(reps),
+        "--threads",
+        str(threads),
+    ]
     if side:
         command += ["--side", side]
     env = dict(os.environ)
@@ -240,7 +380,10 @@ def run_scenarios(names: list[str], reps: int, threads: int, quick: bool, with_m
             # Peak RSS is per process, so the two memory processes may run side by side (the
             # throughput process above runs alone: its timings need the machine to itself).
             with ThreadPoolExecutor(max_workers=2) as pool:
-                futures = {side: pool.submit(spawn, "memory", scenario, reps, threads, side) for side in ("transformers", "ours")}
+                futures = {
+                    side: pool.submit(spawn, "memory", scenario, reps, threads, side)
+                    for side in ("transformers", "ours")
+                }
                 row["memory"] = {side: future.result() for side, future in futures.items()}
         row["seconds"] = time.perf_counter() - started
         print(format_row(row), flush=True)
@@ -270,15 +413,19 @@ def format_row(row: dict) -> str:
     if "memory" in row:
         ours, theirs = row["memory"]["ours"], row["memory"]["transformers"]
         ours_step, theirs_step = ours["peak_mib"] - ours["base_mib"], theirs["peak_mib"] - theirs["base_mib"]
-        memory = (f" {ours['tensor_peak_mib']:.0f} / {theirs['tensor_peak_mib']:.0f} = "
-                  f"**{ours['tensor_peak_mib'] / theirs['tensor_peak_mib']:.3f}** |"
-                  f" {ours['peak_mib']} (+{ours_step}) | {theirs['peak_mib']} (+{theirs_step}) | "
-                  f"{ours['peak_mib'] / theirs['peak_mib']:.3f} ({ours_step / max(theirs_step, 1):.2f}) |")
+        memory = (
+            f" {ours['tensor_peak_mib']:.0f} / {theirs['tensor_peak_mib']:.0f} = "
+            f"**{ours['tensor_peak_mib'] / theirs['tensor_peak_mib']:.3f}** |"
+            f" {ours['peak_mib']} (+{ours_step}) | {theirs['peak_mib']} (+{theirs_step}) | "
+            f"{ours['peak_mib'] / theirs['peak_mib']:.3f} ({ours_step / max(theirs_step, 1):.2f}) |"
+        )
     else:
         memory = " - | - | - | - |"
-    return (f"| {row['name']} | {s.description}, B={s.batch_size} | {t['ratio_median']:.2f}× "
-            f"({t['ratio_min']:.2f}–{t['ratio_max']:.2f}) | {target_status(row)} | {t['ratio_best']:.2f}× | {t['ours_s'] * 1e3:.0f} | "
-            f"{t['theirs_s'] * 1e3:.0f} |{memory} {row['load_before']} |")
+    return (
+        f"| {row['name']} | {s.description}, B={s.batch_size} | {t['ratio_median']:.2f}× "
+        f"({t['ratio_min']:.2f}–{t['ratio_max']:.2f}) | {target_status(row)} | {t['ratio_best']:.2f}× | {t['ours_s'] * 1e3:.0f} | "
+        f"{t['theirs_s'] * 1e3:.0f} |{memory} {row['load_before']} |"
+    )
 
 
 TABLE_HEADER = (
@@ -292,14 +439,18 @@ TABLE_HEADER = (
 
 def format_mfu(mfu: dict) -> str:
     s = mfu["scenario"]
-    lines = [f"MFU ({s.description}, B={s.batch_size}): fp32 GEMM peak (4096² torch.matmul, timed between "
-             f"the steps) {mfu['gemm_peak_gflops']:.1f} GFLOP/s"]
+    lines = [
+        f"MFU ({s.description}, B={s.batch_size}): fp32 GEMM peak (4096² torch.matmul, timed between "
+        f"the steps) {mfu['gemm_peak_gflops']:.1f} GFLOP/s"
+    ]
     for name, key in (("ours", "ours_s"), ("transformers", "theirs_s")):
         lines.append(
             f"- {name}: {mfu['flops'][name] / 1e9:.1f} GFLOP per step in {mfu[key]:.2f} s = "
             f"{mfu[name + '_gflops']:.1f} GFLOP/s = **{100 * mfu[name + '_mfu']:.0f}%** of the GEMM peak"
         )
-    lines.append(f"- speed ours/transformers: {mfu['ratio_median']:.2f}× ({mfu['ratio_min']:.2f}–{mfu['ratio_max']:.2f})")
+    lines.append(
+        f"- speed ours/transformers: {mfu['ratio_median']:.2f}× ({mfu['ratio_min']:.2f}–{mfu['ratio_max']:.2f})"
+    )
     return "\n".join(lines)
 
 
@@ -333,18 +484,28 @@ def select_scenarios(variants: list[str] | None, scenarios: list[str] | None, qu
     return [n for n, s in SCENARIOS.items() if s.variant in chosen and (s.in_quick or not quick)]
 
 
-def main(argv: list[str] | None = None, program: str = "benchmarks/bench_encoders.py", default_variants: list[str] | None = None,
-         with_mfu: bool = False) -> None:
+def main(
+    argv: list[str] | None = None,
+    program: str = "benchmarks/bench_encoders.py",
+    default_variants: list[str] | None = None,
+    with_mfu: bool = False,
+) -> None:
     """Command line of this file, and of ``bench_bert.py`` (``default_variants=["bert"]``, with the MFU row)."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, prog=program)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, prog=program
+    )
     parser.add_argument("--quick", action="store_true", help="the rows marked quick, one step per repetition")
     parser.add_argument("--variant", help="comma-separated variants (default: every one but bert; bench_bert.py: bert)")
     parser.add_argument("--scenarios", help=f"comma-separated subset of: {', '.join(SCENARIOS)}")
     parser.add_argument("--reps", type=int, default=None, help="timed repetitions per scenario (default 5)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (the targets are for 2)")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocesses")
-    parser.add_argument("--write", help="write the results (markdown) into this file, replacing this program's own section")
-    parser.add_argument("--profile", metavar="SCENARIO", help="print torch.profiler tables (both sides) for one scenario (or 'mfu')")
+    parser.add_argument(
+        "--write", help="write the results (markdown) into this file, replacing this program's own section"
+    )
+    parser.add_argument(
+        "--profile", metavar="SCENARIO", help="print torch.profiler tables (both sides) for one scenario (or 'mfu')"
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--scenario-json", help=argparse.SUPPRESS)
     parser.add_argument("--side", help=argparse.SUPPRESS)
@@ -362,7 +523,9 @@ def main(argv: list[str] | None = None, program: str = "benchmarks/bench_encoder
         scenario = MFU_SCENARIO if args.profile == "mfu" else SCENARIOS[args.profile]
         tables = spawn("profile", scenario, 1, args.threads)["tables"]
         for name, table in tables.items():
-            print(f"\n{name}: {scenario.description}, B={scenario.batch_size}, {scenario.steps} steps, {args.threads} threads\n{table}")
+            print(
+                f"\n{name}: {scenario.description}, B={scenario.batch_size}, {scenario.steps} steps, {args.threads} threads\n{table}"
+            )
         return
 
     variants = args.variant.split(",") if args.variant else default_variants

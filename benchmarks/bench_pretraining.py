@@ -117,16 +117,19 @@ class PretrainingVariant:
         return self.spec.pretraining_objective
 
 
-VARIANTS = {v.variant: v for v in (
-    PretrainingVariant("bert", "BertForPreTraining", "BertForPreTraining"),
-    PretrainingVariant("roberta", "RobertaForMaskedLM", "RobertaForMaskedLM"),
-    PretrainingVariant("spanbert", "SpanBertForPreTraining", "BertForMaskedLM", like_for_like=False),
-    PretrainingVariant("albert", "AlbertForPreTraining", "AlbertForPreTraining"),
-    PretrainingVariant("electra", "ElectraForPreTraining", "ElectraForMaskedLM + ElectraForPreTraining"),
-    PretrainingVariant("xlnet", "XLNetLMHeadModel", "XLNetLMHeadModel"),
-    PretrainingVariant("t5", "T5ForConditionalGeneration", "T5ForConditionalGeneration"),
-    PretrainingVariant("gpt", "GPTLMHeadModel", "GPT2LMHeadModel"),
-)}
+VARIANTS = {
+    v.variant: v
+    for v in (
+        PretrainingVariant("bert", "BertForPreTraining", "BertForPreTraining"),
+        PretrainingVariant("roberta", "RobertaForMaskedLM", "RobertaForMaskedLM"),
+        PretrainingVariant("spanbert", "SpanBertForPreTraining", "BertForMaskedLM", like_for_like=False),
+        PretrainingVariant("albert", "AlbertForPreTraining", "AlbertForPreTraining"),
+        PretrainingVariant("electra", "ElectraForPreTraining", "ElectraForMaskedLM + ElectraForPreTraining"),
+        PretrainingVariant("xlnet", "XLNetLMHeadModel", "XLNetLMHeadModel"),
+        PretrainingVariant("t5", "T5ForConditionalGeneration", "T5ForConditionalGeneration"),
+        PretrainingVariant("gpt", "GPTLMHeadModel", "GPT2LMHeadModel"),
+    )
+}
 
 
 @dataclass(frozen=True)
@@ -202,8 +205,9 @@ def wordpiece_tokenizer(objective: str):
 
     tokenizer = workloads.load_tokenizer()
     if objective == "span-corruption":
-        tokenizer.add_special_tokens({"eos_token": "[SEP]",
-                                      "additional_special_tokens": [f"<extra_id_{i}>" for i in range(100)]})
+        tokenizer.add_special_tokens(
+            {"eos_token": "[SEP]", "additional_special_tokens": [f"<extra_id_{i}>" for i in range(100)]}
+        )
     return tokenizer
 
 
@@ -233,15 +237,17 @@ def pretraining_batches(name: str, config, batch_size: int, count: int, corpus=N
     # Raw tokens per row: T5's corrupted input of 128 comes from more raw tokens; others add [CLS] [SEP].
     per_row = span_corruption_lengths(ROW_LENGTH)[0] if objective == "span-corruption" else ROW_LENGTH - 2
     if len(stream) < batch_size * count * per_row:
-        raise ValueError(f"{count} batches of {batch_size} rows need {batch_size * count * per_row} tokens; "
-                         f"the corpus has {len(stream)}")
-    rows = [stream[i * per_row:(i + 1) * per_row] for i in range(batch_size * count)]
+        raise ValueError(
+            f"{count} batches of {batch_size} rows need {batch_size * count * per_row} tokens; "
+            f"the corpus has {len(stream)}"
+        )
+    rows = [stream[i * per_row : (i + 1) * per_row] for i in range(batch_size * count)]
     if objective != "span-corruption":
         rows = [[tokenizer.cls_token_id, *row, tokenizer.sep_token_id] for row in rows]
     generator = torch.Generator().manual_seed(0)
     batches = []
     for step in range(count):
-        chunk = rows[step * batch_size:(step + 1) * batch_size]
+        chunk = rows[step * batch_size : (step + 1) * batch_size]
         if objective == "clm":
             ids = torch.tensor(chunk)
             batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": ids.clone()}
@@ -259,7 +265,9 @@ def pretraining_batches(name: str, config, batch_size: int, count: int, corpus=N
             values = batch[key]
             wide = values >= config.vocab_size
             if wide.any():
-                folded = workloads.FIRST_REGULAR_ID + (values - workloads.FIRST_REGULAR_ID) % (config.vocab_size - workloads.FIRST_REGULAR_ID)
+                folded = workloads.FIRST_REGULAR_ID + (values - workloads.FIRST_REGULAR_ID) % (
+                    config.vocab_size - workloads.FIRST_REGULAR_ID
+                )
                 batch[key] = torch.where(wide, folded, values)
         batches.append(batch)
     return batches
@@ -282,8 +290,9 @@ class TrainingSide:
 
         self.name, self.model, self.dtype = name, model, dtype
         self.device = next(model.parameters()).device
-        self.batches = [{key: value.to(self.device) for key, value in accepted(model, batch).items()}
-                        for batch in batches]
+        self.batches = [
+            {key: value.to(self.device) for key, value in accepted(model, batch).items()} for batch in batches
+        ]
         # fused=True: the fastest AdamW on CPU (and on CUDA), the same optimizer for both sides.
         self.optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
 
@@ -345,18 +354,27 @@ def measure_setting(setting: Setting) -> dict:
     """Build both sides, check their losses agree, time them interleaved; tokens/s and ratios."""
     from benchmarks import measure
 
-    models = {name: model.to(setting.device) for name, model in build_models(setting.variant, setting.overrides).items()}
+    models = {
+        name: model.to(setting.device) for name, model in build_models(setting.variant, setting.overrides).items()
+    }
     batches = pretraining_batches(setting.variant, models["ours"].config, setting.batch_size, setting.steps)
     losses = eval_losses(models, batches[0])
-    if VARIANTS[setting.variant].like_for_like and abs(losses["ours"] - losses["transformers"]) > 1e-3 * max(1.0, abs(losses["transformers"])):
+    if VARIANTS[setting.variant].like_for_like and abs(losses["ours"] - losses["transformers"]) > 1e-3 * max(
+        1.0, abs(losses["transformers"])
+    ):
         raise RuntimeError(f"{setting.variant}: the two sides compute different losses {losses}: not the same work")
     sides = [TrainingSide(name, models[name], batches, setting.dtype) for name in ("transformers", "ours")]
     times = measure.interleaved_times(sides, setting.steps, setting.reps, setting.warmup)
     summary = measure.ratio_summary(times)
     tokens = setting.batch_size * ROW_LENGTH
     predicted = sum(int((batch["labels"] != -100).sum()) for batch in batches) / len(batches)
-    result = {**summary, "losses": losses, "tokens_per_s_ours": tokens / summary["ours_s"],
-              "tokens_per_s_theirs": tokens / summary["theirs_s"], "predicted_per_batch": predicted}
+    result = {
+        **summary,
+        "losses": losses,
+        "tokens_per_s_ours": tokens / summary["ours_s"],
+        "tokens_per_s_theirs": tokens / summary["theirs_s"],
+        "predicted_per_batch": predicted,
+    }
     if setting.device == "cuda":
         import torch
 
@@ -378,8 +396,16 @@ def profile_setting(setting: Setting) -> dict[str, str]:
 
 
 def spawn(setting: Setting, threads: int) -> dict:
-    command = [sys.executable, __file__, "--worker", json.dumps(asdict(setting)), "--threads", str(threads),
-               "--device", setting.device]
+    command = [
+        sys.executable,
+        __file__,
+        "--worker",
+        json.dumps(asdict(setting)),
+        "--threads",
+        str(threads),
+        "--device",
+        setting.device,
+    ]
     return spawn_worker(command, f"worker for {setting}")
 
 
@@ -397,10 +423,12 @@ def format_row(setting: Setting, result: dict, load: str) -> str:
     if not variant.like_for_like:
         ratio += " (ours also trains the SBO head)"
     losses = result["losses"]
-    return (f"| {setting.variant} | {variant.objective} | {variant.ours} / {variant.theirs} | {setting.dtype} | "
-            f"{result['tokens_per_s_ours']:,.0f} | {result['tokens_per_s_theirs']:,.0f} | **{ratio}** | "
-            f"{result['ratio_best']:.2f}× | {result['ours_s'] * 1e3:.0f} | {result['theirs_s'] * 1e3:.0f} | "
-            f"{result['predicted_per_batch']:.0f} | {losses['ours']:.4f} / {losses['transformers']:.4f} | {load} |")
+    return (
+        f"| {setting.variant} | {variant.objective} | {variant.ours} / {variant.theirs} | {setting.dtype} | "
+        f"{result['tokens_per_s_ours']:,.0f} | {result['tokens_per_s_theirs']:,.0f} | **{ratio}** | "
+        f"{result['ratio_best']:.2f}× | {result['ours_s'] * 1e3:.0f} | {result['theirs_s'] * 1e3:.0f} | "
+        f"{result['predicted_per_batch']:.0f} | {losses['ours']:.4f} / {losses['transformers']:.4f} | {load} |"
+    )
 
 
 CUDA_TABLE_HEADER = (
@@ -418,10 +446,12 @@ def format_cuda_row(setting: Setting, result: dict) -> str:
     if not variant.like_for_like:
         ratio += " (ours also trains the SBO head)"
     losses, memory = result["losses"], result["memory"]
-    return (f"| {setting.variant} | {variant.objective} | {setting.dtype} | {result['tokens_per_s_ours']:,.0f} | "
-            f"{result['tokens_per_s_theirs']:,.0f} | **{ratio}** | {result['ratio_best']:.2f}× | "
-            f"{result['ours_s'] * 1e3:.1f} | {result['theirs_s'] * 1e3:.1f} | {memory['ours']['step_peak_mib']:,.0f} | "
-            f"{memory['transformers']['step_peak_mib']:,.0f} | {losses['ours']:.4f} / {losses['transformers']:.4f} |")
+    return (
+        f"| {setting.variant} | {variant.objective} | {setting.dtype} | {result['tokens_per_s_ours']:,.0f} | "
+        f"{result['tokens_per_s_theirs']:,.0f} | **{ratio}** | {result['ratio_best']:.2f}× | "
+        f"{result['ours_s'] * 1e3:.1f} | {result['theirs_s'] * 1e3:.1f} | {memory['ours']['step_peak_mib']:,.0f} | "
+        f"{memory['transformers']['step_peak_mib']:,.0f} | {losses['ours']:.4f} / {losses['transformers']:.4f} |"
+    )
 
 
 def replace_section(path: Path, text: str, section: str = SECTION) -> None:
@@ -438,15 +468,22 @@ def check_device(device: str) -> None:
     if device not in DEVICES:
         raise ValueError(f"unknown --device {device!r}: choose from {', '.join(DEVICES)}")
     if device == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"--device cuda: torch {torch.__version__} sees no CUDA GPU on this machine "
-                         f"(torch.cuda.is_available() is False); run without --device or on a GPU machine")
+        raise ValueError(
+            f"--device cuda: torch {torch.__version__} sees no CUDA GPU on this machine "
+            f"(torch.cuda.is_available() is False); run without --device or on a GPU machine"
+        )
 
 
 def main(argv: list[str] | None = None) -> list[str]:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     prog="benchmarks/bench_pretraining.py")
+    parser = argparse.ArgumentParser(
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="benchmarks/bench_pretraining.py",
+    )
     parser.add_argument("--quick", action="store_true", help="B=4, 1 step per repetition, 3 repetitions (a smoke test)")
-    parser.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated subset of {', '.join(VARIANTS)}")
+    parser.add_argument(
+        "--variants", default=",".join(VARIANTS), help=f"comma-separated subset of {', '.join(VARIANTS)}"
+    )
     parser.add_argument("--dtypes", default=",".join(DTYPES), help="fp32, bf16 (CPU autocast) or both")
     parser.add_argument("--batch-size", type=int, default=None, help="rows per batch (default 32; --quick 4)")
     parser.add_argument("--reps", type=int, default=None, help="timed repetitions (default 5, cuda 10; --quick 3)")
@@ -455,8 +492,11 @@ def main(argv: list[str] | None = None) -> list[str]:
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda (a GPU: CUDA autocast for bf16)")
     parser.add_argument("--json", help="also write every row's setting and measurements to this JSON file")
     parser.add_argument("--write", help="write the table (markdown) into this file, replacing this program's section")
-    parser.add_argument("--profile", metavar="VARIANT", help="print torch.profiler tables (both sides) of one variant, "
-                        "in each of --dtypes, instead of timing")
+    parser.add_argument(
+        "--profile",
+        metavar="VARIANT",
+        help="print torch.profiler tables (both sides) of one variant, in each of --dtypes, instead of timing",
+    )
     parser.add_argument("--overrides", default="{}", help=argparse.SUPPRESS)  # JSON config overrides (tests)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -469,13 +509,20 @@ def main(argv: list[str] | None = None) -> list[str]:
         print(json.dumps(measure_setting(Setting(**json.loads(args.worker)))))
         return []
     variants, dtypes = args.variants.split(","), args.dtypes.split(",")
-    unknown = [v for v in variants + [args.profile or "bert"] if v not in VARIANTS] + [d for d in dtypes if d not in DTYPES]
+    unknown = [v for v in variants + [args.profile or "bert"] if v not in VARIANTS] + [
+        d for d in dtypes if d not in DTYPES
+    ]
     if unknown:
-        raise ValueError(f"unknown variants or precisions {unknown}: choose from {', '.join(VARIANTS)} and {', '.join(DTYPES)}")
+        raise ValueError(
+            f"unknown variants or precisions {unknown}: choose from {', '.join(VARIANTS)} and {', '.join(DTYPES)}"
+        )
     cuda = args.device == "cuda"
-    base = dict(batch_size=args.batch_size or (4 if args.quick else 32),
-                reps=args.reps or (3 if args.quick else 10 if cuda else 5), overrides=json.loads(args.overrides),
-                device=args.device)
+    base = dict(
+        batch_size=args.batch_size or (4 if args.quick else 32),
+        reps=args.reps or (3 if args.quick else 10 if cuda else 5),
+        overrides=json.loads(args.overrides),
+        device=args.device,
+    )
     if args.quick:
         base.update(steps=1, warmup=1)
     elif cuda:
@@ -490,7 +537,9 @@ def main(argv: list[str] | None = None) -> list[str]:
         for dtype in dtypes:
             setting = Setting(args.profile, dtype, **base)
             for name, table in profile_setting(setting).items():
-                print(f"\n{name}: {args.profile} {dtype}, B={setting.batch_size}, {setting.steps} steps, {args.threads} threads\n{table}")
+                print(
+                    f"\n{name}: {args.profile} {dtype}, B={setting.batch_size}, {setting.steps} steps, {args.threads} threads\n{table}"
+                )
         return []
     details = f"B={base['batch_size']} rows of {ROW_LENGTH} tokens, {base['reps']} timed repetitions after warm-up"
     if cuda:
@@ -514,8 +563,11 @@ def main(argv: list[str] | None = None) -> list[str]:
     if args.json:
         Path(args.json).write_text(json.dumps({"header": header, "rows": records, "table": lines}, indent=2) + "\n")
     if args.write:
-        replace_section(Path(args.write), "\n".join([f"### Run {header}\n", table_header, *lines, "", footer]),
-                        CUDA_SECTION if cuda else SECTION)
+        replace_section(
+            Path(args.write),
+            "\n".join([f"### Run {header}\n", table_header, *lines, "", footer]),
+            CUDA_SECTION if cuda else SECTION,
+        )
     return lines
 
 

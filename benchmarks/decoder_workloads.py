@@ -53,8 +53,9 @@ def prepare_data(folder: Path, limit: int | None = None) -> None:
     sources = unigram(list(train["sentence"]))["input_ids"]  # each ends with </s>
     targets = unigram([LABEL_WORDS[label] for label in train["label"]])["input_ids"]
     unigram.save_pretrained(folder / "pairs_tokenizer")
-    (folder / "ids.json").write_text(json.dumps({
-        "documents": [ids for ids in documents if ids], "sources": sources, "targets": targets}))
+    (folder / "ids.json").write_text(
+        json.dumps({"documents": [ids for ids in documents if ids], "sources": sources, "targets": targets})
+    )
 
 
 @dataclass
@@ -70,7 +71,9 @@ class Data:
         folder = Path(os.environ["BENCH_DECODER_DATA"])
         ids = json.loads((folder / "ids.json").read_text())
         return cls(
-            documents=ids["documents"], sources=ids["sources"], targets=ids["targets"],
+            documents=ids["documents"],
+            sources=ids["sources"],
+            targets=ids["targets"],
             documents_tokenizer=transformers.AutoTokenizer.from_pretrained(folder / "documents_tokenizer"),
             pairs_tokenizer=transformers.AutoTokenizer.from_pretrained(folder / "pairs_tokenizer"),
         )
@@ -84,8 +87,11 @@ def build_models(named: str, **overrides) -> dict[str, torch.nn.Module]:
     ``hf_variants.from_transformers``. Both run SDPA attention."""
     torch.manual_seed(0)
     config = named_config(named, **overrides)
-    seed_model = transformers.AutoModelForCausalLM.from_config(config) if not config.is_encoder_decoder else \
-        transformers.AutoModelForSeq2SeqLM.from_config(config)
+    seed_model = (
+        transformers.AutoModelForCausalLM.from_config(config)
+        if not config.is_encoder_decoder
+        else transformers.AutoModelForSeq2SeqLM.from_config(config)
+    )
     theirs = hf_variants.to_transformers(seed_model)
     theirs.config._attn_implementation = "sdpa"
     ours = hf_variants.from_transformers(theirs)
@@ -102,7 +108,7 @@ def truncated_documents(data: Data, count: int, max_length: int) -> list[list[in
     eos = data.documents_tokenizer.eos_token_id
     if count > len(data.documents):
         raise ValueError(f"{count} documents asked for, the corpus has {len(data.documents)}")
-    return [document[:max_length - 1] + [eos] for document in data.documents[:count]]
+    return [document[: max_length - 1] + [eos] for document in data.documents[:count]]
 
 
 def clm_feature_groups(data: Data, batch_size: int, steps: int, max_length: int) -> dict[str, list[list[dict]]]:
@@ -115,7 +121,7 @@ def clm_feature_groups(data: Data, batch_size: int, steps: int, max_length: int)
     documents = truncated_documents(data, batch_size * steps, max_length)
     groups = {"transformers": [], "ours": []}
     for step in range(steps):
-        chunk = documents[step * batch_size:(step + 1) * batch_size]
+        chunk = documents[step * batch_size : (step + 1) * batch_size]
         groups["transformers"].append([{"input_ids": ids} for ids in chunk])
         groups["ours"].append(list(pack_causal_documents(chunk, max_length, split_documents=False)))
     return groups
@@ -127,8 +133,10 @@ def clm_collators(tokenizer) -> dict[str, Callable]:
     from hf_variants.objectives import DataCollatorForPackedCausalLM
 
     # Ours passes `document_ids` to the model: each document runs as its own padding-free sequence.
-    return {"transformers": transformers.DataCollatorForLanguageModeling(tokenizer, mlm=False),
-            "ours": DataCollatorForPackedCausalLM(tokenizer)}
+    return {
+        "transformers": transformers.DataCollatorForLanguageModeling(tokenizer, mlm=False),
+        "ours": DataCollatorForPackedCausalLM(tokenizer),
+    }
 
 
 def seq2seq_batches(data: Data, batch_size: int, steps: int, model: torch.nn.Module) -> list[dict]:
@@ -150,8 +158,8 @@ def left_padded_prompts(token_lists: list[list[int]], pad_token_id: int) -> dict
     input_ids = torch.full((len(token_lists), width), pad_token_id, dtype=torch.long)
     attention_mask = torch.zeros_like(input_ids)
     for row, ids in enumerate(token_lists):
-        input_ids[row, width - len(ids):] = torch.tensor(ids)
-        attention_mask[row, width - len(ids):] = 1
+        input_ids[row, width - len(ids) :] = torch.tensor(ids)
+        attention_mask[row, width - len(ids) :] = 1
     return {"input_ids": input_ids, "attention_mask": attention_mask}
 
 
@@ -195,7 +203,9 @@ class TrainingSide(DeviceSide):
         self.optimizer.zero_grad(set_to_none=True)
 
 
-def training_side(name: str, model: torch.nn.Module, make_batch: Callable[[int], dict], dtype: str = "fp32") -> TrainingSide:
+def training_side(
+    name: str, model: torch.nn.Module, make_batch: Callable[[int], dict], dtype: str = "fp32"
+) -> TrainingSide:
     model.train()
     # fused=True: the fastest AdamW on CPU (and on CUDA), the same optimizer for both sides.
     return TrainingSide(name, model, make_batch, torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True), dtype)
@@ -212,15 +222,25 @@ class GenerationSide(DeviceSide):
 
     def generate(self, index: int) -> torch.Tensor:
         with torch.inference_mode():
-            return self.model.generate(**self.prompts[index % len(self.prompts)], generation_config=self.generation_config)
+            return self.model.generate(
+                **self.prompts[index % len(self.prompts)], generation_config=self.generation_config
+            )
 
     def step(self, index: int) -> None:
         self.generate(index)
 
 
-def greedy_config(new_tokens: int, pad_token_id: int, decoder_start_token_id: int | None = None) -> transformers.GenerationConfig:
+def greedy_config(
+    new_tokens: int, pad_token_id: int, decoder_start_token_id: int | None = None
+) -> transformers.GenerationConfig:
     """Greedy decoding of exactly ``new_tokens`` tokens (no EOS stop: every run does the same work)."""
     return transformers.GenerationConfig(
-        do_sample=False, num_beams=1, max_new_tokens=new_tokens, min_new_tokens=None, eos_token_id=None,
-        pad_token_id=pad_token_id, bos_token_id=None, decoder_start_token_id=decoder_start_token_id,
+        do_sample=False,
+        num_beams=1,
+        max_new_tokens=new_tokens,
+        min_new_tokens=None,
+        eos_token_id=None,
+        pad_token_id=pad_token_id,
+        bos_token_id=None,
+        decoder_start_token_id=decoder_start_token_id,
     )

@@ -24,9 +24,9 @@ from torch import nn
 from transformers.utils import ModelOutput
 
 import hf_variants
+from benchmarks.workloads import BERT_LAYOUT, TokenLayout
 from hf_variants.conversion import WEIGHTS
 from hf_variants.models.electra.modeling_electra import SHARED_EMBEDDING_MODULES, gumbel_max_sample
-from benchmarks.workloads import BERT_LAYOUT, TokenLayout
 
 # bert-mini and bert-base as transformers.BertConfig fields (the named configs' architectures).
 BERT_SHAPES = {
@@ -71,9 +71,11 @@ class EncoderVariant:
 
 VARIANTS = {
     "bert": EncoderVariant(
-        classes={"cls": ("BertForSequenceClassification", "BertForSequenceClassification"),
-                 "tokens": ("BertForTokenClassification", "BertForTokenClassification"),
-                 "mlm": ("BertForMaskedLM", "BertForMaskedLM")},
+        classes={
+            "cls": ("BertForSequenceClassification", "BertForSequenceClassification"),
+            "tokens": ("BertForTokenClassification", "BertForTokenClassification"),
+            "mlm": ("BertForMaskedLM", "BertForMaskedLM"),
+        },
         config=bert_config,
     ),
     "roberta": EncoderVariant(
@@ -92,15 +94,19 @@ VARIANTS = {
         layout=TokenLayout(vocab_size=30000, cls_id=2, sep_id=3, pad_id=0),
     ),
     "electra": EncoderVariant(
-        classes={"cls": ("ElectraForSequenceClassification", "ElectraForSequenceClassification"),
-                 "rtd": ("ElectraForPreTraining", "ElectraForPreTraining")},
+        classes={
+            "cls": ("ElectraForSequenceClassification", "ElectraForSequenceClassification"),
+            "rtd": ("ElectraForPreTraining", "ElectraForPreTraining"),
+        },
         config=named_config_for,
     ),
     "xlnet": EncoderVariant(
         classes={"cls": ("XLNetForSequenceClassification", "XLNetForSequenceClassification")},
         config=named_config_for,
         # XLNet's SentencePiece specials: <sep>=4, <cls>=3, <pad>=5; "A <sep> <cls>", left padding.
-        layout=TokenLayout(vocab_size=32000, cls_id=3, sep_id=4, pad_id=5, cls_last=True, padding_side="left", segment_ids=False),
+        layout=TokenLayout(
+            vocab_size=32000, cls_id=3, sep_id=4, pad_id=5, cls_last=True, padding_side="left", segment_ids=False
+        ),
         # A classifier feeds no next segment: neither side caches every layer's states as mems
         # (in eval mode both would by default, use_mems_eval=True).
         extra_inputs={"use_mems": False},
@@ -123,7 +129,9 @@ def _configure_ours(model: nn.Module, variant: EncoderVariant) -> None:
         model.config.padding_free = variant.padding_free
 
 
-def build_models(variant_name: str, task: str, shape: str, which: tuple[str, ...] = ("transformers", "ours")) -> dict[str, nn.Module]:
+def build_models(
+    variant_name: str, task: str, shape: str, which: tuple[str, ...] = ("transformers", "ours")
+) -> dict[str, nn.Module]:
     """{"transformers": model, "ours": model}, or the one side in ``which``.
 
     With both sides, ours is converted from theirs (identical weights). With one side only that
@@ -162,8 +170,12 @@ class TransformersElectraPretraining(nn.Module):
     ``generator_weight`` x MLM + ``discriminator_weight`` x the discriminator's BCE.
     """
 
-    def __init__(self, generator: transformers.ElectraForMaskedLM, discriminator: transformers.ElectraForPreTraining,
-                 config: hf_variants.ElectraConfig) -> None:
+    def __init__(
+        self,
+        generator: transformers.ElectraForMaskedLM,
+        discriminator: transformers.ElectraForPreTraining,
+        config: hf_variants.ElectraConfig,
+    ) -> None:
         super().__init__()
         for name in SHARED_EMBEDDING_MODULES:
             their_name = "LayerNorm" if name == "layer_norm" else name
@@ -171,8 +183,13 @@ class TransformersElectraPretraining(nn.Module):
         generator.generator_lm_head.weight = discriminator.electra.embeddings.word_embeddings.weight
         self.generator, self.discriminator, self.config = generator, discriminator, config
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: torch.Tensor,
-                token_type_ids: torch.Tensor | None = None) -> ModelOutput:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        labels: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> ModelOutput:
         """input_ids, attention_mask, token_type_ids, labels: (B, T), labels -100 where not masked."""
         segments = dict(attention_mask=attention_mask, token_type_ids=token_type_ids)
         generated = self.generator(input_ids, **segments, labels=labels)

@@ -58,9 +58,15 @@ def environment(device: str) -> dict:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             versions[name] = None
-    record = {"device": device, "python": platform.python_version(), "executable": sys.executable,
-              "cpu_count": os.cpu_count(), "machine": platform.machine(), "versions": versions,
-              "date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    record = {
+        "device": device,
+        "python": platform.python_version(),
+        "executable": sys.executable,
+        "cpu_count": os.cpu_count(),
+        "machine": platform.machine(),
+        "versions": versions,
+        "date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
     try:
         import torch
     except ImportError:
@@ -75,12 +81,20 @@ def environment(device: str) -> dict:
     record["torch_cuda"] = torch.version.cuda
     if torch.cuda.is_available():
         properties = torch.cuda.get_device_properties(0)
-        record.update(gpu=torch.cuda.get_device_name(0), gpu_memory_gib=round(properties.total_memory / 2**30, 1),
-                      gpu_capability=".".join(map(str, torch.cuda.get_device_capability(0))),
-                      gpu_count=torch.cuda.device_count(), bf16_supported=torch.cuda.is_bf16_supported())
+        record.update(
+            gpu=torch.cuda.get_device_name(0),
+            gpu_memory_gib=round(properties.total_memory / 2**30, 1),
+            gpu_capability=".".join(map(str, torch.cuda.get_device_capability(0))),
+            gpu_count=torch.cuda.device_count(),
+            bf16_supported=torch.cuda.is_bf16_supported(),
+        )
         try:
-            driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                    capture_output=True, text=True, timeout=30).stdout.strip()
+            driver = subprocess.run(
+                ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            ).stdout.strip()
             record["driver"] = driver.splitlines()[0] if driver else None
         except (OSError, subprocess.TimeoutExpired):
             record["driver"] = None
@@ -94,18 +108,24 @@ def problems(record: dict) -> list[str]:
     found = []
     for name in ("torch", "transformers", "datasets", "accelerate", "tokenizers"):
         if record["versions"].get(name) is None:
-            found.append(f"{name} is not installed for {record['executable']} (carry its wheel: make_gpu_shard.py --wheels)")
+            found.append(
+                f"{name} is not installed for {record['executable']} (carry its wheel: make_gpu_shard.py --wheels)"
+            )
     declared = declared_range("transformers")
     installed = record["versions"].get("transformers")
     if installed and declared and installed not in SpecifierSet(declared):
-        found.append(f"transformers {installed} is outside pyproject.toml's {declared} "
-                     "(carry benchmarks/gpu_shard/wheels: make_gpu_shard.py --wheels)")
+        found.append(
+            f"transformers {installed} is outside pyproject.toml's {declared} "
+            "(carry benchmarks/gpu_shard/wheels: make_gpu_shard.py --wheels)"
+        )
     for module, error in record.get("import_errors", {}).items():
         if record["versions"].get(module, "?") is not None:  # a missing package is named above
             found.append(f"import {module} fails: {error}")
     if record["device"] == "cuda" and not record.get("cuda_available"):
-        found.append(f"DEVICE=cuda but torch {record['versions'].get('torch')} sees no CUDA GPU "
-                     "(DEVICE=cpu runs the same stages on the CPU)")
+        found.append(
+            f"DEVICE=cuda but torch {record['versions'].get('torch')} sees no CUDA GPU "
+            "(DEVICE=cpu runs the same stages on the CPU)"
+        )
     if record["device"] not in ("cpu", "cuda"):
         found.append(f"DEVICE must be cpu or cuda, got {record['device']!r}")
     return found
@@ -126,22 +146,36 @@ def pretraining_summary(run: Path) -> dict | None:
     logged = [entry["tokens_per_second"] for entry in state["log_history"] if "tokens_per_second" in entry]
     losses = [entry["loss"] for entry in state["log_history"] if "loss" in entry]
     curve_path = run / "eval_curve.jsonl"
-    curve = [json.loads(line) for line in curve_path.read_text().splitlines() if line.strip()] if curve_path.is_file() else []
+    curve = (
+        [json.loads(line) for line in curve_path.read_text().splitlines() if line.strip()]
+        if curve_path.is_file()
+        else []
+    )
     seconds = results["train_minutes"] * 60
     keep = ("mlm_loss", "mlm_accuracy", "mask_position_loss", "sentence_relation_accuracy", "masked_tokens")
     return {
-        "global_step": results["global_step"], "max_steps": results["max_steps"], "tokens_seen": results["tokens_seen"],
-        "train_minutes": results["train_minutes"], "stopped_by_max_time": results["stopped_by_max_time"],
-        "bf16": results["bf16"], "objective": results["objective"], "learning_rate": results["learning_rate"],
+        "global_step": results["global_step"],
+        "max_steps": results["max_steps"],
+        "tokens_seen": results["tokens_seen"],
+        "train_minutes": results["train_minutes"],
+        "stopped_by_max_time": results["stopped_by_max_time"],
+        "bf16": results["bf16"],
+        "objective": results["objective"],
+        "learning_rate": results["learning_rate"],
         "per_device_train_batch_size": results["per_device_train_batch_size"],
-        "sequence_lengths": results["sequence_lengths"], "input_fraction": results["input_fraction"],
+        "sequence_lengths": results["sequence_lengths"],
+        "input_fraction": results["input_fraction"],
         "tokens_per_second_overall": results["tokens_seen"] / seconds if seconds > 0 else None,
         "tokens_per_second_median_log": statistics.median(logged[1:] or logged) if logged else None,
         "last_logged_train_loss": losses[-1] if losses else None,
-        "before": {key: results["before_training"].get(key) for key in keep} if results.get("before_training") else None,
+        "before": {key: results["before_training"].get(key) for key in keep}
+        if results.get("before_training")
+        else None,
         "after": {key: results["after_training"].get(key) for key in keep},
-        "curve": [{key: line.get(key) for key in ("step", "tokens", "elapsed_minutes", "mlm_loss", "mlm_accuracy")}
-                  for line in curve],
+        "curve": [
+            {key: line.get(key) for key in ("step", "tokens", "elapsed_minutes", "mlm_loss", "mlm_accuracy")}
+            for line in curve
+        ],
     }
 
 
@@ -150,7 +184,7 @@ def _number(value, form: str = ",.0f") -> str:
 
 
 def _stage_text(stage: dict) -> str:
-    """"pretraining exit 0 in 245 s"; the script's timeout (124, 137) and skip (125) codes named."""
+    """ "pretraining exit 0 in 245 s"; the script's timeout (124, 137) and skip (125) codes named."""
     if stage["rc"] == 125:
         return f"{stage['stage']} skipped (the check's time was spent)"
     timed_out = " (timed out)" if stage["rc"] in (124, 137) else ""
@@ -161,42 +195,60 @@ def markdown(report: dict) -> str:
     """The section for benchmarks/RESULTS.md."""
     env = report["environment"]
     versions = env["versions"]
-    where = (f"{env.get('gpu')} ({env.get('gpu_memory_gib')} GiB, driver {env.get('driver')}, CUDA {env.get('torch_cuda')})"
-             if env.get("gpu") else f"CPU only ({env['cpu_count']} cores, {env['machine']})")
-    lines = [f"### GPU check, {env['date_utc']}: {where}", "",
-             f"torch {versions['torch']}, transformers {versions['transformers']}, datasets {versions['datasets']}, "
-             f"Python {env['python']}, {env['cpu_count']} CPU cores. Command: `{report['command']}` "
-             "(the shard: `benchmarks/make_gpu_shard.py --wheels`).", ""]
+    where = (
+        f"{env.get('gpu')} ({env.get('gpu_memory_gib')} GiB, driver {env.get('driver')}, CUDA {env.get('torch_cuda')})"
+        if env.get("gpu")
+        else f"CPU only ({env['cpu_count']} cores, {env['machine']})"
+    )
+    lines = [
+        f"### GPU check, {env['date_utc']}: {where}",
+        "",
+        f"torch {versions['torch']}, transformers {versions['transformers']}, datasets {versions['datasets']}, "
+        f"Python {env['python']}, {env['cpu_count']} CPU cores. Command: `{report['command']}` "
+        "(the shard: `benchmarks/make_gpu_shard.py --wheels`).",
+        "",
+    ]
     shard = env.get("shard")
     if shard:
-        lines += [f"Shard: {shard['train']['documents']:,} train documents ({shard['train']['words']:,} words) of "
-                  "`load_pretraining_corpus()` and its whole held-out split "
-                  f"({shard['validation']['documents']:,} documents, {shard['validation']['words']:,} words), "
-                  "the CPU runs' WordPiece-8000.", ""]
+        lines += [
+            f"Shard: {shard['train']['documents']:,} train documents ({shard['train']['words']:,} words) of "
+            "`load_pretraining_corpus()` and its whole held-out split "
+            f"({shard['validation']['documents']:,} documents, {shard['validation']['words']:,} words), "
+            "the CPU runs' WordPiece-8000.",
+            "",
+        ]
     run = report["pretraining"]
     if run is None:
         lines.append("**Pretraining: no results** (see the stages below and check.log).")
     else:
         before, after = run["before"] or {}, run["after"]
         stop = "--max_time" if run["stopped_by_max_time"] else "--max_steps"
-        lines += ["| model | objective | precision | batch × length | steps | tokens seen | train minutes | "
-                  "tokens/s (median of logged intervals) | tokens/s over the run (evaluations included) | held-out MLM loss before → after | "
-                  "masked-token accuracy after | NSP accuracy after | stopped by |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-                  f"| {report['model']} | {run['objective']} | {'bf16' if run['bf16'] else 'fp32'} | "
-                  f"{run['per_device_train_batch_size']} × {run['sequence_lengths'][0]} | {run['global_step']} | "
-                  f"{run['tokens_seen']:,} | {run['train_minutes']:.2f} | {_number(run['tokens_per_second_median_log'])} | "
-                  f"{_number(run['tokens_per_second_overall'])} | {_number(before.get('mlm_loss'), '.3f')} → "
-                  f"**{_number(after.get('mlm_loss'), '.3f')}** | {_number(after.get('mlm_accuracy'), '.3f')} | "
-                  f"{_number(after.get('sentence_relation_accuracy'), '.3f')} | {stop} |", ""]
+        lines += [
+            "| model | objective | precision | batch × length | steps | tokens seen | train minutes | "
+            "tokens/s (median of logged intervals) | tokens/s over the run (evaluations included) | held-out MLM loss before → after | "
+            "masked-token accuracy after | NSP accuracy after | stopped by |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            f"| {report['model']} | {run['objective']} | {'bf16' if run['bf16'] else 'fp32'} | "
+            f"{run['per_device_train_batch_size']} × {run['sequence_lengths'][0]} | {run['global_step']} | "
+            f"{run['tokens_seen']:,} | {run['train_minutes']:.2f} | {_number(run['tokens_per_second_median_log'])} | "
+            f"{_number(run['tokens_per_second_overall'])} | {_number(before.get('mlm_loss'), '.3f')} → "
+            f"**{_number(after.get('mlm_loss'), '.3f')}** | {_number(after.get('mlm_accuracy'), '.3f')} | "
+            f"{_number(after.get('sentence_relation_accuracy'), '.3f')} | {stop} |",
+            "",
+        ]
         if run["curve"]:
-            lines.append("Held-out curve (step: MLM loss): " + ", ".join(
-                f"{point['step']}: {point['mlm_loss']:.3f}" for point in run["curve"]) + ".")
+            lines.append(
+                "Held-out curve (step: MLM loss): "
+                + ", ".join(f"{point['step']}: {point['mlm_loss']:.3f}" for point in run["curve"])
+                + "."
+            )
             lines.append("")
     bench_tables = report["bench"]
     if bench_tables:
-        lines.append("The training step, ours vs transformers' (`bench_pretraining.py --device "
-                     f"{env['device']}`; {bench_tables[0]['header']}):")
+        lines.append(
+            "The training step, ours vs transformers' (`bench_pretraining.py --device "
+            f"{env['device']}`; {bench_tables[0]['header']}):"
+        )
         lines.append("")
         header = bench_tables[0]["table_header"]
         lines += [header] + [row for table in bench_tables for row in table["table"]]
@@ -216,16 +268,31 @@ def report(environment_path: Path, run: Path, bench: list[Path], stages: Path | 
         data = read_json(path)
         if data is not None:
             cuda = any(row["setting"]["device"] == "cuda" for row in data["rows"])
-            bench_tables.append({**data, "table_header": bench_pretraining.CUDA_TABLE_HEADER if cuda
-                                 else bench_pretraining.TABLE_HEADER})
-    stage_lines = [json.loads(line) for line in stages.read_text().splitlines() if line.strip()] if stages and stages.is_file() else []
-    return {"environment": read_json(environment_path), "command": command, "model": model,
-            "pretraining": pretraining_summary(run), "bench": bench_tables, "stages": stage_lines}
+            bench_tables.append(
+                {
+                    **data,
+                    "table_header": bench_pretraining.CUDA_TABLE_HEADER if cuda else bench_pretraining.TABLE_HEADER,
+                }
+            )
+    stage_lines = (
+        [json.loads(line) for line in stages.read_text().splitlines() if line.strip()]
+        if stages and stages.is_file()
+        else []
+    )
+    return {
+        "environment": read_json(environment_path),
+        "command": command,
+        "model": model,
+        "pretraining": pretraining_summary(run),
+        "bench": bench_tables,
+        "stages": stage_lines,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     prog="benchmarks/gpu_check_report.py")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, prog="benchmarks/gpu_check_report.py"
+    )
     parser.add_argument("--environment", type=Path, required=True, help="the environment record (written by stage 0)")
     parser.add_argument("--device", help="stage 0: check and record the environment for this device (cpu or cuda)")
     parser.add_argument("--shard", type=Path, help="stage 0: the shard folder (its manifest.json is recorded)")
@@ -240,8 +307,10 @@ def main(argv: list[str] | None = None) -> int:
         record = environment(args.device)
         manifest = read_json(args.shard / "manifest.json") if args.shard else None
         if manifest is not None:
-            record["shard"] = {split: {key: value for key, value in summary.items() if key != "sources"}
-                               for split, summary in manifest["splits"].items()}
+            record["shard"] = {
+                split: {key: value for key, value in summary.items() if key != "sources"}
+                for split, summary in manifest["splits"].items()
+            }
         print(json.dumps(record, indent=2))
         args.environment.write_text(json.dumps(record, indent=2) + "\n")
         found = problems(record)

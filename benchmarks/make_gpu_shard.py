@@ -73,9 +73,12 @@ def prefix_within(texts: list[str], max_bytes: int) -> int:
 def split_summary(split: datasets.Dataset) -> dict:
     """Documents, words, UTF-8 bytes and documents per source of one split."""
     texts = split["text"]
-    return {"documents": len(texts), "words": sum(len(text.split()) for text in texts),
-            "bytes": sum(len(text.encode("utf-8")) for text in texts),
-            "sources": dict(Counter(split["source"]).most_common()) if "source" in split.column_names else {}}
+    return {
+        "documents": len(texts),
+        "words": sum(len(text.split()) for text in texts),
+        "bytes": sum(len(text.encode("utf-8")) for text in texts),
+        "sources": dict(Counter(split["source"]).most_common()) if "source" in split.column_names else {},
+    }
 
 
 def corpus_tokenizer(corpus: datasets.DatasetDict, cache_root: Path | None):
@@ -88,9 +91,13 @@ def corpus_tokenizer(corpus: datasets.DatasetDict, cache_root: Path | None):
     train_text = paragraph_rows(corpus["train"])
     fingerprint = corpus_fingerprint(train_text)
     root = cache_root if cache_root is not None else cache_dir() / "pretraining"
-    tokenizer = cached_tokenizer(lambda: train_tokenizer(TOKENIZER_KIND, (t for t in train_text["text"]), VOCAB_SIZE,
-                                                         model_max_length=512),
-                                 fingerprint, TOKENIZER_KIND, VOCAB_SIZE, root)
+    tokenizer = cached_tokenizer(
+        lambda: train_tokenizer(TOKENIZER_KIND, (t for t in train_text["text"]), VOCAB_SIZE, model_max_length=512),
+        fingerprint,
+        TOKENIZER_KIND,
+        VOCAB_SIZE,
+        root,
+    )
     return tokenizer, fingerprint
 
 
@@ -129,11 +136,31 @@ def download_wheels(output: Path) -> list[str]:
     if folder.exists():
         shutil.rmtree(folder)
     pins = [f"{name}=={importlib.metadata.version(name)}" for name in WHEEL_PACKAGES]
-    platforms = [arg for tag in ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
-                 for arg in ("--platform", tag)]
-    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-                    "--python-version", "3.12", "--implementation", "cp", *platforms, "-d", str(folder), *pins],
-                   check=True)
+    platforms = [
+        arg
+        for tag in ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
+        for arg in ("--platform", tag)
+    ]
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--python-version",
+            "3.12",
+            "--implementation",
+            "cp",
+            *platforms,
+            "-d",
+            str(folder),
+            *pins,
+        ],
+        check=True,
+    )
     return sorted(path.name for path in folder.iterdir())
 
 
@@ -141,8 +168,14 @@ def folder_mib(folder: Path) -> float:
     return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file()) / 2**20
 
 
-def make_shard(output: Path, max_mib: float = DEFAULT_MAX_MIB, corpus: datasets.DatasetDict | None = None,
-               tokenizer_cache: Path | None = None, bench: bool = True, wheels: bool = False) -> dict:
+def make_shard(
+    output: Path,
+    max_mib: float = DEFAULT_MAX_MIB,
+    corpus: datasets.DatasetDict | None = None,
+    tokenizer_cache: Path | None = None,
+    bench: bool = True,
+    wheels: bool = False,
+) -> dict:
     """Write the shard folder (see the module docstring) and return its manifest.
 
     ``corpus``: the DatasetDict to cut (default ``load_pretraining_corpus()``); ``tokenizer_cache``:
@@ -157,10 +190,12 @@ def make_shard(output: Path, max_mib: float = DEFAULT_MAX_MIB, corpus: datasets.
     if (output / "tokenizer").exists():
         shutil.rmtree(output / "tokenizer")
     tokenizer.save_pretrained(str(output / "tokenizer"))
-    manifest = {"max_mib": max_mib, "splits": splits,
-                "tokenizer": {"kind": TOKENIZER_KIND, "vocab_size": len(tokenizer),
-                              "trained_on_corpus_digest": fingerprint},
-                "versions": {name: importlib.metadata.version(name) for name in ("transformers", "datasets", "tokenizers")}}
+    manifest = {
+        "max_mib": max_mib,
+        "splits": splits,
+        "tokenizer": {"kind": TOKENIZER_KIND, "vocab_size": len(tokenizer), "trained_on_corpus_digest": fingerprint},
+        "versions": {name: importlib.metadata.version(name) for name in ("transformers", "datasets", "tokenizers")},
+    }
     if bench:
         manifest["bench"] = write_bench_inputs(output)
     if wheels:
@@ -171,8 +206,9 @@ def make_shard(output: Path, max_mib: float = DEFAULT_MAX_MIB, corpus: datasets.
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     prog="benchmarks/make_gpu_shard.py")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, prog="benchmarks/make_gpu_shard.py"
+    )
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="the folder to write (default %(default)s)")
     parser.add_argument("--max-mib", type=float, default=DEFAULT_MAX_MIB, help="cap on the train text, MiB of UTF-8")
     parser.add_argument("--no-bench", action="store_true", help="leave out bench_pretraining.py's inputs")

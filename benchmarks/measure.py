@@ -74,7 +74,8 @@ def peak_step_tensor_mib(run: Callable[[], None]) -> float:
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         run()
     records = [
-        event for event in prof.profiler.kineto_results.events()
+        event
+        for event in prof.profiler.kineto_results.events()
         if event.name() == "[memory]" and event.device_type() == torch.autograd.DeviceType.CPU
     ]
     live = peak = 0

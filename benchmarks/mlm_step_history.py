@@ -50,8 +50,13 @@ def make_batches(path: Path, batch_size: int, count: int) -> None:
     batches = []
     for index, rows in enumerate(workloads.full_length_batches(corpus, batch_size, count)):
         torch.manual_seed(index)
-        batches.append({key: value for key, value in ours([{"input_ids": ids.tolist()} for ids in rows["input_ids"]]).items()
-                        if key in ("input_ids", "attention_mask", "labels")})
+        batches.append(
+            {
+                key: value
+                for key, value in ours([{"input_ids": ids.tolist()} for ids in rows["input_ids"]]).items()
+                if key in ("input_ids", "attention_mask", "labels")
+            }
+        )
     torch.save(batches, path)
 
 
@@ -94,14 +99,17 @@ def worker(tree: str, batches_path: str, reps: int) -> dict:
 def export_tree(commit: str, folder: Path) -> Path:
     target = folder / commit
     target.mkdir()
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "hf_variants"], check=True, capture_output=True).stdout
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", commit, "hf_variants"], check=True, capture_output=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
     return target
 
 
 def main(argv: list[str] | None = None) -> dict[str, dict]:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     prog="benchmarks/mlm_step_history.py")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, prog="benchmarks/mlm_step_history.py"
+    )
     parser.add_argument("commits", nargs="*", help="git revisions whose hf_variants to time (HEAD: the committed tree)")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=3, help="fresh processes per commit (rotating order)")
@@ -127,21 +135,36 @@ def main(argv: list[str] | None = None) -> dict[str, dict]:
             shift = round_index % len(args.commits)
             for commit in args.commits[shift:] + args.commits[:shift]:
                 environment = {**os.environ, "PYTHONPATH": str(trees[commit])}
-                command = [sys.executable, __file__, "--worker", str(trees[commit]), str(batches),
-                           "--reps", str(args.reps), "--threads", str(args.threads)]
+                command = [
+                    sys.executable,
+                    __file__,
+                    "--worker",
+                    str(trees[commit]),
+                    str(batches),
+                    "--reps",
+                    str(args.reps),
+                    "--threads",
+                    str(args.threads),
+                ]
                 done = subprocess.run(command, capture_output=True, text=True, env=environment, cwd=scratch)
                 if done.returncode != 0:
                     raise RuntimeError(f"{commit}: worker failed\n{done.stderr[-3000:]}")
                 results[commit].append(json.loads(done.stdout.strip().splitlines()[-1]))
                 print(f"round {round_index + 1} {commit}: {results[commit][-1]}", file=sys.stderr, flush=True)
-    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; B={args.batch_size} full 128-token rows, "
-          f"{args.threads} threads, {args.rounds} rounds; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; B={args.batch_size} full 128-token rows, "
+        f"{args.threads} threads, {args.rounds} rounds; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
     print("| commit | ours ms/step | transformers ms/step | ratio (median of rounds) |\n|---|---|---|---|")
     summary = {}
     for commit, rows in results.items():
-        summary[commit] = {key: statistics.median(row[key] for row in rows) for key in ("ours_s", "theirs_s", "ratio_median")}
-        print(f"| {commit} | {summary[commit]['ours_s'] * 1e3:.0f} | {summary[commit]['theirs_s'] * 1e3:.0f} | "
-              f"{summary[commit]['ratio_median']:.2f}× |")
+        summary[commit] = {
+            key: statistics.median(row[key] for row in rows) for key in ("ours_s", "theirs_s", "ratio_median")
+        }
+        print(
+            f"| {commit} | {summary[commit]['ours_s'] * 1e3:.0f} | {summary[commit]['theirs_s'] * 1e3:.0f} | "
+            f"{summary[commit]['ratio_median']:.2f}× |"
+        )
     return summary
 
 

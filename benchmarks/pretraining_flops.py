@@ -19,14 +19,13 @@ import json
 import sys
 from pathlib import Path
 
-import torch
-
 if not __package__:  # run as `python benchmarks/pretraining_flops.py`: the repository root holds the benchmarks package
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # (and this checkout's hf_variants)
 
+from transformers import AutoModelForMaskedLM, AutoModelForPreTraining  # noqa: E402
+
 import hf_variants  # noqa: E402
 from hf_variants.objectives.budget import count_flops, masked_batch  # noqa: E402,F401  (the library's FLOP count)
-from transformers import AutoModelForMaskedLM, AutoModelForPreTraining  # noqa: E402
 
 
 def step_flops(name: str, batch_size: int, length: int, vocab_size: int) -> int:

@@ -30,8 +30,15 @@ import hf_variants
 from hf_variants import BertConfig
 
 MIB = 2**20
-TINY = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
-            max_position_embeddings=64, padding_free=True)
+TINY = dict(
+    vocab_size=99,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=37,
+    max_position_embeddings=64,
+    padding_free=True,
+)
 
 
 def rss_mib() -> float:

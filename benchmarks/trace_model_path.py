@@ -33,8 +33,13 @@ from functools import lru_cache
 from pathlib import Path
 
 import torch
-from transformers import AutoModelForCausalLM, AutoModelForPreTraining, AutoModelForSeq2SeqLM, AutoModelForMaskedLM
-from transformers import AutoModelForSequenceClassification
+from transformers import (
+    AutoModelForCausalLM,
+    AutoModelForMaskedLM,
+    AutoModelForPreTraining,
+    AutoModelForSeq2SeqLM,
+    AutoModelForSequenceClassification,
+)
 
 import hf_variants
 from hf_variants.models.named_configs import named_config
@@ -85,8 +90,14 @@ def spanbert_pretraining_inputs(config, generator):
     labels[:, span] = original[:, span]
     batch["input_ids"][:, span] = 103
     sbo_left[:, span], sbo_right[:, span], sbo_relative[:, span] = 4, 9, span - 5
-    return {**batch, "labels": labels, "sbo_left": sbo_left, "sbo_right": sbo_right, "sbo_relative": sbo_relative,
-            "sbo_labels": labels.clone()}
+    return {
+        **batch,
+        "labels": labels,
+        "sbo_left": sbo_left,
+        "sbo_right": sbo_right,
+        "sbo_relative": sbo_relative,
+        "sbo_labels": labels.clone(),
+    }
 
 
 def sequence_classification_inputs(config, generator):
@@ -99,8 +110,10 @@ def causal_lm_inputs(config, generator):
 
 
 def seq2seq_inputs(config, generator):
-    return {**text_batch(config, generator),
-            "labels": torch.randint(5, config.vocab_size, (BATCH, TARGET_LENGTH), generator=generator)}
+    return {
+        **text_batch(config, generator),
+        "labels": torch.randint(5, config.vocab_size, (BATCH, TARGET_LENGTH), generator=generator),
+    }
 
 
 def xlnet_lm_inputs(config, generator):
@@ -111,8 +124,12 @@ def xlnet_lm_inputs(config, generator):
     perm_mask[:, :, -predicted:] = 1.0
     target_mapping = torch.zeros(BATCH, predicted, LENGTH)
     target_mapping[:, torch.arange(predicted), LENGTH - predicted + torch.arange(predicted)] = 1.0
-    return {"input_ids": input_ids, "perm_mask": perm_mask, "target_mapping": target_mapping,
-            "labels": input_ids[:, -predicted:].clone()}
+    return {
+        "input_ids": input_ids,
+        "perm_mask": perm_mask,
+        "target_mapping": target_mapping,
+        "labels": input_ids[:, -predicted:].clone(),
+    }
 
 
 @dataclass(frozen=True)
@@ -133,8 +150,13 @@ CASES = [
     Case("SpanBertForPreTraining", "spanbert-mini", AutoModelForPreTraining, "spanbert", spanbert_pretraining_inputs),
     Case("AlbertForPreTraining", "albert-mini", AutoModelForPreTraining, "albert", albert_pretraining_inputs),
     Case("ElectraForPreTraining", "electra-mini", AutoModelForPreTraining, "electra", mlm_inputs),
-    Case("RobertaForSequenceClassification", "roberta-mini", AutoModelForSequenceClassification, "roberta",
-         sequence_classification_inputs),
+    Case(
+        "RobertaForSequenceClassification",
+        "roberta-mini",
+        AutoModelForSequenceClassification,
+        "roberta",
+        sequence_classification_inputs,
+    ),
     Case("GPTLMHeadModel", "gpt2-mini", AutoModelForCausalLM, "gpt", causal_lm_inputs),
     Case("T5ForConditionalGeneration", "t5-mini", AutoModelForSeq2SeqLM, "t5", seq2seq_inputs),
     Case("XLNetLMHeadModel", "xlnet-mini", AutoModelForPreTraining, "xlnet", xlnet_lm_inputs),
@@ -208,7 +230,7 @@ class Trace:
 
 
 def parse_setting(text: str) -> tuple[str, object]:
-    """"name=value" -> (name, the Python literal value); ValueError naming a malformed one."""
+    """ "name=value" -> (name, the Python literal value); ValueError naming a malformed one."""
     name, sep, value = text.partition("=")
     if not sep or not name.isidentifier():
         raise ValueError(f"--set takes name=value (a config attribute and a Python literal), got {text!r}")
@@ -228,8 +250,9 @@ def trace_case(case: Case, settings: dict[str, object], seed: int = 0) -> dict:
     torch.manual_seed(seed)
     model = case.auto_class.from_config(config)
     if type(model).__name__ != case.class_name:
-        raise ValueError(f"{case.auto_class.__name__} built {type(model).__name__} from {case.config_name}, "
-                         f"not {case.class_name}")
+        raise ValueError(
+            f"{case.auto_class.__name__} built {type(model).__name__} from {case.config_name}, not {case.class_name}"
+        )
     model.train()
     inputs = case.inputs(config, torch.Generator().manual_seed(seed))
     trace = Trace()
@@ -262,8 +285,14 @@ def table(rows: list[tuple[Case, dict]]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE",
-                        help="set a config attribute after loading (repeatable), e.g. padding_free=False")
+    parser.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set a config attribute after loading (repeatable), e.g. padding_free=False",
+    )
     parser.add_argument("--models", default="", help="comma-separated class names (default: all nine)")
     parser.add_argument("--list", action="store_true", help="also print the files and functions entered")
     args = parser.parse_args(argv)

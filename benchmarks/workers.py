@@ -36,6 +36,8 @@ def run_header(program: str, argv: list[str] | None, threads: int, details: str)
     import transformers
 
     command = " ".join(["python", program, *(sys.argv[1:] if argv is None else argv)])
-    return (f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; `{command}`; torch {torch.__version__}, "
-            f"transformers {transformers.__version__}, {threads} threads, {platform.processor() or platform.machine()}, "
-            f"{os.cpu_count()} cores; load average {load_average()}; {details}")
+    return (
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; `{command}`; torch {torch.__version__}, "
+        f"transformers {transformers.__version__}, {threads} threads, {platform.processor() or platform.machine()}, "
+        f"{os.cpu_count()} cores; load average {load_average()}; {details}"
+    )

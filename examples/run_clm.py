@@ -52,20 +52,34 @@ import datasets
 import numpy as np
 import torch
 import torch.nn.functional as F
-from transformers import (AutoModelForCausalLM, AutoTokenizer, LogitsProcessorList, TemperatureLogitsWarper,
-                          TopKLogitsWarper)
-
+from transformers import (
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    LogitsProcessorList,
+    TemperatureLogitsWarper,
+    TopKLogitsWarper,
+)
 
 import hf_variants  # noqa: F401  (registers the hf-variants model types with the Auto classes)
 from hf_variants.hub.atomic import write_text_atomically
 from hf_variants.hub.trainer import CheckpointSafeTrainer
-from hf_variants.objectives import (DataCollatorForPackedCausalLM, SegmentStreamDataset,
-                                    causal_lm_dataset, corpus_document_token_ids, document_separator_id)
+from hf_variants.objectives import (
+    DataCollatorForPackedCausalLM,
+    SegmentStreamDataset,
+    causal_lm_dataset,
+    corpus_document_token_ids,
+    document_separator_id,
+)
 from hf_variants.registry import spec_for
 from hf_variants.tokenization import TOKENIZER_KINDS
 from hf_variants.training.callbacks import TimeBudget
-from hf_variants.training.pretraining import (StreamTrainer, checkpoint_to_resume, load_config, parse_arguments,
-                                              shared_tokenizer)
+from hf_variants.training.pretraining import (
+    StreamTrainer,
+    checkpoint_to_resume,
+    load_config,
+    parse_arguments,
+    shared_tokenizer,
+)
 from hf_variants.training.pretraining_data import load_text
 
 logger = logging.getLogger("run_clm")
@@ -73,39 +87,72 @@ logger = logging.getLogger("run_clm")
 
 @dataclass
 class ClmArguments:
-    model_name_or_path: str = field(default="gpt2-mini", metadata={
-        "help": "a modeling_configs/ name (from scratch: gpt2-mini, openai-gpt, transfo-xl-mini, ...) or a checkpoint folder"})
-    config_overrides: str | None = field(default=None, metadata={
-        "help": "from scratch: override config fields, e.g. 'num_hidden_layers=2,hidden_size=64' (transformers' run_clm)"})
+    model_name_or_path: str = field(
+        default="gpt2-mini",
+        metadata={
+            "help": "a modeling_configs/ name (from scratch: gpt2-mini, openai-gpt, transfo-xl-mini, ...) or a checkpoint folder"
+        },
+    )
+    config_overrides: str | None = field(
+        default=None,
+        metadata={
+            "help": "from scratch: override config fields, e.g. 'num_hidden_layers=2,hidden_size=64' (transformers' run_clm)"
+        },
+    )
     tokenizer_name: str | None = field(default=None, metadata={"help": "a tokenizer folder; default: train one"})
-    tokenizer_kind: str | None = field(default=None, metadata={
-        "help": f"for training one: {TOKENIZER_KINDS}; default: the variant's (GPT: bpe)"})
+    tokenizer_kind: str | None = field(
+        default=None, metadata={"help": f"for training one: {TOKENIZER_KINDS}; default: the variant's (GPT: bpe)"}
+    )
     vocab_size: int = field(default=8000, metadata={"help": "for training a tokenizer"})
-    corpus: str | None = field(default=None, metadata={"help": "austen | wikipedia | lee | multilingual (hf_variants.data)"})
-    train_file: str | None = field(default=None, metadata={"help": "text: a paragraph per line, blank line between documents"})
+    corpus: str | None = field(
+        default=None, metadata={"help": "austen | wikipedia | lee | multilingual (hf_variants.data)"}
+    )
+    train_file: str | None = field(
+        default=None, metadata={"help": "text: a paragraph per line, blank line between documents"}
+    )
     max_documents: int | None = field(default=None, metadata={"help": "use only the first N documents"})
     validation_fraction: float = field(default=0.05, metadata={"help": "documents held out for evaluation"})
-    max_seq_length: int = field(default=128, metadata={
-        "help": "GPT: tokens per packed row; Transformer-XL: tokens per segment (the paper's tgt_len)"})
-    mem_len: int | None = field(default=None, metadata={
-        "help": "Transformer-XL: memory positions carried during training (default: the config's)"})
-    eval_mem_lens: str | None = field(default=None, metadata={
-        "help": "Transformer-XL: comma-separated memory lengths to evaluate with (default: 0, one segment, four)"})
+    max_seq_length: int = field(
+        default=128,
+        metadata={"help": "GPT: tokens per packed row; Transformer-XL: tokens per segment (the paper's tgt_len)"},
+    )
+    mem_len: int | None = field(
+        default=None,
+        metadata={"help": "Transformer-XL: memory positions carried during training (default: the config's)"},
+    )
+    eval_mem_lens: str | None = field(
+        default=None,
+        metadata={
+            "help": "Transformer-XL: comma-separated memory lengths to evaluate with (default: 0, one segment, four)"
+        },
+    )
     max_eval_tokens: int | None = field(default=None, metadata={"help": "evaluate on the first N held-out tokens only"})
     num_samples: int = field(default=3, metadata={"help": "continuations to sample into samples.json"})
     prompt_length: int = field(default=32, metadata={"help": "tokens of held-out text given as each prompt"})
     sample_length: int = field(default=48, metadata={"help": "tokens sampled after each prompt"})
     top_k: int = field(default=40, metadata={"help": "sampling: keep the k most likely tokens"})
     temperature: float = field(default=1.0, metadata={"help": "sampling temperature"})
-    generation_prompts: int = field(default=0, metadata={
-        "help": "the scored generation task: greedy continuations of this many held-out windows of "
-                "--prompt_length tokens, before and after training (0: off)"})
+    generation_prompts: int = field(
+        default=0,
+        metadata={
+            "help": "the scored generation task: greedy continuations of this many held-out windows of "
+            "--prompt_length tokens, before and after training (0: off)"
+        },
+    )
     generation_length: int = field(default=8, metadata={"help": "the generation task: tokens generated per prompt"})
-    overwrite_output_dir: bool = field(default=False, metadata={
-        "help": "start over even if output_dir holds checkpoints (default: resume from the newest complete one)"})
-    max_time: float | None = field(default=None, metadata={
-        "help": "wall-clock budget in minutes (resumed runs included): stop, save, evaluate and report when it is "
-                "spent; the learning-rate schedule still follows --max_steps"})
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={
+            "help": "start over even if output_dir holds checkpoints (default: resume from the newest complete one)"
+        },
+    )
+    max_time: float | None = field(
+        default=None,
+        metadata={
+            "help": "wall-clock budget in minutes (resumed runs included): stop, save, evaluate and report when it is "
+            "spent; the learning-rate schedule still follows --max_steps"
+        },
+    )
 
 
 # The held-out evaluation before training, kept beside the checkpoints: a resumed run does not
@@ -120,8 +167,10 @@ def load_model(args: ClmArguments, config, from_scratch: bool, tokenizer):
     """A causal LM head model: a fresh one sized for the tokenizer, or the checkpoint's weights."""
     objective = spec_for(config.model_type).pretraining_objective
     if objective != "clm":
-        raise ValueError(f"{args.model_name_or_path} ({config.model_type}) pretrains with {objective!r}, not causal LM: "
-                         "use run_pretraining.py")
+        raise ValueError(
+            f"{args.model_name_or_path} ({config.model_type}) pretrains with {objective!r}, not causal LM: "
+            "use run_pretraining.py"
+        )
     if args.mem_len is not None:
         if not hasattr(config, "mem_len"):
             raise ValueError(f"--mem_len is for models with segment-level recurrence; {config.model_type} has none")
@@ -134,11 +183,14 @@ def load_model(args: ClmArguments, config, from_scratch: bool, tokenizer):
     else:
         model = hf_variants.load_pretrained(args.model_name_or_path, AutoModelForCausalLM, config=config)
         if model.config.vocab_size < len(tokenizer):
-            raise ValueError(f"the tokenizer has {len(tokenizer)} tokens, the checkpoint's vocabulary "
-                             f"{model.config.vocab_size}")
+            raise ValueError(
+                f"the tokenizer has {len(tokenizer)} tokens, the checkpoint's vocabulary {model.config.vocab_size}"
+            )
     if not is_recurrent(model) and args.max_seq_length > model.config.max_position_embeddings:
-        raise ValueError(f"--max_seq_length {args.max_seq_length} exceeds the model's "
-                         f"{model.config.max_position_embeddings} positions")
+        raise ValueError(
+            f"--max_seq_length {args.max_seq_length} exceeds the model's "
+            f"{model.config.max_position_embeddings} positions"
+        )
     return model
 
 
@@ -150,8 +202,11 @@ def is_recurrent(model) -> bool:
 def token_stream(text: datasets.Dataset, tokenizer, max_tokens: int | None = None) -> np.ndarray:
     """The documents of `text` as one (N,) stream of ids, each document followed by EOS (or SEP)."""
     separator = document_separator_id(tokenizer)
-    ids = [token for document in corpus_document_token_ids(text, tokenizer)
-           for token in document + ([separator] if separator is not None else [])]
+    ids = [
+        token
+        for document in corpus_document_token_ids(text, tokenizer)
+        for token in document + ([separator] if separator is not None else [])
+    ]
     return np.asarray(ids[:max_tokens] if max_tokens else ids, dtype=np.int64)
 
 
@@ -189,8 +244,10 @@ class RecurrentTrainer(StreamTrainer):
         # (The first batch of a run may be mid-stream: a resumed run starts with no memory.)
         in_order = self._next_segment is None or segment in (0, self._next_segment)
         if bool((segments != segment).any()) or not in_order:
-            raise RuntimeError(f"batch of segments {segments.tolist()} where segment {self._next_segment} (or 0) was "
-                               "due: recurrence needs the segments of each stream in consecutive batches")
+            raise RuntimeError(
+                f"batch of segments {segments.tolist()} where segment {self._next_segment} (or 0) was "
+                "due: recurrence needs the segments of each stream in consecutive batches"
+            )
         if segment == 0:
             self._memory = None
         outputs = model(input_ids=inputs["input_ids"], mems=self._memory)
@@ -235,8 +292,9 @@ def memory_perplexity(model, segments: SegmentStreamDataset, mem_len: int) -> di
     for inputs, targets in segments.batches():
         outputs = model(input_ids=inputs.to(model.device), mems=memory, mem_len=mem_len)
         memory = outputs.mems
-        total_nll += F.cross_entropy(outputs.logits.flatten(0, 1).float(), targets.to(model.device).flatten(),
-                                     reduction="sum").item()
+        total_nll += F.cross_entropy(
+            outputs.logits.flatten(0, 1).float(), targets.to(model.device).flatten(), reduction="sum"
+        ).item()
     return perplexity_results(total_nll, segments.tokens_per_pass, mem_len=mem_len)
 
 
@@ -277,10 +335,17 @@ def sample_continuation(model, prompt: list[int], args: ClmArguments, seed: int)
     torch.manual_seed(seed)
     ids = torch.tensor([prompt], device=model.device)
     if not is_recurrent(model):
-        generated = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=True, top_k=args.top_k,
-                                   temperature=args.temperature, max_new_tokens=args.sample_length,
-                                   min_new_tokens=args.sample_length, pad_token_id=model.config.pad_token_id)
-        return generated[0, len(prompt):].tolist()
+        generated = model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            do_sample=True,
+            top_k=args.top_k,
+            temperature=args.temperature,
+            max_new_tokens=args.sample_length,
+            min_new_tokens=args.sample_length,
+            pad_token_id=model.config.pad_token_id,
+        )
+        return generated[0, len(prompt) :].tolist()
     warpers = LogitsProcessorList([TemperatureLogitsWarper(args.temperature), TopKLogitsWarper(args.top_k)])
     history = len(prompt) + args.sample_length
     outputs = model(input_ids=ids, mem_len=history)
@@ -289,7 +354,7 @@ def sample_continuation(model, prompt: list[int], args: ClmArguments, seed: int)
         next_id = torch.multinomial(scores.softmax(-1), 1)
         ids = torch.cat([ids, next_id], dim=1)
         outputs = model(input_ids=next_id, mems=outputs.mems, mem_len=history)
-    return ids[0, len(prompt):].tolist()
+    return ids[0, len(prompt) :].tolist()
 
 
 def sample_from_held_out(model, tokenizer, text: datasets.Dataset, args: ClmArguments, seed: int) -> list[dict]:
@@ -301,11 +366,15 @@ def sample_from_held_out(model, tokenizer, text: datasets.Dataset, args: ClmArgu
     picks = np.linspace(0, len(documents) - 1, min(args.num_samples, len(documents))).round().astype(int)
     samples = []
     for number, index in enumerate(picks):
-        prompt = documents[index][:args.prompt_length]
+        prompt = documents[index][: args.prompt_length]
         continuation = sample_continuation(model, prompt, args, seed + number)
-        samples.append({"prompt": tokenizer.decode(prompt),
-                        "sampled": tokenizer.decode(continuation),
-                        "real": tokenizer.decode(documents[index][args.prompt_length:needed])})
+        samples.append(
+            {
+                "prompt": tokenizer.decode(prompt),
+                "sampled": tokenizer.decode(continuation),
+                "real": tokenizer.decode(documents[index][args.prompt_length : needed]),
+            }
+        )
     return samples
 
 
@@ -318,17 +387,24 @@ def generation_windows(text: datasets.Dataset, tokenizer, args: ClmArguments) ->
     prompt_length + generation_length tokens inside the held-out documents (a window never spans
     two documents, so the real continuation holds no document separator)."""
     if args.prompt_length < 1 or args.generation_length < 1:
-        raise ValueError(f"--prompt_length ({args.prompt_length}) and --generation_length ({args.generation_length}) "
-                         "must be at least 1 for the generation task")
+        raise ValueError(
+            f"--prompt_length ({args.prompt_length}) and --generation_length ({args.generation_length}) "
+            "must be at least 1 for the generation task"
+        )
     width = args.prompt_length + args.generation_length
-    windows = [document[start:start + width] for document in corpus_document_token_ids(text, tokenizer)
-               for start in range(0, len(document) - width + 1, width)]
+    windows = [
+        document[start : start + width]
+        for document in corpus_document_token_ids(text, tokenizer)
+        for start in range(0, len(document) - width + 1, width)
+    ]
     if len(windows) < args.generation_prompts:
-        raise ValueError(f"--generation_prompts {args.generation_prompts}: the held-out documents hold only "
-                         f"{len(windows)} windows of {width} tokens")
+        raise ValueError(
+            f"--generation_prompts {args.generation_prompts}: the held-out documents hold only "
+            f"{len(windows)} windows of {width} tokens"
+        )
     picks = np.linspace(0, len(windows) - 1, args.generation_prompts).round().astype(int)  # distinct: N <= windows
     rows = np.asarray([windows[index] for index in picks], dtype=np.int64)
-    return rows[:, :args.prompt_length], rows[:, args.prompt_length:]
+    return rows[:, : args.prompt_length], rows[:, args.prompt_length :]
 
 
 @torch.no_grad()
@@ -339,8 +415,13 @@ def greedy_continuations(model, prompts: torch.Tensor, length: int) -> torch.Ten
     first EOS (`generate` stops there): the positions after it are -1."""
     model.eval()
     if not is_recurrent(model):
-        generated = model.generate(prompts, attention_mask=torch.ones_like(prompts), do_sample=False,
-                                   max_new_tokens=length, pad_token_id=model.config.pad_token_id)[:, prompts.shape[1]:]
+        generated = model.generate(
+            prompts,
+            attention_mask=torch.ones_like(prompts),
+            do_sample=False,
+            max_new_tokens=length,
+            pad_token_id=model.config.pad_token_id,
+        )[:, prompts.shape[1] :]
         generated = F.pad(generated, (0, length - generated.shape[1]), value=-1)  # every row ended early
     else:
         history = prompts.shape[1] + length
@@ -367,17 +448,27 @@ def continuation_scores(generated: np.ndarray, real: np.ndarray) -> dict:
     every position, and the first. Positions after a continuation's EOS hold -1
     (:func:`end_at_first_eos`), which no real token matches."""
     right = generated == real
-    return {"prompts": int(real.shape[0]), "generation_length": int(real.shape[1]),
-            "token_accuracy": 100.0 * float(right.mean()), "first_token_accuracy": 100.0 * float(right[:, 0].mean())}
+    return {
+        "prompts": int(real.shape[0]),
+        "generation_length": int(real.shape[1]),
+        "token_accuracy": 100.0 * float(right.mean()),
+        "first_token_accuracy": 100.0 * float(right[:, 0].mean()),
+    }
 
 
 def generation_task(model, windows: tuple[np.ndarray, np.ndarray], batch_size: int) -> dict:
     """The scored generation task on `windows` (generation_windows'), batch by batch."""
     prompts, real = windows
-    generated = np.concatenate([
-        greedy_continuations(model, torch.from_numpy(prompts[start:start + batch_size]).to(model.device),
-                             real.shape[1]).cpu().numpy()
-        for start in range(0, len(prompts), batch_size)])
+    generated = np.concatenate(
+        [
+            greedy_continuations(
+                model, torch.from_numpy(prompts[start : start + batch_size]).to(model.device), real.shape[1]
+            )
+            .cpu()
+            .numpy()
+            for start in range(0, len(prompts), batch_size)
+        ]
+    )
     return {"prompt_length": int(prompts.shape[1]), **continuation_scores(generated, real)}
 
 
@@ -406,18 +497,24 @@ def generation_of_finished_run(argv: list[str]) -> dict:
     (`rebuild_twin`) and its trained model (its output_dir) on the same held-out windows."""
     args, training_args, twin, tokenizer, validation_text = rebuild_twin(argv)
     if args.generation_prompts < 1:
-        raise ValueError(f"--generation_prompts must be at least 1 to score a finished run, got {args.generation_prompts}")
+        raise ValueError(
+            f"--generation_prompts must be at least 1 to score a finished run, got {args.generation_prompts}"
+        )
     trained = AutoModelForCausalLM.from_pretrained(training_args.output_dir)
     windows, batch_size = generation_windows(validation_text, tokenizer, args), training_args.per_device_eval_batch_size
-    return {"generation_before": generation_task(twin, windows, batch_size),
-            "generation_after": generation_task(trained, windows, batch_size)}
+    return {
+        "generation_before": generation_task(twin, windows, batch_size),
+        "generation_after": generation_task(trained, windows, batch_size),
+    }
+
 
 # --------------------------------------------------------------------------------------- main
 
 
 def main(argv: list[str] | None = None) -> dict:
-    args, training_args = parse_arguments(ClmArguments, argv, learning_rate=5e-4, warmup_steps=0.05,
-                                          lr_scheduler_type="cosine")
+    args, training_args = parse_arguments(
+        ClmArguments, argv, learning_rate=5e-4, warmup_steps=0.05, lr_scheduler_type="cosine"
+    )
     if args.max_seq_length < 2:
         raise ValueError(f"--max_seq_length must be >= 2, got {args.max_seq_length}")
     if args.generation_prompts < 0:
@@ -430,8 +527,15 @@ def main(argv: list[str] | None = None) -> dict:
         config.update_from_string(args.config_overrides)
     train_text, validation_text = load_text(args, minimum_documents=1)
     checkpoint = checkpoint_to_resume(args, training_args)
-    tokenizer = shared_tokenizer(args, training_args, checkpoint, config.model_type, train_text, from_scratch,
-                                 model_max_length=args.max_seq_length)
+    tokenizer = shared_tokenizer(
+        args,
+        training_args,
+        checkpoint,
+        config.model_type,
+        train_text,
+        from_scratch,
+        model_max_length=args.max_seq_length,
+    )
     model = load_model(args, config, from_scratch, tokenizer)
     recurrent = is_recurrent(model)
     training_args.remove_unused_columns = False  # packed rows keep document_ids for the collator
@@ -439,39 +543,65 @@ def main(argv: list[str] | None = None) -> dict:
     budget = TimeBudget(args.max_time)
 
     if recurrent:
-        train_data = SegmentStreamDataset(token_stream(train_text, tokenizer), args.max_seq_length,
-                                          training_args.per_device_train_batch_size, training_args.world_size)
-        held_out = SegmentStreamDataset(token_stream(validation_text, tokenizer, args.max_eval_tokens),
-                                        args.max_seq_length, training_args.per_device_eval_batch_size)
-        trainer = RecurrentTrainer(model=model, args=training_args, train_dataset=train_data, processing_class=tokenizer,
-                                   callbacks=[budget])
+        train_data = SegmentStreamDataset(
+            token_stream(train_text, tokenizer),
+            args.max_seq_length,
+            training_args.per_device_train_batch_size,
+            training_args.world_size,
+        )
+        held_out = SegmentStreamDataset(
+            token_stream(validation_text, tokenizer, args.max_eval_tokens),
+            args.max_seq_length,
+            training_args.per_device_eval_batch_size,
+        )
+        trainer = RecurrentTrainer(
+            model=model, args=training_args, train_dataset=train_data, processing_class=tokenizer, callbacks=[budget]
+        )
 
         def evaluate(mem_len: int) -> dict:
             return memory_perplexity(trainer.model, held_out, mem_len)
+
         train_ids = train_data.streams.reshape(-1)
-        held_out_targets = held_out.streams[:, 1:held_out.num_segments * args.max_seq_length + 1].reshape(-1)
-        logger.info("Transformer-XL: %d streams of %d segments of %d tokens per pass (memory %d); held out: %d tokens",
-                    training_args.per_device_train_batch_size * training_args.world_size, train_data.num_segments,
-                    args.max_seq_length, model.config.mem_len, held_out.tokens_per_pass)
+        held_out_targets = held_out.streams[:, 1 : held_out.num_segments * args.max_seq_length + 1].reshape(-1)
+        logger.info(
+            "Transformer-XL: %d streams of %d segments of %d tokens per pass (memory %d); held out: %d tokens",
+            training_args.per_device_train_batch_size * training_args.world_size,
+            train_data.num_segments,
+            args.max_seq_length,
+            model.config.mem_len,
+            held_out.tokens_per_pass,
+        )
     else:
         train_data = packed_rows(train_text, tokenizer, args)
         held_out = packed_rows(validation_text, tokenizer, args, limit_tokens=True)
         collator = DataCollatorForPackedCausalLM(tokenizer, return_document_ids=False, return_attention_bias=True)
-        trainer = CheckpointSafeTrainer(model=model, args=training_args, train_dataset=train_data,
-                                        data_collator=collator, processing_class=tokenizer, callbacks=[budget])
+        trainer = CheckpointSafeTrainer(
+            model=model,
+            args=training_args,
+            train_dataset=train_data,
+            data_collator=collator,
+            processing_class=tokenizer,
+            callbacks=[budget],
+        )
 
         def evaluate(mem_len: int | None = None) -> dict:
             return packed_perplexity(trainer.model, held_out, collator, training_args.per_device_eval_batch_size)
+
         train_ids = np.concatenate(train_data.with_format("numpy")["input_ids"])
         held_out_targets = packed_targets(held_out, collator)
-        logger.info("packed rows of %d tokens: %d for training, %d held out", args.max_seq_length, len(train_data),
-                    len(held_out))
+        logger.info(
+            "packed rows of %d tokens: %d for training, %d held out",
+            args.max_seq_length,
+            len(train_data),
+            len(held_out),
+        )
 
     training_mem_len = model.config.mem_len if recurrent else None
     windows = generation_windows(validation_text, tokenizer, args) if args.generation_prompts > 0 else None
 
     def generation() -> dict | None:
         return generation_task(trainer.model, windows, training_args.per_device_eval_batch_size) if windows else None
+
     before_path = Path(training_args.output_dir) / BEFORE_TRAINING_FILE
     if checkpoint is None:
         before, generation_before = evaluate(training_mem_len), generation()
@@ -484,13 +614,22 @@ def main(argv: list[str] | None = None) -> dict:
     trainer.save_model(training_args.output_dir)  # model.safetensors + config.json + tokenizer
     trainer.save_state()  # trainer_state.json: the logged losses
     after = evaluate(training_mem_len)
-    results = {"model": args.model_name_or_path, "before_training": before, "after_training": after,
-               "train_loss": train_output.training_loss, "global_step": train_output.global_step,
-               "world_size": training_args.world_size, "sequence_length": args.max_seq_length,
-               "max_steps": training_args.max_steps, "tokens_seen": trainer.state.num_input_tokens_seen,
-               "train_minutes": budget.elapsed_seconds() / 60, "stopped_by_max_time": budget.stopped_early,
-               "bf16": training_args.bf16, "corpus": args.corpus,
-               "unigram_baseline_perplexity": unigram_perplexity(train_ids, held_out_targets, len(tokenizer))}
+    results = {
+        "model": args.model_name_or_path,
+        "before_training": before,
+        "after_training": after,
+        "train_loss": train_output.training_loss,
+        "global_step": train_output.global_step,
+        "world_size": training_args.world_size,
+        "sequence_length": args.max_seq_length,
+        "max_steps": training_args.max_steps,
+        "tokens_seen": trainer.state.num_input_tokens_seen,
+        "train_minutes": budget.elapsed_seconds() / 60,
+        "stopped_by_max_time": budget.stopped_early,
+        "bf16": training_args.bf16,
+        "corpus": args.corpus,
+        "unigram_baseline_perplexity": unigram_perplexity(train_ids, held_out_targets, len(tokenizer)),
+    }
     if recurrent:
         results["training_mem_len"] = training_mem_len
         results["by_memory_length"] = [evaluate(length) for length in memory_lengths(args)]

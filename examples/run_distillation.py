@@ -43,16 +43,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import datasets
 import numpy as np
 import torch
-
-import datasets
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, DataCollatorWithPadding, EvalPrediction
 
 import examples_support as support  # examples/examples_support.py, beside this script
 from hf_variants.conversion import load_pretrained
 from hf_variants.distillation import (
-    TRANSFER_INDEX, DistillationCollator, DistillationTrainer, cached_teacher_logits, check_same_labels, distillation_features,
+    TRANSFER_INDEX,
+    DistillationCollator,
+    DistillationTrainer,
+    cached_teacher_logits,
+    check_same_labels,
+    distillation_features,
 )
 from hf_variants.metrics import accuracy
 from hf_variants.training.fine_tuning import max_length_for
@@ -70,13 +74,19 @@ class DistillationModelArguments(support.ModelArguments):
         default=None, metadata={"help": "The fine-tuned teacher (a sequence-classification checkpoint)."}
     )
     teacher_tokenizer_name: str | None = field(
-        default=None, metadata={"help": "The teacher's tokenizer (default: the teacher's folder). The student's is --tokenizer_name."}
+        default=None,
+        metadata={
+            "help": "The teacher's tokenizer (default: the teacher's folder). The student's is --tokenizer_name."
+        },
     )
     student_num_layers: int | None = field(
-        default=None, metadata={"help": "Keep this many evenly spaced layers of --model_name_or_path (first and last included)."}
+        default=None,
+        metadata={"help": "Keep this many evenly spaced layers of --model_name_or_path (first and last included)."},
     )
     temperature: float = field(default=2.0, metadata={"help": "Softmax temperature T of the soft targets."})
-    alpha: float = field(default=0.5, metadata={"help": "Weight of the soft (KL) term; 1 - alpha weighs the labels' cross-entropy."})
+    alpha: float = field(
+        default=0.5, metadata={"help": "Weight of the soft (KL) term; 1 - alpha weighs the labels' cross-entropy."}
+    )
 
     def __post_init__(self) -> None:
         if not self.teacher_model_name_or_path:
@@ -95,14 +105,21 @@ class DistillationDataArguments(support.DataArguments):
     label_column_name: str = field(default="label", metadata={"help": "The column holding the class label."})
     transfer_dataset_name: str | None = field(
         default=None,
-        metadata={"help": "Train on this data set's train split (e.g. hf_variants/rt_transfer; -1 or a missing label column: "
-                          "unlabeled) instead of --dataset_name's."},
+        metadata={
+            "help": "Train on this data set's train split (e.g. hf_variants/rt_transfer; -1 or a missing label column: "
+            "unlabeled) instead of --dataset_name's."
+        },
     )
-    transfer_dataset_config_name: str | None = field(default=None, metadata={"help": "The transfer data set's configuration."})
+    transfer_dataset_config_name: str | None = field(
+        default=None, metadata={"help": "The transfer data set's configuration."}
+    )
     teacher_logits_cache_dir: str | None = field(
-        default=None, metadata={"help": "Where the teacher's logits are cached (default: <output_dir>/../teacher_logits)."}
+        default=None,
+        metadata={"help": "Where the teacher's logits are cached (default: <output_dir>/../teacher_logits)."},
     )
-    teacher_batch_size: int = field(default=64, metadata={"help": "Batch size of the teacher's pass over the training texts."})
+    teacher_batch_size: int = field(
+        default=64, metadata={"help": "Batch size of the teacher's pass over the training texts."}
+    )
 
 
 def evenly_spaced_layers(num_layers: int, keep: int) -> list[int]:
@@ -118,7 +135,9 @@ def keep_layers(model: torch.nn.Module, keep: int) -> torch.nn.Module:
     """A copy of ``model`` with ``keep`` evenly spaced layers of its stack (every other weight as is)."""
     config = model.config
     if getattr(config, "layer_sharing", "none") not in (None, "none"):
-        raise ValueError(f"--student_num_layers needs unshared layers; the model shares them ({config.layer_sharing!r})")
+        raise ValueError(
+            f"--student_num_layers needs unshared layers; the model shares them ({config.layer_sharing!r})"
+        )
     kept = evenly_spaced_layers(config.num_hidden_layers, keep)
     new_index = {old: new for new, old in enumerate(kept)}
     state = {}
@@ -132,7 +151,9 @@ def keep_layers(model: torch.nn.Module, keep: int) -> torch.nn.Module:
     student = type(model)(student_config)
     missing, unexpected = student.load_state_dict(state, strict=False)
     if missing or unexpected:
-        raise ValueError(f"the layer-dropped weights do not fit the student: missing {missing}, unexpected {unexpected}")
+        raise ValueError(
+            f"the layer-dropped weights do not fit the student: missing {missing}, unexpected {unexpected}"
+        )
     return student
 
 
@@ -150,14 +171,17 @@ def timed_predictions(model: torch.nn.Module, loader) -> tuple[np.ndarray, float
     return np.concatenate(predictions), seconds
 
 
-def load_training_split(data_args: DistillationDataArguments, model_args, training_args, raw) -> datasets.Dataset | None:
+def load_training_split(
+    data_args: DistillationDataArguments, model_args, training_args, raw
+) -> datasets.Dataset | None:
     """The texts the student learns from: --transfer_dataset_name's train split if given, else --dataset_name's."""
     if not training_args.do_train:
         return None
     if data_args.transfer_dataset_name is None:
         return support.take_split(raw, "train", "--do_train", data_args.max_train_samples)
-    transfer_args = support.DataArguments(dataset_name=data_args.transfer_dataset_name,
-                                          dataset_config_name=data_args.transfer_dataset_config_name)
+    transfer_args = support.DataArguments(
+        dataset_name=data_args.transfer_dataset_name, dataset_config_name=data_args.transfer_dataset_config_name
+    )
     transfer = support.load_raw_datasets(transfer_args, model_args)
     return support.take_split(transfer, "train", "--transfer_dataset_name", data_args.max_train_samples)
 
@@ -171,13 +195,20 @@ def training_labels(dataset: datasets.Dataset, column: str, label2id: dict[str, 
 
 
 def score_student_and_teacher(
-    trainer, teacher, student_features: datasets.Dataset, teacher_features: datasets.Dataset, teacher_tokenizer, prefix: str
+    trainer,
+    teacher,
+    student_features: datasets.Dataset,
+    teacher_features: datasets.Dataset,
+    teacher_tokenizer,
+    prefix: str,
 ) -> dict[str, float]:
     """Accuracy of student and teacher on the same sentences (each through its own tokenizer, same
     batch size, same threads) and the seconds each spends in its forwards."""
     loader = trainer.get_eval_dataloader(student_features)
     teacher_loader = torch.utils.data.DataLoader(
-        teacher_features, batch_size=trainer.args.per_device_eval_batch_size, collate_fn=DataCollatorWithPadding(teacher_tokenizer)
+        teacher_features,
+        batch_size=trainer.args.per_device_eval_batch_size,
+        collate_fn=DataCollatorWithPadding(teacher_tokenizer),
     )
     references = np.array(student_features["labels"])
     student_predictions, student_seconds = timed_predictions(trainer.model, loader)
@@ -206,9 +237,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
             support.require_columns(splits[split], [text, label], f"{split} distillation", text_columns=[text])
 
     teacher = load_pretrained(model_args.teacher_model_name_or_path, AutoModelForSequenceClassification)
-    teacher_tokenizer = AutoTokenizer.from_pretrained(model_args.teacher_tokenizer_name or model_args.teacher_model_name_or_path)
-    teacher_max_length = min(max_length_for(teacher_tokenizer, data_args.max_seq_length),
-                             teacher.config.max_position_embeddings)
+    teacher_tokenizer = AutoTokenizer.from_pretrained(
+        model_args.teacher_tokenizer_name or model_args.teacher_model_name_or_path
+    )
+    teacher_max_length = min(
+        max_length_for(teacher_tokenizer, data_args.max_seq_length), teacher.config.max_position_embeddings
+    )
     names = [teacher.config.id2label[i] for i in range(teacher.config.num_labels)]
     tokenizer = support.load_tokenizer(model_args)
     max_length = max_length_for(tokenizer, data_args.max_seq_length)
@@ -230,21 +264,31 @@ def main(argv: Sequence[str] | None = None) -> dict:
     if "train" in splits:
         texts = list(splits["train"][text])
         labels = training_labels(splits["train"], label, student.config.label2id)
-        cache_dir = data_args.teacher_logits_cache_dir or Path(training_args.output_dir).resolve().parent / "teacher_logits"
+        cache_dir = (
+            data_args.teacher_logits_cache_dir or Path(training_args.output_dir).resolve().parent / "teacher_logits"
+        )
         with training_args.main_process_first(desc="the teacher's logits"):
-            cached = cached_teacher_logits(teacher, teacher_tokenizer, texts, cache_dir, teacher_max_length,
-                                           data_args.teacher_batch_size)
+            cached = cached_teacher_logits(
+                teacher, teacher_tokenizer, texts, cache_dir, teacher_max_length, data_args.teacher_batch_size
+            )
         teacher_logits = cached.logits
         features["train"] = distillation_features(texts, labels, tokenizer, max_length)
         labelled = 0 if labels is None else sum(value >= 0 for value in labels)
-        results.update(teacher_logits_file=str(cached.path), teacher_logits_computed=cached.computed,
-                       teacher_logits_seconds=cached.seconds, transfer_samples=len(texts), transfer_labelled_samples=labelled)
+        results.update(
+            teacher_logits_file=str(cached.path),
+            teacher_logits_computed=cached.computed,
+            teacher_logits_seconds=cached.seconds,
+            transfer_samples=len(texts),
+            transfer_labelled_samples=labelled,
+        )
     teacher_features: dict[str, datasets.Dataset] = {}  # the same sentences through the teacher's tokenizer
     for split in SCORED_SPLITS:
         if split in splits:
             dataset = splits[split]
             labels = encode_labels(dataset, label, student.config.label2id, split)
-            features[split] = distillation_features(dataset[text], labels, tokenizer, max_length).remove_columns(TRANSFER_INDEX)
+            features[split] = distillation_features(dataset[text], labels, tokenizer, max_length).remove_columns(
+                TRANSFER_INDEX
+            )
             teacher_features[split] = distillation_features(
                 dataset[text], labels, teacher_tokenizer, teacher_max_length
             ).remove_columns(TRANSFER_INDEX)
@@ -254,16 +298,24 @@ def main(argv: Sequence[str] | None = None) -> dict:
         return {"accuracy": accuracy(np.argmax(logits, axis=-1), prediction.label_ids)}
 
     trainer = support.build_trainer(
-        student, training_args, features, tokenizer, DistillationCollator(tokenizer, teacher_logits), compute_metrics,
-        trainer_class=DistillationTrainer, temperature=model_args.temperature, alpha=model_args.alpha,
+        student,
+        training_args,
+        features,
+        tokenizer,
+        DistillationCollator(tokenizer, teacher_logits),
+        compute_metrics,
+        trainer_class=DistillationTrainer,
+        temperature=model_args.temperature,
+        alpha=model_args.alpha,
     )
     if training_args.do_train:
         results.update(support.train_and_save(trainer, splits["train"], data_args, training_args))
     teacher.to(training_args.device)
     for split, prefix in SCORED_SPLITS.items():  # --do_eval: validation, --do_predict: test
         if split in features:
-            metrics = score_student_and_teacher(trainer, teacher, features[split], teacher_features[split],
-                                                teacher_tokenizer, prefix)
+            metrics = score_student_and_teacher(
+                trainer, teacher, features[split], teacher_features[split], teacher_tokenizer, prefix
+            )
             results.update(support.save_eval_metrics(trainer, metrics, len(features[split]), split=prefix))
     support.write_json(trainer, "distillation_results.json", results)
     return support.finish(trainer, model_args, data_args, "text-classification", results)

@@ -18,10 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
-
 import datasets
+import numpy as np
 from transformers import (
     AutoModelForSequenceClassification,
     DataCollatorWithPadding,
@@ -31,9 +29,9 @@ from transformers import (
 )
 
 import examples_support as support  # examples/examples_support.py, beside this script
+from hf_variants.metrics import accuracy, f1, glue_metrics, pearson_and_spearman
 from hf_variants.training.fine_tuning import max_length_for, report_truncation
 from hf_variants.training.labels import encode_labels, label_names, regression_targets
-from hf_variants.metrics import accuracy, f1, glue_metrics, pearson_and_spearman
 
 GLUE_TASK_COLUMNS = {
     "cola": ("sentence", None),
@@ -138,10 +136,16 @@ def main(argv: Sequence[str] | None = None) -> dict:
     first, second = text_columns(data_args, reference)
     for split, dataset in splits.items():
         needs_label = not split.startswith("test")
-        support.require_columns(dataset, [first, second, label_column if needs_label else None], f"{split} sequence classification",
-                                text_columns=[first, second])
+        support.require_columns(
+            dataset,
+            [first, second, label_column if needs_label else None],
+            f"{split} sequence classification",
+            text_columns=[first, second],
+        )
     if label_column not in reference.column_names:
-        raise ValueError(f"the data has no label column {label_column!r} (columns: {reference.column_names}): pass --label_column_name")
+        raise ValueError(
+            f"the data has no label column {label_column!r} (columns: {reference.column_names}): pass --label_column_name"
+        )
     is_regression = is_regression_task(data_args, reference)
     names = None if is_regression else label_names(reference, label_column)
     if not is_regression and len(names) < 2:
@@ -149,9 +153,18 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     tokenizer = support.load_tokenizer(model_args)
     max_length = max_length_for(tokenizer, data_args.max_seq_length)
-    overrides = {"num_labels": 1, "problem_type": "regression"} if is_regression else {"problem_type": "single_label_classification"}
+    overrides = (
+        {"num_labels": 1, "problem_type": "regression"}
+        if is_regression
+        else {"problem_type": "single_label_classification"}
+    )
     model = support.load_model(
-        model_args, AutoModelForSequenceClassification, tokenizer, label_names=names, max_seq_length=max_length, **overrides
+        model_args,
+        AutoModelForSequenceClassification,
+        tokenizer,
+        label_names=names,
+        max_seq_length=max_length,
+        **overrides,
     )
     label2id = None if is_regression else dict(model.config.label2id)
     padding = "max_length" if data_args.pad_to_max_length else False
@@ -174,15 +187,23 @@ def main(argv: Sequence[str] | None = None) -> dict:
         report_truncation(tokenizer, split, dataset[first], dataset[second] if second else None, max_length)
         with training_args.main_process_first(desc=f"tokenizing {split}"):
             features[split] = dataset.map(
-                tokenize, batched=True, remove_columns=[c for c in dataset.column_names if c != "labels"],
-                num_proc=data_args.preprocessing_num_workers, load_from_cache_file=not data_args.overwrite_cache,
+                tokenize,
+                batched=True,
+                remove_columns=[c for c in dataset.column_names if c != "labels"],
+                num_proc=data_args.preprocessing_num_workers,
+                load_from_cache_file=not data_args.overwrite_cache,
                 desc=f"Tokenizing {split}",
             )
 
     collator = default_data_collator if data_args.pad_to_max_length else DataCollatorWithPadding(tokenizer)
     trainer = support.build_trainer(
-        model, training_args, features, tokenizer, collator,
-        metric_function(data_args.task_name, is_regression, model.config.num_labels), eval_split=next(iter(validation_splits)),
+        model,
+        training_args,
+        features,
+        tokenizer,
+        collator,
+        metric_function(data_args.task_name, is_regression, model.config.num_labels),
+        eval_split=next(iter(validation_splits)),
     )
 
     results: dict = {}
@@ -198,12 +219,20 @@ def main(argv: Sequence[str] | None = None) -> dict:
         for split, suffix in test_splits.items():
             metrics = write_test_predictions(trainer, features[split], split, data_args.task_name, is_regression)
             if metrics:
-                results.update(support.save_eval_metrics(
-                    trainer, {f"{key}{suffix}": value for key, value in metrics.items()}, len(splits[split]), split="predict"))
+                results.update(
+                    support.save_eval_metrics(
+                        trainer,
+                        {f"{key}{suffix}": value for key, value in metrics.items()},
+                        len(splits[split]),
+                        split="predict",
+                    )
+                )
     return support.finish(trainer, model_args, data_args, "text-classification", results)
 
 
-def write_test_predictions(trainer: Trainer, features: datasets.Dataset, split: str, task_name: str | None, is_regression: bool) -> dict:
+def write_test_predictions(
+    trainer: Trainer, features: datasets.Dataset, split: str, task_name: str | None, is_regression: bool
+) -> dict:
     """predict_results[_<task>].txt: "index<TAB>prediction" per line (class names, or the score).
     Returns the split's metrics (``predict_accuracy``, ...) when its rows carry labels, else {}."""
     output = trainer.predict(features, metric_key_prefix="predict")
@@ -214,8 +243,14 @@ def write_test_predictions(trainer: Trainer, features: datasets.Dataset, split: 
         values = [f"{value:3.3f}" for value in np.squeeze(logits, axis=-1)]
     else:
         values = [id2label[int(index)] for index in np.argmax(logits, axis=-1)]
-    name = f"predict_results_{task_name}{'_mm' if split.endswith('mismatched') else ''}.txt" if task_name else "predict_results.txt"
-    support.write_lines(trainer, name, ["index\tprediction"] + [f"{index}\t{value}" for index, value in enumerate(values)])
+    name = (
+        f"predict_results_{task_name}{'_mm' if split.endswith('mismatched') else ''}.txt"
+        if task_name
+        else "predict_results.txt"
+    )
+    support.write_lines(
+        trainer, name, ["index\tprediction"] + [f"{index}\t{value}" for index, value in enumerate(values)]
+    )
     if "labels" not in features.column_names:
         return {}
     return {key: value for key, value in output.metrics.items() if not key.endswith(("_runtime", "_per_second"))}

@@ -27,10 +27,8 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-
-
 import datasets
+import numpy as np
 import PIL.Image
 from transformers import (
     AutoModelForImageClassification,
@@ -38,9 +36,9 @@ from transformers import (
 )
 
 import examples_support as support  # examples/examples_support.py, beside this script
+from hf_variants.metrics import accuracy
 from hf_variants.training.images import IMAGE_MODES, collate, image_transform, to_pil
 from hf_variants.training.labels import encode_labels, label_names
-from hf_variants.metrics import accuracy
 
 logger = logging.getLogger("hf_variants.examples")
 
@@ -61,7 +59,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     splits = support.select_splits(raw, data_args, training_args)
     image_column, label_column = data_args.image_column_name, data_args.label_column_name
     for split, dataset in splits.items():
-        support.require_columns(dataset, [image_column, label_column], f"{split} image classification", image_columns=[image_column])
+        support.require_columns(
+            dataset, [image_column, label_column], f"{split} image classification", image_columns=[image_column]
+        )
     reference = splits.get("train") or next(iter(splits.values()))
     names = label_names(reference, label_column)
     if len(names) < 2:
@@ -93,7 +93,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     return support.finish(trainer, model_args, data_args, "image-classification", results)
 
 
-def predict_test_set(trainer, features: datasets.Dataset, raw_test: datasets.Dataset, image_column: str, mode: str) -> dict:
+def predict_test_set(
+    trainer, features: datasets.Dataset, raw_test: datasets.Dataset, image_column: str, mode: str
+) -> dict:
     """Test metrics (test_results.json), predict_results.txt and the grid of misclassified images."""
     output = trainer.predict(features, metric_key_prefix="test")
     metrics = support.save_eval_metrics(trainer, output.metrics, len(raw_test), split="test")

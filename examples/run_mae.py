@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-
 from transformers import AutoModelForPreTraining, TrainingArguments
 
 import examples_support as support  # examples/examples_support.py, beside this script
@@ -30,7 +29,9 @@ LEARNING_RATE_REFERENCE_BATCH = 256
 @dataclass
 class MAEModelArguments(support.ImageModelArguments):
     mask_ratio: float = field(default=0.75, metadata={"help": "Fraction of the patches masked (removed) per image."})
-    norm_pix_loss: bool = field(default=True, metadata={"help": "Reconstruct pixels normalised per patch (the paper's best)."})
+    norm_pix_loss: bool = field(
+        default=True, metadata={"help": "Reconstruct pixels normalised per patch (the paper's best)."}
+    )
 
 
 @dataclass
@@ -41,25 +42,37 @@ class MAETrainingArguments(TrainingArguments, support.TimeBudgetArguments):
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
-    model_args, data_args, training_args = support.start(support.ImageDataArguments, argv, MAEModelArguments, MAETrainingArguments)
+    model_args, data_args, training_args = support.start(
+        support.ImageDataArguments, argv, MAEModelArguments, MAETrainingArguments
+    )
     if not 0 < model_args.mask_ratio < 1:
         raise ValueError(f"--mask_ratio must be in (0, 1), got {model_args.mask_ratio}")
     training_args.remove_unused_columns = False  # images become pixel_values on the fly
     if not training_args.label_names:
         training_args.label_names = ["pixel_values"]  # the images are the targets: Trainer then reports eval_loss
     if training_args.base_learning_rate is not None:
-        total_batch = training_args.train_batch_size * training_args.gradient_accumulation_steps * training_args.world_size
+        total_batch = (
+            training_args.train_batch_size * training_args.gradient_accumulation_steps * training_args.world_size
+        )
         training_args.learning_rate = training_args.base_learning_rate * total_batch / LEARNING_RATE_REFERENCE_BATCH
 
     raw = support.load_images(data_args, model_args, training_args.seed)
     splits = support.select_splits(raw, data_args, training_args)
     for split, dataset in splits.items():
-        support.require_columns(dataset, [data_args.image_column_name], f"{split} MAE pretraining",
-                                image_columns=[data_args.image_column_name])
+        support.require_columns(
+            dataset,
+            [data_args.image_column_name],
+            f"{split} MAE pretraining",
+            image_columns=[data_args.image_column_name],
+        )
 
     # A named config (random weights, --config_overrides allowed), a local folder or a Hub id.
     model = support.load_model(
-        model_args, AutoModelForPreTraining, None, mask_ratio=model_args.mask_ratio, norm_pix_loss=model_args.norm_pix_loss
+        model_args,
+        AutoModelForPreTraining,
+        None,
+        mask_ratio=model_args.mask_ratio,
+        norm_pix_loss=model_args.norm_pix_loss,
     )
     if model.config.num_channels not in IMAGE_MODES:
         raise ValueError(f"images can be fed to models with 1 or 3 channels, this one has {model.config.num_channels}")
@@ -68,7 +81,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     # Only the images: a label column, if the data has one, is dropped.
     features = {
         split: dataset.select_columns([data_args.image_column_name]).with_transform(
-            image_transform(image_processor, data_args.image_column_name, mode, flip=data_args.horizontal_flip and split == "train")
+            image_transform(
+                image_processor, data_args.image_column_name, mode, flip=data_args.horizontal_flip and split == "train"
+            )
         )
         for split, dataset in splits.items()
     }

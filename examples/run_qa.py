@@ -23,13 +23,10 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-
 import datasets
 from transformers import AutoModelForQuestionAnswering, DataCollatorWithPadding, default_data_collator
 
 import examples_support as support  # examples/examples_support.py, beside this script
-from hf_variants.training.fine_tuning import max_length_for
-from hf_variants.metrics import squad_scores
 from hf_variants.integrations.question_answering import (
     QaColumns,
     QaPredictions,
@@ -38,6 +35,8 @@ from hf_variants.integrations.question_answering import (
     postprocess_qa_predictions,
     prepare_validation_features,
 )
+from hf_variants.metrics import squad_scores
+from hf_variants.training.fine_tuning import max_length_for
 from hf_variants.training.question_answering import (
     QuestionAnsweringTrainer,
     check_answers,
@@ -64,12 +63,17 @@ class QaDataArguments(support.DataArguments):
     answer_column_name: str = field(default="answers", metadata={"help": "The answers column (SQuAD schema)."})
 
 
-def score_predictions(predictions: QaPredictions, examples: datasets.Dataset, columns: QaColumns, version_2: bool) -> dict:
+def score_predictions(
+    predictions: QaPredictions, examples: datasets.Dataset, columns: QaColumns, version_2: bool
+) -> dict:
     """EM/F1 (v2: also HasAns/NoAns), or {} when the examples have no answers (a test set)."""
     if columns.answers not in examples.column_names:
         return {}
     formatted = [{"id": example_id, "prediction_text": text} for example_id, text in predictions.answers.items()]
-    references = [{"id": row[columns.id], "answers": row[columns.answers]} for row in examples.select_columns([columns.id, columns.answers])]
+    references = [
+        {"id": row[columns.id], "answers": row[columns.answers]}
+        for row in examples.select_columns([columns.id, columns.answers])
+    ]
     return squad_scores(formatted, references, version_2_with_negative=version_2)
 
 
@@ -82,8 +86,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
     for split in examples:
         needs_answers = split != "test" or columns.answers in examples[split].column_names
         support.require_columns(
-            examples[split], [columns.id, columns.question, columns.context, columns.answers if needs_answers else None],
-            f"{split} question answering", text_columns=[columns.question, columns.context],
+            examples[split],
+            [columns.id, columns.question, columns.context, columns.answers if needs_answers else None],
+            f"{split} question answering",
+            text_columns=[columns.question, columns.context],
         )
         if needs_answers:
             check_answers(examples[split], columns, data_args.version_2_with_negative, split)
@@ -98,17 +104,30 @@ def main(argv: Sequence[str] | None = None) -> dict:
         prepare = prepare_train_features if split == "train" else prepare_validation_features
         with training_args.main_process_first(desc=f"windowing {split}"):
             features[split] = dataset.map(
-                prepare, batched=True, fn_kwargs={"tokenizer": tokenizer, "columns": columns, "windowing": windowing},
-                remove_columns=dataset.column_names, num_proc=data_args.preprocessing_num_workers,
-                load_from_cache_file=not data_args.overwrite_cache, desc=f"Windowing {split}",
+                prepare,
+                batched=True,
+                fn_kwargs={"tokenizer": tokenizer, "columns": columns, "windowing": windowing},
+                remove_columns=dataset.column_names,
+                num_proc=data_args.preprocessing_num_workers,
+                load_from_cache_file=not data_args.overwrite_cache,
+                desc=f"Windowing {split}",
             )
         logger.info("%s: %d examples -> %d windows", split, len(dataset), len(features[split]))
 
-    search = SpanSearch(data_args.n_best_size, data_args.max_answer_length, data_args.version_2_with_negative,
-                        data_args.null_score_diff_threshold)
+    search = SpanSearch(
+        data_args.n_best_size,
+        data_args.max_answer_length,
+        data_args.version_2_with_negative,
+        data_args.null_score_diff_threshold,
+    )
     collator = default_data_collator if data_args.pad_to_max_length else DataCollatorWithPadding(tokenizer)
     trainer = support.build_trainer(
-        model, training_args, features, tokenizer, collator, trainer_class=QuestionAnsweringTrainer,
+        model,
+        training_args,
+        features,
+        tokenizer,
+        collator,
+        trainer_class=QuestionAnsweringTrainer,
         eval_examples=examples.get("validation"),
         post_process=functools.partial(postprocess_qa_predictions, search=search, columns=columns),
         score=functools.partial(score_predictions, columns=columns, version_2=data_args.version_2_with_negative),

@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-
 import datasets
 
 import examples_support as support  # examples/examples_support.py, beside this script
@@ -50,8 +49,10 @@ class TextToTextDataArguments(support.Seq2SeqDataArguments):
         self.target_column = self.target_column or defaults[1]
         for name in ("text_column", "target_column"):
             if getattr(self, name) is None:
-                raise ValueError(f"--{name} is required for {self.dataset_name or 'local files'} "
-                                 f"(defaults exist for {sorted(DEFAULT_COLUMNS)})")
+                raise ValueError(
+                    f"--{name} is required for {self.dataset_name or 'local files'} "
+                    f"(defaults exist for {sorted(DEFAULT_COLUMNS)})"
+                )
 
 
 def column_as_text(dataset: datasets.Dataset, column: str) -> list[str]:

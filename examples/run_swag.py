@@ -19,10 +19,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
-
 import datasets
+import numpy as np
 from transformers import (
     AutoModelForMultipleChoice,
     DataCollatorForMultipleChoice,
@@ -31,11 +29,10 @@ from transformers import (
 )
 
 import examples_support as support  # examples/examples_support.py, beside this script
-from hf_variants.data.data_files import describe_rows
-from hf_variants.training.fine_tuning import max_length_for, report_truncation
 from hf_variants.data import load_named_dataset
+from hf_variants.data.data_files import describe_rows
 from hf_variants.metrics import accuracy
-
+from hf_variants.training.fine_tuning import max_length_for, report_truncation
 
 NEXT_SENTENCE_CHOICE = "hf_variants/next_sentence_choice"
 ENDING_COLUMN = re.compile(r"ending(\d+)")
@@ -63,7 +60,9 @@ def next_sentence_choices(pairs: datasets.DatasetDict, num_choices: int = 4, see
         next_label = data.features["label"].str2int("next")
         consecutive = data.filter(lambda row: row["label"] == next_label)
         if len(consecutive) < num_choices:
-            raise ValueError(f"split {split!r} has {len(consecutive)} consecutive pairs, fewer than {num_choices} choices")
+            raise ValueError(
+                f"split {split!r} has {len(consecutive)} consecutive pairs, fewer than {num_choices} choices"
+            )
         contexts, followers = list(consecutive["sentence1"]), list(consecutive["sentence2"])
         rows = {"id": list(consecutive["id"]), "sent1": contexts, "sent2": [""] * len(contexts), "label": []}
         endings = [[] for _ in range(num_choices)]
@@ -109,10 +108,18 @@ def main(argv: Sequence[str] | None = None) -> dict:
         raw = support.load_raw_datasets(data_args, model_args)
     splits = support.select_splits(raw, data_args, training_args)
     endings = ending_columns(next(iter(splits.values())))
-    context, header, label_column = data_args.context_column_name, data_args.header_column_name, data_args.label_column_name
+    context, header, label_column = (
+        data_args.context_column_name,
+        data_args.header_column_name,
+        data_args.label_column_name,
+    )
     for split, dataset in splits.items():
-        support.require_columns(dataset, [context, header, label_column, *endings], f"{split} multiple choice",
-                                text_columns=[context, *endings])
+        support.require_columns(
+            dataset,
+            [context, header, label_column, *endings],
+            f"{split} multiple choice",
+            text_columns=[context, *endings],
+        )
         check_choice_labels(dataset, label_column, len(endings), split)
 
     tokenizer = support.load_tokenizer(model_args)
@@ -123,12 +130,17 @@ def main(argv: Sequence[str] | None = None) -> dict:
     def pairs_of(batch: dict) -> tuple[list[str], list[str]]:
         """Flattened (context, header + ending) pairs, choices of one example consecutive."""
         firsts = [text for text in batch[context] for _ in endings]
-        seconds = [f"{head} {batch[ending][row]}".strip() for row, head in enumerate(batch[header]) for ending in endings]
+        seconds = [
+            f"{head} {batch[ending][row]}".strip() for row, head in enumerate(batch[header]) for ending in endings
+        ]
         return firsts, seconds
 
     def tokenize(batch: dict) -> dict:
         encoded = tokenizer(*pairs_of(batch), truncation=True, max_length=max_length, padding=padding)
-        grouped = {key: [values[i : i + len(endings)] for i in range(0, len(values), len(endings))] for key, values in encoded.items()}
+        grouped = {
+            key: [values[i : i + len(endings)] for i in range(0, len(values), len(endings))]
+            for key, values in encoded.items()
+        }
         grouped["labels"] = batch[label_column]
         return grouped
 
@@ -137,8 +149,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
         report_truncation(tokenizer, split, *pairs_of(dataset.to_dict()), max_length)
         with training_args.main_process_first(desc=f"tokenizing {split}"):
             features[split] = dataset.map(
-                tokenize, batched=True, remove_columns=dataset.column_names, num_proc=data_args.preprocessing_num_workers,
-                load_from_cache_file=not data_args.overwrite_cache, desc=f"Tokenizing {split}",
+                tokenize,
+                batched=True,
+                remove_columns=dataset.column_names,
+                num_proc=data_args.preprocessing_num_workers,
+                load_from_cache_file=not data_args.overwrite_cache,
+                desc=f"Tokenizing {split}",
             )
 
     def compute_metrics(prediction: EvalPrediction) -> dict:

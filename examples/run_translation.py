@@ -27,7 +27,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-
 import datasets
 
 import examples_support as support  # examples/examples_support.py, beside this script
@@ -38,15 +37,21 @@ TRANSLATION_COLUMN = "translation"
 
 @dataclass
 class TranslationDataArguments(support.Seq2SeqDataArguments):
-    source_lang: str | None = field(default=None, metadata={"help": "Source key of the translation dicts (e.g. en, graphemes)."})
-    target_lang: str | None = field(default=None, metadata={"help": "Target key of the translation dicts (e.g. ro, phonemes)."})
+    source_lang: str | None = field(
+        default=None, metadata={"help": "Source key of the translation dicts (e.g. en, graphemes)."}
+    )
+    target_lang: str | None = field(
+        default=None, metadata={"help": "Target key of the translation dicts (e.g. ro, phonemes)."}
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
         for name in ("source_lang", "target_lang"):
             if not getattr(self, name):
-                raise ValueError(f"--{name} is required: a key of the rows' translation dicts "
-                                 "(hf_variants/cmudict: --source_lang graphemes --target_lang phonemes)")
+                raise ValueError(
+                    f"--{name} is required: a key of the rows' translation dicts "
+                    "(hf_variants/cmudict: --source_lang graphemes --target_lang phonemes)"
+                )
         if self.source_lang == self.target_lang:
             raise ValueError(f"--source_lang and --target_lang are both {self.source_lang!r}")
 
@@ -60,8 +65,10 @@ def translation_pairs(source_lang: str, target_lang: str) -> support.PairsFromSp
         for name, language in (("--source_lang", source_lang), ("--target_lang", target_lang)):
             missing = [row for row, pair in enumerate(rows) if not isinstance(pair, dict) or language not in pair]
             if missing:
-                raise ValueError(f"{name} {language!r} is not a key of the {split} split's translation dicts "
-                                 f"({describe_rows(dataset, missing[:1])[0]} has {rows[missing[0]]!r})")
+                raise ValueError(
+                    f"{name} {language!r} is not a key of the {split} split's translation dicts "
+                    f"({describe_rows(dataset, missing[:1])[0]} has {rows[missing[0]]!r})"
+                )
         return [pair[source_lang] for pair in rows], [pair[target_lang] for pair in rows]
 
     return pairs

@@ -9,8 +9,8 @@ import importlib as _importlib
 
 from . import models as _models
 from . import registry as _registry
-from .models.named_configs import named_config, named_config_path
 from .conversion import from_transformers, load_pretrained, to_transformers
+from .models.named_configs import named_config, named_config_path
 
 for _spec in _registry.discover_specs(_models):
     _registry.register(_spec)

@@ -52,8 +52,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             for path in export_remote_code(args.output_dir):
                 print(f"wrote {path}")
         else:
-            result = push_model_dir(args.output_dir, args.repo_id, private=args.private or None,
-                                    commit_message=args.message, revision=args.revision)
+            result = push_model_dir(
+                args.output_dir,
+                args.repo_id,
+                private=args.private or None,
+                commit_message=args.message,
+                revision=args.revision,
+            )
             for name, reason in result.skipped.items():
                 print(f"skipped {name}: {reason}", file=sys.stderr)
             print(f"pushed {len(result.uploaded)} files to {result.repo_id}: {result.commit_url}")

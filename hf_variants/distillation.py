@@ -41,7 +41,12 @@ import datasets
 import numpy as np
 import torch
 from torch.nn import functional as F
-from transformers import DataCollatorForTokenClassification, DataCollatorWithPadding, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import (
+    DataCollatorForTokenClassification,
+    DataCollatorWithPadding,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
 
 from .hub.atomic import replace_atomically, write_text_atomically
 from .hub.trainer import CheckpointSafeTrainer
@@ -63,8 +68,12 @@ def _check_mix(temperature: float, alpha: float) -> None:
 
 
 def _per_row_losses(
-    student_logits: torch.Tensor, teacher_logits: torch.Tensor, has_teacher: torch.Tensor | None,
-    labels: torch.Tensor | None, temperature: float, alpha: float,
+    student_logits: torch.Tensor,
+    teacher_logits: torch.Tensor,
+    has_teacher: torch.Tensor | None,
+    labels: torch.Tensor | None,
+    temperature: float,
+    alpha: float,
 ) -> torch.Tensor:
     """(N,) losses ``alpha * T^2 * KL`` (rows with the teacher's logits) ``+ (1 - alpha) * CE`` (rows
     with a label). student_logits, teacher_logits: (N, C); has_teacher: (N,) bool or None (all);
@@ -77,7 +86,9 @@ def _per_row_losses(
     losses = alpha * temperature**2 * kl
     if labels is not None:
         # reduction="none" gives 0 where the label is -100: those rows keep only their KL
-        losses = losses + (1.0 - alpha) * F.cross_entropy(student_logits.float(), labels, ignore_index=IGNORE_INDEX, reduction="none")
+        losses = losses + (1.0 - alpha) * F.cross_entropy(
+            student_logits.float(), labels, ignore_index=IGNORE_INDEX, reduction="none"
+        )
     return losses
 
 
@@ -95,7 +106,9 @@ def distillation_loss(
     a label; ``None`` when no example has one. Returns a scalar (module docstring: how the mean is taken).
     """
     if student_logits.shape != teacher_logits.shape:
-        raise ValueError(f"student logits {tuple(student_logits.shape)} and teacher logits {tuple(teacher_logits.shape)} differ")
+        raise ValueError(
+            f"student logits {tuple(student_logits.shape)} and teacher logits {tuple(teacher_logits.shape)} differ"
+        )
     if student_logits.dim() != 2:
         raise ValueError(f"expected (batch, classes) logits, got shape {tuple(student_logits.shape)}")
     _check_mix(temperature, alpha)
@@ -120,16 +133,26 @@ def token_distillation_loss(
     teacher's logits, a label, or both; other positions (continuation sub-tokens, specials, padding)
     do not count. Returns a scalar (0 when the batch has no word)."""
     if student_logits.shape != teacher_logits.shape or student_logits.dim() != 3:
-        raise ValueError(f"expected equal (batch, length, classes) logits, got {tuple(student_logits.shape)} "
-                         f"and {tuple(teacher_logits.shape)}")
-    if teacher_mask.shape != student_logits.shape[:2] or (labels is not None and labels.shape != student_logits.shape[:2]):
-        raise ValueError(f"teacher_mask {tuple(teacher_mask.shape)} / labels must be (batch, length) = {tuple(student_logits.shape[:2])}")
+        raise ValueError(
+            f"expected equal (batch, length, classes) logits, got {tuple(student_logits.shape)} "
+            f"and {tuple(teacher_logits.shape)}"
+        )
+    if teacher_mask.shape != student_logits.shape[:2] or (
+        labels is not None and labels.shape != student_logits.shape[:2]
+    ):
+        raise ValueError(
+            f"teacher_mask {tuple(teacher_mask.shape)} / labels must be (batch, length) = {tuple(student_logits.shape[:2])}"
+        )
     _check_mix(temperature, alpha)
     counted = teacher_mask if labels is None else teacher_mask | (labels != IGNORE_INDEX)  # (B, L): the words
     classes = student_logits.shape[-1]
     losses = _per_row_losses(
-        student_logits[counted].view(-1, classes), teacher_logits[counted].view(-1, classes), teacher_mask[counted],
-        None if labels is None else labels[counted], temperature, alpha,
+        student_logits[counted].view(-1, classes),
+        teacher_logits[counted].view(-1, classes),
+        teacher_mask[counted],
+        None if labels is None else labels[counted],
+        temperature,
+        alpha,
     )
     return losses.mean() if losses.numel() else student_logits.sum() * 0.0
 
@@ -163,7 +186,9 @@ def teacher_fingerprint(teacher: PreTrainedModel, tokenizer: PreTrainedTokenizer
         _update_with_text(digest, json.dumps(backend, sort_keys=True))
     else:
         _update_with_text(digest, json.dumps(sorted(tokenizer.get_vocab().items())))
-    _update_with_text(digest, json.dumps({"max_length": max_length, "specials": tokenizer.special_tokens_map}, sort_keys=True))
+    _update_with_text(
+        digest, json.dumps({"max_length": max_length, "specials": tokenizer.special_tokens_map}, sort_keys=True)
+    )
     return digest.hexdigest()
 
 
@@ -215,7 +240,11 @@ def _padded_batch(tokenizer, encodings, rows: np.ndarray, device) -> dict[str, t
 
 @torch.inference_mode()
 def compute_teacher_logits(
-    teacher: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], max_length: int, batch_size: int = 64
+    teacher: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    texts: Sequence[str],
+    max_length: int,
+    batch_size: int = 64,
 ) -> np.ndarray:
     """(N, C) float32 logits of ``teacher`` on ``texts`` tokenized by ``tokenizer`` (truncated at
     ``max_length``). Texts are run in order of length, so each batch pads little; the rows come back
@@ -230,14 +259,19 @@ def compute_teacher_logits(
 
 @torch.inference_mode()
 def compute_teacher_word_logits(
-    teacher: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, words: Sequence[Sequence[str]], max_length: int,
+    teacher: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    words: Sequence[Sequence[str]],
+    max_length: int,
     batch_size: int = 64,
 ) -> np.ndarray:
     """(total words, C) float32: a token classifier's logits at each word's first sub-token, text i's
     word w at row ``word_offsets(words)[i] + w``. A word the teacher's truncation at ``max_length``
     cuts off (or that its tokenizer turns into no token) has a row of NaN: it gets no soft target."""
     teacher.eval()
-    encodings = tokenizer([list(text) for text in words], is_split_into_words=True, max_length=max_length, truncation=True)
+    encodings = tokenizer(
+        [list(text) for text in words], is_split_into_words=True, max_length=max_length, truncation=True
+    )
     offsets = word_offsets(words)
     logits = np.full((int(offsets[-1]), teacher.config.num_labels), np.nan, dtype=np.float32)
     for rows in _length_sorted_batches(encodings, batch_size):
@@ -294,9 +328,14 @@ def cached_teacher_logits(
 
     replace_atomically(path, write)
     description = {
-        "teacher": getattr(teacher.config, "_name_or_path", ""), "teacher_model_type": teacher.config.model_type,
-        "id2label": {str(i): name for i, name in teacher.config.id2label.items()}, "num_texts": len(texts),
-        "rows": rows, "per_word": per_word, "max_length": max_length, "teacher_seconds": seconds,
+        "teacher": getattr(teacher.config, "_name_or_path", ""),
+        "teacher_model_type": teacher.config.model_type,
+        "id2label": {str(i): name for i, name in teacher.config.id2label.items()},
+        "num_texts": len(texts),
+        "rows": rows,
+        "per_word": per_word,
+        "max_length": max_length,
+        "teacher_seconds": seconds,
     }
     write_text_atomically(path.with_suffix(".json"), json.dumps(description, indent=2) + "\n")
     logger.info("Computed the teacher's logits on %d texts in %.1f s; cached in %s", len(texts), seconds, path)
@@ -324,9 +363,11 @@ def distillation_features(
         raise ValueError(f"{len(labels)} labels for {len(texts)} texts")
     columns = dict(tokenizer(list(texts), max_length=max_length, truncation=True))
     columns[TRANSFER_INDEX] = list(range(len(texts)))
-    columns["labels"] = [IGNORE_INDEX] * len(texts) if labels is None else [
-        IGNORE_INDEX if label in (IGNORE_INDEX, -1) else int(label) for label in labels
-    ]
+    columns["labels"] = (
+        [IGNORE_INDEX] * len(texts)
+        if labels is None
+        else [IGNORE_INDEX if label in (IGNORE_INDEX, -1) else int(label) for label in labels]
+    )
     return datasets.Dataset.from_dict(columns)
 
 
@@ -346,12 +387,16 @@ class DistillationCollator:
                 raise ValueError("a batch mixes features with and without a transfer_index")
             if self.teacher_logits is None:
                 raise ValueError("features carry a transfer_index but the collator has no teacher logits")
-            batch[TEACHER_LOGITS] = torch.from_numpy(np.array(self.teacher_logits[np.asarray(indices)], dtype=np.float32))
+            batch[TEACHER_LOGITS] = torch.from_numpy(
+                np.array(self.teacher_logits[np.asarray(indices)], dtype=np.float32)
+            )
         return batch
 
 
 def token_distillation_features(
-    words: Sequence[Sequence[str]], word_labels: Sequence[Sequence[int] | None] | None, tokenizer: PreTrainedTokenizerBase,
+    words: Sequence[Sequence[str]],
+    word_labels: Sequence[Sequence[int] | None] | None,
+    tokenizer: PreTrainedTokenizerBase,
     max_length: int,
 ) -> datasets.Dataset:
     """The student's features of a word-level transfer set: its own tokenization of each text's
@@ -360,7 +405,9 @@ def token_distillation_features(
     per-word cache, :func:`word_offsets`, at the word's first sub-token, -1 elsewhere)."""
     if word_labels is not None and len(word_labels) != len(words):
         raise ValueError(f"{len(word_labels)} label lists for {len(words)} texts")
-    encodings = tokenizer([list(text) for text in words], is_split_into_words=True, max_length=max_length, truncation=True)
+    encodings = tokenizer(
+        [list(text) for text in words], is_split_into_words=True, max_length=max_length, truncation=True
+    )
     offsets = word_offsets(words)
     labels_column, index_column = [], []
     for row, text in enumerate(words):
@@ -372,7 +419,11 @@ def token_distillation_features(
             first = word is not None and word not in seen
             if first:
                 seen.add(word)
-            label = IGNORE_INDEX if not first or text_labels is None or text_labels[word] in (-1, IGNORE_INDEX) else int(text_labels[word])
+            label = (
+                IGNORE_INDEX
+                if not first or text_labels is None or text_labels[word] in (-1, IGNORE_INDEX)
+                else int(text_labels[word])
+            )
             labels.append(label)
             indices.append(int(offsets[row] + word) if first else -1)
         labels_column.append(labels)
@@ -405,7 +456,7 @@ class TokenDistillationCollator:
         padded = np.full((len(indices), length), -1, dtype=np.int64)
         for row, row_indices in enumerate(indices):  # padded on the tokenizer's side, as the inputs are
             if self.padding_side == "left":
-                padded[row, length - len(row_indices):] = row_indices
+                padded[row, length - len(row_indices) :] = row_indices
             else:
                 padded[row, : len(row_indices)] = row_indices
         logits = np.zeros((*padded.shape, self.teacher_word_logits.shape[1]), dtype=np.float32)
@@ -428,7 +479,9 @@ class DistillationTrainer(CheckpointSafeTrainer):
     ids). An evaluation batch with neither gets the student's cross-entropy, so ``eval_loss`` is
     the classifier's own loss."""
 
-    def __init__(self, *args, temperature: float, alpha: float, teacher: torch.nn.Module | None = None, **kwargs) -> None:
+    def __init__(
+        self, *args, temperature: float, alpha: float, teacher: torch.nn.Module | None = None, **kwargs
+    ) -> None:
         _check_mix(temperature, alpha)
         super().__init__(*args, **kwargs)
         self.teacher = None if teacher is None else teacher.eval().requires_grad_(False).to(self.args.device)
@@ -458,10 +511,18 @@ class DistillationTrainer(CheckpointSafeTrainer):
             classes = outputs.logits.shape[-1]
             loss = F.cross_entropy(outputs.logits.float().view(-1, classes), labels.view(-1), ignore_index=IGNORE_INDEX)
         elif teacher_mask is not None:  # token classification, word by word
-            loss = token_distillation_loss(outputs.logits, teacher_logits.to(outputs.logits.device), teacher_mask.to(outputs.logits.device),
-                                           labels, self.temperature, self.alpha)
+            loss = token_distillation_loss(
+                outputs.logits,
+                teacher_logits.to(outputs.logits.device),
+                teacher_mask.to(outputs.logits.device),
+                labels,
+                self.temperature,
+                self.alpha,
+            )
         else:
-            loss = distillation_loss(outputs.logits, teacher_logits.to(outputs.logits.device), labels, self.temperature, self.alpha)
+            loss = distillation_loss(
+                outputs.logits, teacher_logits.to(outputs.logits.device), labels, self.temperature, self.alpha
+            )
         if labels is not None:
             inputs["labels"] = labels  # Trainer reads them again for evaluation
         return (loss, outputs) if return_outputs else loss

@@ -96,7 +96,9 @@ class VariantSpec:
 
     def auto_classes(self) -> dict[str, type]:
         """Auto class name -> our class, for every head an Auto class serves (the Hub's auto_map)."""
-        return {HEAD_AUTO_CLASSES[head].__name__: cls for head, cls in self.classes.items() if head in HEAD_AUTO_CLASSES}
+        return {
+            HEAD_AUTO_CLASSES[head].__name__: cls for head, cls in self.classes.items() if head in HEAD_AUTO_CLASSES
+        }
 
 
 # model_type -> spec, filled by register().

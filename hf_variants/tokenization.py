@@ -40,17 +40,41 @@ TOKENIZER_KINDS = ("wordpiece-uncased", "wordpiece-cased", "bpe", "unigram", "un
 # Kinds with a different set of special tokens (no [CLS]/[SEP]/[MASK]): text-to-text models.
 SEQ2SEQ_TOKENIZER_KINDS = ("unigram-t5",)
 
-WORDPIECE_SPECIALS = {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]",
-                      "sep_token": "[SEP]", "mask_token": "[MASK]"}
+WORDPIECE_SPECIALS = {
+    "pad_token": "[PAD]",
+    "unk_token": "[UNK]",
+    "cls_token": "[CLS]",
+    "sep_token": "[SEP]",
+    "mask_token": "[MASK]",
+}
 T5_SPECIALS = {"pad_token": "<pad>", "eos_token": "</s>", "unk_token": "<unk>"}
-BPE_SPECIALS = {"bos_token": "<s>", "pad_token": "<pad>", "eos_token": "</s>", "unk_token": "<unk>",
-                "mask_token": "<mask>", "cls_token": "<s>", "sep_token": "</s>"}
-UNIGRAM_SPECIALS = {"pad_token": "<pad>", "unk_token": "<unk>", "cls_token": "[CLS]",
-                    "sep_token": "[SEP]", "mask_token": "[MASK]"}
+BPE_SPECIALS = {
+    "bos_token": "<s>",
+    "pad_token": "<pad>",
+    "eos_token": "</s>",
+    "unk_token": "<unk>",
+    "mask_token": "<mask>",
+    "cls_token": "<s>",
+    "sep_token": "</s>",
+}
+UNIGRAM_SPECIALS = {
+    "pad_token": "<pad>",
+    "unk_token": "<unk>",
+    "cls_token": "[CLS]",
+    "sep_token": "[SEP]",
+    "mask_token": "[MASK]",
+}
 # XLNet's special tokens in the released vocabulary's id order (<unk>=0 ... <eop>=8).
 XLNET_SPECIAL_TOKENS = ("<unk>", "<s>", "</s>", "<cls>", "<sep>", "<pad>", "<mask>", "<eod>", "<eop>")
-XLNET_SPECIALS = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "sep_token": "<sep>",
-                  "pad_token": "<pad>", "cls_token": "<cls>", "mask_token": "<mask>"}
+XLNET_SPECIALS = {
+    "bos_token": "<s>",
+    "eos_token": "</s>",
+    "unk_token": "<unk>",
+    "sep_token": "<sep>",
+    "pad_token": "<pad>",
+    "cls_token": "<cls>",
+    "mask_token": "<mask>",
+}
 XLNET_EXTRA_SPECIALS = ["<eop>", "<eod>"]  # end of paragraph / document (XLNet's pretraining data)
 # XLNet's segment ids (the original classifier_utils.py SEG_ID_A / SEG_ID_B / SEG_ID_CLS).
 XLNET_SEGMENT_A, XLNET_SEGMENT_B, XLNET_SEGMENT_CLS = 0, 1, 2
@@ -70,11 +94,13 @@ def _bert_template(cls: str, sep: str, backend: Tokenizer) -> processors.Templat
 
 
 def _wordpiece_backend(lowercase: bool) -> tuple[Tokenizer, list[str], str]:
-    specials = _ordered_unique(WORDPIECE_SPECIALS[k] for k in
-                               ("pad_token", "unk_token", "cls_token", "sep_token", "mask_token"))
+    specials = _ordered_unique(
+        WORDPIECE_SPECIALS[k] for k in ("pad_token", "unk_token", "cls_token", "sep_token", "mask_token")
+    )
     backend = Tokenizer(models.WordPiece(unk_token="[UNK]", continuing_subword_prefix="##"))
     backend.normalizer = normalizers.BertNormalizer(
-        clean_text=True, handle_chinese_chars=True, strip_accents=lowercase, lowercase=lowercase)
+        clean_text=True, handle_chinese_chars=True, strip_accents=lowercase, lowercase=lowercase
+    )
     backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     backend.decoder = decoders.WordPiece(prefix="##")
     return backend, specials, "wordpiece"
@@ -132,18 +158,28 @@ def _add_sentinels(backend: Tokenizer, extra_ids: int) -> list[str]:
     return sentinels
 
 
-def _make_trainer(model_kind: str, vocab_size: int, specials: list[str], min_frequency: int,
-                  show_progress: bool) -> trainers.Trainer:
+def _make_trainer(
+    model_kind: str, vocab_size: int, specials: list[str], min_frequency: int, show_progress: bool
+) -> trainers.Trainer:
     if model_kind == "wordpiece":
-        return trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
-                                         special_tokens=specials, continuing_subword_prefix="##",
-                                         show_progress=show_progress)
+        return trainers.WordPieceTrainer(
+            vocab_size=vocab_size,
+            min_frequency=min_frequency,
+            special_tokens=specials,
+            continuing_subword_prefix="##",
+            show_progress=show_progress,
+        )
     if model_kind == "bpe":
-        return trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
-                                   special_tokens=specials, show_progress=show_progress,
-                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    return trainers.UnigramTrainer(vocab_size=vocab_size, special_tokens=specials, unk_token="<unk>",
-                                   show_progress=show_progress)
+        return trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            min_frequency=min_frequency,
+            special_tokens=specials,
+            show_progress=show_progress,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        )
+    return trainers.UnigramTrainer(
+        vocab_size=vocab_size, special_tokens=specials, unk_token="<unk>", show_progress=show_progress
+    )
 
 
 def _non_empty(texts: Iterable[str]) -> Iterator[str]:
@@ -181,8 +217,9 @@ def train_tokenizer(
         for single sequences and pairs installed.
     """
     if kind not in TOKENIZER_KINDS + SEQ2SEQ_TOKENIZER_KINDS:
-        raise ValueError(f"unknown tokenizer kind {kind!r}; expected one of "
-                         f"{TOKENIZER_KINDS + SEQ2SEQ_TOKENIZER_KINDS}")
+        raise ValueError(
+            f"unknown tokenizer kind {kind!r}; expected one of {TOKENIZER_KINDS + SEQ2SEQ_TOKENIZER_KINDS}"
+        )
     if vocab_size < 100:
         raise ValueError(f"vocab_size={vocab_size} is too small (need at least 100)")
     if kind == "unigram-t5" and not 0 <= extra_ids <= vocab_size - 100:
@@ -210,40 +247,52 @@ def train_tokenizer(
 
     if kind == "unigram-t5":
         backend.post_processor = processors.TemplateProcessing(
-            single="$A:0 </s>:0", pair="$A:0 </s>:0 $B:0 </s>:0",
-            special_tokens=[("</s>", backend.token_to_id("</s>"))])
+            single="$A:0 </s>:0", pair="$A:0 </s>:0 $B:0 </s>:0", special_tokens=[("</s>", backend.token_to_id("</s>"))]
+        )
         sentinels = _add_sentinels(backend, extra_ids)
-        return PreTrainedTokenizerFast(tokenizer_object=backend, model_max_length=model_max_length,
-                                       model_input_names=["input_ids", "attention_mask"],
-                                       extra_special_tokens=sentinels, **named)
+        return PreTrainedTokenizerFast(
+            tokenizer_object=backend,
+            model_max_length=model_max_length,
+            model_input_names=["input_ids", "attention_mask"],
+            extra_special_tokens=sentinels,
+            **named,
+        )
     if kind == "unigram-xlnet":
         backend.post_processor = _xlnet_template(backend)
         # As XLNetTokenizer: "<mask>" swallows the space before it; left padding keeps <cls> last.
         mask = AddedToken("<mask>", lstrip=True, rstrip=False, special=True, normalized=False)
         backend.add_special_tokens([mask])
-        return PreTrainedTokenizerFast(tokenizer_object=backend, model_max_length=model_max_length,
-                                       model_input_names=["input_ids", "token_type_ids", "attention_mask"],
-                                       padding_side="left", extra_special_tokens=XLNET_EXTRA_SPECIALS,
-                                       **{**XLNET_SPECIALS, "mask_token": mask})
+        return PreTrainedTokenizerFast(
+            tokenizer_object=backend,
+            model_max_length=model_max_length,
+            model_input_names=["input_ids", "token_type_ids", "attention_mask"],
+            padding_side="left",
+            extra_special_tokens=XLNET_EXTRA_SPECIALS,
+            **{**XLNET_SPECIALS, "mask_token": mask},
+        )
     if model_kind == "bpe":
         backend.post_processor = processors.RobertaProcessing(
-            ("</s>", backend.token_to_id("</s>")), ("<s>", backend.token_to_id("<s>")),
-            trim_offsets=True, add_prefix_space=False)
+            ("</s>", backend.token_to_id("</s>")),
+            ("<s>", backend.token_to_id("<s>")),
+            trim_offsets=True,
+            add_prefix_space=False,
+        )
     else:
         backend.post_processor = _bert_template(named["cls_token"], named["sep_token"], backend)
 
     # RoBERTa has no segment embeddings, so its tokenizer returns no token_type_ids.
-    input_names = (["input_ids", "attention_mask"] if model_kind == "bpe"
-                   else ["input_ids", "token_type_ids", "attention_mask"])
+    input_names = (
+        ["input_ids", "attention_mask"] if model_kind == "bpe" else ["input_ids", "token_type_ids", "attention_mask"]
+    )
     special_tokens = dict(named)
     if model_kind == "bpe":
         # As RoBERTa: "<mask>" swallows the space before it, so in "a <mask>" the mask stands
         # for a whole space-prefixed token ("Ġword") instead of leaving a stray "Ġ" behind.
-        special_tokens["mask_token"] = AddedToken("<mask>", lstrip=True, rstrip=False, special=True,
-                                                  normalized=False)
+        special_tokens["mask_token"] = AddedToken("<mask>", lstrip=True, rstrip=False, special=True, normalized=False)
         backend.add_special_tokens([special_tokens["mask_token"]])
-    return PreTrainedTokenizerFast(tokenizer_object=backend, model_max_length=model_max_length,
-                                   model_input_names=input_names, **special_tokens)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend, model_max_length=model_max_length, model_input_names=input_names, **special_tokens
+    )
 
 
 def word_start_table(tokenizer: PreTrainedTokenizerFast) -> list[bool]:

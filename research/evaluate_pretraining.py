@@ -41,15 +41,14 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-
 import datasets
 import torch
 from transformers import AutoTokenizer
 
+from hf_variants.data import load_named_dataset
+from hf_variants.hub.atomic import write_text_atomically
 from research import evaluation_support as ev
 from research.example_scripts import example_script
-from hf_variants.hub.atomic import write_text_atomically
-from hf_variants.data import load_named_dataset
 
 FINE_TUNING_TASKS = ("sentiment", "pos", "ner", "qa")
 TASKS = FINE_TUNING_TASKS + ("probe",)
@@ -60,18 +59,49 @@ DEFAULT_FIRST_SEED = 42
 # Fine-tuning schedules, fixed in advance for the mini sizes (4 x 256) on CPU; warmup is a
 # fraction of the steps, the learning rate decays linearly (Trainer's default), AdamW.
 SCHEDULES: dict[str, dict] = {
-    "sentiment": {"num_train_epochs": 1, "learning_rate": 5e-4, "per_device_train_batch_size": 32, "max_seq_length": 64,
-                  "warmup_steps": 0.1, "weight_decay": 0.01},
-    "pos": {"num_train_epochs": 3, "learning_rate": 5e-4, "per_device_train_batch_size": 16, "max_seq_length": 96,
-            "warmup_steps": 0.1, "weight_decay": 0.01},
-    "ner": {"num_train_epochs": 3, "learning_rate": 5e-4, "per_device_train_batch_size": 32, "max_seq_length": 64,
-            "warmup_steps": 0.1, "weight_decay": 0.01},
-    "qa": {"num_train_epochs": 1, "learning_rate": 5e-4, "per_device_train_batch_size": 16, "max_seq_length": 192,
-           "doc_stride": 64, "warmup_steps": 0.1, "weight_decay": 0.01},
+    "sentiment": {
+        "num_train_epochs": 1,
+        "learning_rate": 5e-4,
+        "per_device_train_batch_size": 32,
+        "max_seq_length": 64,
+        "warmup_steps": 0.1,
+        "weight_decay": 0.01,
+    },
+    "pos": {
+        "num_train_epochs": 3,
+        "learning_rate": 5e-4,
+        "per_device_train_batch_size": 16,
+        "max_seq_length": 96,
+        "warmup_steps": 0.1,
+        "weight_decay": 0.01,
+    },
+    "ner": {
+        "num_train_epochs": 3,
+        "learning_rate": 5e-4,
+        "per_device_train_batch_size": 32,
+        "max_seq_length": 64,
+        "warmup_steps": 0.1,
+        "weight_decay": 0.01,
+    },
+    "qa": {
+        "num_train_epochs": 1,
+        "learning_rate": 5e-4,
+        "per_device_train_batch_size": 16,
+        "max_seq_length": 192,
+        "doc_stride": 64,
+        "warmup_steps": 0.1,
+        "weight_decay": 0.01,
+    },
     "probe": {"sentiment_max_length": 64, "pos_max_length": 128, "C_grid": list(ev.PROBE_C_GRID)},
 }
-QUICK = {"max_train_samples": 48, "max_eval_samples": 24, "max_predict_samples": 24, "num_train_epochs": 1,
-         "per_device_train_batch_size": 16, "max_seq_length": 32}
+QUICK = {
+    "max_train_samples": 48,
+    "max_eval_samples": 24,
+    "max_predict_samples": 24,
+    "num_train_epochs": 1,
+    "per_device_train_batch_size": 16,
+    "max_seq_length": 32,
+}
 QUICK_PROBE_ROWS = {"train": 64, "validation": 32, "test": 32}
 
 # task -> (script, dataset, extra arguments, metric key without the split prefix)
@@ -86,21 +116,37 @@ KEPT_RUN_FILES = ("all_results.json", "trainer_state.json")
 
 
 def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--model_name_or_path", required=True, help="Checkpoint folder (with its tokenizer).")
     parser.add_argument("--tokenizer_name", default=None, help="Tokenizer folder, when the checkpoint has none.")
     parser.add_argument("--output_dir", required=True, help="Where evaluation.json, evaluation.md and the runs go.")
     parser.add_argument("--tasks", nargs="+", default=list(DEFAULT_TASKS), help=f"Any of {', '.join(TASKS)}.")
     parser.add_argument("--seeds", type=int, default=3, help="Fine-tuning seeds (and twins) per task.")
-    parser.add_argument("--first_seed", type=int, default=DEFAULT_FIRST_SEED, help="Seeds are first_seed, first_seed + 1, ...")
-    parser.add_argument("--no_random_twin", action="store_true", help="Skip the random-weight twin (not for comparisons).")
-    parser.add_argument("--set", nargs="*", default=[], metavar="TASK.FIELD=VALUE", help="Change a schedule, e.g. sentiment.learning_rate=1e-4.")
+    parser.add_argument(
+        "--first_seed", type=int, default=DEFAULT_FIRST_SEED, help="Seeds are first_seed, first_seed + 1, ..."
+    )
+    parser.add_argument(
+        "--no_random_twin", action="store_true", help="Skip the random-weight twin (not for comparisons)."
+    )
+    parser.add_argument(
+        "--set",
+        nargs="*",
+        default=[],
+        metavar="TASK.FIELD=VALUE",
+        help="Change a schedule, e.g. sentiment.learning_rate=1e-4.",
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1).")
-    parser.add_argument("--quick", action="store_true", help="Tiny subsets, one epoch: a smoke test, not a measurement.")
+    parser.add_argument(
+        "--quick", action="store_true", help="Tiny subsets, one epoch: a smoke test, not a measurement."
+    )
     parser.add_argument("--resume", action="store_true", help="Reuse finished runs in output_dir's evaluation.json.")
     parser.add_argument("--keep_models", action="store_true", help="Keep each fine-tuned model (default: scores only).")
     parser.add_argument("--use_cpu", action="store_true", help="Train on the CPU even when a GPU is there.")
-    parser.add_argument("--bf16", action="store_true", help="Fine-tune with bf16 autocast (Trainer's --bf16; CPU or CUDA).")
+    parser.add_argument(
+        "--bf16", action="store_true", help="Fine-tune with bf16 autocast (Trainer's --bf16; CPU or CUDA)."
+    )
     args = parser.parse_args(argv)
     unknown = [task for task in args.tasks if task not in TASKS]
     if unknown:
@@ -152,17 +198,48 @@ def _number_or_text(value: str):
 # ---------------------------------------------------------------------------------- fine-tuning
 
 
-def fine_tune(task: str, model_dir: Path, tokenizer_dir: Path, seed: int, schedule: dict, run_dir: Path,
-              trainer_flags: Sequence[str], keep_model: bool) -> dict:
+def fine_tune(
+    task: str,
+    model_dir: Path,
+    tokenizer_dir: Path,
+    seed: int,
+    schedule: dict,
+    run_dir: Path,
+    trainer_flags: Sequence[str],
+    keep_model: bool,
+) -> dict:
     """One run of the task's example script (in-process); validation and test scores in percent,
     the final training loss and the wall time."""
 
     script_name, dataset, extra, metric = TASK_DATA[task]
     script = example_script(script_name)
-    argv = ["--model_name_or_path", str(model_dir), "--tokenizer_name", str(tokenizer_dir), "--dataset_name", dataset, *extra, "--do_train", "--do_eval",
-            "--do_predict", "--seed", str(seed), "--output_dir", str(run_dir), "--overwrite_output_dir",
-            "--save_strategy", "no", "--report_to", "none", "--disable_tqdm", "true", "--log_level", "warning",
-            "--per_device_eval_batch_size", "64"]
+    argv = [
+        "--model_name_or_path",
+        str(model_dir),
+        "--tokenizer_name",
+        str(tokenizer_dir),
+        "--dataset_name",
+        dataset,
+        *extra,
+        "--do_train",
+        "--do_eval",
+        "--do_predict",
+        "--seed",
+        str(seed),
+        "--output_dir",
+        str(run_dir),
+        "--overwrite_output_dir",
+        "--save_strategy",
+        "no",
+        "--report_to",
+        "none",
+        "--disable_tqdm",
+        "true",
+        "--log_level",
+        "warning",
+        "--per_device_eval_batch_size",
+        "64",
+    ]
     argv += list(trainer_flags)
     for name, value in schedule.items():
         argv += [f"--{name}", str(value)]
@@ -170,8 +247,13 @@ def fine_tune(task: str, model_dir: Path, tokenizer_dir: Path, seed: int, schedu
     results = script.main(argv)
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     scale = 1.0 if task in PERCENT_ALREADY else 100.0
-    record = {"validation": scale * results[f"eval_{metric}"], "test": scale * results[f"predict_{metric}"],
-              "train_loss": results.get("train_loss"), "wall_s": round(wall, 1), "cpu_s": round(cpu, 1)}
+    record = {
+        "validation": scale * results[f"eval_{metric}"],
+        "test": scale * results[f"predict_{metric}"],
+        "train_loss": results.get("train_loss"),
+        "wall_s": round(wall, 1),
+        "cpu_s": round(cpu, 1),
+    }
     if task == "qa" and "predict_HasAns_f1" in results:
         record["test_HasAns_f1"] = results["predict_HasAns_f1"]
     if not keep_model:  # scores only: the weights of every run would fill the disk
@@ -186,10 +268,15 @@ def fine_tune(task: str, model_dir: Path, tokenizer_dir: Path, seed: int, schedu
 
 def probe_splits(rows: dict | None) -> dict[str, dict]:
     """The sentiment and POS splits the probes read (cut to ``rows`` per split with --quick)."""
-    data = {"sentiment": load_named_dataset("hf_variants/rt_polarity"), "pos": load_named_dataset("hf_variants/wsj_pos")}
+    data = {
+        "sentiment": load_named_dataset("hf_variants/rt_polarity"),
+        "pos": load_named_dataset("hf_variants/wsj_pos"),
+    }
     if rows:
-        data = {name: {split: part.select(range(min(rows[split], len(part)))) for split, part in splits.items()}
-                for name, splits in data.items()}
+        data = {
+            name: {split: part.select(range(min(rows[split], len(part)))) for split, part in splits.items()}
+            for name, splits in data.items()
+        }
     return data
 
 
@@ -197,8 +284,12 @@ def run_probes(model_dir: Path, tokenizer, splits: dict, schedule: dict, device:
     started, cpu_started = time.perf_counter(), time.process_time()
     sentiment = ev.sentiment_probe(model_dir, tokenizer, splits["sentiment"], schedule["sentiment_max_length"], device)
     pos = ev.pos_probe(model_dir, tokenizer, splits["pos"], schedule["pos_max_length"], device)
-    return {"sentiment": sentiment, "pos": pos, "wall_s": round(time.perf_counter() - started, 1),
-            "cpu_s": round(time.process_time() - cpu_started, 1)}
+    return {
+        "sentiment": sentiment,
+        "pos": pos,
+        "wall_s": round(time.perf_counter() - started, 1),
+        "cpu_s": round(time.process_time() - cpu_started, 1),
+    }
 
 
 # ----------------------------------------------------------------------------------------- report
@@ -227,8 +318,10 @@ def baselines_for(task: str) -> dict:
 
 def table_rows(report: dict) -> list[str]:
     """The markdown table: test scores (validation in brackets), pretrained vs random twin."""
-    lines = ["| task | metric | pretrained, test [validation] | random twin, test [validation] | difference | baselines (test) | s per run, wall (CPU): pretrained / twin |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| task | metric | pretrained, test [validation] | random twin, test [validation] | difference | baselines (test) | s per run, wall (CPU): pretrained / twin |",
+        "|---|---|---|---|---|---|---|",
+    ]
 
     def cell(arm: dict | None, test_key: str = "test", validation_key: str = "validation") -> str:
         if not arm:
@@ -238,26 +331,37 @@ def table_rows(report: dict) -> list[str]:
 
     for task, entry in report["tasks"].items():
         if task == "probe":
-            for probe, metric, suffix in (("sentiment", "accuracy, mean-pooled", ""), ("sentiment", "accuracy, first token", "_first_token"),
-                                          ("pos", "word accuracy", "")):
+            for probe, metric, suffix in (
+                ("sentiment", "accuracy, mean-pooled", ""),
+                ("sentiment", "accuracy, first token", "_first_token"),
+                ("pos", "word accuracy", ""),
+            ):
                 arms = {arm: entry[arm][probe] for arm in ARMS if entry.get(arm)}
                 pretrained, random = arms.get("pretrained"), arms.get("random")
-                difference = (f"{pretrained['test' + suffix]['mean'] - random['test' + suffix]['mean']:+.1f}"
-                              if pretrained and random else "")
+                difference = (
+                    f"{pretrained['test' + suffix]['mean'] - random['test' + suffix]['mean']:+.1f}"
+                    if pretrained and random
+                    else ""
+                )
                 walls = _costs(entry)
-                lines.append(f"| probe: {probe} | {metric} | {cell(pretrained, 'test' + suffix, 'validation' + suffix)} | "
-                             f"{cell(random, 'test' + suffix, 'validation' + suffix)} | {difference} | | {walls} |")
+                lines.append(
+                    f"| probe: {probe} | {metric} | {cell(pretrained, 'test' + suffix, 'validation' + suffix)} | "
+                    f"{cell(random, 'test' + suffix, 'validation' + suffix)} | {difference} | | {walls} |"
+                )
             continue
         pretrained, random = entry.get("pretrained"), entry.get("random")
         difference = f"{pretrained['test']['mean'] - random['test']['mean']:+.1f}" if pretrained and random else ""
         baselines = ", ".join(f"{name} {value:.1f}" for name, value in entry["baselines"].items())
         walls = _costs(entry)
-        lines.append(f"| {task} | {entry['metric']} | {cell(pretrained)} | {cell(random)} | {difference} | {baselines} | {walls} |")
+        lines.append(
+            f"| {task} | {entry['metric']} | {cell(pretrained)} | {cell(random)} | {difference} | {baselines} | {walls} |"
+        )
     return lines
 
 
 def _costs(entry: dict) -> str:
     """Mean seconds per run, wall (CPU time of this process), pretrained / twin."""
+
     def one(arm: str) -> str:
         if not entry.get(arm):
             return "-"
@@ -294,9 +398,18 @@ def main(argv: Sequence[str] | None = None) -> dict:
     if args.resume and report_path.is_file():
         previous = json.loads(report_path.read_text(encoding="utf-8"))
         if previous.get("checkpoint") != str(checkpoint.resolve()):
-            raise ValueError(f"--resume: {report_path} evaluates {previous.get('checkpoint')}, not {checkpoint.resolve()}")
-    report = {"checkpoint": str(checkpoint.resolve()), "seeds": seeds, "threads": args.threads, "quick": args.quick, "bf16": args.bf16,
-              "device": "cuda" if torch.cuda.is_available() and not args.use_cpu else "cpu", "tasks": {}}
+            raise ValueError(
+                f"--resume: {report_path} evaluates {previous.get('checkpoint')}, not {checkpoint.resolve()}"
+            )
+    report = {
+        "checkpoint": str(checkpoint.resolve()),
+        "seeds": seeds,
+        "threads": args.threads,
+        "quick": args.quick,
+        "bf16": args.bf16,
+        "device": "cuda" if torch.cuda.is_available() and not args.use_cpu else "cpu",
+        "tasks": {},
+    }
     started = time.perf_counter()
 
     tokenizer_source = Path(args.tokenizer_name) if args.tokenizer_name else checkpoint
@@ -319,7 +432,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
     for task in args.tasks:
         entry = {"schedule": schedules[task], "runs": {arm: {} for arm in arms}}
         if task != "probe":
-            entry["metric"] = {"sentiment": "accuracy %", "pos": "word accuracy %", "ner": "entity F1 %", "qa": "F1 % (v2)"}[task]
+            entry["metric"] = {
+                "sentiment": "accuracy %",
+                "pos": "word accuracy %",
+                "ner": "entity F1 %",
+                "qa": "F1 % (v2)",
+            }[task]
             entry["baselines"] = baselines_for(task)
         report["tasks"][task] = entry
         probe_data = probe_splits(schedules[task].get("rows")) if task == "probe" else None
@@ -334,8 +452,16 @@ def main(argv: Sequence[str] | None = None) -> dict:
                     if task == "probe":
                         done = run_probes(directory, tokenizer, probe_data, schedules[task], report["device"])
                     else:
-                        done = fine_tune(task, directory, tokenizer_source, seed, schedules[task],
-                                         output_dir / "runs" / task / arm / f"seed{seed}", trainer_flags, args.keep_models)
+                        done = fine_tune(
+                            task,
+                            directory,
+                            tokenizer_source,
+                            seed,
+                            schedules[task],
+                            output_dir / "runs" / task / arm / f"seed{seed}",
+                            trainer_flags,
+                            args.keep_models,
+                        )
                     print(f"[evaluate] {task} {arm} seed {seed}: {_short(done)}", flush=True)
                 entry["runs"][arm][str(seed)] = done
                 _summarise_entry(task, entry)
@@ -351,8 +477,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
 def _short(record: dict) -> str:
     if "sentiment" in record:
-        return (f"sentiment probe test {record['sentiment']['test']:.1f}, POS probe test {record['pos']['test']:.1f} "
-                f"({record['wall_s']:.0f} s)")
+        return (
+            f"sentiment probe test {record['sentiment']['test']:.1f}, POS probe test {record['pos']['test']:.1f} "
+            f"({record['wall_s']:.0f} s)"
+        )
     return f"validation {record['validation']:.1f}, test {record['test']:.1f} ({record['wall_s']:.0f} s)"
 
 
@@ -368,7 +496,9 @@ def _summarise_entry(task: str, entry: dict) -> None:
                 keys = [key for key in records[0][probe] if key.startswith(("validation", "test"))]
                 summary[probe] = {key: summarise([r[probe] for r in records], key) for key in keys}
         else:
-            summary = {key: summarise(records, key) for key in ("validation", "test", "wall_s", "cpu_s") if key in records[0]}
+            summary = {
+                key: summarise(records, key) for key in ("validation", "test", "wall_s", "cpu_s") if key in records[0]
+            }
         entry[arm] = summary
 
 

@@ -62,7 +62,9 @@ def checkpoint_class(config: transformers.PretrainedConfig) -> type[PreTrainedMo
     return type(AutoModel.from_config(config))
 
 
-def make_random_twin(checkpoint: str | Path, seed: int, folder: str | Path, tokenizer_source: str | Path | None = None) -> Path:
+def make_random_twin(
+    checkpoint: str | Path, seed: int, folder: str | Path, tokenizer_source: str | Path | None = None
+) -> Path:
     """Save the random-weight twin of ``checkpoint`` into ``folder`` and return it.
 
     Same config and tokenizer; every weight from the class's own ``_init_weights`` after
@@ -104,14 +106,18 @@ def _batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
 
 
 @torch.inference_mode()
-def sentence_features(encoder: torch.nn.Module, tokenizer, texts: Sequence[str], max_length: int) -> dict[str, np.ndarray]:
+def sentence_features(
+    encoder: torch.nn.Module, tokenizer, texts: Sequence[str], max_length: int
+) -> dict[str, np.ndarray]:
     """``{"mean": (N, H), "first": (N, H)}``: the mean of the last hidden states over real tokens
     and the first real token's state (left-padding models pad before it)."""
     encoded = tokenizer(list(texts), truncation=True, max_length=max_length)
     hidden = encoder.config.hidden_size
     means, firsts = np.zeros((len(texts), hidden), np.float32), np.zeros((len(texts), hidden), np.float32)
     for rows in _batches([len(ids) for ids in encoded["input_ids"]], FEATURE_BATCH):
-        batch = tokenizer.pad({key: [encoded[key][i] for i in rows] for key in encoded}, return_tensors="pt").to(encoder.device)
+        batch = tokenizer.pad({key: [encoded[key][i] for i in rows] for key in encoded}, return_tensors="pt").to(
+            encoder.device
+        )
         states = encoder(**batch).last_hidden_state  # (B, T, H)
         mask = batch["attention_mask"].unsqueeze(-1).to(states.dtype)  # (B, T, 1)
         means[rows] = ((states * mask).sum(1) / mask.sum(1)).float().cpu().numpy()
@@ -127,7 +133,9 @@ def word_features(
     """Features (W, H) of every word that has a token (its first subword's last hidden state),
     and a mask (total words,) saying which words have one (cut off by ``max_length``, or made of
     characters the tokenizer drops: no feature)."""
-    encoded = tokenizer([list(words) for words in sentences], is_split_into_words=True, truncation=True, max_length=max_length)
+    encoded = tokenizer(
+        [list(words) for words in sentences], is_split_into_words=True, truncation=True, max_length=max_length
+    )
     offsets = np.cumsum([0] + [len(words) for words in sentences])
     firsts: dict[int, tuple[int, int]] = {}  # global word index -> (row, position)
     for row in range(len(sentences)):
@@ -143,7 +151,9 @@ def word_features(
     for word, (row, position) in firsts.items():
         by_row.setdefault(row, []).append((word, position))
     for rows in _batches([len(ids) for ids in encoded["input_ids"]], FEATURE_BATCH):
-        batch = tokenizer.pad({key: [encoded[key][i] for i in rows] for key in encoded}, return_tensors="pt").to(encoder.device)
+        batch = tokenizer.pad({key: [encoded[key][i] for i in rows] for key in encoded}, return_tensors="pt").to(
+            encoder.device
+        )
         states = encoder(**batch).last_hidden_state.float().cpu().numpy()  # (B, T, H)
         for slot, row in enumerate(rows):
             for word, position in by_row.get(row, []):
@@ -154,8 +164,9 @@ def word_features(
 # --------------------------------------------------------------------------------------- probes
 
 
-def fit_probe(train_x: np.ndarray, train_y: np.ndarray, validation_x: np.ndarray, validation_y: np.ndarray,
-              seed: int = 0) -> tuple[object, float, float]:
+def fit_probe(
+    train_x: np.ndarray, train_y: np.ndarray, validation_x: np.ndarray, validation_y: np.ndarray, seed: int = 0
+) -> tuple[object, float, float]:
     """Standardise + LogisticRegression, ``C`` from ``PROBE_C_GRID`` by validation accuracy.
     Returns (fitted pipeline, chosen C, validation accuracy)."""
     from sklearn.linear_model import LogisticRegression
@@ -180,8 +191,9 @@ def sentiment_probe(model_dir: str | Path, tokenizer, splits: dict, max_length: 
     labels = {name: np.asarray(splits[name]["label"]) for name in splits}
     scores: dict = {}
     for pooling in ("mean", "first"):
-        probe, c, validation = fit_probe(features["train"][pooling], labels["train"],
-                                         features["validation"][pooling], labels["validation"])
+        probe, c, validation = fit_probe(
+            features["train"][pooling], labels["train"], features["validation"][pooling], labels["validation"]
+        )
         test = float((probe.predict(features["test"][pooling]) == labels["test"]).mean())
         suffix = "" if pooling == "mean" else "_first_token"
         scores.update({f"validation{suffix}": 100 * validation, f"test{suffix}": 100 * test, f"C{suffix}": c})
@@ -215,8 +227,9 @@ def majority_baseline(train_labels: Sequence[int], test_labels: Sequence[int]) -
     return 100 * float(np.mean(np.asarray(test_labels) == majority))
 
 
-def most_frequent_tags(train_words: Sequence[Sequence[str]], train_tags: Sequence[Sequence[str]],
-                       words: Sequence[Sequence[str]]) -> list[list[str]]:
+def most_frequent_tags(
+    train_words: Sequence[Sequence[str]], train_tags: Sequence[Sequence[str]], words: Sequence[Sequence[str]]
+) -> list[list[str]]:
     """Each word's most frequent training tag (ties: the tag seen first); unseen words get the
     training set's most frequent tag overall."""
     per_word: dict[str, Counter] = {}
@@ -240,8 +253,10 @@ def tagging_baselines(task: str, splits: dict, tag_column: str) -> dict:
         flat_predicted = [t for row in predicted for t in row]
         return {"most_frequent_tag": 100 * float(np.mean(np.asarray(flat_true) == np.asarray(flat_predicted)))}
     all_outside = [["O"] * len(row) for row in as_tags["test"]]
-    return {"most_frequent_tag": 100 * seqeval_scores(as_tags["test"], predicted)["overall_f1"],
-            "all_O": 100 * seqeval_scores(as_tags["test"], all_outside)["overall_f1"]}
+    return {
+        "most_frequent_tag": 100 * seqeval_scores(as_tags["test"], predicted)["overall_f1"],
+        "all_O": 100 * seqeval_scores(as_tags["test"], all_outside)["overall_f1"],
+    }
 
 
 def no_answer_baseline(test_split) -> dict:

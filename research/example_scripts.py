@@ -21,8 +21,10 @@ def example_script(name: str) -> ModuleType:
         return sys.modules[name]
     path = EXAMPLES_DIR / f"{name}.py"
     if not path.is_file():
-        raise ValueError(f"examples/{name}.py is missing: the study runs from a source checkout of hf-variants "
-                         f"(looked in {EXAMPLES_DIR})")
+        raise ValueError(
+            f"examples/{name}.py is missing: the study runs from a source checkout of hf-variants "
+            f"(looked in {EXAMPLES_DIR})"
+        )
     if str(EXAMPLES_DIR) not in sys.path:
         sys.path.insert(0, str(EXAMPLES_DIR))  # the scripts import examples_support, beside them
     spec = importlib.util.spec_from_file_location(name, path)

@@ -24,9 +24,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-
-from research import evaluate_pretraining
 from hf_variants.hub.atomic import write_text_atomically
+from research import evaluate_pretraining
 
 ARMS = evaluate_pretraining.ARMS
 
@@ -50,8 +49,13 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model_name_or_path", required=True, help="Checkpoint folder (with its tokenizer).")
     parser.add_argument("--task", required=True, choices=evaluate_pretraining.FINE_TUNING_TASKS)
-    parser.add_argument("--point", action="append", required=True, metavar="FIELD=VALUE[,FIELD=VALUE]",
-                        help="One grid point: schedule fields to change (repeat the flag for every point).")
+    parser.add_argument(
+        "--point",
+        action="append",
+        required=True,
+        metavar="FIELD=VALUE[,FIELD=VALUE]",
+        help="One grid point: schedule fields to change (repeat the flag for every point).",
+    )
     parser.add_argument("--output_dir", required=True)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--only_point", type=int, default=None, help="Run only this point (0-based), then report.")
@@ -64,15 +68,29 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     if len({json.dumps(point, sort_keys=True) for point in args.points}) < len(args.points):
         raise ValueError("--point: the same point is listed twice")
     if args.only_point is not None and not 0 <= args.only_point < len(args.points):
-        raise ValueError(f"--only_point {args.only_point}: there are {len(args.points)} points (0 .. {len(args.points) - 1})")
+        raise ValueError(
+            f"--only_point {args.only_point}: there are {len(args.points)} points (0 .. {len(args.points) - 1})"
+        )
     return args
 
 
 def run_point(args: argparse.Namespace, index: int) -> dict:
     """evaluate_pretraining.py on one grid point, both arms; returns its report."""
-    argv = ["--model_name_or_path", args.model_name_or_path, "--tasks", args.task, "--seeds", str(args.seeds),
-            "--threads", str(args.threads), "--output_dir", str(Path(args.output_dir) / f"point-{index}"), "--resume",
-            "--set", *(f"{args.task}.{name}={value}" for name, value in args.points[index].items())]
+    argv = [
+        "--model_name_or_path",
+        args.model_name_or_path,
+        "--tasks",
+        args.task,
+        "--seeds",
+        str(args.seeds),
+        "--threads",
+        str(args.threads),
+        "--output_dir",
+        str(Path(args.output_dir) / f"point-{index}"),
+        "--resume",
+        "--set",
+        *(f"{args.task}.{name}={value}" for name, value in args.points[index].items()),
+    ]
     argv += ["--use_cpu"] * args.use_cpu + ["--quick"] * args.quick
     return evaluate_pretraining.main(argv)
 
@@ -88,11 +106,21 @@ def choose(args: argparse.Namespace) -> dict:
         missing = [arm for arm in ARMS if len(entry["runs"].get(arm, {})) < args.seeds]
         if missing:
             raise ValueError(f"point {index} ({fields}) has fewer than {args.seeds} finished runs for {missing}")
-        points.append({"point": fields, "schedule": entry["schedule"],
-                       **{arm: {split: entry[arm][split] for split in ("validation", "test")} for arm in ARMS}})
-    selection = {"checkpoint": str(Path(args.model_name_or_path).resolve()), "task": args.task, "seeds": args.seeds,
-                 "rule": "per arm, the point with the highest mean validation score (first listed on a tie); its test scores",
-                 "points": points, "chosen": {}}
+        points.append(
+            {
+                "point": fields,
+                "schedule": entry["schedule"],
+                **{arm: {split: entry[arm][split] for split in ("validation", "test")} for arm in ARMS},
+            }
+        )
+    selection = {
+        "checkpoint": str(Path(args.model_name_or_path).resolve()),
+        "task": args.task,
+        "seeds": args.seeds,
+        "rule": "per arm, the point with the highest mean validation score (first listed on a tie); its test scores",
+        "points": points,
+        "chosen": {},
+    }
     for arm in ARMS:
         best = max(range(len(points)), key=lambda i: (points[i][arm]["validation"]["mean"], -i))
         selection["chosen"][arm] = {"point_index": best, "point": points[best]["point"], **points[best][arm]}
@@ -102,14 +130,20 @@ def choose(args: argparse.Namespace) -> dict:
 
 
 def table(selection: dict) -> list[str]:
-    lines = [f"{selection['task']}: test mean ± std (n={selection['seeds']}) [validation mean] per grid point",
-             "", "| point | pretrained | random twin |", "|---|---|---|"]
+    lines = [
+        f"{selection['task']}: test mean ± std (n={selection['seeds']}) [validation mean] per grid point",
+        "",
+        "| point | pretrained | random twin |",
+        "|---|---|---|",
+    ]
     for index, point in enumerate(selection["points"]):
         cells = []
         for arm in ARMS:
             mark = " **chosen**" if selection["chosen"][arm]["point_index"] == index else ""
-            cells.append(f"{point[arm]['test']['mean']:.1f} ± {point[arm]['test']['std']:.1f} "
-                         f"[{point[arm]['validation']['mean']:.1f}]{mark}")
+            cells.append(
+                f"{point[arm]['test']['mean']:.1f} ± {point[arm]['test']['std']:.1f} "
+                f"[{point[arm]['validation']['mean']:.1f}]{mark}"
+            )
         fields = ", ".join(f"{name}={value}" for name, value in point["point"].items())
         lines.append(f"| {fields} | {cells[0]} | {cells[1]} |")
     lines += ["", f"chosen on validation, test difference (pretrained - twin): {selection['test_difference']:+.1f}"]

@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--grid", nargs="*", default=[])
     args = parser.parse_args(argv[:split])
-    common = argv[split + 1:]
+    common = argv[split + 1 :]
     if any(flag in common for flag in ("--output_dir", "--seed")):
         raise ValueError("--output_dir and --seed are set per run by the sweep; leave them out after --")
     root = Path(args.output_dir)
@@ -57,12 +57,20 @@ def main(argv: list[str] | None = None) -> list[dict]:
             folder = root / run_name(setting, seed)
             if not (folder / "eval_results.json").is_file():
                 flags = [item for name, value in setting.items() for item in (f"--{name}", value)]
-                example_script("run_pretraining").main(common + flags + ["--seed", str(seed), "--output_dir", str(folder)])
+                example_script("run_pretraining").main(
+                    common + flags + ["--seed", str(seed), "--output_dir", str(folder)]
+                )
             results = json.loads((folder / "eval_results.json").read_text())
-            line = {**setting, "seed": seed, "held_out_loss": results["after_training"]["mlm_loss"],
-                    "held_out_accuracy": results["after_training"]["mlm_accuracy"],
-                    "steps": results["global_step"], "tokens": results.get("tokens_seen"),
-                    "minutes": results.get("train_minutes"), "folder": str(folder)}
+            line = {
+                **setting,
+                "seed": seed,
+                "held_out_loss": results["after_training"]["mlm_loss"],
+                "held_out_accuracy": results["after_training"]["mlm_accuracy"],
+                "steps": results["global_step"],
+                "tokens": results.get("tokens_seen"),
+                "minutes": results.get("train_minutes"),
+                "folder": str(folder),
+            }
             lines.append(line)
             (root / "sweep.jsonl").write_text("".join(json.dumps(done) + "\n" for done in lines))
     for line in sorted(lines, key=lambda line: line["held_out_loss"]):

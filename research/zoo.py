@@ -41,16 +41,11 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-
 import torch
 from huggingface_hub import EvalResult
 from safetensors.torch import load_file
 
 import hf_variants  # noqa: F401  (registers the model types with the Auto classes)
-from research import quick
-from research import zoo_adopt
-from research import zoo_finetune
-from research import zoo_scripts
 from hf_variants.hub.atomic import staged_directory, write_text_atomically
 from hf_variants.hub.card import DatasetInfo
 from hf_variants.hub.remote_code import export_remote_code
@@ -58,30 +53,50 @@ from hf_variants.hub.run_record import CARD_FILE, write_model_card
 from hf_variants.objectives.recipes import RECIPES
 from hf_variants.objectives.registry import parse_objective
 from hf_variants.registry import SPECS, VariantSpec
+from research import quick, zoo_adopt, zoo_finetune, zoo_scripts
 from research.example_scripts import example_script
 
 EVALUATION_TASKS = ("sentiment", "pos", "probe")
 # Objectives whose models the harness (run_glue / run_ner on an encoder) does not fine-tune.
-NOT_HARNESS = {"span-corruption": "an encoder-decoder: the harness fine-tunes encoder heads; T5 is fine-tuned "
-                                  "text-to-text on sentiment instead (research/zoo_finetune.py)"}
+NOT_HARNESS = {
+    "span-corruption": "an encoder-decoder: the harness fine-tunes encoder heads; T5 is fine-tuned "
+    "text-to-text on sentiment instead (research/zoo_finetune.py)"
+}
 # The harness's tasks the zoo leaves out, and why.
-HARNESS_NOT_RUN = {"ner": "not in the zoo's task set (sentiment, pos, probe), which keeps each "
-                          "variant's evaluation short",
-                   "qa": "opt-in in the harness (its most expensive task); the span heads' cloze QA comes later"}
+HARNESS_NOT_RUN = {
+    "ner": "not in the zoo's task set (sentiment, pos, probe), which keeps each variant's evaluation short",
+    "qa": "opt-in in the harness (its most expensive task); the span heads' cloze QA comes later",
+}
 # Files of the pretraining run that go into the Hub folder (the tokenizer's are matched by name).
-HUB_FILES = ("model.safetensors", "config.json", "generation_config.json", "preprocessor_config.json",
-             "trainer_state.json", "eval_results.json", "samples.json")
+HUB_FILES = (
+    "model.safetensors",
+    "config.json",
+    "generation_config.json",
+    "preprocessor_config.json",
+    "trainer_state.json",
+    "eval_results.json",
+    "samples.json",
+)
 TOKENIZER_PREFIXES = ("tokenizer", "special_tokens_map", "vocab", "merges", "spiece", "added_tokens")
 QUICK_PRETRAINING = quick.QUICK_PRETRAINING + ["--max_steps", "3"]
 # Card datasets of the tasks: (Hub task, dataset id, dataset name, metric).
-TASK_CARD = {"sentiment": ("text-classification", "hf_variants/rt_polarity", "rt-polarity movie-review sentences",
-                           "accuracy"),
-             "pos": ("token-classification", "hf_variants/wsj_pos", "WSJ POS sample", "accuracy"),
-             "probe: sentiment": ("text-classification", "hf_variants/rt_polarity",
-                                  "rt-polarity movie-review sentences (linear probe, frozen features)", "accuracy"),
-             "probe: pos": ("token-classification", "hf_variants/wsj_pos", "WSJ POS sample (linear probe, frozen features)",
-                            "accuracy"),
-             **{task.row: (*task.card, "accuracy") for task in zoo_finetune.TASKS.values()}}
+TASK_CARD = {
+    "sentiment": ("text-classification", "hf_variants/rt_polarity", "rt-polarity movie-review sentences", "accuracy"),
+    "pos": ("token-classification", "hf_variants/wsj_pos", "WSJ POS sample", "accuracy"),
+    "probe: sentiment": (
+        "text-classification",
+        "hf_variants/rt_polarity",
+        "rt-polarity movie-review sentences (linear probe, frozen features)",
+        "accuracy",
+    ),
+    "probe: pos": (
+        "token-classification",
+        "hf_variants/wsj_pos",
+        "WSJ POS sample (linear probe, frozen features)",
+        "accuracy",
+    ),
+    **{task.row: (*task.card, "accuracy") for task in zoo_finetune.TASKS.values()},
+}
 HELD_OUT_KEYS = ("mlm_loss", "mlm_accuracy", "mlm_perplexity")
 
 # The zoo's settings for the MLM family (run_pretraining.py flags given after --recipe, so they
@@ -94,12 +109,22 @@ HELD_OUT_KEYS = ("mlm_loss", "mlm_accuracy", "mlm_perplexity")
 # plateau in its hour at 15%); ELECTRA's masking is its config's mlm_probability (the generator's
 # input), and at 40% with a 1/2-wide generator it fell below its twin on POS (-15.1): its row is
 # the lead's choice, to be re-measured.
-SETTINGS_SOURCE = ("docs/pretraining.md 'Where it stands / next': 15% masking stayed on the unigram plateau at "
-                   "CPU budgets; 40% masking (lr 1e-3, beta2 0.98, 6% warm-up) left it for RoBERTa and BERT "
-                   "(BERT with the NSP loss weighted 0.1)")
+SETTINGS_SOURCE = (
+    "docs/pretraining.md 'Where it stands / next': 15% masking stayed on the unigram plateau at "
+    "CPU budgets; 40% masking (lr 1e-3, beta2 0.98, 6% warm-up) left it for RoBERTa and BERT "
+    "(BERT with the NSP loss weighted 0.1)"
+)
 MASKING_40 = ["--mlm_probability", "0.4"]
-OPTIMIZER_40 = ["--eval_mlm_probability", "0.15", "--learning_rate", "1e-3", "--adam_beta2", "0.98",
-                "--warmup_steps", "0.06"]
+OPTIMIZER_40 = [
+    "--eval_mlm_probability",
+    "0.15",
+    "--learning_rate",
+    "1e-3",
+    "--adam_beta2",
+    "0.98",
+    "--warmup_steps",
+    "0.06",
+]
 ZOO_SETTINGS: dict[str, dict] = {
     "bert": {"argv": MASKING_40 + OPTIMIZER_40 + ["--second_task_weight", "0.1"]},
     "roberta": {"argv": MASKING_40 + OPTIMIZER_40},
@@ -116,8 +141,12 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     """The zoo's arguments, checked before anything is written: unknown variants, non-positive
     budgets and adopted folders that do not fit are ValueErrors naming the problem."""
     parser = argparse.ArgumentParser(prog="python -m research.zoo", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--variants", nargs="+", default=None,
-                        help=f"variant names (default: all of {', '.join(sorted(s.name for s in SPECS.values()))})")
+    parser.add_argument(
+        "--variants",
+        nargs="+",
+        default=None,
+        help=f"variant names (default: all of {', '.join(sorted(s.name for s in SPECS.values()))})",
+    )
     parser.add_argument("--budget_minutes", type=float, default=60.0, help="pretraining wall-clock minutes per variant")
     parser.add_argument("--max_steps", type=int, default=3200, help="the learning-rate schedule's length in steps")
     parser.add_argument("--seed", type=int, default=0, help="pretraining seed")
@@ -129,16 +158,33 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--hub_namespace", default=None, help="the cards' loading snippets name <namespace>/<model>")
     parser.add_argument("--force", action="store_true", help="rebuild variants already built")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, a few steps: a smoke test, not a measurement")
-    parser.add_argument("--paper_settings", action="store_true",
-                        help="the papers' recipes as they are: leave out the zoo's settings (ZOO_SETTINGS)")
-    parser.add_argument("--adopt", action="append", metavar="NAME=RUN_DIR",
-                        help="build NAME from this finished run_pretraining.py folder instead of pretraining it")
-    parser.add_argument("--adopt_evaluation", action="append", metavar="NAME=EVAL_DIR",
-                        help="reuse this evaluate_pretraining.py folder (of the run adopted for NAME)")
-    parser.add_argument("--reevaluate", action="extend", nargs="+", default=[], metavar="NAME",
-                        help="evaluate the built variant NAME again from its finished pretraining folder (no "
-                             "pretraining): its results JSON, card and Hub folder are rebuilt with today's rows "
-                             "(without --variants: only the variants named here)")
+    parser.add_argument(
+        "--paper_settings",
+        action="store_true",
+        help="the papers' recipes as they are: leave out the zoo's settings (ZOO_SETTINGS)",
+    )
+    parser.add_argument(
+        "--adopt",
+        action="append",
+        metavar="NAME=RUN_DIR",
+        help="build NAME from this finished run_pretraining.py folder instead of pretraining it",
+    )
+    parser.add_argument(
+        "--adopt_evaluation",
+        action="append",
+        metavar="NAME=EVAL_DIR",
+        help="reuse this evaluate_pretraining.py folder (of the run adopted for NAME)",
+    )
+    parser.add_argument(
+        "--reevaluate",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="NAME",
+        help="evaluate the built variant NAME again from its finished pretraining folder (no "
+        "pretraining): its results JSON, card and Hub folder are rebuilt with today's rows "
+        "(without --variants: only the variants named here)",
+    )
     zoo_finetune.add_arguments(parser)
     args = parser.parse_args(argv)
     zoo_finetune.check_arguments(args)
@@ -158,13 +204,17 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     args.specs = [known[name] for name in dict.fromkeys(names)]
     selected = {spec.name: spec for spec in args.specs}
     args.adopt = zoo_adopt.parse_pairs(args.adopt, "--adopt", selected)
-    args.adopted_runs = {name: zoo_adopt.check_adopted_run(selected[name], folder,
-                                                           zoo_scripts.SCRIPTS.get(selected[name].pretraining_objective))
-                         for name, folder in args.adopt.items()}
+    args.adopted_runs = {
+        name: zoo_adopt.check_adopted_run(
+            selected[name], folder, zoo_scripts.SCRIPTS.get(selected[name].pretraining_objective)
+        )
+        for name, folder in args.adopt.items()
+    }
     args.adopt_evaluation = zoo_adopt.parse_pairs(args.adopt_evaluation, "--adopt_evaluation", selected)
     args.adopted_evaluations = {
         name: zoo_adopt.check_adopted_evaluation(name, folder, args.adopt, uses_harness(selected[name]))
-        for name, folder in args.adopt_evaluation.items()}
+        for name, folder in args.adopt_evaluation.items()
+    }
     args.reevaluations = {}
     for name in dict.fromkeys(args.reevaluate):
         if name not in selected:
@@ -173,7 +223,8 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
             raise ValueError(f"--reevaluate {name} cannot go with --adopt {name} or --force (which build it anew)")
         entry = model_name(selected[name], args.quick)
         args.reevaluations[name] = zoo_adopt.check_reevaluation(
-            selected[name], Path(args.results_dir) / f"{entry}.json", Path(args.output_dir) / entry / "pretraining")
+            selected[name], Path(args.results_dir) / f"{entry}.json", Path(args.output_dir) / entry / "pretraining"
+        )
     return args
 
 
@@ -207,8 +258,12 @@ def zoo_settings(spec: VariantSpec, args: argparse.Namespace) -> dict:
         return {"name": "paper", "argv": [], "why": "the paper's recipe (the zoo has no settings of its own for it)"}
     if args.paper_settings:
         return {"name": "paper", "argv": [], "why": "--paper_settings: the paper's recipe as it is"}
-    return {"name": "zoo", "argv": list(entry["argv"]), "config_overrides": entry.get("config_overrides"),
-            "why": SETTINGS_SOURCE}
+    return {
+        "name": "zoo",
+        "argv": list(entry["argv"]),
+        "config_overrides": entry.get("config_overrides"),
+        "why": SETTINGS_SOURCE,
+    }
 
 
 def tiny_overrides(spec: VariantSpec) -> str | None:
@@ -221,23 +276,47 @@ def tiny_overrides(spec: VariantSpec) -> str | None:
 def pretraining_argv(spec: VariantSpec, args: argparse.Namespace, run_dir: Path) -> list[str]:
     """run_pretraining.py's arguments for ``spec``'s mini with its paper's objective and recipe,
     then the zoo's settings (flags after --recipe win)."""
-    argv = ["--model_name_or_path", spec.mini_config, "--objective", spec.pretraining_objective,
-            "--max_time", str(args.budget_minutes), "--seed", str(args.seed), "--output_dir", str(run_dir),
-            "--report_to", "none", "--disable_tqdm", "true"]
+    argv = [
+        "--model_name_or_path",
+        spec.mini_config,
+        "--objective",
+        spec.pretraining_objective,
+        "--max_time",
+        str(args.budget_minutes),
+        "--seed",
+        str(args.seed),
+        "--output_dir",
+        str(run_dir),
+        "--report_to",
+        "none",
+        "--disable_tqdm",
+        "true",
+    ]
     if spec.name in RECIPES:  # the paper's scaled hyperparameters
         argv += ["--recipe", spec.name]
     settings = zoo_settings(spec, args)
     argv += settings["argv"]
     if args.bf16:
         argv.append("--bf16")
-    overrides = [part for part in (settings.get("config_overrides"), tiny_overrides(spec) if args.quick else None)
-                 if part]
+    overrides = [
+        part for part in (settings.get("config_overrides"), tiny_overrides(spec) if args.quick else None) if part
+    ]
     argv += ["--config_overrides", ",".join(overrides)] if overrides else []
     if args.quick:
         argv += QUICK_PRETRAINING + ["--save_steps", "1000"]
     else:
-        argv += ["--corpus", "pretraining", "--max_steps", str(args.max_steps), "--eval_steps", "200",
-                 "--save_steps", "200", "--logging_steps", "50"]
+        argv += [
+            "--corpus",
+            "pretraining",
+            "--max_steps",
+            str(args.max_steps),
+            "--eval_steps",
+            "200",
+            "--save_steps",
+            "200",
+            "--logging_steps",
+            "50",
+        ]
     return argv
 
 
@@ -262,18 +341,24 @@ def evaluation_summary(report: dict) -> dict[str, dict]:
     rows = {}
     for task, entry in report["tasks"].items():
         if task == "probe":
-            arms = {arm: {probe: entry[arm][probe]["test"] for probe in ("sentiment", "pos")}
-                    for arm in ("pretrained", "random") if entry.get(arm)}
+            arms = {
+                arm: {probe: entry[arm][probe]["test"] for probe in ("sentiment", "pos")}
+                for arm in ("pretrained", "random")
+                if entry.get(arm)
+            }
             pieces = {f"probe: {probe}": {arm: arms[arm][probe] for arm in arms} for probe in ("sentiment", "pos")}
             metrics = {"probe: sentiment": "accuracy %, mean-pooled", "probe: pos": "word accuracy %"}
         else:
             pieces = {task: {arm: entry[arm]["test"] for arm in ("pretrained", "random") if entry.get(arm)}}
             metrics = {task: entry["metric"]}
         for row, arms in pieces.items():
-            summaries = {arm: {"mean": value["mean"], "std": value["std"], "n": len(value["scores"])}
-                         for arm, value in arms.items()}
-            rows[row] = zoo_scripts.comparison_row(metrics[row], "test", True, summaries.get("pretrained"),
-                                                   summaries.get("random"))
+            summaries = {
+                arm: {"mean": value["mean"], "std": value["std"], "n": len(value["scores"])}
+                for arm, value in arms.items()
+            }
+            rows[row] = zoo_scripts.comparison_row(
+                metrics[row], "test", True, summaries.get("pretrained"), summaries.get("random")
+            )
     return rows
 
 
@@ -301,47 +386,81 @@ def write_card(hub_dir: Path, result: dict) -> None:
         data = pretraining["dataset"]
         dataset = DatasetInfo(name=data["name"], id=data["id"], split=data["split"])
     else:
-        dataset = DatasetInfo(name=f"the hf-variants {pretraining['corpus']} corpus (held-out documents)",
-                              id=f"local/hf-variants-{pretraining['corpus']}", split="validation")
+        dataset = DatasetInfo(
+            name=f"the hf-variants {pretraining['corpus']} corpus (held-out documents)",
+            id=f"local/hf-variants-{pretraining['corpus']}",
+            split="validation",
+        )
     if pretraining.get("adopted"):
-        trained = (f"Adopted run {pretraining['adopted']}: pretrained for {pretraining['train_minutes']:.1f} minutes "
-                   f"({pretraining['global_step']} steps)")
+        trained = (
+            f"Adopted run {pretraining['adopted']}: pretrained for {pretraining['train_minutes']:.1f} minutes "
+            f"({pretraining['global_step']} steps)"
+        )
     else:
-        trained = (f"Pretrained for {pretraining['train_minutes']:.1f} minutes ({pretraining['global_step']} steps, "
-                   f"budget {result['budget_minutes']:g} minutes) on {pretraining['hardware']}")
+        trained = (
+            f"Pretrained for {pretraining['train_minutes']:.1f} minutes ({pretraining['global_step']} steps, "
+            f"budget {result['budget_minutes']:g} minutes) on {pretraining['hardware']}"
+        )
     limitations = [trained + ": a small model trained briefly, for studying the variant, not for production."]
     if result["quick"]:
         limitations.insert(0, "Built with --quick (tiny sizes, a few steps): a smoke test, not a measurement.")
-    card = write_model_card(hub_dir, eval_results=pretraining["held_out_after"], dataset=dataset,
-                            objective=result["objective"], model_name=result["model_name"],
-                            hardware=pretraining["hardware"], limitations=limitations, repo_id=result.get("repo_id"))
+    card = write_model_card(
+        hub_dir,
+        eval_results=pretraining["held_out_after"],
+        dataset=dataset,
+        objective=result["objective"],
+        model_name=result["model_name"],
+        hardware=pretraining["hardware"],
+        limitations=limitations,
+        repo_id=result.get("repo_id"),
+    )
     evaluation = result["evaluation"]
     rows = evaluation.get("tasks", {})
-    extra = [EvalResult(task_type=TASK_CARD[row][0], dataset_type=TASK_CARD[row][1], dataset_name=TASK_CARD[row][2],
-                        dataset_split=values["split"], metric_type=TASK_CARD[row][3], metric_name=f"{row} ({values['metric']})",
-                        metric_value=values["pretrained"]["mean"])
-             for row, values in rows.items() if row in TASK_CARD and "pretrained" in values]
+    extra = [
+        EvalResult(
+            task_type=TASK_CARD[row][0],
+            dataset_type=TASK_CARD[row][1],
+            dataset_name=TASK_CARD[row][2],
+            dataset_split=values["split"],
+            metric_type=TASK_CARD[row][3],
+            metric_name=f"{row} ({values['metric']})",
+            metric_value=values["pretrained"]["mean"],
+        )
+        for row, values in rows.items()
+        if row in TASK_CARD and "pretrained" in values
+    ]
     card.data.eval_results = list(card.data.eval_results or []) + extra
-    how = (f"evaluated with {evaluation['harness']} (test split, mean ± std over seeds, identical schedules)"
-           if evaluation.get("harness") in HARNESS_NAMES else
-           f"evaluated on held-out data by {evaluation.get('harness') or 'run_pretraining.py'} before training "
-           "(the random-weight twin: same config, same init seed) and after")
+    how = (
+        f"evaluated with {evaluation['harness']} (test split, mean ± std over seeds, identical schedules)"
+        if evaluation.get("harness") in HARNESS_NAMES
+        else f"evaluated on held-out data by {evaluation.get('harness') or 'run_pretraining.py'} before training "
+        "(the random-weight twin: same config, same init seed) and after"
+    )
     budget = "an adopted run" if pretraining.get("adopted") else f"{result['budget_minutes']:g} minutes of pretraining"
     tuned = evaluation.get("fine_tuning")
-    how += (f"; {tuned['row']}: fine-tuned with {tuned['script']} from the pretrained weights and from the twin's "
-            f"(test split, mean ± std over {len(tuned['seeds'])} seed(s), identical schedules)" if tuned else "")
+    how += (
+        f"; {tuned['row']}: fine-tuned with {tuned['script']} from the pretrained weights and from the twin's "
+        f"(test split, mean ± std over {len(tuned['seeds'])} seed(s), identical schedules)"
+        if tuned
+        else ""
+    )
     lines = ["## Zoo evaluation: pretrained vs random-weight twin", "", f"Budget: {budget}; {how}.", ""]
     settings = result.get("settings", {})
     if settings.get("name") == "zoo":
-        lines += [f"Zoo settings (not the paper's): `{' '.join(settings['argv'])}`"
-                  + (f", `--config_overrides {settings['config_overrides']}`" if settings.get("config_overrides") else "")
-                  + f". Why: {settings['why']}.", ""]
+        lines += [
+            f"Zoo settings (not the paper's): `{' '.join(settings['argv'])}`"
+            + (f", `--config_overrides {settings['config_overrides']}`" if settings.get("config_overrides") else "")
+            + f". Why: {settings['why']}.",
+            "",
+        ]
     elif settings.get("name") == "adopted":
         lines += [f"Settings: the adopted run's own, {json.dumps(settings['arguments'])}.", ""]
     if rows:
         lines += ["| task | metric | pretrained | random twin | difference |", "|---|---|---|---|---|"]
-        lines += [f"| {row} | {v['metric']} | {_cell(v.get('pretrained'))} | {_cell(v.get('random'))} | "
-                  f"{_difference(v)} |" for row, v in rows.items()]
+        lines += [
+            f"| {row} | {v['metric']} | {_cell(v.get('pretrained'))} | {_cell(v.get('random'))} | {_difference(v)} |"
+            for row, v in rows.items()
+        ]
     not_run = evaluation.get("not_run", {})
     lines += [""] + [f"- not run: {task}: {reason}" for task, reason in not_run.items()] if not_run else []
     card.text = card.text.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n"
@@ -381,27 +500,48 @@ def build_variant(spec: VariantSpec, args: argparse.Namespace) -> dict:
     if args.force:  # start over: the zoo's finished evaluations are not reused (adopted folders are never touched)
         shutil.rmtree(eval_dir, ignore_errors=True)
     torch.set_num_threads(args.threads)  # evaluate_pretraining sets its own count: every variant starts alike
-    result = {"variant": spec.name, "model_name": name, "config": spec.mini_config,
-              "budget_minutes": args.budget_minutes, "quick": args.quick, "status": "built", "folder": str(hub_dir),
-              "repo_id": f"{args.hub_namespace}/{name}" if args.hub_namespace else None}
+    result = {
+        "variant": spec.name,
+        "model_name": name,
+        "config": spec.mini_config,
+        "budget_minutes": args.budget_minutes,
+        "quick": args.quick,
+        "status": "built",
+        "folder": str(hub_dir),
+        "repo_id": f"{args.hub_namespace}/{name}" if args.hub_namespace else None,
+    }
     if spec.pretraining_objective in zoo_scripts.SCRIPTS:
-        print(f"[zoo] {name}: pretraining with {zoo_scripts.SCRIPTS[spec.pretraining_objective]} "
-              f"({args.budget_minutes:g} minutes at most)", flush=True)
+        print(
+            f"[zoo] {name}: pretraining with {zoo_scripts.SCRIPTS[spec.pretraining_objective]} "
+            f"({args.budget_minutes:g} minutes at most)",
+            flush=True,
+        )
         old = args.reevaluations.get(spec.name, (None,))[0]  # --reevaluate: the run's record, not today's call
-        pretraining, evaluation = zoo_scripts.run_script(spec, args, run_dir, tiny_overrides(spec) if args.quick else None,
-                                                         old["pretraining"] if old else None)
+        pretraining, evaluation = zoo_scripts.run_script(
+            spec, args, run_dir, tiny_overrides(spec) if args.quick else None, old["pretraining"] if old else None
+        )
         result["budget_minutes"] = old["budget_minutes"] if old else result["budget_minutes"]
         zoo_finetune.add_to(evaluation, spec.pretraining_objective, args, run_dir, eval_dir)
-        result |= {"objective": spec.pretraining_objective, "recipe": None,
-                   "settings": {"name": "script", "why": "research/zoo_scripts.py SCRIPT_SETTINGS (the runs of "
-                                                         "docs/results.md; pretraining.argv has them)"},
-                   "pretraining": {"hardware": detect_hardware()} | pretraining, "evaluation": evaluation}
+        result |= {
+            "objective": spec.pretraining_objective,
+            "recipe": None,
+            "settings": {
+                "name": "script",
+                "why": "research/zoo_scripts.py SCRIPT_SETTINGS (the runs of "
+                "docs/results.md; pretraining.argv has them)",
+            },
+            "pretraining": {"hardware": detect_hardware()} | pretraining,
+            "evaluation": evaluation,
+        }
     elif spec.name in args.reevaluations:  # the pretraining part as it was recorded; the evaluation redone
         old, run_dir = args.reevaluations[spec.name]
         print(f"[zoo] {name}: evaluating again from {run_dir}", flush=True)
         result |= {key: old.get(key) for key in ("budget_minutes", "settings", "objective", "recipe", "pretraining")}
-        result["evaluation"] = (old["evaluation"] if uses_harness(spec)  # the encoders' rows are unchanged
-                                else evaluate(spec, args, run_dir, eval_dir, result))
+        result["evaluation"] = (
+            old["evaluation"]
+            if uses_harness(spec)  # the encoders' rows are unchanged
+            else evaluate(spec, args, run_dir, eval_dir, result)
+        )
     else:
         run_dir = pretrain(spec, args, run_dir, result)
         result["evaluation"] = evaluate(spec, args, run_dir, eval_dir, result)
@@ -432,11 +572,19 @@ def pretrain(spec: VariantSpec, args: argparse.Namespace, run_dir: Path, result:
             argv.append("--overwrite_output_dir")
         print(f"[zoo] {result['model_name']}: pretraining ({args.budget_minutes:g} minutes at most)", flush=True)
         trained = run_pretraining.main(argv)
-        pretraining = {"script": "examples/run_pretraining.py", "argv": argv, "corpus": trained["corpus"],
-                       "global_step": trained["global_step"], "max_steps": trained["max_steps"],
-                       "tokens_seen": trained["tokens_seen"], "train_minutes": round(trained["train_minutes"], 2),
-                       "stopped_by_max_time": trained["stopped_by_max_time"], "bf16": trained["bf16"],
-                       "seed": args.seed, "hardware": detect_hardware()}
+        pretraining = {
+            "script": "examples/run_pretraining.py",
+            "argv": argv,
+            "corpus": trained["corpus"],
+            "global_step": trained["global_step"],
+            "max_steps": trained["max_steps"],
+            "tokens_seen": trained["tokens_seen"],
+            "train_minutes": round(trained["train_minutes"], 2),
+            "stopped_by_max_time": trained["stopped_by_max_time"],
+            "bf16": trained["bf16"],
+            "seed": args.seed,
+            "hardware": detect_hardware(),
+        }
         result["settings"] = zoo_settings(spec, args)
     pretraining["held_out_before"] = held_out_before(trained, run_dir)
     pretraining["held_out_after"] = held_out(trained["after_training"])
@@ -453,29 +601,62 @@ def evaluate(spec: VariantSpec, args: argparse.Namespace, run_dir: Path, eval_di
     reason = NOT_HARNESS.get(spec.pretraining_objective)
     if reason is not None:
         pretraining = result["pretraining"]
-        rows = zoo_scripts.held_out_rows(pretraining["held_out_before"] or None, pretraining["held_out_after"],
-                                         zoo_scripts.HELD_OUT_METRICS[spec.pretraining_objective], "validation")
-        evaluation = {"harness": None, "tasks": rows, "not_run": {task: reason for task in EVALUATION_TASKS
-                                                                  if task != "sentiment"},
-                      "measured": "held-out loss of run_pretraining's eval_results.json before training (the "
-                                  "random-weight twin: same config, same init seed) and after"}
+        rows = zoo_scripts.held_out_rows(
+            pretraining["held_out_before"] or None,
+            pretraining["held_out_after"],
+            zoo_scripts.HELD_OUT_METRICS[spec.pretraining_objective],
+            "validation",
+        )
+        evaluation = {
+            "harness": None,
+            "tasks": rows,
+            "not_run": {task: reason for task in EVALUATION_TASKS if task != "sentiment"},
+            "measured": "held-out loss of run_pretraining's eval_results.json before training (the "
+            "random-weight twin: same config, same init seed) and after",
+        }
         zoo_finetune.add_to(evaluation, spec.pretraining_objective, args, run_dir, eval_dir)
         return evaluation
     if spec.name in args.adopt_evaluation:
         folder = args.adopt_evaluation[spec.name]
         report = args.adopted_evaluations[spec.name]
         print(f"[zoo] {result['model_name']}: adopting the evaluation {folder}", flush=True)
-        return {"harness": HARNESS_NAMES[0], "adopted": str(folder.resolve()), "argv": None,
-                "seeds": report["seeds"], "quick": report.get("quick"), "tasks": evaluation_summary(report),
-                "not_run": HARNESS_NOT_RUN | {task: "not in the adopted evaluation" for task in EVALUATION_TASKS
-                                              if task not in report["tasks"]}}
-    eval_argv = ["--model_name_or_path", str(run_dir), "--output_dir", str(eval_dir), "--tasks", *EVALUATION_TASKS,
-                 "--seeds", str(args.seeds), "--threads", str(args.threads), "--resume"] + \
-                (["--quick"] if args.quick else []) + (["--bf16"] if args.bf16 else [])
+        return {
+            "harness": HARNESS_NAMES[0],
+            "adopted": str(folder.resolve()),
+            "argv": None,
+            "seeds": report["seeds"],
+            "quick": report.get("quick"),
+            "tasks": evaluation_summary(report),
+            "not_run": HARNESS_NOT_RUN
+            | {task: "not in the adopted evaluation" for task in EVALUATION_TASKS if task not in report["tasks"]},
+        }
+    eval_argv = (
+        [
+            "--model_name_or_path",
+            str(run_dir),
+            "--output_dir",
+            str(eval_dir),
+            "--tasks",
+            *EVALUATION_TASKS,
+            "--seeds",
+            str(args.seeds),
+            "--threads",
+            str(args.threads),
+            "--resume",
+        ]
+        + (["--quick"] if args.quick else [])
+        + (["--bf16"] if args.bf16 else [])
+    )
     print(f"[zoo] {result['model_name']}: evaluating beside the random-weight twin", flush=True)
     report = evaluate_pretraining.main(eval_argv)
-    return {"harness": HARNESS_NAMES[0], "argv": eval_argv, "seeds": report["seeds"],
-            "quick": report["quick"], "tasks": evaluation_summary(report), "not_run": HARNESS_NOT_RUN}
+    return {
+        "harness": HARNESS_NAMES[0],
+        "argv": eval_argv,
+        "seeds": report["seeds"],
+        "quick": report["quick"],
+        "tasks": evaluation_summary(report),
+        "not_run": HARNESS_NOT_RUN,
+    }
 
 
 def held_out_loss(pretraining: dict) -> str:
@@ -487,25 +668,40 @@ def held_out_loss(pretraining: dict) -> str:
 
 def summary_table(results: list[dict]) -> str:
     """docs/zoo/README.md: one row per results JSON."""
-    lines = ["# The zoo", "", "Every variant's mini pretrained with its paper's objective and evaluated beside its "
-             "random-weight twin; built by `python -m research.zoo` (docs/zoo.md). Rebuilt from the results JSON files "
-             "in this folder: do not edit by hand.", "",
-             "| model | objective | budget (min) | steps | held-out loss before → after | "
-             "pretrained vs random twin (difference) | not run |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "# The zoo",
+        "",
+        "Every variant's mini pretrained with its paper's objective and evaluated beside its "
+        "random-weight twin; built by `python -m research.zoo` (docs/zoo.md). Rebuilt from the results JSON files "
+        "in this folder: do not edit by hand.",
+        "",
+        "| model | objective | budget (min) | steps | held-out loss before → after | "
+        "pretrained vs random twin (difference) | not run |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for result in sorted(results, key=lambda r: r["model_name"]):
         if result["status"] != "built":
-            lines.append(f"| {result['model_name']} | {result['objective']} | - | - | - | {result['status']} | "
-                         f"{result['reason']} |")
+            lines.append(
+                f"| {result['model_name']} | {result['objective']} | - | - | - | {result['status']} | "
+                f"{result['reason']} |"
+            )
             continue
         pre = result["pretraining"]
-        tasks = "; ".join(f"{row}: {_number(v['pretrained']['mean'])} vs {_number(v['random']['mean'])} "
-                          f"({_difference(v)})"
-                          for row, v in result["evaluation"]["tasks"].items() if "difference" in v) or "-"
+        tasks = (
+            "; ".join(
+                f"{row}: {_number(v['pretrained']['mean'])} vs {_number(v['random']['mean'])} ({_difference(v)})"
+                for row, v in result["evaluation"]["tasks"].items()
+                if "difference" in v
+            )
+            or "-"
+        )
         not_run = ", ".join(result["evaluation"]["not_run"]) or "-"
         quick = " (--quick)" if result["quick"] else ""
-        budget = (f"adopted ({pre['train_minutes']:.0f})" if pre.get("adopted") else f"{result['budget_minutes']:g}")
-        lines.append(f"| {result['model_name']}{quick} | {result['objective']} | {budget} | "
-                     f"{pre['global_step']} | {held_out_loss(pre)} | {tasks} | {not_run} |")
+        budget = f"adopted ({pre['train_minutes']:.0f})" if pre.get("adopted") else f"{result['budget_minutes']:g}"
+        lines.append(
+            f"| {result['model_name']}{quick} | {result['objective']} | {budget} | "
+            f"{pre['global_step']} | {held_out_loss(pre)} | {tasks} | {not_run} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -528,11 +724,20 @@ def main(argv: Sequence[str] | None = None) -> dict[str, dict]:
         results_path = results_dir / f"{name}.json"
         reason = not_built_reason(spec)
         if reason is not None:
-            records[name] = {"variant": spec.name, "model_name": name, "objective": spec.pretraining_objective,
-                             "status": "not built", "reason": reason, "quick": args.quick}
+            records[name] = {
+                "variant": spec.name,
+                "model_name": name,
+                "objective": spec.pretraining_objective,
+                "status": "not built",
+                "reason": reason,
+                "quick": args.quick,
+            }
             print(f"[zoo] {name}: not built ({reason})", flush=True)
-        elif (is_built(results_path, Path(args.output_dir) / name / "hub") and not args.force
-              and spec.name not in args.reevaluations):
+        elif (
+            is_built(results_path, Path(args.output_dir) / name / "hub")
+            and not args.force
+            and spec.name not in args.reevaluations
+        ):
             records[name] = json.loads(results_path.read_text(encoding="utf-8"))
             records[name]["skipped"] = True
             print(f"[zoo] {name}: already built ({results_path}); --force rebuilds it", flush=True)
@@ -541,8 +746,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, dict]:
             try:
                 records[name] = build_variant(spec, args)
             except Exception as error:  # noqa: BLE001  (one variant's failure must not stop an hours-long zoo)
-                records[name] = {"variant": spec.name, "model_name": name, "objective": spec.pretraining_objective,
-                                 "status": "failed", "reason": f"{type(error).__name__}: {error}", "quick": args.quick}
+                records[name] = {
+                    "variant": spec.name,
+                    "model_name": name,
+                    "objective": spec.pretraining_objective,
+                    "status": "failed",
+                    "reason": f"{type(error).__name__}: {error}",
+                    "quick": args.quick,
+                }
                 failed.append(name)
                 print(f"[zoo] {name}: FAILED ({records[name]['reason']})", flush=True)
         write_text_atomically(results_path, json.dumps(records[name], indent=2) + "\n")

@@ -30,16 +30,24 @@ from pathlib import Path
 import torch
 from transformers import AutoConfig
 
+from hf_variants.hub.atomic import write_text_atomically
 from research import evaluation_support as ev
 from research import zoo_scripts
 from research.example_scripts import example_script
-from hf_variants.hub.atomic import write_text_atomically
 
 FIRST_SEED = 42  # the harness's (evaluate_pretraining.DEFAULT_FIRST_SEED): the same seeds everywhere
 KEPT_FILES = ("all_results.json", "trainer_state.json")  # a finished run's scores; the weights are dropped
 # The files besides the weights that make a folder loadable by the fine-tuning scripts.
-PROCESSOR_PREFIXES = ("tokenizer", "special_tokens_map", "vocab", "merges", "spiece", "added_tokens",
-                      "preprocessor_config", "generation_config")
+PROCESSOR_PREFIXES = (
+    "tokenizer",
+    "special_tokens_map",
+    "vocab",
+    "merges",
+    "spiece",
+    "added_tokens",
+    "preprocessor_config",
+    "generation_config",
+)
 
 
 @dataclass(frozen=True)
@@ -59,32 +67,91 @@ class FineTuningTask:
     card: tuple[str, str, str]  # (Hub task, dataset id, dataset name) for the model-index
 
 
-QUICK_ROWS = ("--max_train_samples", "32", "--max_eval_samples", "16", "--max_predict_samples", "16",
-              "--per_device_train_batch_size", "16", "--per_device_eval_batch_size", "16", "--logging_steps", "1")
+QUICK_ROWS = (
+    "--max_train_samples",
+    "32",
+    "--max_eval_samples",
+    "16",
+    "--max_predict_samples",
+    "16",
+    "--per_device_train_batch_size",
+    "16",
+    "--per_device_eval_batch_size",
+    "16",
+    "--logging_steps",
+    "1",
+)
 TASKS = {
     "span-corruption": FineTuningTask(
-        row="sentiment (text-to-text)", script="run_seq2seq",
+        row="sentiment (text-to-text)",
+        script="run_seq2seq",
         metric="accuracy % (exact match of the generated label word)",
-        test_key="predict_exact_match", validation_key=None, scale=1.0,
-        recipe=("--dataset_name", "hf_variants/rt_polarity", "--source_prefix", "sentiment: ", "--predict_with_generate",
-                "--max_target_length", "4", "--optim", "adafactor", "--optim_args", "scale_parameter=True",
-                "--learning_rate", "3e-3", "--warmup_steps", "0.06"),
-        sizes=("--max_source_length", "64", "--per_device_train_batch_size", "32", "--per_device_eval_batch_size", "100",
-               "--logging_steps", "25"),
+        test_key="predict_exact_match",
+        validation_key=None,
+        scale=1.0,
+        recipe=(
+            "--dataset_name",
+            "hf_variants/rt_polarity",
+            "--source_prefix",
+            "sentiment: ",
+            "--predict_with_generate",
+            "--max_target_length",
+            "4",
+            "--optim",
+            "adafactor",
+            "--optim_args",
+            "scale_parameter=True",
+            "--learning_rate",
+            "3e-3",
+            "--warmup_steps",
+            "0.06",
+        ),
+        sizes=(
+            "--max_source_length",
+            "64",
+            "--per_device_train_batch_size",
+            "32",
+            "--per_device_eval_batch_size",
+            "100",
+            "--logging_steps",
+            "25",
+        ),
         quick_sizes=("--max_source_length", "32", *QUICK_ROWS),
         epochs_setting="t5_sentiment_epochs",
-        card=("text2text-generation", "hf_variants/rt_polarity", "rt-polarity movie-review sentences (text-to-text)")),
+        card=("text2text-generation", "hf_variants/rt_polarity", "rt-polarity movie-review sentences (text-to-text)"),
+    ),
     "mae": FineTuningTask(
-        row="Fashion-MNIST, 10% of the labels", script="run_image_classification",
+        row="Fashion-MNIST, 10% of the labels",
+        script="run_image_classification",
         metric="accuracy % (the classifier fine-tuned on 5,500 labelled training images)",
-        test_key="test_accuracy", validation_key="eval_accuracy", scale=100.0,
-        recipe=("--dataset_name", "hf_variants/fashion_mnist", "--horizontal_flip", "--learning_rate", "1e-3",
-                "--warmup_steps", "0.05", "--weight_decay", "0.05"),
-        sizes=("--max_train_samples", "5500", "--per_device_train_batch_size", "128", "--per_device_eval_batch_size",
-               "256", "--logging_steps", "10"),
+        test_key="test_accuracy",
+        validation_key="eval_accuracy",
+        scale=100.0,
+        recipe=(
+            "--dataset_name",
+            "hf_variants/fashion_mnist",
+            "--horizontal_flip",
+            "--learning_rate",
+            "1e-3",
+            "--warmup_steps",
+            "0.05",
+            "--weight_decay",
+            "0.05",
+        ),
+        sizes=(
+            "--max_train_samples",
+            "5500",
+            "--per_device_train_batch_size",
+            "128",
+            "--per_device_eval_batch_size",
+            "256",
+            "--logging_steps",
+            "10",
+        ),
         quick_sizes=QUICK_ROWS,
         epochs_setting="vit_label_epochs",
-        card=("image-classification", "hf_variants/fashion_mnist", "Fashion-MNIST (10% of the training labels)")),
+        card=("image-classification", "hf_variants/fashion_mnist", "Fashion-MNIST (10% of the training labels)"),
+    ),
 }
 # The zoo's default epochs (fewer than docs/results.md's runs: 3 for T5, 20 for ViT) and why.
 DEFAULT_EPOCHS = {"t5_sentiment_epochs": 1, "vit_label_epochs": 5}
@@ -92,11 +159,19 @@ DEFAULT_EPOCHS = {"t5_sentiment_epochs": 1, "vit_label_epochs": 5}
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The zoo's settings of these evaluations."""
-    parser.add_argument("--t5_sentiment_epochs", type=float, default=DEFAULT_EPOCHS["t5_sentiment_epochs"],
-                        help="T5's text-to-text sentiment fine-tuning: epochs over the 8,454 training sentences "
-                             "(about 3 minutes an epoch on one thread)")
-    parser.add_argument("--vit_label_epochs", type=float, default=DEFAULT_EPOCHS["vit_label_epochs"],
-                        help="ViT's fine-tuning on 10%% of the Fashion-MNIST labels: epochs over the 5,500 images")
+    parser.add_argument(
+        "--t5_sentiment_epochs",
+        type=float,
+        default=DEFAULT_EPOCHS["t5_sentiment_epochs"],
+        help="T5's text-to-text sentiment fine-tuning: epochs over the 8,454 training sentences "
+        "(about 3 minutes an epoch on one thread)",
+    )
+    parser.add_argument(
+        "--vit_label_epochs",
+        type=float,
+        default=DEFAULT_EPOCHS["vit_label_epochs"],
+        help="ViT's fine-tuning on 10%% of the Fashion-MNIST labels: epochs over the 5,500 images",
+    )
 
 
 def check_arguments(args: argparse.Namespace) -> None:
@@ -125,12 +200,30 @@ def make_twin(checkpoint: Path, seed: int, folder: Path) -> Path:
 
 def task_argv(task: FineTuningTask, args: argparse.Namespace, model_dir: Path, seed: int, run_dir: Path) -> list[str]:
     """The script's arguments for one (arm, seed) run."""
-    argv = ["--model_name_or_path", str(model_dir), "--do_train", *(["--do_eval"] if task.validation_key else []),
-            "--do_predict", "--seed", str(seed),
-            "--output_dir", str(run_dir), "--overwrite_output_dir", "--save_strategy", "no", "--report_to", "none",
-            "--disable_tqdm", "true", "--log_level", "warning",
-            *task.recipe, *(task.quick_sizes if args.quick else task.sizes),
-            "--num_train_epochs", str(1 if args.quick else getattr(args, task.epochs_setting))]
+    argv = [
+        "--model_name_or_path",
+        str(model_dir),
+        "--do_train",
+        *(["--do_eval"] if task.validation_key else []),
+        "--do_predict",
+        "--seed",
+        str(seed),
+        "--output_dir",
+        str(run_dir),
+        "--overwrite_output_dir",
+        "--save_strategy",
+        "no",
+        "--report_to",
+        "none",
+        "--disable_tqdm",
+        "true",
+        "--log_level",
+        "warning",
+        *task.recipe,
+        *(task.quick_sizes if args.quick else task.sizes),
+        "--num_train_epochs",
+        str(1 if args.quick else getattr(args, task.epochs_setting)),
+    ]
     if args.bf16:
         argv.append("--bf16")  # CPU autocast where there is no accelerator (the scripts default to use_cpu there)
     return argv
@@ -161,9 +254,12 @@ def run_task(task: FineTuningTask, args: argparse.Namespace, checkpoint: Path, e
                     make_twin(checkpoint, seed, model_dir)
                 print(f"[zoo] {task.row}: {arm} seed {seed} ...", flush=True)
                 results = script.main(argv)
-                record = {"argv": argv, "test": task.scale * results[task.test_key],
-                          "validation": task.scale * results[task.validation_key] if task.validation_key else None,
-                          "train_loss": results.get("train_loss")}
+                record = {
+                    "argv": argv,
+                    "test": task.scale * results[task.test_key],
+                    "validation": task.scale * results[task.validation_key] if task.validation_key else None,
+                    "train_loss": results.get("train_loss"),
+                }
                 for path in run_dir.iterdir():  # scores only: every run's weights would fill the disk
                     if path.name not in KEPT_FILES:
                         shutil.rmtree(path) if path.is_dir() else path.unlink()
@@ -173,9 +269,10 @@ def run_task(task: FineTuningTask, args: argparse.Namespace, checkpoint: Path, e
             print(f"[zoo] {task.row}: {arm} seed {seed}: test {record['test']:.1f}", flush=True)
             runs[arm][str(seed)] = {key: record[key] for key in ("test", "validation", "train_loss")}
     arms = {arm: [run["test"] for run in by_seed.values()] for arm, by_seed in runs.items()}
-    row = zoo_scripts.comparison_row(task.metric, "test", True, *(summary(arms[arm]) for arm in ("pretrained", "random")))
-    return {"row": row, "runs": runs,
-            "schedule": task_argv(task, args, Path("MODEL"), seeds[0], Path("OUTPUT"))}
+    row = zoo_scripts.comparison_row(
+        task.metric, "test", True, *(summary(arms[arm]) for arm in ("pretrained", "random"))
+    )
+    return {"row": row, "runs": runs, "schedule": task_argv(task, args, Path("MODEL"), seeds[0], Path("OUTPUT"))}
 
 
 def summary(scores: list[float]) -> dict:
@@ -192,6 +289,10 @@ def add_to(evaluation: dict, objective: str, args: argparse.Namespace, checkpoin
         return
     done = run_task(task, args, checkpoint, eval_dir)
     evaluation["tasks"][task.row] = done["row"]
-    evaluation["fine_tuning"] = {"row": task.row, "script": f"examples/{task.script}.py",
-                                 "seeds": list(range(FIRST_SEED, FIRST_SEED + args.seeds)),
-                                 "schedule": done["schedule"], "runs": done["runs"]}
+    evaluation["fine_tuning"] = {
+        "row": task.row,
+        "script": f"examples/{task.script}.py",
+        "seeds": list(range(FIRST_SEED, FIRST_SEED + args.seeds)),
+        "schedule": done["schedule"],
+        "runs": done["runs"],
+    }

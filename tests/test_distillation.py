@@ -20,8 +20,18 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer, Trai
 from hf_variants import BertForSequenceClassification, RobertaForSequenceClassification
 from hf_variants.data import load_named_dataset
 from hf_variants.distillation import (
-    IGNORE_INDEX, TEACHER_LOGITS, TEACHER_MASK, TRANSFER_INDEX, DistillationCollator, DistillationTrainer, cached_teacher_logits,
-    check_same_labels, distillation_features, distillation_loss, teacher_fingerprint, token_distillation_loss,
+    IGNORE_INDEX,
+    TEACHER_LOGITS,
+    TEACHER_MASK,
+    TRANSFER_INDEX,
+    DistillationCollator,
+    DistillationTrainer,
+    cached_teacher_logits,
+    check_same_labels,
+    distillation_features,
+    distillation_loss,
+    teacher_fingerprint,
+    token_distillation_loss,
 )
 from hf_variants.registry import SPECS
 from hf_variants.tokenization import train_tokenizer
@@ -31,7 +41,9 @@ LABELS = {0: "negative", 1: "positive"}
 TEMPERATURE, ALPHA = 2.0, 0.7
 
 
-def loss_by_hand(student: torch.Tensor, teacher: torch.Tensor, labels: torch.Tensor, temperature: float, alpha: float) -> torch.Tensor:
+def loss_by_hand(
+    student: torch.Tensor, teacher: torch.Tensor, labels: torch.Tensor, temperature: float, alpha: float
+) -> torch.Tensor:
     """The per-example formula written out, one example at a time, then the mean over every example."""
     losses = []
     for s, t, y in zip(student, teacher, labels.tolist()):
@@ -53,8 +65,9 @@ def test_loss_is_the_formula_on_labelled_and_unlabeled_examples():
     torch.testing.assert_close(got, loss_by_hand(student, teacher, labels, TEMPERATURE, ALPHA))
     # All labelled: Hinton's batch-mean mix, as run_distillation.py computed it before.
     full = torch.tensor([0, 1, 2, 1, 0, 1])
-    hinton = ALPHA * TEMPERATURE**2 * F.kl_div(F.log_softmax(student / TEMPERATURE, -1), F.softmax(teacher / TEMPERATURE, -1),
-                                              reduction="batchmean") + (1 - ALPHA) * F.cross_entropy(student, full)
+    hinton = ALPHA * TEMPERATURE**2 * F.kl_div(
+        F.log_softmax(student / TEMPERATURE, -1), F.softmax(teacher / TEMPERATURE, -1), reduction="batchmean"
+    ) + (1 - ALPHA) * F.cross_entropy(student, full)
     torch.testing.assert_close(distillation_loss(student, teacher, full, TEMPERATURE, ALPHA), hinton)
     # None labelled (or labels=None): only the soft term.
     none = torch.full((6,), IGNORE_INDEX)
@@ -72,11 +85,22 @@ def test_loss_is_the_formula_on_labelled_and_unlabeled_examples():
     (dict(alpha=1.5), "alpha"),
 ])  # fmt: skip
 def test_bad_loss_inputs_are_value_errors(bad, message):
-    arguments = dict(student=torch.zeros(6, 3), teacher=torch.zeros(6, 3), labels=torch.zeros(6, dtype=torch.long),
-                     temperature=TEMPERATURE, alpha=ALPHA)
+    arguments = dict(
+        student=torch.zeros(6, 3),
+        teacher=torch.zeros(6, 3),
+        labels=torch.zeros(6, dtype=torch.long),
+        temperature=TEMPERATURE,
+        alpha=ALPHA,
+    )
     arguments.update(bad)
     with pytest.raises(ValueError, match=message):
-        distillation_loss(arguments["student"], arguments["teacher"], arguments["labels"], arguments["temperature"], arguments["alpha"])
+        distillation_loss(
+            arguments["student"],
+            arguments["teacher"],
+            arguments["labels"],
+            arguments["temperature"],
+            arguments["alpha"],
+        )
 
 
 @pytest.fixture(scope="module")
@@ -89,25 +113,47 @@ def cross_family(tmp_path_factory):
     student_tokenizer = train_tokenizer("wordpiece-uncased", corpus, vocab_size=250)
     specials = {name: getattr(teacher_tokenizer, f"{name}_id") for name in ("pad_token", "bos_token", "eos_token")}
     torch.manual_seed(0)
-    teacher = RobertaForSequenceClassification(tiny_config(
-        SPECS["hfv_roberta"], vocab_size=len(teacher_tokenizer), num_labels=2, id2label=LABELS,
-        label2id={v: k for k, v in LABELS.items()}, max_position_embeddings=80, **{f"{k}_id": v for k, v in specials.items()},
-    )).eval()
-    student = BertForSequenceClassification(tiny_config(
-        SPECS["hfv_bert"], vocab_size=len(student_tokenizer), num_labels=2, id2label=LABELS,
-        label2id={v: k for k, v in LABELS.items()}, pad_token_id=student_tokenizer.pad_token_id,
-    ))
+    teacher = RobertaForSequenceClassification(
+        tiny_config(
+            SPECS["hfv_roberta"],
+            vocab_size=len(teacher_tokenizer),
+            num_labels=2,
+            id2label=LABELS,
+            label2id={v: k for k, v in LABELS.items()},
+            max_position_embeddings=80,
+            **{f"{k}_id": v for k, v in specials.items()},
+        )
+    ).eval()
+    student = BertForSequenceClassification(
+        tiny_config(
+            SPECS["hfv_bert"],
+            vocab_size=len(student_tokenizer),
+            num_labels=2,
+            id2label=LABELS,
+            label2id={v: k for k, v in LABELS.items()},
+            pad_token_id=student_tokenizer.pad_token_id,
+        )
+    )
     texts = list(train["sentence"][400:448])
     labels = [label if row < 16 else -1 for row, label in enumerate(train["label"][400:448])]
-    return dict(teacher=teacher, teacher_tokenizer=teacher_tokenizer, student=student, student_tokenizer=student_tokenizer,
-                texts=texts, labels=labels, root=tmp_path_factory.mktemp("distillation"))
+    return dict(
+        teacher=teacher,
+        teacher_tokenizer=teacher_tokenizer,
+        student=student,
+        student_tokenizer=student_tokenizer,
+        texts=texts,
+        labels=labels,
+        root=tmp_path_factory.mktemp("distillation"),
+    )
 
 
 def test_the_two_tokenizers_really_differ(cross_family):
     sentence = cross_family["texts"][0]
     teacher_ids = cross_family["teacher_tokenizer"](sentence)["input_ids"]
     student_ids = cross_family["student_tokenizer"](sentence)["input_ids"]
-    assert cross_family["teacher_tokenizer"].convert_ids_to_tokens(teacher_ids) != cross_family["student_tokenizer"].convert_ids_to_tokens(student_ids)
+    assert cross_family["teacher_tokenizer"].convert_ids_to_tokens(teacher_ids) != cross_family[
+        "student_tokenizer"
+    ].convert_ids_to_tokens(student_ids)
 
 
 def test_teacher_logits_are_computed_once_then_reused(cross_family):
@@ -118,7 +164,12 @@ def test_teacher_logits_are_computed_once_then_reused(cross_family):
     assert json.loads(first.path.with_suffix(".json").read_text())["num_texts"] == 48
     # Batched by length, padded: each row is still that text's own logits, read alone without padding.
     with torch.no_grad():
-        alone = torch.cat([teacher(**tokenizer(text, max_length=64, truncation=True, return_tensors="pt")).logits for text in texts[:8]])
+        alone = torch.cat(
+            [
+                teacher(**tokenizer(text, max_length=64, truncation=True, return_tensors="pt")).logits
+                for text in texts[:8]
+            ]
+        )
     np.testing.assert_allclose(first.logits[:8], alone.numpy(), atol=1e-5, rtol=0)
 
     calls = []
@@ -147,15 +198,36 @@ def test_teacher_logits_are_computed_once_then_reused(cross_family):
 def test_student_of_another_family_trains_and_the_loss_is_the_formula(cross_family):
     teacher, student, tokenizer = cross_family["teacher"], cross_family["student"], cross_family["student_tokenizer"]
     check_same_labels(teacher.config, student.config)
-    cached = cached_teacher_logits(teacher, cross_family["teacher_tokenizer"], cross_family["texts"],
-                                   cross_family["root"] / "teacher_logits", max_length=64)
+    cached = cached_teacher_logits(
+        teacher,
+        cross_family["teacher_tokenizer"],
+        cross_family["texts"],
+        cross_family["root"] / "teacher_logits",
+        max_length=64,
+    )
     features = distillation_features(cross_family["texts"], cross_family["labels"], tokenizer, max_length=64)
     assert features["labels"][:16] == cross_family["labels"][:16] and set(features["labels"][16:]) == {IGNORE_INDEX}
     collator = DistillationCollator(tokenizer, cached.logits)
-    args = TrainingArguments(str(cross_family["root"] / "student"), max_steps=4, per_device_train_batch_size=12,
-                             learning_rate=1e-3, use_cpu=True, report_to=[], save_strategy="no", disable_tqdm=True, seed=0)
-    trainer = DistillationTrainer(model=student, args=args, train_dataset=features, data_collator=collator,
-                                  processing_class=tokenizer, temperature=TEMPERATURE, alpha=ALPHA)
+    args = TrainingArguments(
+        str(cross_family["root"] / "student"),
+        max_steps=4,
+        per_device_train_batch_size=12,
+        learning_rate=1e-3,
+        use_cpu=True,
+        report_to=[],
+        save_strategy="no",
+        disable_tqdm=True,
+        seed=0,
+    )
+    trainer = DistillationTrainer(
+        model=student,
+        args=args,
+        train_dataset=features,
+        data_collator=collator,
+        processing_class=tokenizer,
+        temperature=TEMPERATURE,
+        alpha=ALPHA,
+    )
 
     # One batch with labelled and unlabeled rows: the trainer's loss is the formula by hand.
     rows = [features[i] for i in (0, 1, 20, 30, 40)]
@@ -190,7 +262,9 @@ def test_student_of_another_family_trains_and_the_loss_is_the_formula(cross_fami
         torch.testing.assert_close(reloaded(**encoded).logits.softmax(-1)[0], probabilities)
     prediction = pipeline("text-classification", model=str(out), device="cpu")(sentence)[0]
     best = int(probabilities.argmax())
-    assert prediction["label"] == LABELS[best] and prediction["score"] == pytest.approx(float(probabilities[best]), abs=1e-5)
+    assert prediction["label"] == LABELS[best] and prediction["score"] == pytest.approx(
+        float(probabilities[best]), abs=1e-5
+    )
     cross_family["saved"] = (out, sentence, LABELS[best], float(probabilities[best]))
 
 
@@ -215,8 +289,14 @@ def test_distilled_student_runs_in_a_pipeline_without_hf_variants(cross_family):
         pytest.skip("needs the trained student of the previous test")
     out, sentence, label, score = cross_family["saved"]
     env = {**os.environ, "PYTHONPATH": "", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    completed = subprocess.run([sys.executable, "-c", PIPELINE_WITHOUT_HF_VARIANTS, str(out), sentence], env=env,
-                               cwd=out, capture_output=True, text=True, timeout=300)
+    completed = subprocess.run(
+        [sys.executable, "-c", PIPELINE_WITHOUT_HF_VARIANTS, str(out), sentence],
+        env=env,
+        cwd=out,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert completed.returncode == 0, completed.stderr[-3000:]
     result = json.loads(completed.stdout.strip().splitlines()[-1])
     assert result["model_class"].startswith("transformers_modules.") and not result["hf_variants_imported"]
@@ -273,8 +353,12 @@ def test_token_student_of_another_family_learns_word_by_word(tmp_path):
     whose words the two tokenizers split differently: each student word's first sub-token gets the
     teacher's logits of that same word."""
     from hf_variants import AlbertForTokenClassification, BertForTokenClassification
-    from hf_variants.distillation import TokenDistillationCollator, compute_teacher_word_logits, token_distillation_features
     from hf_variants.data import load_wsj_pos
+    from hf_variants.distillation import (
+        TokenDistillationCollator,
+        compute_teacher_word_logits,
+        token_distillation_features,
+    )
 
     wsj = load_wsj_pos()["train"]
     tags = wsj.features["pos_tags"].feature.names
@@ -282,12 +366,26 @@ def test_token_student_of_another_family_learns_word_by_word(tmp_path):
     teacher_tokenizer = train_tokenizer("wordpiece-cased", corpus, vocab_size=400)
     student_tokenizer = train_tokenizer("unigram", corpus, vocab_size=400)
     id2label = dict(enumerate(tags))
-    teacher = BertForTokenClassification(tiny_config(
-        SPECS["hfv_bert"], vocab_size=len(teacher_tokenizer), num_labels=len(tags), id2label=id2label,
-        label2id={v: k for k, v in id2label.items()}, pad_token_id=teacher_tokenizer.pad_token_id)).eval()
-    student = AlbertForTokenClassification(tiny_config(
-        SPECS["hfv_albert"], vocab_size=len(student_tokenizer), num_labels=len(tags), id2label=id2label,
-        label2id={v: k for k, v in id2label.items()}, pad_token_id=student_tokenizer.pad_token_id))
+    teacher = BertForTokenClassification(
+        tiny_config(
+            SPECS["hfv_bert"],
+            vocab_size=len(teacher_tokenizer),
+            num_labels=len(tags),
+            id2label=id2label,
+            label2id={v: k for k, v in id2label.items()},
+            pad_token_id=teacher_tokenizer.pad_token_id,
+        )
+    ).eval()
+    student = AlbertForTokenClassification(
+        tiny_config(
+            SPECS["hfv_albert"],
+            vocab_size=len(student_tokenizer),
+            num_labels=len(tags),
+            id2label=id2label,
+            label2id={v: k for k, v in id2label.items()},
+            pad_token_id=student_tokenizer.pad_token_id,
+        )
+    )
     words = [list(w) for w in wsj["tokens"][400:424]]
     word_labels = [list(t) if row < 8 else None for row, t in enumerate(wsj["pos_tags"][400:424])]
     max_length = 48  # shorter than some sentences: the teacher's truncation cuts words off
@@ -300,10 +398,14 @@ def test_token_student_of_another_family_learns_word_by_word(tmp_path):
     assert first.computed and not second.computed and second.path.name.startswith("words-")
     np.testing.assert_allclose(second.logits, word_logits, atol=1e-5, rtol=0)  # other batches: float rounding only
     with pytest.raises(ValueError, match="list of words"):
-        cached_teacher_logits(teacher, teacher_tokenizer, [" ".join(w) for w in words], cache, max_length, per_word=True)
+        cached_teacher_logits(
+            teacher, teacher_tokenizer, [" ".join(w) for w in words], cache, max_length, per_word=True
+        )
 
     # Sentence 0, alone: the cached row of word w is the teacher's logits at w's first sub-token.
-    encoded = teacher_tokenizer(words[0], is_split_into_words=True, truncation=True, max_length=max_length, return_tensors="pt")
+    encoded = teacher_tokenizer(
+        words[0], is_split_into_words=True, truncation=True, max_length=max_length, return_tensors="pt"
+    )
     with torch.no_grad():
         alone = teacher(**encoded).logits[0]
     firsts = {}
@@ -322,8 +424,9 @@ def test_token_student_of_another_family_learns_word_by_word(tmp_path):
     row_words = [0, 9, 10]
     for row, text in enumerate(row_words):
         seen = set()
-        for position, word in enumerate(student_tokenizer(words[text], is_split_into_words=True, truncation=True,
-                                                            max_length=max_length).word_ids()):
+        for position, word in enumerate(
+            student_tokenizer(words[text], is_split_into_words=True, truncation=True, max_length=max_length).word_ids()
+        ):
             first = word is not None and word not in seen
             seen.add(word)
             cached = word_logits[offsets[text] + word] if first else None
@@ -334,16 +437,33 @@ def test_token_student_of_another_family_learns_word_by_word(tmp_path):
             expected_label = wsj["pos_tags"][400 + text][word] if first and text < 8 else IGNORE_INDEX
             assert int(batch["labels"][row, position]) == expected_label
 
-    args = TrainingArguments(str(tmp_path / "student"), max_steps=3, per_device_train_batch_size=8, learning_rate=1e-3, use_cpu=True,
-                             report_to=[], save_strategy="no", disable_tqdm=True, seed=0)
-    trainer = DistillationTrainer(model=student, args=args, train_dataset=features, data_collator=collator,
-                                  processing_class=student_tokenizer, temperature=TEMPERATURE, alpha=ALPHA)
+    args = TrainingArguments(
+        str(tmp_path / "student"),
+        max_steps=3,
+        per_device_train_batch_size=8,
+        learning_rate=1e-3,
+        use_cpu=True,
+        report_to=[],
+        save_strategy="no",
+        disable_tqdm=True,
+        seed=0,
+    )
+    trainer = DistillationTrainer(
+        model=student,
+        args=args,
+        train_dataset=features,
+        data_collator=collator,
+        processing_class=student_tokenizer,
+        temperature=TEMPERATURE,
+        alpha=ALPHA,
+    )
     student.eval()
     with torch.no_grad():
         got = trainer.compute_loss(student, dict(batch))
         inputs = {k: v for k, v in batch.items() if k not in ("labels", TEACHER_LOGITS, TEACHER_MASK)}
-        expected = token_distillation_loss(student(**inputs).logits, batch[TEACHER_LOGITS], batch[TEACHER_MASK],
-                                           batch["labels"], TEMPERATURE, ALPHA)
+        expected = token_distillation_loss(
+            student(**inputs).logits, batch[TEACHER_LOGITS], batch[TEACHER_MASK], batch["labels"], TEMPERATURE, ALPHA
+        )
     torch.testing.assert_close(got, expected)
     student.train()
     before = student.classifier.weight.detach().clone()

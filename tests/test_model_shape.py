@@ -62,7 +62,9 @@ def is_task_head(class_name: str) -> bool:
 
 def named_parameters(function: ast.FunctionDef) -> list[str]:
     arguments = function.args
-    return [a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs if a.arg not in ("self", "cls")]
+    return [
+        a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs if a.arg not in ("self", "cls")
+    ]
 
 
 def test_no_class_is_built_at_run_time():
@@ -86,10 +88,15 @@ def test_no_signature_is_rewritten():
             if isinstance(node, ast.FunctionDef) and node.name == "__init_subclass__":
                 for inner in ast.walk(node):
                     replaces = (
-                        (isinstance(inner, ast.Attribute) and inner.attr == "forward" and isinstance(inner.ctx, ast.Store))
-                        or (isinstance(inner, ast.Call) and getattr(inner.func, "id", "") == "setattr"
-                            and len(inner.args) > 1 and isinstance(inner.args[1], ast.Constant)
-                            and inner.args[1].value == "forward")
+                        isinstance(inner, ast.Attribute)
+                        and inner.attr == "forward"
+                        and isinstance(inner.ctx, ast.Store)
+                    ) or (
+                        isinstance(inner, ast.Call)
+                        and getattr(inner.func, "id", "") == "setattr"
+                        and len(inner.args) > 1
+                        and isinstance(inner.args[1], ast.Constant)
+                        and inner.args[1].value == "forward"
                     )
                     if replaces:
                         found.append(f"{where(path, inner)} __init_subclass__ replaces forward")
@@ -128,11 +135,16 @@ def signature_from_source(definition: ast.FunctionDef) -> list[tuple]:
     rows = [(a.arg, kind, default, a.annotation) for (a, kind), default in zip(positional, defaults, strict=True)]
     if arguments.vararg is not None:
         rows.append((arguments.vararg.arg, kinds.VAR_POSITIONAL, None, arguments.vararg.annotation))
-    rows += [(a.arg, kinds.KEYWORD_ONLY, d, a.annotation) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)]
+    rows += [
+        (a.arg, kinds.KEYWORD_ONLY, d, a.annotation)
+        for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)
+    ]
     if arguments.kwarg is not None:
         rows.append((arguments.kwarg.arg, kinds.VAR_KEYWORD, None, arguments.kwarg.annotation))
-    return [(name, kind, None if d is None else ast.unparse(d), None if a is None else ast.unparse(a))
-            for name, kind, d, a in rows]
+    return [
+        (name, kind, None if d is None else ast.unparse(d), None if a is None else ast.unparse(a))
+        for name, kind, d, a in rows
+    ]
 
 
 def signature_from_inspect(function) -> list[tuple]:
@@ -155,8 +167,10 @@ def test_every_head_forward_signature_is_the_one_in_its_source(head):
     seen = signature_from_inspect(forward)
     # Defaults: the source writes an expression (None, False, 0), inspect holds its value; compare
     # through repr, which is the same text for the literals the heads use.
-    written = [(name, kind, default if default is None else repr(ast.literal_eval(default)), annotation)
-               for name, kind, default, annotation in written]
+    written = [
+        (name, kind, default if default is None else repr(ast.literal_eval(default)), annotation)
+        for name, kind, default, annotation in written
+    ]
     assert seen == written, f"{head.__name__}.forward: inspect sees {seen}, the source says {written}"
     assert seen[0][0] == "self"
 
@@ -200,7 +214,9 @@ def test_block_forwards_stay_narrow_and_the_allow_list_only_shrinks():
     for key, width in sorted(widths.items()):
         allowed = WIDE_FORWARDS.get(key)
         if allowed is None and width > MAX_NAMED_PARAMETERS:
-            problems.append(f"{key} takes {width} named parameters (> {MAX_NAMED_PARAMETERS}): keep state in the layers that have it")
+            problems.append(
+                f"{key} takes {width} named parameters (> {MAX_NAMED_PARAMETERS}): keep state in the layers that have it"
+            )
         elif allowed is not None and width > allowed:
             problems.append(f"{key} grew from {allowed} to {width} named parameters")
         elif allowed is not None and width < allowed:
@@ -226,7 +242,9 @@ def test_pretraining_heads_hand_the_prefix_they_name_to_the_encoder(name):
         generator = torch.Generator().manual_seed(1)
         cache = DynamicCache()
         for depth in range(config.num_hidden_layers):
-            key, value = (torch.randn(2, config.num_attention_heads, 3, head_dim, generator=generator) for _ in range(2))
+            key, value = (
+                torch.randn(2, config.num_attention_heads, 3, head_dim, generator=generator) for _ in range(2)
+            )
             cache.update(key, value, depth)
         return cache
 

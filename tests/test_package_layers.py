@@ -154,16 +154,19 @@ def _write(root: Path, files: dict[str, str]) -> Path:
 def test_the_reader_sees_every_kind_of_import(tmp_path):
     """Relative, absolute, submodule-from-package, inside a function, under TYPE_CHECKING and
     through importlib with a literal name: each is an import; other packages are not."""
-    package = _write(tmp_path, {
-        "__init__.py": "",
-        "modules/__init__.py": "",
-        "modules/a.py": "import torch\nfrom ..hub.c import X\n",
-        "modules/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import a\n",
-        "hub/__init__.py": "from .c import X\n",
-        "hub/c.py": "import importlib\ndef f():\n    from hf_variants.modules import b\n"
-                    "    return importlib.import_module('hf_variants.top')\nX = 1\n",
-        "top.py": "import hf_variants.hub\n",
-    })
+    package = _write(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "modules/__init__.py": "",
+            "modules/a.py": "import torch\nfrom ..hub.c import X\n",
+            "modules/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import a\n",
+            "hub/__init__.py": "from .c import X\n",
+            "hub/c.py": "import importlib\ndef f():\n    from hf_variants.modules import b\n"
+            "    return importlib.import_module('hf_variants.top')\nX = 1\n",
+            "top.py": "import hf_variants.hub\n",
+        },
+    )
     graph = import_graph(package)
     assert graph == {
         "hf_variants": set(),
@@ -181,14 +184,17 @@ def test_the_reader_sees_every_kind_of_import(tmp_path):
 
 
 def test_the_reader_passes_a_layered_package(tmp_path):
-    package = _write(tmp_path, {
-        "__init__.py": "from . import models\n",
-        "modules/__init__.py": "",
-        "modules/blocks.py": "import torch\n",
-        "modules/stack.py": "from .blocks import Block\n",
-        "models/__init__.py": "",
-        "models/base.py": "from ..modules.stack import Stack\nimport importlib\nimportlib.import_module(name)\n",
-    })
+    package = _write(
+        tmp_path,
+        {
+            "__init__.py": "from . import models\n",
+            "modules/__init__.py": "",
+            "modules/blocks.py": "import torch\n",
+            "modules/stack.py": "from .blocks import Block\n",
+            "models/__init__.py": "",
+            "models/base.py": "from ..modules.stack import Stack\nimport importlib\nimportlib.import_module(name)\n",
+        },
+    )
     graph = import_graph(package)
     assert import_cycles(graph) == [] and modules_imports_outside(graph) == {}
 

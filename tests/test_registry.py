@@ -27,7 +27,8 @@ def project_sources(root: Path) -> list[Path]:
     """The project's Python files that count as readers: the package, the example scripts and any
     other top-level folder of code (the research application), not tests/, benchmarks/ or venvs."""
     return sorted(
-        path for path in root.rglob("*.py")
+        path
+        for path in root.rglob("*.py")
         if not any(part in NOT_READERS or part.startswith(".") for part in path.relative_to(root).parts[:-1])
     )
 
@@ -43,11 +44,19 @@ def field_readers(fields: list[str], sources: list[Path], root: Path) -> dict[st
     readers: dict[str, set[str]] = {name: set() for name in fields}
     for path in sources:
         tree = ast.parse(path.read_text(), filename=str(path))
-        own_body = {id(node) for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef) and cls.name == "VariantSpec"
-                    for node in ast.walk(cls)}
+        own_body = {
+            id(node)
+            for cls in ast.walk(tree)
+            if isinstance(cls, ast.ClassDef) and cls.name == "VariantSpec"
+            for node in ast.walk(cls)
+        }
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Attribute) and node.attr in readers and id(node) not in own_body
-                    and _names_a_spec(node.value)):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in readers
+                and id(node) not in own_body
+                and _names_a_spec(node.value)
+            ):
                 readers[node.attr].add(str(path.relative_to(root)))
     return {name: sorted(files) for name, files in readers.items()}
 

@@ -36,7 +36,11 @@ __all__ = [
 
 def _convert(model: PreTrainedModel, pair: ConversionPair, to_ours: bool) -> PreTrainedModel:
     weights = pair.weights
-    config = weights.config_to_ours(model.config) if to_ours else weights.config_to_family(model.config, pair.theirs.config_class)
+    config = (
+        weights.config_to_ours(model.config)
+        if to_ours
+        else weights.config_to_family(model.config, pair.theirs.config_class)
+    )
     target_class = pair.ours if to_ours else pair.theirs
     implementation = model.config._attn_implementation
     if implementation == "sdpa" and not target_class._supports_sdpa:
@@ -125,7 +129,9 @@ def load_pretrained(path_or_id: str, auto_class: type, **kwargs) -> PreTrainedMo
     ``kwargs`` go to ``from_pretrained`` (``num_labels``, ``id2label``, a ``config`` ...).
     """
     config = kwargs.pop("config", None)
-    download = {k: kwargs[k] for k in ("cache_dir", "force_download", "local_files_only", "token", "revision") if k in kwargs}
+    download = {
+        k: kwargs[k] for k in ("cache_dir", "force_download", "local_files_only", "token", "revision") if k in kwargs
+    }
     if config is not None:
         model_type = config.model_type
     else:

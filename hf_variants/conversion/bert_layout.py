@@ -22,24 +22,32 @@ BACKBONE = [
     ("embeddings.word_embeddings.weight", "embeddings.word_embeddings.weight"),
     ("embeddings.position_embeddings.weight", "embeddings.position_embeddings.weight"),
     ("embeddings.token_type_embeddings.weight", "embeddings.token_type_embeddings.weight"),
-] + head_renames([
-    ("embeddings.LayerNorm", "embeddings.layer_norm"),
-    (f"{_THEIR_LAYER}.attention.output.dense", f"{_OUR_LAYER}.attention.out"),
-    (f"{_THEIR_LAYER}.attention.output.LayerNorm", f"{_OUR_LAYER}.attention_norm"),
-    (f"{_THEIR_LAYER}.intermediate.dense", f"{_OUR_LAYER}.ffn.up"),
-    (f"{_THEIR_LAYER}.output.dense", f"{_OUR_LAYER}.ffn.down"),
-    (f"{_THEIR_LAYER}.output.LayerNorm", f"{_OUR_LAYER}.ffn_norm"),
-    ("pooler.dense", "pooler.dense"),
-])
+] + head_renames(
+    [
+        ("embeddings.LayerNorm", "embeddings.layer_norm"),
+        (f"{_THEIR_LAYER}.attention.output.dense", f"{_OUR_LAYER}.attention.out"),
+        (f"{_THEIR_LAYER}.attention.output.LayerNorm", f"{_OUR_LAYER}.attention_norm"),
+        (f"{_THEIR_LAYER}.intermediate.dense", f"{_OUR_LAYER}.ffn.up"),
+        (f"{_THEIR_LAYER}.output.dense", f"{_OUR_LAYER}.ffn.down"),
+        (f"{_THEIR_LAYER}.output.LayerNorm", f"{_OUR_LAYER}.ffn_norm"),
+        ("pooler.dense", "pooler.dense"),
+    ]
+)
 
 # Our fused QKV projection = transformers' query, key and value concatenated along dim 0.
 BACKBONE_FUSED = [
-    (f"{_OUR_LAYER}.attention.qkv.{param}", [f"{_THEIR_LAYER}.attention.self.{name}.{param}" for name in ("query", "key", "value")])
+    (
+        f"{_OUR_LAYER}.attention.qkv.{param}",
+        [f"{_THEIR_LAYER}.attention.self.{name}.{param}" for name in ("query", "key", "value")],
+    )
     for param in ("weight", "bias")
 ]
 
 MLM_HEAD = head_renames(
-    [("cls.predictions.transform.dense", "mlm_head.transform.dense"), ("cls.predictions.transform.LayerNorm", "mlm_head.transform.layer_norm")]
+    [
+        ("cls.predictions.transform.dense", "mlm_head.transform.dense"),
+        ("cls.predictions.transform.LayerNorm", "mlm_head.transform.layer_norm"),
+    ]
 ) + [("cls.predictions.decoder.weight", "mlm_head.decoder.weight"), ("cls.predictions.bias", "mlm_head.decoder.bias")]
 NSP_HEAD = head_renames([("cls.seq_relationship", "nsp_head")])
 # transformers keeps the decoder bias under two names (tied); ours has one.
@@ -67,11 +75,15 @@ KEY_MAP = KeyMap(
 def check_bert_expressible(config: PreTrainedConfig) -> None:
     """Raise a ValueError for what transformers' BERT-style blocks cannot express (pre-LN,
     other position schemes, layer sharing)."""
-    require_values(config, "BERT", {
-        "pre_layer_norm": False,
-        "position_embedding_type": "learned",
-        "layer_sharing": "none",
-    })
+    require_values(
+        config,
+        "BERT",
+        {
+            "pre_layer_norm": False,
+            "position_embedding_type": "learned",
+            "layer_sharing": "none",
+        },
+    )
 
 
 def bert_config_to_theirs(config: PreTrainedConfig) -> transformers.BertConfig:

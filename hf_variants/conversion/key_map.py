@@ -121,7 +121,6 @@ class StateDictAdapter:
             raise ValueError(f"no transformers counterpart for weights: {sorted(pending)[:8]}")
         return theirs
 
-
     def _move_transposed(self, pending: dict, target: dict, pairs: Renames) -> None:
         """Move the keys of ``pending`` matching a (source, target) template pair into ``target``, transposed."""
         for source_template, target_template in pairs:
@@ -252,6 +251,8 @@ class KeyMap:
         for source, target in renames.items():
             for other in renames:
                 pattern = self._anchored_at_root(other)
-                names = [target.replace("{i}", "0")] + [f"{p}.{target.replace('{i}', '0')}" for p in (self.their_prefix, self.our_prefix) if p]
+                names = [target.replace("{i}", "0")] + [
+                    f"{p}.{target.replace('{i}', '0')}" for p in (self.their_prefix, self.our_prefix) if p
+                ]
                 if other != source and any(re.search(pattern, name) for name in names):
                     raise ValueError(f"key map rename {source!r} -> {target!r} would be renamed again by {other!r}")

@@ -118,7 +118,9 @@ def load_checked(cls: type, load: Callable, pretrained_model_name_or_path, *mode
     config = kwargs.get("config")
     if isinstance(config, PreTrainedConfig) and not isinstance(config, cls.config_class):
         # e.g. a transformers BertConfig passed along with its checkpoint: translated like its config.json.
-        kwargs["config"] = cls.config_class(**translate_config_dict(cls.config_class, config.to_dict(), config.name_or_path))
+        kwargs["config"] = cls.config_class(
+            **translate_config_dict(cls.config_class, config.to_dict(), config.name_or_path)
+        )
     model, info = load(pretrained_model_name_or_path, *model_args, output_loading_info=True, **kwargs)
     missing = info.get("missing_keys") if isinstance(info, dict) else None
     if pretrained_model_name_or_path is not None and missing is not None:

@@ -118,7 +118,13 @@ class VariantWeights:
         fields = shared_config_fields(config_dict, self.config_class)
         fields.pop("architectures", None)
         fields.update(self.config_defaults)
-        fields.update({ours: config_dict[theirs] for theirs, ours in self.renamed_fields.items() if config_dict.get(theirs) is not None})
+        fields.update(
+            {
+                ours: config_dict[theirs]
+                for theirs, ours in self.renamed_fields.items()
+                if config_dict.get(theirs) is not None
+            }
+        )
         return fields
 
     def config_to_ours(self, config: PreTrainedConfig, **overrides) -> PreTrainedConfig:

@@ -17,14 +17,14 @@ Sources, sizes and licences are listed in docs/data.md. Public API:
 - ``check_columns(dataset, required, purpose)``: a clear error for missing columns.
 """
 
-from .named_corpora import CORPUS_NAMES, corpus_text_file, load_corpus
 from .fetch import cache_dir
 from .images import load_digits, load_fashion_mnist
 from .labelled import load_rt_polarity, load_wnut16, load_wsj_pos
+from .multilingual import MULTILINGUAL_LANGUAGES, load_multilingual_text
+from .named_corpora import CORPUS_NAMES, corpus_text_file, load_corpus
+from .parallel import load_django_translations
 from .pretraining_corpus import load_pretraining_corpus
 from .pronunciation import load_cmudict
-from .multilingual import MULTILINGUAL_LANGUAGES, load_multilingual_text
-from .parallel import load_django_translations
 from .registry import DATASET_NAMES, check_columns, load_named_dataset
 from .sentences import sentence_spans, split_sentences
 from .text_tasks import load_real_text_qa, load_sentence_pairs

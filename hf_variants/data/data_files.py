@@ -89,7 +89,11 @@ def _scan_csv(path: Path, text: str, delimiter: str) -> RowOrigin:
             if len(fields) != len(header):
                 raise ValueError(
                     f"{path}, line {start}: {len(fields)} fields, but the header (line 1) has {len(header)}: {header}"
-                    + (" (a text with a comma must be quoted)" if len(fields) > len(header) and delimiter == "," else "")
+                    + (
+                        " (a text with a comma must be quoted)"
+                        if len(fields) > len(header) and delimiter == ","
+                        else ""
+                    )
                 )
             lines.append(start)
     except csv.Error as error:
@@ -106,7 +110,9 @@ def _scan_json(path: Path, text: str) -> RowOrigin:
         try:
             rows = json.loads(text)
         except json.JSONDecodeError as error:
-            raise ValueError(f"{path}, line {error.lineno}: malformed JSON ({error.msg}, column {error.colno})") from None
+            raise ValueError(
+                f"{path}, line {error.lineno}: malformed JSON ({error.msg}, column {error.colno})"
+            ) from None
         described = [(index + 1, row) for index, row in enumerate(rows)]
         unit = "element"
     else:
@@ -131,8 +137,10 @@ def _scan_json(path: Path, text: str) -> RowOrigin:
         if missing or extra:
             raise ValueError(
                 f"{path}, {unit} {number}: keys {sorted(row)} differ from the first row's ({unit} {first_number}: "
-                f"{sorted(first)}): " + "; ".join(p for p in (f"missing {missing}" if missing else "",
-                                                              f"extra {extra}" if extra else "") if p)
+                f"{sorted(first)}): "
+                + "; ".join(
+                    p for p in (f"missing {missing}" if missing else "", f"extra {extra}" if extra else "") if p
+                )
             )
     return RowOrigin(str(path), tuple(number for number, _ in described), unit)
 
@@ -154,7 +162,10 @@ def load_data_file(path: str | Path, split: str, cache_dir: str | None = None) -
     origin = scan_data_file(path)
     loader, delimiter = LOADERS[Path(path).suffix]
     dataset = datasets.load_dataset(
-        loader, data_files={split: str(path)}, split=split, cache_dir=cache_dir,
+        loader,
+        data_files={split: str(path)},
+        split=split,
+        cache_dir=cache_dir,
         **({"delimiter": delimiter} if delimiter else {}),
     )
     if len(dataset) != len(origin.lines):  # both read the same rows; if not, line numbers would lie
@@ -172,7 +183,7 @@ def keep_row_origin(source: datasets.Dataset, derived: datasets.Dataset) -> data
 
 
 def row_location(dataset: datasets.Dataset, row: int) -> str:
-    """"<file>, line N" for a row of a dataset loaded by :func:`load_data_file`, else "row N"."""
+    """ "<file>, line N" for a row of a dataset loaded by :func:`load_data_file`, else "row N"."""
     origin = _ORIGINS.get(dataset._fingerprint)
     return origin.describe(row) if origin is not None else f"row {row}"
 
@@ -197,7 +208,9 @@ def check_text_columns(
         values = dataset[column]
         bad = [row for row, value in enumerate(values) if not check(value)]
         if bad:
-            shown = "; ".join(f"{where}: {values[row]!r}"[:200] for row, where in zip(bad[:3], describe_rows(dataset, bad[:3])))
+            shown = "; ".join(
+                f"{where}: {values[row]!r}"[:200] for row, where in zip(bad[:3], describe_rows(dataset, bad[:3]))
+            )
             more = f" (and {len(bad) - 3} more rows)" if len(bad) > 3 else ""
             raise ValueError(f"{purpose}: column {column!r} must hold {expected} in every row; {shown}{more}")
 
@@ -205,7 +218,9 @@ def check_text_columns(
 def describe_rows(dataset: datasets.Dataset, rows: Sequence[int]) -> list[str]:
     """:func:`row_location` of each row, with its ``id`` when the data has an id column."""
     has_id = "id" in dataset.column_names
-    return [f"{row_location(dataset, int(row))}" + (f" (id {dataset[int(row)]['id']!r})" if has_id else "") for row in rows]
+    return [
+        f"{row_location(dataset, int(row))}" + (f" (id {dataset[int(row)]['id']!r})" if has_id else "") for row in rows
+    ]
 
 
 def check_image_column(dataset: datasets.Dataset, column: str, purpose: str) -> None:
@@ -231,4 +246,6 @@ def check_image_column(dataset: datasets.Dataset, column: str, purpose: str) -> 
             bad.append(f"{where}: {type(error).__name__}: {error}"[:300])
     if bad:
         more = f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""
-        raise ValueError(f"{purpose}: {len(bad)} images in column {column!r} cannot be read: " + "; ".join(bad[:3]) + more)
+        raise ValueError(
+            f"{purpose}: {len(bad)} images in column {column!r} cannot be read: " + "; ".join(bad[:3]) + more
+        )

@@ -23,7 +23,16 @@ from .labelled import split_indices
 from .sources import FASHION_MNIST
 
 FASHION_MNIST_LABELS = [
-    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",
+    "T-shirt/top",
+    "Trouser",
+    "Pullover",
+    "Dress",
+    "Coat",
+    "Sandal",
+    "Shirt",
+    "Sneaker",
+    "Bag",
+    "Ankle boot",
 ]  # fmt: skip  (the order of the label ids in the files, from the data set's README)
 FASHION_MNIST_TRAIN = 60_000
 FASHION_MNIST_TEST = 10_000
@@ -67,14 +76,17 @@ def _image_features(label_names: list[str]) -> datasets.Features:
 def _image_split(images: np.ndarray, labels: np.ndarray, rows: np.ndarray, names: list[str]) -> datasets.Dataset:
     """The images at ``rows`` (in that order) as a Dataset of (id, image, label)."""
     return datasets.Dataset.from_dict(
-        {"id": rows.tolist(), "image": list(images[rows]), "label": labels[rows].tolist()}, features=_image_features(names)
+        {"id": rows.tolist(), "image": list(images[rows]), "label": labels[rows].tolist()},
+        features=_image_features(names),
     )
 
 
 def fashion_mnist_validation_rows(labels: np.ndarray, per_class: int, seed: int) -> np.ndarray:
     """Seeded, class-balanced choice of ``per_class`` training rows per class for validation (sorted)."""
     generator = np.random.default_rng(seed)
-    chosen = [generator.choice(np.flatnonzero(labels == label), size=per_class, replace=False) for label in np.unique(labels)]
+    chosen = [
+        generator.choice(np.flatnonzero(labels == label), size=per_class, replace=False) for label in np.unique(labels)
+    ]
     return np.sort(np.concatenate(chosen))
 
 
@@ -85,9 +97,13 @@ def _build_fashion_mnist(seed: int) -> datasets.DatasetDict:
         images = read_idx(paths[f"{prefix}-images-idx3-ubyte.gz"], IDX_IMAGES_MAGIC)
         labels = read_idx(paths[f"{prefix}-labels-idx1-ubyte.gz"], IDX_LABELS_MAGIC)
         if images.shape != (expected, FASHION_MNIST_SIDE, FASHION_MNIST_SIDE) or labels.shape != (expected,):
-            raise RuntimeError(f"Fashion-MNIST {prefix}: images {images.shape}, labels {labels.shape}; expected {expected} 28x28")
+            raise RuntimeError(
+                f"Fashion-MNIST {prefix}: images {images.shape}, labels {labels.shape}; expected {expected} 28x28"
+            )
         if labels.max() >= len(FASHION_MNIST_LABELS):
-            raise RuntimeError(f"Fashion-MNIST {prefix}: label {labels.max()} outside 0..{len(FASHION_MNIST_LABELS) - 1}")
+            raise RuntimeError(
+                f"Fashion-MNIST {prefix}: label {labels.max()} outside 0..{len(FASHION_MNIST_LABELS) - 1}"
+            )
         parts[prefix] = (images, labels)
     train_images, train_labels = parts["train"]
     held_out = fashion_mnist_validation_rows(train_labels, FASHION_MNIST_VALIDATION_PER_CLASS, seed)
@@ -146,7 +162,9 @@ def load_digits(seed: int = 42) -> datasets.DatasetDict:
     bunch = sklearn_load_digits()
     counts, labels = np.asarray(bunch.images), np.asarray(bunch.target)
     if counts.shape != (DIGITS_IMAGES, DIGITS_SIDE, DIGITS_SIDE) or counts.max() > DIGITS_MAX_VALUE:
-        raise RuntimeError(f"load_digits(): images {counts.shape} with maximum {counts.max()}; expected 1,797 8x8 in 0..16")
+        raise RuntimeError(
+            f"load_digits(): images {counts.shape} with maximum {counts.max()}; expected 1,797 8x8 in 0..16"
+        )
     images = np.rint(counts * (255 / DIGITS_MAX_VALUE)).astype(np.uint8)
     names = [str(name) for name in bunch.target_names]
     return datasets.DatasetDict(

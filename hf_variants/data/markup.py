@@ -28,7 +28,9 @@ _BOILERPLATE = re.compile(
     r"^(?:Permission is granted to copy|Permission is hereby granted|Copyright\s*(?:©|\(c\)|\d)|"
     r"This (?:program|library|file|document|documentation|manual) is free (?:software|documentation)|"
     r"Licensed under the|Redistribution and use in source and binary forms|THIS SOFTWARE IS PROVIDED|"
-    r"You should have received a copy of the GNU|(?:Next|Previous|Prev|Up)\s*:\s)", re.I)
+    r"You should have received a copy of the GNU|(?:Next|Previous|Prev|Up)\s*:\s)",
+    re.I,
+)
 
 
 def is_boilerplate(paragraph: str) -> bool:
@@ -51,32 +53,128 @@ def is_prose(paragraph: str, min_words: int = MIN_PROSE_WORDS) -> bool:
 # ----------------------------------------------------------------------------------------- HTML
 
 # Elements whose whole subtree is not prose.
-_HTML_SKIP_TAGS = frozenset({
-    "head", "title", "script", "style", "noscript", "template", "pre", "table", "nav", "header", "footer",
-    "aside", "form", "button", "select", "textarea", "svg", "math", "iframe", "object", "map",
-})
+_HTML_SKIP_TAGS = frozenset(
+    {
+        "head",
+        "title",
+        "script",
+        "style",
+        "noscript",
+        "template",
+        "pre",
+        "table",
+        "nav",
+        "header",
+        "footer",
+        "aside",
+        "form",
+        "button",
+        "select",
+        "textarea",
+        "svg",
+        "math",
+        "iframe",
+        "object",
+        "map",
+    }
+)
 # Containers of navigation, page chrome and generated indexes in Sphinx, DocBook, asciidoc,
 # mdBook and Texinfo output, recognised by one token of their class, id or role.
-_HTML_SKIP_TOKENS = frozenset({
-    "related", "footer", "header", "navheader", "navfooter", "navigation", "nav", "navbar", "docnav",
-    "toc", "toctree-wrapper", "contents", "breadcrumb", "breadcrumbs", "menu", "menu-bar", "search",
-    "headerlink", "highlight", "literal-block", "doctest", "sig", "sig-object", "copyright",
-    "last-updated", "footnote", "footnotes", "legalnotice", "mini-toc", "nav-chapters",
-    "nav-wrapper", "mobile-nav-chapters", "chapter-navigation", "searchbox",
-    "synopsis", "cmdsynopsis", "funcsynopsis", "programlisting", "screen", "example-contents",
-})
+_HTML_SKIP_TOKENS = frozenset(
+    {
+        "related",
+        "footer",
+        "header",
+        "navheader",
+        "navfooter",
+        "navigation",
+        "nav",
+        "navbar",
+        "docnav",
+        "toc",
+        "toctree-wrapper",
+        "contents",
+        "breadcrumb",
+        "breadcrumbs",
+        "menu",
+        "menu-bar",
+        "search",
+        "headerlink",
+        "highlight",
+        "literal-block",
+        "doctest",
+        "sig",
+        "sig-object",
+        "copyright",
+        "last-updated",
+        "footnote",
+        "footnotes",
+        "legalnotice",
+        "mini-toc",
+        "nav-chapters",
+        "nav-wrapper",
+        "mobile-nav-chapters",
+        "chapter-navigation",
+        "searchbox",
+        "synopsis",
+        "cmdsynopsis",
+        "funcsynopsis",
+        "programlisting",
+        "screen",
+        "example-contents",
+    }
+)
 # ... and by a prefix: Texinfo's definition headers (deffn, deftypefn, ...) are signatures.
-_HTML_SKIP_TOKEN_PREFIX = re.compile(r"^(?:sphinxsidebar|highlight-|nav-|toc|def(?:fn|typefn|un|vr|typevr|tp|op|typeop|mac|spec)x?$)", re.I)
+_HTML_SKIP_TOKEN_PREFIX = re.compile(
+    r"^(?:sphinxsidebar|highlight-|nav-|toc|def(?:fn|typefn|un|vr|typevr|tp|op|typeop|mac|spec)x?$)", re.I
+)
 # Never skipped by class: mdBook marks <html> "sidebar-visible", some themes mark <body>.
 _HTML_ALWAYS_ENTERED = frozenset({"html", "body", "main"})
-_HTML_BLOCK_TAGS = frozenset({
-    "p", "li", "dd", "dt", "blockquote", "div", "section", "article", "main", "body",
-    "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "dl", "figcaption", "caption", "br", "hr",
-})
-_HTML_VOID_TAGS = frozenset({
-    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
-    "track", "wbr",
-})
+_HTML_BLOCK_TAGS = frozenset(
+    {
+        "p",
+        "li",
+        "dd",
+        "dt",
+        "blockquote",
+        "div",
+        "section",
+        "article",
+        "main",
+        "body",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "ul",
+        "ol",
+        "dl",
+        "figcaption",
+        "caption",
+        "br",
+        "hr",
+    }
+)
+_HTML_VOID_TAGS = frozenset(
+    {
+        "area",
+        "base",
+        "br",
+        "col",
+        "embed",
+        "hr",
+        "img",
+        "input",
+        "link",
+        "meta",
+        "param",
+        "source",
+        "track",
+        "wbr",
+    }
+)
 _HEADING = re.compile(r"^h([1-6])$")
 
 
@@ -119,8 +217,12 @@ class _ParagraphParser(HTMLParser):
             return
         skip = tag in _HTML_SKIP_TAGS
         if not skip and tag not in _HTML_ALWAYS_ENTERED:
-            tokens = [token.lower() for name, value in attrs if name in ("class", "id", "role")
-                      for token in (value or "").split()]
+            tokens = [
+                token.lower()
+                for name, value in attrs
+                if name in ("class", "id", "role")
+                for token in (value or "").split()
+            ]
             skip = any(token in _HTML_SKIP_TOKENS or _HTML_SKIP_TOKEN_PREFIX.match(token) for token in tokens)
         # <code> inside running text stays (it names things); a <div class="highlight"> does not.
         self.stack.append((tag, skip))
@@ -265,9 +367,24 @@ def rst_to_paragraphs(text: str) -> list[str]:
             flush()
             name = directive.group(1) if directive else ""
             keeps_content = directive is not None and name not in _RST_DROP_DIRECTIVES
-            remainder = stripped[directive.end():].strip() if directive else ""
-            if keeps_content and name in ("note", "warning", "important", "attention", "caution",
-                                          "danger", "hint", "admonition", "topic", "sidebar") and remainder:
+            remainder = stripped[directive.end() :].strip() if directive else ""
+            if (
+                keeps_content
+                and name
+                in (
+                    "note",
+                    "warning",
+                    "important",
+                    "attention",
+                    "caution",
+                    "danger",
+                    "hint",
+                    "admonition",
+                    "topic",
+                    "sidebar",
+                )
+                and remainder
+            ):
                 current.append(remainder)  # ".. note:: Text on the same line" is prose
             if not keeps_content:
                 skip_deeper_than = indent
@@ -285,7 +402,7 @@ def rst_to_paragraphs(text: str) -> list[str]:
         bullet = _RST_BULLET.match(stripped)
         if bullet:
             flush()
-            stripped = stripped[bullet.end():]
+            stripped = stripped[bullet.end() :]
         if stripped.endswith("::"):
             # "Text::" introduces a literal block (rendered as "Text:"); a bare "::" vanishes.
             head = stripped[:-2].rstrip()
@@ -306,8 +423,11 @@ _POD_DOUBLE = re.compile(r"([A-Z])<{2,}\s+(.*?)\s+>{2,}", re.S)  # C<< $a <=> $b
 _POD_SINGLE = re.compile(r"([A-Z])<([^<>]*)>")
 _POD_LOOSE = re.compile(r"\b([BCFILSX])<([^>]*)>")
 _POD_ENTITIES = {"lt": "<", "gt": ">", "verbar": "|", "sol": "/", "quot": '"', "amp": "&", "apos": "'"}
-_POD_BOILERPLATE_HEADINGS = re.compile(r"^(?:AUTHORS?|COPYRIGHT|LICEN[CS]E|COPYRIGHT AND LICEN[CS]E|"
-                                       r"AUTHORS? AND COPYRIGHT|SEE ALSO)\b", re.I)
+_POD_BOILERPLATE_HEADINGS = re.compile(
+    r"^(?:AUTHORS?|COPYRIGHT|LICEN[CS]E|COPYRIGHT AND LICEN[CS]E|"
+    r"AUTHORS? AND COPYRIGHT|SEE ALSO)\b",
+    re.I,
+)
 
 
 def _pod_code(code: str, body: str) -> str:

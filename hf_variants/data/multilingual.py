@@ -78,7 +78,9 @@ def load_multilingual_text(languages: Sequence[str] | None = None) -> datasets.D
             raw = paths[name].read_text(encoding="utf-8-sig")
             texts = _review_texts(raw, name) if kind == "reviews" else _tagged_texts(raw, name)
             if len(texts) != expected:
-                raise RuntimeError(f"{paths[name]}: {len(texts)} rows, expected {expected}; delete the cache and load again")
+                raise RuntimeError(
+                    f"{paths[name]}: {len(texts)} rows, expected {expected}; delete the cache and load again"
+                )
             columns["text"] += texts
             columns["language"] += [language] * len(texts)
             columns["source"] += [name] * len(texts)

@@ -37,8 +37,13 @@ def pretraining_documents() -> tuple[Document, ...]:
 
 def corpus_documents(name: str) -> tuple[Document, ...]:
     """The documents of the corpus called ``name`` (one of CORPUS_NAMES)."""
-    loaders = {"austen": austen_documents, "wikipedia": wikipedia_documents, "lee": lee_documents,
-               "multilingual": multilingual_documents, "pretraining": pretraining_documents}
+    loaders = {
+        "austen": austen_documents,
+        "wikipedia": wikipedia_documents,
+        "lee": lee_documents,
+        "multilingual": multilingual_documents,
+        "pretraining": pretraining_documents,
+    }
     if name not in loaders:
         raise ValueError(f"unknown corpus {name!r}; known corpora: {', '.join(CORPUS_NAMES)}")
     return loaders[name]()

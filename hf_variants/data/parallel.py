@@ -57,7 +57,9 @@ def load_django_translations() -> datasets.Dataset:
             rows["translation"].append({"en": english, "fr": french})
             rows["source"].append(app)
     if len(rows["source"]) != DJANGO_FRENCH_PAIRS:
-        raise RuntimeError(f"Django's catalogs gave {len(rows['source'])} pairs, expected {DJANGO_FRENCH_PAIRS}; "
-                           "delete the django_catalogs_fr cache and load again")
+        raise RuntimeError(
+            f"Django's catalogs gave {len(rows['source'])} pairs, expected {DJANGO_FRENCH_PAIRS}; "
+            "delete the django_catalogs_fr cache and load again"
+        )
     rows["document"] = list(range(len(rows["source"])))
     return datasets.Dataset.from_dict(rows)

@@ -43,7 +43,9 @@ logger = logging.getLogger("hf_variants.data")
 CORPUS_VERSION = 2  # part of the cache key: bump it whenever cleaning or selection changes
 # The literary sources (corpora.py): already clean text, taken as they are.
 _LITERARY_DOCUMENTS: dict[str, Callable[[], tuple[Document, ...]]] = {
-    "austen": austen_documents, "wikipedia": wikipedia_documents, "lee": lee_documents,
+    "austen": austen_documents,
+    "wikipedia": wikipedia_documents,
+    "lee": lee_documents,
     "movie_reviews": movie_review_documents,
 }
 LITERARY_SOURCES = tuple(_LITERARY_DOCUMENTS)
@@ -72,8 +74,11 @@ def is_validation_document(source: str, text: str, fraction: float = VALIDATION_
     return bucket < fraction
 
 
-def deduplicate(documents: Iterable[tuple[str, list[str]]], stats: dict[str, dict[str, int]] | None = None,
-                min_document_words: int = MIN_DOCUMENT_WORDS) -> Iterator[tuple[str, str]]:
+def deduplicate(
+    documents: Iterable[tuple[str, list[str]]],
+    stats: dict[str, dict[str, int]] | None = None,
+    min_document_words: int = MIN_DOCUMENT_WORDS,
+) -> Iterator[tuple[str, str]]:
     """``(source, paragraphs)`` → ``(source, text)``, keeping first occurrences only.
 
     A paragraph of at least MIN_PROSE_WORDS words seen before (exact text, in any document of any
@@ -221,13 +226,18 @@ def _check_sources(sources: Sequence[str] | None) -> tuple[str, ...]:
         raise ValueError(f"sources must be a list of source names, got the string {sources!r}")
     unknown = [name for name in sources if name not in SOURCE_NAMES]
     if unknown or not sources:
-        raise ValueError(f"unknown or no pretraining corpus sources {unknown or list(sources)}; "
-                         f"known sources: {', '.join(SOURCE_NAMES)}")
+        raise ValueError(
+            f"unknown or no pretraining corpus sources {unknown or list(sources)}; "
+            f"known sources: {', '.join(SOURCE_NAMES)}"
+        )
     return tuple(dict.fromkeys(sources))
 
 
-def corpus_path(cache_dir: str | Path | None = None, sources: Sequence[str] | None = None,
-                validation_fraction: float = VALIDATION_FRACTION) -> Path:
+def corpus_path(
+    cache_dir: str | Path | None = None,
+    sources: Sequence[str] | None = None,
+    validation_fraction: float = VALIDATION_FRACTION,
+) -> Path:
     """Where the corpus for these sources is (or will be) saved: one folder per version, source
     list and validation fraction, so changing any of them never reads a stale build."""
     names = _check_sources(sources)
@@ -236,16 +246,21 @@ def corpus_path(cache_dir: str | Path | None = None, sources: Sequence[str] | No
     return root / "pretraining_corpus" / f"v{CORPUS_VERSION}-{key}"
 
 
-def build_pretraining_corpus(cache_dir: str | Path | None = None, sources: Sequence[str] | None = None,
-                             validation_fraction: float = VALIDATION_FRACTION) -> datasets.DatasetDict:
+def build_pretraining_corpus(
+    cache_dir: str | Path | None = None,
+    sources: Sequence[str] | None = None,
+    validation_fraction: float = VALIDATION_FRACTION,
+) -> datasets.DatasetDict:
     """Build (always) and save the corpus; ``load_pretraining_corpus`` reuses the saved copy."""
     names = _check_sources(sources)
     is_validation_document("", "", validation_fraction)  # validates the fraction before any work
     root = Path(cache_dir) if cache_dir is not None else None
     started = time.time()
     stats: dict[str, dict[str, int]] = {name: {} for name in names}
-    rows: dict[str, dict[str, list[str]]] = {"train": {"text": [], "source": []},
-                                             "validation": {"text": [], "source": []}}
+    rows: dict[str, dict[str, list[str]]] = {
+        "train": {"text": [], "source": []},
+        "validation": {"text": [], "source": []},
+    }
     documents = (document for name in names for document in source_documents(name, root))
     for source, text in deduplicate(documents, stats):
         split = "validation" if is_validation_document(source, text, validation_fraction) else "train"
@@ -262,31 +277,42 @@ def build_pretraining_corpus(cache_dir: str | Path | None = None, sources: Seque
         for name in columns:
             columns[name] = [columns[name][index] for index in order]
     features = datasets.Features({"text": datasets.Value("string"), "source": datasets.Value("string")})
-    corpus = datasets.DatasetDict({split: datasets.Dataset.from_dict(columns, features=features)
-                                   for split, columns in rows.items()})
+    corpus = datasets.DatasetDict(
+        {split: datasets.Dataset.from_dict(columns, features=features) for split, columns in rows.items()}
+    )
     target = corpus_path(cache_dir, names, validation_fraction)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".partial")
     if partial.exists():
         shutil.rmtree(partial)
     corpus.save_to_disk(str(partial))
-    summary = {"version": CORPUS_VERSION, "sources": list(names), "validation_fraction": validation_fraction,
-               "build_seconds": round(time.time() - started, 1), "per_source": stats,
-               "train_words": sum(s.get("train_words", 0) for s in stats.values()),
-               "validation_words": sum(s.get("validation_words", 0) for s in stats.values()),
-               "train_documents": corpus["train"].num_rows, "validation_documents": corpus["validation"].num_rows}
+    summary = {
+        "version": CORPUS_VERSION,
+        "sources": list(names),
+        "validation_fraction": validation_fraction,
+        "build_seconds": round(time.time() - started, 1),
+        "per_source": stats,
+        "train_words": sum(s.get("train_words", 0) for s in stats.values()),
+        "validation_words": sum(s.get("validation_words", 0) for s in stats.values()),
+        "train_documents": corpus["train"].num_rows,
+        "validation_documents": corpus["validation"].num_rows,
+    }
     (partial / "corpus_stats.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     if target.exists():
         shutil.rmtree(target)
     os.replace(partial, target)
-    logger.info("pretraining corpus saved to %s (%d + %d words)", target, summary["train_words"],
-                summary["validation_words"])
+    logger.info(
+        "pretraining corpus saved to %s (%d + %d words)", target, summary["train_words"], summary["validation_words"]
+    )
     return datasets.DatasetDict.load_from_disk(str(target))
 
 
-def load_pretraining_corpus(cache_dir: str | Path | None = None, sources: Sequence[str] | None = None,
-                            validation_fraction: float = VALIDATION_FRACTION,
-                            upsample: Mapping[str, int] | None = None) -> datasets.DatasetDict:
+def load_pretraining_corpus(
+    cache_dir: str | Path | None = None,
+    sources: Sequence[str] | None = None,
+    validation_fraction: float = VALIDATION_FRACTION,
+    upsample: Mapping[str, int] | None = None,
+) -> datasets.DatasetDict:
     """The pretraining corpus as ``DatasetDict({"train", "validation"})``, columns ``text`` (one
     document per row, paragraphs separated by a blank line) and ``source``.
 
@@ -317,8 +343,9 @@ def upsample_sources(corpus: datasets.DatasetDict, factors: Mapping[str, int]) -
     present = set(sources)
     for source, factor in factors.items():
         if source not in present:
-            raise ValueError(f"upsample names {source!r}, which this corpus does not hold; its sources: "
-                             f"{', '.join(sorted(present))}")
+            raise ValueError(
+                f"upsample names {source!r}, which this corpus does not hold; its sources: {', '.join(sorted(present))}"
+            )
         if isinstance(factor, bool) or not isinstance(factor, int) or factor < 1:
             raise ValueError(f"upsample factor for {source!r} must be a whole number >= 1, got {factor!r}")
     indices = [index for index, source in enumerate(sources) for _ in range(factors.get(source, 1))]
@@ -326,8 +353,11 @@ def upsample_sources(corpus: datasets.DatasetDict, factors: Mapping[str, int]) -
     return datasets.DatasetDict({**corpus, "train": train.select(indices)})
 
 
-def pretraining_corpus_stats(cache_dir: str | Path | None = None, sources: Sequence[str] | None = None,
-                             validation_fraction: float = VALIDATION_FRACTION) -> dict:
+def pretraining_corpus_stats(
+    cache_dir: str | Path | None = None,
+    sources: Sequence[str] | None = None,
+    validation_fraction: float = VALIDATION_FRACTION,
+) -> dict:
     """The saved build's counts (words and documents per source and split, duplicates dropped,
     build time); builds the corpus first if needed."""
     target = corpus_path(cache_dir, sources, validation_fraction)

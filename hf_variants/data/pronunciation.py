@@ -60,19 +60,24 @@ def load_cmudict(seed: int = 42) -> datasets.DatasetDict:
     if len(first) != CMUDICT_WORDS:
         raise RuntimeError(f"{path}: expected {CMUDICT_WORDS} distinct words, found {len(first)}")
     words = list(first)
-    features = datasets.Features({
-        "id": datasets.Value("int64"),
-        "word": datasets.Value("string"),
-        "phonemes": datasets.Value("string"),
-        "translation": datasets.Translation(languages=[GRAPHEMES, PHONEMES]),
-    })
+    features = datasets.Features(
+        {
+            "id": datasets.Value("int64"),
+            "word": datasets.Value("string"),
+            "phonemes": datasets.Value("string"),
+            "translation": datasets.Translation(languages=[GRAPHEMES, PHONEMES]),
+        }
+    )
     splits = {}
     for split, indices in split_indices(len(words), seed).items():
         chosen = [words[i] for i in indices]
-        splits[split] = datasets.Dataset.from_dict({
-            "id": [first[word][0] for word in chosen],
-            "word": chosen,
-            "phonemes": [first[word][1] for word in chosen],
-            "translation": [{GRAPHEMES: word, PHONEMES: first[word][1]} for word in chosen],
-        }, features=features)
+        splits[split] = datasets.Dataset.from_dict(
+            {
+                "id": [first[word][0] for word in chosen],
+                "word": chosen,
+                "phonemes": [first[word][1] for word in chosen],
+                "translation": [{GRAPHEMES: word, PHONEMES: first[word][1]} for word in chosen],
+            },
+            features=features,
+        )
     return datasets.DatasetDict(splits)

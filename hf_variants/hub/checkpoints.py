@@ -39,8 +39,14 @@ logger = logging.getLogger(__name__)
 
 CHECKPOINT_FOLDER = re.compile(r"^checkpoint-(\d+)$")
 TRAINER_STATE = "trainer_state.json"
-WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "adapter_model.safetensors",
-                "pytorch_model.bin", "pytorch_model.bin.index.json", "adapter_model.bin")
+WEIGHT_FILES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "adapter_model.safetensors",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+    "adapter_model.bin",
+)
 TORCH_SAVE_SUFFIXES = (".pt", ".pth", ".bin")  # torch.save files: zip archives since torch 1.6
 STAGING_TAG = "trainer"  # all processes of a run write into the same staging folder
 # Files a new save_pretrained makes obsolete when it does not write them itself: weights of an
@@ -148,8 +154,11 @@ def checkpoint_folders(output_dir: str | os.PathLike) -> list[Path]:
     output_dir = Path(output_dir)
     if not output_dir.is_dir():
         return []
-    found = [(int(match.group(1)), output_dir / name) for name in os.listdir(output_dir)
-             if (match := CHECKPOINT_FOLDER.match(name)) and (output_dir / name).is_dir()]
+    found = [
+        (int(match.group(1)), output_dir / name)
+        for name in os.listdir(output_dir)
+        if (match := CHECKPOINT_FOLDER.match(name)) and (output_dir / name).is_dir()
+    ]
     return [path for _, path in sorted(found, reverse=True)]
 
 
@@ -160,8 +169,9 @@ def last_complete_checkpoint(output_dir: str | os.PathLike) -> str | None:
         problems = checkpoint_problems(folder)
         if not problems:
             return str(folder)
-        logger.warning("skipping the incomplete checkpoint %s (%s); resuming from an older one if any",
-                       folder, "; ".join(problems))
+        logger.warning(
+            "skipping the incomplete checkpoint %s (%s); resuming from an older one if any", folder, "; ".join(problems)
+        )
     return None
 
 
@@ -179,8 +189,10 @@ def resolve_checkpoint(requested: str | bool | None, output_dir: str | os.PathLi
         last = last_complete_checkpoint(output_dir)
         if last is None:
             found = [folder.name for folder in checkpoint_folders(output_dir)]
-            raise ValueError(f"--resume_from_checkpoint {requested}: no complete checkpoint-* folder in {output_dir}"
-                             + (f" (incomplete: {', '.join(found)})" if found else ""))
+            raise ValueError(
+                f"--resume_from_checkpoint {requested}: no complete checkpoint-* folder in {output_dir}"
+                + (f" (incomplete: {', '.join(found)})" if found else "")
+            )
         return last
     if not os.path.isdir(requested):
         raise ValueError(f"--resume_from_checkpoint {requested} is not a directory")
@@ -250,8 +262,12 @@ class AtomicCheckpointsMixin:
             os.rmdir(holder)
             from transformers.trainer_utils import rotate_checkpoints
 
-            rotate_checkpoints(output_dir=str(run_dir), save_total_limit=self.args.save_total_limit,
-                               best_model_checkpoint=self.state.best_model_checkpoint, use_mtime=True)
+            rotate_checkpoints(
+                output_dir=str(run_dir),
+                save_total_limit=self.args.save_total_limit,
+                best_model_checkpoint=self.state.best_model_checkpoint,
+                use_mtime=True,
+            )
         self.accelerator.wait_for_everyone()
         if self.args.push_to_hub:
             super()._push_from_checkpoint(str(target))

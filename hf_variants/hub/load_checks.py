@@ -32,7 +32,13 @@ from typing import Any, Callable
 from .checkpoints import safetensors_problem
 
 CONFIG_FILE = "config.json"
-PICKLED_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5", "model.ckpt.index", "flax_model.msgpack")
+PICKLED_WEIGHTS = (
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+    "tf_model.h5",
+    "model.ckpt.index",
+    "flax_model.msgpack",
+)
 # Buffers older transformers checkpoints saved (BERT's position_ids): not weights, ignored.
 OLD_BUFFERS = re.compile(r"(^|\.)(position_ids|token_type_ids)$")
 INTEGER_DTYPES = {"BOOL", "U8", "I8", "I16", "U16", "I32", "U32", "I64", "U64"}
@@ -57,15 +63,21 @@ def check_config_file(folder: Path, model_class: type | None = None) -> dict:
     except UnicodeDecodeError as err:
         raise ValueError(f"{path} is corrupted: not UTF-8 text ({err.reason} at byte {err.start})") from err
     except json.JSONDecodeError as err:
-        raise ValueError(f"{path} is corrupted: not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from err
+        raise ValueError(
+            f"{path} is corrupted: not valid JSON ({err.msg} at line {err.lineno} column {err.colno})"
+        ) from err
     if not isinstance(config, dict):
         raise ValueError(f"{path} is corrupted: a JSON object was expected, found {type(config).__name__}")
     model_type = config.get("model_type")  # absent in old checkpoints: the config class translates them
-    own_type = getattr(getattr(model_class, "config_class", None), "model_type", None)  # a class not registered with Auto
+    own_type = getattr(
+        getattr(model_class, "config_class", None), "model_type", None
+    )  # a class not registered with Auto
     if model_type is not None and model_type not in CONFIG_MAPPING and model_type != own_type:
         known = sorted(name for name in CONFIG_MAPPING if name.startswith("hfv_"))
-        raise ValueError(f"{path}: key 'model_type' is {model_type!r}, a model type neither hf-variants ({', '.join(known)}) "
-                         "nor transformers knows (import hf_variants first; a newer version may be needed)")
+        raise ValueError(
+            f"{path}: key 'model_type' is {model_type!r}, a model type neither hf-variants ({', '.join(known)}) "
+            "nor transformers knows (import hf_variants first; a newer version may be needed)"
+        )
     return config
 
 
@@ -76,8 +88,10 @@ def weight_headers(folder: Path, allow_pickles: bool) -> dict[str, tuple[str, li
     if not files:
         pickles = [name for name in PICKLED_WEIGHTS if (folder / name).exists()]
         if pickles and not allow_pickles:
-            raise ValueError(f"{folder} holds only pickled weights ({', '.join(pickles)}): hf-variants loads safetensors "
-                             "only (pass use_safetensors=False to load them with torch.load(weights_only=True))")
+            raise ValueError(
+                f"{folder} holds only pickled weights ({', '.join(pickles)}): hf-variants loads safetensors "
+                "only (pass use_safetensors=False to load them with torch.load(weights_only=True))"
+            )
         return {}
     index = folder / "model.safetensors.index.json"
     if index.is_file():
@@ -135,13 +149,20 @@ def checked_from_pretrained(load: Callable, model_class: type, path: Any, args: 
     where_weights = ", ".join(f"{where}/{file}" if folder is not None else file for file in files)
 
     if info["mismatched_keys"] and not re_initialise:
-        details = "; ".join(f"{key}: checkpoint {tuple(saved)} vs model {tuple(expected)}"
-                            for key, saved, expected in sorted(info["mismatched_keys"]))
-        raise ValueError(f"{where_weights}: weights of the wrong shape for {type(model).__name__}: {details} "
-                         "(pass ignore_mismatched_sizes=True to re-initialise them)")
+        details = "; ".join(
+            f"{key}: checkpoint {tuple(saved)} vs model {tuple(expected)}"
+            for key, saved, expected in sorted(info["mismatched_keys"])
+        )
+        raise ValueError(
+            f"{where_weights}: weights of the wrong shape for {type(model).__name__}: {details} "
+            "(pass ignore_mismatched_sizes=True to re-initialise them)"
+        )
     state = model.state_dict()
-    wrong_dtypes = [f"{key} is {dtype} in {file} but {state[key].dtype} in the model" for key, (dtype, _, file) in sorted(headers.items())
-                    if key in state and (dtype in INTEGER_DTYPES) == state[key].is_floating_point()]
+    wrong_dtypes = [
+        f"{key} is {dtype} in {file} but {state[key].dtype} in the model"
+        for key, (dtype, _, file) in sorted(headers.items())
+        if key in state and (dtype in INTEGER_DTYPES) == state[key].is_floating_point()
+    ]
     if wrong_dtypes:
         raise ValueError(f"{where}: weights of the wrong dtype: {'; '.join(wrong_dtypes)}")
     prefix = model_class.base_model_prefix
@@ -152,12 +173,19 @@ def checked_from_pretrained(load: Callable, model_class: type, path: Any, args: 
     # Parameters a model holds only when built for one head (ViT's mask token with use_mask_token)
     # are what transformers initialises and reports when a checkpoint of the bare model lacks them.
     optional = [re.compile(pattern) for pattern in getattr(model, "_initialised_when_missing", ())]
-    missing = sorted(key for key in info["missing_keys"] if component(key, prefix) in in_checkpoint
-                     and not any(pattern.search(key) for pattern in optional))
-    extra = sorted(key for key in info["unexpected_keys"]
-                   if component(key, prefix) in in_model and not OLD_BUFFERS.search(key))
+    missing = sorted(
+        key
+        for key in info["missing_keys"]
+        if component(key, prefix) in in_checkpoint and not any(pattern.search(key) for pattern in optional)
+    )
+    extra = sorted(
+        key for key in info["unexpected_keys"] if component(key, prefix) in in_model and not OLD_BUFFERS.search(key)
+    )
     if missing or extra:
-        problems = ([f"missing {', '.join(missing)}"] if missing else []) + ([f"unexpected {', '.join(extra)}"] if extra else [])
-        raise ValueError(f"{where_weights} does not match {type(model).__name__} ({model.config.model_type}): "
-                         f"{'; '.join(problems)}")
+        problems = ([f"missing {', '.join(missing)}"] if missing else []) + (
+            [f"unexpected {', '.join(extra)}"] if extra else []
+        )
+        raise ValueError(
+            f"{where_weights} does not match {type(model).__name__} ({model.config.model_type}): {'; '.join(problems)}"
+        )
     return (model, info) if wants_info else model

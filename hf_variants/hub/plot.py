@@ -13,8 +13,11 @@ logger = logging.getLogger(__name__)
 
 
 def _series(log_history: Sequence[Mapping], key: str) -> tuple[list[float], list[float]]:
-    points = [(entry["step"], entry[key]) for entry in log_history
-              if key in entry and "step" in entry and isinstance(entry[key], (int, float))]
+    points = [
+        (entry["step"], entry[key])
+        for entry in log_history
+        if key in entry and "step" in entry and isinstance(entry[key], (int, float))
+    ]
     return [p[0] for p in points], [float(p[1]) for p in points]
 
 
@@ -23,8 +26,13 @@ def eval_metric_keys(log_history: Sequence[Mapping]) -> list[str]:
     keys: list[str] = []
     for entry in log_history:
         for key, value in entry.items():
-            if (key.startswith("eval_") and key != "eval_loss" and isinstance(value, (int, float))
-                    and not key.endswith(NON_METRIC_SUFFIXES) and key not in keys):
+            if (
+                key.startswith("eval_")
+                and key != "eval_loss"
+                and isinstance(value, (int, float))
+                and not key.endswith(NON_METRIC_SUFFIXES)
+                and key not in keys
+            ):
                 keys.append(key)
     return keys
 
@@ -44,7 +52,9 @@ def plot_training_curves(log_history: Sequence[Mapping], path: str | Path) -> Pa
     try:
         import matplotlib
     except ImportError:  # an optional extra: `pip install hf-variants[plot]`
-        logger.warning("matplotlib is not installed (pip install 'hf-variants[plot]'): the model card gets no training-curve plot")
+        logger.warning(
+            "matplotlib is not installed (pip install 'hf-variants[plot]'): the model card gets no training-curve plot"
+        )
         return None
 
     matplotlib.use("Agg")  # files only: works without a display, in CI and on servers

@@ -34,15 +34,31 @@ except ImportError:  # pragma: no cover - huggingface_hub 1.x
 
 logger = logging.getLogger(__name__)
 
-UPLOAD_FILES = frozenset({
-    "config.json", "generation_config.json", "model.safetensors.index.json",
-    "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
-    "vocab.txt", "vocab.json", "merges.txt", "chat_template.jinja",
-    "preprocessor_config.json", "processor_config.json",
-    "README.md", "training_curves.png",
-    "trainer_state.json", "all_results.json", "eval_results.json", "train_results.json",
-    "training_args.json", "hfv_run.json",
-})
+UPLOAD_FILES = frozenset(
+    {
+        "config.json",
+        "generation_config.json",
+        "model.safetensors.index.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+        "added_tokens.json",
+        "vocab.txt",
+        "vocab.json",
+        "merges.txt",
+        "chat_template.jinja",
+        "preprocessor_config.json",
+        "processor_config.json",
+        "README.md",
+        "training_curves.png",
+        "trainer_state.json",
+        "all_results.json",
+        "eval_results.json",
+        "train_results.json",
+        "training_args.json",
+        "hfv_run.json",
+    }
+)
 UPLOAD_PATTERNS = ("*.safetensors", "*.model")  # weights, SentencePiece models
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".joblib")
 # Pickles Trainer writes next to the model: training state, never weights. Skipped, not refused.
@@ -88,8 +104,10 @@ def select_files(output_dir: Path) -> tuple[list[str], dict[str, str]]:
         else:
             skipped[name] = "not a weights, config, tokenizer, card or run-record file"
     if refused:
-        raise ValueError(f"Refusing to push pickle files from {output_dir}: {', '.join(refused)}. Only safetensors "
-                         "weights are published; save with `save_pretrained` (safetensors by default) and remove them")
+        raise ValueError(
+            f"Refusing to push pickle files from {output_dir}: {', '.join(refused)}. Only safetensors "
+            "weights are published; save with `save_pretrained` (safetensors by default) and remove them"
+        )
     if not any(name.endswith(".safetensors") for name in upload):
         raise ValueError(f"{output_dir} has no *.safetensors weights to push")
     if "config.json" not in upload:
@@ -138,8 +156,9 @@ def push_model_dir(
         # The code comes from staging only: an older export's files (other names) are not uploaded.
         sources = {name: output_dir / name for name in upload if not is_generated_code_file(name)}
         sources.update({path.name: path for path in staging.iterdir()})
-        operations = [CommitOperationAdd(path_in_repo=name, path_or_fileobj=str(path))
-                      for name, path in sorted(sources.items())]
+        operations = [
+            CommitOperationAdd(path_in_repo=name, path_or_fileobj=str(path)) for name, path in sorted(sources.items())
+        ]
         with open(staging / "config.json", encoding="utf-8") as f:
             model_type = json.load(f)["model_type"]
         api = HfApi(endpoint=endpoint, token=token)
@@ -147,13 +166,18 @@ def push_model_dir(
             api.create_repo(repo_id, private=private, exist_ok=True)
             if revision not in (None, "main"):
                 api.create_branch(repo_id, branch=revision, exist_ok=True)
-            info = api.create_commit(repo_id, operations, revision=revision,
-                                     commit_message=commit_message or f"Upload {model_type} model with hf-variants")
+            info = api.create_commit(
+                repo_id,
+                operations,
+                revision=revision,
+                commit_message=commit_message or f"Upload {model_type} model with hf-variants",
+            )
         except (TransportHTTPError, OSError, RuntimeError, ValueError) as err:
-            raise PushError(f"Pushing {output_dir} to the Hub repo {repo_id!r} failed: "
-                            f"{type(err).__name__}: {err}") from err
+            raise PushError(
+                f"Pushing {output_dir} to the Hub repo {repo_id!r} failed: {type(err).__name__}: {err}"
+            ) from err
     if skipped:
         logger.warning("Not uploaded to %s: %s", repo_id, "; ".join(f"{k} ({v})" for k, v in skipped.items()))
-    return PushResult(repo_id=repo_id, commit_oid=info.oid, commit_url=info.commit_url,
-                      uploaded=sorted(sources), skipped=skipped)
-
+    return PushResult(
+        repo_id=repo_id, commit_oid=info.oid, commit_url=info.commit_url, uploaded=sorted(sources), skipped=skipped
+    )

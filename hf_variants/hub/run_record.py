@@ -108,8 +108,9 @@ def _eval_results_from_files(output_dir: Path) -> dict | None:
     return results
 
 
-def summarize_run(log_history: Sequence[Mapping], state: Mapping, training_args: Mapping,
-                  objective: str | None, hardware: str | None) -> RunSummary:
+def summarize_run(
+    log_history: Sequence[Mapping], state: Mapping, training_args: Mapping, objective: str | None, hardware: str | None
+) -> RunSummary:
     """Steps, epochs, wall time and last training loss from a Trainer log history."""
     steps = [entry["step"] for entry in log_history if "step" in entry]
     losses = [entry["loss"] for entry in log_history if "loss" in entry]
@@ -186,28 +187,47 @@ def write_model_card(
         hardware = detect_hardware() if hardware is None else hardware  # "" = unknown, not reported
         model_name = model_name or output_dir.resolve().name
 
-        record = {"dataset": dataset.to_dict() if dataset else None, "objective": objective, "task": task,
-                  "base_model": base_model, "model_name": model_name, "repo_id": repo_id, "hardware": hardware,
-                  "license": license, "language": language, "limitations": list(limitations),
-                  "eval_results": dict(eval_results) if eval_results else None}
+        record = {
+            "dataset": dataset.to_dict() if dataset else None,
+            "objective": objective,
+            "task": task,
+            "base_model": base_model,
+            "model_name": model_name,
+            "repo_id": repo_id,
+            "hardware": hardware,
+            "license": license,
+            "language": language,
+            "limitations": list(limitations),
+            "eval_results": dict(eval_results) if eval_results else None,
+        }
         if not (output_dir / "trainer_state.json").is_file():
             record["log_history"] = history  # nothing else on disk keeps it
         _write_json(staging / RUN_RECORD_FILE, record)
 
         plot = plot_training_curves(history, staging / PLOT_FILE)
         card = build_model_card(
-            config, model_name=model_name, eval_results=eval_results, dataset=dataset,
-            run=summarize_run(history, state, args, objective, hardware or None), task=task, base_model=base_model,
-            repo_id=repo_id, num_parameters=count_parameters(output_dir),
-            plot_filename=PLOT_FILE if plot else None, license=license, language=language, limitations=limitations,
+            config,
+            model_name=model_name,
+            eval_results=eval_results,
+            dataset=dataset,
+            run=summarize_run(history, state, args, objective, hardware or None),
+            task=task,
+            base_model=base_model,
+            repo_id=repo_id,
+            num_parameters=count_parameters(output_dir),
+            plot_filename=PLOT_FILE if plot else None,
+            license=license,
+            language=language,
+            limitations=limitations,
         )
         card.save(staging / CARD_FILE)
     logger.info("Wrote model card %s", destination / CARD_FILE)
     return card
 
 
-def rebuild_model_card(output_dir: str | os.PathLike, destination: str | os.PathLike | None = None,
-                       **overrides: Any) -> ModelCard:
+def rebuild_model_card(
+    output_dir: str | os.PathLike, destination: str | os.PathLike | None = None, **overrides: Any
+) -> ModelCard:
     """Rebuilds README.md and the plot from what a run saved in `output_dir` (see module docstring);
     written into `destination` (default: `output_dir`). `overrides` replace saved card inputs
     (e.g. `repo_id` when pushing)."""

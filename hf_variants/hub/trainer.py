@@ -30,29 +30,59 @@ class ModelCardTrainerMixin:
     config.json (e.g. a peft adapter) gets transformers' card.
     """
 
-    def create_model_card(self, language: str | None = None, license: str | None = None, tags=None,
-                          model_name: str | None = None, finetuned_from: str | None = None, tasks=None,
-                          dataset_tags=None, dataset: DatasetInfo | str | list[str] | None = None, dataset_args=None,
-                          **kwargs) -> None:
+    def create_model_card(
+        self,
+        language: str | None = None,
+        license: str | None = None,
+        tags=None,
+        model_name: str | None = None,
+        finetuned_from: str | None = None,
+        tasks=None,
+        dataset_tags=None,
+        dataset: DatasetInfo | str | list[str] | None = None,
+        dataset_args=None,
+        **kwargs,
+    ) -> None:
         output_dir = Path(self.args.output_dir)
         if not self.is_world_process_zero():
             return
         if not (output_dir / "config.json").is_file():
-            super().create_model_card(language=language, license=license, tags=tags, model_name=model_name,
-                                      finetuned_from=finetuned_from, tasks=tasks, dataset_tags=dataset_tags,
-                                      dataset=dataset, dataset_args=dataset_args, **kwargs)
+            super().create_model_card(
+                language=language,
+                license=license,
+                tags=tags,
+                model_name=model_name,
+                finetuned_from=finetuned_from,
+                tasks=tasks,
+                dataset_tags=dataset_tags,
+                dataset=dataset,
+                dataset_args=dataset_args,
+                **kwargs,
+            )
             return
         dataset_info = _dataset_info(dataset, dataset_tags, dataset_args)
         evaluations = [entry for entry in self.state.log_history if any(key.startswith("eval_") for key in entry)]
-        eval_results = {key: value for key, value in evaluations[-1].items() if key.startswith("eval_")} if evaluations else None
+        eval_results = (
+            {key: value for key, value in evaluations[-1].items() if key.startswith("eval_")} if evaluations else None
+        )
         if eval_results and dataset_info is None:
-            logger.warning("push_to_hub: pass dataset=DatasetInfo(...) (or a dataset name) to put the metrics in the card")
+            logger.warning(
+                "push_to_hub: pass dataset=DatasetInfo(...) (or a dataset name) to put the metrics in the card"
+            )
             eval_results = None
         task = tasks[0] if isinstance(tasks, list) and tasks else tasks
         write_model_card(
-            output_dir, trainer_state=self.state, eval_results=eval_results, training_args=self.args, dataset=dataset_info,
-            task=task, base_model=finetuned_from, model_name=model_name, repo_id=self.hub_model_id,
-            license=license or "apache-2.0", language=language or "en",
+            output_dir,
+            trainer_state=self.state,
+            eval_results=eval_results,
+            training_args=self.args,
+            dataset=dataset_info,
+            task=task,
+            base_model=finetuned_from,
+            model_name=model_name,
+            repo_id=self.hub_model_id,
+            license=license or "apache-2.0",
+            language=language or "en",
         )
 
 
@@ -83,8 +113,9 @@ def adafactor_optim_args(optim_args: str | None) -> dict:
             continue
         key, separator, value = item.partition("=")
         if not separator or key not in ADAFACTOR_OPTIM_ARGS:
-            raise ValueError(f"--optim_args {item!r}: with --optim adafactor, give key=value pairs of "
-                             f"{sorted(ADAFACTOR_OPTIM_ARGS)}")
+            raise ValueError(
+                f"--optim_args {item!r}: with --optim adafactor, give key=value pairs of {sorted(ADAFACTOR_OPTIM_ARGS)}"
+            )
         if ADAFACTOR_OPTIM_ARGS[key] is bool:
             if value.lower() not in ("true", "false"):
                 raise ValueError(f"--optim_args {key}={value!r}: expected true or false")
@@ -134,6 +165,8 @@ class CheckpointSafeTrainer(ModelCardTrainerMixin, AdafactorOptimArgsMixin, Atom
     ``--optim adafactor`` honours ``--optim_args`` (`AdafactorOptimArgsMixin`)."""
 
 
-class CheckpointSafeSeq2SeqTrainer(ModelCardTrainerMixin, AdafactorOptimArgsMixin, AtomicCheckpointsMixin, Seq2SeqTrainer):
+class CheckpointSafeSeq2SeqTrainer(
+    ModelCardTrainerMixin, AdafactorOptimArgsMixin, AtomicCheckpointsMixin, Seq2SeqTrainer
+):
     """transformers' Seq2SeqTrainer (evaluation and prediction by `generate()` with
     ``--predict_with_generate``) with the atomic checkpoints and model card of `CheckpointSafeTrainer`."""

@@ -11,13 +11,12 @@ import logging
 
 from ..registry import MODEL_TYPE_PREFIX, SPECS, VariantInfo
 
-
 logger = logging.getLogger(__name__)
 
 
 def variant_name(model_type: str) -> str:
     """The variant a config's `model_type` belongs to: "hfv_spanbert" -> "spanbert"."""
-    return model_type[len(MODEL_TYPE_PREFIX):] if model_type.startswith(MODEL_TYPE_PREFIX) else model_type
+    return model_type[len(MODEL_TYPE_PREFIX) :] if model_type.startswith(MODEL_TYPE_PREFIX) else model_type
 
 
 def variant_info(model_type: str) -> VariantInfo | None:
@@ -25,5 +24,7 @@ def variant_info(model_type: str) -> VariantInfo | None:
     spec = SPECS.get(MODEL_TYPE_PREFIX + variant_name(model_type))
     info = None if spec is None else spec.paper
     if info is None:
-        logger.warning("No variant with model_type %r is registered: its card has no description or citation", model_type)
+        logger.warning(
+            "No variant with model_type %r is registered: its card has no description or citation", model_type
+        )
     return info

@@ -47,7 +47,7 @@ def variant_target_modules(spec: VariantSpec) -> dict[str, list[str]]:
         elif role == "feed_forward":
             feed_forward.update(_linear_children(module))
     if not feed_forward:
-        raise ValueError(f"variant {spec.name!r}: found no feed-forward module (adapter_role \"feed_forward\") to adapt")
+        raise ValueError(f'variant {spec.name!r}: found no feed-forward module (adapter_role "feed_forward") to adapt')
     attention_inputs = sorted(name for name in attention if name != "out")  # the output projection stays frozen
     lora = attention_inputs or sorted(feed_forward)
     ia3_feedforward = ["down"] if "down" in feed_forward else sorted(feed_forward)
@@ -66,9 +66,13 @@ def register_peft_targets(specs: list[VariantSpec] | None = None) -> dict[str, d
     lora_table = constants.TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING
     # The tables peft builds as copies of LoRA's (same module kinds: linear layers).
     lora_like = [
-        table for name, table in vars(constants).items()
-        if name.endswith("_TARGET_MODULES_MAPPING") and isinstance(table, dict) and "bert" in table
-        and table.get("bert") == lora_table.get("bert") and "IA3" not in name
+        table
+        for name, table in vars(constants).items()
+        if name.endswith("_TARGET_MODULES_MAPPING")
+        and isinstance(table, dict)
+        and "bert" in table
+        and table.get("bert") == lora_table.get("bert")
+        and "IA3" not in name
     ]
     registered = {}
     for spec in specs if specs is not None else list(SPECS.values()):
@@ -76,6 +80,8 @@ def register_peft_targets(specs: list[VariantSpec] | None = None) -> dict[str, d
         for table in lora_like:
             table[spec.model_type] = list(targets["lora"])
         constants.TRANSFORMERS_MODELS_TO_IA3_TARGET_MODULES_MAPPING[spec.model_type] = list(targets["ia3"])
-        constants.TRANSFORMERS_MODELS_TO_IA3_FEEDFORWARD_MODULES_MAPPING[spec.model_type] = list(targets["ia3_feedforward"])
+        constants.TRANSFORMERS_MODELS_TO_IA3_FEEDFORWARD_MODULES_MAPPING[spec.model_type] = list(
+            targets["ia3_feedforward"]
+        )
         registered[spec.model_type] = targets
     return registered

@@ -33,5 +33,7 @@ def register_pipeline_tasks() -> None:
     for task, (_, auto_class_name) in PIPELINE_TASKS.items():
         if task not in PIPELINE_REGISTRY.supported_tasks:
             PIPELINE_REGISTRY.supported_tasks[task] = {
-                "impl": lazy_impl(task), "pt": (getattr(transformers, auto_class_name),), "type": "text",
+                "impl": lazy_impl(task),
+                "pt": (getattr(transformers, auto_class_name),),
+                "type": "text",
             }

@@ -19,7 +19,13 @@ from transformers import AutoModelForQuestionAnswering, AutoModelForSeq2SeqLM, P
 from transformers.pipelines import PIPELINE_REGISTRY
 
 from .pipeline_tasks import QA_TASK, TEXT2TEXT_TASK, lazy_impl
-from .question_answering import QaColumns, SpanSearch, Windowing, postprocess_qa_predictions, prepare_validation_features
+from .question_answering import (
+    QaColumns,
+    SpanSearch,
+    Windowing,
+    postprocess_qa_predictions,
+    prepare_validation_features,
+)
 
 
 class ExtractiveQuestionAnsweringPipeline(Pipeline):
@@ -53,16 +59,34 @@ class ExtractiveQuestionAnsweringPipeline(Pipeline):
                 inputs = [{"question": q, "context": c} for q, c in zip(question, context)]
         return super().__call__(inputs, **kwargs)
 
-    def _sanitize_parameters(self, max_seq_length=None, doc_stride=None, n_best_size=None, max_answer_length=None,
-                             handle_impossible_answer=None, null_score_diff_threshold=None, top_k=None, **kwargs):
+    def _sanitize_parameters(
+        self,
+        max_seq_length=None,
+        doc_stride=None,
+        n_best_size=None,
+        max_answer_length=None,
+        handle_impossible_answer=None,
+        null_score_diff_threshold=None,
+        top_k=None,
+        **kwargs,
+    ):
         if kwargs:
             raise ValueError(f"unknown options {sorted(kwargs)} for {QA_TASK}")
-        preprocess = {key: value for key, value in (("max_seq_length", max_seq_length), ("doc_stride", doc_stride))
-                      if value is not None}
-        search = {key: value for key, value in (
-            ("n_best_size", n_best_size), ("max_answer_length", max_answer_length),
-            ("version_2_with_negative", handle_impossible_answer), ("null_score_diff_threshold", null_score_diff_threshold),
-        ) if value is not None}
+        preprocess = {
+            key: value
+            for key, value in (("max_seq_length", max_seq_length), ("doc_stride", doc_stride))
+            if value is not None
+        }
+        search = {
+            key: value
+            for key, value in (
+                ("n_best_size", n_best_size),
+                ("max_answer_length", max_answer_length),
+                ("version_2_with_negative", handle_impossible_answer),
+                ("null_score_diff_threshold", null_score_diff_threshold),
+            )
+            if value is not None
+        }
         postprocess = {"search": SpanSearch(**search)}
         if top_k is not None:
             if top_k < 1:
@@ -85,26 +109,38 @@ class ExtractiveQuestionAnsweringPipeline(Pipeline):
         features = prepare_validation_features(example, self.tokenizer, QaColumns(), windowing)
         model_inputs = {name: features[name] for name in self.tokenizer.model_input_names if name in features}
         padded = self.tokenizer.pad(model_inputs, return_tensors="pt")
-        return {"model_inputs": dict(padded), "example": example,
-                "windows": {"example_id": features["example_id"], "offset_mapping": features["offset_mapping"]}}
+        return {
+            "model_inputs": dict(padded),
+            "example": example,
+            "windows": {"example_id": features["example_id"], "offset_mapping": features["offset_mapping"]},
+        }
 
     def _forward(self, preprocessed: dict) -> dict:
         output = self.model(**preprocessed["model_inputs"])
-        return {"start_logits": output.start_logits, "end_logits": output.end_logits,
-                "example": preprocessed["example"], "windows": preprocessed["windows"]}
+        return {
+            "start_logits": output.start_logits,
+            "end_logits": output.end_logits,
+            "example": preprocessed["example"],
+            "windows": preprocessed["windows"],
+        }
 
     def postprocess(self, model_outputs: dict, search: SpanSearch = SpanSearch(), top_k: int = 1):
         predictions = postprocess_qa_predictions(
-            datasets.Dataset.from_dict(model_outputs["example"]), datasets.Dataset.from_dict(model_outputs["windows"]),
-            model_outputs["start_logits"].float().numpy(), model_outputs["end_logits"].float().numpy(), search,
+            datasets.Dataset.from_dict(model_outputs["example"]),
+            datasets.Dataset.from_dict(model_outputs["windows"]),
+            model_outputs["start_logits"].float().numpy(),
+            model_outputs["end_logits"].float().numpy(),
+            search,
         )
         best = predictions.answers["0"]
         ranked = predictions.n_best["0"]
         if search.version_2_with_negative:
             # run_qa's decision: the empty answer only when it beats the best span by the threshold.
             ranked = sorted(ranked, key=lambda candidate: (candidate["text"] != best, -candidate["score"]))
-        answers = [{"answer": c["text"], "score": c["probability"], "start": c["start"], "end": c["end"]}
-                   for c in ranked[:top_k]]
+        answers = [
+            {"answer": c["text"], "score": c["probability"], "start": c["start"], "end": c["end"]}
+            for c in ranked[:top_k]
+        ]
         return answers[0] if top_k == 1 else answers
 
 
@@ -129,7 +165,10 @@ class Text2TextGenerationPipeline(Pipeline):
         return {"output_ids": self.model.generate(**model_inputs, **generate_kwargs)}
 
     def postprocess(self, model_outputs: dict) -> list[dict]:
-        return [{"generated_text": self.tokenizer.decode(ids, skip_special_tokens=True)} for ids in model_outputs["output_ids"]]
+        return [
+            {"generated_text": self.tokenizer.decode(ids, skip_special_tokens=True)}
+            for ids in model_outputs["output_ids"]
+        ]
 
 
 def register_pipelines() -> None:

@@ -94,8 +94,9 @@ class QaPredictions:
     null_score_diff: dict[str, float]  # example id -> null score - best span score (v2 only)
 
 
-def _window_candidates(start_logits: np.ndarray, end_logits: np.ndarray, offsets: list, context: str,
-                       search: SpanSearch) -> list[dict]:
+def _window_candidates(
+    start_logits: np.ndarray, end_logits: np.ndarray, offsets: list, context: str, search: SpanSearch
+) -> list[dict]:
     """Valid spans of one window among its top ``n_best_size`` starts x ends."""
     top_starts = np.argsort(start_logits)[::-1][: search.n_best_size]
     top_ends = np.argsort(end_logits)[::-1][: search.n_best_size]
@@ -108,9 +109,14 @@ def _window_candidates(start_logits: np.ndarray, end_logits: np.ndarray, offsets
                 continue
             first_char, last_char = offsets[start][0], offsets[end][1]
             candidates.append(
-                {"text": context[first_char:last_char], "start": int(first_char), "end": int(last_char),
-                 "score": float(start_logits[start] + end_logits[end]),
-                 "start_logit": float(start_logits[start]), "end_logit": float(end_logits[end])}
+                {
+                    "text": context[first_char:last_char],
+                    "start": int(first_char),
+                    "end": int(last_char),
+                    "score": float(start_logits[start] + end_logits[end]),
+                    "start_logit": float(start_logits[start]),
+                    "end_logit": float(end_logits[end]),
+                }
             )
     return candidates
 
@@ -141,13 +147,17 @@ def postprocess_qa_predictions(
         for feature in features_of_example[example_id]:
             feature_null = float(start_logits[feature][NO_ANSWER_POSITION] + end_logits[feature][NO_ANSWER_POSITION])
             null_score = feature_null if null_score is None else min(null_score, feature_null)
-            candidates += _window_candidates(start_logits[feature], end_logits[feature], offsets_of_feature[feature], context, search)
+            candidates += _window_candidates(
+                start_logits[feature], end_logits[feature], offsets_of_feature[feature], context, search
+            )
         if null_score is None:
             raise ValueError(f"example {example_id!r} has no features: was it tokenised?")
         candidates = sorted(candidates, key=lambda c: c["score"], reverse=True)[: search.n_best_size]
         best_span = candidates[0] if candidates else None
         if search.version_2_with_negative:
-            candidates.append({"text": "", "start": 0, "end": 0, "score": null_score, "start_logit": None, "end_logit": None})
+            candidates.append(
+                {"text": "", "start": 0, "end": 0, "score": null_score, "start_logit": None, "end_logit": None}
+            )
             candidates.sort(key=lambda c: c["score"], reverse=True)
         if not candidates:
             candidates = [{"text": "", "start": 0, "end": 0, "score": 0.0, "start_logit": None, "end_logit": None}]

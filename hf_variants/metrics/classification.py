@@ -29,7 +29,9 @@ def _as_class_ids(predictions: list, references: list) -> tuple[list[int], list[
     if all(isinstance(value, (int, np.integer)) and not isinstance(value, bool) for value in predictions + references):
         return predictions, references
     ids: dict = {}
-    return [ids.setdefault(value, len(ids)) for value in predictions], [ids.setdefault(value, len(ids)) for value in references]
+    return [ids.setdefault(value, len(ids)) for value in predictions], [
+        ids.setdefault(value, len(ids)) for value in references
+    ]
 
 
 def accuracy(predictions: ArrayLike, references: ArrayLike) -> float:
@@ -43,12 +45,16 @@ def f1(predictions: ArrayLike, references: ArrayLike, average: str = "binary", p
     if average not in ("binary", "macro", "micro"):
         raise ValueError(f"average must be 'binary', 'macro' or 'micro', got {average!r}")
     predictions, references = _paired(predictions, references)
-    return load_metric("f1").compute(predictions=predictions, references=references, average=average, pos_label=pos_label)["f1"]
+    return load_metric("f1").compute(
+        predictions=predictions, references=references, average=average, pos_label=pos_label
+    )["f1"]
 
 
 def matthews_corrcoef(predictions: ArrayLike, references: ArrayLike) -> float:
     predictions, references = _as_class_ids(*_paired(predictions, references))
-    return load_metric("matthews_correlation").compute(predictions=predictions, references=references)["matthews_correlation"]
+    return load_metric("matthews_correlation").compute(predictions=predictions, references=references)[
+        "matthews_correlation"
+    ]
 
 
 def pearson_and_spearman(predictions: ArrayLike, references: ArrayLike) -> dict[str, float]:
@@ -64,7 +70,19 @@ def pearson_and_spearman(predictions: ArrayLike, references: ArrayLike) -> dict[
 
 
 GLUE_TASKS = (
-    "cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "mnli_matched", "mnli_mismatched", "qnli", "rte", "wnli", "ax", "hans",
+    "cola",
+    "sst2",
+    "mrpc",
+    "stsb",
+    "qqp",
+    "mnli",
+    "mnli_matched",
+    "mnli_mismatched",
+    "qnli",
+    "rte",
+    "wnli",
+    "ax",
+    "hans",
 )
 
 

@@ -31,8 +31,12 @@ def paired_metric_info(description: str, value_type: str):
     import evaluate
 
     value = datasets.Value(value_type)
-    return evaluate.MetricInfo(description=description, citation="", inputs_description="predictions, references",
-                               features=datasets.Features({"predictions": value, "references": value}))
+    return evaluate.MetricInfo(
+        description=description,
+        citation="",
+        inputs_description="predictions, references",
+        features=datasets.Features({"predictions": value, "references": value}),
+    )
 
 
 def squad_metric_info(description: str, version_2: bool):
@@ -45,6 +49,10 @@ def squad_metric_info(description: str, version_2: bool):
         prediction["no_answer_probability"] = datasets.Value("float32")
     answers = datasets.Sequence({"text": datasets.Value("string"), "answer_start": datasets.Value("int32")})
     return evaluate.MetricInfo(
-        description=description, citation="", inputs_description='predictions: [{"id", "prediction_text", ...}]; references: [{"id", "answers"}]',
-        features=datasets.Features({"predictions": prediction, "references": {"id": datasets.Value("string"), "answers": answers}}),
+        description=description,
+        citation="",
+        inputs_description='predictions: [{"id", "prediction_text", ...}]; references: [{"id", "answers"}]',
+        features=datasets.Features(
+            {"predictions": prediction, "references": {"id": datasets.Value("string"), "answers": answers}}
+        ),
     )

@@ -9,7 +9,10 @@ from .loading import load_metric
 
 
 def seqeval_scores(
-    true_tags: Sequence[Sequence[str]], predicted_tags: Sequence[Sequence[str]], scheme: str = "IOB2", mode: str = "default"
+    true_tags: Sequence[Sequence[str]],
+    predicted_tags: Sequence[Sequence[str]],
+    scheme: str = "IOB2",
+    mode: str = "default",
 ) -> dict:
     """The ``seqeval`` metric's dict (per entity type ``{"precision", "recall", "f1", "number"}``
     plus ``overall_*``). ``mode="strict"`` applies ``scheme``'s rules ("IOB1", "IOB2", "IOBES",
@@ -21,6 +24,9 @@ def seqeval_scores(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # seqeval warns on undefined (zero-division) scores
         return load_metric("seqeval").compute(
-            predictions=[list(tags) for tags in predicted_tags], references=[list(tags) for tags in true_tags],
-            zero_division=0, scheme="IOBES" if scheme == "BIOES" else scheme, **strict,
+            predictions=[list(tags) for tags in predicted_tags],
+            references=[list(tags) for tags in true_tags],
+            zero_division=0,
+            scheme="IOBES" if scheme == "BIOES" else scheme,
+            **strict,
         )

@@ -18,5 +18,7 @@ def __getattr__(name: str) -> VariantInfo:
         raise AttributeError(name)
     spec = next((spec for spec in SPECS.values() if spec.name == name.lower()), None)
     if spec is None:
-        raise AttributeError(f"no registered variant {name.lower()!r} has a paper; registered: {sorted(s.name for s in SPECS.values())}")
+        raise AttributeError(
+            f"no registered variant {name.lower()!r} has a paper; registered: {sorted(s.name for s in SPECS.values())}"
+        )
     return spec.paper

@@ -22,7 +22,6 @@ import math
 import torch
 from torch import nn
 from torch.nn import functional as F
-
 from transformers.cache_utils import Cache, EncoderDecoderCache
 
 from .dropout import dropout as apply_dropout
@@ -100,7 +99,8 @@ def packed_self_attention(
     contexts = []
     for bucket, bucket_qkv in zip(unpadded.attention_buckets, unpadded.gather_buckets(qkv)):
         query, key, value = (
-            x.view(bucket.num_rows, bucket.length, num_heads, head_dim).transpose(1, 2) for x in bucket_qkv.chunk(3, dim=-1)
+            x.view(bucket.num_rows, bucket.length, num_heads, head_dim).transpose(1, 2)
+            for x in bucket_qkv.chunk(3, dim=-1)
         )
         context, _ = attention_function(
             query, key, value, bucket.attention_bias(query.dtype), is_causal, dropout, scale, backend
@@ -165,9 +165,7 @@ class MultiHeadAttention(nn.Module):
         self.layer_idx = layer_idx
         if head_dim is None:
             if hidden_size % num_heads != 0:
-                raise ValueError(
-                    f"hidden_size ({hidden_size}) must be divisible by num_attention_heads ({num_heads})"
-                )
+                raise ValueError(f"hidden_size ({hidden_size}) must be divisible by num_attention_heads ({num_heads})")
             head_dim = hidden_size // num_heads
         self.num_heads = num_heads
         self.head_dim = head_dim
@@ -304,7 +302,11 @@ class MultiHeadAttention(nn.Module):
                 raise ValueError("memory is prepended to self-attention keys; cross-attention takes none")
             if past_key_values is not None:
                 raise ValueError("pass either past_key_values or memory, not both")
-            if memory.dim() != 3 or memory.shape[0] != hidden_states.shape[0] or memory.shape[2] != hidden_states.shape[2]:
+            if (
+                memory.dim() != 3
+                or memory.shape[0] != hidden_states.shape[0]
+                or memory.shape[2] != hidden_states.shape[2]
+            ):
                 raise ValueError(
                     f"memory has shape {tuple(memory.shape)}, expected (batch={hidden_states.shape[0]}, M, "
                     f"hidden={hidden_states.shape[2]})"
@@ -342,8 +344,9 @@ class MultiHeadAttention(nn.Module):
         rows of one length need no mask at all.
         """
         dropout = self.dropout if self.training else 0.0
-        context = packed_self_attention(self.qkv(hidden_states), unpadded, self.num_heads, self.scale, dropout, is_causal,
-                                        attn_implementation)
+        context = packed_self_attention(
+            self.qkv(hidden_states), unpadded, self.num_heads, self.scale, dropout, is_causal, attn_implementation
+        )
         return self.out(context)
 
     def forward(
@@ -410,8 +413,10 @@ class MultiHeadAttention(nn.Module):
             rows = query_positions[:, None, :, None].expand(batch, heads, query_positions.shape[1], keys)
             position_bias = position_bias.expand(batch, heads, -1, keys).gather(2, rows)
         self._check_state_arguments(hidden_states, past_key_values, layer_idx, memory, unpadded)
-        if unpadded is not None and unpadded.total_tokens > 0 and not (
-            self.cross_attention or position_bias is not None or output_attentions
+        if (
+            unpadded is not None
+            and unpadded.total_tokens > 0
+            and not (self.cross_attention or position_bias is not None or output_attentions)
         ):
             return self._attend_bucketed(hidden_states, unpadded, is_causal, attn_implementation), None
         cached_cross = self._cached_cross_key_value(past_key_values, layer_idx)

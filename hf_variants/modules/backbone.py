@@ -50,19 +50,24 @@ from transformers import initialization as init
 from transformers.cache_utils import Cache
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
+from .cache import check_cache_batch, check_cache_positions, pick_cache
 from .embeddings import TransformerEmbeddings, check_not_empty
 from .encoder import LayerSpec, LayerStack
-from .cache import check_cache_batch, check_cache_positions, pick_cache
 from .heads import MaskedLMHead, Pooler, summarize
 from .layout import BatchLayout
 from .masks import (
-    KeyMask, combine_biases, custom_attention_bias, make_attention_bias, reads_a_padding_position, summary_positions,
+    KeyMask,
+    combine_biases,
+    custom_attention_bias,
+    make_attention_bias,
+    reads_a_padding_position,
+    summary_positions,
     worth_unpadding,
 )
-from .tracing import is_tracing
 from .memory import SegmentMemory
 from .norms import RMSNorm
 from .padding import UnpaddedBatch, gather_positions
+from .tracing import is_tracing
 
 
 class TransformerPreTrainedModel(PreTrainedModel):
@@ -114,7 +119,7 @@ class TransformerPreTrainedModel(PreTrainedModel):
 
     @property
     def attention_backend(self) -> str:
-        """"eager" or "sdpa" (the default), from ``attn_implementation``."""
+        """ "eager" or "sdpa" (the default), from ``attn_implementation``."""
         return "eager" if self.config._attn_implementation == "eager" else "sdpa"
 
 
@@ -253,28 +258,60 @@ class TransformerBackbone:
         """
         flags = self._output_flags(output_attentions, output_hidden_states, return_dict)
         call = self._check_inputs(
-            input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids, cache, past_key_values, use_cache,
-            encoder_hidden_states, memories, document_ids, kwargs,
+            input_ids,
+            inputs_embeds,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            cache,
+            past_key_values,
+            use_cache,
+            encoder_hidden_states,
+            memories,
+            document_ids,
+            kwargs,
         )
         layout, summary = self._plan_layout(
-            call.mask, call.batch, call.length, call.device, self.embeddings.word_embeddings.weight.dtype,
-            output_attentions=flags[0], output_hidden_states=flags[1],
-            stateful=call.past_key_values is not None or memories is not None, padding_free=padding_free,
-            summary_only=summary_only, output_positions=output_positions, output_positions_mask=output_positions_mask,
-            reads_padding=reads_padding, document_ids=document_ids,
-            attention_bias=combine_biases(attention_bias, call.custom_bias, self.embeddings.word_embeddings.weight.dtype),
+            call.mask,
+            call.batch,
+            call.length,
+            call.device,
+            self.embeddings.word_embeddings.weight.dtype,
+            output_attentions=flags[0],
+            output_hidden_states=flags[1],
+            stateful=call.past_key_values is not None or memories is not None,
+            padding_free=padding_free,
+            summary_only=summary_only,
+            output_positions=output_positions,
+            output_positions_mask=output_positions_mask,
+            reads_padding=reads_padding,
+            document_ids=document_ids,
+            attention_bias=combine_biases(
+                attention_bias, call.custom_bias, self.embeddings.word_embeddings.weight.dtype
+            ),
             is_causal=self.config.is_decoder and call.custom_bias is None,  # a 4-D mask carries its own causality
         )
         hidden_states = self._embed(call, layout, input_ids, position_ids, token_type_ids, inputs_embeds)
-        layer_state = self._layer_state(call, hidden_states, encoder_hidden_states, encoder_attention_mask, padding_free)
+        layer_state = self._layer_state(
+            call, hidden_states, encoder_hidden_states, encoder_attention_mask, padding_free
+        )
         return self._run_layers(hidden_states, layout, call.mask.new_tokens, summary, *flags, **layer_state)
 
     # The forward's steps, in order: check inputs -> plan layout -> embed -> run layers -> pool.
     def _check_inputs(
-        self, input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None, attention_mask: torch.Tensor | None,
-        token_type_ids: torch.Tensor | None, position_ids: torch.Tensor | None, cache: Cache | None,
-        past_key_values: Cache | None, use_cache: bool | None, encoder_hidden_states: torch.Tensor | None,
-        memories: SegmentMemory | None, document_ids: torch.Tensor | None, kwargs: dict,
+        self,
+        input_ids: torch.Tensor | None,
+        inputs_embeds: torch.Tensor | None,
+        attention_mask: torch.Tensor | None,
+        token_type_ids: torch.Tensor | None,
+        position_ids: torch.Tensor | None,
+        cache: Cache | None,
+        past_key_values: Cache | None,
+        use_cache: bool | None,
+        encoder_hidden_states: torch.Tensor | None,
+        memories: SegmentMemory | None,
+        document_ids: torch.Tensor | None,
+        kwargs: dict,
     ) -> ForwardCall:
         """Step 1: every input against the main one (input_ids (B, T) or inputs_embeds (B, T, E)),
         a ValueError naming the first problem; the cache this call reads; the mask as a KeyMask."""
@@ -282,8 +319,10 @@ class TransformerBackbone:
             raise ValueError("pass exactly one of input_ids or inputs_embeds")
         main_name, main = ("input_ids", input_ids) if input_ids is not None else ("inputs_embeds", inputs_embeds)
         if main.dim() != (2 if input_ids is not None else 3):
-            raise ValueError(f"{main_name} must be {'(batch, length)' if input_ids is not None else '(batch, length, hidden)'}, "
-                             f"got shape {tuple(main.shape)}")
+            raise ValueError(
+                f"{main_name} must be {'(batch, length)' if input_ids is not None else '(batch, length, hidden)'}, "
+                f"got shape {tuple(main.shape)}"
+            )
         batch, length = main.shape[:2]
         check_not_empty(main_name, tuple(main.shape), batch, length)
         past_key_values = self.prepare_cache(pick_cache(cache, past_key_values, kwargs), use_cache)
@@ -293,8 +332,12 @@ class TransformerBackbone:
             check_cache_batch(past_key_values, batch)
         self._check_state_inputs(encoder_hidden_states, memories, past_key_values, batch)
         if document_ids is not None and (past_length or memories is not None):
-            raise ValueError("document_ids describe the new tokens only: they cannot be combined with cached positions or memories")
-        extra_inputs = {name: kwargs[name] for name in self.embeddings.extra_input_names if kwargs.get(name) is not None}
+            raise ValueError(
+                "document_ids describe the new tokens only: they cannot be combined with cached positions or memories"
+            )
+        extra_inputs = {
+            name: kwargs[name] for name in self.embeddings.extra_input_names if kwargs.get(name) is not None
+        }
         per_token = {"token_type_ids": token_type_ids, "position_ids": position_ids}
         for name, tensor in {**per_token, **extra_inputs}.items():
             if tensor is not None and tuple(tensor.shape) != (batch, length):
@@ -302,13 +345,19 @@ class TransformerBackbone:
         memory_length = memories.length if memories is not None else 0
         custom_bias = None
         if attention_mask is not None and attention_mask.dim() == 4 and self.accepts_4d_attention_mask:
-            custom_bias = custom_attention_bias(attention_mask, batch, length, memory_length + past_length + length,
-                                                self.embeddings.word_embeddings.weight.dtype)
+            custom_bias = custom_attention_bias(
+                attention_mask,
+                batch,
+                length,
+                memory_length + past_length + length,
+                self.embeddings.word_embeddings.weight.dtype,
+            )
             attention_mask = None  # the 4-D mask replaces the padding mask (and the causal one)
         mask = KeyMask.prepare(attention_mask, batch, length, past_length, memory_length, like=" like input_ids")
         self.embeddings.check_inputs(input_ids, token_type_ids, position_ids, past_length + length)
-        return ForwardCall(batch, length, main.device, past_key_values, past_length, mask, extra_inputs, memories,
-                           custom_bias)
+        return ForwardCall(
+            batch, length, main.device, past_key_values, past_length, mask, extra_inputs, memories, custom_bias
+        )
 
     def _embed(
         self,
@@ -349,10 +398,14 @@ class TransformerBackbone:
             memories=call.memories,
             encoder_hidden_states=encoder_hidden_states,
             encoder_attention_bias=make_attention_bias(encoder_attention_mask, hidden_states.dtype),
-            encoder_unpadded=self._encoder_unpadded(encoder_hidden_states, encoder_attention_mask, call.past_length, padding_free),
+            encoder_unpadded=self._encoder_unpadded(
+                encoder_hidden_states, encoder_attention_mask, call.past_length, padding_free
+            ),
         )
         if getattr(self, "position_bias", None) is not None:
-            earlier = (call.memories.length if call.memories is not None else 0) + call.past_length  # keys before the new tokens
+            earlier = (
+                call.memories.length if call.memories is not None else 0
+            ) + call.past_length  # keys before the new tokens
             state["position_bias"] = self.position_bias(
                 call.length, earlier + call.length, earlier, device=hidden_states.device
             ).to(hidden_states.dtype)
@@ -397,12 +450,20 @@ class TransformerBackbone:
             output_positions=output_positions,
         )
         return self._run_layers(
-            layout.to_packed(embeddings), layout, mask.new_tokens, summary, output_attentions, output_hidden_states,
+            layout.to_packed(embeddings),
+            layout,
+            mask.new_tokens,
+            summary,
+            output_attentions,
+            output_hidden_states,
             return_dict,
         )
 
     def _encoder_unpadded(
-        self, encoder_hidden_states: torch.Tensor | None, encoder_attention_mask: torch.Tensor | None, past_length: int,
+        self,
+        encoder_hidden_states: torch.Tensor | None,
+        encoder_attention_mask: torch.Tensor | None,
+        past_length: int,
         padding_free: bool | None,
     ) -> UnpaddedBatch | None:
         """Where the encoder's real tokens are, when cross-attention should project its keys and
@@ -526,7 +587,9 @@ class TransformerBackbone:
         )
         return output if return_dict else output.to_tuple()
 
-    def build_output(self, last_hidden_state, pooler_output, hidden_states, attentions, past_key_values, cross_attentions=None):
+    def build_output(
+        self, last_hidden_state, pooler_output, hidden_states, attentions, past_key_values, cross_attentions=None
+    ):
         """The forward's ModelOutput (decoders return transformers' decoder output type, with
         ``cross_attentions``)."""
         return BaseModelOutputWithPooling(
@@ -542,8 +605,13 @@ class TransformerBackbone:
         return self.encoder.num_layers > 0 and self.encoder.layer_at(0).cross_attention is not None
 
     def default_position_ids(
-        self, input_ids: torch.Tensor | None, attention_mask: torch.Tensor | None, past_length: int, batch: int,
-        length: int, device,
+        self,
+        input_ids: torch.Tensor | None,
+        attention_mask: torch.Tensor | None,
+        past_length: int,
+        batch: int,
+        length: int,
+        device,
     ) -> torch.Tensor:
         """(B, T) positions when the caller passes none: the embeddings' default (decoders continue
         after the cached positions, see DecoderBackbone)."""
@@ -604,4 +672,3 @@ class TransformerBackbone:
         if not is_tracing() and not bool(found.any(dim=1).all()):
             raise ValueError("output_positions must include each row's summary position when the model has a pooler")
         return gather_positions(hidden_states, found.int().argmax(dim=1, keepdim=True))[:, 0]
-

@@ -45,8 +45,11 @@ def pick_cache(cache, past_key_values, kwargs: dict | None = None):
         if kwargs and kwargs.get(name) is not None:
             raise ValueError(f"{name} is not a cache this model can use: pass a transformers Cache as cache=")
     if past_key_values is not None and CACHE_FIELD == "cache":
-        warnings.warn("`past_key_values` is deprecated (transformers >= 5.24 names the cache `cache`): "
-                      "use `cache` instead", FutureWarning, stacklevel=2)
+        warnings.warn(
+            "`past_key_values` is deprecated (transformers >= 5.24 names the cache `cache`): use `cache` instead",
+            FutureWarning,
+            stacklevel=2,
+        )
     return cache if cache is not None else past_key_values
 
 
@@ -68,7 +71,9 @@ def check_cache_positions(cache_position: torch.Tensor | None, past_length: int,
     if cache_position is None or is_tracing():
         return
     if cache_position.dim() != 1 or cache_position.shape[0] != length:
-        raise ValueError(f"cache_position has shape {tuple(cache_position.shape)}, expected ({length},) like the new tokens")
+        raise ValueError(
+            f"cache_position has shape {tuple(cache_position.shape)}, expected ({length},) like the new tokens"
+        )
     first = int(cache_position[0]) if length else past_length
     if first != past_length:
         raise ValueError(

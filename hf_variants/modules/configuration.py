@@ -69,8 +69,14 @@ class TransformerConfig(PreTrainedConfig):
         round-trips through dicts); the model it builds may not. A plain ValueError, not a
         strict-dataclass validator, whose errors are not ValueErrors. Variants extend it."""
         # Sizes first: the divisibility test below would divide by a zero head count.
-        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-                     "max_position_embeddings"):
+        for name in (
+            "vocab_size",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "intermediate_size",
+            "max_position_embeddings",
+        ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.head_dim is None and self.hidden_size % self.num_attention_heads != 0:

@@ -22,9 +22,9 @@ import torch
 from torch import nn
 from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache
 from transformers.modeling_outputs import (
-    ModelOutput,
     BaseModelOutput,
     BaseModelOutputWithPastAndCrossAttentions,
+    ModelOutput,
     Seq2SeqModelOutput,
 )
 
@@ -65,7 +65,9 @@ class DecoderBackbone(TransformerBackbone):
     def __init__(self, config: DecoderConfig, add_pooling_layer: bool = False) -> None:
         # By its fields, not isinstance: remote code loads the config class from another module copy.
         if not all(hasattr(config, name) for name in ("use_cache", "add_cross_attention", "eos_token_id")):
-            raise ValueError(f"a DecoderBackbone needs a DecoderConfig (use_cache, token ids), got {type(config).__name__}")
+            raise ValueError(
+                f"a DecoderBackbone needs a DecoderConfig (use_cache, token ids), got {type(config).__name__}"
+            )
         if not config.is_decoder:
             raise ValueError("a DecoderBackbone needs config.is_decoder=True (causal self-attention)")
         super().__init__(config, add_pooling_layer=add_pooling_layer)
@@ -75,8 +77,13 @@ class DecoderBackbone(TransformerBackbone):
         return LayerStack(spec, config.num_hidden_layers, sharing=config.layer_sharing)
 
     def default_position_ids(
-        self, input_ids: torch.Tensor | None, attention_mask: torch.Tensor | None, past_length: int, batch: int,
-        length: int, device,
+        self,
+        input_ids: torch.Tensor | None,
+        attention_mask: torch.Tensor | None,
+        past_length: int,
+        batch: int,
+        length: int,
+        device,
     ) -> torch.Tensor:
         """The positions after the cached ones (see :func:`positions_after_cache`)."""
         mask = attention_mask if self.positions_from_attention_mask else None
@@ -122,7 +129,9 @@ class DecoderBackbone(TransformerBackbone):
             )
         return past_key_values
 
-    def build_output(self, last_hidden_state, pooler_output, hidden_states, attentions, past_key_values, cross_attentions=None):
+    def build_output(
+        self, last_hidden_state, pooler_output, hidden_states, attentions, past_key_values, cross_attentions=None
+    ):
         """BaseModelOutputWithPastAndCrossAttentions: last_hidden_state (B, T, H), the cache, and
         hidden states / attentions (over past + T keys) / cross-attentions (B, h, T, S) if asked."""
         return BaseModelOutputWithPastAndCrossAttentions(

@@ -8,10 +8,9 @@ import math
 import torch
 from torch import nn
 
+from .dropout import Dropout
 from .token_ids import check_token_id
 from .tracing import is_tracing
-
-from .dropout import Dropout
 
 POSITION_EMBEDDING_TYPES = ("learned", "sinusoidal", "none")
 
@@ -153,7 +152,8 @@ class TransformerEmbeddings(nn.Module):
         elif position_embedding_type == "sinusoidal":
             # Not a parameter and not saved: it is a function of the config.
             self.register_buffer(
-                "sinusoidal_positions", sinusoidal_table(max_position_embeddings, embedding_size, sinusoidal_layout),
+                "sinusoidal_positions",
+                sinusoidal_table(max_position_embeddings, embedding_size, sinusoidal_layout),
                 persistent=False,
             )
         self.token_type_embeddings = nn.Embedding(type_vocab_size, embedding_size) if type_vocab_size > 0 else None
@@ -197,7 +197,9 @@ class TransformerEmbeddings(nn.Module):
     def reset_fixed_buffers(self) -> None:
         """Recompute the sinusoidal table (after meta-device initialisation in from_pretrained)."""
         if self.position_embedding_type == "sinusoidal":
-            table = sinusoidal_table(self.max_position_embeddings, self.word_embeddings.embedding_dim, self.sinusoidal_layout)
+            table = sinusoidal_table(
+                self.max_position_embeddings, self.word_embeddings.embedding_dim, self.sinusoidal_layout
+            )
             self.sinusoidal_positions.copy_(table.to(self.sinusoidal_positions.device))
 
     def check_inputs(
@@ -219,7 +221,9 @@ class TransformerEmbeddings(nn.Module):
             check_index_range(position_ids, self.max_position_embeddings, "position_ids", "max_position_embeddings")
         if token_type_ids is not None:
             if self.token_type_embeddings is None:
-                raise ValueError("token_type_ids were given but this model has no segment embeddings (type_vocab_size=0)")
+                raise ValueError(
+                    "token_type_ids were given but this model has no segment embeddings (type_vocab_size=0)"
+                )
             check_index_range(token_type_ids, self.type_vocab_size, "token_type_ids", "type_vocab_size")
 
     def additional_embeddings(self, token_type_ids: torch.Tensor | None, **extra_inputs) -> torch.Tensor | None:

@@ -33,8 +33,8 @@ from .attention import MultiHeadAttention
 from .dropout import Dropout
 from .feed_forward import FeedForward
 from .layout import BatchLayout
-from .norms import build_norm
 from .memory import SegmentMemory
+from .norms import build_norm
 from .padding import UnpaddedBatch, gather_positions
 
 SHARING_MODES = ("none", "all", "attention", "ffn")
@@ -328,7 +328,11 @@ class LayerStack(nn.Module):
                 all_hidden.append(hidden_states)
             layer_layout, positions = layout, None
             if depth == self.num_layers - 1 and layout.output_positions is not None:
-                hidden_states, layer_layout, positions = layout.to_padded(hidden_states), layout.padded(), layout.output_positions
+                hidden_states, layer_layout, positions = (
+                    layout.to_padded(hidden_states),
+                    layout.padded(),
+                    layout.output_positions,
+                )
             layer_input = hidden_states
             # Tensors that may carry gradient (encoder states, a relative-position bias computed once
             # for every layer) go positionally: gradient checkpointing (GradientCheckpointingLayer)

@@ -101,7 +101,10 @@ class PaddingFreePath:
         # The pooler reads the summary token: a packed layout leaves zeros there if it is padding.
         summary_read = summary if has_pooler and reads.positions is None else None
         layout = BatchLayout.plan(
-            attention_mask, batch, length, dtype,
+            attention_mask,
+            batch,
+            length,
+            dtype,
             padding_free=True,
             output_positions=output_positions,
             output_positions_mask=output_positions_mask,
@@ -109,7 +112,9 @@ class PaddingFreePath:
             is_causal=config.is_decoder,
         )
         hidden_states = model.embeddings(
-            layout.to_packed(input_ids), layout.to_packed(token_type_ids), layout.to_packed(position_ids),
+            layout.to_packed(input_ids),
+            layout.to_packed(token_type_ids),
+            layout.to_packed(position_ids),
             layout.to_packed(inputs_embeds),
         )
         computed_positions = layout.output_positions  # (B, M) or None: what the output will hold
@@ -118,7 +123,11 @@ class PaddingFreePath:
             layer_layout, positions = layout, None
             if depth == encoder.num_layers - 1 and computed_positions is not None:
                 # The last layer computes the positions read alone, in the padded layout.
-                hidden_states, layer_layout, positions = layout.to_padded(hidden_states), layout.padded(), computed_positions
+                hidden_states, layer_layout, positions = (
+                    layout.to_padded(hidden_states),
+                    layout.padded(),
+                    computed_positions,
+                )
             mask = layer_layout.unpadded if layer_layout.packed else layer_layout.attention_bias
             hidden_states = encoder.layer_at(depth)(
                 hidden_states, mask, False, positions, None, depth, *encoder.shared_blocks(depth)

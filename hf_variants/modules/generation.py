@@ -50,7 +50,9 @@ def lm_loss(logits: torch.Tensor, labels: torch.Tensor, label_smoothing: float =
     return cross_entropy_or_zero(logits.reshape(-1, vocab_size).float(), labels.reshape(-1), label_smoothing)
 
 
-def shift_tokens_right(labels: torch.Tensor, pad_token_id: int | None, decoder_start_token_id: int | None) -> torch.Tensor:
+def shift_tokens_right(
+    labels: torch.Tensor, pad_token_id: int | None, decoder_start_token_id: int | None
+) -> torch.Tensor:
     """Teacher-forcing decoder inputs from seq2seq labels: (B, T) -> (B, T), the start token first,
     then labels[:, :-1], with ignored targets (-100) replaced by the pad token."""
     if decoder_start_token_id is None:
@@ -312,7 +314,11 @@ class EncoderDecoderForSeq2SeqLM(GenerativeTaskModel):
             reads_padding=targets_at_padding(labels, decoder_attention_mask, IGNORE_INDEX),
             # the source's segments / positions go on to the encoder, which checks them
             # (and the decoder's cache_position, from transformers < 5.24, to the decoder, which checks it)
-            **{name: kwargs[name] for name in ("token_type_ids", "position_ids", "cache_position") if kwargs.get(name) is not None},
+            **{
+                name: kwargs[name]
+                for name in ("token_type_ids", "position_ids", "cache_position")
+                if kwargs.get(name) is not None
+            },
         )
         logits = self.compute_logits(out.last_hidden_state)
         loss = lm_loss(logits, labels, self.label_smoothing) if labels is not None else None

@@ -41,7 +41,9 @@ def cross_entropy_or_zero(
     only) gives an exact 0 that still belongs to the graph, not the NaN of a mean over nothing,
     which would turn every weight into NaN at the next optimizer step. No data-dependent branch
     (torch.compile fullgraph traces it): ignored targets contribute 0 and the count is at least 1."""
-    losses = F.cross_entropy(logits, labels, ignore_index=ignore_index, label_smoothing=label_smoothing, reduction="none")
+    losses = F.cross_entropy(
+        logits, labels, ignore_index=ignore_index, label_smoothing=label_smoothing, reduction="none"
+    )
     return losses.sum() / (labels != ignore_index).sum().clamp(min=1)
 
 
@@ -154,8 +156,11 @@ class TiedDecoder(nn.Linear):
         """(..., E) -> (..., V)."""
         flat = inputs.reshape(-1, inputs.shape[-1])
         rows = flat.shape[0]
-        if rows <= DECODE_ROWS and flat.device.type == "cpu" and not (torch.is_grad_enabled() and (
-                flat.requires_grad or self.weight.requires_grad)):
+        if (
+            rows <= DECODE_ROWS
+            and flat.device.type == "cpu"
+            and not (torch.is_grad_enabled() and (flat.requires_grad or self.weight.requires_grad))
+        ):
             logits = flat.mm(self.decode_weight()) if rows == 1 else self.weight.mm(flat.t()).t()
             if self.bias is not None:
                 logits = logits + self.bias
@@ -186,8 +191,12 @@ class MaskedLMHead(nn.Module):
         super().__init__()
         embedding_size = embedding_size or hidden_size
         if not transform and embedding_size != hidden_size:
-            raise ValueError(f"a decoder without transform needs embedding_size ({embedding_size}) == hidden_size ({hidden_size})")
-        self.transform = PredictionTransform(hidden_size, embedding_size, activation, layer_norm_eps) if transform else None
+            raise ValueError(
+                f"a decoder without transform needs embedding_size ({embedding_size}) == hidden_size ({hidden_size})"
+            )
+        self.transform = (
+            PredictionTransform(hidden_size, embedding_size, activation, layer_norm_eps) if transform else None
+        )
         self.decoder = TiedDecoder(embedding_size, vocab_size)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
@@ -241,7 +250,12 @@ class SummaryClassifier(nn.Module):
     """
 
     def __init__(
-        self, hidden_size: int, num_labels: int, dropout: float, activation: str = "tanh", input_dropout: float | None = None
+        self,
+        hidden_size: int,
+        num_labels: int,
+        dropout: float,
+        activation: str = "tanh",
+        input_dropout: float | None = None,
     ) -> None:
         super().__init__()
         self.dropout = Dropout(dropout)
@@ -304,7 +318,9 @@ def sequence_classification_loss(config, logits: torch.Tensor, labels: torch.Ten
     problem_type = infer_problem_type(config, labels)
     if problem_type == "regression":
         if labels.numel() != batch * num_labels:
-            raise ValueError(f"regression labels have shape {tuple(labels.shape)}, expected ({batch},) or ({batch}, {num_labels})")
+            raise ValueError(
+                f"regression labels have shape {tuple(labels.shape)}, expected ({batch},) or ({batch}, {num_labels})"
+            )
         return F.mse_loss(logits.reshape(-1), labels.reshape(-1).to(logits.dtype))
     if problem_type == "single_label_classification":
         check_label_shape(labels.view(-1), (batch,))
@@ -340,7 +356,9 @@ def span_extraction_loss(
     return (start_loss + end_loss) / 2
 
 
-def sentence_relation_loss(logits: torch.Tensor, labels: torch.Tensor, name: str = "next_sentence_label") -> torch.Tensor:
+def sentence_relation_loss(
+    logits: torch.Tensor, labels: torch.Tensor, name: str = "next_sentence_label"
+) -> torch.Tensor:
     """Two-way cross-entropy for a sentence-pair task: BERT's NSP (0 = B follows A, 1 = B is
     random) or ALBERT's SOP (0 = in order, 1 = swapped). logits (B, 2), labels (B,); ``name``: the
     label argument named in errors."""

@@ -26,7 +26,12 @@ from dataclasses import dataclass, replace
 import torch
 
 from .masks import (
-    combine_biases, document_bias, make_attention_bias, reads_a_padding_position, worth_unpadding, zeroing_mask,
+    combine_biases,
+    document_bias,
+    make_attention_bias,
+    reads_a_padding_position,
+    worth_unpadding,
+    zeroing_mask,
 )
 from .padding import UnpaddedBatch
 
@@ -93,8 +98,15 @@ class BatchLayout:
             if tuple(document_ids.shape) != (batch_size, length):
                 raise ValueError(f"document_ids has shape {tuple(document_ids.shape)}, expected {(batch_size, length)}")
             if padding_free and extra_bias is None and not (reads_padding or needs_padded):
-                layout = cls.plan(attention_mask, batch_size, length, dtype, padding_free=False, is_causal=is_causal,
-                                  zero_padding=zero_padding)
+                layout = cls.plan(
+                    attention_mask,
+                    batch_size,
+                    length,
+                    dtype,
+                    padding_free=False,
+                    is_causal=is_causal,
+                    zero_padding=zero_padding,
+                )
                 layout.unpadded = UnpaddedBatch.from_document_ids(document_ids)
                 return layout
             documents = document_bias(document_ids, dtype)
@@ -106,7 +118,9 @@ class BatchLayout:
         if is_causal:
             # The selected-query kernel has no causal mask: causal stacks compute every position.
             output_positions = output_positions_mask = None
-        keep_mask = zeroing_mask(attention_mask, length) if zero_padding else None  # cached or memory positions come first
+        keep_mask = (
+            zeroing_mask(attention_mask, length) if zero_padding else None
+        )  # cached or memory positions come first
         layout = cls(batch_size, length, attention_bias, None, output_positions, is_causal, keep_mask)
         packable = (
             padding_free

@@ -45,11 +45,15 @@ def check_mask_values(attention_mask: torch.Tensor | None) -> None:
         return
     if is_tracing():
         if attention_mask.is_complex():
-            raise ValueError(f"attention_mask must hold only 0 (padding) and 1 (real token); found {attention_mask.dtype}")
+            raise ValueError(
+                f"attention_mask must hold only 0 (padding) and 1 (real token); found {attention_mask.dtype}"
+            )
         return
     if attention_mask.is_complex() or not bool(((attention_mask == 0) | (attention_mask == 1)).all()):
         bad = attention_mask[(attention_mask != 0) & (attention_mask != 1)].flatten()[:1].tolist()
-        raise ValueError(f"attention_mask must hold only 0 (padding) and 1 (real token); found {bad[0] if bad else attention_mask.dtype}")
+        raise ValueError(
+            f"attention_mask must hold only 0 (padding) and 1 (real token); found {bad[0] if bad else attention_mask.dtype}"
+        )
 
 
 def check_key_mask(
@@ -68,7 +72,12 @@ def check_key_mask(
 
 
 def custom_attention_bias(
-    attention_mask: torch.Tensor, batch: int, query_length: int, key_length: int, dtype: torch.dtype, *,
+    attention_mask: torch.Tensor,
+    batch: int,
+    query_length: int,
+    key_length: int,
+    dtype: torch.dtype,
+    *,
     name: str = "attention_mask",
 ) -> torch.Tensor:
     """A caller's own 4-D mask (B, 1, T, S) -> the additive (B, 1, T, S) bias attention adds, used
@@ -223,7 +232,12 @@ def document_causal_bias(document_ids: torch.Tensor, dtype: torch.dtype = torch.
 
 # ---------------------------------------------------------------------------- memory models' own masks
 def memory_causal_bias(
-    length: int, memory_length: int, dtype: torch.dtype, device: torch.device, *, same_length: bool = False,
+    length: int,
+    memory_length: int,
+    dtype: torch.dtype,
+    device: torch.device,
+    *,
+    same_length: bool = False,
     mem_len: int | None = None,
 ) -> torch.Tensor:
     """Transformer-XL's additive (1, 1, T, M + T) bias: query i (after M memory positions) sees keys
@@ -447,10 +461,20 @@ class KeyMask:
 
     @classmethod
     def prepare(
-        cls, attention_mask: torch.Tensor | None, batch: int, length: int, past_length: int = 0,
-        memory_length: int = 0, *, like: str = "",
+        cls,
+        attention_mask: torch.Tensor | None,
+        batch: int,
+        length: int,
+        past_length: int = 0,
+        memory_length: int = 0,
+        *,
+        like: str = "",
     ) -> "KeyMask":
         """Check ``attention_mask`` (B, past_length + T) (see :func:`check_key_mask`; ``like`` names
         what it must match in the message) and derive its views. Raises ValueError."""
         check_key_mask(attention_mask, batch, length, past_length, like=like)
-        return cls(attention_mask, new_token_mask(attention_mask, past_length), extend_for_memory(attention_mask, memory_length))
+        return cls(
+            attention_mask,
+            new_token_mask(attention_mask, past_length),
+            extend_for_memory(attention_mask, memory_length),
+        )

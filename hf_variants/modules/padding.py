@@ -150,7 +150,9 @@ class UnpaddedBatch:
         batch_size, max_seqlen = document_ids.shape
         real = document_ids >= 0
         starts = real.clone()
-        starts[:, 1:] &= document_ids[:, 1:] != document_ids[:, :-1]  # a real token whose document differs from its left neighbour's
+        starts[:, 1:] &= (
+            document_ids[:, 1:] != document_ids[:, :-1]
+        )  # a real token whose document differs from its left neighbour's
         real, starts = real.reshape(-1), starts.reshape(-1)
         indices = torch.nonzero(real, as_tuple=False).flatten()
         start_offsets = torch.nonzero(starts[indices], as_tuple=False).flatten().to(torch.int32)

@@ -119,8 +119,14 @@ class RelativeAttention(MultiHeadAttention):
     (heads, D); with ``segment_terms`` also ``r_s_bias`` (heads, D) and ``seg_embed`` (2, heads, D).
     """
 
-    def __init__(self, hidden_size: int, num_heads: int, dropout: float = 0.0, head_dim: int | None = None,
-                 segment_terms: bool = True) -> None:
+    def __init__(
+        self,
+        hidden_size: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        head_dim: int | None = None,
+        segment_terms: bool = True,
+    ) -> None:
         self.segment_terms = segment_terms
         super().__init__(hidden_size, num_heads, dropout=dropout, head_dim=head_dim, bias=False)
 
@@ -225,7 +231,13 @@ class RelativeAttention(MultiHeadAttention):
         query stream attends to the same keys in its own module (``TwoStreamAttention``)."""
         key, value = self.memory_keys_values(content, memory, key_value_prefix)
         context, probs = self.attend_relative(
-            self.project_queries(content), key, value, self.position_keys(encodings), different_segment, mask_bias,
-            attn_implementation, output_attentions,
+            self.project_queries(content),
+            key,
+            value,
+            self.position_keys(encodings),
+            different_segment,
+            mask_bias,
+            attn_implementation,
+            output_attentions,
         )
         return self.output(context), probs

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import torch
+from torch import nn
 from transformers.cache_utils import Cache
 from transformers.modeling_outputs import (
     MaskedLMOutput,
@@ -28,23 +29,21 @@ from transformers.modeling_outputs import (
 )
 from transformers.utils import ModelOutput
 
-from torch import nn
-
+from .backbone import check_not_empty
 from .dropout import Dropout
 from .heads import (
     IGNORE_INDEX,
     MaskedLMHead,
     PooledClassifier,
-    summarize,
     check_class_labels,
     check_label_shape,
     masked_lm_loss,
     sentence_relation_loss,
     sequence_classification_loss,
     span_extraction_loss,
+    summarize,
     token_classification_loss,
 )
-from .backbone import check_not_empty
 from .masks import summary_positions, targets_at_padding
 from .padding import selected_positions
 
@@ -168,7 +167,9 @@ class EncoderTaskModel:
         positions, real = read
         rows = torch.arange(positions.shape[0], device=positions.device)[:, None].expand_as(positions)
         slots = torch.zeros(positions.shape[0], length, dtype=torch.long, device=positions.device)
-        slots[rows[real], positions[real]] = torch.arange(positions.shape[1], device=positions.device).expand_as(positions)[real]
+        slots[rows[real], positions[real]] = torch.arange(positions.shape[1], device=positions.device).expand_as(
+            positions
+        )[real]
         return slots
 
     @staticmethod
@@ -190,7 +191,9 @@ class EncoderTaskModel:
             return False
         config = self.config
         wants_all = output_attentions if output_attentions is not None else config.output_attentions
-        wants_all = wants_all or (output_hidden_states if output_hidden_states is not None else config.output_hidden_states)
+        wants_all = wants_all or (
+            output_hidden_states if output_hidden_states is not None else config.output_hidden_states
+        )
         return not wants_all and bool((labels != IGNORE_INDEX).any())
 
     # A variant's own output types, standing in for the standard ones (XLNet's carry ``mems``).
@@ -233,7 +236,9 @@ class EncoderForMaskedLM(EncoderTaskModel):
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if hasattr(cls, "base_model_prefix"):
-            cls._tied_weights_keys = {"mlm_head.decoder.weight": f"{cls.base_model_prefix}.embeddings.word_embeddings.weight"}
+            cls._tied_weights_keys = {
+                "mlm_head.decoder.weight": f"{cls.base_model_prefix}.embeddings.word_embeddings.weight"
+            }
 
     def __init__(self, config) -> None:
         super().__init__(config)
@@ -243,7 +248,9 @@ class EncoderForMaskedLM(EncoderTaskModel):
 
     def build_lm_head(self, config) -> MaskedLMHead:
         """BERT's transform + tied decoder (XLM overrides: the decoder alone)."""
-        return MaskedLMHead(config.hidden_size, config.vocab_size, config.hidden_act, config.layer_norm_eps, config.embedding_size)
+        return MaskedLMHead(
+            config.hidden_size, config.vocab_size, config.hidden_act, config.layer_norm_eps, config.embedding_size
+        )
 
     def get_output_embeddings(self) -> nn.Linear:
         return self.mlm_head.decoder
@@ -271,13 +278,25 @@ class EncoderForMaskedLM(EncoderTaskModel):
         if self.pretrained_without_nsp:
             refuse_next_sentence_label(kwargs, self.pretrained_without_nsp)
         mlm = self._masked_lm(
-            labels, input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
-            position_ids=position_ids, inputs_embeds=inputs_embeds, output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states, past_key_values=past_key_values, **kwargs,
+            labels,
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            past_key_values=past_key_values,
+            **kwargs,
         )
         out = mlm.encoded
         return self._finish(
-            MaskedLMOutput, return_dict, backbone_output=out, loss=mlm.loss, logits=mlm.logits, hidden_states=out.hidden_states,
+            MaskedLMOutput,
+            return_dict,
+            backbone_output=out,
+            loss=mlm.loss,
+            logits=mlm.logits,
+            hidden_states=out.hidden_states,
             attentions=out.attentions,
         )
 
@@ -303,15 +322,31 @@ class EncoderForMaskedLM(EncoderTaskModel):
         further backbone inputs, e.g. ``past_key_values``, XLM's ``langs``); see
         :class:`MaskedLMPass` for the shapes returned."""
         read = self._read_positions(
-            labels, input_ids, inputs_embeds, output_attentions, output_hidden_states, also_read=also_read,
+            labels,
+            input_ids,
+            inputs_embeds,
+            output_attentions,
+            output_hidden_states,
+            also_read=also_read,
             attention_mask=attention_mask,
         )
         encoded = self._encode(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
-            token_labels=labels, read=read, **kwargs,
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            output_attentions,
+            output_hidden_states,
+            token_labels=labels,
+            read=read,
+            **kwargs,
         )
         loss, logits = masked_lm_loss(
-            self.mlm_head, encoded.last_hidden_state, self._labels_at(labels, read), self.config.vocab_size,
+            self.mlm_head,
+            encoded.last_hidden_state,
+            self._labels_at(labels, read),
+            self.config.vocab_size,
             bool(self.config.sparse_prediction),
         )
         return MaskedLMPass(encoded, loss, logits, read)
@@ -326,8 +361,11 @@ class EncoderForMaskedLMAndSentenceRelation(EncoderForMaskedLM):
     uses_pooler = True
 
     def _sentence_relation(
-        self, relation_head: Callable[[torch.Tensor], torch.Tensor], mlm: MaskedLMPass,
-        relation_labels: torch.Tensor | None, label_name: str,
+        self,
+        relation_head: Callable[[torch.Tensor], torch.Tensor],
+        mlm: MaskedLMPass,
+        relation_labels: torch.Tensor | None,
+        label_name: str,
     ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
         """The second task on the MLM pass's pooled (B, H) summary: its logits (B, 2), its mean loss
         against ``relation_labels`` (B,) (None without them; a ValueError names ``label_name`` for
@@ -370,12 +408,16 @@ class EncoderHeadModel(EncoderTaskModel, metaclass=ABCMeta):
         return None
 
     @abstractmethod
-    def head_logits(self, out, attention_mask: torch.Tensor | None, read: tuple[torch.Tensor, torch.Tensor] | None) -> torch.Tensor:
+    def head_logits(
+        self, out, attention_mask: torch.Tensor | None, read: tuple[torch.Tensor, torch.Tensor] | None
+    ) -> torch.Tensor:
         """The head on the backbone output ``out`` (BaseModelOutputWithPooling; at the positions
         ``read`` of :meth:`head_reads` alone when those were given) -> logits."""
 
     @abstractmethod
-    def head_loss(self, logits: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+    def head_loss(
+        self, logits: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None
+    ) -> torch.Tensor:
         """The mean loss of ``logits`` against ``labels`` (ValueError naming bad labels)."""
 
     def forward(
@@ -397,13 +439,27 @@ class EncoderHeadModel(EncoderTaskModel, metaclass=ABCMeta):
         (when labels are given), ``logits``, ``hidden_states``, ``attentions``."""
         read = self.head_reads(input_ids, inputs_embeds)
         out = self._encode(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
-            token_labels=labels if self.labels_per_token else None, read=read, past_key_values=past_key_values, **kwargs,
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            output_attentions,
+            output_hidden_states,
+            token_labels=labels if self.labels_per_token else None,
+            read=read,
+            past_key_values=past_key_values,
+            **kwargs,
         )
         logits = self.head_logits(out, attention_mask, read)
         loss = self.head_loss(logits, labels, attention_mask) if labels is not None else None
         return self._finish(
-            self.output_class, return_dict, backbone_output=out, loss=loss, logits=logits, hidden_states=out.hidden_states,
+            self.output_class,
+            return_dict,
+            backbone_output=out,
+            loss=loss,
+            logits=logits,
+            hidden_states=out.hidden_states,
             attentions=out.attentions,
         )
 
@@ -429,7 +485,9 @@ class EncoderForSequenceClassification(EncoderHeadModel):
     def head_logits(self, out, attention_mask: torch.Tensor | None, read=None) -> torch.Tensor:
         return self.classifier(self._summary(out, attention_mask), out.pooler_output)
 
-    def head_loss(self, logits: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+    def head_loss(
+        self, logits: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None
+    ) -> torch.Tensor:
         return sequence_classification_loss(self.config, logits, labels)
 
 
@@ -447,7 +505,9 @@ class EncoderForTokenClassification(EncoderHeadModel):
     def head_logits(self, out, attention_mask: torch.Tensor | None, read=None) -> torch.Tensor:
         return self.classifier(self.dropout(out.last_hidden_state))
 
-    def head_loss(self, logits: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+    def head_loss(
+        self, logits: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None
+    ) -> torch.Tensor:
         return token_classification_loss(logits, labels)
 
 
@@ -484,8 +544,15 @@ class EncoderForQuestionAnswering(EncoderTaskModel):
         """start_positions/end_positions: (B,) token indices. Logits (B, T) each. past_key_values:
         a key/value prefix (peft's prefix tuning) for the backbone."""
         out = self._encode(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states,
-            past_key_values=past_key_values, **kwargs,
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            output_attentions,
+            output_hidden_states,
+            past_key_values=past_key_values,
+            **kwargs,
         )
         start_logits, end_logits = self.qa_outputs(out.last_hidden_state).unbind(dim=-1)
         start_logits, end_logits = start_logits.contiguous(), end_logits.contiguous()
@@ -493,8 +560,14 @@ class EncoderForQuestionAnswering(EncoderTaskModel):
         if start_positions is not None and end_positions is not None:
             loss = span_extraction_loss(start_logits, end_logits, start_positions, end_positions)
         return self._finish(
-            QuestionAnsweringModelOutput, return_dict, backbone_output=out, loss=loss, start_logits=start_logits, end_logits=end_logits,
-            hidden_states=out.hidden_states, attentions=out.attentions,
+            QuestionAnsweringModelOutput,
+            return_dict,
+            backbone_output=out,
+            loss=loss,
+            start_logits=start_logits,
+            end_logits=end_logits,
+            hidden_states=out.hidden_states,
+            attentions=out.attentions,
         )
 
 
@@ -534,16 +607,26 @@ class EncoderForMultipleChoice(EncoderTaskModel):
         if reference is None or reference.dim() < 3:
             raise ValueError("multiple choice inputs must have shape (batch, num_choices, seq_len)")
         # Before flattening: (B, C, 0) cannot be reshaped to (B * C, 0).
-        check_not_empty("input_ids" if input_ids is not None else "inputs_embeds", tuple(reference.shape),
-                        reference.shape[0] * reference.shape[1], reference.shape[2])
+        check_not_empty(
+            "input_ids" if input_ids is not None else "inputs_embeds",
+            tuple(reference.shape),
+            reference.shape[0] * reference.shape[1],
+            reference.shape[2],
+        )
         num_choices = reference.shape[1]
 
         def flat(t: torch.Tensor | None) -> torch.Tensor | None:
             return None if t is None else t.reshape(-1, *t.shape[2:])
 
         out = self._encode(
-            flat(input_ids), flat(attention_mask), flat(token_type_ids), flat(position_ids), flat(inputs_embeds),
-            output_attentions, output_hidden_states, past_key_values=past_key_values,
+            flat(input_ids),
+            flat(attention_mask),
+            flat(token_type_ids),
+            flat(position_ids),
+            flat(inputs_embeds),
+            output_attentions,
+            output_hidden_states,
+            past_key_values=past_key_values,
             **{name: flat(value) if isinstance(value, torch.Tensor) else value for name, value in kwargs.items()},
         )
         logits = self.classifier(self._summary(out, flat(attention_mask)), out.pooler_output).view(-1, num_choices)
@@ -551,7 +634,12 @@ class EncoderForMultipleChoice(EncoderTaskModel):
         if labels is not None:
             loss = multiple_choice_loss(logits, labels)
         return self._finish(
-            MultipleChoiceModelOutput, return_dict, backbone_output=out, loss=loss, logits=logits, hidden_states=out.hidden_states,
+            MultipleChoiceModelOutput,
+            return_dict,
+            backbone_output=out,
+            loss=loss,
+            logits=logits,
+            hidden_states=out.hidden_states,
             attentions=out.attentions,
         )
 

@@ -28,7 +28,9 @@ def check_token_id(name: str, value: int | None, vocab_size: int, use: str = "")
     """Raise ValueError when ``value`` (the config's ``name``, e.g. "bos_token_id") is not an id
     of a ``vocab_size``-token vocabulary; ``use`` says what needed it. None passes (unset)."""
     if value is not None and not 0 <= value < vocab_size:
-        raise ValueError(f"{name} {value} is outside the vocabulary (vocab_size={vocab_size})" + (f": {use}" if use else ""))
+        raise ValueError(
+            f"{name} {value} is outside the vocabulary (vocab_size={vocab_size})" + (f": {use}" if use else "")
+        )
 
 
 def _as_list(ids: int | list[int] | None) -> list[int]:
@@ -37,9 +39,7 @@ def _as_list(ids: int | list[int] | None) -> list[int]:
     return [int(i) for i in ids] if isinstance(ids, (list, tuple)) else [int(ids)]
 
 
-def check_generation_token_ids(
-    model: Any, inputs: Any, generation_config: Any, kwargs: dict[str, Any]
-) -> None:
+def check_generation_token_ids(model: Any, inputs: Any, generation_config: Any, kwargs: dict[str, Any]) -> None:
     """The special ids ``model.generate(inputs, generation_config, **kwargs)`` will feed to the model
     or write into its output, checked against ``model.config.vocab_size``.
 
@@ -55,10 +55,13 @@ def check_generation_token_ids(
         return None
 
     vocab_size = model.config.vocab_size
-    prompted = inputs is not None or any(kwargs.get(k) is not None for k in ("input_ids", "inputs_embeds", "encoder_outputs"))
+    prompted = inputs is not None or any(
+        kwargs.get(k) is not None for k in ("input_ids", "inputs_embeds", "encoder_outputs")
+    )
     if not prompted:
-        check_token_id("bos_token_id", resolved("bos_token_id"), vocab_size,
-                       "generate() was given no input_ids and starts from it")
+        check_token_id(
+            "bos_token_id", resolved("bos_token_id"), vocab_size, "generate() was given no input_ids and starts from it"
+        )
     if model.config.is_encoder_decoder and kwargs.get("decoder_input_ids") is None:
         # transformers starts the decoder from decoder_start_token_id, else from bos_token_id.
         name = "decoder_start_token_id" if resolved("decoder_start_token_id") is not None else "bos_token_id"
@@ -67,8 +70,12 @@ def check_generation_token_ids(
     if any(0 <= e < vocab_size for e in eos):  # a sequence can finish, so padding is written after it
         pad = resolved("pad_token_id")
         name = "pad_token_id" if pad is not None else "eos_token_id"  # transformers pads with eos when pad is unset
-        check_token_id(name, pad if pad is not None else eos[0], vocab_size,
-                       "generate() writes it after a finished sequence and feeds it back to the model")
+        check_token_id(
+            name,
+            pad if pad is not None else eos[0],
+            vocab_size,
+            "generate() writes it after a finished sequence and feeds it back to the model",
+        )
 
 
 class CheckedGenerationMixin(GenerationMixin):

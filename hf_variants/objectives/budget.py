@@ -24,16 +24,20 @@ def count_flops(run: Callable[[], None]) -> int:
     return counter.get_total_flops()
 
 
-def masked_batch(batch_size: int, length: int, vocab_size: int, mask_rate: float, mask_id: int,
-                 seed: int = 0) -> dict[str, torch.Tensor]:
+def masked_batch(
+    batch_size: int, length: int, vocab_size: int, mask_rate: float, mask_id: int, seed: int = 0
+) -> dict[str, torch.Tensor]:
     """A full-length batch with `mask_rate` of its positions masked and labelled: input_ids,
     attention_mask and labels, each (batch_size, length); labels -100 where not masked."""
     generator = torch.Generator().manual_seed(seed)
     input_ids = torch.randint(5, vocab_size, (batch_size, length), generator=generator)
     selected = torch.rand(batch_size, length, generator=generator) < mask_rate
     labels = torch.where(selected, input_ids, torch.full_like(input_ids, -100))
-    return {"input_ids": input_ids.masked_fill(selected, mask_id), "attention_mask": torch.ones_like(input_ids),
-            "labels": labels}
+    return {
+        "input_ids": input_ids.masked_fill(selected, mask_id),
+        "attention_mask": torch.ones_like(input_ids),
+        "labels": labels,
+    }
 
 
 def training_step_flops(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> int:

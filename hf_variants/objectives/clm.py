@@ -29,13 +29,14 @@ import torch
 
 # The block-diagonal causal masks are built with every other mask, in modules/masks.py; they stay
 # importable from here (hf_variants.objectives.document_causal_bias), where packed rows are made.
-from ..modules.masks import document_causal_bias, document_causal_mask
+from ..modules.masks import document_causal_bias, document_causal_mask  # noqa: F401 (re-exported)
 from .masking import IGNORE_INDEX, pad_batch, word_start_positions
 from .packing import iter_corpus_documents, tokenize_documents
 
 
-def pack_causal_documents(documents: Iterable[Sequence[int]], max_length: int, eos_token_id: int | None = None,
-                          split_documents: bool = True) -> Iterator[dict[str, list[int]]]:
+def pack_causal_documents(
+    documents: Iterable[Sequence[int]], max_length: int, eos_token_id: int | None = None, split_documents: bool = True
+) -> Iterator[dict[str, list[int]]]:
     """Fill rows of `max_length` tokens with documents back to back (EOS appended to each when
     `eos_token_id` is given). A document that does not fit in what is left of a row is split
     and continues at the start of the next row, so every row but the last is full. With
@@ -54,8 +55,10 @@ def pack_causal_documents(documents: Iterable[Sequence[int]], max_length: int, e
             continue
         if not split_documents:
             if len(tokens) > max_length:
-                raise ValueError(f"document {index} has {len(tokens)} tokens (EOS included), more than max_length="
-                                 f"{max_length}; truncate it or pack with split_documents=True")
+                raise ValueError(
+                    f"document {index} has {len(tokens)} tokens (EOS included), more than max_length="
+                    f"{max_length}; truncate it or pack with split_documents=True"
+                )
             if len(row["input_ids"]) + len(tokens) > max_length:
                 yield row
                 row = {"input_ids": [], "document_ids": [], "position_ids": []}
@@ -76,8 +79,9 @@ def pack_causal_documents(documents: Iterable[Sequence[int]], max_length: int, e
 def corpus_document_token_ids(corpus: datasets.Dataset, tokenizer) -> Iterator[list[int]]:
     """The token ids of each document of a `load_corpus`-style corpus (one document = all its
     paragraphs, joined by newlines), without special tokens; documents with no tokens are skipped."""
-    documents = tokenize_documents((["\n".join(paragraphs)] for paragraphs in iter_corpus_documents(corpus)),
-                                   tokenizer, sentences=False)
+    documents = tokenize_documents(
+        (["\n".join(paragraphs)] for paragraphs in iter_corpus_documents(corpus)), tokenizer, sentences=False
+    )
     return ([token for segment in document for token in segment] for document in documents)
 
 
@@ -92,11 +96,13 @@ def causal_lm_dataset(corpus: datasets.Dataset, tokenizer, max_length: int = 102
     joined by newlines), with the tokenizer's EOS after each document when it has one."""
 
     def generate(corpus, tokenizer, max_length):
-        yield from pack_causal_documents(corpus_document_token_ids(corpus, tokenizer), max_length,
-                                         tokenizer.eos_token_id)
+        yield from pack_causal_documents(
+            corpus_document_token_ids(corpus, tokenizer), max_length, tokenizer.eos_token_id
+        )
 
     return datasets.Dataset.from_generator(
-        generate, gen_kwargs={"corpus": corpus, "tokenizer": tokenizer, "max_length": max_length})
+        generate, gen_kwargs={"corpus": corpus, "tokenizer": tokenizer, "max_length": max_length}
+    )
 
 
 class DataCollatorForPackedCausalLM:
@@ -126,9 +132,15 @@ class DataCollatorForPackedCausalLM:
     `return_attention_bias` attention_bias (B, 1, T, T) float32.
     """
 
-    def __init__(self, tokenizer, attention_mask_4d: bool = False, return_document_ids: bool = True,
-                 one_document_per_feature: bool = False, pad_to_multiple_of: int | None = None,
-                 return_attention_bias: bool = False):
+    def __init__(
+        self,
+        tokenizer,
+        attention_mask_4d: bool = False,
+        return_document_ids: bool = True,
+        one_document_per_feature: bool = False,
+        pad_to_multiple_of: int | None = None,
+        return_attention_bias: bool = False,
+    ):
         if attention_mask_4d and return_attention_bias:
             raise ValueError("attention_mask_4d and return_attention_bias both carry the document mask: choose one")
         pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
@@ -146,9 +158,11 @@ class DataCollatorForPackedCausalLM:
             raise ValueError("features already carry 'labels'; the packed CLM collator makes them from input_ids")
         if any("document_ids" not in f for f in features):
             if not self.one_document_per_feature:
-                raise ValueError("features have no 'document_ids' (with Trainer, set remove_unused_columns=False so "
-                                 "the column reaches the collator; for unpacked documents pass "
-                                 "one_document_per_feature=True)")
+                raise ValueError(
+                    "features have no 'document_ids' (with Trainer, set remove_unused_columns=False so "
+                    "the column reaches the collator; for unpacked documents pass "
+                    "one_document_per_feature=True)"
+                )
             features = [{**f, "document_ids": [0] * len(f["input_ids"])} for f in features]
         columns, lengths = pad_batch(features, self.pad_id, self.pad_to_multiple_of)
         document_ids = columns["document_ids"]
@@ -159,16 +173,20 @@ class DataCollatorForPackedCausalLM:
         document_start[:, 1:] &= document_ids[:, 1:] != document_ids[:, :-1]
         if "position_ids" not in columns:
             columns["position_ids"] = np.where(
-                inside, np.arange(document_ids.shape[1])[None, :] - word_start_positions(document_start, inside), 0)
+                inside, np.arange(document_ids.shape[1])[None, :] - word_start_positions(document_start, inside), 0
+            )
         elif (columns["position_ids"][document_start] != 0).any():
             raise ValueError("position_ids must restart at 0 where a document starts")
         labels = np.where(inside & ~document_start, columns["input_ids"], IGNORE_INDEX)
-        batch = {"input_ids": torch.from_numpy(columns["input_ids"]),
-                 "position_ids": torch.from_numpy(columns["position_ids"]),
-                 "labels": torch.from_numpy(labels)}
+        batch = {
+            "input_ids": torch.from_numpy(columns["input_ids"]),
+            "position_ids": torch.from_numpy(columns["position_ids"]),
+            "labels": torch.from_numpy(labels),
+        }
         ids = torch.from_numpy(document_ids)
-        batch["attention_mask"] = document_causal_bias(ids) if self.attention_mask_4d else torch.from_numpy(
-            inside.astype(np.int64))
+        batch["attention_mask"] = (
+            document_causal_bias(ids) if self.attention_mask_4d else torch.from_numpy(inside.astype(np.int64))
+        )
         if self.return_attention_bias:
             batch["attention_bias"] = document_causal_bias(ids)
         if self.return_document_ids:

@@ -33,16 +33,37 @@ from ..tokenization import word_start_table
 IGNORE_INDEX = -100
 
 # Per-token sequence columns a collator understands; everything else must be a scalar label.
-SEQUENCE_COLUMNS = ("input_ids", "token_type_ids", "special_tokens_mask", "word_ids", "attention_mask",
-                    "labels", "sbo_left", "sbo_right", "sbo_relative", "sbo_labels", "langs", "position_ids",
-                    "document_ids")
+SEQUENCE_COLUMNS = (
+    "input_ids",
+    "token_type_ids",
+    "special_tokens_mask",
+    "word_ids",
+    "attention_mask",
+    "labels",
+    "sbo_left",
+    "sbo_right",
+    "sbo_relative",
+    "sbo_labels",
+    "langs",
+    "position_ids",
+    "document_ids",
+)
 # Per-example labels passed through as (B,) tensors (NSP / SOP / classification).
 SCALAR_LABEL_COLUMNS = ("next_sentence_label", "sentence_order_label", "label")
 # Padding value per stored column (labels and SBO targets are ignored at pad positions).
-PAD_VALUES = {"token_type_ids": 0, "special_tokens_mask": 1, "word_ids": -1, "labels": IGNORE_INDEX,
-              "sbo_left": 0, "sbo_right": 0, "sbo_relative": 0, "sbo_labels": IGNORE_INDEX,
-              "langs": 0, "position_ids": 0,  # XLM's TLM (`tlm.py`) and packed CLM (`clm.py`)
-              "document_ids": -1}  # packed CLM: -1 marks padding
+PAD_VALUES = {
+    "token_type_ids": 0,
+    "special_tokens_mask": 1,
+    "word_ids": -1,
+    "labels": IGNORE_INDEX,
+    "sbo_left": 0,
+    "sbo_right": 0,
+    "sbo_relative": 0,
+    "sbo_labels": IGNORE_INDEX,
+    "langs": 0,
+    "position_ids": 0,  # XLM's TLM (`tlm.py`) and packed CLM (`clm.py`)
+    "document_ids": -1,
+}  # packed CLM: -1 marks padding
 
 
 @dataclass
@@ -75,9 +96,13 @@ class VocabInfo:
         special = np.zeros(vocab_size, dtype=bool)
         special[list(tokenizer.all_special_ids)] = True
         mask_id = tokenizer.mask_token_id if tokenizer.mask_token_id is not None else -1
-        return cls(pad_id=tokenizer.pad_token_id, mask_id=mask_id, special=special,
-                   replacement_ids=np.flatnonzero(~special).astype(np.int64),
-                   word_start=np.asarray(word_start_table(tokenizer), dtype=bool))
+        return cls(
+            pad_id=tokenizer.pad_token_id,
+            mask_id=mask_id,
+            special=special,
+            replacement_ids=np.flatnonzero(~special).astype(np.int64),
+            word_start=np.asarray(word_start_table(tokenizer), dtype=bool),
+        )
 
 
 class SeededRNG:
@@ -103,8 +128,9 @@ class SeededRNG:
         return self._generator
 
 
-def pad_batch(features: Sequence[Mapping], pad_id: int, pad_to_multiple_of: int | None = None
-              ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+def pad_batch(
+    features: Sequence[Mapping], pad_id: int, pad_to_multiple_of: int | None = None
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Right-pad a list of feature dicts to numpy arrays.
 
     Returns:
@@ -125,8 +151,10 @@ def pad_batch(features: Sequence[Mapping], pad_id: int, pad_to_multiple_of: int 
         width = -(-width // pad_to_multiple_of) * pad_to_multiple_of
     keys = features[0].keys()
     if any(f.keys() != keys for f in features):
-        raise ValueError(f"features have different columns: {sorted(keys)} vs "
-                         f"{sorted(next(f.keys() for f in features if f.keys() != keys))}")
+        raise ValueError(
+            f"features have different columns: {sorted(keys)} vs "
+            f"{sorted(next(f.keys() for f in features if f.keys() != keys))}"
+        )
     columns: dict[str, np.ndarray] = {}
     for key in keys:
         if key == "attention_mask":
@@ -145,8 +173,10 @@ def pad_batch(features: Sequence[Mapping], pad_id: int, pad_to_multiple_of: int 
         elif key in SCALAR_LABEL_COLUMNS:
             columns[key] = np.asarray(values, dtype=np.int64)
         else:
-            raise ValueError(f"feature column {key!r} is neither a per-token column {SEQUENCE_COLUMNS} nor a "
-                             f"sequence label {SCALAR_LABEL_COLUMNS}; remove it before collating")
+            raise ValueError(
+                f"feature column {key!r} is neither a per-token column {SEQUENCE_COLUMNS} nor a "
+                f"sequence label {SCALAR_LABEL_COLUMNS}; remove it before collating"
+            )
     return columns, lengths
 
 
@@ -194,8 +224,9 @@ def word_start_positions(starts: np.ndarray, candidates: np.ndarray) -> np.ndarr
     return np.where(candidates, np.maximum.accumulate(positions, axis=1), -1)
 
 
-def select_whole_units(starts: np.ndarray, candidates: np.ndarray, budgets: np.ndarray,
-                       rng: np.random.Generator) -> np.ndarray:
+def select_whole_units(
+    starts: np.ndarray, candidates: np.ndarray, budgets: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     """Select random whole units (words, or single tokens when every candidate is a start) until
     each row reaches its budget of tokens. Vectorised over the batch.
 
@@ -237,9 +268,15 @@ def select_whole_units(starts: np.ndarray, candidates: np.ndarray, budgets: np.n
     return candidates & np.take_along_axis(chosen_start, safe_unit, axis=1)
 
 
-def corrupt(input_ids: np.ndarray, selected: np.ndarray, vocab: VocabInfo, rng: np.random.Generator,
-            mask_probability: float = 0.8, random_probability: float = 0.1,
-            decision_position: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def corrupt(
+    input_ids: np.ndarray,
+    selected: np.ndarray,
+    vocab: VocabInfo,
+    rng: np.random.Generator,
+    mask_probability: float = 0.8,
+    random_probability: float = 0.1,
+    decision_position: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """BERT's corruption of the selected tokens.
 
     Each selected token becomes [MASK] with `mask_probability`, a random non-special token with
@@ -268,12 +305,15 @@ def check_probabilities(mlm_probability: float, mask_probability: float, random_
     if not 0.0 < mlm_probability < 1.0:
         raise ValueError(f"mlm_probability must be in (0, 1), got {mlm_probability}")
     if mask_probability < 0 or random_probability < 0 or mask_probability + random_probability > 1:
-        raise ValueError("mask_probability and random_probability must be >= 0 and sum to at most 1, got "
-                         f"{mask_probability} and {random_probability}")
+        raise ValueError(
+            "mask_probability and random_probability must be >= 0 and sum to at most 1, got "
+            f"{mask_probability} and {random_probability}"
+        )
 
 
-def to_torch_batch(columns: Mapping[str, np.ndarray], lengths: np.ndarray, with_token_types: bool
-                   ) -> dict[str, torch.Tensor]:
+def to_torch_batch(
+    columns: Mapping[str, np.ndarray], lengths: np.ndarray, with_token_types: bool
+) -> dict[str, torch.Tensor]:
     """numpy columns -> the tensors a model's forward takes (+ scalar labels); drops the inputs
     that only guided masking (`special_tokens_mask`, `word_ids`)."""
     batch = {}

@@ -15,8 +15,19 @@ import datasets
 import numpy as np
 import torch
 
-from .masking import (SEQUENCE_COLUMNS, SeededRNG, VocabInfo, candidate_mask, check_probabilities, corrupt,
-                      masking_budgets, pad_batch, select_whole_units, to_torch_batch, word_starts)
+from .masking import (
+    SEQUENCE_COLUMNS,
+    SeededRNG,
+    VocabInfo,
+    candidate_mask,
+    check_probabilities,
+    corrupt,
+    masking_budgets,
+    pad_batch,
+    select_whole_units,
+    to_torch_batch,
+    word_starts,
+)
 
 
 class MaskingCollator(ABC):
@@ -39,9 +50,15 @@ class MaskingCollator(ABC):
     scalar labels such as `next_sentence_label` (B,).
     """
 
-    def __init__(self, tokenizer, mlm_probability: float = 0.15, mask_probability: float = 0.8,
-                 random_probability: float = 0.1, pad_to_multiple_of: int | None = None,
-                 seed: int | None = None):
+    def __init__(
+        self,
+        tokenizer,
+        mlm_probability: float = 0.15,
+        mask_probability: float = 0.8,
+        random_probability: float = 0.1,
+        pad_to_multiple_of: int | None = None,
+        seed: int | None = None,
+    ):
         check_probabilities(mlm_probability, mask_probability, random_probability)
         self.tokenizer = tokenizer
         self.vocab = VocabInfo.from_tokenizer(tokenizer)
@@ -52,15 +69,16 @@ class MaskingCollator(ABC):
         self.rng = SeededRNG(seed)
 
     @abstractmethod
-    def mask_columns(self, columns: dict[str, np.ndarray], lengths: np.ndarray,
-                     rng: np.random.Generator) -> None:
+    def mask_columns(self, columns: dict[str, np.ndarray], lengths: np.ndarray, rng: np.random.Generator) -> None:
         """Corrupt `columns["input_ids"]` (B, T) in place and add `columns["labels"]` (B, T)."""
 
     def __call__(self, features: Sequence[Mapping]) -> dict[str, torch.Tensor]:
         columns, lengths = pad_batch(features, self.vocab.pad_id, self.pad_to_multiple_of)
         if "labels" in columns:
-            raise ValueError("features already carry 'labels' (a static masked dataset?): collate them with "
-                             "DataCollatorForPrecomputedMasks instead of masking again")
+            raise ValueError(
+                "features already carry 'labels' (a static masked dataset?): collate them with "
+                "DataCollatorForPrecomputedMasks instead of masking again"
+            )
         self.mask_columns(columns, lengths, self.rng.get())
         return to_torch_batch(columns, lengths, with_token_types="token_type_ids" in columns)
 
@@ -82,19 +100,26 @@ class DataCollatorForMaskedLM(MaskingCollator):
     WordPiece, the ``Ġ``/``▁`` space markers for byte-level BPE and Unigram).
     """
 
-    def __init__(self, tokenizer, mlm_probability: float = 0.15, mask_probability: float = 0.8,
-                 random_probability: float = 0.1, whole_word_mask: bool = False,
-                 pad_to_multiple_of: int | None = None, seed: int | None = None):
+    def __init__(
+        self,
+        tokenizer,
+        mlm_probability: float = 0.15,
+        mask_probability: float = 0.8,
+        random_probability: float = 0.1,
+        whole_word_mask: bool = False,
+        pad_to_multiple_of: int | None = None,
+        seed: int | None = None,
+    ):
         super().__init__(tokenizer, mlm_probability, mask_probability, random_probability, pad_to_multiple_of, seed)
         self.whole_word_mask = whole_word_mask
 
-    def mask_columns(self, columns: dict[str, np.ndarray], lengths: np.ndarray,
-                     rng: np.random.Generator) -> None:
+    def mask_columns(self, columns: dict[str, np.ndarray], lengths: np.ndarray, rng: np.random.Generator) -> None:
         candidates, budgets = self._candidates_and_budgets(columns, lengths, rng)
         units = word_starts(columns, candidates, self.vocab) if self.whole_word_mask else candidates
         selected = select_whole_units(units, candidates, budgets, rng)
         columns["input_ids"], columns["labels"] = corrupt(
-            columns["input_ids"], selected, self.vocab, rng, self.mask_probability, self.random_probability)
+            columns["input_ids"], selected, self.vocab, rng, self.mask_probability, self.random_probability
+        )
 
 
 class DataCollatorForPrecomputedMasks:
@@ -114,9 +139,14 @@ class DataCollatorForPrecomputedMasks:
         return to_torch_batch(columns, lengths, with_token_types="token_type_ids" in columns)
 
 
-def make_static_masked_dataset(dataset: datasets.Dataset, tokenizer, copies: int = 10, seed: int = 0,
-                               masker: MaskingCollator | None = None, batch_size: int = 1000
-                               ) -> datasets.Dataset:
+def make_static_masked_dataset(
+    dataset: datasets.Dataset,
+    tokenizer,
+    copies: int = 10,
+    seed: int = 0,
+    masker: MaskingCollator | None = None,
+    batch_size: int = 1000,
+) -> datasets.Dataset:
     """BERT's static masking: `copies` copies of `dataset`, each masked once with its own mask.
 
     Copy *c* occupies rows ``c * len(dataset)`` to ``(c + 1) * len(dataset) - 1``. The masks are a
@@ -158,9 +188,15 @@ def make_static_masked_dataset(dataset: datasets.Dataset, tokenizer, copies: int
         return output
 
     masked_copies = [
-        dataset.map(mask_chunk, batched=True, batch_size=batch_size, with_indices=True,
-                    fn_kwargs={"copy": copy}, remove_columns=dataset.column_names,
-                    desc=f"static masking, copy {copy + 1}/{copies}")
+        dataset.map(
+            mask_chunk,
+            batched=True,
+            batch_size=batch_size,
+            with_indices=True,
+            fn_kwargs={"copy": copy},
+            remove_columns=dataset.column_names,
+            desc=f"static masking, copy {copy + 1}/{copies}",
+        )
         for copy in range(copies)
     ]
     return datasets.concatenate_datasets(masked_copies)

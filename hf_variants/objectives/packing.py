@@ -51,8 +51,9 @@ def iter_corpus_documents(corpus: datasets.Dataset, batch_size: int = 1000) -> I
         yield paragraphs
 
 
-def tokenize_documents(documents: Iterable[Sequence[str]], tokenizer, sentences: bool = True
-                       ) -> Iterator[list[list[int]]]:
+def tokenize_documents(
+    documents: Iterable[Sequence[str]], tokenizer, sentences: bool = True
+) -> Iterator[list[list[int]]]:
     """Tokenize documents (lists of paragraphs) into lists of segments of token ids.
 
     With `sentences=True` each paragraph is split into sentences (`hf_variants.data.split_sentences`),
@@ -72,11 +73,12 @@ def tokenize_documents(documents: Iterable[Sequence[str]], tokenizer, sentences:
 
 def _pieces(segment: Sequence[int], capacity: int) -> Iterator[Sequence[int]]:
     for start in range(0, len(segment), capacity):
-        yield segment[start:start + capacity]
+        yield segment[start : start + capacity]
 
 
-def _pack(documents: Iterable[Document], tokenizer, max_length: int, cross_documents: bool
-          ) -> Iterator[dict[str, list[int]]]:
+def _pack(
+    documents: Iterable[Document], tokenizer, max_length: int, cross_documents: bool
+) -> Iterator[dict[str, list[int]]]:
     template = SpecialTokenTemplate(tokenizer)
     capacity = max_length - template.single_specials
     if capacity < 2:
@@ -102,15 +104,13 @@ def _pack(documents: Iterable[Document], tokenizer, max_length: int, cross_docum
         yield template.build(block).as_dict()
 
 
-def pack_full_sentences(documents: Iterable[Document], tokenizer, max_length: int
-                        ) -> Iterator[dict[str, list[int]]]:
+def pack_full_sentences(documents: Iterable[Document], tokenizer, max_length: int) -> Iterator[dict[str, list[int]]]:
     """FULL-SENTENCES: yield examples (`input_ids`, `token_type_ids`, `special_tokens_mask`) of at
     most `max_length` tokens, filled with contiguous sentences that may cross documents."""
     return _pack(documents, tokenizer, max_length, cross_documents=True)
 
 
-def pack_doc_sentences(documents: Iterable[Document], tokenizer, max_length: int
-                       ) -> Iterator[dict[str, list[int]]]:
+def pack_doc_sentences(documents: Iterable[Document], tokenizer, max_length: int) -> Iterator[dict[str, list[int]]]:
     """DOC-SENTENCES: like `pack_full_sentences`, but every example comes from one document."""
     return _pack(documents, tokenizer, max_length, cross_documents=False)
 
@@ -118,8 +118,15 @@ def pack_doc_sentences(documents: Iterable[Document], tokenizer, max_length: int
 INPUT_FORMATS = ("full-sentences", "doc-sentences", "segment-pair", "sentence-pair")
 
 
-def _generate_examples(corpus: datasets.Dataset, tokenizer, input_format: str, max_length: int,
-                       task: str | None, short_seq_prob: float, seed: int) -> Iterator[dict]:
+def _generate_examples(
+    corpus: datasets.Dataset,
+    tokenizer,
+    input_format: str,
+    max_length: int,
+    task: str | None,
+    short_seq_prob: float,
+    seed: int,
+) -> Iterator[dict]:
     documents = tokenize_documents(iter_corpus_documents(corpus), tokenizer)
     if input_format == "full-sentences":
         yield from pack_full_sentences(documents, tokenizer, max_length)
@@ -133,9 +140,15 @@ def _generate_examples(corpus: datasets.Dataset, tokenizer, input_format: str, m
         yield from build(list(documents), tokenizer, max_length, input_format, short_seq_prob, seed)
 
 
-def pretraining_dataset(corpus: datasets.Dataset, tokenizer, input_format: str = "full-sentences",
-                        max_length: int = 512, task: str | None = None, short_seq_prob: float = 0.1,
-                        seed: int = 0) -> datasets.Dataset:
+def pretraining_dataset(
+    corpus: datasets.Dataset,
+    tokenizer,
+    input_format: str = "full-sentences",
+    max_length: int = 512,
+    task: str | None = None,
+    short_seq_prob: float = 0.1,
+    seed: int = 0,
+) -> datasets.Dataset:
     """Build a pretraining Dataset from a raw corpus (`hf_variants.data.load_corpus` format).
 
     Args:
@@ -155,13 +168,23 @@ def pretraining_dataset(corpus: datasets.Dataset, tokenizer, input_format: str =
     if is_pair and task is None:
         task = "nsp"
     if (task is not None) != is_pair or task not in (None, "nsp", "sop"):
-        raise ValueError(f"task={task!r} does not go with input_format={input_format!r}: pair formats take "
-                         "'nsp' or 'sop', the sentence-packing formats take none")
+        raise ValueError(
+            f"task={task!r} does not go with input_format={input_format!r}: pair formats take "
+            "'nsp' or 'sop', the sentence-packing formats take none"
+        )
     try:
         return datasets.Dataset.from_generator(
             _generate_examples,
-            gen_kwargs={"corpus": corpus, "tokenizer": tokenizer, "input_format": input_format,
-                        "max_length": max_length, "task": task, "short_seq_prob": short_seq_prob, "seed": seed})
+            gen_kwargs={
+                "corpus": corpus,
+                "tokenizer": tokenizer,
+                "input_format": input_format,
+                "max_length": max_length,
+                "task": task,
+                "short_seq_prob": short_seq_prob,
+                "seed": seed,
+            },
+        )
     except datasets.exceptions.DatasetGenerationError as error:
         if isinstance(error.__cause__, ValueError):  # surface our own message, not the builder's wrapper
             raise ValueError(str(error.__cause__)) from error

@@ -49,12 +49,13 @@ def _trim_outer_ends(first: list[int], second: list[int], max_tokens: int) -> No
         if len(first) > len(second):
             del first[:cut]
         else:
-            del second[len(second) - cut:]
+            del second[len(second) - cut :]
         excess -= cut
 
 
-def _random_continuation(documents: Sequence[Document], exclude: int, target: int,
-                         rng: np.random.Generator) -> list[int]:
+def _random_continuation(
+    documents: Sequence[Document], exclude: int, target: int, rng: np.random.Generator
+) -> list[int]:
     """Segments from a random start in a random other document, filled to `target` tokens."""
     for _ in range(10):  # BERT's retry loop: any document but the current one
         other = int(rng.integers(len(documents)))
@@ -73,7 +74,7 @@ def _random_continuation(documents: Sequence[Document], exclude: int, target: in
 def _take_chunk(document: Document, position: int, target: int, input_format: str) -> list[Sequence[int]]:
     """Segments from `position` on: two sentences (SENTENCE-PAIR), or until `target` tokens."""
     if input_format == "sentence-pair":
-        return list(document[position:position + 2])
+        return list(document[position : position + 2])
     chunk, length = [], 0
     while position + len(chunk) < len(document) and length < target:
         chunk.append(document[position + len(chunk)])
@@ -81,8 +82,15 @@ def _take_chunk(document: Document, position: int, target: int, input_format: st
     return chunk
 
 
-def _pairs(documents: Sequence[Document], tokenizer, max_length: int, task: str, input_format: str,
-           short_seq_prob: float, seed: int) -> Iterator[dict[str, list[int] | int]]:
+def _pairs(
+    documents: Sequence[Document],
+    tokenizer,
+    max_length: int,
+    task: str,
+    input_format: str,
+    short_seq_prob: float,
+    seed: int,
+) -> Iterator[dict[str, list[int] | int]]:
     if input_format not in PAIR_FORMATS:
         raise ValueError(f"unknown pair format {input_format!r}; expected one of {PAIR_FORMATS}")
     if not 0.0 <= short_seq_prob <= 1.0:
@@ -127,17 +135,27 @@ def _pairs(documents: Sequence[Document], tokenizer, max_length: int, task: str,
             yield example
 
 
-def build_nsp_pairs(documents: Sequence[Document], tokenizer, max_length: int = 512,
-                    input_format: str = "segment-pair", short_seq_prob: float = 0.1, seed: int = 0
-                    ) -> Iterator[dict[str, list[int] | int]]:
+def build_nsp_pairs(
+    documents: Sequence[Document],
+    tokenizer,
+    max_length: int = 512,
+    input_format: str = "segment-pair",
+    short_seq_prob: float = 0.1,
+    seed: int = 0,
+) -> Iterator[dict[str, list[int] | int]]:
     """BERT's NSP examples: `input_ids`, `token_type_ids`, `special_tokens_mask` (each at most
     `max_length` long) and `next_sentence_label` (0: B is the real continuation, 1: random)."""
     return _pairs(documents, tokenizer, max_length, "nsp", input_format, short_seq_prob, seed)
 
 
-def build_sop_pairs(documents: Sequence[Document], tokenizer, max_length: int = 512,
-                    input_format: str = "segment-pair", short_seq_prob: float = 0.1, seed: int = 0
-                    ) -> Iterator[dict[str, list[int] | int]]:
+def build_sop_pairs(
+    documents: Sequence[Document],
+    tokenizer,
+    max_length: int = 512,
+    input_format: str = "segment-pair",
+    short_seq_prob: float = 0.1,
+    seed: int = 0,
+) -> Iterator[dict[str, list[int] | int]]:
     """ALBERT's SOP examples: like `build_nsp_pairs`, with `sentence_order_label` (0: A then B
     as in the text, 1: swapped)."""
     return _pairs(documents, tokenizer, max_length, "sop", input_format, short_seq_prob, seed)

@@ -35,8 +35,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import torch
 
-from .masking import (IGNORE_INDEX, SeededRNG, VocabInfo, candidate_mask, pad_batch, to_torch_batch,
-                      word_starts)
+from .masking import IGNORE_INDEX, SeededRNG, VocabInfo, candidate_mask, pad_batch, to_torch_batch, word_starts
 from .spans import WordSpan, inverse_length_probabilities, sample_batch_word_spans
 
 
@@ -51,8 +50,9 @@ def factorization_ranks(width: int, perm_size: int, batch: int, rng: np.random.G
     return ranks
 
 
-def permutation_visibility(ranks: np.ndarray, targets: np.ndarray, context: np.ndarray, inside: np.ndarray,
-                           perm_size: int) -> np.ndarray:
+def permutation_visibility(
+    ranks: np.ndarray, targets: np.ndarray, context: np.ndarray, inside: np.ndarray, perm_size: int
+) -> np.ndarray:
     """(B, T, T) bool, True where query i may attend to key j (the complement of `perm_mask`).
 
     Args:
@@ -68,9 +68,7 @@ def permutation_visibility(ranks: np.ndarray, targets: np.ndarray, context: np.n
     before = ranks[:, None, :] < ranks[:, :, None]  # [b, i, j]: j comes before i in the order
     functional = inside & ~targets & ~context
     itself = np.eye(width, dtype=bool)[None]
-    in_block = (context[:, None, :]
-                | (targets[:, :, None] & before)
-                | (functional[:, :, None] & (before | itself)))
+    in_block = context[:, None, :] | (targets[:, :, None] & before) | (functional[:, :, None] & (before | itself))
     visible = earlier_block | (same_block & in_block)
     return visible & inside[:, None, :] & inside[:, :, None]
 
@@ -101,9 +99,16 @@ class DataCollatorForPermutationLM:
     After a call, `last_ranks` (B, T) holds the factorisation order and `last_spans` the spans.
     """
 
-    def __init__(self, tokenizer, plm_probability: float = 1 / 6, max_span_length: int = 5,
-                 perm_size: int | None = None, num_predict: int | None = None,
-                 pad_to_multiple_of: int | None = None, seed: int | None = None):
+    def __init__(
+        self,
+        tokenizer,
+        plm_probability: float = 1 / 6,
+        max_span_length: int = 5,
+        perm_size: int | None = None,
+        num_predict: int | None = None,
+        pad_to_multiple_of: int | None = None,
+        seed: int | None = None,
+    ):
         if not 0.0 < plm_probability < 1.0:
             raise ValueError(f"plm_probability must be in (0, 1), got {plm_probability}")
         if perm_size is not None and perm_size < 1:
@@ -122,15 +127,21 @@ class DataCollatorForPermutationLM:
 
     def _choose_targets(self, columns, candidates, rng) -> tuple[np.ndarray, list[list[WordSpan]]]:
         starts = word_starts(columns, candidates, self.vocab)
-        spans = sample_batch_word_spans(starts, candidates, candidates.sum(axis=1) * self.plm_probability,
-                                        self.length_values, self.length_probabilities, rng)
+        spans = sample_batch_word_spans(
+            starts,
+            candidates,
+            candidates.sum(axis=1) * self.plm_probability,
+            self.length_values,
+            self.length_probabilities,
+            rng,
+        )
         targets = np.zeros_like(candidates)
         for row, row_spans in enumerate(spans):
             if self.num_predict is not None:
                 while sum(s.end - s.start for s in row_spans) > self.num_predict:
                     row_spans.pop()
             for span in row_spans:
-                targets[row, span.start:span.end] = True
+                targets[row, span.start : span.end] = True
         return targets, spans
 
     def __call__(self, features: Sequence[Mapping]) -> dict[str, torch.Tensor]:
@@ -140,8 +151,10 @@ class DataCollatorForPermutationLM:
         candidates = candidate_mask(columns, lengths, self.vocab)
         too_short = np.flatnonzero(candidates.sum(axis=1) < 2)
         if len(too_short):
-            raise ValueError(f"rows {too_short.tolist()} have fewer than 2 non-special tokens: permutation LM "
-                             "needs a context and a target")
+            raise ValueError(
+                f"rows {too_short.tolist()} have fewer than 2 non-special tokens: permutation LM "
+                "needs a context and a target"
+            )
         rng = self.rng.get()
         targets, self.last_spans = self._choose_targets(columns, candidates, rng)
         batch, width = candidates.shape

@@ -54,31 +54,78 @@ class Recipe:
         return {key: value for key, value in values.items() if value is not None}
 
 
-RECIPES: dict[str, Recipe] = {recipe.name: recipe for recipe in (
-    Recipe("bert", "mlm+nsp", "Devlin et al. 2019: 256 x 128 (90%) then 512, Adam lr 1e-4, warmup 10k of 1M, "
-           "linear decay, wd 0.01, beta2 0.999",
-           learning_rate=5e-4, warmup_steps=0.05),
-    Recipe("roberta", "mlm", "Liu et al. 2019: 8k x 512 full-sentences, lr 6e-4 (base), warmup 24k of 500k, "
-           "linear decay, wd 0.01, beta2 0.98, eps 1e-6",
-           learning_rate=1e-3, warmup_steps=0.06, adam_beta2=0.98),
-    Recipe("spanbert", "span", "Joshi et al. 2020: 256 x 512, lr 1e-4, warmup 10k of 2.4M, linear decay, wd 0.01",
-           learning_rate=5e-4, warmup_steps=0.05, adam_epsilon=1e-8),
-    Recipe("albert", "ngram+sop", "Lan et al. 2020: 4096 x 512, LAMB lr 0.00176, 125k steps, warmup 3125",
-           learning_rate=1e-3, warmup_steps=0.03),
-    Recipe("electra", "rtd", "Clark et al. 2020 (Small): 128 x 128, lr 5e-4, warmup 10k of 1M, linear decay, "
-           "wd 0.01, eps 1e-6, generator 1/4 width, discriminator weight 50",
-           learning_rate=5e-4, warmup_steps=0.05),
-    Recipe("xlnet", "plm", "Yang et al. 2019 (Large): 8192 x 512, Adam lr 4e-4, warmup then linear decay, eps 1e-6, "
-           "wd 0.01; predict 1/6 of the tokens in spans of at most 5",
-           learning_rate=4e-4, warmup_steps=0.05),
-    Recipe("t5", "span-corruption", "Raffel et al. 2020: 128 x 512 inputs, Adafactor, inverse square root at 0.01 "
-           "after 10k constant steps, 15% noise in spans of mean 3, no weight decay",
-           learning_rate=1e-2, warmup_steps=0.05, lr_scheduler_type="inverse_sqrt", weight_decay=0.0,
-           optim="adafactor", max_grad_norm=0.0),
-    Recipe("xlm", "tlm", "Lample & Conneau 2019: 64 x 256-token streams, Adam, lr 1e-4 to 5e-4 after a linear "
-           "warmup of 4000 steps",
-           learning_rate=5e-4, warmup_steps=0.05),
-)}
+RECIPES: dict[str, Recipe] = {
+    recipe.name: recipe
+    for recipe in (
+        Recipe(
+            "bert",
+            "mlm+nsp",
+            "Devlin et al. 2019: 256 x 128 (90%) then 512, Adam lr 1e-4, warmup 10k of 1M, "
+            "linear decay, wd 0.01, beta2 0.999",
+            learning_rate=5e-4,
+            warmup_steps=0.05,
+        ),
+        Recipe(
+            "roberta",
+            "mlm",
+            "Liu et al. 2019: 8k x 512 full-sentences, lr 6e-4 (base), warmup 24k of 500k, "
+            "linear decay, wd 0.01, beta2 0.98, eps 1e-6",
+            learning_rate=1e-3,
+            warmup_steps=0.06,
+            adam_beta2=0.98,
+        ),
+        Recipe(
+            "spanbert",
+            "span",
+            "Joshi et al. 2020: 256 x 512, lr 1e-4, warmup 10k of 2.4M, linear decay, wd 0.01",
+            learning_rate=5e-4,
+            warmup_steps=0.05,
+            adam_epsilon=1e-8,
+        ),
+        Recipe(
+            "albert",
+            "ngram+sop",
+            "Lan et al. 2020: 4096 x 512, LAMB lr 0.00176, 125k steps, warmup 3125",
+            learning_rate=1e-3,
+            warmup_steps=0.03,
+        ),
+        Recipe(
+            "electra",
+            "rtd",
+            "Clark et al. 2020 (Small): 128 x 128, lr 5e-4, warmup 10k of 1M, linear decay, "
+            "wd 0.01, eps 1e-6, generator 1/4 width, discriminator weight 50",
+            learning_rate=5e-4,
+            warmup_steps=0.05,
+        ),
+        Recipe(
+            "xlnet",
+            "plm",
+            "Yang et al. 2019 (Large): 8192 x 512, Adam lr 4e-4, warmup then linear decay, eps 1e-6, "
+            "wd 0.01; predict 1/6 of the tokens in spans of at most 5",
+            learning_rate=4e-4,
+            warmup_steps=0.05,
+        ),
+        Recipe(
+            "t5",
+            "span-corruption",
+            "Raffel et al. 2020: 128 x 512 inputs, Adafactor, inverse square root at 0.01 "
+            "after 10k constant steps, 15% noise in spans of mean 3, no weight decay",
+            learning_rate=1e-2,
+            warmup_steps=0.05,
+            lr_scheduler_type="inverse_sqrt",
+            weight_decay=0.0,
+            optim="adafactor",
+            max_grad_norm=0.0,
+        ),
+        Recipe(
+            "xlm",
+            "tlm",
+            "Lample & Conneau 2019: 64 x 256-token streams, Adam, lr 1e-4 to 5e-4 after a linear warmup of 4000 steps",
+            learning_rate=5e-4,
+            warmup_steps=0.05,
+        ),
+    )
+}
 
 
 def recipe_for(name: str) -> Recipe:

@@ -50,18 +50,23 @@ class SegmentStreamDataset(torch.utils.data.Dataset):
     trainer must drop the memory it carries (a new pass over the data).
     """
 
-    def __init__(self, token_ids: Sequence[int] | np.ndarray, segment_length: int, batch_size: int,
-                 world_size: int = 1) -> None:
+    def __init__(
+        self, token_ids: Sequence[int] | np.ndarray, segment_length: int, batch_size: int, world_size: int = 1
+    ) -> None:
         if segment_length < 1 or batch_size < 1 or world_size < 1:
-            raise ValueError(f"segment_length, batch_size and world_size must be >= 1, got {segment_length}, "
-                             f"{batch_size}, {world_size}")
+            raise ValueError(
+                f"segment_length, batch_size and world_size must be >= 1, got {segment_length}, "
+                f"{batch_size}, {world_size}"
+            )
         self.streams = split_into_streams(token_ids, batch_size * world_size)
         self.segment_length, self.batch_size, self.world_size = segment_length, batch_size, world_size
         # One token more than the segments cover: the last segment's targets run one step ahead.
         self.num_segments = (self.streams.shape[1] - 1) // segment_length
         if self.num_segments < 1:
-            raise ValueError(f"streams of {self.streams.shape[1]} tokens hold no segment of {segment_length} tokens "
-                             f"(+1 target): use more text, a smaller batch or shorter segments")
+            raise ValueError(
+                f"streams of {self.streams.shape[1]} tokens hold no segment of {segment_length} tokens "
+                f"(+1 target): use more text, a smaller batch or shorter segments"
+            )
 
     def __len__(self) -> int:
         return self.num_segments * self.batch_size * self.world_size
@@ -78,9 +83,11 @@ class SegmentStreamDataset(torch.utils.data.Dataset):
         stream, segment = self.locate(index)
         start = segment * self.segment_length
         tokens = self.streams[stream]
-        return {"input_ids": torch.from_numpy(tokens[start:start + self.segment_length].copy()),
-                "next_token_ids": torch.from_numpy(tokens[start + 1:start + self.segment_length + 1].copy()),
-                "segment_index": segment}
+        return {
+            "input_ids": torch.from_numpy(tokens[start : start + self.segment_length].copy()),
+            "next_token_ids": torch.from_numpy(tokens[start + 1 : start + self.segment_length + 1].copy()),
+            "segment_index": segment,
+        }
 
     def batches(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         """For one process (world_size 1): (input_ids (B, L), next_token_ids (B, L)) for segment
@@ -89,8 +96,10 @@ class SegmentStreamDataset(torch.utils.data.Dataset):
             raise ValueError("batches() reads all streams in one process: build the dataset with world_size=1")
         length = self.segment_length
         for start in range(0, self.num_segments * length, length):
-            yield (torch.from_numpy(self.streams[:, start:start + length].copy()),
-                   torch.from_numpy(self.streams[:, start + 1:start + length + 1].copy()))
+            yield (
+                torch.from_numpy(self.streams[:, start : start + length].copy()),
+                torch.from_numpy(self.streams[:, start + 1 : start + length + 1].copy()),
+            )
 
     @property
     def tokens_per_pass(self) -> int:

@@ -83,9 +83,11 @@ class Objective:
             return f"{self.name} rows"
         input_format = requested or ("segment-pair" if sentence_task else "full-sentences")
         if (input_format in PAIR_FORMATS) != bool(sentence_task):
-            raise ValueError(f"--input_format {input_format} does not fit objective "
-                             f"{'+'.join(filter(None, [self.name, sentence_task]))!r}: pair formats go with "
-                             "+nsp/+sop, full-sentences/doc-sentences with plain masking")
+            raise ValueError(
+                f"--input_format {input_format} does not fit objective "
+                f"{'+'.join(filter(None, [self.name, sentence_task]))!r}: pair formats go with "
+                "+nsp/+sop, full-sentences/doc-sentences with plain masking"
+            )
         return input_format
 
     def rate(self, requested: float | None, config=None) -> float:
@@ -103,8 +105,9 @@ class Objective:
         options[self.rate_option] = rate
         return options
 
-    def make_collator(self, tokenizer, rate: float | None = None, whole_word_mask: bool = False,
-                      model_config=None, **extra):
+    def make_collator(
+        self, tokenizer, rate: float | None = None, whole_word_mask: bool = False, model_config=None, **extra
+    ):
         """A collator for this objective (`extra`: e.g. `seed`)."""
         options = self.collator_options(self.rate(rate, model_config), whole_word_mask, model_config)
         return self.collator(tokenizer, **options, **extra)
@@ -127,14 +130,16 @@ def register_objective(objective: Objective) -> Objective:
 
 
 def parse_objective(text: str) -> tuple[Objective, str | None]:
-    """"ngram+sop" -> (the ngram Objective, "sop"); an unknown name or a sentence task the objective
+    """ "ngram+sop" -> (the ngram Objective, "sop"); an unknown name or a sentence task the objective
     does not take is a ValueError naming both."""
     name, _, sentence_task = text.partition("+")
     if name not in OBJECTIVES or (sentence_task and sentence_task not in SENTENCE_TASKS):
         with_tasks = [n for n, o in OBJECTIVES.items() if o.sentence_tasks]
         alone = [n for n, o in OBJECTIVES.items() if not o.sentence_tasks]
-        raise ValueError(f"unknown objective {text!r}: use {', '.join(with_tasks)}, optionally "
-                         f"+{' or +'.join(SENTENCE_TASKS)}, or {', '.join(alone)}")
+        raise ValueError(
+            f"unknown objective {text!r}: use {', '.join(with_tasks)}, optionally "
+            f"+{' or +'.join(SENTENCE_TASKS)}, or {', '.join(alone)}"
+        )
     objective = OBJECTIVES[name]
     if sentence_task and sentence_task not in objective.sentence_tasks:
         raise ValueError(f"objective {text!r}: {name} ({objective.summary}) has no sentence task")
@@ -159,16 +164,48 @@ def _span_corruption_collator(tokenizer, noise_density: float = 0.15, seed: int 
 
 
 register_objective(Objective("mlm", DataCollatorForMaskedLM, "BERT / RoBERTa masked LM", whole_word_option=True))
-register_objective(Objective("span", DataCollatorForSpanMasking, "SpanBERT's geometric spans",
-                             config_options={"max_sbo_offset": "max_span_length"}))
+register_objective(
+    Objective(
+        "span",
+        DataCollatorForSpanMasking,
+        "SpanBERT's geometric spans",
+        config_options={"max_sbo_offset": "max_span_length"},
+    )
+)
 register_objective(Objective("ngram", DataCollatorForNgramMasking, "ALBERT's n-gram masking"))
-register_objective(Objective("rtd", DataCollatorForReplacedTokenDetection, "ELECTRA's replaced token detection",
-                             sentence_tasks=(), own_pretraining_head=True))
-register_objective(Objective("plm", DataCollatorForPermutationLM, "XLNet's permutation LM",
-                             rate_option="plm_probability", paper_rate=1 / 6, sentence_tasks=(),
-                             own_pretraining_head=True))
-register_objective(Objective("tlm", DataCollatorForTranslationLM, "XLM's translation LM", sentence_tasks=(),
-                             rows=_tlm_rows, parallel=True))
+register_objective(
+    Objective(
+        "rtd",
+        DataCollatorForReplacedTokenDetection,
+        "ELECTRA's replaced token detection",
+        sentence_tasks=(),
+        own_pretraining_head=True,
+    )
+)
+register_objective(
+    Objective(
+        "plm",
+        DataCollatorForPermutationLM,
+        "XLNet's permutation LM",
+        rate_option="plm_probability",
+        paper_rate=1 / 6,
+        sentence_tasks=(),
+        own_pretraining_head=True,
+    )
+)
+register_objective(
+    Objective(
+        "tlm", DataCollatorForTranslationLM, "XLM's translation LM", sentence_tasks=(), rows=_tlm_rows, parallel=True
+    )
+)
 # run_pretraining's --mlm_probability is T5's noise density; the config has no such field.
-register_objective(Objective("span-corruption", _span_corruption_collator, "T5's span corruption",
-                             rate_option="noise_density", sentence_tasks=(), rows=_span_corruption_rows))
+register_objective(
+    Objective(
+        "span-corruption",
+        _span_corruption_collator,
+        "T5's span corruption",
+        rate_option="noise_density",
+        sentence_tasks=(),
+        rows=_span_corruption_rows,
+    )
+)

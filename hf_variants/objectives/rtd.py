@@ -34,7 +34,20 @@ class DataCollatorForReplacedTokenDetection(DataCollatorForMaskedLM):
         whole_word_mask / pad_to_multiple_of / seed: as :class:`DataCollatorForMaskedLM`.
     """
 
-    def __init__(self, tokenizer, mlm_probability: float = 0.15, whole_word_mask: bool = False,
-                 pad_to_multiple_of: int | None = None, seed: int | None = None):
-        super().__init__(tokenizer, mlm_probability, mask_probability=ELECTRA_MASK_PROBABILITY, random_probability=0.0,
-                         whole_word_mask=whole_word_mask, pad_to_multiple_of=pad_to_multiple_of, seed=seed)
+    def __init__(
+        self,
+        tokenizer,
+        mlm_probability: float = 0.15,
+        whole_word_mask: bool = False,
+        pad_to_multiple_of: int | None = None,
+        seed: int | None = None,
+    ):
+        super().__init__(
+            tokenizer,
+            mlm_probability,
+            mask_probability=ELECTRA_MASK_PROBABILITY,
+            random_probability=0.0,
+            whole_word_mask=whole_word_mask,
+            pad_to_multiple_of=pad_to_multiple_of,
+            seed=seed,
+        )

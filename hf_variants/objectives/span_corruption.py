@@ -55,8 +55,9 @@ def random_segmentation(num_items: int, num_segments: int, rng: np.random.Genera
     return np.diff(np.concatenate([[0], cuts, [num_items]]))
 
 
-def random_spans_noise_mask(length: int, noise_density: float, mean_noise_span_length: float,
-                            rng: np.random.Generator) -> np.ndarray:
+def random_spans_noise_mask(
+    length: int, noise_density: float, mean_noise_span_length: float, rng: np.random.Generator
+) -> np.ndarray:
     """(length,) bool noise mask: alternating non-noise / noise spans, starting with non-noise."""
     padded_length = max(length, 2)  # as the original: a 1-token run is never noise
     noise_tokens, spans = noise_counts(length, noise_density, mean_noise_span_length)
@@ -66,9 +67,13 @@ def random_spans_noise_mask(length: int, noise_density: float, mean_noise_span_l
     return is_noise[:length]
 
 
-def span_corruption_lengths(input_length: int, noise_density: float = 0.15, mean_noise_span_length: float = 3.0,
-                            extra_tokens_per_span_inputs: int = 1, extra_tokens_per_span_targets: int = 1
-                            ) -> tuple[int, int]:
+def span_corruption_lengths(
+    input_length: int,
+    noise_density: float = 0.15,
+    mean_noise_span_length: float = 3.0,
+    extra_tokens_per_span_inputs: int = 1,
+    extra_tokens_per_span_targets: int = 1,
+) -> tuple[int, int]:
     """T5's `random_spans_helper`: for a wanted corrupted-input length (EOS included), the number
     of raw tokens a row should hold and the target length (EOS included) it then has.
 
@@ -82,8 +87,10 @@ def span_corruption_lengths(input_length: int, noise_density: float = 0.15, mean
     def corrupted_lengths(tokens_length: int) -> tuple[int, int]:
         noise_tokens = int(round(tokens_length * noise_density))
         spans = int(round(noise_tokens / mean_noise_span_length))
-        return (tokens_length - noise_tokens + spans * extra_tokens_per_span_inputs + 1,
-                noise_tokens + spans * extra_tokens_per_span_targets + 1)
+        return (
+            tokens_length - noise_tokens + spans * extra_tokens_per_span_inputs + 1,
+            noise_tokens + spans * extra_tokens_per_span_targets + 1,
+        )
 
     tokens_length = input_length - 1
     while corrupted_lengths(tokens_length + 1)[0] <= input_length:
@@ -95,8 +102,9 @@ def span_corruption_lengths(input_length: int, noise_density: float = 0.15, mean
     return tokens_length, targets_length
 
 
-def pack_for_span_corruption(documents: Iterable[Iterable[Sequence[int]]], tokens_length: int
-                             ) -> Iterator[dict[str, list[int]]]:
+def pack_for_span_corruption(
+    documents: Iterable[Iterable[Sequence[int]]], tokens_length: int
+) -> Iterator[dict[str, list[int]]]:
     """T5's `reduce_concat_tokens` + `split_tokens`: the documents' tokens (each document a list
     of segments of ids, as `tokenize_documents` yields) concatenated and cut into rows of exactly
     `tokens_length` raw tokens (the last row may be shorter). Yields ``{"input_ids": [...]}``."""
@@ -113,8 +121,13 @@ def pack_for_span_corruption(documents: Iterable[Iterable[Sequence[int]]], token
         yield {"input_ids": row}
 
 
-def span_corruption_dataset(corpus: datasets.Dataset, tokenizer, input_length: int = 512,
-                            noise_density: float = 0.15, mean_noise_span_length: float = 3.0) -> datasets.Dataset:
+def span_corruption_dataset(
+    corpus: datasets.Dataset,
+    tokenizer,
+    input_length: int = 512,
+    noise_density: float = 0.15,
+    mean_noise_span_length: float = 3.0,
+) -> datasets.Dataset:
     """Rows of raw tokens from a `load_corpus`-style corpus (paragraphs tokenized without special
     tokens, concatenated, cut by `pack_for_span_corruption`) sized so that
     `DataCollatorForSpanCorruption(input_length=input_length)` gives full, unpadded batches."""
@@ -125,7 +138,8 @@ def span_corruption_dataset(corpus: datasets.Dataset, tokenizer, input_length: i
         yield from pack_for_span_corruption(documents, tokens_length)
 
     return datasets.Dataset.from_generator(
-        generate, gen_kwargs={"corpus": corpus, "tokenizer": tokenizer, "tokens_length": tokens_length})
+        generate, gen_kwargs={"corpus": corpus, "tokenizer": tokenizer, "tokens_length": tokens_length}
+    )
 
 
 def sentinel_ids(tokenizer, count: int | None = None) -> np.ndarray:
@@ -135,14 +149,22 @@ def sentinel_ids(tokenizer, count: int | None = None) -> np.ndarray:
     while f"<extra_id_{len(ids)}>" in vocab and (count is None or len(ids) < count):
         ids.append(vocab[f"<extra_id_{len(ids)}>"])
     if not ids:
-        raise ValueError("the tokenizer has no sentinel tokens <extra_id_0>, <extra_id_1>, ...; train one with "
-                         "hf_variants.tokenization.train_tokenizer('unigram-t5', ...)")
+        raise ValueError(
+            "the tokenizer has no sentinel tokens <extra_id_0>, <extra_id_1>, ...; train one with "
+            "hf_variants.tokenization.train_tokenizer('unigram-t5', ...)"
+        )
     return np.array(ids, dtype=np.int64)
 
 
-def corrupt_row(tokens: np.ndarray, maskable: np.ndarray, noise_density: float, mean_noise_span_length: float,
-                sentinels: np.ndarray, eos_id: int, rng: np.random.Generator
-                ) -> tuple[list[int], list[int], np.ndarray]:
+def corrupt_row(
+    tokens: np.ndarray,
+    maskable: np.ndarray,
+    noise_density: float,
+    mean_noise_span_length: float,
+    sentinels: np.ndarray,
+    eos_id: int,
+    rng: np.random.Generator,
+) -> tuple[list[int], list[int], np.ndarray]:
     """Span-corrupt one row. Each run of maskable tokens gets its own noise mask (so no span
     crosses a special token); sentinels are numbered across the row.
 
@@ -157,8 +179,10 @@ def corrupt_row(tokens: np.ndarray, maskable: np.ndarray, noise_density: float, 
     span_start = noise & ~np.concatenate([[False], noise[:-1]])
     span_number = np.cumsum(span_start) - 1
     if span_start.sum() > len(sentinels):
-        raise ValueError(f"a row needs {span_start.sum()} sentinels but the tokenizer has {len(sentinels)}; "
-                         "use shorter rows or more <extra_id_k> tokens")
+        raise ValueError(
+            f"a row needs {span_start.sum()} sentinels but the tokenizer has {len(sentinels)}; "
+            "use shorter rows or more <extra_id_k> tokens"
+        )
     with_sentinels = np.where(span_start, sentinels[np.maximum(span_number, 0)], tokens)
     inputs = with_sentinels[~noise | span_start].tolist()
     if not inputs or inputs[-1] != eos_id:
@@ -190,9 +214,15 @@ class DataCollatorForSpanCorruption:
     `last_noise_masks` holds each row's (L,) bool noise mask.
     """
 
-    def __init__(self, tokenizer, noise_density: float = 0.15, mean_noise_span_length: float = 3.0,
-                 input_length: int | None = None, return_decoder_input_ids: bool = False,
-                 seed: int | None = None):
+    def __init__(
+        self,
+        tokenizer,
+        noise_density: float = 0.15,
+        mean_noise_span_length: float = 3.0,
+        input_length: int | None = None,
+        return_decoder_input_ids: bool = False,
+        seed: int | None = None,
+    ):
         check_noise_parameters(noise_density, mean_noise_span_length)
         if tokenizer.eos_token_id is None:
             raise ValueError("the tokenizer has no EOS token; span corruption ends inputs and targets with one")
@@ -217,24 +247,32 @@ class DataCollatorForSpanCorruption:
             if not maskable[row].any():
                 raise ValueError(f"row {row} has no ordinary tokens to corrupt")
             source, target, noise = corrupt_row(
-                columns["input_ids"][row, :length], maskable[row, :length], self.noise_density,
-                self.mean_noise_span_length, self.sentinels, self.tokenizer.eos_token_id, rng)
+                columns["input_ids"][row, :length],
+                maskable[row, :length],
+                self.noise_density,
+                self.mean_noise_span_length,
+                self.sentinels,
+                self.tokenizer.eos_token_id,
+                rng,
+            )
             inputs.append(source)
             targets.append(target)
             self.last_noise_masks.append(noise)
         input_width = self.input_length or max(map(len, inputs))
         target_width = self.target_length or max(map(len, targets))
         if max(map(len, inputs)) > input_width or max(map(len, targets)) > target_width:
-            raise ValueError(f"a corrupted row is longer than input_length={self.input_length} (or its target than "
-                             f"{self.target_length}): give rows of at most span_corruption_lengths(input_length)[0] "
-                             "raw tokens")
+            raise ValueError(
+                f"a corrupted row is longer than input_length={self.input_length} (or its target than "
+                f"{self.target_length}): give rows of at most span_corruption_lengths(input_length)[0] "
+                "raw tokens"
+            )
         input_ids = torch.full((len(inputs), input_width), self.vocab.pad_id, dtype=torch.long)
         attention_mask = torch.zeros((len(inputs), input_width), dtype=torch.long)
         labels = torch.full((len(targets), target_width), IGNORE_INDEX, dtype=torch.long)
         for row, (source, target) in enumerate(zip(inputs, targets)):
-            input_ids[row, :len(source)] = torch.tensor(source)
-            attention_mask[row, :len(source)] = 1
-            labels[row, :len(target)] = torch.tensor(target)
+            input_ids[row, : len(source)] = torch.tensor(source)
+            attention_mask[row, : len(source)] = 1
+            labels[row, : len(target)] = torch.tensor(target)
         batch = {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
         if self.return_decoder_input_ids:
             shifted = torch.full_like(labels, self.vocab.pad_id)

@@ -30,8 +30,7 @@ from itertools import accumulate
 
 import numpy as np
 
-from .masking import (IGNORE_INDEX, candidate_mask, corrupt, word_start_positions,
-                      word_starts)
+from .masking import IGNORE_INDEX, candidate_mask, corrupt, word_start_positions, word_starts
 from .mlm import MaskingCollator
 
 
@@ -77,15 +76,22 @@ def expected_overshoot(word_length: np.ndarray, lengths: np.ndarray, probabiliti
     first_mean, first_square = m2 / m1, m3 / m1
     rest = lengths - 1
     rest_mean = float(np.dot(probabilities, rest))
-    rest_var = float(np.dot(probabilities, rest ** 2)) - rest_mean ** 2
+    rest_var = float(np.dot(probabilities, rest**2)) - rest_mean**2
     mean = first_mean + rest_mean * m1
-    variance = (first_square - first_mean ** 2) + rest_mean * (m2 - m1 ** 2) + rest_var * m1 ** 2
-    return (variance + mean ** 2 - mean) / (2 * mean)
+    variance = (first_square - first_mean**2) + rest_mean * (m2 - m1**2) + rest_var * m1**2
+    return (variance + mean**2 - mean) / (2 * mean)
 
 
-def sample_word_spans(word_begin: np.ndarray, word_length: np.ndarray, target: float, lengths: np.ndarray,
-                      probabilities: np.ndarray, rng: np.random.Generator, anchor_tries: int = 20,
-                      max_failures: int = 10) -> list[WordSpan]:
+def sample_word_spans(
+    word_begin: np.ndarray,
+    word_length: np.ndarray,
+    target: float,
+    lengths: np.ndarray,
+    probabilities: np.ndarray,
+    rng: np.random.Generator,
+    anchor_tries: int = 20,
+    max_failures: int = 10,
+) -> list[WordSpan]:
     """Place non-overlapping, non-adjacent spans of whole words, about `target` tokens in all.
 
     Spans are never cut: whether to start another span is decided before its length is drawn
@@ -142,9 +148,9 @@ def sample_word_spans(word_begin: np.ndarray, word_length: np.ndarray, target: f
             # Free words, plus one free joined neighbour on each side (spans never touch).
             low = first - 1 if first > 0 and joined[first - 1] else first
             high = last + 1 if joined[last] else last
-            if any(taken[low:high + 1]):
+            if any(taken[low : high + 1]):
                 continue
-            taken[first:last + 1] = [True] * span_words
+            taken[first : last + 1] = [True] * span_words
             covered += tokens_before[last + 1] - tokens_before[first]
             spans.append(WordSpan(begins[first], begins[last] + counts[last], span_words))
             break
@@ -153,9 +159,14 @@ def sample_word_spans(word_begin: np.ndarray, word_length: np.ndarray, target: f
     return spans
 
 
-def sample_batch_word_spans(starts: np.ndarray, candidates: np.ndarray, targets: np.ndarray,
-                            lengths: np.ndarray, probabilities: np.ndarray, rng: np.random.Generator
-                            ) -> list[list[WordSpan]]:
+def sample_batch_word_spans(
+    starts: np.ndarray,
+    candidates: np.ndarray,
+    targets: np.ndarray,
+    lengths: np.ndarray,
+    probabilities: np.ndarray,
+    rng: np.random.Generator,
+) -> list[list[WordSpan]]:
     """`sample_word_spans` for every row of a batch.
 
     Args:
@@ -183,8 +194,7 @@ class _WordSpanCollator(MaskingCollator):
     length_probabilities: np.ndarray
     decide_per_span: bool
 
-    def mask_columns(self, columns: dict[str, np.ndarray], lengths: np.ndarray,
-                     rng: np.random.Generator) -> None:
+    def mask_columns(self, columns: dict[str, np.ndarray], lengths: np.ndarray, rng: np.random.Generator) -> None:
         candidates = candidate_mask(columns, lengths, self.vocab)
         targets = candidates.sum(axis=1) * self.mlm_probability
         starts = word_starts(columns, candidates, self.vocab)
@@ -193,16 +203,23 @@ class _WordSpanCollator(MaskingCollator):
         span_start = np.full((batch, width), -1, dtype=np.int64)
         span_end = np.full((batch, width), -1, dtype=np.int64)
         self.last_spans: list[list[WordSpan]] = sample_batch_word_spans(
-            starts, candidates, targets, self.length_values, self.length_probabilities, rng)
+            starts, candidates, targets, self.length_values, self.length_probabilities, rng
+        )
         for row, spans in enumerate(self.last_spans):
             for span in spans:
-                selected[row, span.start:span.end] = True
-                span_start[row, span.start:span.end] = span.start
-                span_end[row, span.start:span.end] = span.end
+                selected[row, span.start : span.end] = True
+                span_start[row, span.start : span.end] = span.start
+                span_end[row, span.start : span.end] = span.end
         original = columns["input_ids"]
         columns["input_ids"], columns["labels"] = corrupt(
-            original, selected, self.vocab, rng, self.mask_probability, self.random_probability,
-            decision_position=span_start if self.decide_per_span else None)
+            original,
+            selected,
+            self.vocab,
+            rng,
+            self.mask_probability,
+            self.random_probability,
+            decision_position=span_start if self.decide_per_span else None,
+        )
         self.add_span_targets(columns, original, selected, span_start, span_end, lengths)
 
     def add_span_targets(self, columns, original, selected, span_start, span_end, lengths) -> None:
@@ -226,10 +243,19 @@ class DataCollatorForSpanMasking(_WordSpanCollator):
 
     decide_per_span = True
 
-    def __init__(self, tokenizer, mlm_probability: float = 0.15, geometric_p: float = 0.2, min_span: int = 1,
-                 max_span: int = 10, mask_probability: float = 0.8, random_probability: float = 0.1,
-                 max_sbo_offset: int | None = None, pad_to_multiple_of: int | None = None,
-                 seed: int | None = None):
+    def __init__(
+        self,
+        tokenizer,
+        mlm_probability: float = 0.15,
+        geometric_p: float = 0.2,
+        min_span: int = 1,
+        max_span: int = 10,
+        mask_probability: float = 0.8,
+        random_probability: float = 0.1,
+        max_sbo_offset: int | None = None,
+        pad_to_multiple_of: int | None = None,
+        seed: int | None = None,
+    ):
         super().__init__(tokenizer, mlm_probability, mask_probability, random_probability, pad_to_multiple_of, seed)
         self.length_probabilities = clipped_geometric_probabilities(geometric_p, min_span, max_span)
         self.length_values = np.arange(min_span, max_span + 1)
@@ -244,8 +270,11 @@ class DataCollatorForSpanMasking(_WordSpanCollator):
         left = np.take_along_axis(original, np.clip(span_start - 1, 0, original.shape[1] - 1), axis=1)
         right = np.take_along_axis(original, np.clip(span_end, 0, original.shape[1] - 1), axis=1)
         has_boundaries = (
-            selected & (span_start >= 1) & (span_end < lengths[:, None])
-            & ~self.vocab.special[left] & ~self.vocab.special[right]
+            selected
+            & (span_start >= 1)
+            & (span_end < lengths[:, None])
+            & ~self.vocab.special[left]
+            & ~self.vocab.special[right]
         )
         relative = np.where(selected, positions - span_start, 0)
         predicted = has_boundaries
@@ -264,9 +293,16 @@ class DataCollatorForNgramMasking(_WordSpanCollator):
 
     decide_per_span = False
 
-    def __init__(self, tokenizer, mlm_probability: float = 0.15, max_ngram: int = 3,
-                 mask_probability: float = 0.8, random_probability: float = 0.1,
-                 pad_to_multiple_of: int | None = None, seed: int | None = None):
+    def __init__(
+        self,
+        tokenizer,
+        mlm_probability: float = 0.15,
+        max_ngram: int = 3,
+        mask_probability: float = 0.8,
+        random_probability: float = 0.1,
+        pad_to_multiple_of: int | None = None,
+        seed: int | None = None,
+    ):
         super().__init__(tokenizer, mlm_probability, mask_probability, random_probability, pad_to_multiple_of, seed)
         self.length_probabilities = inverse_length_probabilities(max_ngram)
         self.length_values = np.arange(1, max_ngram + 1)

@@ -50,8 +50,11 @@ class PackedExample:
     special_tokens_mask: list[int]
 
     def as_dict(self) -> dict[str, list[int]]:
-        return {"input_ids": self.input_ids, "token_type_ids": self.token_type_ids,
-                "special_tokens_mask": self.special_tokens_mask}
+        return {
+            "input_ids": self.input_ids,
+            "token_type_ids": self.token_type_ids,
+            "special_tokens_mask": self.special_tokens_mask,
+        }
 
 
 class SpecialTokenTemplate:

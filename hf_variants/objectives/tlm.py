@@ -26,8 +26,14 @@ from .mlm import DataCollatorForMaskedLM
 from .templates import SpecialTokenTemplate
 
 
-def build_tlm_example(first_ids: Sequence[int], second_ids: Sequence[int], first_lang: int, second_lang: int,
-                      template: SpecialTokenTemplate, max_length: int | None = None) -> dict[str, list[int]]:
+def build_tlm_example(
+    first_ids: Sequence[int],
+    second_ids: Sequence[int],
+    first_lang: int,
+    second_lang: int,
+    template: SpecialTokenTemplate,
+    max_length: int | None = None,
+) -> dict[str, list[int]]:
     """One TLM row from a parallel pair of token-id lists (no special tokens).
 
     With `max_length`, the longer sentence loses tokens from its end until the row fits.
@@ -55,8 +61,15 @@ def build_tlm_example(first_ids: Sequence[int], second_ids: Sequence[int], first
     return example
 
 
-def tlm_dataset(pairs: datasets.Dataset, tokenizer, first_lang: str, second_lang: str,
-                lang2id: Mapping[str, int], max_length: int = 256, column: str = "translation") -> datasets.Dataset:
+def tlm_dataset(
+    pairs: datasets.Dataset,
+    tokenizer,
+    first_lang: str,
+    second_lang: str,
+    lang2id: Mapping[str, int],
+    max_length: int = 256,
+    column: str = "translation",
+) -> datasets.Dataset:
     """TLM rows from a parallel corpus in the Hub's translation format (one `column` of dicts
     ``{"en": "...", "fr": "..."}``, as `opus_books` and `wmt16` have).
 
@@ -79,8 +92,11 @@ def tlm_dataset(pairs: datasets.Dataset, tokenizer, first_lang: str, second_lang
     def encode(batch: dict[str, list]) -> dict[str, list]:
         texts = {lang: [pair[lang] for pair in batch[column]] for lang in (first_lang, second_lang)}
         encoded = {lang: tokenizer(values, add_special_tokens=False)["input_ids"] for lang, values in texts.items()}
-        rows = [build_tlm_example(a, b, lang2id[first_lang], lang2id[second_lang], template, max_length)
-                for a, b in zip(encoded[first_lang], encoded[second_lang]) if a and b]
+        rows = [
+            build_tlm_example(a, b, lang2id[first_lang], lang2id[second_lang], template, max_length)
+            for a, b in zip(encoded[first_lang], encoded[second_lang])
+            if a and b
+        ]
         columns = ("input_ids", "position_ids", "langs", "special_tokens_mask")
         return {key: [row[key] for row in rows] for key in columns}
 

@@ -36,8 +36,13 @@ import numpy as np
 from .packing import INPUT_FORMATS, iter_corpus_documents, pack_doc_sentences, pack_full_sentences, tokenize_documents
 
 CACHE_VERSION = 1  # bump when a cached layout or the packing code's output changes
-ROW_FEATURES = {"input_ids": "int32", "token_type_ids": "int8", "special_tokens_mask": "int8",
-                "next_sentence_label": "int64", "sentence_order_label": "int64"}
+ROW_FEATURES = {
+    "input_ids": "int32",
+    "token_type_ids": "int8",
+    "special_tokens_mask": "int8",
+    "next_sentence_label": "int64",
+    "sentence_order_label": "int64",
+}
 
 
 def digest(*parts) -> str:
@@ -81,14 +86,21 @@ def _publish(build: Callable[[Path], None], target: Path) -> Path:
     return target
 
 
-def cached_tokenizer(train: Callable[[], object], corpus_digest: str, kind: str, vocab_size: int,
-                     cache_root: Path | str, model_max_length: int | None = None):
+def cached_tokenizer(
+    train: Callable[[], object],
+    corpus_digest: str,
+    kind: str,
+    vocab_size: int,
+    cache_root: Path | str,
+    model_max_length: int | None = None,
+):
     """The tokenizer `train()` builds, trained once per (corpus content, kind, vocabulary size) and
     loaded from `cache_root/tokenizer-<digest>` afterwards."""
     from transformers import AutoTokenizer
 
     target = Path(cache_root) / f"tokenizer-{digest(CACHE_VERSION, corpus_digest, kind, vocab_size)}"
     if not (target / "done").is_file():
+
         def build(folder: Path) -> None:
             train().save_pretrained(folder)
             (folder / "done").write_text(json.dumps({"corpus": corpus_digest, "kind": kind, "vocab_size": vocab_size}))
@@ -122,9 +134,9 @@ class TokenizedCorpus:
     def document(self, index: int) -> list[list[int]]:
         """Document `index` as a list of segments (lists of token ids)."""
         first = int(self.document_ends[index - 1]) if index else 0
-        ends = self.segment_ends[first:int(self.document_ends[index])]
+        ends = self.segment_ends[first : int(self.document_ends[index])]
         start = int(self.segment_ends[first - 1]) if first else 0
-        tokens = self.tokens[start:int(ends[-1])].tolist()
+        tokens = self.tokens[start : int(ends[-1])].tolist()
         cuts = (ends - start).tolist()
         return [tokens[a:b] for a, b in zip([0] + cuts[:-1], cuts)]
 
@@ -152,12 +164,15 @@ class _LazyDocuments(Sequence):
 
 
 def _load_tokenized(folder: Path) -> TokenizedCorpus:
-    arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in ("tokens", "segment_ends", "document_ends")}
+    arrays = {
+        name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in ("tokens", "segment_ends", "document_ends")
+    }
     return TokenizedCorpus(folder=folder, **arrays)
 
 
-def tokenize_corpus(corpus: datasets.Dataset, tokenizer, cache_root: Path | str,
-                    corpus_digest: str | None = None) -> TokenizedCorpus:
+def tokenize_corpus(
+    corpus: datasets.Dataset, tokenizer, cache_root: Path | str, corpus_digest: str | None = None
+) -> TokenizedCorpus:
     """The corpus (`load_corpus` rows: `document`, `text`) split into sentences and tokenized once,
     cached under `cache_root/tokens-<digest>` by (corpus content, tokenizer)."""
     corpus_digest = corpus_digest or corpus_fingerprint(corpus)
@@ -182,8 +197,16 @@ def tokenize_corpus(corpus: datasets.Dataset, tokenizer, cache_root: Path | str,
         (folder / "tokens.bin").unlink()
         np.save(folder / "segment_ends.npy", np.cumsum(segment_lengths, dtype=np.int64))
         np.save(folder / "document_ends.npy", np.cumsum(document_sizes, dtype=np.int64))
-        (folder / "done").write_text(json.dumps({"corpus": corpus_digest, "tokens": int(tokens.size),
-                                                 "segments": len(segment_lengths), "documents": len(document_sizes)}))
+        (folder / "done").write_text(
+            json.dumps(
+                {
+                    "corpus": corpus_digest,
+                    "tokens": int(tokens.size),
+                    "segments": len(segment_lengths),
+                    "documents": len(document_sizes),
+                }
+            )
+        )
 
     return _load_tokenized(_publish(build, target))
 
@@ -197,10 +220,16 @@ def _write_rows(rows: Iterator[dict], path: Path) -> int:
     for row in rows:
         if writer is None:
             first = row
-            features = datasets.Features({
-                name: (datasets.Sequence(datasets.Value(ROW_FEATURES.get(name, "int64"))) if isinstance(value, list)
-                       else datasets.Value(ROW_FEATURES.get(name, "int64")))
-                for name, value in first.items()})
+            features = datasets.Features(
+                {
+                    name: (
+                        datasets.Sequence(datasets.Value(ROW_FEATURES.get(name, "int64")))
+                        if isinstance(value, list)
+                        else datasets.Value(ROW_FEATURES.get(name, "int64"))
+                    )
+                    for name, value in first.items()
+                }
+            )
             writer = ArrowWriter(features=features, path=str(path))
         writer.write(row)
         count += 1
@@ -211,12 +240,14 @@ def _write_rows(rows: Iterator[dict], path: Path) -> int:
     return count
 
 
-def cached_rows(build_rows: Callable[[], Iterator[dict] | datasets.Dataset], key: str,
-                cache_root: Path | str) -> datasets.Dataset:
+def cached_rows(
+    build_rows: Callable[[], Iterator[dict] | datasets.Dataset], key: str, cache_root: Path | str
+) -> datasets.Dataset:
     """Rows built once by `build_rows()` (an iterator of dicts, or a Dataset) and memory-mapped
     from `cache_root/rows-<key>/rows.arrow` afterwards."""
     target = Path(cache_root) / f"rows-{key}"
     if not (target / "done").is_file():
+
         def build(folder: Path) -> None:
             rows = build_rows()
             if isinstance(rows, datasets.Dataset):
@@ -255,13 +286,21 @@ def paragraph_rows(documents: datasets.Dataset) -> datasets.Dataset:
                     paragraphs.append(part)
         return {"document": ids, "text": paragraphs}
 
-    return documents.map(split, batched=True, with_indices=True, remove_columns=documents.column_names,
-                         desc="paragraphs")
+    return documents.map(
+        split, batched=True, with_indices=True, remove_columns=documents.column_names, desc="paragraphs"
+    )
 
 
-def packed_dataset(tokenized: TokenizedCorpus, tokenizer, input_format: str, max_length: int,
-                   cache_root: Path | str, task: str | None = None, short_seq_prob: float = 0.1,
-                   seed: int = 0) -> datasets.Dataset:
+def packed_dataset(
+    tokenized: TokenizedCorpus,
+    tokenizer,
+    input_format: str,
+    max_length: int,
+    cache_root: Path | str,
+    task: str | None = None,
+    short_seq_prob: float = 0.1,
+    seed: int = 0,
+) -> datasets.Dataset:
     """`packing.pretraining_dataset`'s rows, built from cached token ids and cached themselves:
     `input_ids` (int32), `token_type_ids`, `special_tokens_mask` and, for pair formats,
     `next_sentence_label` / `sentence_order_label`; memory-mapped Arrow."""

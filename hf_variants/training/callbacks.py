@@ -56,7 +56,9 @@ class TimeBudget(TrainerCallback, ExportableState):
         return {"args": {"minutes": self.minutes}, "attributes": {"elapsed": self.elapsed_seconds()}}
 
     def on_train_begin(self, args, state, control, **kwargs):
-        saved = state.stateful_callbacks.get(type(self).__name__) if isinstance(state.stateful_callbacks, dict) else None
+        saved = (
+            state.stateful_callbacks.get(type(self).__name__) if isinstance(state.stateful_callbacks, dict) else None
+        )
         if isinstance(saved, dict):  # resumed: the checkpoint's trainer_state.json holds the minutes spent
             self.elapsed_before = float(saved.get("attributes", {}).get("elapsed", 0.0))
         self.started, self.ended = time.perf_counter(), None
@@ -75,7 +77,9 @@ class TimeBudget(TrainerCallback, ExportableState):
             torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
             spent = bool(flag.item())
         if spent:
-            logger.info("--max_time %.4g minutes reached at step %d: saving and stopping", self.minutes, state.global_step)
+            logger.info(
+                "--max_time %.4g minutes reached at step %d: saving and stopping", self.minutes, state.global_step
+            )
             control.should_training_stop = control.should_save = True
             self.stopped_early = state.global_step < state.max_steps
         return control
@@ -92,8 +96,14 @@ class ProgressReport(TrainerCallback):
     appended to `curve_path` (JSON lines).
     """
 
-    def __init__(self, meter: InputMeter, budget: TimeBudget, evaluate: Callable[[], dict] | None = None,
-                 eval_steps: int | None = None, curve_path: Path | None = None):
+    def __init__(
+        self,
+        meter: InputMeter,
+        budget: TimeBudget,
+        evaluate: Callable[[], dict] | None = None,
+        eval_steps: int | None = None,
+        curve_path: Path | None = None,
+    ):
         if eval_steps is not None and eval_steps < 1:
             raise ValueError(f"--eval_steps must be >= 1, got {eval_steps}")
         self.meter, self.budget, self.evaluate = meter, budget, evaluate
@@ -144,13 +154,16 @@ class ProgressReport(TrainerCallback):
                 results = self.evaluate()
             self._eval_seconds += time.perf_counter() - started
             self._all_eval_seconds += time.perf_counter() - started
-        line = {"step": step, "tokens": self.tokens(), "elapsed_minutes": self.budget.elapsed_seconds() / 60,
-                **results}
+        line = {"step": step, "tokens": self.tokens(), "elapsed_minutes": self.budget.elapsed_seconds() / 60, **results}
         if self.curve_path is not None:
             with open(self.curve_path, "a") as stream:
                 stream.write(json.dumps(line) + "\n")
-        logger.info("step %d held-out: loss %.4f, masked-token accuracy %.4f", step, results.get("mlm_loss", float("nan")),
-                    results.get("mlm_accuracy", float("nan")))
+        logger.info(
+            "step %d held-out: loss %.4f, masked-token accuracy %.4f",
+            step,
+            results.get("mlm_loss", float("nan")),
+            results.get("mlm_accuracy", float("nan")),
+        )
         return line
 
     def metrics(self) -> dict[str, float]:
@@ -167,10 +180,18 @@ class ProgressReport(TrainerCallback):
         left = (self.max_steps - self.step) * wall / steps
         if self.budget.minutes is not None:
             left = min(left, max(60 * self.budget.minutes - self.budget.elapsed_seconds(), 0.0))
-        result = {"tokens_per_second": (self.tokens() - tokens) / wall,
-                  "input_fraction": (self.meter.seconds - seconds) / wall,
-                  "eta_minutes": left / 60, "elapsed_minutes": self.budget.elapsed_seconds() / 60}
-        logger.info("step %d/%d: %.0f tokens/s, input pipeline %.1f%% of the step time, ETA %.1f min",
-                    self.step, self.max_steps, result["tokens_per_second"], 100 * result["input_fraction"],
-                    result["eta_minutes"])
+        result = {
+            "tokens_per_second": (self.tokens() - tokens) / wall,
+            "input_fraction": (self.meter.seconds - seconds) / wall,
+            "eta_minutes": left / 60,
+            "elapsed_minutes": self.budget.elapsed_seconds() / 60,
+        }
+        logger.info(
+            "step %d/%d: %.0f tokens/s, input pipeline %.1f%% of the step time, ETA %.1f min",
+            self.step,
+            self.max_steps,
+            result["tokens_per_second"],
+            100 * result["input_fraction"],
+            result["eta_minutes"],
+        )
         return result

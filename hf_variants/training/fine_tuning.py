@@ -35,9 +35,17 @@ DATA_CAVEATS = {
 }
 
 
-def with_peft_adapter(model: PreTrainedModel, auto_class: type, method: str | None, *, lora_r: int = 8,
-                      lora_alpha: int = 16, lora_dropout: float = 0.0, lora_target_modules: str | None = None,
-                      num_virtual_tokens: int = 20):
+def with_peft_adapter(
+    model: PreTrainedModel,
+    auto_class: type,
+    method: str | None,
+    *,
+    lora_r: int = 8,
+    lora_alpha: int = 16,
+    lora_dropout: float = 0.0,
+    lora_target_modules: str | None = None,
+    num_virtual_tokens: int = 20,
+):
     """``model`` wrapped by peft's ``method`` (lora, ia3 or prefix; the rest of it frozen), or
     ``model`` itself for ``method=None``. ``auto_class`` (e.g. AutoModelForSequenceClassification)
     picks peft's task type; ``lora_target_modules`` is a comma-separated list of module names (None:
@@ -56,15 +64,18 @@ def with_peft_adapter(model: PreTrainedModel, auto_class: type, method: str | No
         if not lora_targets:
             raise ValueError("--lora_target_modules is empty: give comma-separated module names, e.g. qkv,out")
     configs = {
-        "lora": lambda: peft.LoraConfig(task_type=task_type, r=lora_r, lora_alpha=lora_alpha, lora_dropout=lora_dropout,
-                                        target_modules=lora_targets),
+        "lora": lambda: peft.LoraConfig(
+            task_type=task_type, r=lora_r, lora_alpha=lora_alpha, lora_dropout=lora_dropout, target_modules=lora_targets
+        ),
         "ia3": lambda: peft.IA3Config(task_type=task_type),
         "prefix": lambda: peft.PrefixTuningConfig(task_type=task_type, num_virtual_tokens=num_virtual_tokens),
     }
     if method not in configs:
         raise ValueError(f"--peft_method must be one of {sorted(configs)}, got {method!r}")
     if task_type is None:
-        raise ValueError(f"--peft_method: no peft task type for {auto_class.__name__}; supported: {sorted(PEFT_TASK_TYPES)}")
+        raise ValueError(
+            f"--peft_method: no peft task type for {auto_class.__name__}; supported: {sorted(PEFT_TASK_TYPES)}"
+        )
     wrapped = peft.get_peft_model(model, configs[method]())
     trainable, total = wrapped.get_nb_trainable_parameters()
     logger.info("peft %s: %d trainable parameters of %d (%.2f%%)", method, trainable, total, 100 * trainable / total)
@@ -88,15 +99,25 @@ def check_model_fits(model: PreTrainedModel, tokenizer, max_seq_length: int | No
 def max_length_for(tokenizer, requested: int) -> int:
     """``requested``, capped (with a warning) at what the tokenizer allows."""
     if requested > tokenizer.model_max_length:
-        logger.warning("--max_seq_length %d > the tokenizer's limit %d: using %d", requested, tokenizer.model_max_length,
-                       tokenizer.model_max_length)
+        logger.warning(
+            "--max_seq_length %d > the tokenizer's limit %d: using %d",
+            requested,
+            tokenizer.model_max_length,
+            tokenizer.model_max_length,
+        )
         return tokenizer.model_max_length
     return requested
 
 
 def report_truncation(
-    tokenizer, split: str, first: list, second: list | None, max_length: int, split_into_words: bool = False,
-    argument: str = "--max_seq_length", consequence: str = "are truncated",
+    tokenizer,
+    split: str,
+    first: list,
+    second: list | None,
+    max_length: int,
+    split_into_words: bool = False,
+    argument: str = "--max_seq_length",
+    consequence: str = "are truncated",
 ) -> int:
     """Count (and log, once per split) the inputs longer than ``max_length`` tokens (the limit of
     ``argument``), which tokenisation truncates (``split_into_words``: inputs are lists of words,
@@ -107,7 +128,13 @@ def report_truncation(
     too_long = sum(len(ids) > max_length for ids in encoded["input_ids"])
     if too_long:
         logger.warning(
-            "%s: %d of %d inputs are longer than %s %d tokens and %s", split, too_long, len(first), argument, max_length, consequence
+            "%s: %d of %d inputs are longer than %s %d tokens and %s",
+            split,
+            too_long,
+            len(first),
+            argument,
+            max_length,
+            consequence,
         )
     return too_long
 
@@ -128,6 +155,10 @@ def push_if_asked(trainer: Trainer) -> None:
         trainer.init_hf_repo()
     if trainer.is_world_process_zero():
         huggingface_hub.upload_folder(
-            repo_id=trainer.hub_model_id, folder_path=trainer.args.output_dir, commit_message="End of training",
-            token=trainer.args.hub_token, revision=trainer.args.hub_revision, ignore_patterns=["_*", "checkpoint-*"],
+            repo_id=trainer.hub_model_id,
+            folder_path=trainer.args.output_dir,
+            commit_message="End of training",
+            token=trainer.args.hub_token,
+            revision=trainer.args.hub_revision,
+            ignore_patterns=["_*", "checkpoint-*"],
         )

@@ -25,7 +25,9 @@ def default_image_processor(config: PretrainedConfig) -> ViTImageProcessor:
     (x - 0.5) / 0.5 per channel."""
     channels = config.num_channels
     return ViTImageProcessor(
-        size={"height": config.image_size, "width": config.image_size}, image_mean=[0.5] * channels, image_std=[0.5] * channels
+        size={"height": config.image_size, "width": config.image_size},
+        image_mean=[0.5] * channels,
+        image_std=[0.5] * channels,
     )
 
 
@@ -45,7 +47,12 @@ def to_pil(image, mode: str) -> PIL.Image.Image:
     """A PIL image, or a (H, W) / (H, W, C) array of 0..255 integers, converted to ``mode``."""
     if not isinstance(image, PIL.Image.Image):
         array = np.asarray(image)
-        if array.ndim not in (2, 3) or not np.issubdtype(array.dtype, np.integer) or array.min() < 0 or array.max() > 255:
+        if (
+            array.ndim not in (2, 3)
+            or not np.issubdtype(array.dtype, np.integer)
+            or array.min() < 0
+            or array.max() > 255
+        ):
             raise ValueError(
                 f"expected a PIL image or a (H, W[, C]) array of integers 0..255, got {array.dtype} of shape {array.shape}"
             )
@@ -62,7 +69,10 @@ def image_transform(image_processor, image_column: str, mode: str, flip: bool) -
         images = [to_pil(image, mode) for image in batch[image_column]]
         if flip:
             mirrored = torch.rand(len(images)) < 0.5  # torch's generator: seeded by Trainer, distinct per worker
-            images = [image.transpose(PIL.Image.Transpose.FLIP_LEFT_RIGHT) if m else image for image, m in zip(images, mirrored)]
+            images = [
+                image.transpose(PIL.Image.Transpose.FLIP_LEFT_RIGHT) if m else image
+                for image, m in zip(images, mirrored)
+            ]
         out = {"pixel_values": image_processor(images, return_tensors="pt")["pixel_values"]}
         if "labels" in batch:
             out["labels"] = batch["labels"]

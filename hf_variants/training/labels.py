@@ -34,8 +34,10 @@ def label_names(dataset: datasets.Dataset, column: str) -> list[str]:
     rows = list(dataset[column])
     missing = [row for row, value in enumerate(rows) if value is None or (isinstance(value, list) and None in value)]
     if missing:  # an empty csv field or a JSON null: not a class named "None"
-        raise ValueError(f"column {column!r} has no label at {describe_rows(dataset, missing[:5])}"
-                         + (f" and {len(missing) - 5} more rows" if len(missing) > 5 else ""))
+        raise ValueError(
+            f"column {column!r} has no label at {describe_rows(dataset, missing[:5])}"
+            + (f" and {len(missing) - 5} more rows" if len(missing) > 5 else "")
+        )
     values = [value for row in rows for value in row] if rows and isinstance(rows[0], list) else rows
     return sorted({str(value) for value in values})
 
@@ -45,7 +47,9 @@ def label_ids_for(config: transformers.PreTrainedConfig | None, names: list[str]
     if config is not None and set(config.label2id) == set(names) and not _default_label_names(config.label2id):
         return {name: int(index) for name, index in config.label2id.items()}
     if config is not None and not _default_label_names(config.label2id):
-        logger.warning("the checkpoint's labels %s differ from the data's %s: using the data's", sorted(config.label2id), names)
+        logger.warning(
+            "the checkpoint's labels %s differ from the data's %s: using the data's", sorted(config.label2id), names
+        )
     return {name: index for index, name in enumerate(names)}
 
 
@@ -80,7 +84,10 @@ def encode_labels(
             bad_rows.setdefault(row, value)
         return index
 
-    encoded = [[encode(v, row) for v in value] if isinstance(value, list) else encode(value, row) for row, value in enumerate(values)]
+    encoded = [
+        [encode(v, row) for v in value] if isinstance(value, list) else encode(value, row)
+        for row, value in enumerate(values)
+    ]
     if bad_rows:
         rows = sorted(bad_rows)[:10]
         raise ValueError(
@@ -97,6 +104,8 @@ def regression_targets(dataset: datasets.Dataset, column: str, split: str) -> li
     values = list(dataset[column])
     bad = [row for row, value in enumerate(values) if not isinstance(value, (int, float)) or not math.isfinite(value)]
     if bad:
-        raise ValueError(f"{split} split, column {column!r}: regression targets must be finite numbers; "
-                         f"{[values[row] for row in bad[:5]]} at {describe_rows(dataset, bad[:5])}")
+        raise ValueError(
+            f"{split} split, column {column!r}: regression targets must be finite numbers; "
+            f"{[values[row] for row in bad[:5]]} at {describe_rows(dataset, bad[:5])}"
+        )
     return [float(value) for value in values]

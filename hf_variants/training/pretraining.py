@@ -60,8 +60,9 @@ def load_tokenizer(args, model_type: str, train_text: datasets.Dataset, from_scr
 
     def train():
         logger.info("training a %s tokenizer (vocabulary %d) on the training text", kind, args.vocab_size)
-        return train_tokenizer(kind, (text for text in train_text["text"]), args.vocab_size,
-                               model_max_length=model_max_length)
+        return train_tokenizer(
+            kind, (text for text in train_text["text"]), args.vocab_size, model_max_length=model_max_length
+        )
 
     root = data_cache_root(args)
     if root is None:
@@ -69,8 +70,15 @@ def load_tokenizer(args, model_type: str, train_text: datasets.Dataset, from_scr
     return cached_tokenizer(train, text_fingerprint(train_text), kind, args.vocab_size, root, model_max_length)
 
 
-def shared_tokenizer(args, training_args: TrainingArguments, checkpoint: str | None, model_type: str,
-                     train_text: datasets.Dataset, from_scratch: bool, model_max_length: int):
+def shared_tokenizer(
+    args,
+    training_args: TrainingArguments,
+    checkpoint: str | None,
+    model_type: str,
+    train_text: datasets.Dataset,
+    from_scratch: bool,
+    model_max_length: int,
+):
     """The one tokenizer every process uses, saved in output_dir.
 
     Under DDP every process must use the same vocabulary, and `tokenizers` training is not
@@ -86,8 +94,12 @@ def shared_tokenizer(args, training_args: TrainingArguments, checkpoint: str | N
         else:
             tokenizer = AutoTokenizer.from_pretrained(training_args.output_dir)
     vocabulary_digest = hashlib.sha256(json.dumps(sorted(tokenizer.get_vocab().items())).encode()).hexdigest()[:16]
-    logger.info("process %d of %d: tokenizer vocabulary digest %s", training_args.process_index,
-                training_args.world_size, vocabulary_digest)
+    logger.info(
+        "process %d of %d: tokenizer vocabulary digest %s",
+        training_args.process_index,
+        training_args.world_size,
+        vocabulary_digest,
+    )
     return tokenizer
 
 
@@ -104,8 +116,10 @@ class StreamTrainer(CheckpointSafeTrainer):
         outputs = model(**inputs)
         second = [key for key in outputs.keys() if key.endswith("_loss") and key != "mlm_loss"]
         if outputs.get("mlm_loss") is None or len(second) != 1:
-            raise ValueError(f"--second_task_weight needs a model output with mlm_loss and one second task loss, "
-                             f"got the fields {list(outputs.keys())}")
+            raise ValueError(
+                f"--second_task_weight needs a model output with mlm_loss and one second task loss, "
+                f"got the fields {list(outputs.keys())}"
+            )
         loss = outputs["mlm_loss"] + self.second_task_weight * outputs[second[0]]
         return (loss, outputs) if return_outputs else loss
 
@@ -136,9 +150,18 @@ def parse_arguments(arguments_class: type, argv: list[str] | None, **defaults) -
     """(script arguments, TrainingArguments) from the command line, with the pretraining scripts'
     defaults (`defaults` override them); logging set up and the seed set."""
     parser = HfArgumentParser((arguments_class, TrainingArguments))
-    parser.set_defaults(**{"weight_decay": 0.01, "save_strategy": "steps", "save_steps": 1000, "logging_steps": 50,
-                           "report_to": "none", "dataloader_pin_memory": torch.cuda.is_available(),
-                           **trainer_argument_defaults(), **defaults})
+    parser.set_defaults(
+        **{
+            "weight_decay": 0.01,
+            "save_strategy": "steps",
+            "save_steps": 1000,
+            "logging_steps": 50,
+            "report_to": "none",
+            "dataloader_pin_memory": torch.cuda.is_available(),
+            **trainer_argument_defaults(),
+            **defaults,
+        }
+    )
     if "recipe" in {f.name for f in dataclasses.fields(arguments_class)}:
         # --recipe NAME: the recipe's values become the defaults; flags on the command line still win.
         recipe_parser = argparse.ArgumentParser(add_help=False)

@@ -15,12 +15,18 @@ from hf_variants.data import cache_dir, load_corpus, load_django_translations
 from hf_variants.data.data_files import read_utf8_text
 from hf_variants.objectives import pretraining_dataset
 from hf_variants.objectives.registry import OBJECTIVES, Objective
-from hf_variants.objectives.tokenized import (cached_rows, corpus_fingerprint, digest, packed_dataset, paragraph_rows,
-                                              tokenize_corpus, tokenizer_fingerprint)
+from hf_variants.objectives.tokenized import (
+    cached_rows,
+    corpus_fingerprint,
+    digest,
+    packed_dataset,
+    paragraph_rows,
+    tokenize_corpus,
+    tokenizer_fingerprint,
+)
 
 # Parallel corpora (rows with a `translation` dict, the Hub's format) for the objectives that need one.
 PARALLEL_CORPORA = {"django-en-fr": load_django_translations}
-
 
 
 def read_text_file(path: str) -> datasets.Dataset:
@@ -71,11 +77,15 @@ def load_dataset_corpus(name: str, config_name: str | None, parallel: bool) -> d
     if parallel:
         languages = sorted(rows[0]["translation"])
         if len(languages) != 2:
-            raise ValueError(f"--dataset_name {name}: row 0 translates between {languages}, tlm needs exactly two languages")
+            raise ValueError(
+                f"--dataset_name {name}: row 0 translates between {languages}, tlm needs exactly two languages"
+            )
 
         def pair_row(row: dict, index: int) -> dict:
             if sorted(row["translation"]) != languages or not all(row["translation"].values()):
-                raise ValueError(f"--dataset_name {name}: row {index} has {row['translation']!r}, expected {languages} texts")
+                raise ValueError(
+                    f"--dataset_name {name}: row {index} has {row['translation']!r}, expected {languages} texts"
+                )
             return {"text": "\n".join(row["translation"].values()), "document": index}
 
         return rows.map(pair_row, with_indices=True)
@@ -85,8 +95,7 @@ def load_dataset_corpus(name: str, config_name: str | None, parallel: bool) -> d
     return rows.select(kept).select_columns(["text"]).add_column("document", documents)
 
 
-def load_text(args, minimum_documents: int,
-              parallel: bool = False) -> tuple[datasets.Dataset, datasets.Dataset]:
+def load_text(args, minimum_documents: int, parallel: bool = False) -> tuple[datasets.Dataset, datasets.Dataset]:
     """The corpus split by document into (train, validation), each of >= `minimum_documents`.
     With `parallel`, the corpus must be one of PARALLEL_CORPORA or a dataset of translation rows."""
     # run_clm's arguments share this loader and have no --dataset_name.
@@ -100,27 +109,35 @@ def load_text(args, minimum_documents: int,
     elif dataset_name is not None:
         corpus = load_dataset_corpus(dataset_name, args.dataset_config_name, parallel)
     elif parallel != (args.corpus in PARALLEL_CORPORA):
-        raise ValueError(f"--corpus {args.corpus or args.train_file!r}: the objectives {parallel_objectives()} need a "
-                         f"parallel corpus ({', '.join(PARALLEL_CORPORA)}, or --dataset_name with translation rows) "
-                         "and the others plain text")
+        raise ValueError(
+            f"--corpus {args.corpus or args.train_file!r}: the objectives {parallel_objectives()} need a "
+            f"parallel corpus ({', '.join(PARALLEL_CORPORA)}, or --dataset_name with translation rows) "
+            "and the others plain text"
+        )
     elif parallel:
         corpus = load_parallel_corpus(args.corpus)
     else:
-        corpus = load_named_corpus(args.corpus, getattr(args, "corpus_sources", None),
-                                   getattr(args, "corpus_upsample", None)) if args.corpus else read_text_file(args.train_file)
+        corpus = (
+            load_named_corpus(
+                args.corpus, getattr(args, "corpus_sources", None), getattr(args, "corpus_upsample", None)
+            )
+            if args.corpus
+            else read_text_file(args.train_file)
+        )
     if isinstance(corpus, datasets.DatasetDict):  # a corpus with its own held-out split
         return split_corpus_dict(corpus, args.max_documents, args.corpus)
     document_ids = np.asarray(corpus["document"])
     unique = list(dict.fromkeys(document_ids.tolist()))
     if args.max_documents:
-        unique = unique[:args.max_documents]
+        unique = unique[: args.max_documents]
     if not 0 < args.validation_fraction < 1:
         raise ValueError(f"--validation_fraction must be in (0, 1), got {args.validation_fraction}")
     # NSP draws its random segments from other documents, so each side needs at least two.
     held_out = max(minimum_documents, round(len(unique) * args.validation_fraction))
     if len(unique) < held_out + minimum_documents:
-        raise ValueError(f"need at least {held_out + minimum_documents} documents ({held_out} held out), "
-                         f"the text has {len(unique)}")
+        raise ValueError(
+            f"need at least {held_out + minimum_documents} documents ({held_out} held out), the text has {len(unique)}"
+        )
     train_rows = np.flatnonzero(np.isin(document_ids, unique[:-held_out]))
     validation_rows = np.flatnonzero(np.isin(document_ids, unique[-held_out:]))
     return corpus.select(train_rows), corpus.select(validation_rows)
@@ -132,15 +149,18 @@ def is_saved_dataset(path: str) -> bool:
     return (folder / "dataset_dict.json").is_file() or (folder / "state.json").is_file()
 
 
-def load_named_corpus(name: str, sources: str | None = None,
-                      upsample: str | None = None) -> datasets.Dataset | datasets.DatasetDict:
+def load_named_corpus(
+    name: str, sources: str | None = None, upsample: str | None = None
+) -> datasets.Dataset | datasets.DatasetDict:
     """`load_corpus(name)`, or for "pretraining" the data layer's large pretraining corpus (a
     DatasetDict of documents with its own held-out split), where this version of it has one:
     `sources` ("a,b,c"; "+a" for the default sources and a) chooses its sources and `upsample`
     ("a=4,b=2") repeats their training documents."""
     if name != "pretraining":
         if sources or upsample:
-            raise ValueError(f"--corpus_sources / --corpus_upsample choose parts of --corpus pretraining, not of {name!r}")
+            raise ValueError(
+                f"--corpus_sources / --corpus_upsample choose parts of --corpus pretraining, not of {name!r}"
+            )
         return load_corpus(name)
     loader = getattr(hf_variants.data, "load_pretraining_corpus", None)
     if loader is None:
@@ -148,6 +168,7 @@ def load_named_corpus(name: str, sources: str | None = None,
     chosen = [part.strip() for part in sources.lstrip("+").split(",") if part.strip()] if sources else None
     if sources and sources.startswith("+"):  # the default sources and these
         from hf_variants.data.pretraining_corpus import DEFAULT_SOURCES
+
         chosen = list(DEFAULT_SOURCES) + chosen
     return loader(sources=chosen, upsample=parse_upsample(upsample) if upsample else None)
 
@@ -163,8 +184,9 @@ def parse_upsample(text: str) -> dict[str, int]:
     return factors
 
 
-def split_corpus_dict(corpus: datasets.DatasetDict, max_documents: int | None,
-                      name: str) -> tuple[datasets.Dataset, datasets.Dataset]:
+def split_corpus_dict(
+    corpus: datasets.DatasetDict, max_documents: int | None, name: str
+) -> tuple[datasets.Dataset, datasets.Dataset]:
     """(train, held-out) paragraph rows of a corpus that comes split: its "train" split and its
     "validation" split (else "test"); rows of whole documents become paragraph rows."""
     held_out = next((split for split in ("validation", "test") if split in corpus), None)
@@ -172,16 +194,21 @@ def split_corpus_dict(corpus: datasets.DatasetDict, max_documents: int | None,
         raise ValueError(f"--corpus {name}: expected train and validation (or test) splits, got {list(corpus)}")
     train = corpus["train"]
     if max_documents:
-        train = train.select(range(min(max_documents, len(train)))) if "document" not in train.column_names else \
-            train.filter(lambda ids: np.isin(ids, sorted(set(train["document"]))[:max_documents]), input_columns="document",
-                         batched=True)
+        train = (
+            train.select(range(min(max_documents, len(train))))
+            if "document" not in train.column_names
+            else train.filter(
+                lambda ids: np.isin(ids, sorted(set(train["document"]))[:max_documents]),
+                input_columns="document",
+                batched=True,
+            )
+        )
     return paragraph_rows(train), paragraph_rows(corpus[held_out])
 
 
 def parallel_objectives() -> tuple[str, ...]:
     """The registered objectives that read a parallel corpus (XLM's tlm)."""
     return tuple(name for name, objective in OBJECTIVES.items() if objective.parallel)
-
 
 
 def data_cache_root(args) -> Path | None:
@@ -204,26 +231,48 @@ def text_fingerprint(text: datasets.Dataset) -> str:
     return _CONTENT_DIGESTS[text._fingerprint]
 
 
-
-def build_examples(text: datasets.Dataset, tokenizer, input_format: str, max_length: int,
-                   sentence_task: str | None, args, seed: int,
-                   objective: Objective = OBJECTIVES["mlm"], config=None) -> datasets.Dataset:
+def build_examples(
+    text: datasets.Dataset,
+    tokenizer,
+    input_format: str,
+    max_length: int,
+    sentence_task: str | None,
+    args,
+    seed: int,
+    objective: Objective = OBJECTIVES["mlm"],
+    config=None,
+) -> datasets.Dataset:
     """The objective's rows of at most `max_length` tokens: its own (TLM, T5) or an input format's;
     tokenized once and cached under `--data_cache_dir` (memory-mapped Arrow) unless that is 'none'."""
     root = data_cache_root(args)
     if objective.rows is not None and root is None:
         examples = objective.rows(text, tokenizer, max_length, config)
     elif objective.rows is not None:
-        key = digest("rows", objective.name, text_fingerprint(text), tokenizer_fingerprint(tokenizer), max_length,
-                     getattr(config, "lang2id", None))
+        key = digest(
+            "rows",
+            objective.name,
+            text_fingerprint(text),
+            tokenizer_fingerprint(tokenizer),
+            max_length,
+            getattr(config, "lang2id", None),
+        )
         examples = cached_rows(lambda: objective.rows(text, tokenizer, max_length, config), key, root)
     elif root is None:
-        examples = pretraining_dataset(text, tokenizer, input_format, max_length, task=sentence_task,
-                                       short_seq_prob=args.short_seq_prob, seed=seed)
+        examples = pretraining_dataset(
+            text, tokenizer, input_format, max_length, task=sentence_task, short_seq_prob=args.short_seq_prob, seed=seed
+        )
     else:
         tokenized = tokenize_corpus(text, tokenizer, root, text_fingerprint(text))
-        examples = packed_dataset(tokenized, tokenizer, input_format, max_length, root, task=sentence_task,
-                                  short_seq_prob=args.short_seq_prob, seed=seed)
+        examples = packed_dataset(
+            tokenized,
+            tokenizer,
+            input_format,
+            max_length,
+            root,
+            task=sentence_task,
+            short_seq_prob=args.short_seq_prob,
+            seed=seed,
+        )
     if len(examples) == 0:
         raise ValueError(f"no {input_format} examples could be built from the text")
     return examples

@@ -47,7 +47,8 @@ def check_answers(dataset: datasets.Dataset, columns: QaColumns, allow_unanswera
     if mismatched:
         raise ValueError(
             f"{split}: {len(mismatched)} answers do not match the context text at their answer_start: "
-            + "; ".join(mismatched[:10]) + (" ..." if len(mismatched) > 10 else "")
+            + "; ".join(mismatched[:10])
+            + (" ..." if len(mismatched) > 10 else "")
         )
     if unanswerable and not allow_unanswerable:
         raise ValueError(
@@ -56,7 +57,9 @@ def check_answers(dataset: datasets.Dataset, columns: QaColumns, allow_unanswera
         )
 
 
-def check_question_room(examples: datasets.Dataset, tokenizer, columns: QaColumns, windowing: Windowing, split: str) -> None:
+def check_question_room(
+    examples: datasets.Dataset, tokenizer, columns: QaColumns, windowing: Windowing, split: str
+) -> None:
     """ValueError naming the questions so long that a window has no more than ``doc_stride``
     context tokens left (the window could not advance through the context)."""
     questions = [question.lstrip() for question in examples[columns.question]]
@@ -73,8 +76,9 @@ def check_question_room(examples: datasets.Dataset, tokenizer, columns: QaColumn
         )
 
 
-def answer_token_span(offsets: list[tuple[int, int]], sequence_ids: list[int | None], context_segment: int,
-                      start_char: int, end_char: int) -> tuple[int, int]:
+def answer_token_span(
+    offsets: list[tuple[int, int]], sequence_ids: list[int | None], context_segment: int, start_char: int, end_char: int
+) -> tuple[int, int]:
     """(first, last) token of the answer characters [start_char, end_char) in one window, or
     (0, 0) when the window does not hold the whole answer."""
     context_tokens = [i for i, segment in enumerate(sequence_ids) if segment == context_segment]
@@ -103,8 +107,11 @@ def prepare_train_features(examples: dict, tokenizer, columns: QaColumns, window
         else:
             start_char = answers["answer_start"][0]
             start, end = answer_token_span(
-                encoded["offset_mapping"][feature], encoded.sequence_ids(feature), context_segment,
-                start_char, start_char + len(answers["text"][0]),
+                encoded["offset_mapping"][feature],
+                encoded.sequence_ids(feature),
+                context_segment,
+                start_char,
+                start_char + len(answers["text"][0]),
             )
         encoded["start_positions"].append(start)
         encoded["end_positions"].append(end)
@@ -120,8 +127,14 @@ class QuestionAnsweringTrainer(CheckpointSafeTrainer):
     ``score(predictions, examples) -> dict`` are given by the script.
     """
 
-    def __init__(self, *args, eval_examples: datasets.Dataset | None = None,
-                 post_process: Callable[..., QaPredictions], score: Callable[[QaPredictions, datasets.Dataset], dict], **kwargs):
+    def __init__(
+        self,
+        *args,
+        eval_examples: datasets.Dataset | None = None,
+        post_process: Callable[..., QaPredictions],
+        score: Callable[[QaPredictions, datasets.Dataset], dict],
+        **kwargs,
+    ):
         super().__init__(*args, **kwargs)
         self.eval_examples = eval_examples
         self.post_process = post_process
@@ -129,7 +142,9 @@ class QuestionAnsweringTrainer(CheckpointSafeTrainer):
         self.last_predictions: QaPredictions | None = None
 
     def _answers(self, features: datasets.Dataset, examples: datasets.Dataset, prefix: str):
-        model_inputs = features.remove_columns([c for c in ("example_id", "offset_mapping") if c in features.column_names])
+        model_inputs = features.remove_columns(
+            [c for c in ("example_id", "offset_mapping") if c in features.column_names]
+        )
         output = super().predict(model_inputs, metric_key_prefix=prefix)  # no labels: logits only
         start_logits, end_logits = output.predictions[:2]
         predictions = self.post_process(examples, features, start_logits, end_logits)
@@ -137,7 +152,9 @@ class QuestionAnsweringTrainer(CheckpointSafeTrainer):
         metrics.update(output.metrics)
         return predictions, metrics
 
-    def evaluate(self, eval_dataset=None, ignore_keys=None, metric_key_prefix: str = "eval", eval_examples=None) -> dict:
+    def evaluate(
+        self, eval_dataset=None, ignore_keys=None, metric_key_prefix: str = "eval", eval_examples=None
+    ) -> dict:
         features = eval_dataset if eval_dataset is not None else self.eval_dataset
         examples = eval_examples if eval_examples is not None else self.eval_examples
         predictions, metrics = self._answers(features, examples, metric_key_prefix)
@@ -146,6 +163,8 @@ class QuestionAnsweringTrainer(CheckpointSafeTrainer):
         self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
         return metrics
 
-    def predict_answers(self, features: datasets.Dataset, examples: datasets.Dataset, metric_key_prefix: str = "predict"):
+    def predict_answers(
+        self, features: datasets.Dataset, examples: datasets.Dataset, metric_key_prefix: str = "predict"
+    ):
         """(QaPredictions, metrics) for a test set."""
         return self._answers(features, examples, metric_key_prefix)

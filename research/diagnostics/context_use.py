@@ -26,15 +26,16 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-
+from transformers import AutoModelForPreTraining, AutoTokenizer
 
 import hf_variants  # noqa: F401  (registers the model types)
 from hf_variants.data import load_pretraining_corpus
 from hf_variants.objectives.mlm import DataCollatorForMaskedLM
-from transformers import AutoModelForPreTraining, AutoTokenizer
 
-PARAGRAPH = ("The function returns a list of strings. Each string is the name of a file in the directory. "
-             "If the directory does not exist, the function raises an exception.")
+PARAGRAPH = (
+    "The function returns a list of strings. Each string is the name of a file in the directory. "
+    "If the directory does not exist, the function raises an exception."
+)
 
 
 def corpus_rows(tokenizer, split: str, rows: int, length: int) -> list[dict]:
@@ -48,8 +49,10 @@ def corpus_rows(tokenizer, split: str, rows: int, length: int) -> list[dict]:
             break
     first = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
     last = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
-    return [{"input_ids": [first, *ids[start:start + body], last], "special_tokens_mask": [1] + [0] * body + [1]}
-            for start in range(0, min(len(ids), rows * body) - body + 1, body)]
+    return [
+        {"input_ids": [first, *ids[start : start + body], last], "special_tokens_mask": [1] + [0] * body + [1]}
+        for start in range(0, min(len(ids), rows * body) - body + 1, body)
+    ]
 
 
 def load_masked_lm(path: str):
@@ -84,7 +87,7 @@ def context_use(path: str, rows: int, length: int, batch_size: int = 32) -> dict
     unigram_sum, unigram_count, predicted_as_mode = 0.0, 0, 0
     mode = int(counts.argmax())
     for start in range(0, len(examples), batch_size):
-        batch = collator(examples[start:start + batch_size])
+        batch = collator(examples[start : start + batch_size])
         labels = batch.pop("labels")
         logits = mlm_logits(model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])).float()
         selected = labels != -100
@@ -100,11 +103,13 @@ def context_use(path: str, rows: int, length: int, batch_size: int = 32) -> dict
     result = {"checkpoint": path, "rows": len(examples), "length": length}
     for key, (loss, correct, count) in sums.items():
         result[f"{key}_loss"], result[f"{key}_accuracy"], result[f"{key}_count"] = loss / count, correct / count, count
-    result.update(unigram_loss_at_mask=unigram_sum / unigram_count,
-                  mask_loss_below_unigram=unigram_sum / unigram_count - result["mask_loss"],
-                  unigram_mode=tokenizer.convert_ids_to_tokens(mode),
-                  mode_share_of_mask_predictions=predicted_as_mode / unigram_count,
-                  mode_share_of_tokens=float(counts[mode] / counts.sum()))
+    result.update(
+        unigram_loss_at_mask=unigram_sum / unigram_count,
+        mask_loss_below_unigram=unigram_sum / unigram_count - result["mask_loss"],
+        unigram_mode=tokenizer.convert_ids_to_tokens(mode),
+        mode_share_of_mask_predictions=predicted_as_mode / unigram_count,
+        mode_share_of_tokens=float(counts[mode] / counts.sum()),
+    )
     encoded = tokenizer(PARAGRAPH, return_tensors="pt")["input_ids"][0]
     tops = {}
     for position in range(1, min(len(encoded) - 1, 13)):

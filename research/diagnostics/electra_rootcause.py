@@ -31,7 +31,6 @@ import torch
 from torch.nn import functional as F
 from transformers import AutoConfig, AutoTokenizer, get_linear_schedule_with_warmup
 
-
 import hf_variants  # noqa: F401
 from hf_variants.data import load_named_dataset
 from hf_variants.models.electra.modeling_electra import ElectraForSequenceClassification
@@ -70,7 +69,12 @@ def cosine_offdiag(x: torch.Tensor) -> float:
 @torch.no_grad()
 def probe_states(model, batch: dict) -> dict:
     model.eval()
-    stats: dict[str, list] = {"layernorm_input_std": [], "layernorm_name": [], "gelu_below_-3": [], "gelu_input_std": []}
+    stats: dict[str, list] = {
+        "layernorm_input_std": [],
+        "layernorm_name": [],
+        "gelu_below_-3": [],
+        "gelu_input_std": [],
+    }
     hooks = []
     mask = batch["attention_mask"].bool()
 
@@ -80,6 +84,7 @@ def probe_states(model, batch: dict) -> dict:
             x = x[mask] if x.dim() == 3 and x.shape[:2] == mask.shape else x.reshape(-1, x.shape[-1])
             stats["layernorm_name"].append(name)
             stats["layernorm_input_std"].append(float(x.std(dim=-1).mean()))
+
         return hook
 
     def on_gelu(module, inputs, output):
@@ -102,26 +107,32 @@ def probe_states(model, batch: dict) -> dict:
         first = states[:, 0]
         real = states[mask]
         mean_pooled = (states * mask[..., None]).sum(1) / mask.sum(1, keepdim=True)
-        layers.append({
-            "layer": index,
-            "first_token_cosine_between_sentences": cosine_offdiag(first),
-            "first_token_spread": float(first.std(dim=0).mean()),
-            "mean_pooled_cosine_between_sentences": cosine_offdiag(mean_pooled),
-            "token_cosine_random_pairs": cosine_offdiag(real[torch.randperm(real.shape[0], generator=torch.Generator().manual_seed(0))[:256]]),
-            "state_norm": float(real.norm(dim=-1).mean()),
-        })
+        layers.append(
+            {
+                "layer": index,
+                "first_token_cosine_between_sentences": cosine_offdiag(first),
+                "first_token_spread": float(first.std(dim=0).mean()),
+                "mean_pooled_cosine_between_sentences": cosine_offdiag(mean_pooled),
+                "token_cosine_random_pairs": cosine_offdiag(
+                    real[torch.randperm(real.shape[0], generator=torch.Generator().manual_seed(0))[:256]]
+                ),
+                "state_norm": float(real.norm(dim=-1).mean()),
+            }
+        )
     for index, attention in enumerate(out.attentions or ()):
         # attention (B, heads, T, T); entropy over keys for real queries (padding keys get ~0 weight)
         entropy = -(attention.clamp_min(1e-12).log() * attention).sum(-1)  # (B, heads, T)
         real_queries = mask[:, None, :].expand_as(entropy)
         uniform = mask.sum(1).float().log()  # entropy of attending uniformly over the real tokens
-        layers[index + 1].update({
-            "attention_entropy": float(entropy[real_queries].mean()),
-            "attention_entropy_uniform": float(uniform.mean()),
-            "first_token_attention_entropy": float(entropy[:, :, 0].mean()),
-            "first_token_attention_to_itself": float(attention[:, :, 0, 0].mean()),
-            "attention_max_weight": float(attention.amax(-1)[real_queries].mean()),
-        })
+        layers[index + 1].update(
+            {
+                "attention_entropy": float(entropy[real_queries].mean()),
+                "attention_entropy_uniform": float(uniform.mean()),
+                "first_token_attention_entropy": float(entropy[:, :, 0].mean()),
+                "first_token_attention_to_itself": float(attention[:, :, 0, 0].mean()),
+                "attention_max_weight": float(attention.amax(-1)[real_queries].mean()),
+            }
+        )
     logits = model.classifier(out.last_hidden_state[:, 0], None)
     return {"layers": layers, **stats, "classifier_logit_std_across_sentences": float(logits.std(dim=0).mean())}
 
@@ -153,8 +164,11 @@ def weight_stats(model) -> dict:
     result = {}
     for name, module in model.electra.named_modules():
         if isinstance(module, torch.nn.LayerNorm):
-            result[name] = {"gain_mean": float(module.weight.mean()), "gain_abs_max": float(module.weight.abs().max()),
-                            "bias_abs_mean": float(module.bias.abs().mean())}
+            result[name] = {
+                "gain_mean": float(module.weight.mean()),
+                "gain_abs_max": float(module.weight.abs().max()),
+                "bias_abs_mean": float(module.bias.abs().mean()),
+            }
     return result
 
 
@@ -193,14 +207,23 @@ def accuracy(model, tokenizer, rows, batch_size: int = 128) -> float:
     model.eval()
     correct = 0
     for start in range(0, len(rows), batch_size):
-        batch = batch_of(tokenizer, rows[start:start + batch_size])
+        batch = batch_of(tokenizer, rows[start : start + batch_size])
         labels = batch.pop("labels")
         correct += int((model(**batch).logits.argmax(-1) == labels).sum())
     return correct / len(rows)
 
 
-def finetune(checkpoint: str, pretrained: bool, seed: int, steps: int, lr: float, decay: float, warmup: float,
-             train_rows: int, **overrides) -> dict:
+def finetune(
+    checkpoint: str,
+    pretrained: bool,
+    seed: int,
+    steps: int,
+    lr: float,
+    decay: float,
+    warmup: float,
+    train_rows: int,
+    **overrides,
+) -> dict:
     tokenizer = AutoTokenizer.from_pretrained(checkpoint)
     data = load_named_dataset("hf_variants/rt_polarity")
     train = data["train"].shuffle(seed=seed).select(range(min(train_rows, len(data["train"]))))
@@ -216,7 +239,7 @@ def finetune(checkpoint: str, pretrained: bool, seed: int, steps: int, lr: float
             if step == steps:
                 break
             model.train()
-            batch = batch_of(tokenizer, train.select(order[start:start + 32])[:])
+            batch = batch_of(tokenizer, train.select(order[start : start + 32])[:])
             loss = model(**batch).loss
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -226,21 +249,45 @@ def finetune(checkpoint: str, pretrained: bool, seed: int, steps: int, lr: float
             losses.append(float(loss))
             step += 1
     window = 20
-    curve = [sum(losses[i:i + window]) / len(losses[i:i + window]) for i in range(0, len(losses), window)]
-    return {"pretrained": pretrained, "seed": seed, "validation_accuracy": accuracy(model, tokenizer, validation),
-            "train_loss_every_20_steps": [round(x, 4) for x in curve], "seconds": round(time.time() - started, 1)}
+    curve = [sum(losses[i : i + window]) / len(losses[i : i + window]) for i in range(0, len(losses), window)]
+    return {
+        "pretrained": pretrained,
+        "seed": seed,
+        "validation_accuracy": accuracy(model, tokenizer, validation),
+        "train_loss_every_20_steps": [round(x, 4) for x in curve],
+        "seconds": round(time.time() - started, 1),
+    }
 
 
 def cmd_finetune(args) -> dict:
     overrides = json.loads(args.overrides) if args.overrides else {}
     runs = []
     for seed in args.seeds:
-        for pretrained in ((True, False) if args.twin else (True,)):
-            run = finetune(args.checkpoint, pretrained, seed, args.steps, args.lr, args.decay, args.warmup, args.train_rows, **overrides)
+        for pretrained in (True, False) if args.twin else (True,):
+            run = finetune(
+                args.checkpoint,
+                pretrained,
+                seed,
+                args.steps,
+                args.lr,
+                args.decay,
+                args.warmup,
+                args.train_rows,
+                **overrides,
+            )
             print(json.dumps(run), flush=True)
             runs.append(run)
-    schedule = {"steps": args.steps, "batch": 32, "lr": args.lr, "layerwise_decay": args.decay, "warmup": args.warmup,
-                "train_rows": args.train_rows, "clip": 1.0, "weight_decay": 0.01, "overrides": overrides}
+    schedule = {
+        "steps": args.steps,
+        "batch": 32,
+        "lr": args.lr,
+        "layerwise_decay": args.decay,
+        "warmup": args.warmup,
+        "train_rows": args.train_rows,
+        "clip": 1.0,
+        "weight_decay": 0.01,
+        "overrides": overrides,
+    }
     return {"checkpoint": args.checkpoint, "schedule": schedule, "runs": runs}
 
 

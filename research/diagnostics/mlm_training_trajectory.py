@@ -22,15 +22,13 @@ import time
 from pathlib import Path
 
 import torch
-
+from transformers import AutoTokenizer
 
 import hf_variants  # noqa: F401
 from hf_variants.conversion import to_transformers
 from hf_variants.models.bert.configuration_bert import BertConfig
 from hf_variants.models.bert.modeling_bert import BertForMaskedLM
 from hf_variants.objectives.mlm import DataCollatorForMaskedLM
-from transformers import AutoTokenizer
-
 from research.diagnostics.context_use import corpus_rows  # one row builder for both scripts
 
 
@@ -38,7 +36,8 @@ def optimiser(model: torch.nn.Module, learning_rate: float, steps: int):
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.01, eps=1e-6)
     warmup = max(1, steps // 10)
     schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: min(1.0, (step + 1) / warmup) * max(0.0, (steps - step) / steps))
+        optimizer, lambda step: min(1.0, (step + 1) / warmup) * max(0.0, (steps - step) / steps)
+    )
     return optimizer, schedule
 
 
@@ -69,7 +68,7 @@ def main(argv: list[str] | None = None) -> dict:
     losses: dict[str, list[float]] = {name: [] for name in arms}
     seconds = dict.fromkeys(arms, 0.0)
     for step in range(args.steps):
-        batch = collator(rows[step * args.batch_size:(step + 1) * args.batch_size])
+        batch = collator(rows[step * args.batch_size : (step + 1) * args.batch_size])
         for name, model in arms.items():
             model.train()
             started = time.perf_counter()
@@ -83,16 +82,26 @@ def main(argv: list[str] | None = None) -> dict:
             seconds[name] += time.perf_counter() - started
             losses[name].append(loss.item())
         if (step + 1) % 10 == 0:
-            print(f"step {step + 1}: ours {losses['ours'][-1]:.5f}  transformers {losses['transformers'][-1]:.5f}",
-                  flush=True)
+            print(
+                f"step {step + 1}: ours {losses['ours'][-1]:.5f}  transformers {losses['transformers'][-1]:.5f}",
+                flush=True,
+            )
     differences = [abs(a - b) for a, b in zip(losses["ours"], losses["transformers"])]
-    result = {"checkpoint": args.checkpoint, "steps": args.steps, "batch_size": args.batch_size,
-              "length": args.length, "learning_rate": args.learning_rate, "threads": args.threads,
-              "torch": torch.__version__, "max_abs_loss_difference": max(differences),
-              "max_abs_loss_difference_step": differences.index(max(differences)) + 1,
-              "final_loss": {name: values[-1] for name, values in losses.items()},
-              "mean_loss_last_10": {name: sum(values[-10:]) / len(values[-10:]) for name, values in losses.items()},
-              "seconds": seconds, "losses": losses}
+    result = {
+        "checkpoint": args.checkpoint,
+        "steps": args.steps,
+        "batch_size": args.batch_size,
+        "length": args.length,
+        "learning_rate": args.learning_rate,
+        "threads": args.threads,
+        "torch": torch.__version__,
+        "max_abs_loss_difference": max(differences),
+        "max_abs_loss_difference_step": differences.index(max(differences)) + 1,
+        "final_loss": {name: values[-1] for name, values in losses.items()},
+        "mean_loss_last_10": {name: sum(values[-10:]) / len(values[-10:]) for name, values in losses.items()},
+        "seconds": seconds,
+        "losses": losses,
+    }
     print(json.dumps({k: v for k, v in result.items() if k != "losses"}, indent=1))
     if args.output:
         Path(args.output).write_text(json.dumps(result, indent=1) + "\n")

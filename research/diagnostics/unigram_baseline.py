@@ -21,18 +21,17 @@ import json
 import math
 
 import numpy as np
-
-
-import hf_variants  # noqa: F401  (registers the model types, so the tokenizer folder loads without remote code)
 from transformers import AutoTokenizer
 
+import hf_variants  # noqa: F401  (registers the model types, so the tokenizer folder loads without remote code)
 from hf_variants.training.pretraining_data import load_text
 
 
 def token_counts(texts: list[str], tokenizer, vocabulary_size: int) -> np.ndarray:
     """(vocabulary_size,) counts of the non-special tokens of `texts`."""
-    ids = np.concatenate([np.asarray(row, dtype=np.int64)
-                          for row in tokenizer(list(texts), add_special_tokens=False)["input_ids"]])
+    ids = np.concatenate(
+        [np.asarray(row, dtype=np.int64) for row in tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
+    )
     counts = np.bincount(ids, minlength=vocabulary_size)
     counts[tokenizer.all_special_ids] = 0
     return counts
@@ -64,8 +63,12 @@ def main(argv: list[str] | None = None) -> dict:
     train_counts = token_counts(train_text["text"], tokenizer, len(tokenizer))
     held_out_counts = token_counts(held_out_text["text"], tokenizer, len(tokenizer))
     loss = unigram_cross_entropy(train_counts, held_out_counts)
-    results = {"unigram_loss": loss, "unigram_perplexity": math.exp(loss), "train_tokens": int(train_counts.sum()),
-               "held_out_tokens": int(held_out_counts.sum())}
+    results = {
+        "unigram_loss": loss,
+        "unigram_perplexity": math.exp(loss),
+        "train_tokens": int(train_counts.sum()),
+        "held_out_tokens": int(held_out_counts.sum()),
+    }
     print(json.dumps(results, indent=2))
     return results
 

@@ -7,17 +7,19 @@ import sys
 
 import pytest
 
-from benchmarks import bench_decoders
-from benchmarks import decoder_workloads
+from benchmarks import bench_decoders, decoder_workloads
 
 TINY_GPT = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
-TINY_T5 = dict(hidden_size=32, num_hidden_layers=2, decoder_layers=2, num_attention_heads=4, head_dim=8,
-               intermediate_size=37)
+TINY_T5 = dict(
+    hidden_size=32, num_hidden_layers=2, decoder_layers=2, num_attention_heads=4, head_dim=8, intermediate_size=37
+)
 TINY = {
-    "clm-tiny": bench_decoders.Scenario("CLM, tiny GPT-2", "clm", "gpt2-mini", 4, 2, max_length=48, target=1.5,
-                                        overrides=TINY_GPT),
-    "generate-t5-tiny": bench_decoders.Scenario("greedy, tiny T5, 3 prompts", "generate", "t5-mini", 3, 1,
-                                                new_tokens=4, target=1.2, overrides=TINY_T5),
+    "clm-tiny": bench_decoders.Scenario(
+        "CLM, tiny GPT-2", "clm", "gpt2-mini", 4, 2, max_length=48, target=1.5, overrides=TINY_GPT
+    ),
+    "generate-t5-tiny": bench_decoders.Scenario(
+        "greedy, tiny T5, 3 prompts", "generate", "t5-mini", 3, 1, new_tokens=4, target=1.2, overrides=TINY_T5
+    ),
 }
 
 
@@ -42,13 +44,24 @@ def test_generation_rows_report_tokens_per_second(data_folder, monkeypatch):
     monkeypatch.setenv("BENCH_DECODER_DATA", str(data_folder))
     scenario = TINY["generate-t5-tiny"]
     sides, notes = bench_decoders.build_sides(scenario)
-    result = {**notes, **bench_decoders.check_same_work(scenario, sides), "ours_s": 0.5, "theirs_s": 1.0,
-              "ratio_median": 2.0, "ratio_min": 1.5, "ratio_max": 2.5, "ratio_best": 2.0}
+    result = {
+        **notes,
+        **bench_decoders.check_same_work(scenario, sides),
+        "ours_s": 0.5,
+        "theirs_s": 1.0,
+        "ratio_median": 2.0,
+        "ratio_min": 1.5,
+        "ratio_max": 2.5,
+        "ratio_best": 2.0,
+    }
     row = bench_decoders.format_row("generate-t5-tiny", scenario, result, "1.00 1.00 1.00")
     assert "| 2.00× (1.50–2.50) | 2.00× | 1.2× yes | 24 / 12 tokens/s | identical tokens asserted |" in row
 
 
-@pytest.mark.parametrize("model, overrides", [("transformer-mini", TINY_T5 | {"head_dim": None} | bench_decoders.PAPER_MARIAN), ("t5-mini", TINY_T5)])
+@pytest.mark.parametrize(
+    "model, overrides",
+    [("transformer-mini", TINY_T5 | {"head_dim": None} | bench_decoders.PAPER_MARIAN), ("t5-mini", TINY_T5)],
+)
 def test_seq2seq_sides_do_the_same_work(data_folder, monkeypatch, model, overrides):
     monkeypatch.setenv("BENCH_DECODER_DATA", str(data_folder))
     overrides = {k: v for k, v in overrides.items() if v is not None}
@@ -94,13 +107,24 @@ def test_bf16_generation_records_token_agreement(data_folder, monkeypatch):
     agreement = bench_decoders.bf16_generation(sides, scenario.steps, scenario.new_tokens)
     assert all(next(side.model.parameters()).dtype == torch.bfloat16 for side in sides)
     assert 0.0 <= agreement <= 1.0
-    result = {**notes, **checks, "bf16_token_agreement": agreement, "ours_s": 0.5, "theirs_s": 1.0,
-              "ratio_median": 2.0, "ratio_min": 1.5, "ratio_max": 2.5, "ratio_best": 2.0}
+    result = {
+        **notes,
+        **checks,
+        "bf16_token_agreement": agreement,
+        "ours_s": 0.5,
+        "theirs_s": 1.0,
+        "ratio_median": 2.0,
+        "ratio_min": 1.5,
+        "ratio_max": 2.5,
+        "ratio_best": 2.0,
+    }
     row = bench_decoders.format_row("generate-t5-tiny", scenario, result, "1.00 1.00 1.00")
     assert row.startswith("| generate-t5-tiny (cpu, bf16) |")
     assert f"bf16 tokens agree at {agreement:.1%} of positions" in row
 
 
 def test_unknown_device_is_refused():
-    result = subprocess.run([sys.executable, bench_decoders.__file__, "--device", "tpu"], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, bench_decoders.__file__, "--device", "tpu"], capture_output=True, text=True
+    )
     assert result.returncode != 0 and "--device 'tpu'" in result.stderr

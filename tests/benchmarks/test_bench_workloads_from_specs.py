@@ -6,10 +6,11 @@ replaced, and each command line still parses; nothing is timed."""
 
 import pytest
 
-from benchmarks import bench_compile
-from benchmarks import bench_pretraining  # noqa: E402
-
 import hf_variants
+from benchmarks import (
+    bench_compile,
+    bench_pretraining,  # noqa: E402
+)
 from hf_variants.models.named_configs import named_config
 
 # The hard-coded list the SPECs replaced (#32), by value: moving the declaration changed no workload.
@@ -64,7 +65,10 @@ PRETRAINING_BEFORE_SPECS = {
 
 
 def test_pretraining_rows_read_the_specs_unchanged():
-    rows = {name: (v.named, v.ours, v.theirs, v.objective, v.like_for_like) for name, v in bench_pretraining.VARIANTS.items()}
+    rows = {
+        name: (v.named, v.ours, v.theirs, v.objective, v.like_for_like)
+        for name, v in bench_pretraining.VARIANTS.items()
+    }
     assert rows == PRETRAINING_BEFORE_SPECS
     assert list(rows) == list(PRETRAINING_BEFORE_SPECS)  # the run (and results-table) order too
 

@@ -1,8 +1,5 @@
 """The memory measures behind benchmarks/RESULTS.md count what they claim to count."""
 
-import sys
-from pathlib import Path
-
 import torch
 from torch import nn
 

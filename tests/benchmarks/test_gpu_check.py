@@ -13,18 +13,22 @@ import datasets
 import pytest
 import torch
 
-from benchmarks import gpu_check_report
-from benchmarks import make_gpu_shard  # noqa: E402
+from benchmarks import (
+    gpu_check_report,
+    make_gpu_shard,  # noqa: E402
+)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "gpu_check_cpu.json"
 
 
 def small_corpus() -> datasets.DatasetDict:
     texts = [f"Document {i}.\n\nIt has two paragraphs of plain words, number {i}." for i in range(10)]
-    return datasets.DatasetDict({
-        "train": datasets.Dataset.from_dict({"text": texts, "source": ["a"] * 6 + ["b"] * 4}),
-        "validation": datasets.Dataset.from_dict({"text": ["Held out.\n\nA second paragraph."], "source": ["a"]}),
-    })
+    return datasets.DatasetDict(
+        {
+            "train": datasets.Dataset.from_dict({"text": texts, "source": ["a"] * 6 + ["b"] * 4}),
+            "validation": datasets.Dataset.from_dict({"text": ["Held out.\n\nA second paragraph."], "source": ["a"]}),
+        }
+    )
 
 
 def test_the_shard_keeps_whole_leading_documents_under_the_cap(tmp_path):
@@ -34,8 +38,12 @@ def test_the_shard_keeps_whole_leading_documents_under_the_cap(tmp_path):
     saved = datasets.load_from_disk(str(tmp_path / "data"))
     assert saved["train"]["text"] == corpus["train"]["text"][:3]  # 3 whole documents fit in 3.5 of them
     assert saved["validation"]["text"] == corpus["validation"]["text"]  # the held-out split whole
-    assert summary["train"] == {"documents": 3, "words": sum(len(t.split()) for t in corpus["train"]["text"][:3]),
-                                "bytes": 3 * size, "sources": {"a": 3}}
+    assert summary["train"] == {
+        "documents": 3,
+        "words": sum(len(t.split()) for t in corpus["train"]["text"][:3]),
+        "bytes": 3 * size,
+        "sources": {"a": 3},
+    }
     assert make_gpu_shard.prefix_within(["x" * 100], 10) == 1  # a cap below one document still gives one
     assert make_gpu_shard.prefix_within(["ab", "cd"], 100) == 2
 
@@ -70,8 +78,10 @@ def test_the_report_of_the_cpu_path_names_the_machine_the_loss_and_both_steps():
     assert "Stages: pretraining exit 0 in 225 s; bench_bert exit 0 in 258 s." in text
     assert "Shard:" not in text  # that run's stage 0 was not given --shard
     report = json.loads(FIXTURE.read_text())
-    report["environment"]["shard"] = {"train": {"documents": 3880, "words": 4055737, "bytes": 1},
-                                      "validation": {"documents": 120, "words": 92689, "bytes": 1}}
+    report["environment"]["shard"] = {
+        "train": {"documents": 3880, "words": 4055737, "bytes": 1},
+        "validation": {"documents": 120, "words": 92689, "bytes": 1},
+    }
     assert "Shard: 3,880 train documents (4,055,737 words)" in gpu_check_report.markdown(report)
 
 
@@ -80,8 +90,18 @@ def test_a_failed_check_is_reported_as_failed(tmp_path):
     environment.write_text(json.dumps(gpu_check_report.environment("cpu")))
     stages = tmp_path / "stages.jsonl"
     stages.write_text('{"stage": "pretraining", "rc": 124, "seconds": 360, "limit_s": 360}\n')
-    status = gpu_check_report.main(["--environment", str(environment), "--run", str(tmp_path / "no_run"),
-                                    "--stages", str(stages), "--out", str(tmp_path / "out")])
+    status = gpu_check_report.main(
+        [
+            "--environment",
+            str(environment),
+            "--run",
+            str(tmp_path / "no_run"),
+            "--stages",
+            str(stages),
+            "--out",
+            str(tmp_path / "out"),
+        ]
+    )
     assert status == 1
     text = (tmp_path / "out" / "gpu_check.md").read_text()
     assert "**Pretraining: no results**" in text and "pretraining exit 124 (timed out) in 360 s" in text

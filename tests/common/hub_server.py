@@ -52,6 +52,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import pytest
 import yaml
+
 from tests.common.hub_store import (
     REGULAR_FILE_MAX_BYTES,
     TEST_ORGS,
@@ -92,8 +93,9 @@ class HubTestServer:
         self.port = self.httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.cdn_url = f"http://localhost:{self.port}"  # another host: the client drops auth, as for a CDN
-        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="hub-test-server", daemon=True)
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="hub-test-server", daemon=True
+        )
         self._thread.start()
 
     def close(self) -> None:
@@ -133,9 +135,16 @@ class HubTestServer:
     def env(self, hf_home: str | os.PathLike) -> dict[str, str]:
         """Environment for a client subprocess talking to this server, with its own empty HF_HOME."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING", "TRANSFORMERS_"))}
-        env.update(HF_ENDPOINT=self.url, HF_HUB_DISABLE_XET="1", HF_TOKEN=self.token, HF_HOME=str(hf_home),
-                   HF_HUB_DISABLE_TELEMETRY="1", HF_HUB_DISABLE_PROGRESS_BARS="1",
-                   HF_HUB_DISABLE_UPDATE_CHECK="1", HF_HUB_OFFLINE="0")
+        env.update(
+            HF_ENDPOINT=self.url,
+            HF_HUB_DISABLE_XET="1",
+            HF_TOKEN=self.token,
+            HF_HOME=str(hf_home),
+            HF_HUB_DISABLE_TELEMETRY="1",
+            HF_HUB_DISABLE_PROGRESS_BARS="1",
+            HF_HUB_DISABLE_UPDATE_CHECK="1",
+            HF_HUB_OFFLINE="0",
+        )
         return env
 
 
@@ -252,8 +261,14 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
         self.connection.shutdown(socket.SHUT_RDWR)
 
-    def _send(self, status: int, body: bytes = b"", headers: dict | None = None,
-              content_type: str = "application/json", content_length: int | None = None) -> None:
+    def _send(
+        self,
+        status: int,
+        body: bytes = b"",
+        headers: dict | None = None,
+        content_type: str = "application/json",
+        content_length: int | None = None,
+    ) -> None:
         self.send_response(status)
         self.status_sent = status
         self.send_header("Content-Type", content_type)
@@ -282,8 +297,12 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         if auth == f"Bearer {self.hub.token}":
             return TEST_USER
         if required:
-            raise HubError(401, "Invalid credentials in Authorization header" if auth else
-                           "You must be authenticated to access this endpoint")
+            raise HubError(
+                401,
+                "Invalid credentials in Authorization header"
+                if auth
+                else "You must be authenticated to access this endpoint",
+            )
         return None
 
     def _readable_repo(self, repo_type: str, repo_id: str) -> dict:
@@ -325,9 +344,16 @@ class HubRequestHandler(BaseHTTPRequestHandler):
 
     def route_whoami(self, type: str) -> None:
         user = self._authenticated_user(required=True)
-        self._send_json({"type": "user", "id": "1", "name": user, "fullname": "HF Variants Tester",
-                         "orgs": [{"name": org, "type": "org"} for org in TEST_ORGS],
-                         "auth": {"type": "access_token", "accessToken": {"displayName": "test", "role": "write"}}})
+        self._send_json(
+            {
+                "type": "user",
+                "id": "1",
+                "name": user,
+                "fullname": "HF Variants Tester",
+                "orgs": [{"name": org, "type": "org"} for org in TEST_ORGS],
+                "auth": {"type": "access_token", "accessToken": {"displayName": "test", "role": "write"}},
+            }
+        )
 
     def route_agent_harnesses(self, type: str) -> None:
         """The registry huggingface_hub reads for its user-agent string: none registered here."""
@@ -382,13 +408,28 @@ class HubRequestHandler(BaseHTTPRequestHandler):
             full = json.loads(self.hub.store.blob(tree["config.json"]["oid"]))
             config = {k: full[k] for k in ("architectures", "model_type", "auto_map") if k in full}
         commit = self.hub.store.commit(sha)
-        self._send_json({
-            "_id": hashlib.sha1(repo.encode()).hexdigest()[:24], "id": repo, "modelId": repo,
-            "author": repo.split("/")[0], "sha": sha, "lastModified": commit["date"], "private": record["private"],
-            "disabled": False, "gated": False, "downloads": 0, "likes": 0, "tags": card.get("tags", []),
-            "library_name": card.get("library_name"), "cardData": card or None, "config": config or None,
-            "siblings": siblings, "createdAt": commit["date"], "usedStorage": sum(e["size"] for e in tree.values()),
-        })
+        self._send_json(
+            {
+                "_id": hashlib.sha1(repo.encode()).hexdigest()[:24],
+                "id": repo,
+                "modelId": repo,
+                "author": repo.split("/")[0],
+                "sha": sha,
+                "lastModified": commit["date"],
+                "private": record["private"],
+                "disabled": False,
+                "gated": False,
+                "downloads": 0,
+                "likes": 0,
+                "tags": card.get("tags", []),
+                "library_name": card.get("library_name"),
+                "cardData": card or None,
+                "config": config or None,
+                "siblings": siblings,
+                "createdAt": commit["date"],
+                "usedStorage": sum(e["size"] for e in tree.values()),
+            }
+        )
 
     def _entries_under(self, tree: dict, path: str, recursive: bool) -> list[tuple[str, dict | None]]:
         """(path, entry) for files and (path, None) for folders directly (or recursively) under `path`."""
@@ -399,7 +440,7 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         for file_path, entry in tree.items():
             if not file_path.startswith(prefix):
                 continue
-            parts = file_path[len(prefix):].split("/")
+            parts = file_path[len(prefix) :].split("/")
             for depth in range(1, len(parts)):
                 folder = prefix + "/".join(parts[:depth])
                 if recursive or depth == 1:
@@ -424,7 +465,7 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         expand = self.query.get("expand", "").lower() in ("1", "true")
         entries = self._entries_under(tree, path, recursive)
         start = int(self.query.get("cursor", 0))
-        page = entries[start:start + self.hub.tree_page_size]
+        page = entries[start : start + self.hub.tree_page_size]
         headers = {}
         if start + self.hub.tree_page_size < len(entries):
             split = urlsplit(self.path)
@@ -456,9 +497,14 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         headers = {"X-Repo-Commit": sha, "Accept-Ranges": "bytes"}
         if entry["lfs"]:
             lfs = entry["lfs"]
-            headers.update({"ETag": f'"{entry["oid"]}"', "X-Linked-Etag": f'"{lfs["oid"]}"',
-                            "X-Linked-Size": str(lfs["size"]),
-                            "Location": f"{self.hub.cdn_url}/lfs-cdn/{lfs['oid']}"})
+            headers.update(
+                {
+                    "ETag": f'"{entry["oid"]}"',
+                    "X-Linked-Etag": f'"{lfs["oid"]}"',
+                    "X-Linked-Size": str(lfs["size"]),
+                    "Location": f"{self.hub.cdn_url}/lfs-cdn/{lfs['oid']}",
+                }
+            )
             self._send(302, b"", headers)
             return
         content = self.hub.store.blob(entry["oid"])
@@ -481,7 +527,7 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         if start >= len(content):
             raise HubError(416, f"Range start {start} beyond size {len(content)}")
         headers = {**headers, "Content-Range": f"bytes {start}-{end}/{len(content)}"}
-        self._send(206, content[start:end + 1], headers, content_type)
+        self._send(206, content[start : end + 1], headers, content_type)
 
     # --- write API -----------------------------------------------------------------------
     def route_preupload(self, type: str, repo: str, rev: str) -> None:
@@ -493,14 +539,23 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         files = []
         for item in payload["files"]:
             sample = base64.b64decode(item["sample"])
-            lfs = (self.hub.store.is_lfs_path(tree, item["path"]) or b"\x00" in sample
-                   or item["size"] >= REGULAR_FILE_MAX_BYTES)
+            lfs = (
+                self.hub.store.is_lfs_path(tree, item["path"])
+                or b"\x00" in sample
+                or item["size"] >= REGULAR_FILE_MAX_BYTES
+            )
             existing = tree.get(item["path"])
             remote_oid = None
             if existing is not None:
                 remote_oid = existing["lfs"]["oid"] if existing["lfs"] else existing["oid"]
-            files.append({"path": item["path"], "uploadMode": "lfs" if lfs else "regular",
-                          "shouldIgnore": False, "oid": remote_oid})
+            files.append(
+                {
+                    "path": item["path"],
+                    "uploadMode": "lfs" if lfs else "regular",
+                    "shouldIgnore": False,
+                    "oid": remote_oid,
+                }
+            )
         self._send_json({"files": files, "commitOid": self.hub.store.resolve(type, repo, rev)})
 
     def route_lfs_batch(self, type: str, repo: str) -> None:
@@ -516,8 +571,9 @@ class HubRequestHandler(BaseHTTPRequestHandler):
                 signature = self.hub.new_upload_signature()
                 git_path = ("" if type == "models" else f"{type}/") + repo + ".git/info/lfs/objects/verify"
                 answer["actions"] = {
-                    "upload": {"href": f"{self._base_url()}/lfs-upload/{obj['oid']}"
-                                       f"?size={obj['size']}&sig={signature}"},
+                    "upload": {
+                        "href": f"{self._base_url()}/lfs-upload/{obj['oid']}?size={obj['size']}&sig={signature}"
+                    },
                     "verify": {"href": f"{self._base_url()}/{git_path}"},
                 }
             objects.append(answer)
@@ -552,12 +608,17 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         operations = [(line["key"], line["value"]) for line in lines[1:]]
         sha = self.hub.store.apply_commit(type, repo, rev, lines[0]["value"], operations)
         prefix = "" if type == "models" else f"{type}/"
-        self._send_json({"success": True, "commitOid": sha, "pullRequestUrl": None,
-                         "commitUrl": f"{self._base_url()}/{prefix}{repo}/commit/{sha}"})
+        self._send_json(
+            {
+                "success": True,
+                "commitOid": sha,
+                "pullRequestUrl": None,
+                "commitUrl": f"{self._base_url()}/{prefix}{repo}/commit/{sha}",
+            }
+        )
 
 
 # --- pytest plumbing ---------------------------------------------------------------------------
-from tests.common.paths import REPO_ROOT  # noqa: E402
 
 
 @pytest.fixture
@@ -574,8 +635,9 @@ def hub(tmp_path, monkeypatch):
 
     server = HubTestServer(tmp_path / "hub-storage")
     monkeypatch.setattr(constants, "ENDPOINT", server.url)
-    monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE",
-                        server.url + "/{repo_id}/resolve/{revision}/{filename}")
+    monkeypatch.setattr(
+        constants, "HUGGINGFACE_CO_URL_TEMPLATE", server.url + "/{repo_id}/resolve/{revision}/{filename}"
+    )
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
     monkeypatch.setenv("HF_TOKEN", server.token)
@@ -587,8 +649,14 @@ def hub(tmp_path, monkeypatch):
 
 def start_client(script: str, env: dict[str, str]) -> subprocess.Popen:
     """Starts `script` in a fresh Python process (see `finish_client`)."""
-    return subprocess.Popen([sys.executable, "-c", script], env=env, cwd=env.get("HF_HOME"), text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-c", script],
+        env=env,
+        cwd=env.get("HF_HOME"),
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def finish_client(process: subprocess.Popen, timeout: float = 180) -> dict:

@@ -34,8 +34,9 @@ REGULAR_FILE_MAX_BYTES = 10 * 1024 * 1024  # the Hub refuses larger non-LFS file
 class HubError(Exception):
     """An API error answered as JSON with the Hub's `X-Error-Code` / `X-Error-Message` headers."""
 
-    def __init__(self, status: int, message: str, code: str | None = None, headers: dict | None = None,
-                 body: dict | None = None):
+    def __init__(
+        self, status: int, message: str, code: str | None = None, headers: dict | None = None, body: dict | None = None
+    ):
         super().__init__(message)
         self.status, self.message, self.code, self.headers = status, message, code, headers or {}
         self.body = body or {}  # extra JSON fields of the error answer
@@ -101,8 +102,6 @@ def parse_front_matter(readme: str) -> dict:
     return loaded
 
 
-
-
 class HubStore:
     """Repos, commits and content-addressed file storage under one directory (thread-safe)."""
 
@@ -155,8 +154,13 @@ class HubStore:
         return {"oid": self.put_blob(content), "size": len(content), "lfs": None}
 
     def _write_commit(self, parent: str | None, tree: dict, title: str, description: str) -> str:
-        commit = {"parents": [parent] if parent else [], "tree": tree, "title": title,
-                  "description": description, "date": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())}
+        commit = {
+            "parents": [parent] if parent else [],
+            "tree": tree,
+            "title": title,
+            "description": description,
+            "date": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
+        }
         encoded = json.dumps(commit, sort_keys=True).encode()
         sha = hashlib.sha1(encoded + secrets.token_bytes(8)).hexdigest()
         (self.root / "commits" / f"{sha}.json").write_bytes(encoded)
@@ -205,8 +209,11 @@ class HubStore:
                         raise HubError(422, f"LFS object {value['oid']} for '{path}' was never uploaded")
                     size = stored.stat().st_size
                     pointer = lfs_pointer(value["oid"], size)
-                    tree[path] = {"oid": self.put_blob(pointer), "size": size,
-                                  "lfs": {"oid": value["oid"], "size": size, "pointerSize": len(pointer)}}
+                    tree[path] = {
+                        "oid": self.put_blob(pointer),
+                        "size": size,
+                        "lfs": {"oid": value["oid"], "size": size, "pointerSize": len(pointer)},
+                    }
                 elif key == "deletedFile":
                     if tree.pop(path, None) is None:
                         raise HubError(404, f"File not found: {path}", "EntryNotFound")
@@ -238,8 +245,9 @@ class HubStore:
 
     def is_lfs_path(self, tree: dict, path: str) -> bool:
         attributes = self._gitattributes(tree)
-        return any(fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(os.path.basename(path), pattern)
-                   for pattern in attributes)
+        return any(
+            fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(os.path.basename(path), pattern) for pattern in attributes
+        )
 
     def _gitattributes(self, tree: dict) -> list[str]:
         entry = tree.get(".gitattributes")

@@ -23,15 +23,26 @@ TWO_PROCESS_LAUNCH = [
     sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
     "--mixed_precision", "no", "--dynamo_backend", "no",
 ]  # fmt: skip
-OFFLINE_ONE_THREAD = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "PYTHONPATH": str(REPO_ROOT)}
+OFFLINE_ONE_THREAD = {
+    "OMP_NUM_THREADS": "1",
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "PYTHONPATH": str(REPO_ROOT),
+}
 
 
 def run_processes(command: Sequence[str], timeout: float = 400) -> subprocess.CompletedProcess:
     """Run ``command`` (e.g. ``TWO_PROCESS_LAUNCH + [script, *arguments]``) to its end and return
     its exit code and output. Past ``timeout`` seconds the whole process group is killed and the
     test fails with the output's tail."""
-    process = subprocess.Popen(list(command), env={**os.environ, **OFFLINE_ONE_THREAD},
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    process = subprocess.Popen(
+        list(command),
+        env={**os.environ, **OFFLINE_ONE_THREAD},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

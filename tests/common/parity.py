@@ -53,4 +53,3 @@ def assert_same_seq2seq_attentions(expected, got, source_mask: torch.Tensor) -> 
             if name == "encoder_attentions":
                 a, b = a.transpose(1, 2)[real_rows], b.transpose(1, 2)[real_rows]
             assert (a - b).abs().max().item() <= ATOL, name
-

@@ -9,8 +9,8 @@ from pathlib import Path
 import torch
 
 import hf_variants
-from hf_variants.models.named_configs import named_config
 from hf_variants.data import load_named_dataset
+from hf_variants.models.named_configs import named_config
 from hf_variants.tokenization import train_tokenizer
 
 

@@ -15,13 +15,22 @@ from hf_variants.modules.configuration import DecoderConfig, EncoderDecoderConfi
 from hf_variants.modules.decoder import DecoderBackbone, EncoderDecoderBackbone
 from hf_variants.modules.generation import DecoderForCausalLM, EncoderDecoderForSeq2SeqLM
 
-
 # Tiny sizes shared by both models. The wide init gives peaked next-token distributions, so
 # greedy/beam choices are not near-ties.
 TINY = dict(
-    vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
-    hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, max_position_embeddings=64, type_vocab_size=0,
-    initializer_range=0.3, layer_norm_eps=1e-5, pre_layer_norm=True, bos_token_id=1,
+    vocab_size=99,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=37,
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+    max_position_embeddings=64,
+    type_vocab_size=0,
+    initializer_range=0.3,
+    layer_norm_eps=1e-5,
+    pre_layer_norm=True,
+    bos_token_id=1,
 )
 
 

@@ -18,15 +18,24 @@ from hf_variants.registry import SPECS, VariantSpec
 # The sizes every variant's tiny test config starts from: the shared tests build each head at these
 # sizes, without dropout, so outputs compare across runs.
 TINY_TEST_SIZES: dict[str, object] = dict(
-    hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37, hidden_dropout_prob=0.0,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=37,
+    hidden_dropout_prob=0.0,
     attention_probs_dropout_prob=0.0,
 )
 
 # Variant name -> the fields that shrink its mini config to the tiny sizes, plus what its tests need
 # beyond them.
 TINY_CONFIGS: dict[str, dict[str, object]] = {
-    "albert": {**TINY_TEST_SIZES, "vocab_size": 99, "embedding_size": 16, "max_position_embeddings": 64,
-               "classifier_dropout": 0.0},
+    "albert": {
+        **TINY_TEST_SIZES,
+        "vocab_size": 99,
+        "embedding_size": 16,
+        "max_position_embeddings": 64,
+        "classifier_dropout": 0.0,
+    },
     "bert": {**TINY_TEST_SIZES, "vocab_size": 99, "max_position_embeddings": 64},
     "electra": {**TINY_TEST_SIZES, "vocab_size": 99, "embedding_size": 16, "max_position_embeddings": 64},
     # pad_token_id: batched sequence classification reads the last non-padding token.
@@ -37,8 +46,13 @@ TINY_CONFIGS: dict[str, dict[str, object]] = {
     "transfo_xl": {**TINY_TEST_SIZES, "head_dim": 16, "vocab_size": 99, "mem_len": 4},
     "transformer": {**TINY_TEST_SIZES, "decoder_layers": 2, "vocab_size": 99, "max_position_embeddings": 64},
     "vit": {
-        **TINY_TEST_SIZES, "image_size": 8, "patch_size": 4, "encoder_stride": 4,
-        "decoder_hidden_size": 32, "decoder_num_hidden_layers": 1, "decoder_num_attention_heads": 2,
+        **TINY_TEST_SIZES,
+        "image_size": 8,
+        "patch_size": 4,
+        "encoder_stride": 4,
+        "decoder_hidden_size": 32,
+        "decoder_num_hidden_layers": 1,
+        "decoder_num_attention_heads": 2,
         "decoder_intermediate_size": 37,
     },
     "xlm": {**TINY_TEST_SIZES, "vocab_size": 99, "max_position_embeddings": 64},
@@ -66,7 +80,9 @@ def tiny_config(spec: VariantSpec, **overrides):
     values = {key: value for key, value in written.items() if key != "model_type"}
     values.update(fields)
     # Special tokens the mini config names, moved inside the tiny vocabulary.
-    values.update({key: value for key, value in TINY_TOKEN_IDS.items() if values.get(key) is not None and key not in fields})
+    values.update(
+        {key: value for key, value in TINY_TOKEN_IDS.items() if values.get(key) is not None and key not in fields}
+    )
     values.update(overrides)
     return spec.config_class(**values)
 
@@ -85,7 +101,7 @@ def tiny_inputs(spec: VariantSpec, head: str, config, batch: int = 2, length: in
     ids = torch.randint(3, config.vocab_size, (batch, length), generator=generator)
     mask = torch.ones(batch, length, dtype=torch.long)
     if batch > 1 and spec.name not in CONTIGUOUS_TEXT_ONLY:
-        mask[1, length - 2:] = 0
+        mask[1, length - 2 :] = 0
     eos = getattr(config, "eos_token_id", None)
     if eos is not None:
         ids[torch.arange(batch), mask.sum(1) - 1] = eos
@@ -103,7 +119,9 @@ def is_encoder_decoder(spec: VariantSpec, head: str) -> bool:
     import inspect
 
     return "decoder_input_ids" in inspect.signature(spec.classes[head].forward).parameters and head in (
-        "Model", "ForConditionalGeneration")
+        "Model",
+        "ForConditionalGeneration",
+    )
 
 
 def variant_heads(heads: set[str] | None = None) -> list[tuple[VariantSpec, str]]:

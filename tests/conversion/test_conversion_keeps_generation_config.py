@@ -28,10 +28,23 @@ def marian(seed: int = 1) -> transformers.MarianMTModel:
     """A random tiny MarianMTModel with MarianConfig's generation defaults (eos 0, forced_eos_token_id 0)."""
     torch.manual_seed(seed)
     config = transformers.MarianConfig(
-        vocab_size=VOCAB, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-        decoder_attention_heads=4, encoder_ffn_dim=37, decoder_ffn_dim=37, max_position_embeddings=64,
-        activation_function="relu", dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, init_std=0.3,
-        scale_embedding=True, pad_token_id=PAD, decoder_start_token_id=PAD,
+        vocab_size=VOCAB,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=37,
+        decoder_ffn_dim=37,
+        max_position_embeddings=64,
+        activation_function="relu",
+        dropout=0.0,
+        attention_dropout=0.0,
+        activation_dropout=0.0,
+        init_std=0.3,
+        scale_embedding=True,
+        pad_token_id=PAD,
+        decoder_start_token_id=PAD,
     )
     assert config.forced_eos_token_id == EOS and config.eos_token_id == EOS  # transformers' defaults, kept
     return transformers.MarianMTModel(config).eval()
@@ -108,7 +121,9 @@ def test_from_pretrained_of_a_marian_folder_keeps_its_generation_config(generati
     assert generation_fields(again) == generation_fields(reference)
 
 
-@pytest.mark.parametrize("checkpoint_generation", [False, True], ids=["marian-defaults", "checkpoint-generation-config"])
+@pytest.mark.parametrize(
+    "checkpoint_generation", [False, True], ids=["marian-defaults", "checkpoint-generation-config"]
+)
 def test_converted_marian_generates_marians_tokens_with_default_arguments(checkpoint_generation):
     theirs = marian()
     theirs.generation_config.max_length = 12  # short enough for a test; the forced </s> lands inside it
@@ -131,11 +146,13 @@ def test_folder_saved_by_transformers_generates_marians_tokens(tmp_path):
 def test_every_generating_pair_carries_the_generation_config(their_class):
     """The same for the other generating families (the carry is in the shared conversion)."""
     if their_class == "GPT2LMHeadModel":
-        config = transformers.GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=64,
-                                         bos_token_id=1, eos_token_id=2)
+        config = transformers.GPT2Config(
+            vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=64, bos_token_id=1, eos_token_id=2
+        )
     else:
-        config = transformers.T5Config(vocab_size=VOCAB, d_model=32, d_kv=8, d_ff=37, num_layers=2, num_heads=4,
-                                       decoder_start_token_id=0)
+        config = transformers.T5Config(
+            vocab_size=VOCAB, d_model=32, d_kv=8, d_ff=37, num_layers=2, num_heads=4, decoder_start_token_id=0
+        )
     theirs = getattr(transformers, their_class)(config)
     theirs.generation_config.update(num_beams=2, repetition_penalty=1.3, max_length=9)
     ours = from_transformers(theirs)

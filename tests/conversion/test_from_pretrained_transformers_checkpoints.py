@@ -19,19 +19,41 @@ from hf_variants.models.bert import weights as bert_weights
 from hf_variants.models.spanbert import weights as spanbert_weights
 
 ATOL = 1e-5
-TINY = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
-            max_position_embeddings=64)
-BERT_HEADS = ["Model", "ForPreTraining", "ForMaskedLM", "ForNextSentencePrediction", "ForSequenceClassification",
-              "ForTokenClassification", "ForQuestionAnswering", "ForMultipleChoice"]
+TINY = dict(
+    vocab_size=99,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=37,
+    max_position_embeddings=64,
+)
+BERT_HEADS = [
+    "Model",
+    "ForPreTraining",
+    "ForMaskedLM",
+    "ForNextSentencePrediction",
+    "ForSequenceClassification",
+    "ForTokenClassification",
+    "ForQuestionAnswering",
+    "ForMultipleChoice",
+]
 # SpanBERT heads with a transformers BERT counterpart; SpanBertForPreTraining (SBO) is tested below.
-SPANBERT_HEADS = ["Model", "ForMaskedLM", "ForSequenceClassification", "ForTokenClassification",
-                  "ForQuestionAnswering", "ForMultipleChoice"]
+SPANBERT_HEADS = [
+    "Model",
+    "ForMaskedLM",
+    "ForSequenceClassification",
+    "ForTokenClassification",
+    "ForQuestionAnswering",
+    "ForMultipleChoice",
+]
 
 
 def transformers_folder(tmp_path, head: str, **config) -> tuple[str, transformers.PreTrainedModel]:
     torch.manual_seed(0)
     num_labels = 2 if head == "ForQuestionAnswering" else 3  # transformers' QA head has num_labels outputs; ours 2
-    theirs = getattr(transformers, f"Bert{head}")(transformers.BertConfig(**{**TINY, "num_labels": num_labels, **config})).eval()
+    theirs = getattr(transformers, f"Bert{head}")(
+        transformers.BertConfig(**{**TINY, "num_labels": num_labels, **config})
+    ).eval()
     folder = tmp_path / f"transformers-bert-{head}"
     theirs.save_pretrained(folder)
     return str(folder), theirs
@@ -125,7 +147,9 @@ def test_base_checkpoint_into_head_model_reports_the_new_head(tmp_path):
     """A bare BertModel folder into a classification model: the encoder loads, the head is the
     reported (normal) missing part, as in transformers."""
     folder, theirs = transformers_folder(tmp_path, "Model")
-    ours, info = hf_variants.BertForSequenceClassification.from_pretrained(folder, num_labels=5, output_loading_info=True)
+    ours, info = hf_variants.BertForSequenceClassification.from_pretrained(
+        folder, num_labels=5, output_loading_info=True
+    )
     assert sorted(info["missing_keys"]) == ["classifier.out_proj.bias", "classifier.out_proj.weight"]
     assert ours.config.num_labels == 5 and ours.classifier.out_proj.weight.shape[0] == 5
     inputs = batch("Model")
@@ -165,8 +189,10 @@ def test_tf_era_layer_norm_names_load(tmp_path):
 
     folder, theirs = transformers_folder(tmp_path, "Model")
     state = load_file(f"{folder}/model.safetensors")
-    renamed = {k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): v
-               for k, v in state.items()}
+    renamed = {
+        k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): v
+        for k, v in state.items()
+    }
     assert any(k.endswith("gamma") for k in renamed)
     save_file(renamed, f"{folder}/model.safetensors", metadata={"format": "pt"})
     ours, info = hf_variants.BertModel.from_pretrained(folder, output_loading_info=True)
@@ -211,14 +237,19 @@ def minilm_path():
 def test_real_minilm_folder(minilm_path, model_class):
     """The real all-MiniLM-L6-v2 folder (a transformers BertModel checkpoint) on real sentences."""
     tokenizer = transformers.AutoTokenizer.from_pretrained(minilm_path)
-    inputs = tokenizer(["A man is playing a guitar on stage.", "The stock market fell sharply after the announcement."],
-                       padding=True, return_tensors="pt")
+    inputs = tokenizer(
+        ["A man is playing a guitar on stage.", "The stock market fell sharply after the announcement."],
+        padding=True,
+        return_tensors="pt",
+    )
     theirs = transformers.BertModel.from_pretrained(minilm_path).eval()
     ours, info = model_class.from_pretrained(minilm_path, output_loading_info=True)
     assert not info["missing_keys"]
     with torch.no_grad():
         assert_same_outputs(theirs(**inputs), ours(**inputs), inputs["attention_mask"])
-    classifier, info = hf_variants.BertForSequenceClassification.from_pretrained(minilm_path, num_labels=2, output_loading_info=True)
+    classifier, info = hf_variants.BertForSequenceClassification.from_pretrained(
+        minilm_path, num_labels=2, output_loading_info=True
+    )
     assert sorted(info["missing_keys"]) == ["classifier.out_proj.bias", "classifier.out_proj.weight"]
 
 

@@ -14,8 +14,14 @@ import transformers
 
 import hf_variants
 
-TINY_BERT = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
-                 max_position_embeddings=64)
+TINY_BERT = dict(
+    vocab_size=99,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=37,
+    max_position_embeddings=64,
+)
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +40,10 @@ def t5_folder(tmp_path_factory):
     return folder
 
 
-@pytest.mark.parametrize("model_class", [hf_variants.BertModel, hf_variants.BertForSequenceClassification,
-                                         hf_variants.SpanBertForQuestionAnswering])
+@pytest.mark.parametrize(
+    "model_class",
+    [hf_variants.BertModel, hf_variants.BertForSequenceClassification, hf_variants.SpanBertForQuestionAnswering],
+)
 def test_other_architecture_folders_raise(gpt2_folder, t5_folder, model_class):
     with pytest.raises(ValueError, match=r"model_type 'gpt2', architectures \['GPT2LMHeadModel'\].*from_config"):
         model_class.from_pretrained(gpt2_folder)
@@ -68,8 +76,11 @@ def test_a_checkpoint_with_only_the_embeddings_raises(tmp_path):
     torch.manual_seed(0)
     transformers.BertModel(transformers.BertConfig(**TINY_BERT)).save_pretrained(tmp_path)
     state = load_file(tmp_path / "model.safetensors")
-    save_file({k: v for k, v in state.items() if k.startswith("embeddings.")}, tmp_path / "model.safetensors",
-              metadata={"format": "pt"})
+    save_file(
+        {k: v for k, v in state.items() if k.startswith("embeddings.")},
+        tmp_path / "model.safetensors",
+        metadata={"format": "pt"},
+    )
     assert json.loads((tmp_path / "config.json").read_text())["model_type"] == "bert"
     with pytest.raises(ValueError, match=r"supplies 5 of the \d+ encoder weights.*model_type 'bert'"):
         hf_variants.BertModel.from_pretrained(tmp_path)
@@ -80,7 +91,9 @@ def test_our_own_checkpoints_and_partial_heads_still_load(tmp_path):
     torch.manual_seed(0)
     model = hf_variants.BertModel(hf_variants.BertConfig(**TINY_BERT)).eval()
     model.save_pretrained(tmp_path)
-    classifier, info = hf_variants.BertForTokenClassification.from_pretrained(tmp_path, num_labels=4, output_loading_info=True)
+    classifier, info = hf_variants.BertForTokenClassification.from_pretrained(
+        tmp_path, num_labels=4, output_loading_info=True
+    )
     assert sorted(info["missing_keys"]) == ["classifier.bias", "classifier.weight"]
     reloaded = hf_variants.BertModel.from_pretrained(tmp_path)
     ids = torch.randint(1, 99, (2, 7))

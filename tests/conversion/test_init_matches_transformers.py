@@ -14,11 +14,12 @@ import transformers
 import hf_variants  # noqa: F401  (registers the variants and their conversion pairs)
 from hf_variants.conversion import PAIRS, to_transformers
 from hf_variants.registry import SPECS
-
 from tests.common.tiny_variants import tiny_config
 
 # Larger than the tiny fixtures, so each tensor's spread is estimated to a few percent.
-SIZES = dict(vocab_size=400, hidden_size=64, intermediate_size=128, num_attention_heads=2, head_dim=32, embedding_size=32)
+SIZES = dict(
+    vocab_size=400, hidden_size=64, intermediate_size=128, num_attention_heads=2, head_dim=32, embedding_size=32
+)
 # What the transformers reference needs of a config beyond the sizes, where our class is more
 # general than it: (variant, the reference's model_type) -> our config fields. Special ids come
 # inside the vocabulary from every variant's tiny config.
@@ -79,14 +80,21 @@ def assert_same_initial_distribution(ours, theirs, skip: tuple[str, ...] = ()) -
     compared = 0
     for name, ours_tensor in ours.state_dict().items():
         reference = their_tensors.get(name)
-        if name in skip or reference is None or not reference.is_floating_point() or reference.shape != ours_tensor.shape:
+        if (
+            name in skip
+            or reference is None
+            or not reference.is_floating_point()
+            or reference.shape != ours_tensor.shape
+        ):
             continue
         reference, ours_tensor = reference.double(), ours_tensor.double()
         if reference.numel() == 1 or reference.std() == 0:  # constant: ones, zeros, fixed tables
             assert torch.allclose(ours_tensor, reference), name
         elif reference.numel() >= MIN_ELEMENTS and not name.endswith(("position_ids", "inv_freq")):
             spread = reference.std().item()
-            assert ours_tensor.std().item() == pytest.approx(spread, rel=0.15), f"{name}: std {ours_tensor.std():.4g} vs {spread:.4g}"
+            assert ours_tensor.std().item() == pytest.approx(spread, rel=0.15), (
+                f"{name}: std {ours_tensor.std():.4g} vs {spread:.4g}"
+            )
             assert abs(ours_tensor.mean().item() - reference.mean().item()) < 0.15 * spread, name
         else:
             continue
@@ -137,7 +145,9 @@ def test_spanbert_pretraining_model_starts_as_transformers_masked_lm():
 
     spec = spec_of(SpanBertForPreTraining)
     defaults = tiny_config(spec)
-    config = tiny_config(spec, **{key: value for key, value in SIZES.items() if getattr(defaults, key, None) is not None})
+    config = tiny_config(
+        spec, **{key: value for key, value in SIZES.items() if getattr(defaults, key, None) is not None}
+    )
     torch.manual_seed(0)
     pretraining = SpanBertForPreTraining(config)
     masked_lm = SpanBertForMaskedLM(config)

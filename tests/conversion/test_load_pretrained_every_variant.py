@@ -14,8 +14,9 @@ from hf_variants.models.named_configs import named_config
 
 def test_a_saved_transfo_xl_loads_with_identical_outputs(tmp_path):
     config = named_config("transfo-xl-mini")
-    config.update(dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
-                       vocab_size=50, mem_len=8))
+    config.update(
+        dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64, vocab_size=50, mem_len=8)
+    )
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(config).eval()
     model.save_pretrained(tmp_path)

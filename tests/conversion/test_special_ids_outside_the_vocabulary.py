@@ -49,7 +49,10 @@ def test_gpt2_config_with_default_ids_converts_both_ways_and_loads_from_its_fold
         assert type(back) is transformers.GPT2LMHeadModel and back.config.bos_token_id == OUTSIDE
         torch.testing.assert_close(back(ids).logits, expected, atol=1e-5, rtol=0)
     theirs.save_pretrained(tmp_path)
-    for loaded in (hf_variants.GPTLMHeadModel.from_pretrained(tmp_path), hf_variants.load_pretrained(str(tmp_path), AutoModelForCausalLM)):
+    for loaded in (
+        hf_variants.GPTLMHeadModel.from_pretrained(tmp_path),
+        hf_variants.load_pretrained(str(tmp_path), AutoModelForCausalLM),
+    ):
         assert type(loaded) is hf_variants.GPTLMHeadModel and loaded.config.eos_token_id == OUTSIDE
         with torch.no_grad():
             torch.testing.assert_close(loaded.eval()(ids).logits, expected, atol=1e-5, rtol=0)
@@ -73,8 +76,11 @@ def test_ids_outside_the_vocabulary_are_refused_where_they_are_used():
     ours = from_transformers(theirs).eval()
     with pytest.raises(IndexError):  # transformers' own model: an IndexError from inside the embedding
         theirs.generate(max_new_tokens=2)
-    with pytest.raises(ValueError, match=r"bos_token_id 50256 is outside the vocabulary \(vocab_size=99\): generate\(\) "
-                                         r"was given no input_ids"):
+    with pytest.raises(
+        ValueError,
+        match=r"bos_token_id 50256 is outside the vocabulary \(vocab_size=99\): generate\(\) "
+        r"was given no input_ids",
+    ):
         ours.generate(max_new_tokens=2)
     # A sequence that can end (eos 3, in the vocabulary) is padded after its end with pad_token_id.
     with pytest.raises(ValueError, match=r"pad_token_id 50256 is outside the vocabulary \(vocab_size=99\)"):
@@ -88,13 +94,20 @@ def test_ids_outside_the_vocabulary_are_refused_where_they_are_used():
 
 
 def _generating_heads() -> list:
-    return [pytest.param(spec, head, id=f"{spec.name}-{head}") for spec in SPECS.values() for head, cls in spec.classes.items()
-            if cls.can_generate()]
+    return [
+        pytest.param(spec, head, id=f"{spec.name}-{head}")
+        for spec in SPECS.values()
+        for head, cls in spec.classes.items()
+        if cls.can_generate()
+    ]
 
 
 def _text_variants() -> list:
-    return [pytest.param(spec, id=spec.name) for spec in SPECS.values() if "vocab_size" in {f for f in spec.config_class.__dataclass_fields__}
-            and spec.name != "vit"]
+    return [
+        pytest.param(spec, id=spec.name)
+        for spec in SPECS.values()
+        if "vocab_size" in {f for f in spec.config_class.__dataclass_fields__} and spec.name != "vit"
+    ]
 
 
 @pytest.mark.parametrize("spec", _text_variants())
@@ -103,15 +116,26 @@ def test_every_variant_builds_with_bos_eos_outside_and_refuses_pad_only_where_it
     naming them outside the vocabulary builds; pad is looked up at build by the variants whose word
     table keeps a padding row (as in transformers: BERT, RoBERTa, Marian ... but not GPT-2, T5,
     XLNet, Transformer-XL), which refuse it by name."""
-    names = {f for f in spec.config_class.__dataclass_fields__ if f in ("bos_token_id", "eos_token_id", "decoder_start_token_id")}
+    names = {
+        f
+        for f in spec.config_class.__dataclass_fields__
+        if f in ("bos_token_id", "eos_token_id", "decoder_start_token_id")
+    }
     head = next(iter(spec.classes))
     config = tiny_config(spec, **dict.fromkeys(names, OUTSIDE))
     model = spec.classes[head](config)
     assert all(getattr(model.config, name) == OUTSIDE for name in names)
-    has_padding_row = getattr(spec.classes[head](tiny_config(spec, pad_token_id=0)).get_input_embeddings(), "padding_idx", None) is not None
+    has_padding_row = (
+        getattr(spec.classes[head](tiny_config(spec, pad_token_id=0)).get_input_embeddings(), "padding_idx", None)
+        is not None
+    )
     if has_padding_row:
         # (RoBERTa's positions count from the padding index: its own check names pad_token_id first.)
-        message = "pad_token_id" if spec.name == "roberta" else r"pad_token_id 50256 is outside the vocabulary \(vocab_size=99\): it is the padding row"
+        message = (
+            "pad_token_id"
+            if spec.name == "roberta"
+            else r"pad_token_id 50256 is outside the vocabulary \(vocab_size=99\): it is the padding row"
+        )
         with pytest.raises(ValueError, match=message):
             spec.classes[head](tiny_config(spec, pad_token_id=OUTSIDE))
     else:
@@ -124,11 +148,15 @@ def test_every_generating_head_refuses_the_start_token_outside_the_vocabulary(sp
     model = spec.classes[head](tiny_config(spec)).eval()
     if model.config.is_encoder_decoder:
         model.generation_config.decoder_start_token_id = OUTSIDE
-        with pytest.raises(ValueError, match=r"decoder_start_token_id 50256 is outside the vocabulary .*starts the decoder"):
+        with pytest.raises(
+            ValueError, match=r"decoder_start_token_id 50256 is outside the vocabulary .*starts the decoder"
+        ):
             model.generate(torch.tensor([[4, 5, 6]]), max_new_tokens=2)
         model.config.decoder_start_token_id = OUTSIDE
         labels = torch.tensor([[4, 5, -100]])
-        with pytest.raises(ValueError, match=r"decoder_start_token_id 50256 is outside the vocabulary .*built from the labels"):
+        with pytest.raises(
+            ValueError, match=r"decoder_start_token_id 50256 is outside the vocabulary .*built from the labels"
+        ):
             model(torch.tensor([[4, 5, 6]]), labels=labels)
     else:
         model.generation_config.bos_token_id = OUTSIDE

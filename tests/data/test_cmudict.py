@@ -31,7 +31,9 @@ def test_split_by_word_with_the_first_pronunciation(cmudict):
 
 
 def test_parse_keeps_alternatives_under_the_headword_and_drops_comments():
-    entries = parse_cmudict("tomato T AH0 M EY1 T OW2\ntomato(2) T AH0 M AA1 T OW2\naalen AE1 L AH0 N # place, german\n")
+    entries = parse_cmudict(
+        "tomato T AH0 M EY1 T OW2\ntomato(2) T AH0 M AA1 T OW2\naalen AE1 L AH0 N # place, german\n"
+    )
     assert entries == [("tomato", "T AH0 M EY1 T OW2"), ("tomato", "T AH0 M AA1 T OW2"), ("aalen", "AE1 L AH0 N")]
     with pytest.raises(RuntimeError, match="line 1"):
         parse_cmudict("lonely\n")

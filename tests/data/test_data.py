@@ -217,8 +217,15 @@ def test_sentence_pairs_balanced_and_true_next_sentences():
 # ------------------------------------------------------------------------------------ images
 def test_fashion_mnist_official_test_set_and_balanced_validation():
     images = data.load_fashion_mnist()
-    assert {split: len(part) for split, part in images.items()} == {"train": 55_000, "validation": 5_000, "test": 10_000}
-    assert images["train"].features["label"].names[0] == "T-shirt/top" and images["train"].features["label"].num_classes == 10
+    assert {split: len(part) for split, part in images.items()} == {
+        "train": 55_000,
+        "validation": 5_000,
+        "test": 10_000,
+    }
+    assert (
+        images["train"].features["label"].names[0] == "T-shirt/top"
+        and images["train"].features["label"].num_classes == 10
+    )
     assert collections.Counter(images["validation"]["label"]) == {label: 500 for label in range(10)}
     assert collections.Counter(images["test"]["label"]) == {label: 1_000 for label in range(10)}  # as published
     assert images["test"]["id"] == list(range(10_000))

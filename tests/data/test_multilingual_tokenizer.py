@@ -22,9 +22,16 @@ from hf_variants.tokenization import train_tokenizer
 VOCAB_SIZE = 8000
 # Words that differ only by accents, each meaning something else; both forms occur in the text.
 ACCENT_PAIRS = [
-    ("fr", "ou", "où"), ("fr", "la", "là"), ("fr", "sur", "sûr"), ("fr", "du", "dû"),
-    ("de", "schon", "schön"), ("de", "wurde", "würde"), ("de", "hatte", "hätte"), ("de", "konnte", "könnte"),
-    ("it", "e", "è"), ("fr", "a", "à"),
+    ("fr", "ou", "où"),
+    ("fr", "la", "là"),
+    ("fr", "sur", "sûr"),
+    ("fr", "du", "dû"),
+    ("de", "schon", "schön"),
+    ("de", "wurde", "würde"),
+    ("de", "hatte", "hätte"),
+    ("de", "konnte", "könnte"),
+    ("it", "e", "è"),
+    ("fr", "a", "à"),
 ]
 
 

@@ -18,8 +18,13 @@ def test_django_catalogs_are_english_french_pairs():
 
 
 def test_catalog_reader_drops_plural_forms_header_and_context():
-    catalog = {"": "Content-Type: text/plain; charset=UTF-8\n", "month\x04May": "mai", "Yes": "Oui", "Same": "Same",
-               "Untranslated": ""}
+    catalog = {
+        "": "Content-Type: text/plain; charset=UTF-8\n",
+        "month\x04May": "mai",
+        "Yes": "Oui",
+        "Same": "Same",
+        "Untranslated": "",
+    }
     keys = sorted(catalog)
     ids = b"".join(k.encode() + b"\0" for k in keys)
     strs = b"".join(catalog[k].encode() + b"\0" for k in keys)
@@ -27,9 +32,11 @@ def test_catalog_reader_drops_plural_forms_header_and_context():
     n, start = len(keys), 28 + 16 * len(keys)
     id_table, str_table, offset = [], [], start
     for k in keys:
-        id_table += [len(k.encode()), offset]; offset += len(k.encode()) + 1
+        id_table += [len(k.encode()), offset]
+        offset += len(k.encode()) + 1
     for k in keys:
-        str_table += [len(catalog[k].encode()), offset]; offset += len(catalog[k].encode()) + 1
+        str_table += [len(catalog[k].encode()), offset]
+        offset += len(catalog[k].encode()) + 1
     data = struct.pack("<7I", 0x950412DE, 0, n, 28, 28 + 8 * n, 0, 0) + struct.pack(f"<{4 * n}I", *id_table, *str_table)
     data += ids + strs
     assert sorted(read_catalog(data)) == [("May", "mai"), ("Yes", "Oui")]

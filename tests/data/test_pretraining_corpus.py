@@ -11,7 +11,14 @@ import pytest
 
 from hf_variants.data import load_named_dataset, pretraining_corpus
 from hf_variants.data.doc_sources import DocSource
-from hf_variants.data.markup import html_sections, html_to_paragraphs, is_boilerplate, is_prose, pod_to_paragraphs, rst_to_paragraphs
+from hf_variants.data.markup import (
+    html_sections,
+    html_to_paragraphs,
+    is_boilerplate,
+    is_prose,
+    pod_to_paragraphs,
+    rst_to_paragraphs,
+)
 from hf_variants.data.pretraining_corpus import (
     deduplicate,
     fetch_debian_package,
@@ -109,8 +116,10 @@ def test_html_cleaner_keeps_the_body_and_drops_navigation_code_and_tables():
 
 
 def test_html_sections_cut_a_single_page_manual_into_chapters():
-    page = ("<html><body><h1>Manual</h1><p>Front matter text.</p><h2>1 Intro</h2><p>Intro text.</p>"
-            "<h3>1.1 Sub</h3><p>Sub text.</p><h2>2 Usage</h2><p>Usage text.</p></body></html>")
+    page = (
+        "<html><body><h1>Manual</h1><p>Front matter text.</p><h2>1 Intro</h2><p>Intro text.</p>"
+        "<h3>1.1 Sub</h3><p>Sub text.</p><h2>2 Usage</h2><p>Usage text.</p></body></html>"
+    )
     assert html_sections(page, level=2) == [
         ("Manual", ["Manual", "Front matter text."]),  # h1 is "level 2 or above" too
         ("1 Intro", ["1 Intro", "Intro text.", "1.1 Sub", "Sub text."]),
@@ -217,7 +226,10 @@ def test_doc_source_selects_files_by_glob_and_exclude(tmp_path):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(f"<html><title>{name}</title><body><p>Text of {name}.</p></body></html>")
     source = DocSource("t", "pkg", "MIT", "html", ("a/**/*.html",), exclude=r"genindex")
-    assert [path.relative_to(tmp_path).as_posix() for path in source.files(tmp_path)] == ["a/one.html", "a/sub/two.html"]
+    assert [path.relative_to(tmp_path).as_posix() for path in source.files(tmp_path)] == [
+        "a/one.html",
+        "a/sub/two.html",
+    ]
     assert list(source.documents(tmp_path))[0] == ("a/one.html", ["Text of a/one.html."])
     with pytest.raises(ValueError, match="kind must be one of"):
         DocSource("t", "pkg", "MIT", "markdown", ("*.md",))
@@ -249,8 +261,10 @@ def test_a_small_build_is_split_by_document_saved_as_arrow_and_reused(tmp_path, 
     assert corpus["train"].column_names == ["text", "source"]
     train, validation = set(corpus["train"]["text"]), set(corpus["validation"]["text"])
     assert not train & validation and 15 <= len(validation) <= 65  # ~10% of 290 articles + 98 pages
-    assert all(is_validation_document(source, text, 0.1)
-               for source, text in zip(corpus["validation"]["source"], corpus["validation"]["text"]))
+    assert all(
+        is_validation_document(source, text, 0.1)
+        for source, text in zip(corpus["validation"]["source"], corpus["validation"]["text"])
+    )
     assert corpus["train"].cache_files  # memory-mapped Arrow, not an in-memory table
     stats = pretraining_corpus.pretraining_corpus_stats(tmp_path, ["lee", "wikipedia"], 0.1)
     assert stats["train_documents"] == corpus["train"].num_rows
@@ -298,8 +312,16 @@ def test_the_built_default_corpus_loads_if_it_is_cached():
 
 def _require_debian_registry(error: RuntimeError) -> None:
     message = str(error)
-    if any(sign in message for sign in ("Could not resolve", "Temporary failure", "Unable to connect",
-                                        "Failed to fetch", "No such file or directory: 'apt-get'")):
+    if any(
+        sign in message
+        for sign in (
+            "Could not resolve",
+            "Temporary failure",
+            "Unable to connect",
+            "Failed to fetch",
+            "No such file or directory: 'apt-get'",
+        )
+    ):
         pytest.skip(f"the Debian archive is not reachable here: {message[:200]}")
 
 
@@ -327,8 +349,9 @@ def test_an_unknown_package_fails_with_its_name(tmp_path):
 
 def _small_corpus() -> datasets.DatasetDict:
     features = datasets.Features({"text": datasets.Value("string"), "source": datasets.Value("string")})
-    train = datasets.Dataset.from_dict({"text": [f"doc {i}" for i in range(6)],
-                                        "source": ["a", "b", "a", "c", "b", "a"]}, features=features)
+    train = datasets.Dataset.from_dict(
+        {"text": [f"doc {i}" for i in range(6)], "source": ["a", "b", "a", "c", "b", "a"]}, features=features
+    )
     validation = datasets.Dataset.from_dict({"text": ["held a", "held b"], "source": ["a", "b"]}, features=features)
     return datasets.DatasetDict({"train": train, "validation": validation})
 
@@ -352,30 +375,45 @@ def test_movie_reviews_are_opt_in_and_the_default_corpus_key_is_unchanged(tmp_pa
     assert "movie_reviews" in pretraining_corpus.SOURCE_NAMES
     assert "movie_reviews" not in pretraining_corpus.DEFAULT_SOURCES
     assert pretraining_corpus.corpus_path(tmp_path) == pretraining_corpus.corpus_path(
-        tmp_path, pretraining_corpus.DEFAULT_SOURCES)
+        tmp_path, pretraining_corpus.DEFAULT_SOURCES
+    )
     # The key of the corpus every run before the reviews were added was trained on.
     assert pretraining_corpus.corpus_path(tmp_path).name == "v2-cfc6906f3d"
 
 
 def test_review_sentences_are_written_back_as_ordinary_text():
     from hf_variants.data.corpora import _detokenize_review_sentence
-    tokenized = "films adapted from comic books have had plenty of success , whether they're about superheroes ( batman ) . "
-    assert _detokenize_review_sentence(tokenized) == \
-        "Films adapted from comic books have had plenty of success, whether they're about superheroes (batman)."
-    assert _detokenize_review_sentence("i think i'm right , and it is 100 % fun !") == "I think I'm right, and it is 100% fun!"
+
+    tokenized = (
+        "films adapted from comic books have had plenty of success , whether they're about superheroes ( batman ) . "
+    )
+    assert (
+        _detokenize_review_sentence(tokenized)
+        == "Films adapted from comic books have had plenty of success, whether they're about superheroes (batman)."
+    )
+    assert (
+        _detokenize_review_sentence("i think i'm right , and it is 100 % fun !")
+        == "I think I'm right, and it is 100% fun!"
+    )
 
 
 def test_movie_reviews_share_no_long_ngram_with_the_sentiment_evaluation():
     from hf_variants.data.corpora import CONTAMINATION_NGRAM, movie_review_documents, word_ngrams
     from hf_variants.data.labelled import load_rt_polarity
+
     documents = movie_review_documents()
     assert len(documents) == 1_500
     words = sum(len(paragraph.split()) for document in documents for paragraph in document.paragraphs)
     assert 900_000 <= words <= 1_150_000  # 1.12 M tokens before detokenizing
-    evaluation = {gram for split in load_rt_polarity().values() for sentence in split["sentence"]
-                  for gram in word_ngrams(sentence, CONTAMINATION_NGRAM)}
-    review_grams = set().union(*(word_ngrams(paragraph, CONTAMINATION_NGRAM) for document in documents
-                                 for paragraph in document.paragraphs))
+    evaluation = {
+        gram
+        for split in load_rt_polarity().values()
+        for sentence in split["sentence"]
+        for gram in word_ngrams(sentence, CONTAMINATION_NGRAM)
+    }
+    review_grams = set().union(
+        *(word_ngrams(paragraph, CONTAMINATION_NGRAM) for document in documents for paragraph in document.paragraphs)
+    )
     # Sentences are checked one by one, so only an n-gram spanning two joined sentences could remain.
     leftovers = review_grams & evaluation
     assert len(leftovers) <= 5, sorted(leftovers)[:5]

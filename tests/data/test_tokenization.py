@@ -4,10 +4,10 @@ special tokens, mask token, pair template and word ids (trained on real Austen p
 from __future__ import annotations
 
 import pytest
-from tests.common.austen_data import austen_corpus
 from transformers import AutoTokenizer
 
 from hf_variants.tokenization import TOKENIZER_KINDS, train_tokenizer, word_start_table
+from tests.common.austen_data import austen_corpus
 
 TEXT_A = "Mr. Darcy's behaviour was astonishing; Elizabeth could hardly believe it."
 TEXT_B = "Her sister smiled."
@@ -29,9 +29,19 @@ def test_round_trip_special_tokens_and_templates(kind, tmp_path):
     loaded = AutoTokenizer.from_pretrained(tmp_path)
     pad, unk, cls, sep, mask, ids, second_type = EXPECTED[kind]
     assert (loaded.pad_token, loaded.unk_token, loaded.cls_token, loaded.sep_token, loaded.mask_token) == (
-        pad, unk, cls, sep, mask)
-    assert [loaded.pad_token_id, loaded.unk_token_id, loaded.cls_token_id, loaded.sep_token_id,
-            loaded.mask_token_id] == ids
+        pad,
+        unk,
+        cls,
+        sep,
+        mask,
+    )
+    assert [
+        loaded.pad_token_id,
+        loaded.unk_token_id,
+        loaded.cls_token_id,
+        loaded.sep_token_id,
+        loaded.mask_token_id,
+    ] == ids
     assert len(loaded) == len(tokenizer) <= 1000
 
     pair = loaded(TEXT_A, TEXT_B)

@@ -44,10 +44,16 @@ def test_no_held_out_sentence_is_in_it(transfer, sentiment):
     # What was left out is only what had to be: punctuation-only lines, held-out overlaps, and
     # sentences already in the set as an rt-polarity train row.
     all_reviews = {normalized_text(s): s for review in movie_review_sentences() for s in review}
-    rt_rows = {normalized_text(s) for s, source in zip(transfer["sentence"], transfer["source"]) if source == SOURCE_RT_TRAIN}
+    rt_rows = {
+        normalized_text(s) for s, source in zip(transfer["sentence"], transfer["source"]) if source == SOURCE_RT_TRAIN
+    }
     left_out = set(all_reviews) - set(map(normalized_text, reviews))
-    overlaps = {key for key in left_out if key in set(map(normalized_text, held_out))
-                or word_ngrams(all_reviews[key], CONTAMINATION_NGRAM) & held_out_ngrams}
+    overlaps = {
+        key
+        for key in left_out
+        if key in set(map(normalized_text, held_out))
+        or word_ngrams(all_reviews[key], CONTAMINATION_NGRAM) & held_out_ngrams
+    }
     assert left_out == {""} | overlaps | (left_out & rt_rows) and 0 < len(overlaps) <= 5
 
 

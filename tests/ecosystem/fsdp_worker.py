@@ -47,8 +47,12 @@ def check(spec, head) -> dict:
         if name in expected:
             full = parameter.grad.full_tensor()
             worst = max(worst, (full - expected[name]).abs().max().item())
-    return {"units": len(units), "layer_classes": sorted(layer_classes), "max_grad_diff": worst,
-            "sharded": all(type(p).__name__ == "DTensor" for p in sharded.parameters())}
+    return {
+        "units": len(units),
+        "layer_classes": sorted(layer_classes),
+        "max_grad_diff": worst,
+        "sharded": all(type(p).__name__ == "DTensor" for p in sharded.parameters()),
+    }
 
 
 def main() -> None:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import pytest
 import torch
-from accelerate import init_empty_weights
 from transformers import AutoModelForSequenceClassification
 from transformers.modeling_layers import GradientCheckpointingLayer
+from variant_cases import assert_outputs_equal, model_inputs, output_tensors, params, tiny_config, tiny_model
 
+from accelerate import init_empty_weights
 from hf_variants.models.named_configs import named_config
 from hf_variants.registry import SPECS
-from variant_cases import assert_outputs_equal, model_inputs, output_tensors, params, tiny_config, tiny_model
 
 
 def layer_class_names(model: torch.nn.Module) -> set[str]:
@@ -46,10 +46,16 @@ def test_device_map_auto_offloads_to_cpu_and_disk_with_equal_outputs(spec, head,
         torch.manual_seed(0)
         expected = model(**inputs)
     # Room on the CPU for about half the weights: the rest goes to the offload folder.
-    offloaded = spec.classes[head].from_pretrained(
-        tmp_path / "model", device_map="auto", max_memory={"cpu": model_bytes(model) // 2},
-        offload_folder=str(tmp_path / "offload"),
-    ).eval()
+    offloaded = (
+        spec.classes[head]
+        .from_pretrained(
+            tmp_path / "model",
+            device_map="auto",
+            max_memory={"cpu": model_bytes(model) // 2},
+            offload_folder=str(tmp_path / "offload"),
+        )
+        .eval()
+    )
     placements = set(offloaded.hf_device_map.values())
     assert "disk" in placements, offloaded.hf_device_map
     with torch.no_grad():

@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 import torch
 import torch._dynamo as dynamo
+from variant_cases import assert_outputs_equal, model_inputs, params, tiny_model
 
 from hf_variants.registry import SPECS
-from variant_cases import assert_outputs_equal, model_inputs, params, tiny_model
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,6 @@ import inspect
 import pytest
 import torch
 from torch.utils import _pytree as pytree
-
 from variant_cases import assert_outputs_equal, model_inputs, params, tiny_model
 
 

@@ -15,9 +15,9 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.common.launch import TWO_PROCESS_LAUNCH, assert_succeeded, run_processes
 
 from hf_variants.registry import SPECS
+from tests.common.launch import TWO_PROCESS_LAUNCH, assert_succeeded, run_processes
 
 pytestmark = pytest.mark.slow
 

@@ -43,10 +43,12 @@ PREFIX_UNSUPPORTED = {
 # Encoder-decoders get the prefix in the decoder (peft's SEQ_2_SEQ_LM, as for transformers' T5).
 PREFIX_UNSUPPORTED_HEADS = {
     (name, head): "peft gives an encoder-only head of an encoder-decoder a one-stack prefix; its encoder takes none"
-    for name in ("t5", "transformer") for head in ("Model", "ForSequenceClassification", "ForQuestionAnswering")
+    for name in ("t5", "transformer")
+    for head in ("Model", "ForSequenceClassification", "ForQuestionAnswering")
 }
 PREFIX_UNSUPPORTED_HEADS[(None, "ForMultipleChoice")] = (
-    "peft's prompt learning prepends its prefix mask to 2-D masks; multiple-choice inputs are (B, choices, T)")
+    "peft's prompt learning prepends its prefix mask to 2-D masks; multiple-choice inputs are (B, choices, T)"
+)
 
 
 def task_type(spec, head):
@@ -117,21 +119,26 @@ def test_ia3_without_target_modules(spec, head, tmp_path):
 
 @pytest.mark.parametrize("spec,head", CASES)
 def test_prefix_tuning(spec, head, tmp_path):
-    reason = (PREFIX_UNSUPPORTED.get(spec.name) or PREFIX_UNSUPPORTED_HEADS.get((spec.name, head))
-              or PREFIX_UNSUPPORTED_HEADS.get((None, head)))
+    reason = (
+        PREFIX_UNSUPPORTED.get(spec.name)
+        or PREFIX_UNSUPPORTED_HEADS.get((spec.name, head))
+        or PREFIX_UNSUPPORTED_HEADS.get((None, head))
+    )
     if reason is not None:
         pytest.skip(reason)
     kind = task_type(spec, head) or TaskType.FEATURE_EXTRACTION
     model_config = tiny_config(spec)
     # peft sizes each prefix key as hidden_size / heads unless told: Transformer-XL's heads are wider.
     head_dim = getattr(model_config, "head_dim", None) or model_config.hidden_size // model_config.num_attention_heads
-    config = PrefixTuningConfig(task_type=kind, num_virtual_tokens=3,
-                                token_dim=head_dim * model_config.num_attention_heads)
+    config = PrefixTuningConfig(
+        task_type=kind, num_virtual_tokens=3, token_dim=head_dim * model_config.num_attention_heads
+    )
     check_adapter_round_trip(spec, head, config, tmp_path, merge=None)  # a prefix has nothing to merge
 
 
-@pytest.mark.parametrize("spec", [s for s in SPECS.values() if is_text(s) and s.name not in PREFIX_UNSUPPORTED],
-                         ids=lambda s: s.name)
+@pytest.mark.parametrize(
+    "spec", [s for s in SPECS.values() if is_text(s) and s.name not in PREFIX_UNSUPPORTED], ids=lambda s: s.name
+)
 def test_masked_prefix_changes_nothing(spec):
     """A key/value prefix the attention mask hides leaves every output as without it: the prefix
     really enters the attention (a visible one changes the outputs), behind the mask, and the
@@ -159,7 +166,9 @@ def test_masked_prefix_changes_nothing(spec):
         plain = model(**inputs).last_hidden_state
     real = inputs["attention_mask"].bool()
     if spec.name in CONTIGUOUS_TEXT_ONLY:
-        pytest.skip(f"{spec.name} takes no padding mask, so no prefix can be hidden (test_prefix_memory.py covers its prefix)")
+        pytest.skip(
+            f"{spec.name} takes no padding mask, so no prefix can be hidden (test_prefix_memory.py covers its prefix)"
+        )
     if config.is_decoder:
         pytest.skip(f"{spec.name} is a decoder: a cache shifts its positions like generation (tested there)")
     torch.testing.assert_close(with_prefix(False)[real], plain[real], atol=1e-5, rtol=0)
@@ -189,6 +198,8 @@ def test_default_targets_are_registered_with_peft(spec):
     model = spec.classes["Model"](tiny_config(spec))
     peft_model = get_peft_model(model, LoraConfig(r=2))
     wrapped = [name for name, module in peft_model.named_modules() if hasattr(module, "lora_A")]
-    layer_modules = {id(m) for name, m in model.named_modules() if type(m).__name__.endswith("Layer")}  # shared layers count once
+    layer_modules = {
+        id(m) for name, m in model.named_modules() if type(m).__name__.endswith("Layer")
+    }  # shared layers count once
     assert len(wrapped) >= len(layer_modules) >= 1, wrapped
     assert {name.rsplit(".", 1)[-1] for name in wrapped} == set(targets["lora"])

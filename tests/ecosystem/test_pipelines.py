@@ -18,8 +18,10 @@ from transformers import PreTrainedTokenizerFast, pipeline
 from hf_variants.registry import SPECS
 from tests.common.tiny_variants import is_text, tiny_config
 
-WORDS = ("the film was great fun and a bad dull story with good actors plot music i loved hated it this is "
-         "sport politics weather rain sun team vote").split()
+WORDS = (
+    "the film was great fun and a bad dull story with good actors plot music i loved hated it this is "
+    "sport politics weather rain sun team vote"
+).split()
 SENTENCE = "the film was great fun and the music is good"
 CAUSAL_HEADS = ("ForCausalLM", "LMHeadModel")
 
@@ -35,8 +37,15 @@ def word_tokenizer(vocab_size: int, special_tokens: bool = True) -> PreTrainedTo
             single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 2), ("[SEP]", 1)]
         )
     return PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, pad_token="[PAD]", sep_token="[SEP]", eos_token="[SEP]", cls_token="[CLS]",
-        bos_token="[CLS]", unk_token="[UNK]", mask_token="[MASK]", model_max_length=32,
+        tokenizer_object=tokenizer,
+        pad_token="[PAD]",
+        sep_token="[SEP]",
+        eos_token="[SEP]",
+        cls_token="[CLS]",
+        bos_token="[CLS]",
+        unk_token="[UNK]",
+        mask_token="[MASK]",
+        model_max_length=32,
     )
 
 
@@ -79,34 +88,51 @@ def test_fill_mask(spec, tmp_path):
 @pytest.mark.parametrize("spec", text_specs_with("ForSequenceClassification"))
 def test_text_classification(spec, tmp_path):
     labels = {"negative": 0, "positive": 1}
-    folder, model, tokenizer = saved(spec, "ForSequenceClassification", tmp_path, label2id=labels,
-                                     id2label={i: name for name, i in labels.items()})
+    folder, model, tokenizer = saved(
+        spec, "ForSequenceClassification", tmp_path, label2id=labels, id2label={i: name for name, i in labels.items()}
+    )
     scores = pipeline("text-classification", model=folder, top_k=None)([SENTENCE])[0]
     expected = direct(model, tokenizer, SENTENCE).logits[0].softmax(-1)
     assert {s["label"]: s["score"] for s in scores} == {
-        name: pytest.approx(float(expected[i]), abs=1e-5) for name, i in labels.items()}
+        name: pytest.approx(float(expected[i]), abs=1e-5) for name, i in labels.items()
+    }
 
 
 @pytest.mark.parametrize("spec", text_specs_with("ForSequenceClassification"))
 def test_zero_shot_classification_with_an_nli_head(spec, tmp_path):
     nli = {"entailment": 0, "neutral": 1, "contradiction": 2}
-    folder, model, tokenizer = saved(spec, "ForSequenceClassification", tmp_path, num_labels=3, label2id=nli,
-                                     id2label={i: name for name, i in nli.items()})
+    folder, model, tokenizer = saved(
+        spec,
+        "ForSequenceClassification",
+        tmp_path,
+        num_labels=3,
+        label2id=nli,
+        id2label={i: name for name, i in nli.items()},
+    )
     candidates = ["sport", "politics", "weather"]
-    result = pipeline("zero-shot-classification", model=folder)(SENTENCE, candidate_labels=candidates,
-                                                                hypothesis_template="this is {}")
+    result = pipeline("zero-shot-classification", model=folder)(
+        SENTENCE, candidate_labels=candidates, hypothesis_template="this is {}"
+    )
     # transformers' definition: softmax over the candidates' entailment logits (one premise/hypothesis pair each).
-    entailment = torch.stack([direct(model, tokenizer, SENTENCE, f"this is {label}").logits[0, nli["entailment"]]
-                              for label in candidates]).softmax(-1)
+    entailment = torch.stack(
+        [direct(model, tokenizer, SENTENCE, f"this is {label}").logits[0, nli["entailment"]] for label in candidates]
+    ).softmax(-1)
     assert dict(zip(result["labels"], result["scores"])) == {
-        label: pytest.approx(float(entailment[i]), abs=1e-5) for i, label in enumerate(candidates)}
+        label: pytest.approx(float(entailment[i]), abs=1e-5) for i, label in enumerate(candidates)
+    }
 
 
 @pytest.mark.parametrize("spec", text_specs_with("ForTokenClassification"))
 def test_token_classification(spec, tmp_path):
     tags = ["O", "B-PER", "I-PER"]
-    folder, model, tokenizer = saved(spec, "ForTokenClassification", tmp_path, num_labels=3,
-                                     id2label=dict(enumerate(tags)), label2id={t: i for i, t in enumerate(tags)})
+    folder, model, tokenizer = saved(
+        spec,
+        "ForTokenClassification",
+        tmp_path,
+        num_labels=3,
+        id2label=dict(enumerate(tags)),
+        label2id={t: i for i, t in enumerate(tags)},
+    )
     entities = pipeline("token-classification", model=folder, ignore_labels=[])(SENTENCE)
     logits = direct(model, tokenizer, SENTENCE).logits[0, 1:-1]  # the words, without [CLS] and [SEP]
     assert [e["word"] for e in entities] == SENTENCE.split()
@@ -114,8 +140,14 @@ def test_token_classification(spec, tmp_path):
     np.testing.assert_allclose([e["score"] for e in entities], logits.softmax(-1).max(-1).values.numpy(), atol=1e-5)
 
 
-@pytest.mark.parametrize("spec", [pytest.param(s, id=s.name) for s in SPECS.values() if is_text(s)
-                                  and "decoder_input_ids" not in s.classes["Model"].forward.__code__.co_varnames])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        pytest.param(s, id=s.name)
+        for s in SPECS.values()
+        if is_text(s) and "decoder_input_ids" not in s.classes["Model"].forward.__code__.co_varnames
+    ],
+)
 def test_feature_extraction(spec, tmp_path):
     folder, model, tokenizer = saved(spec, "Model", tmp_path)
     features = pipeline("feature-extraction", model=folder)(SENTENCE, return_tensors=True)
@@ -125,18 +157,28 @@ def test_feature_extraction(spec, tmp_path):
 
 # Every causal LM that generates through transformers' GenerationMixin (Transformer-XL's LM head
 # continues text through its memory and does not: can_generate() is False, the pipeline refuses it).
-@pytest.mark.parametrize("spec,head", [pytest.param(s, h, id=f"{s.name}-{h}") for s in SPECS.values()
-                                       for h in CAUSAL_HEADS if h in s.classes and s.classes[h].can_generate()])
+@pytest.mark.parametrize(
+    "spec,head",
+    [
+        pytest.param(s, h, id=f"{s.name}-{h}")
+        for s in SPECS.values()
+        for h in CAUSAL_HEADS
+        if h in s.classes and s.classes[h].can_generate()
+    ],
+)
 def test_text_generation(spec, head, tmp_path):
     folder, model, tokenizer = saved(spec, head, tmp_path)
-    generated = pipeline("text-generation", model=folder)("the film was", max_new_tokens=5, do_sample=False,
-                                                          return_full_text=False)
+    generated = pipeline("text-generation", model=folder)(
+        "the film was", max_new_tokens=5, do_sample=False, return_full_text=False
+    )
     prompt = tokenizer("the film was", return_tensors="pt", add_special_tokens=False)
-    expected = model.generate(**prompt, max_new_tokens=5, do_sample=False)[0, prompt["input_ids"].shape[1]:]
+    expected = model.generate(**prompt, max_new_tokens=5, do_sample=False)[0, prompt["input_ids"].shape[1] :]
     assert generated[0]["generated_text"] == tokenizer.decode(expected, skip_special_tokens=True)
 
 
-@pytest.mark.parametrize("spec", [pytest.param(s, id=s.name) for s in SPECS.values() if "ForConditionalGeneration" in s.classes])
+@pytest.mark.parametrize(
+    "spec", [pytest.param(s, id=s.name) for s in SPECS.values() if "ForConditionalGeneration" in s.classes]
+)
 def test_text2text_generation(spec, tmp_path):
     folder, model, tokenizer = saved(spec, "ForConditionalGeneration", tmp_path)
     generated = pipeline("seq2seq-generation", model=folder)(SENTENCE, max_new_tokens=6, do_sample=False)
@@ -146,26 +188,37 @@ def test_text2text_generation(spec, tmp_path):
         pipeline("seq2seq-generation", model=folder)("  ")
 
 
-@pytest.mark.parametrize("spec", [pytest.param(s, id=s.name) for s in SPECS.values() if "ForImageClassification" in s.classes])
+@pytest.mark.parametrize(
+    "spec", [pytest.param(s, id=s.name) for s in SPECS.values() if "ForImageClassification" in s.classes]
+)
 def test_image_classification_with_the_saved_image_processor(spec, tmp_path):
     from PIL import Image
     from transformers import ViTImageProcessor
 
     labels = ["shirt", "shoe", "bag"]
     # The pipeline loads every image as RGB (transformers' load_image): a 3-channel model.
-    folder, model, _ = saved(spec, "ForImageClassification", tmp_path, num_labels=3, id2label=dict(enumerate(labels)),
-                             label2id={name: i for i, name in enumerate(labels)}, num_channels=3)
+    folder, model, _ = saved(
+        spec,
+        "ForImageClassification",
+        tmp_path,
+        num_labels=3,
+        id2label=dict(enumerate(labels)),
+        label2id={name: i for i, name in enumerate(labels)},
+        num_channels=3,
+    )
     size = model.config.image_size
     channels = model.config.num_channels
-    processor = ViTImageProcessor(size={"height": size, "width": size}, image_mean=[0.5] * channels,
-                                  image_std=[0.5] * channels)
+    processor = ViTImageProcessor(
+        size={"height": size, "width": size}, image_mean=[0.5] * channels, image_std=[0.5] * channels
+    )
     processor.save_pretrained(folder)
     image = Image.fromarray(np.random.default_rng(0).integers(0, 255, (20, 20, 3), dtype=np.uint8))
     scores = pipeline("image-classification", model=folder, top_k=3)(image)
     with torch.no_grad():
         expected = model(**processor(image, return_tensors="pt")).logits[0].softmax(-1)
     assert {s["label"]: s["score"] for s in scores} == {
-        name: pytest.approx(float(expected[i]), abs=1e-5) for i, name in enumerate(labels)}
+        name: pytest.approx(float(expected[i]), abs=1e-5) for i, name in enumerate(labels)
+    }
 
 
 LAZY_REGISTRATION_CHECK = """
@@ -192,7 +245,12 @@ def test_import_registers_the_pipeline_tasks_without_loading_them(tmp_path):
 
     spec = SPECS["hfv_t5"]
     folder, _, _ = saved(spec, "ForConditionalGeneration", tmp_path)
-    result = subprocess.run([sys.executable, "-c", LAZY_REGISTRATION_CHECK, folder], capture_output=True, text=True,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", LAZY_REGISTRATION_CHECK, folder],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().endswith("True")

@@ -60,7 +60,9 @@ def test_the_prefix_must_be_a_cache_of_the_model_shape(name):
         model(ids, past_key_values=((torch.zeros(1), torch.zeros(1)),))
     cache = DynamicCache()
     for depth in range(config.num_hidden_layers):
-        cache.update(torch.zeros(2, config.num_attention_heads, 3, 5), torch.zeros(2, config.num_attention_heads, 3, 5), depth)
+        cache.update(
+            torch.zeros(2, config.num_attention_heads, 3, 5), torch.zeros(2, config.num_attention_heads, 3, 5), depth
+        )
     with pytest.raises(ValueError, match="token_dim"):
         model(ids, past_key_values=cache)
 
@@ -78,7 +80,9 @@ def test_prefix_tuning_trains_the_prefix_only_and_reloads(name, head, task, labe
     config = model.config
     backbone_weights = {key: value.clone() for key, value in model.base_model.state_dict().items()}
     head_dim = model.base_model.layers[0].attention.head_dim
-    peft_config = PrefixTuningConfig(task_type=task, num_virtual_tokens=4, token_dim=head_dim * config.num_attention_heads)
+    peft_config = PrefixTuningConfig(
+        task_type=task, num_virtual_tokens=4, token_dim=head_dim * config.num_attention_heads
+    )
     peft_model = get_peft_model(model, peft_config)
     ids = token_ids(config)
     batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": labels_for(ids)}

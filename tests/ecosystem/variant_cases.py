@@ -15,9 +15,8 @@ import os
 import pytest
 import torch
 
-from tests.reliability.fuzz import fuzz_variants  # named-config fields, input builder
-
 from hf_variants.registry import SPECS, VariantSpec
+from tests.reliability.fuzz import fuzz_variants  # named-config fields, input builder
 
 TINY_SIZES = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
                   embedding_size=16, max_position_embeddings=64)  # fmt: skip
@@ -63,7 +62,11 @@ def tiny_config(spec: VariantSpec, **overrides):
         fields.pop("embedding_size", None)
     config = fuzz_variants.make_config(spec, fields)
     for name in names:
-        if name.endswith("_token_id") and isinstance(getattr(config, name), int) and getattr(config, name) >= config.vocab_size:
+        if (
+            name.endswith("_token_id")
+            and isinstance(getattr(config, name), int)
+            and getattr(config, name) >= config.vocab_size
+        ):
             setattr(config, name, config.vocab_size - 1)
         if name.endswith(("dropout_prob", "dropout", "dropout_rate")) and isinstance(getattr(config, name), float):
             setattr(config, name, 0.0)
@@ -92,11 +95,16 @@ def model_inputs(spec: VariantSpec, head: str, model: torch.nn.Module, seed: int
     lengths = [LENGTH, LENGTH - 3] if accepts_padding(spec, head) else [LENGTH, LENGTH]
     shape = {"batch": BATCH, "seed": seed, "length": LENGTH, "lengths": lengths, "left": False, "choices": CHOICES}
     # The choice dimension and mc_token_ids are added below: ask for a plain head's inputs.
-    inputs = fuzz_variants.make_inputs(spec, head if head not in ("ForMultipleChoice", "DoubleHeadsModel") else "Model",
-                                       model, shape)
+    inputs = fuzz_variants.make_inputs(
+        spec, head if head not in ("ForMultipleChoice", "DoubleHeadsModel") else "Model", model, shape
+    )
     if "input_ids" in inputs:
         eos = getattr(config, "eos_token_id", None)
-        if isinstance(eos, int) and getattr(config, "is_encoder_decoder", False) and head == "ForSequenceClassification":
+        if (
+            isinstance(eos, int)
+            and getattr(config, "is_encoder_decoder", False)
+            and head == "ForSequenceClassification"
+        ):
             # Encoder-decoder classifiers read the (one) eos token of each row: end every row with it.
             last_real = inputs["attention_mask"].sum(-1, keepdim=True) - 1
             inputs["input_ids"] = inputs["input_ids"].scatter(-1, last_real, eos)

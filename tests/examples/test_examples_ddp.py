@@ -9,11 +9,19 @@ import json
 import math
 
 import pytest
+from test_examples_processing import (
+    EXAMPLES_DIR,
+    MINILM,
+    common_args,
+    label_names_as_text,
+    load_script,
+    shuffled_rows,
+    write_json_lines,
+)
 
 from hf_variants import BertForSequenceClassification
 from hf_variants.data import load_named_dataset
 from tests.common.launch import TWO_PROCESS_LAUNCH, assert_succeeded, run_processes
-from test_examples_processing import EXAMPLES_DIR, MINILM, common_args, label_names_as_text, load_script, shuffled_rows, write_json_lines
 
 pytestmark = pytest.mark.slow
 
@@ -23,9 +31,12 @@ EVAL_EXAMPLES = 101  # odd: two processes must pad one duplicate, which the gath
 def test_two_process_training_and_evaluation_match_a_single_process(tmp_path):
     reviews = load_named_dataset("hf_variants/rt_polarity")
     names = reviews["train"].features["label"].names
-    train = write_json_lines(tmp_path / "train.jsonl", label_names_as_text(shuffled_rows(reviews["train"], 64), "label", names))
+    train = write_json_lines(
+        tmp_path / "train.jsonl", label_names_as_text(shuffled_rows(reviews["train"], 64), "label", names)
+    )
     validation = write_json_lines(
-        tmp_path / "validation.jsonl", label_names_as_text(shuffled_rows(reviews["validation"], EVAL_EXAMPLES), "label", names)
+        tmp_path / "validation.jsonl",
+        label_names_as_text(shuffled_rows(reviews["validation"], EVAL_EXAMPLES), "label", names),
     )
     ddp_dir, single_dir = tmp_path / "ddp", tmp_path / "single"
     command = TWO_PROCESS_LAUNCH + [
@@ -81,4 +92,6 @@ def test_accelerate_configs_load(name, distributed_type, processes):
 
         for model_type in ("hfv_bert", "hfv_roberta", "hfv_xlnet"):
             model = SPECS[model_type].classes["Model"](tiny_config(SPECS[model_type]))
-            assert all(get_module_class_from_name(model, cls) is not None for cls in model._no_split_modules), model_type
+            assert all(get_module_class_from_name(model, cls) is not None for cls in model._no_split_modules), (
+                model_type
+            )

@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 import torch
 from safetensors import safe_open
+from test_examples_processing import load_script
+from test_examples_training import assert_loss_falls, logged_losses, read_json
 from transformers import pipeline
 
 from hf_variants.data import load_named_dataset
 from hf_variants.data.images import FASHION_MNIST_LABELS
-from test_examples_processing import load_script
-from test_examples_training import assert_loss_falls, logged_losses, read_json
 
 script = load_script("run_image_classification")
 
@@ -55,8 +55,18 @@ def fashion_run(tmp_path_factory) -> Path:
 @pytest.mark.slow
 def test_vit_mini_from_scratch_on_fashion_mnist(fashion_run):
     assert_loss_falls(fashion_run)
-    for name in ("model.safetensors", "config.json", "preprocessor_config.json", "all_results.json", "train_results.json",
-                 "eval_results.json", "test_results.json", "trainer_state.json", "README.md", "training_curves.png"):
+    for name in (
+        "model.safetensors",
+        "config.json",
+        "preprocessor_config.json",
+        "all_results.json",
+        "train_results.json",
+        "eval_results.json",
+        "test_results.json",
+        "trainer_state.json",
+        "README.md",
+        "training_curves.png",
+    ):
         assert (fashion_run / name).is_file(), name  # fmt: skip
     config = read_json(fashion_run / "config.json")
     assert config["model_type"] == "hfv_vit" and config["architectures"] == ["ViTForImageClassification"]
@@ -136,11 +146,14 @@ def test_bad_arguments_raise_clear_errors(tmp_path):
 
 
 def test_config_overrides_change_a_named_config_and_are_refused_for_checkpoints(tmp_path):
-    import examples_support as support
     from transformers import AutoModelForImageClassification
 
+    import examples_support as support
+
     arguments = support.ModelArguments(model_name_or_path="vit-mini", config_overrides="patch_size=7,encoder_stride=7")
-    model = support.load_model(arguments, AutoModelForImageClassification, None, label_names=[str(i) for i in range(10)])
+    model = support.load_model(
+        arguments, AutoModelForImageClassification, None, label_names=[str(i) for i in range(10)]
+    )
     assert model.config.patch_size == 7 and model.config.encoder_stride == 7
     assert model.vit.embeddings.patch_embeddings.projection.kernel_size == (7, 7)
     assert model.vit.embeddings.position_embeddings.shape[1] == 1 + (28 // 7) ** 2  # CLS + 4 x 4 patches
@@ -165,7 +178,11 @@ def test_mae_pretraining_then_fine_tuning_loads_the_encoder(tmp_path):
     results = read_json(mae_dir / "all_results.json")
     assert results["train_samples"] == 256 and results["eval_samples"] == 100 and results["eval_loss"] > 0
     # transformers' rule: lr = base_learning_rate * batch / 256 (the peak, reached after warm-up).
-    peak = max(entry["learning_rate"] for entry in read_json(mae_dir / "trainer_state.json")["log_history"] if "learning_rate" in entry)
+    peak = max(
+        entry["learning_rate"]
+        for entry in read_json(mae_dir / "trainer_state.json")["log_history"]
+        if "learning_rate" in entry
+    )
     assert 0.9 * 0.02 * 32 / 256 < peak <= 0.02 * 32 / 256
 
     # Fine-tuning from the MAE folder starts from its encoder: with a zero learning rate the saved
@@ -175,7 +192,10 @@ def test_mae_pretraining_then_fine_tuning_loads_the_encoder(tmp_path):
         ["--model_name_or_path", str(mae_dir), "--dataset_name", "hf_variants/fashion_mnist", "--do_train",
          "--max_train_samples", "32", "--max_steps", "1"] + run_args(tuned_dir, epochs=1, batch=32, learning_rate="0")
     )  # fmt: skip
-    with safe_open(mae_dir / "model.safetensors", "pt") as pretrained, safe_open(tuned_dir / "model.safetensors", "pt") as tuned:
+    with (
+        safe_open(mae_dir / "model.safetensors", "pt") as pretrained,
+        safe_open(tuned_dir / "model.safetensors", "pt") as tuned,
+    ):
         encoder_keys = [key for key in pretrained.keys() if key.startswith("vit.")]
         assert encoder_keys and set(encoder_keys) <= set(tuned.keys())
         for key in encoder_keys:

@@ -10,8 +10,20 @@ from tests.common.paths import EXAMPLES_DIR
 
 SUPPORT_MODULE = "examples_support"
 # The scripts the README, docs/ and the product card name, by path.
-USER_SCRIPTS = {"quickstart", "run_clm", "run_distillation", "run_glue", "run_image_classification", "run_mae",
-                "run_ner", "run_pretraining", "run_qa", "run_seq2seq", "run_swag", "run_translation"}
+USER_SCRIPTS = {
+    "quickstart",
+    "run_clm",
+    "run_distillation",
+    "run_glue",
+    "run_image_classification",
+    "run_mae",
+    "run_ner",
+    "run_pretraining",
+    "run_qa",
+    "run_seq2seq",
+    "run_swag",
+    "run_translation",
+}
 
 
 def example_files() -> dict[str, Path]:
@@ -30,8 +42,13 @@ def imported_top_level_names(tree: ast.AST) -> set[str]:
 
 def edits_sys_path(tree: ast.AST) -> bool:
     """Any ``sys.path`` attribute read or written (insert, append, assignment)."""
-    return any(isinstance(node, ast.Attribute) and node.attr == "path" and isinstance(node.value, ast.Name)
-               and node.value.id == "sys" for node in ast.walk(tree))
+    return any(
+        isinstance(node, ast.Attribute)
+        and node.attr == "path"
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "sys"
+        for node in ast.walk(tree)
+    )
 
 
 def test_examples_holds_the_user_scripts_and_one_support_module():

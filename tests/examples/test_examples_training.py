@@ -15,9 +15,16 @@ from pathlib import Path
 import datasets
 import pytest
 from safetensors import safe_open
+from test_examples_processing import (
+    MINILM,
+    common_args,
+    label_names_as_text,
+    load_script,
+    shuffled_rows,
+    write_json_lines,
+)
 
 from hf_variants.data import load_named_dataset
-from test_examples_processing import MINILM, common_args, label_names_as_text, load_script, shuffled_rows, write_json_lines
 
 pytestmark = pytest.mark.slow
 
@@ -39,8 +46,16 @@ def assert_loss_falls(output_dir: Path, window: int = 3) -> None:
 
 def assert_run_outputs(output_dir: Path, *metric_keys: str) -> dict:
     """The files transformers' examples write, our weights, and the card with the results."""
-    for name in ("model.safetensors", "config.json", "tokenizer.json", "all_results.json", "train_results.json",
-                 "eval_results.json", "trainer_state.json", "README.md"):
+    for name in (
+        "model.safetensors",
+        "config.json",
+        "tokenizer.json",
+        "all_results.json",
+        "train_results.json",
+        "eval_results.json",
+        "trainer_state.json",
+        "README.md",
+    ):
         assert (output_dir / name).is_file(), name
     config = read_json(output_dir / "config.json")
     assert config["model_type"] == "hfv_bert"  # the transformers checkpoint was converted
@@ -65,7 +80,9 @@ def test_run_glue_on_movie_reviews(tmp_path):
     reviews = load_named_dataset("hf_variants/rt_polarity")
     names = reviews["train"].features["label"].names
     files = {
-        split: write_json_lines(tmp_path / f"{split}.jsonl", label_names_as_text(shuffled_rows(reviews[split], count), "label", names))
+        split: write_json_lines(
+            tmp_path / f"{split}.jsonl", label_names_as_text(shuffled_rows(reviews[split], count), "label", names)
+        )
         for split, count in (("train", 32), ("validation", 40), ("test", 10))
     }
     output_dir = tmp_path / "out"
@@ -149,7 +166,9 @@ def test_next_sentence_choices_are_built_from_real_consecutive_sentences():
 def test_resume_from_the_last_checkpoint(tmp_path):
     reviews = load_named_dataset("hf_variants/rt_polarity")
     names = reviews["train"].features["label"].names
-    train = write_json_lines(tmp_path / "train.jsonl", label_names_as_text(shuffled_rows(reviews["train"], 64), "label", names))
+    train = write_json_lines(
+        tmp_path / "train.jsonl", label_names_as_text(shuffled_rows(reviews["train"], 64), "label", names)
+    )
     output_dir = tmp_path / "out"
     base = ["--model_name_or_path", "bert-tiny", "--tokenizer_name", MINILM, "--train_file", train, "--do_train",
             "--per_device_train_batch_size", "8", "--logging_steps", "1", "--save_steps", "2", "--seed", "0"] + common_args(output_dir)  # fmt: skip
@@ -182,11 +201,18 @@ def test_mnli_scores_matched_and_mismatched_sets(tmp_path, monkeypatch):
         "validation_mismatched": pairs["test"].select(range(15)),
     }
     mnli_like = datasets.DatasetDict(
-        {split: data.rename_columns({"sentence1": "premise", "sentence2": "hypothesis"}) for split, data in mnli_like.items()}
+        {
+            split: data.rename_columns({"sentence1": "premise", "sentence2": "hypothesis"})
+            for split, data in mnli_like.items()
+        }
     )
     run_glue = load_script("run_glue")
     requested = []
-    monkeypatch.setattr(run_glue.support, "load_raw_datasets", lambda data_args, model_args: requested.append(data_args.dataset_name) or mnli_like)
+    monkeypatch.setattr(
+        run_glue.support,
+        "load_raw_datasets",
+        lambda data_args, model_args: requested.append(data_args.dataset_name) or mnli_like,
+    )
     output_dir = tmp_path / "out"
     results = run_glue.main(["--task_name", "mnli", "--do_train", "--do_eval"] + tiny_args(output_dir))
     assert requested == ["nyu-mll/glue"]
@@ -202,7 +228,8 @@ def test_float_labels_train_a_regression_head(tmp_path):
     validation = write_json_lines(tmp_path / "validation.jsonl", rows[24:])
     output_dir = tmp_path / "out"
     results = load_script("run_glue").main(
-        ["--train_file", train, "--validation_file", validation, "--do_train", "--do_eval", "--pad_to_max_length"] + tiny_args(output_dir)
+        ["--train_file", train, "--validation_file", validation, "--do_train", "--do_eval", "--pad_to_max_length"]
+        + tiny_args(output_dir)
     )
     assert {"eval_mse", "eval_pearson", "eval_spearmanr"} <= set(results)
     config = read_json(output_dir / "config.json")
@@ -212,7 +239,9 @@ def test_float_labels_train_a_regression_head(tmp_path):
 def test_qa_predicts_a_test_file_without_answers(tmp_path):
     qa = load_named_dataset("hf_variants/real_text_qa")
     train = write_json_lines(tmp_path / "train.jsonl", shuffled_rows(qa["train"], 8))
-    test_rows = [{key: row[key] for key in ("id", "title", "context", "question")} for row in shuffled_rows(qa["test"], 6)]
+    test_rows = [
+        {key: row[key] for key in ("id", "title", "context", "question")} for row in shuffled_rows(qa["test"], 6)
+    ]
     test = write_json_lines(tmp_path / "test.jsonl", test_rows)
     output_dir = tmp_path / "out"
     results = load_script("run_qa").main(

@@ -59,7 +59,8 @@ def test_accuracy_and_matthews_take_tag_strings():
     predictions = ["NN", "NN", "VB", "JJ", "DT", "NN"]
     assert accuracy(predictions, references) == pytest.approx(sklearn.metrics.accuracy_score(references, predictions))
     assert matthews_corrcoef(predictions, references) == pytest.approx(
-        sklearn.metrics.matthews_corrcoef(references, predictions), abs=1e-12)
+        sklearn.metrics.matthews_corrcoef(references, predictions), abs=1e-12
+    )
     assert accuracy(np.array(["a", "b"]), np.array(["a", "a"])) == 0.5
 
 
@@ -261,7 +262,9 @@ def test_squad_v2_hand_computed_with_thresholds():
 
 
 # ----------------------------------------------------------------- the shipped evaluate modules
-@pytest.mark.parametrize("name", ["accuracy", "f1", "matthews_correlation", "pearsonr", "spearmanr", "seqeval", "squad", "squad_v2"])
+@pytest.mark.parametrize(
+    "name", ["accuracy", "f1", "matthews_correlation", "pearsonr", "spearmanr", "seqeval", "squad", "squad_v2"]
+)
 def test_every_hub_metric_name_loads_offline_with_evaluate(name):
     """``evaluate.load(<folder inside the package>)`` works with the Hub offline (conftest sets
     HF_HUB_OFFLINE) and gives the Hub metric's keys, computed by the library itself."""
@@ -289,7 +292,9 @@ def test_every_hub_metric_name_loads_offline_with_evaluate(name):
             "pearsonr": scipy.stats.pearsonr(predictions, references)[0],
             "spearmanr": scipy.stats.spearmanr(predictions, references)[0],
         }[name]
-        assert metric.compute(predictions=predictions, references=references) == {name: pytest.approx(expected, abs=1e-12)}
+        assert metric.compute(predictions=predictions, references=references) == {
+            name: pytest.approx(expected, abs=1e-12)
+        }
 
 
 def test_unknown_metric_name_is_a_clear_error():

@@ -25,11 +25,40 @@ from tests.common.paths import EXAMPLES_DIR
 from tests.common.tiny_variants import TINY_CONFIGS
 
 SCRIPT = EXAMPLES_DIR / "run_clm.py"
-COMMON = ["--corpus", "austen", "--max_documents", "12", "--vocab_size", "600", "--max_seq_length", "32",
-          "--per_device_train_batch_size", "4", "--per_device_eval_batch_size", "4", "--learning_rate", "2e-3",
-          "--warmup_steps", "0.1", "--logging_steps", "4", "--save_strategy", "no", "--seed", "0",
-          "--max_eval_tokens", "2000", "--num_samples", "2", "--prompt_length", "8", "--sample_length", "6",
-          "--disable_tqdm", "true"]
+COMMON = [
+    "--corpus",
+    "austen",
+    "--max_documents",
+    "12",
+    "--vocab_size",
+    "600",
+    "--max_seq_length",
+    "32",
+    "--per_device_train_batch_size",
+    "4",
+    "--per_device_eval_batch_size",
+    "4",
+    "--learning_rate",
+    "2e-3",
+    "--warmup_steps",
+    "0.1",
+    "--logging_steps",
+    "4",
+    "--save_strategy",
+    "no",
+    "--seed",
+    "0",
+    "--max_eval_tokens",
+    "2000",
+    "--num_samples",
+    "2",
+    "--prompt_length",
+    "8",
+    "--sample_length",
+    "6",
+    "--disable_tqdm",
+    "true",
+]
 
 
 def load_script():
@@ -74,9 +103,17 @@ def test_training_lowers_held_out_perplexity_and_the_output_loads(tmp_path, mode
 
 def tiny_transfo_xl() -> TransfoXLLMHeadModel:
     torch.manual_seed(0)
-    config = TransfoXLConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, head_dim=8,
-                             intermediate_size=37, mem_len=6, clamp_len=-1,
-                             initializer_range=0.5)  # large weights: the context visibly matters
+    config = TransfoXLConfig(
+        vocab_size=99,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        head_dim=8,
+        intermediate_size=37,
+        mem_len=6,
+        clamp_len=-1,
+        initializer_range=0.5,
+    )  # large weights: the context visibly matters
     return TransfoXLLMHeadModel(config).eval()
 
 
@@ -94,11 +131,13 @@ def test_evaluation_with_memory_reads_the_previous_segment_of_each_stream():
     with torch.no_grad():
         # Memory of one segment: segment 2 sees all of segment 1, so the whole pass equals one
         # causal run over both segments of each stream.
-        whole = model(rows[:, :2 * segment], mem_len=0).logits
-        expected = negative_log_likelihood(whole, rows[:, 1:2 * segment + 1])
+        whole = model(rows[:, : 2 * segment], mem_len=0).logits
+        expected = negative_log_likelihood(whole, rows[:, 1 : 2 * segment + 1])
         # No memory: each segment alone.
-        alone = sum(negative_log_likelihood(model(rows[:, s:s + segment], mem_len=0).logits, rows[:, s + 1:s + segment + 1])
-                    for s in (0, segment))
+        alone = sum(
+            negative_log_likelihood(model(rows[:, s : s + segment], mem_len=0).logits, rows[:, s + 1 : s + segment + 1])
+            for s in (0, segment)
+        )
     with_memory = script.memory_perplexity(model, segments, mem_len=segment)
     without = script.memory_perplexity(model, segments, mem_len=0)
     assert with_memory["tokens"] == without["tokens"] == streams * 2 * segment
@@ -109,8 +148,19 @@ def test_evaluation_with_memory_reads_the_previous_segment_of_each_stream():
 
 def test_the_generation_task_is_scored_before_and_after_and_a_finished_run_is_rescored_with_its_twin(tmp_path):
     script = load_script()
-    argv = ["--model_name_or_path", "gpt2-mini", *COMMON, "--max_steps", "4", "--output_dir", str(tmp_path),
-            "--generation_prompts", "5", "--generation_length", "3"]
+    argv = [
+        "--model_name_or_path",
+        "gpt2-mini",
+        *COMMON,
+        "--max_steps",
+        "4",
+        "--output_dir",
+        str(tmp_path),
+        "--generation_prompts",
+        "5",
+        "--generation_length",
+        "3",
+    ]
     results = script.main(argv)
     for key in ("generation_before", "generation_after"):
         scores = results[key]
@@ -127,9 +177,11 @@ def test_the_generation_task_is_scored_before_and_after_and_a_finished_run_is_re
     collator = DataCollatorForPackedCausalLM(tokenizer, return_document_ids=False, return_attention_bias=True)
     held_out = script.packed_rows(validation, tokenizer, args, limit_tokens=True)
     assert script.packed_perplexity(twin, held_out, collator, 4)["loss"] == pytest.approx(
-        results["before_training"]["loss"], rel=1e-6)
-    assert script.generation_of_finished_run(argv) == {key: results[key] for key in ("generation_before",
-                                                                                       "generation_after")}
+        results["before_training"]["loss"], rel=1e-6
+    )
+    assert script.generation_of_finished_run(argv) == {
+        key: results[key] for key in ("generation_before", "generation_after")
+    }
     with pytest.raises(ValueError, match="generation_prompts"):
         script.generation_windows(validation, tokenizer, script.ClmArguments(generation_prompts=10**6))
     with pytest.raises(ValueError, match="no model.safetensors"):
@@ -140,8 +192,21 @@ def test_a_resumed_run_reports_the_twins_generation_scores_it_kept(tmp_path):
     # The first call stops at a checkpoint; the second resumes from it (no new evaluation before
     # training) and still reports the twin's scores, read from before_training.json.
     script = load_script()
-    argv = ["--model_name_or_path", "gpt2-mini", *COMMON, "--output_dir", str(tmp_path), "--save_strategy", "steps",
-            "--save_steps", "2", "--generation_prompts", "4", "--generation_length", "3"]
+    argv = [
+        "--model_name_or_path",
+        "gpt2-mini",
+        *COMMON,
+        "--output_dir",
+        str(tmp_path),
+        "--save_strategy",
+        "steps",
+        "--save_steps",
+        "2",
+        "--generation_prompts",
+        "4",
+        "--generation_length",
+        "3",
+    ]
     first = script.main(argv + ["--max_steps", "2"])
     kept_path = tmp_path / script.BEFORE_TRAINING_FILE
     kept = json.loads(kept_path.read_text())
@@ -196,10 +261,23 @@ def test_unigram_baseline_is_the_frequency_model():
 def test_bad_arguments_are_refused(tmp_path):
     script = load_script()
     with pytest.raises(ValueError, match="not causal LM"):
-        script.main(["--model_name_or_path", "bert-tiny", *COMMON, "--max_steps", "1", "--output_dir", str(tmp_path / "a")])
+        script.main(
+            ["--model_name_or_path", "bert-tiny", *COMMON, "--max_steps", "1", "--output_dir", str(tmp_path / "a")]
+        )
     with pytest.raises(ValueError, match="segment-level recurrence"):
-        script.main(["--model_name_or_path", "gpt2-mini", *COMMON, "--mem_len", "8", "--max_steps", "1",
-                     "--output_dir", str(tmp_path / "b")])
+        script.main(
+            [
+                "--model_name_or_path",
+                "gpt2-mini",
+                *COMMON,
+                "--mem_len",
+                "8",
+                "--max_steps",
+                "1",
+                "--output_dir",
+                str(tmp_path / "b"),
+            ]
+        )
     with pytest.raises(ValueError, match="eval_mem_lens"):
         script.memory_lengths(script.ClmArguments(eval_mem_lens="0,one"))
 
@@ -208,9 +286,20 @@ def test_bad_arguments_are_refused(tmp_path):
 def test_two_process_ddp_transfo_xl_keeps_each_process_segments_in_order(tmp_path):
     """accelerate launch, 2 processes (gloo on CPU): each process owns its streams; the trainer
     raises if a batch does not continue the previous one, so finishing proves the order."""
-    command = TWO_PROCESS_LAUNCH + [str(SCRIPT), "--model_name_or_path", "transfo-xl-mini", *COMMON, "--max_steps", "6",
-                                    "--use_cpu", "true", "--ddp_find_unused_parameters", "false",
-                                    "--output_dir", str(tmp_path / "ddp")]
+    command = TWO_PROCESS_LAUNCH + [
+        str(SCRIPT),
+        "--model_name_or_path",
+        "transfo-xl-mini",
+        *COMMON,
+        "--max_steps",
+        "6",
+        "--use_cpu",
+        "true",
+        "--ddp_find_unused_parameters",
+        "false",
+        "--output_dir",
+        str(tmp_path / "ddp"),
+    ]
     assert_succeeded(run_processes(command))
     results = json.loads((tmp_path / "ddp" / "eval_results.json").read_text())
     assert results["world_size"] == 2 and results["global_step"] == 6

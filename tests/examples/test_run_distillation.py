@@ -9,11 +9,11 @@ import json
 
 import pytest
 import torch
+from test_examples_processing import MINILM, common_args, load_script
 from transformers import AutoTokenizer
 
 from hf_variants import BertForSequenceClassification, ElectraForSequenceClassification
 from hf_variants.models.named_configs import named_config
-from test_examples_processing import MINILM, common_args, load_script
 
 distillation = load_script("run_distillation")
 
@@ -81,10 +81,16 @@ def test_student_of_another_family_and_tokenizer_distils_on_the_transfer_set(tmp
     teacher_dir, student_tokenizer_dir = tmp_path / "teacher", tmp_path / "student-tokenizer"
     minilm_tokenizer = AutoTokenizer.from_pretrained(MINILM)
     torch.manual_seed(0)
-    ElectraForSequenceClassification(tiny_config(
-        SPECS["hfv_electra"], vocab_size=len(minilm_tokenizer), num_labels=2, id2label=labels,
-        label2id={v: k for k, v in labels.items()}, pad_token_id=minilm_tokenizer.pad_token_id,
-    )).save_pretrained(teacher_dir)
+    ElectraForSequenceClassification(
+        tiny_config(
+            SPECS["hfv_electra"],
+            vocab_size=len(minilm_tokenizer),
+            num_labels=2,
+            id2label=labels,
+            label2id={v: k for k, v in labels.items()},
+            pad_token_id=minilm_tokenizer.pad_token_id,
+        )
+    ).save_pretrained(teacher_dir)
     minilm_tokenizer.save_pretrained(teacher_dir)
     from hf_variants.data import load_named_dataset
 

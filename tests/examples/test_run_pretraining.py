@@ -24,10 +24,32 @@ def load_script():
     return load_example_script("run_pretraining")
 
 
-COMMON = ["--model_name_or_path", "bert-tiny", "--corpus", "austen", "--max_documents", "12", "--vocab_size", "600",
-          "--max_seq_length", "64", "--per_device_train_batch_size", "8", "--per_device_eval_batch_size", "32",
-          "--learning_rate", "2e-3", "--warmup_steps", "0.1", "--logging_steps", "4", "--seed", "3",
-          "--disable_tqdm", "true"]
+COMMON = [
+    "--model_name_or_path",
+    "bert-tiny",
+    "--corpus",
+    "austen",
+    "--max_documents",
+    "12",
+    "--vocab_size",
+    "600",
+    "--max_seq_length",
+    "64",
+    "--per_device_train_batch_size",
+    "8",
+    "--per_device_eval_batch_size",
+    "32",
+    "--learning_rate",
+    "2e-3",
+    "--warmup_steps",
+    "0.1",
+    "--logging_steps",
+    "4",
+    "--seed",
+    "3",
+    "--disable_tqdm",
+    "true",
+]
 
 
 def test_pretraining_loss_falls_output_loads_and_resume_is_exact(tmp_path):
@@ -50,8 +72,18 @@ def test_pretraining_loss_falls_output_loads_and_resume_is_exact(tmp_path):
     assert logits.shape == (1, 2)
 
     # Resume from the middle checkpoint: the final weights equal the uninterrupted run's.
-    resumed = script.main(COMMON + steps + ["--output_dir", str(resumed_dir), "--tokenizer_name", str(full_dir),
-                                            "--resume_from_checkpoint", str(full_dir / "checkpoint-6")])
+    resumed = script.main(
+        COMMON
+        + steps
+        + [
+            "--output_dir",
+            str(resumed_dir),
+            "--tokenizer_name",
+            str(full_dir),
+            "--resume_from_checkpoint",
+            str(full_dir / "checkpoint-6"),
+        ]
+    )
     assert resumed["before_training"] is None and resumed["global_step"] == 12
     final, again = load_file(full_dir / "model.safetensors"), load_file(resumed_dir / "model.safetensors")
     middle = load_file(full_dir / "checkpoint-6" / "model.safetensors")
@@ -63,19 +95,40 @@ def test_pretraining_loss_falls_output_loads_and_resume_is_exact(tmp_path):
 
 def test_other_objectives_static_masking_and_two_phases(tmp_path):
     script = load_script()
-    results = script.main(COMMON + ["--objective", "span", "--masking", "static", "--static_copies", "2",
-                                    "--phase2_fraction", "0.5", "--phase2_max_seq_length", "128",
-                                    "--max_steps", "4", "--save_steps", "100", "--output_dir", str(tmp_path / "span")])
+    results = script.main(
+        COMMON
+        + [
+            "--objective",
+            "span",
+            "--masking",
+            "static",
+            "--static_copies",
+            "2",
+            "--phase2_fraction",
+            "0.5",
+            "--phase2_max_seq_length",
+            "128",
+            "--max_steps",
+            "4",
+            "--save_steps",
+            "100",
+            "--output_dir",
+            str(tmp_path / "span"),
+        ]
+    )
     assert results["input_format"] == "full-sentences" and results["steps_per_phase"] == [2, 2]
     assert results["sequence_lengths"] == [64, 128] and results["global_step"] == 4
-    results = script.main(COMMON + ["--objective", "ngram+sop", "--max_steps", "2", "--save_steps", "100",
-                                    "--output_dir", str(tmp_path / "sop")])
+    results = script.main(
+        COMMON
+        + ["--objective", "ngram+sop", "--max_steps", "2", "--save_steps", "100", "--output_dir", str(tmp_path / "sop")]
+    )
     assert "sentence_relation_accuracy" in results["after_training"]
     # An untrained 2-way head scores near chance: its cross-entropy is near ln 2.
     assert abs(results["before_training"]["sentence_relation_loss"] - 0.693) < 0.2
     with pytest.raises(ValueError, match="does not fit objective"):
-        script.main(COMMON + ["--objective", "mlm", "--input_format", "segment-pair", "--output_dir",
-                              str(tmp_path / "bad")])
+        script.main(
+            COMMON + ["--objective", "mlm", "--input_format", "segment-pair", "--output_dir", str(tmp_path / "bad")]
+        )
     with pytest.raises(ValueError, match="unknown objective"):
         script.main(COMMON + ["--objective", "mlm+xyz", "--output_dir", str(tmp_path / "bad")])
 
@@ -106,7 +159,9 @@ def test_electra_pretrains_generator_and_discriminator_and_both_losses_fall(tmp_
     assert before["discriminator_loss"] < 0.5
     assert after["discriminator_loss"] < before["discriminator_loss"]
     saved = load_file(tmp_path / "el" / "model.safetensors")
-    assert any(k.startswith("generator.") for k in saved) and any(k.startswith("discriminator_predictions.") for k in saved)
+    assert any(k.startswith("generator.") for k in saved) and any(
+        k.startswith("discriminator_predictions.") for k in saved
+    )
     classifier = AutoModelForSequenceClassification.from_pretrained(tmp_path / "el", num_labels=2)
     assert type(classifier).__name__ == "ElectraForSequenceClassification"
     with pytest.raises(ValueError, match="no sentence task"):
@@ -117,8 +172,18 @@ def test_electra_pretrains_generator_and_discriminator_and_both_losses_fall(tmp_
 def test_two_process_ddp_pretraining_shares_one_trained_tokenizer(tmp_path):
     """accelerate launch with 2 processes (gloo on CPU): both ranks use the tokenizer rank 0 trained."""
     command = TWO_PROCESS_LAUNCH + [str(SCRIPT)]
-    command += COMMON + ["--max_steps", "2", "--save_steps", "100", "--use_cpu", "true",
-                         "--ddp_find_unused_parameters", "true", "--output_dir", str(tmp_path / "ddp")]
+    command += COMMON + [
+        "--max_steps",
+        "2",
+        "--save_steps",
+        "100",
+        "--use_cpu",
+        "true",
+        "--ddp_find_unused_parameters",
+        "true",
+        "--output_dir",
+        str(tmp_path / "ddp"),
+    ]
     completed = run_processes(command)
     assert_succeeded(completed)
     results = json.loads((tmp_path / "ddp" / "eval_results.json").read_text())

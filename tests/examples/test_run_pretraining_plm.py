@@ -13,7 +13,9 @@ XLNET_MINI = [a if a != "bert-tiny" else "xlnet-mini" for a in COMMON]
 
 def test_xlnet_mini_pretrains_with_the_permutation_lm_and_its_loss_falls(tmp_path):
     script = load_script()
-    results = script.main(XLNET_MINI + ["--max_steps", "12", "--save_steps", "100", "--output_dir", str(tmp_path / "x")])
+    results = script.main(
+        XLNET_MINI + ["--max_steps", "12", "--save_steps", "100", "--output_dir", str(tmp_path / "x")]
+    )
     before, after = results["before_training"], results["after_training"]
     assert results["objective"] == "plm" and results["global_step"] == 12
     assert before["masked_tokens"] == after["masked_tokens"] > 0  # the same fixed targets, before and after

@@ -13,11 +13,38 @@ import hf_variants
 
 def test_roberta_pretrains_with_byte_level_bpe_on_doc_sentences(tmp_path):
     script = load_script()
-    results = script.main(["--model_name_or_path", "roberta-mini", "--corpus", "austen", "--max_documents", "12",
-                           "--input_format", "doc-sentences", "--vocab_size", "600", "--max_seq_length", "64",
-                           "--per_device_train_batch_size", "8", "--learning_rate", "2e-3", "--warmup_steps", "0.1",
-                           "--max_steps", "12", "--save_strategy", "no", "--seed", "3", "--disable_tqdm", "true",
-                           "--output_dir", str(tmp_path)])
+    results = script.main(
+        [
+            "--model_name_or_path",
+            "roberta-mini",
+            "--corpus",
+            "austen",
+            "--max_documents",
+            "12",
+            "--input_format",
+            "doc-sentences",
+            "--vocab_size",
+            "600",
+            "--max_seq_length",
+            "64",
+            "--per_device_train_batch_size",
+            "8",
+            "--learning_rate",
+            "2e-3",
+            "--warmup_steps",
+            "0.1",
+            "--max_steps",
+            "12",
+            "--save_strategy",
+            "no",
+            "--seed",
+            "3",
+            "--disable_tqdm",
+            "true",
+            "--output_dir",
+            str(tmp_path),
+        ]
+    )
     assert (results["objective"], results["masking"], results["input_format"]) == ("mlm", "dynamic", "doc-sentences")
     assert results["after_training"]["mlm_loss"] < results["before_training"]["mlm_loss"] - 0.3
 

@@ -5,14 +5,41 @@ held-out masked-token loss, and the language ids land in the saved config."""
 from __future__ import annotations
 
 import pytest
-from hf_variants.training.pretraining_data import load_dataset_corpus
 from test_run_pretraining import load_script
 from transformers import AutoConfig
 
-TLM = ["--model_name_or_path", "xlm-mini", "--objective", "tlm", "--corpus", "django-en-fr", "--vocab_size", "600",
-       "--max_seq_length", "64", "--per_device_train_batch_size", "16", "--per_device_eval_batch_size", "64",
-       "--learning_rate", "2e-3", "--warmup_steps", "0.1", "--logging_steps", "4", "--seed", "0",
-       "--save_strategy", "no", "--disable_tqdm", "true", "--validation_fraction", "0.1"]
+from hf_variants.training.pretraining_data import load_dataset_corpus
+
+TLM = [
+    "--model_name_or_path",
+    "xlm-mini",
+    "--objective",
+    "tlm",
+    "--corpus",
+    "django-en-fr",
+    "--vocab_size",
+    "600",
+    "--max_seq_length",
+    "64",
+    "--per_device_train_batch_size",
+    "16",
+    "--per_device_eval_batch_size",
+    "64",
+    "--learning_rate",
+    "2e-3",
+    "--warmup_steps",
+    "0.1",
+    "--logging_steps",
+    "4",
+    "--seed",
+    "0",
+    "--save_strategy",
+    "no",
+    "--disable_tqdm",
+    "true",
+    "--validation_fraction",
+    "0.1",
+]
 
 
 def test_tlm_pretraining_loss_falls_and_languages_are_saved(tmp_path):
@@ -61,14 +88,18 @@ def test_tlm_reads_translation_rows_from_a_dataset(tmp_path):
 
     broken = write_dataset_folder(tmp_path / "broken", pairs[:5] + [{"translation": {"en": "File", "de": "Datei"}}])
     with pytest.raises(ValueError, match=r"row 5 has .*'de'.*expected \['en', 'fr'\]"):
-        script.main([*TLM[:4], "--dataset_name", broken, *TLM[6:], "--max_steps", "1", "--output_dir", str(tmp_path / "b")])
+        script.main(
+            [*TLM[:4], "--dataset_name", broken, *TLM[6:], "--max_steps", "1", "--output_dir", str(tmp_path / "b")]
+        )
     with pytest.raises(ValueError, match="exactly one of --corpus, --train_file, --dataset_name"):
         script.main(TLM + ["--dataset_name", folder, "--max_steps", "1", "--output_dir", str(tmp_path / "c")])
 
 
 def test_plain_text_dataset_rows_become_documents(tmp_path):
     """A `text` column, one paragraph per row; empty rows close a document (wikitext's layout)."""
-    rows = [{"text": text} for text in ["", " = Emma = ", "First paragraph.", "", "", " = Persuasion = ", "Second.", ""]]
+    rows = [
+        {"text": text} for text in ["", " = Emma = ", "First paragraph.", "", "", " = Persuasion = ", "Second.", ""]
+    ]
     corpus = load_dataset_corpus(write_dataset_folder(tmp_path / "text", rows), None, parallel=False)
     assert corpus["text"] == [" = Emma = ", "First paragraph.", " = Persuasion = ", "Second."]
     assert corpus["document"] == [0, 0, 1, 1]

@@ -16,13 +16,24 @@ import pytest
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
 import hf_variants  # noqa: F401  (registers the model types)
-from hf_variants.models.named_configs import named_config
 from hf_variants.data import load_cmudict, load_rt_polarity, load_wsj_pos
 from hf_variants.metrics import sequence_scores
+from hf_variants.models.named_configs import named_config
 from tests.common.example_scripts import load_example_script as load_script
 
-RUN_OPTIONS = ["--save_strategy", "no", "--seed", "0", "--report_to", "none", "--use_cpu", "--disable_tqdm", "true",
-               "--logging_steps", "2"]
+RUN_OPTIONS = [
+    "--save_strategy",
+    "no",
+    "--seed",
+    "0",
+    "--report_to",
+    "none",
+    "--use_cpu",
+    "--disable_tqdm",
+    "true",
+    "--logging_steps",
+    "2",
+]
 
 
 def read_json(path: Path) -> dict:
@@ -48,8 +59,9 @@ def assert_predictions_scored(output_dir: Path, references: list[str], results: 
 
 def tiny_config_folder(folder: Path, name: str) -> str:
     """A modeling_configs/ flavour shrunk to hidden 32, 2 + 2 layers (passed as --config_name)."""
-    config = named_config(name, hidden_size=32, num_hidden_layers=2, decoder_layers=2, num_attention_heads=2,
-                          intermediate_size=64)
+    config = named_config(
+        name, hidden_size=32, num_hidden_layers=2, decoder_layers=2, num_attention_heads=2, intermediate_size=64
+    )
     config.save_pretrained(folder)
     return str(folder)
 
@@ -121,7 +133,9 @@ def test_target_columns_are_written_as_words():
     assert sources[0] == " ".join(tagged[0]["tokens"])
     assert targets[0].split() == [tag_names[tag] for tag in tagged[0]["pos_tags"]]
     reviews = load_rt_polarity()["validation"].select(range(4))
-    assert run_seq2seq.column_as_text(reviews, "label") == [("negative", "positive")[label] for label in reviews["label"]]
+    assert run_seq2seq.column_as_text(reviews, "label") == [
+        ("negative", "positive")[label] for label in reviews["label"]
+    ]
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> str:
@@ -140,21 +154,39 @@ def write_jsonl(path: Path, rows: list[dict]) -> str:
     ("run_seq2seq", ["--optim", "adafactor", "--optim_args", "relative_step=True"], "relative_step.*scale_parameter"),
 ])  # fmt: skip
 def test_argument_errors_name_the_argument(tmp_path, script, arguments, message):
-    common = ["--model_name_or_path", "transformer-mini", "--dataset_name", "hf_variants/cmudict", "--do_train",
-              "--output_dir", str(tmp_path / "out")]
+    common = [
+        "--model_name_or_path",
+        "transformer-mini",
+        "--dataset_name",
+        "hf_variants/cmudict",
+        "--do_train",
+        "--output_dir",
+        str(tmp_path / "out"),
+    ]
     with pytest.raises(ValueError, match=message):
         load_script(script).main(common + arguments + RUN_OPTIONS)
 
 
 def test_local_files_need_columns_and_non_empty_targets(tmp_path):
     run_seq2seq = load_script("run_seq2seq")
-    train_file = write_jsonl(tmp_path / "train.jsonl", [{"text": "a fine film", "target": "positive"},
-                                                        {"text": "dull", "target": ""}])
-    common = ["--model_name_or_path", "t5-mini", "--train_file", train_file, "--do_train",
-              "--output_dir", str(tmp_path / "out")] + RUN_OPTIONS
+    train_file = write_jsonl(
+        tmp_path / "train.jsonl", [{"text": "a fine film", "target": "positive"}, {"text": "dull", "target": ""}]
+    )
+    common = [
+        "--model_name_or_path",
+        "t5-mini",
+        "--train_file",
+        train_file,
+        "--do_train",
+        "--output_dir",
+        str(tmp_path / "out"),
+    ] + RUN_OPTIONS
     with pytest.raises(ValueError, match="--text_column is required"):
         run_seq2seq.main(common)
-    with pytest.raises(ValueError, match=r"train split: 1 rows have an empty or non-text source or target, e.g. \['.*train\.jsonl, line 2'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"train split: 1 rows have an empty or non-text source or target, e.g. \['.*train\.jsonl, line 2'\]",
+    ):
         run_seq2seq.main(common + ["--text_column", "text", "--target_column", "target"])
 
 
@@ -165,6 +197,8 @@ def test_local_files_need_columns_and_non_empty_targets(tmp_path):
 ])  # fmt: skip
 def test_span_corruption_pretraining_argument_errors(tmp_path, arguments, message):
     with pytest.raises(ValueError, match=message):
-        load_script("run_pretraining").main(["--model_name_or_path", "t5-mini", "--corpus", "austen",
-                                             "--output_dir", str(tmp_path / "out")] + arguments + RUN_OPTIONS)
-
+        load_script("run_pretraining").main(
+            ["--model_name_or_path", "t5-mini", "--corpus", "austen", "--output_dir", str(tmp_path / "out")]
+            + arguments
+            + RUN_OPTIONS
+        )

@@ -9,20 +9,26 @@ import numpy as np
 import pytest
 import torch
 from datasets import Dataset
-from tests.common.hub_server import hub  # noqa: F401  (fixture)
-from tests.common.hub_store import parse_front_matter, validate_model_index
 from huggingface_hub import ModelCard
 from transformers import Trainer, TrainingArguments
 
 import hf_variants
 from hf_variants.cli import main as cli_main
-from hf_variants.hub import DatasetInfo, variant_info, build_model_card, push_model_dir, variant_name, write_model_card
+from hf_variants.hub import DatasetInfo, build_model_card, push_model_dir, variant_info, variant_name, write_model_card
 from hf_variants.hub.card import metric_items
 from hf_variants.models import papers
+from tests.common.hub_server import hub  # noqa: F401  (fixture)
+from tests.common.hub_store import parse_front_matter, validate_model_index
 
-DATASET = DatasetInfo(name="synthetic token-presence sequences", id="local/token-presence", config="tok7",
-                      split="validation", num_train_examples=192, num_eval_examples=64,
-                      source="generated in the test with numpy (seed 0)")
+DATASET = DatasetInfo(
+    name="synthetic token-presence sequences",
+    id="local/token-presence",
+    config="tok7",
+    split="validation",
+    num_train_examples=192,
+    num_eval_examples=64,
+    source="generated in the test with numpy (seed 0)",
+)
 
 
 def accuracy(prediction) -> dict:
@@ -36,14 +42,30 @@ def trained_run(tmp_path_factory):
     rng = np.random.default_rng(0)
     ids = rng.integers(5, 99, size=(256, 12))
     data = Dataset.from_dict({"input_ids": ids.tolist(), "labels": (ids == 7).any(1).astype(int).tolist()})
-    config = hf_variants.BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                                    intermediate_size=37, vocab_size=99, num_labels=2)
+    config = hf_variants.BertConfig(
+        hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37, vocab_size=99, num_labels=2
+    )
     torch.manual_seed(0)
-    args = TrainingArguments(str(out), max_steps=16, logging_steps=4, eval_strategy="steps", eval_steps=8,
-                             per_device_train_batch_size=16, learning_rate=1e-3, report_to=[], save_strategy="no",
-                             use_cpu=True, disable_tqdm=True)
-    trainer = Trainer(hf_variants.BertForSequenceClassification(config), args, train_dataset=data.select(range(192)),
-                      eval_dataset=data.select(range(192, 256)), compute_metrics=accuracy)
+    args = TrainingArguments(
+        str(out),
+        max_steps=16,
+        logging_steps=4,
+        eval_strategy="steps",
+        eval_steps=8,
+        per_device_train_batch_size=16,
+        learning_rate=1e-3,
+        report_to=[],
+        save_strategy="no",
+        use_cpu=True,
+        disable_tqdm=True,
+    )
+    trainer = Trainer(
+        hf_variants.BertForSequenceClassification(config),
+        args,
+        train_dataset=data.select(range(192)),
+        eval_dataset=data.select(range(192, 256)),
+        compute_metrics=accuracy,
+    )
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # a tiny model: more threads only add contention on shared CI cores
     try:
@@ -54,8 +76,15 @@ def trained_run(tmp_path_factory):
     trainer.save_model()
     trainer.save_state()
     trainer.save_metrics("eval", metrics)
-    card = write_model_card(out, trainer_state=trainer.state, eval_results=metrics, training_args=trainer.args,
-                            dataset=DATASET, objective="text-classification", repo_id="org/bert-token-presence")
+    card = write_model_card(
+        out,
+        trainer_state=trainer.state,
+        eval_results=metrics,
+        training_args=trainer.args,
+        dataset=DATASET,
+        objective="text-classification",
+        repo_id="org/bert-token-presence",
+    )
     return out, metrics, trainer.state, card
 
 
@@ -69,7 +98,10 @@ def test_card_metadata_and_model_index_hold_the_run_metrics(trained_run):
     assert written == {("accuracy", metrics["eval_accuracy"]), ("loss", metrics["eval_loss"])}
     for result in data.eval_results:
         assert (result.task_type, result.dataset_type, result.dataset_name) == (
-            "text-classification", DATASET.id, DATASET.name)
+            "text-classification",
+            DATASET.id,
+            DATASET.name,
+        )
         assert (result.dataset_config, result.dataset_split) == ("tok7", "validation")
 
     metadata = parse_front_matter((out / "README.md").read_text())
@@ -125,23 +157,35 @@ def test_card_round_trips_through_the_hub(hub, trained_run):
 
 def test_fine_tuned_card_names_its_base_model(tmp_path):
     config = {"model_type": "hfv_bert", "architectures": ["BertForTokenClassification"], "hidden_size": 32}
-    card = build_model_card(config, model_name="ner", base_model="org/bert-mini",
-                            eval_results={"eval_f1": 0.5, "eval_runtime": 2.0}, dataset=DATASET)
+    card = build_model_card(
+        config,
+        model_name="ner",
+        base_model="org/bert-mini",
+        eval_results={"eval_f1": 0.5, "eval_runtime": 2.0},
+        dataset=DATASET,
+    )
     assert card.data.base_model == "org/bert-mini"
     assert [(r.task_type, r.metric_type) for r in card.data.eval_results] == [("token-classification", "f1")]
     assert "fine-tuned from [org/bert-mini]" in card.content
 
 
 def test_metric_items_keep_quality_metrics_and_reject_non_finite():
-    assert metric_items({"eval_accuracy": 0.5, "eval_loss": 0.7, "eval_runtime": 1.0, "epoch": 3.0,
-                         "eval_samples_per_second": 9.0}) == [("accuracy", 0.5), ("loss", 0.7)]
+    assert metric_items(
+        {"eval_accuracy": 0.5, "eval_loss": 0.7, "eval_runtime": 1.0, "epoch": 3.0, "eval_samples_per_second": 9.0}
+    ) == [("accuracy", 0.5), ("loss", 0.7)]
     with pytest.raises(ValueError, match="eval_f1"):
         metric_items({"eval_f1": math.nan})
 
 
 def test_schema_check_rejects_a_broken_model_index():
-    broken = {"model-index": [{"name": "m", "results": [{"task": {"type": "fill-mask"},
-                                                         "dataset": {"type": "x"}, "metrics": [{"type": "acc"}]}]}]}
+    broken = {
+        "model-index": [
+            {
+                "name": "m",
+                "results": [{"task": {"type": "fill-mask"}, "dataset": {"type": "x"}, "metrics": [{"type": "acc"}]}],
+            }
+        ]
+    }
     errors = validate_model_index(broken)
     assert any("dataset" in e for e in errors) and any("value" in e for e in errors)
 
@@ -159,7 +203,9 @@ def test_bad_card_inputs_raise_value_errors(tmp_path):
 def test_paper_descriptions_and_citations(model_type):
     info = hf_variants.registry.SPECS[model_type].paper
     # arXiv where the paper is there; GPT-1/GPT-2 exist only as OpenAI reports.
-    assert len(info.description) > 150 and info.paper_url.startswith(("https://arxiv.org/abs/", "https://cdn.openai.com/"))
+    assert len(info.description) > 150 and info.paper_url.startswith(
+        ("https://arxiv.org/abs/", "https://cdn.openai.com/")
+    )
     assert info.bibtex.startswith("@") and "title" in info.bibtex and "year" in info.bibtex
 
 

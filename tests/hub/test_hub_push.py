@@ -10,21 +10,24 @@ from pathlib import Path
 
 import pytest
 import torch
-from tests.common.hub_server import REPO_ROOT, finish_client, hub, start_client  # noqa: F401  (hub is a fixture)
 from huggingface_hub import HfApi, hf_hub_download
 from safetensors.torch import save_file
 from transformers import AutoModelForSequenceClassification, BertTokenizerFast
 
 import hf_variants
-from hf_variants.modules.configuration import DecoderConfig
 from hf_variants.cli import main as cli_main
 from hf_variants.hub import PushError, push_model_dir
 from hf_variants.hub.remote_code import code_file_stems
+from hf_variants.modules.configuration import DecoderConfig
 from hf_variants.registry import REGISTERED
+from tests.common.hub_server import finish_client, hub, start_client  # noqa: F401  (hub is a fixture)
+from tests.common.paths import REPO_ROOT
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-WORDS = ("the a of and to in is was it for on that with as his her he she at by had not be but cat sat mat "
-         "dog ran far away home house garden tree walked slowly quickly said").split()
+WORDS = (
+    "the a of and to in is was it for on that with as his her he she at by had not be but cat sat mat "
+    "dog ran far away home house garden tree walked slowly quickly said"
+).split()
 SENTENCES = ["the cat sat on the mat", "a dog ran far away from home", "she walked slowly"]
 
 
@@ -63,9 +66,19 @@ def make_run_dir(tmp_path: Path, model_type: str = "hfv_bert") -> Path:
     # embedding_size = hidden_size: no factorization, valid for variants whose default E is larger (ALBERT's 128).
     # Decoders (GPT) default to their real vocabulary's special ids: the tiny vocabulary's instead
     # (its [PAD] is 0; a batch of sentences needs a padding id to find each row's last token).
-    special = dict(pad_token_id=0, bos_token_id=None, eos_token_id=None) if issubclass(config_class, DecoderConfig) else {}
-    config = config_class(hidden_size=32, embedding_size=32, num_hidden_layers=2, num_attention_heads=2,
-                          intermediate_size=37, vocab_size=99, num_labels=3, **special)
+    special = (
+        dict(pad_token_id=0, bos_token_id=None, eos_token_id=None) if issubclass(config_class, DecoderConfig) else {}
+    )
+    config = config_class(
+        hidden_size=32,
+        embedding_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=37,
+        vocab_size=99,
+        num_labels=3,
+        **special,
+    )
     model = model_class(config).eval()
     model.save_pretrained(out)
     (tmp_path / "vocab.txt").write_text("\n".join(tiny_vocab()) + "\n")

@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import torch
 from datasets import Dataset
-from tests.common.hub_server import hub  # noqa: F401  (fixture)
 from huggingface_hub import HfApi, hf_hub_download
 from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
 from transformers.dynamic_module_utils import get_class_from_dynamic_module
@@ -16,6 +15,7 @@ from transformers.dynamic_module_utils import get_class_from_dynamic_module
 import hf_variants
 from hf_variants.models.modeling_base import RemoteCodeMixin
 from hf_variants.registry import REGISTERED
+from tests.common.hub_server import hub  # noqa: F401  (fixture)
 
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37, vocab_size=99)
 
@@ -59,8 +59,9 @@ def test_save_hook_makes_push_to_hub_carry_remote_code(hub, tmp_path):
     # In this process hf_variants is registered, and transformers prefers registered classes over a repo's
     # code even with trust_remote_code=True; so take the repo's class explicitly (fresh-process loading
     # through the Auto classes is tested in test_hub_push.py).
-    remote_class = get_class_from_dynamic_module(config["auto_map"]["AutoModelForSequenceClassification"],
-                                                 "org/with-remote-code", cache_dir=tmp_path / "c")
+    remote_class = get_class_from_dynamic_module(
+        config["auto_map"]["AutoModelForSequenceClassification"], "org/with-remote-code", cache_dir=tmp_path / "c"
+    )
     assert remote_class.__module__.startswith("transformers_modules.")  # the repo's code, not hf_variants
     pulled = remote_class.from_pretrained("org/with-remote-code", cache_dir=tmp_path / "c")
     assert_same_model(model, pulled)
@@ -70,10 +71,21 @@ def test_trainer_push_to_hub(hub, tmp_path):
     rng = np.random.default_rng(0)
     ids = rng.integers(5, 99, size=(64, 10))
     data = Dataset.from_dict({"input_ids": ids.tolist(), "labels": (ids == 7).any(1).astype(int).tolist()})
-    args = TrainingArguments(str(tmp_path / "out"), max_steps=4, per_device_train_batch_size=16, report_to=[],
-                             save_strategy="no", hub_model_id="org/trainer-pushed", use_cpu=True, disable_tqdm=True)
-    trainer = Trainer(hf_variants.BertForSequenceClassification(hf_variants.BertConfig(**TINY, num_labels=2)),
-                      args, train_dataset=data)
+    args = TrainingArguments(
+        str(tmp_path / "out"),
+        max_steps=4,
+        per_device_train_batch_size=16,
+        report_to=[],
+        save_strategy="no",
+        hub_model_id="org/trainer-pushed",
+        use_cpu=True,
+        disable_tqdm=True,
+    )
+    trainer = Trainer(
+        hf_variants.BertForSequenceClassification(hf_variants.BertConfig(**TINY, num_labels=2)),
+        args,
+        train_dataset=data,
+    )
     trainer.train()
     commit = trainer.push_to_hub()
     assert commit.oid == hub.store.resolve("models", "org/trainer-pushed", "main")

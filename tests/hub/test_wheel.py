@@ -21,10 +21,11 @@ from pathlib import Path
 import pytest
 import torch
 import transformers
-from tests.common.hub_server import hub  # noqa: F401  (fixture: a local Hub over real HTTP)
 
 import hf_variants
+from tests.common.hub_server import hub  # noqa: F401  (fixture: a local Hub over real HTTP)
 from tests.common.paths import REPO_ROOT as REPO  # noqa: E402
+
 # What the wheel is built from: a copy, so the build leaves nothing (build/, *.egg-info) in the checkout.
 SOURCES = ["pyproject.toml", "setup.py", "README.md", "hf_variants", "modeling_configs"]
 
@@ -42,20 +43,31 @@ def wheel(tmp_path_factory) -> Path:
     source = tmp_path_factory.mktemp("source")
     for name in SOURCES:
         copy = shutil.copytree if (REPO / name).is_dir() else shutil.copy
-        copy(REPO / name, source / name, **({"ignore": shutil.ignore_patterns("__pycache__")} if (REPO / name).is_dir() else {}))
+        copy(
+            REPO / name,
+            source / name,
+            **({"ignore": shutil.ignore_patterns("__pycache__")} if (REPO / name).is_dir() else {}),
+        )
     dist = tmp_path_factory.mktemp("dist")
-    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w", str(dist), "."], cwd=source)
+    run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w", str(dist), "."],
+        cwd=source,
+    )
     (built,) = dist.glob("hf_variants-*.whl")
     return built
 
 
 def test_wheel_contents(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    sources = {p.relative_to(REPO).as_posix() for p in (REPO / "hf_variants").rglob("*.py") if "__pycache__" not in p.parts}
+    sources = {
+        p.relative_to(REPO).as_posix() for p in (REPO / "hf_variants").rglob("*.py") if "__pycache__" not in p.parts
+    }
     assert sources <= names, sorted(sources - names)[:5]
     configs = {p.relative_to(REPO).as_posix() for p in (REPO / "modeling_configs").glob("*/config.json")}
     assert len(configs) >= 10 and {"hf_variants/" + c for c in configs} <= names
-    assert not any(n.startswith(("tests/", "examples/", "research/", "modeling_configs/", "benchmarks/")) for n in names)
+    assert not any(
+        n.startswith(("tests/", "examples/", "research/", "modeling_configs/", "benchmarks/")) for n in names
+    )
     (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
     assert "hf-variants = hf_variants.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
@@ -66,11 +78,18 @@ def installed(wheel, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("venv")
     venv.create(root, with_pip=False)
     python = root / "bin" / "python"
-    run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", str(wheel)], cwd=root)
+    run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", str(wheel)],
+        cwd=root,
+    )
     # torch, transformers ... from this venv. A plain path line: that folder's own .pth files (this
     # checkout's editable install among them) are not run, so hf_variants can only come from the wheel.
-    fresh_site = Path(run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=root).stdout.strip())
-    (fresh_site / "test_dependencies.pth").write_text("\n".join([sysconfig.get_paths()["purelib"], *site.getsitepackages()]) + "\n")
+    fresh_site = Path(
+        run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=root).stdout.strip()
+    )
+    (fresh_site / "test_dependencies.pth").write_text(
+        "\n".join([sysconfig.get_paths()["purelib"], *site.getsitepackages()]) + "\n"
+    )
     return root / "bin"
 
 
@@ -106,8 +125,9 @@ print("OK", hf_variants.__file__)
 
 def test_installed_wheel_works_from_another_directory(installed, tmp_path):
     torch.manual_seed(0)
-    config = transformers.BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                     intermediate_size=37, num_labels=3)
+    config = transformers.BertConfig(
+        vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37, num_labels=3
+    )
     theirs = transformers.BertForSequenceClassification(config).eval()
     theirs.save_pretrained(tmp_path / "checkpoint")
     with torch.no_grad():
@@ -117,8 +137,11 @@ def test_installed_wheel_works_from_another_directory(installed, tmp_path):
     elsewhere.mkdir()
     script = elsewhere / "check.py"
     script.write_text(CHECK)
-    result = run([str(installed / "python"), str(script), str(tmp_path / "checkpoint"), str(tmp_path / "expected.json")],
-                 cwd=elsewhere, env=clean_env())
+    result = run(
+        [str(installed / "python"), str(script), str(tmp_path / "checkpoint"), str(tmp_path / "expected.json")],
+        cwd=elsewhere,
+        env=clean_env(),
+    )
     assert "OK" in result.stdout and str(REPO) not in result.stdout
 
     help_text = run([str(installed / "hf-variants"), "--help"], cwd=elsewhere, env=clean_env()).stdout
@@ -137,8 +160,9 @@ def test_every_cli_subcommand_runs_from_the_installed_wheel(installed, hub, tmp_
     another directory: ``card`` writes the model card, ``export-code`` the remote code and auto_map,
     ``push`` uploads to the (local) Hub; a command added to the CLI without a run here fails."""
     torch.manual_seed(0)
-    config = hf_variants.BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37,
-                                    vocab_size=99, num_labels=3)
+    config = hf_variants.BertConfig(
+        hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37, vocab_size=99, num_labels=3
+    )
     run_dir = tmp_path / "run"
     hf_variants.BertForSequenceClassification(config).save_pretrained(run_dir)
     # save_pretrained writes the remote code itself: take it out, so export-code has work to do.
@@ -148,7 +172,9 @@ def test_every_cli_subcommand_runs_from_the_installed_wheel(installed, hub, tmp_
     del saved["auto_map"]
     (run_dir / "config.json").write_text(json.dumps(saved))
     vocab = tmp_path / "vocab.txt"
-    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [chr(c) for c in range(97, 123)]) + "\n")
+    vocab.write_text(
+        "\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [chr(c) for c in range(97, 123)]) + "\n"
+    )
     transformers.BertTokenizerFast(vocab_file=str(vocab)).save_pretrained(run_dir)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -171,13 +197,20 @@ def test_every_cli_subcommand_runs_from_the_installed_wheel(installed, hub, tmp_
     assert (run_dir / "modeling_bert.py").is_file() and (run_dir / "configuration_bert.py").is_file()
 
     hub_env = {k: v for k, v in hub.env(tmp_path / "hf-home").items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")}
-    out = run([command, "push", str(run_dir), "org/from-wheel", "--message", "from the wheel"], cwd=elsewhere,
-              env=hub_env).stdout
+    out = run(
+        [command, "push", str(run_dir), "org/from-wheel", "--message", "from the wheel"], cwd=elsewhere, env=hub_env
+    ).stdout
     assert "org/from-wheel" in out
     pushed = hub.store.commit(hub.store.resolve("models", "org/from-wheel", "main"))
     assert pushed["title"] == "from the wheel"
     assert {"model.safetensors", "config.json", "README.md", "modeling_bert.py"} <= set(pushed["tree"])
     # A bad repo id is the CLI's clear error (exit status 1), not a traceback.
-    refused = subprocess.run([command, "push", str(run_dir), "not a repo"], cwd=elsewhere, env=hub_env,
-                             capture_output=True, text=True, timeout=300)
+    refused = subprocess.run(
+        [command, "push", str(run_dir), "not a repo"],
+        cwd=elsewhere,
+        env=hub_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert refused.returncode == 1 and refused.stderr.startswith("hf-variants: error:"), refused.stderr

@@ -12,10 +12,14 @@ import pytest
 from hf_variants import T5Config, XLMConfig, XLNetConfig
 
 CASES = [
-    (T5Config, "d_model", "hidden_size"), (T5Config, "d_ff", "intermediate_size"),
-    (T5Config, "num_heads", "num_attention_heads"), (T5Config, "num_layers", "num_hidden_layers"),
-    (XLNetConfig, "d_inner", "intermediate_size"), (XLNetConfig, "d_model", "hidden_size"),
-    (XLMConfig, "emb_dim", "hidden_size"), (XLMConfig, "n_layers", "num_hidden_layers"),
+    (T5Config, "d_model", "hidden_size"),
+    (T5Config, "d_ff", "intermediate_size"),
+    (T5Config, "num_heads", "num_attention_heads"),
+    (T5Config, "num_layers", "num_hidden_layers"),
+    (XLNetConfig, "d_inner", "intermediate_size"),
+    (XLNetConfig, "d_model", "hidden_size"),
+    (XLMConfig, "emb_dim", "hidden_size"),
+    (XLMConfig, "n_layers", "num_hidden_layers"),
 ]
 
 

@@ -12,6 +12,7 @@ from transformers import GenerationMixin
 import hf_variants
 from hf_variants.modules.token_ids import CheckedGenerationMixin
 
+
 def generating_heads() -> list:
     heads = []
     for spec in hf_variants.registry.SPECS.values():
@@ -23,8 +24,15 @@ def generating_heads() -> list:
 
 def test_every_expected_head_is_covered():
     names = {param.values[0].__name__ for param in generating_heads()}
-    assert {"GPTLMHeadModel", "GPTDoubleHeadsModel", "T5ForConditionalGeneration", "XLMWithLMHeadModel",
-            "TransfoXLLMHeadModel", "TransformerForConditionalGeneration", "XLNetLMHeadModel"} <= names
+    assert {
+        "GPTLMHeadModel",
+        "GPTDoubleHeadsModel",
+        "T5ForConditionalGeneration",
+        "XLMWithLMHeadModel",
+        "TransfoXLLMHeadModel",
+        "TransformerForConditionalGeneration",
+        "XLNetLMHeadModel",
+    } <= names
 
 
 @pytest.mark.parametrize("head", generating_heads())
@@ -39,9 +47,17 @@ def test_generation_mixin_is_a_direct_base(head):
 
 def test_generate_still_checks_special_ids():
     """The id check of CheckedGenerationMixin still runs ahead of transformers' generate()."""
-    config = hf_variants.GPTConfig(vocab_size=99, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                                   intermediate_size=37, max_position_embeddings=32, pad_token_id=0,
-                                   bos_token_id=1, eos_token_id=1)
+    config = hf_variants.GPTConfig(
+        vocab_size=99,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=37,
+        max_position_embeddings=32,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=1,
+    )
     model = hf_variants.GPTLMHeadModel(config).eval()
     with pytest.raises(ValueError, match="bos_token_id 500 is outside the vocabulary"):
         model.generate(max_new_tokens=2, bos_token_id=500)  # no prompt: generation starts from bos

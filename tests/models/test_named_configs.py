@@ -23,7 +23,13 @@ def test_parameter_counts_match_the_paper_within_2_percent(name, paper_params):
 
 @pytest.mark.parametrize(
     "name,layers,hidden",
-    [("bert-tiny", 2, 128), ("bert-mini", 4, 256), ("bert-small", 4, 512), ("bert-medium", 8, 512), ("mbert-base", 12, 768)],
+    [
+        ("bert-tiny", 2, 128),
+        ("bert-mini", 4, 256),
+        ("bert-small", 4, 512),
+        ("bert-medium", 8, 512),
+        ("mbert-base", 12, 768),
+    ],
 )
 def test_named_sizes(name, layers, hidden):
     config = AutoConfig.from_pretrained(str(MODELING_CONFIGS_DIR / name))
@@ -45,13 +51,16 @@ def test_unknown_name_lists_the_available_ones():
         hf_variants.named_config("bert-gigantic")
 
 
-@pytest.mark.parametrize("name,expected_params", [
-    ("transfo-xl-base", 151e6),  # Dai et al. 2019, Table 1 (WikiText-103 standard): 151M
-    # The paper's Table 1 gives 257M for the large model, but its released hyperparameters (the
-    # authors' scripts and the transfo-xl-wt103 checkpoint: 18 layers, d_model 1024, d_inner 4096,
-    # div_val 4) count 285.2M, which we keep so converted checkpoints load; 16 layers would give 257.9M.
-    ("transfo-xl-large", 285.2e6),
-])
+@pytest.mark.parametrize(
+    "name,expected_params",
+    [
+        ("transfo-xl-base", 151e6),  # Dai et al. 2019, Table 1 (WikiText-103 standard): 151M
+        # The paper's Table 1 gives 257M for the large model, but its released hyperparameters (the
+        # authors' scripts and the transfo-xl-wt103 checkpoint: 18 layers, d_model 1024, d_inner 4096,
+        # div_val 4) count 285.2M, which we keep so converted checkpoints load; 16 layers would give 257.9M.
+        ("transfo-xl-large", 285.2e6),
+    ],
+)
 def test_transformer_xl_parameter_counts(name, expected_params):
     config = hf_variants.named_config(name)
     assert config.cutoffs == [20000, 40000, 200000] and config.vocab_size == 267735

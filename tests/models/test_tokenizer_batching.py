@@ -24,11 +24,11 @@ import functools
 
 import pytest
 import torch
-from tests.common.austen_data import austen_corpus
-from tests.common.tiny_variants import tiny_config
 
 from hf_variants.registry import SPECS
 from hf_variants.tokenization import train_tokenizer
+from tests.common.austen_data import austen_corpus
+from tests.common.tiny_variants import tiny_config
 
 ATOL = 1e-5
 VOCAB_SIZE = 800
@@ -94,8 +94,12 @@ def encode_for(head: str, tokenizer, rows: list[int]):
         return tokenizer([QUESTIONS[r] for r in rows], [SENTENCES[r] for r in rows], padding=True, return_tensors="pt")
     if head == "ForMultipleChoice":  # each row's choices: a rotation of CHOICES after one context
         choices = [CHOICES[r:] + CHOICES[:r] for r in rows]
-        flat = tokenizer([CONTEXT] * (len(rows) * len(CHOICES)), [c for row in choices for c in row], padding=True,
-                         return_tensors="pt")
+        flat = tokenizer(
+            [CONTEXT] * (len(rows) * len(CHOICES)),
+            [c for row in choices for c in row],
+            padding=True,
+            return_tensors="pt",
+        )
         return {key: value.view(len(rows), len(CHOICES), -1) for key, value in flat.items()}
     return tokenizer([SENTENCES[r] for r in rows], padding=True, return_tensors="pt")
 
@@ -115,8 +119,10 @@ def test_each_sentence_scores_as_alone_in_a_padded_batch(variant):
         for name, value in batched.items():
             if head in ("ForTokenClassification", "ForQuestionAnswering"):
                 rows = real_rows(value, batch["attention_mask"])
-                singles = [real_rows(out[name], encode_for(head, tokenizer, [r])["attention_mask"])[0]
-                           for r, out in zip(everyone, alone)]
+                singles = [
+                    real_rows(out[name], encode_for(head, tokenizer, [r])["attention_mask"])[0]
+                    for r, out in zip(everyone, alone)
+                ]
             else:
                 rows, singles = list(value), [out[name][0] for out in alone]
             assert_rows_equal(rows, singles, f"{variant} {head} {name}")
@@ -132,8 +138,14 @@ def generate(model, tokenizer, prompts: list[str]):
         tokenizer = copy.deepcopy(tokenizer)
         tokenizer.padding_side = "left"
     encoded = tokenizer(prompts, padding=True, return_tensors="pt")
-    settings = dict(max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False,
-                    return_dict_in_generate=True, output_logits=True, pad_token_id=tokenizer.pad_token_id)
+    settings = dict(
+        max_new_tokens=NEW_TOKENS,
+        min_new_tokens=NEW_TOKENS,
+        do_sample=False,
+        return_dict_in_generate=True,
+        output_logits=True,
+        pad_token_id=tokenizer.pad_token_id,
+    )
     with torch.no_grad():
         return encoded, model.generate(**encoded, **settings)
 
@@ -158,10 +170,15 @@ def test_batched_generation_gives_each_prompt_its_tokens_alone(variant):
         assert not bool(encoded["attention_mask"].all()), "the batch must be padded"
         for row, prompt in enumerate(SENTENCES):
             _, alone = generate(model, tokenizer, [prompt])
-            assert torch.equal(batched.sequences[row, -NEW_TOKENS:], alone.sequences[0, -NEW_TOKENS:]), (variant, head, row)
+            assert torch.equal(batched.sequences[row, -NEW_TOKENS:], alone.sequences[0, -NEW_TOKENS:]), (
+                variant,
+                head,
+                row,
+            )
             for step, (in_batch, by_itself) in enumerate(zip(batched.logits, alone.logits, strict=True)):
-                torch.testing.assert_close(in_batch[row], by_itself[0], atol=ATOL, rtol=0,
-                                           msg=f"{variant} {head} row {row} step {step}")
+                torch.testing.assert_close(
+                    in_batch[row], by_itself[0], atol=ATOL, rtol=0, msg=f"{variant} {head} row {row} step {step}"
+                )
 
 
 def test_transfo_xl_refuses_a_padded_batch_and_generates_equal_length_prompts_as_alone():
@@ -174,8 +191,13 @@ def test_transfo_xl_refuses_a_padded_batch_and_generates_equal_length_prompts_as
         generate(model, tokenizer, SENTENCES)
     length = min(len(tokenizer(s)["input_ids"]) for s in SENTENCES)
     encoded = tokenizer(SENTENCES, truncation=True, max_length=length, padding=True, return_tensors="pt")
-    settings = dict(max_new_tokens=NEW_TOKENS, do_sample=False, return_dict_in_generate=True, output_logits=True,
-                    pad_token_id=tokenizer.pad_token_id)
+    settings = dict(
+        max_new_tokens=NEW_TOKENS,
+        do_sample=False,
+        return_dict_in_generate=True,
+        output_logits=True,
+        pad_token_id=tokenizer.pad_token_id,
+    )
     assert bool(encoded["attention_mask"].all()) and bool((encoded["token_type_ids"] == 0).all())
     with torch.no_grad():
         batched = model.generate(**encoded, **settings)
@@ -205,8 +227,9 @@ def test_vit_image_classifier_scores_each_image_as_alone():
     config = tiny_config(spec, num_labels=3)
     torch.manual_seed(0)
     model = spec.classes["ForImageClassification"](config).eval()
-    pixels = torch.randn(3, config.num_channels, config.image_size, config.image_size,
-                         generator=torch.Generator().manual_seed(0))
+    pixels = torch.randn(
+        3, config.num_channels, config.image_size, config.image_size, generator=torch.Generator().manual_seed(0)
+    )
     with torch.no_grad():
         batched = model(pixel_values=pixels).logits
         alone = [model(pixel_values=pixels[row : row + 1]).logits[0] for row in range(3)]

@@ -51,7 +51,9 @@ def test_the_scan_sees_an_import_of_another_variant(tmp_path, monkeypatch):
     fake = tmp_path / "fake"
     fake.mkdir()
     (fake / "__init__.py").write_text("from ..bert.weights import KEY_MAP\n")
-    (fake / "modeling_fake.py").write_text("import hf_variants.models.bert.modeling_bert\nfrom ...modules import heads\n")
+    (fake / "modeling_fake.py").write_text(
+        "import hf_variants.models.bert.modeling_bert\nfrom ...modules import heads\n"
+    )
     monkeypatch.setattr(sys.modules[__name__], "MODELS_DIR", tmp_path)
     assert imported_variants("fake") == {"__init__.py": {"bert"}, "modeling_fake.py": {"bert"}}
 
@@ -59,7 +61,9 @@ def test_the_scan_sees_an_import_of_another_variant(tmp_path, monkeypatch):
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_no_variant_imports_another(variant):
     assert len(VARIANTS) >= 12
-    assert imported_variants(variant) == {}, f"{variant} imports other variants: move the shared code into modules/ or conversion/"
+    assert imported_variants(variant) == {}, (
+        f"{variant} imports other variants: move the shared code into modules/ or conversion/"
+    )
 
 
 # ----------------------------------------------------------------------------- the folder is the registration

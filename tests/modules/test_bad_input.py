@@ -82,7 +82,11 @@ ids = torch.ones(2, 5, dtype=torch.long)
         ("ForTokenClassification", {"labels": torch.full((2, 5), 7)}, "class 7"),
         ("ForMaskedLM", {"labels": torch.full((2, 5), 99)}, r"class 99, outside \[0, 99\)"),
         ("ForNextSentencePrediction", {"labels": torch.tensor([0, 2])}, r"^labels contains class 2"),
-        ("ForQuestionAnswering", {"start_positions": torch.tensor([0]), "end_positions": torch.tensor([0, 1])}, "start_positions has shape"),
+        (
+            "ForQuestionAnswering",
+            {"start_positions": torch.tensor([0]), "end_positions": torch.tensor([0, 1])},
+            "start_positions has shape",
+        ),
     ],
 )
 def test_bad_labels(head, labels, message):

@@ -13,14 +13,13 @@ from torch import nn
 
 from hf_variants.models.configuration_base import VariantConfig, VariantDecoderConfig
 from hf_variants.models.modeling_base import VariantPreTrainedModel
+from hf_variants.models.papers import BERT
 from hf_variants.modules.backbone import TransformerBackbone
 from hf_variants.modules.decoder import DecoderBackbone
-from hf_variants.modules.generation import DecoderForCausalLM
 from hf_variants.modules.embeddings import TransformerEmbeddings, check_index_range
+from hf_variants.modules.generation import DecoderForCausalLM
 from hf_variants.modules.heads import SummaryClassifier
 from hf_variants.modules.norms import RMSNorm
-from hf_variants.models.papers import BERT
-from hf_variants.registry import HEAD_AUTO_CLASSES, REGISTERED, SPECS, VariantSpec, register
 from hf_variants.modules.task_models import (
     EncoderForMaskedLM,
     EncoderForMultipleChoice,
@@ -28,6 +27,7 @@ from hf_variants.modules.task_models import (
     EncoderForSequenceClassification,
     EncoderForTokenClassification,
 )
+from hf_variants.registry import HEAD_AUTO_CLASSES, REGISTERED, SPECS, VariantSpec, register
 
 MODEL_TYPE = "hfv_conformance_probe"
 
@@ -111,10 +111,22 @@ HEADS = {
 
 def probe_config(**overrides) -> ProbeConfig:
     fields = dict(
-        vocab_size=50, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48,
-        max_position_embeddings=32, type_vocab_size=0, pre_layer_norm=True, norm_type="rms_norm",
-        layer_norm_eps=1e-6, use_bias=False, summary_type="last_real", is_decoder=True, num_labels=3,
-        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+        vocab_size=50,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=48,
+        max_position_embeddings=32,
+        type_vocab_size=0,
+        pre_layer_norm=True,
+        norm_type="rms_norm",
+        layer_norm_eps=1e-6,
+        use_bias=False,
+        summary_type="last_real",
+        is_decoder=True,
+        num_labels=3,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
     )
     return ProbeConfig(**{**fields, **overrides})
 
@@ -123,10 +135,13 @@ def batch(seed: int = 0, length: int = 9) -> dict[str, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
     ids = torch.randint(1, 50, (3, length), generator=g)
     mask = torch.ones(3, length, dtype=torch.long)
-    mask[1, length - 3:] = 0
-    mask[2, length // 2:] = 0
-    return {"input_ids": ids.masked_fill(mask == 0, 0), "attention_mask": mask,
-            "langs": torch.randint(0, 3, (3, length), generator=g)}
+    mask[1, length - 3 :] = 0
+    mask[2, length // 2 :] = 0
+    return {
+        "input_ids": ids.masked_fill(mask == 0, 0),
+        "attention_mask": mask,
+        "langs": torch.randint(0, 3, (3, length), generator=g),
+    }
 
 
 def test_the_hooks_build_what_the_config_asks_for():
@@ -134,7 +149,9 @@ def test_the_hooks_build_what_the_config_asks_for():
     assert any(isinstance(m, RMSNorm) for m in model.modules())
     assert not any(isinstance(m, nn.LayerNorm) for m in model.probe.encoder.modules())
     assert model.probe.encoder.final_layer_norm is not None  # pre-LN closes the stack with a norm
-    linear_biases = [n for n, m in model.probe.encoder.named_modules() if isinstance(m, nn.Linear) and m.bias is not None]
+    linear_biases = [
+        n for n, m in model.probe.encoder.named_modules() if isinstance(m, nn.Linear) and m.bias is not None
+    ]
     assert linear_biases == []
     assert model.probe.pooler is None
 
@@ -177,7 +194,7 @@ def test_last_real_token_summary_is_padding_invariant(padding_free):
     logits = model(**inputs).logits
     for row in range(3):
         length = int(inputs["attention_mask"][row].sum())
-        alone = {k: v[row:row + 1, :length] for k, v in inputs.items()}
+        alone = {k: v[row : row + 1, :length] for k, v in inputs.items()}
         torch.testing.assert_close(model(**alone).logits[0], logits[row], atol=1e-5, rtol=1e-4)
 
 

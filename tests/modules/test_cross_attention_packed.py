@@ -11,16 +11,43 @@ import hf_variants
 def reference(family: str) -> transformers.PreTrainedModel:
     torch.manual_seed(0)
     if family == "t5":
-        config = transformers.T5Config(vocab_size=99, d_model=32, d_kv=8, d_ff=37, num_layers=2, num_decoder_layers=2,
-                                       num_heads=4, relative_attention_num_buckets=8, dropout_rate=0.0,
-                                       decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
+        config = transformers.T5Config(
+            vocab_size=99,
+            d_model=32,
+            d_kv=8,
+            d_ff=37,
+            num_layers=2,
+            num_decoder_layers=2,
+            num_heads=4,
+            relative_attention_num_buckets=8,
+            dropout_rate=0.0,
+            decoder_start_token_id=0,
+            pad_token_id=0,
+            eos_token_id=1,
+        )
         model = transformers.T5ForConditionalGeneration(config)
     else:
         config = transformers.MarianConfig(
-            vocab_size=99, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-            decoder_attention_heads=4, encoder_ffn_dim=37, decoder_ffn_dim=37, max_position_embeddings=64,
-            activation_function="relu", dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, init_std=0.3,
-            scale_embedding=True, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0, forced_eos_token_id=None)
+            vocab_size=99,
+            d_model=32,
+            encoder_layers=2,
+            decoder_layers=2,
+            encoder_attention_heads=4,
+            decoder_attention_heads=4,
+            encoder_ffn_dim=37,
+            decoder_ffn_dim=37,
+            max_position_embeddings=64,
+            activation_function="relu",
+            dropout=0.0,
+            attention_dropout=0.0,
+            activation_dropout=0.0,
+            init_std=0.3,
+            scale_embedding=True,
+            pad_token_id=0,
+            eos_token_id=1,
+            decoder_start_token_id=0,
+            forced_eos_token_id=None,
+        )
         model = transformers.MarianMTModel(config)
     model.config._attn_implementation = "sdpa"
     return model
@@ -61,8 +88,11 @@ def test_generation_with_packed_cross_attention_equals_transformers():
     theirs = reference("t5").eval()
     ours = hf_variants.from_transformers(theirs).eval()
     input_ids, attention_mask, _ = padded_pairs(seed=9)
-    config = transformers.GenerationConfig(max_new_tokens=6, do_sample=False, decoder_start_token_id=0, pad_token_id=0,
-                                           eos_token_id=None)
-    generated = [model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=config)
-                 for model in (theirs, ours)]
+    config = transformers.GenerationConfig(
+        max_new_tokens=6, do_sample=False, decoder_start_token_id=0, pad_token_id=0, eos_token_id=None
+    )
+    generated = [
+        model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=config)
+        for model in (theirs, ours)
+    ]
     assert torch.equal(generated[0], generated[1])

@@ -9,9 +9,9 @@ import torch
 from transformers import DynamicCache, EncoderDecoderCache
 
 from hf_variants.modules.attention import MultiHeadAttention
-from hf_variants.modules.masks import extend_for_memory, make_attention_bias
 from hf_variants.modules.encoder import LayerSpec, LayerStack
 from hf_variants.modules.layout import BatchLayout
+from hf_variants.modules.masks import extend_for_memory, make_attention_bias
 from hf_variants.modules.memory import SegmentMemory
 from hf_variants.modules.padding import UnpaddedBatch
 
@@ -19,7 +19,9 @@ BACKENDS = ("eager", "sdpa")
 HIDDEN = 32
 
 
-def stack(sharing: str = "none", pre_layer_norm: bool = True, cross_attention: bool = False, seed: int = 0) -> LayerStack:
+def stack(
+    sharing: str = "none", pre_layer_norm: bool = True, cross_attention: bool = False, seed: int = 0
+) -> LayerStack:
     torch.manual_seed(seed)
     spec = LayerSpec(
         hidden_size=HIDDEN,
@@ -72,7 +74,12 @@ def test_stack_with_cache_step_by_step_equals_one_causal_run(backend, sharing):
         outputs = [layers(hidden[:, :4], causal(hidden[:, :4]), past_key_values=cache, attn_implementation=backend)[0]]
         for t in range(4, 7):
             outputs.append(
-                layers(hidden[:, t : t + 1], causal(hidden[:, t : t + 1]), past_key_values=cache, attn_implementation=backend)[0]
+                layers(
+                    hidden[:, t : t + 1],
+                    causal(hidden[:, t : t + 1]),
+                    past_key_values=cache,
+                    attn_implementation=backend,
+                )[0]
             )
     # One cache entry per depth even when one module serves every depth.
     assert len(cache.layers) == 3 and cache.get_seq_length() == 7
@@ -89,13 +96,19 @@ def test_cross_attention_keys_are_computed_once_and_reused(backend):
     with torch.no_grad():
         full, *_ = layers(hidden, causal(hidden), encoder_hidden_states=source, **kwargs)
         cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
-        first, *_ = layers(hidden[:, :3], causal(hidden[:, :3]), encoder_hidden_states=source, past_key_values=cache,
-                             **kwargs)
+        first, *_ = layers(
+            hidden[:, :3], causal(hidden[:, :3]), encoder_hidden_states=source, past_key_values=cache, **kwargs
+        )
         assert cache.is_updated == {0: True, 1: True, 2: True}
         assert cache.cross_attention_cache.layers[0].keys.shape == (2, 4, 6, 8)
         # Later steps read the stored encoder keys/values: different encoder states change nothing.
-        rest, *_ = layers(hidden[:, 3:], causal(hidden[:, 3:]), encoder_hidden_states=torch.zeros_like(source),
-                            past_key_values=cache, **kwargs)
+        rest, *_ = layers(
+            hidden[:, 3:],
+            causal(hidden[:, 3:]),
+            encoder_hidden_states=torch.zeros_like(source),
+            past_key_values=cache,
+            **kwargs,
+        )
     assert cache.get_seq_length() == 5
     torch.testing.assert_close(torch.cat([first, rest], dim=1), full, atol=1e-5, rtol=0)
 

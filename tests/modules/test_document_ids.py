@@ -16,9 +16,18 @@ class _PadTokenizer:
 
 def tiny_gpt(seed: int = 0) -> hf_variants.GPTLMHeadModel:
     torch.manual_seed(seed)
-    config = hf_variants.GPTConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                   intermediate_size=37, max_position_embeddings=64, hidden_dropout_prob=0.0,
-                                   attention_probs_dropout_prob=0.0, bos_token_id=1, eos_token_id=1)
+    config = hf_variants.GPTConfig(
+        vocab_size=99,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=64,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        bos_token_id=1,
+        eos_token_id=1,
+    )
     return hf_variants.GPTLMHeadModel(config).eval()
 
 

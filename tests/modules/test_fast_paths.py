@@ -25,16 +25,28 @@ VOCAB, BATCH, LENGTH, CHOICES = 99, 6, 11, 2
 # Lengths with every case: a full row, one-token rows, a spread that forces several buckets.
 LENGTHS = [11, 3, 7, 1, 10, 2]
 HEADS = [
-    "Model", "ForPreTraining", "ForMaskedLM", "ForNextSentencePrediction", "ForSequenceClassification",
-    "ForTokenClassification", "ForQuestionAnswering", "ForMultipleChoice",
+    "Model",
+    "ForPreTraining",
+    "ForMaskedLM",
+    "ForNextSentencePrediction",
+    "ForSequenceClassification",
+    "ForTokenClassification",
+    "ForQuestionAnswering",
+    "ForMultipleChoice",
 ]
 ATOL, RTOL = 1e-5, 1e-4
 
 
 def tiny_config(attn: str, num_labels: int = 3) -> transformers.BertConfig:
     return transformers.BertConfig(
-        vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
-        max_position_embeddings=64, num_labels=num_labels, attn_implementation=attn,
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=64,
+        num_labels=num_labels,
+        attn_implementation=attn,
     )
 
 
@@ -184,7 +196,11 @@ def test_padding_free_and_sparse_in_training_mode_without_dropout() -> None:
     assert_close(fast_loss, theirs_loss, "loss")
     theirs_loss.backward()
     fast_loss.backward()
-    assert_close(fast.bert.embeddings.word_embeddings.weight.grad, theirs.bert.embeddings.word_embeddings.weight.grad, "tied embedding gradient")
+    assert_close(
+        fast.bert.embeddings.word_embeddings.weight.grad,
+        theirs.bert.embeddings.word_embeddings.weight.grad,
+        "tied embedding gradient",
+    )
 
 
 def test_qa_head_runs_padded() -> None:
@@ -240,7 +256,9 @@ def test_no_padding_skips_the_unpadding() -> None:
     ids = torch.randint(1, VOCAB, (3, LENGTH))
     full = torch.ones_like(ids)
     assert make_attention_bias(full, torch.float32) is None
-    assert torch.equal(free(input_ids=ids, attention_mask=full).logits, padded(input_ids=ids, attention_mask=full).logits)
+    assert torch.equal(
+        free(input_ids=ids, attention_mask=full).logits, padded(input_ids=ids, attention_mask=full).logits
+    )
 
 
 def test_padding_free_inputs_embeds_and_left_padding() -> None:

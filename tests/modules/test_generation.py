@@ -15,10 +15,10 @@ from transformers import DynamicCache
 from hf_variants.modules.embeddings import TransformerEmbeddings
 from hf_variants.modules.generation import DecoderForCausalLM
 from tests.common.tiny_decoders import (
+    TINY,
     TinyDecoderModel,
     TinyForCausalLM,
     TinyForConditionalGeneration,
-    TINY,
     TinyPreTrainedModel,
     tiny_decoder_config,
     tiny_seq2seq_config,
@@ -112,8 +112,15 @@ def test_beam_search_is_deterministic_and_cache_independent():
     assert torch.equal(beams, model.generate(ids, num_beams=3, do_sample=False, max_new_tokens=8))
     # Beams reorder the cache (Cache.reorder_cache): recomputing every step must agree.
     assert torch.equal(beams, model.generate(ids, num_beams=3, do_sample=False, max_new_tokens=8, use_cache=False))
-    returned = model.generate(ids, num_beams=3, num_return_sequences=3, do_sample=False, max_new_tokens=8,
-                              output_scores=True, return_dict_in_generate=True)
+    returned = model.generate(
+        ids,
+        num_beams=3,
+        num_return_sequences=3,
+        do_sample=False,
+        max_new_tokens=8,
+        output_scores=True,
+        return_dict_in_generate=True,
+    )
     assert returned.sequences.shape == (9, 14)
     assert torch.equal(returned.sequences[::3], beams)  # the best beam of each prompt comes first
     assert bool((returned.sequences_scores[0::3] >= returned.sequences_scores[1::3]).all())
@@ -141,7 +148,7 @@ def test_left_padded_batch_gives_each_row_its_own_tokens(backend):
     batched = greedy(model, ids, attention_mask=mask)
     for i, row in enumerate(rows):
         alone = greedy(model, row[None])
-        assert torch.equal(batched[i, ids.shape[1]:], alone[0, len(row):]), f"row {i}"
+        assert torch.equal(batched[i, ids.shape[1] :], alone[0, len(row) :]), f"row {i}"
 
 
 def test_eos_stops_generation_and_pads_finished_rows():
@@ -152,7 +159,7 @@ def test_eos_stops_generation_and_pads_finished_rows():
     stopped = greedy(model, ids, eos_token_id=eos, pad_token_id=PAD)
     first_eos = (free[0, 6:] == eos).nonzero()[0, 0].item()
     assert stopped[0, 6 + first_eos] == eos
-    assert bool((stopped[0, 6 + first_eos + 1:] == PAD).all())
+    assert bool((stopped[0, 6 + first_eos + 1 :] == PAD).all())
     assert torch.equal(stopped[0, : 6 + first_eos + 1], free[0, : 6 + first_eos + 1])
     row_1_hits = (free[1, 6:] == eos).nonzero()
     if len(row_1_hits) == 0:  # row 1 never emits it: it runs to max_new_tokens, the length of the output
@@ -232,14 +239,19 @@ def test_seq2seq_cached_step_equals_recomputing_and_greedy_equals_argmax(backend
     with torch.no_grad():
         encoder_outputs = model.get_encoder()(input_ids=ids, attention_mask=mask)
         for _ in range(5):
-            logits = model(attention_mask=mask, encoder_outputs=encoder_outputs, decoder_input_ids=decoded,
-                           use_cache=False).logits[:, -1]
+            logits = model(
+                attention_mask=mask, encoder_outputs=encoder_outputs, decoder_input_ids=decoded, use_cache=False
+            ).logits[:, -1]
             decoded = torch.cat([decoded, logits.argmax(-1, keepdim=True)], dim=1)
         prefix = model(attention_mask=mask, encoder_outputs=encoder_outputs, decoder_input_ids=decoded[:, :-1])
         cache = prefix.past_key_values
         assert all(cache.is_updated.values()) and len(cache.is_updated) == model.config.num_hidden_layers
-        step = model(attention_mask=mask, encoder_outputs=encoder_outputs, decoder_input_ids=decoded[:, -1:],
-                     past_key_values=cache)
+        step = model(
+            attention_mask=mask,
+            encoder_outputs=encoder_outputs,
+            decoder_input_ids=decoded[:, -1:],
+            past_key_values=cache,
+        )
         full = model(attention_mask=mask, encoder_outputs=encoder_outputs, decoder_input_ids=decoded, use_cache=False)
     torch.testing.assert_close(step.logits[:, 0], full.logits[:, -1], atol=1e-5, rtol=0)
     generated = model.generate(ids, attention_mask=mask, do_sample=False, max_new_tokens=5)
@@ -272,9 +284,7 @@ def test_seq2seq_labels_make_shifted_decoder_inputs_and_loss():
     labels = prompts(2, 4, seed=12)
     labels[1, 2:] = -100
     out = model(ids, labels=labels)
-    decoder_input_ids = torch.tensor(
-        [[1, *labels[0, :3].tolist()], [1, *labels[1, :2].tolist(), PAD]]
-    )
+    decoder_input_ids = torch.tensor([[1, *labels[0, :3].tolist()], [1, *labels[1, :2].tolist(), PAD]])
     explicit = model(ids, decoder_input_ids=decoder_input_ids, use_cache=False)
     torch.testing.assert_close(out.logits, explicit.logits)
     expected = F.cross_entropy(explicit.logits.reshape(-1, 99), labels.reshape(-1), ignore_index=-100)
@@ -348,9 +358,21 @@ def test_generation_matches_gpt2(backend):
 
     torch.manual_seed(0)
     reference_config = GPT2Config(
-        vocab_size=99, n_positions=64, n_embd=32, n_layer=2, n_head=4, n_inner=37, activation_function="gelu_new",
-        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, layer_norm_epsilon=1e-5, initializer_range=0.3,
-        bos_token_id=1, eos_token_id=None, pad_token_id=PAD,
+        vocab_size=99,
+        n_positions=64,
+        n_embd=32,
+        n_layer=2,
+        n_head=4,
+        n_inner=37,
+        activation_function="gelu_new",
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        layer_norm_epsilon=1e-5,
+        initializer_range=0.3,
+        bos_token_id=1,
+        eos_token_id=None,
+        pad_token_id=PAD,
     )
     reference_config._attn_implementation = backend
     reference = GPT2LMHeadModel(reference_config).eval()
@@ -367,9 +389,14 @@ def test_generation_matches_gpt2(backend):
     _copy_linear(ours, theirs, "model.encoder.final_layer_norm", ["transformer.ln_f"])
     for i in range(2):
         block, layer = f"transformer.h.{i}.", f"model.encoder.layers.{i}."
-        for mine, gpt2, conv1d in [("attention.qkv", "attn.c_attn", True), ("attention.out", "attn.c_proj", True),
-                                   ("ffn.up", "mlp.c_fc", True), ("ffn.down", "mlp.c_proj", True),
-                                   ("attention_norm", "ln_1", False), ("ffn_norm", "ln_2", False)]:
+        for mine, gpt2, conv1d in [
+            ("attention.qkv", "attn.c_attn", True),
+            ("attention.out", "attn.c_proj", True),
+            ("ffn.up", "mlp.c_fc", True),
+            ("ffn.down", "mlp.c_proj", True),
+            ("attention_norm", "ln_1", False),
+            ("ffn_norm", "ln_2", False),
+        ]:
             _copy_linear(ours, theirs, layer + mine, [block + gpt2], transpose=conv1d)
     model.load_state_dict(ours, strict=True)
     ids, mask = _padded_prompts("left")
@@ -382,7 +409,9 @@ def test_generation_matches_gpt2(backend):
         real = mask.bool()
         torch.testing.assert_close(
             model(ids, attention_mask=mask).logits[real],
-            reference(ids, attention_mask=mask, position_ids=positions).logits[real], atol=1e-5, rtol=0,
+            reference(ids, attention_mask=mask, position_ids=positions).logits[real],
+            atol=1e-5,
+            rtol=0,
         )
 
 
@@ -392,10 +421,24 @@ def test_seq2seq_generation_matches_bart(backend):
 
     torch.manual_seed(0)
     reference_config = BartConfig(
-        vocab_size=99, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-        decoder_attention_heads=4, encoder_ffn_dim=37, decoder_ffn_dim=37, max_position_embeddings=64, dropout=0.0,
-        attention_dropout=0.0, activation_dropout=0.0, init_std=0.3, decoder_start_token_id=1, bos_token_id=1,
-        eos_token_id=None, forced_eos_token_id=None, pad_token_id=PAD,
+        vocab_size=99,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=37,
+        decoder_ffn_dim=37,
+        max_position_embeddings=64,
+        dropout=0.0,
+        attention_dropout=0.0,
+        activation_dropout=0.0,
+        init_std=0.3,
+        decoder_start_token_id=1,
+        bos_token_id=1,
+        eos_token_id=None,
+        forced_eos_token_id=None,
+        pad_token_id=PAD,
     )
     reference_config._attn_implementation = backend
     reference = BartForConditionalGeneration(reference_config).eval()
@@ -410,14 +453,21 @@ def test_seq2seq_generation_matches_bart(backend):
         _copy_linear(ours, theirs, prefix + "embeddings.layer_norm", [prefix + "layernorm_embedding"])
         for i in range(2):
             block, layer = f"{prefix}layers.{i}.", f"{prefix}encoder.layers.{i}."
-            renames = [("attention.qkv", ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"]),
-                       ("attention.out", ["self_attn.out_proj"]), ("attention_norm", ["self_attn_layer_norm"]),
-                       ("ffn.up", ["fc1"]), ("ffn.down", ["fc2"]), ("ffn_norm", ["final_layer_norm"])]
+            renames = [
+                ("attention.qkv", ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"]),
+                ("attention.out", ["self_attn.out_proj"]),
+                ("attention_norm", ["self_attn_layer_norm"]),
+                ("ffn.up", ["fc1"]),
+                ("ffn.down", ["fc2"]),
+                ("ffn_norm", ["final_layer_norm"]),
+            ]
             if side == "decoder":
-                renames += [("cross_attention.query", ["encoder_attn.q_proj"]),
-                            ("cross_attention.key_value", ["encoder_attn.k_proj", "encoder_attn.v_proj"]),
-                            ("cross_attention.out", ["encoder_attn.out_proj"]),
-                            ("cross_attention_norm", ["encoder_attn_layer_norm"])]
+                renames += [
+                    ("cross_attention.query", ["encoder_attn.q_proj"]),
+                    ("cross_attention.key_value", ["encoder_attn.k_proj", "encoder_attn.v_proj"]),
+                    ("cross_attention.out", ["encoder_attn.out_proj"]),
+                    ("cross_attention_norm", ["encoder_attn_layer_norm"]),
+                ]
             for mine, bart in renames:
                 _copy_linear(ours, theirs, layer + mine, [block + name for name in bart])
     model.load_state_dict(ours, strict=True)
@@ -430,7 +480,9 @@ def test_seq2seq_generation_matches_bart(backend):
     with torch.no_grad():
         torch.testing.assert_close(
             model(ids, attention_mask=mask, decoder_input_ids=targets).logits,
-            reference(ids, attention_mask=mask, decoder_input_ids=targets).logits, atol=1e-5, rtol=0,
+            reference(ids, attention_mask=mask, decoder_input_ids=targets).logits,
+            atol=1e-5,
+            rtol=0,
         )
 
 
@@ -468,8 +520,15 @@ def test_seq2seq_training_with_padded_targets_packed_or_padded():
     outputs = []
     for padding_free in (False, True):
         model = seq2seq_lm(padding_free=padding_free)
-        outputs.append(model(ids, attention_mask=mask, decoder_input_ids=decoder_input_ids,
-                             decoder_attention_mask=decoder_mask, labels=labels))
+        outputs.append(
+            model(
+                ids,
+                attention_mask=mask,
+                decoder_input_ids=decoder_input_ids,
+                decoder_attention_mask=decoder_mask,
+                labels=labels,
+            )
+        )
     torch.testing.assert_close(outputs[1].loss, outputs[0].loss, atol=1e-5, rtol=0)
     padding = decoder_mask == 0
     assert bool((outputs[1].logits[padding] == 0).all())  # the decoder really ran packed (with cross-attention)
@@ -508,8 +567,9 @@ def test_packed_documents_bias_equals_each_document_alone():
     document_ids = torch.tensor([[0] * 5 + [1] * 4])
     positions = torch.tensor([[0, 1, 2, 3, 4, 0, 1, 2, 3]])
     with torch.no_grad():
-        packed = model(row, position_ids=positions, attention_bias=document_causal_bias(document_ids),
-                       use_cache=False).logits
+        packed = model(
+            row, position_ids=positions, attention_bias=document_causal_bias(document_ids), use_cache=False
+        ).logits
         alone = [model(doc[None], use_cache=False).logits for doc in (first, second)]
     torch.testing.assert_close(packed, torch.cat(alone, dim=1), atol=1e-5, rtol=0)
 

@@ -29,40 +29,97 @@ VARIED = dict(do_sample=False, no_repeat_ngram_size=2)
 
 
 def _gpt2():
-    return transformers.GPT2LMHeadModel(transformers.GPT2Config(
-        vocab_size=VOCAB, n_positions=64, n_embd=32, n_layer=2, n_head=4, bos_token_id=1, eos_token_id=None, pad_token_id=0,
-        initializer_range=WIDE))
+    return transformers.GPT2LMHeadModel(
+        transformers.GPT2Config(
+            vocab_size=VOCAB,
+            n_positions=64,
+            n_embd=32,
+            n_layer=2,
+            n_head=4,
+            bos_token_id=1,
+            eos_token_id=None,
+            pad_token_id=0,
+            initializer_range=WIDE,
+        )
+    )
 
 
 def _gpt1():
-    return transformers.OpenAIGPTLMHeadModel(transformers.OpenAIGPTConfig(
-        vocab_size=VOCAB, n_positions=64, n_embd=32, n_layer=2, n_head=4, initializer_range=WIDE))
+    return transformers.OpenAIGPTLMHeadModel(
+        transformers.OpenAIGPTConfig(
+            vocab_size=VOCAB, n_positions=64, n_embd=32, n_layer=2, n_head=4, initializer_range=WIDE
+        )
+    )
 
 
 def _xlnet():
-    return transformers.XLNetLMHeadModel(transformers.XLNetConfig(
-        vocab_size=VOCAB, d_model=32, n_layer=2, n_head=4, d_inner=64, mem_len=None, bos_token_id=1, eos_token_id=None,
-        pad_token_id=0, initializer_range=WIDE))
+    return transformers.XLNetLMHeadModel(
+        transformers.XLNetConfig(
+            vocab_size=VOCAB,
+            d_model=32,
+            n_layer=2,
+            n_head=4,
+            d_inner=64,
+            mem_len=None,
+            bos_token_id=1,
+            eos_token_id=None,
+            pad_token_id=0,
+            initializer_range=WIDE,
+        )
+    )
 
 
 def _t5(version: str):
     extra = dict(feed_forward_proj="gated-gelu", tie_word_embeddings=False) if version == "v1.1" else {}
-    return transformers.T5ForConditionalGeneration(transformers.T5Config(
-        vocab_size=VOCAB, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=4,
-        relative_attention_num_buckets=8, decoder_start_token_id=0, pad_token_id=0, eos_token_id=None,
-        initializer_factor=4.0, **extra))
+    return transformers.T5ForConditionalGeneration(
+        transformers.T5Config(
+            vocab_size=VOCAB,
+            d_model=32,
+            d_kv=8,
+            d_ff=64,
+            num_layers=2,
+            num_decoder_layers=2,
+            num_heads=4,
+            relative_attention_num_buckets=8,
+            decoder_start_token_id=0,
+            pad_token_id=0,
+            eos_token_id=None,
+            initializer_factor=4.0,
+            **extra,
+        )
+    )
 
 
 def _marian():
-    return transformers.MarianMTModel(transformers.MarianConfig(
-        vocab_size=VOCAB, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-        decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64,
-        pad_token_id=0, eos_token_id=None, decoder_start_token_id=0, forced_eos_token_id=None, init_std=WIDE))
+    return transformers.MarianMTModel(
+        transformers.MarianConfig(
+            vocab_size=VOCAB,
+            d_model=32,
+            encoder_layers=2,
+            decoder_layers=2,
+            encoder_attention_heads=4,
+            decoder_attention_heads=4,
+            encoder_ffn_dim=64,
+            decoder_ffn_dim=64,
+            max_position_embeddings=64,
+            pad_token_id=0,
+            eos_token_id=None,
+            decoder_start_token_id=0,
+            forced_eos_token_id=None,
+            init_std=WIDE,
+        )
+    )
 
 
 # Every generating head that transformers also has, built as transformers builds it.
-THEIRS = {"gpt2": _gpt2, "openai-gpt": _gpt1, "xlnet": _xlnet, "t5-v1.0": lambda: _t5("v1.0"),
-          "t5-v1.1": lambda: _t5("v1.1"), "marian": _marian}
+THEIRS = {
+    "gpt2": _gpt2,
+    "openai-gpt": _gpt1,
+    "xlnet": _xlnet,
+    "t5-v1.0": lambda: _t5("v1.0"),
+    "t5-v1.1": lambda: _t5("v1.1"),
+    "marian": _marian,
+}
 ENCODER_DECODERS = ("t5-v1.0", "t5-v1.1", "marian")
 
 
@@ -78,8 +135,16 @@ def prompt(length: int, seed: int = 0) -> torch.Tensor:
 
 def transfo_xl():
     torch.manual_seed(0)
-    config = hf_variants.TransfoXLConfig(vocab_size=VOCAB, hidden_size=32, num_attention_heads=4, head_dim=8,
-                                         intermediate_size=64, num_hidden_layers=2, mem_len=32, initializer_range=WIDE)
+    config = hf_variants.TransfoXLConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_attention_heads=4,
+        head_dim=8,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        mem_len=32,
+        initializer_range=WIDE,
+    )
     return hf_variants.TransfoXLLMHeadModel(config).eval()
 
 

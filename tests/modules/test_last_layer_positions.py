@@ -22,8 +22,15 @@ CASES = {
 
 def tiny(head: str, **overrides) -> torch.nn.Module:
     config = hf_variants.BertConfig(
-        vocab_size=99, hidden_size=32, num_hidden_layers=3, num_attention_heads=4, intermediate_size=37,
-        max_position_embeddings=64, num_labels=3, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+        vocab_size=99,
+        hidden_size=32,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=64,
+        num_labels=3,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
         **overrides,
     )
     torch.manual_seed(0)
@@ -59,7 +66,9 @@ def test_the_last_layer_really_runs_on_one_position_per_row():
     seen = []
     hook = model.bert.encoder.layers[-1].ffn.register_forward_hook(lambda m, args, out: seen.append(tuple(out.shape)))
     earlier = []
-    hook_first = model.bert.encoder.layers[0].ffn.register_forward_hook(lambda m, a, out: earlier.append(tuple(out.shape)))
+    hook_first = model.bert.encoder.layers[0].ffn.register_forward_hook(
+        lambda m, a, out: earlier.append(tuple(out.shape))
+    )
     model(**inputs)
     hook.remove()
     hook_first.remove()
@@ -124,7 +133,11 @@ def test_masked_positions_only_last_layer_changes_nothing(head: str, case: str):
         out = model(**inputs)
         out.loss.backward()
         grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
-        logits = out.logits if head == "ForMaskedLM" else torch.cat([out.prediction_logits.flatten(), out.seq_relationship_logits.flatten()])
+        logits = (
+            out.logits
+            if head == "ForMaskedLM"
+            else torch.cat([out.prediction_logits.flatten(), out.seq_relationship_logits.flatten()])
+        )
         results.append((logits.detach(), out.loss.detach(), grads))
     (full_logits, full_loss, full_grads), (fast_logits, fast_loss, fast_grads) = results
     torch.testing.assert_close(fast_logits, full_logits, atol=1e-5, rtol=1e-4)

@@ -50,7 +50,9 @@ def test_document_causal_bias_is_the_document_bias_made_causal():
     """The collator's packed-CLM bias and the layout's document bias + causal mask agree."""
     document_ids = torch.tensor([[0, 0, 1, 1, 1, -1], [0, 1, 1, 2, -1, -1]])
     causal = masks.document_causal_bias(document_ids)
-    assert torch.equal(causal, masks.with_causal_bias(masks.document_bias(document_ids, torch.float32), 6, 6, torch.float32, None))
+    assert torch.equal(
+        causal, masks.with_causal_bias(masks.document_bias(document_ids, torch.float32), 6, 6, torch.float32, None)
+    )
     assert torch.equal(masks.document_causal_mask(document_ids), causal == 0)
     with pytest.raises(ValueError, match="document_ids must be \\(batch, length\\)"):
         masks.document_causal_mask(torch.zeros(4, dtype=torch.long))
@@ -94,7 +96,9 @@ def test_reading_a_mask():
     mask = torch.tensor([[0, 1, 1], [1, 1, 1]])
     assert masks.reads_a_padding_position(mask, torch.tensor([[0], [0]]))
     assert not masks.reads_a_padding_position(mask, torch.tensor([[2], [0]]))
-    assert not masks.reads_a_padding_position(mask, torch.tensor([[0], [0]]), slots_read=torch.tensor([[False], [True]]))
+    assert not masks.reads_a_padding_position(
+        mask, torch.tensor([[0], [0]]), slots_read=torch.tensor([[False], [True]])
+    )
     assert not masks.reads_a_padding_position(None, torch.tensor([[0]]))
     labels = torch.tensor([[5, -100, 7], [-100, -100, 4]])
     assert masks.targets_at_padding(labels, mask, -100)  # row 0: target 5 at padding position 0

@@ -10,10 +10,15 @@ import functools
 import numpy as np
 import pytest
 import torch
-from tests.common.austen_data import austen_corpus, austen_tokenizer
 
-from hf_variants.objectives import (DataCollatorForPackedCausalLM, causal_lm_dataset, document_causal_bias,
-                                    document_causal_mask, pack_causal_documents)
+from hf_variants.objectives import (
+    DataCollatorForPackedCausalLM,
+    causal_lm_dataset,
+    document_causal_bias,
+    document_causal_mask,
+    pack_causal_documents,
+)
+from tests.common.austen_data import austen_corpus, austen_tokenizer
 
 
 @functools.lru_cache(maxsize=None)
@@ -105,8 +110,14 @@ def test_transformers_gpt2_packed_equals_documents_alone(attn_implementation):
     collator = DataCollatorForPackedCausalLM(tokenizer, attention_mask_4d=True, return_document_ids=False)
     batch = collator(rows)
     assert set(batch) == {"input_ids", "position_ids", "labels", "attention_mask"}
-    config = GPT2Config(vocab_size=len(tokenizer), n_embd=32, n_layer=2, n_head=2, n_positions=64,
-                        attn_implementation=attn_implementation)
+    config = GPT2Config(
+        vocab_size=len(tokenizer),
+        n_embd=32,
+        n_layer=2,
+        n_head=2,
+        n_positions=64,
+        attn_implementation=attn_implementation,
+    )
     assert_packed_equals_documents_alone(GPT2LMHeadModel(config).eval(), batch, rows, tokenizer)
 
 
@@ -121,9 +132,17 @@ def test_our_gpt_packed_with_attention_bias_equals_documents_alone(attn_implemen
     batch = collator(rows)
     assert set(batch) == {"input_ids", "position_ids", "labels", "attention_mask", "attention_bias"}
     assert batch["attention_mask"].shape == batch["input_ids"].shape
-    config = GPTConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                       intermediate_size=64, max_position_embeddings=64, bos_token_id=None, eos_token_id=None,
-                       attn_implementation=attn_implementation)
+    config = GPTConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        bos_token_id=None,
+        eos_token_id=None,
+        attn_implementation=attn_implementation,
+    )
     assert_packed_equals_documents_alone(GPTLMHeadModel(config).eval(), batch, rows, tokenizer)
     with pytest.raises(ValueError, match="choose one"):
         DataCollatorForPackedCausalLM(tokenizer, attention_mask_4d=True, return_attention_bias=True)

@@ -5,10 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from tests.common.austen_data import austen_examples, austen_tokenizer, collate_all
 
-from hf_variants.objectives import (DataCollatorForMaskedLM, DataCollatorForPrecomputedMasks,
-                                    make_static_masked_dataset)
+from hf_variants.objectives import DataCollatorForMaskedLM, DataCollatorForPrecomputedMasks, make_static_masked_dataset
+from tests.common.austen_data import austen_examples, austen_tokenizer, collate_all
 
 
 def corruption_counts(collator, examples):
@@ -55,8 +54,9 @@ def test_mlm_fractions_and_special_tokens(whole_word_mask):
 
 def test_whole_word_masking_selects_complete_words():
     tokenizer = austen_tokenizer()
-    continuation = np.array([token.startswith("##") for token in tokenizer.convert_ids_to_tokens(
-        list(range(len(tokenizer))))])
+    continuation = np.array(
+        [token.startswith("##") for token in tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))]
+    )
     collator = DataCollatorForMaskedLM(tokenizer, whole_word_mask=True, seed=1)
     multi_piece_words_selected = 0
     for batch, original, lengths in collate_all(collator, austen_examples()):
@@ -103,11 +103,13 @@ def test_dynamic_masks_change_every_epoch_static_masks_do_not():
         order = torch.randperm(len(rows), generator=torch.Generator().manual_seed(seed)).tolist()
         labels = {}
         for start in range(0, len(order), 16):
-            indices = order[start:start + 16]
+            indices = order[start : start + 16]
             batch = collate([rows[i] for i in indices])
             for i, row_labels in zip(indices, batch["labels"]):
-                labels[i] = tuple(row_labels[row_labels != -100].tolist()), tuple(
-                    (row_labels != -100).nonzero().flatten().tolist())
+                labels[i] = (
+                    tuple(row_labels[row_labels != -100].tolist()),
+                    tuple((row_labels != -100).nonzero().flatten().tolist()),
+                )
         return labels
 
     static_rows = [static[i] for i in range(len(static))]

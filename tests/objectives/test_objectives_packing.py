@@ -5,17 +5,24 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy import stats
-from tests.common.austen_data import austen_corpus, austen_documents, austen_tokenizer
 
-from hf_variants.objectives import (DataCollatorForMaskedLM, build_nsp_pairs, build_sop_pairs,
-                                    iter_corpus_documents, pack_doc_sentences, pack_full_sentences,
-                                    pretraining_dataset)
+from hf_variants.objectives import (
+    DataCollatorForMaskedLM,
+    build_nsp_pairs,
+    build_sop_pairs,
+    iter_corpus_documents,
+    pack_doc_sentences,
+    pack_full_sentences,
+    pretraining_dataset,
+)
+from tests.common.austen_data import austen_corpus, austen_documents, austen_tokenizer
 
 
 def content(example, separator=None):
     """The non-special tokens of an example (optionally keeping document separators)."""
-    return [t for t, special in zip(example["input_ids"], example["special_tokens_mask"])
-            if not special or t == separator]
+    return [
+        t for t, special in zip(example["input_ids"], example["special_tokens_mask"]) if not special or t == separator
+    ]
 
 
 def flat(document):
@@ -162,8 +169,10 @@ def test_roberta_pair_template_from_a_byte_level_bpe_tokenizer():
     assert (template.single_specials, template.pair_specials) == (2, 4)
     bos, eos = tokenizer.cls_token_id, tokenizer.sep_token_id
     assert template.build([10], [12]).input_ids == [bos, 10, eos, eos, 12, eos]
-    documents = [[tokenizer(s, add_special_tokens=False)["input_ids"] for s in austen_corpus()["text"][i:i + 30]]
-                 for i in (0, 30, 60)]
+    documents = [
+        [tokenizer(s, add_special_tokens=False)["input_ids"] for s in austen_corpus()["text"][i : i + 30]]
+        for i in (0, 30, 60)
+    ]
     examples = list(build_nsp_pairs(documents, tokenizer, 64, seed=0))
     assert examples and all(len(e["input_ids"]) <= 64 and e["input_ids"][0] == bos for e in examples)
     assert all(set(e["token_type_ids"]) == {0} for e in examples)  # RoBERTa has no segment ids

@@ -7,12 +7,15 @@ import numpy as np
 import pytest
 import torch
 from scipy import stats
-from tests.common.austen_data import austen_examples, austen_tokenizer, collate_all
 
 from hf_variants.objectives import DataCollatorForPermutationLM, inverse_length_probabilities
+from tests.common.austen_data import austen_examples, austen_tokenizer, collate_all
 
-SENTENCES = ["It is a truth universally acknowledged, that a single man in possession of a good fortune",
-             "must be in want of a wife.", "However little known the feelings or views of such a man may be"]
+SENTENCES = [
+    "It is a truth universally acknowledged, that a single man in possession of a good fortune",
+    "must be in want of a wife.",
+    "However little known the feelings or views of such a man may be",
+]
 
 
 def small_features(tokenizer):
@@ -75,9 +78,17 @@ def test_visibility_rule_for_every_pair(perm_size):
             ids, rank = feature["input_ids"], collator.last_ranks[row]
             # The order is a permutation inside each block, blocks in sequence order.
             for start in range(0, width, block):
-                assert sorted(rank[start:start + block]) == list(range(start, min(start + block, width)))
-            kind = ["pad" if p >= len(ids) else "special" if ids[p] in special_ids
-                    else "target" if targets[row, p] else "context" for p in range(width)]
+                assert sorted(rank[start : start + block]) == list(range(start, min(start + block, width)))
+            kind = [
+                "pad"
+                if p >= len(ids)
+                else "special"
+                if ids[p] in special_ids
+                else "target"
+                if targets[row, p]
+                else "context"
+                for p in range(width)
+            ]
             for i in range(width):
                 for j in range(width):
                     assert perm_mask[row, i, j] == (not expected_visible(i, j, rank, kind, block)), (row, i, j)
@@ -124,7 +135,7 @@ def test_content_uncorrupted_padding_never_target_nor_visible():
     lengths = torch.tensor([len(f["input_ids"]) for f in features])
     inside = torch.arange(batch["input_ids"].shape[1])[None, :] < lengths[:, None]
     for row, feature in enumerate(features):
-        assert batch["input_ids"][row, :lengths[row]].tolist() == feature["input_ids"]
+        assert batch["input_ids"][row, : lengths[row]].tolist() == feature["input_ids"]
     assert (batch["input_ids"][~inside] == tokenizer.pad_token_id).all()
     assert (batch["attention_mask"].bool() == inside).all()
     assert (batch["perm_mask"].permute(0, 2, 1)[~inside] == 1).all()  # padding columns hidden
@@ -178,11 +189,16 @@ def test_fixed_num_predict_and_determinism():
     assert not torch.equal(first["perm_mask"], other["perm_mask"])
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(plm_probability=0.0), "plm_probability"), (dict(plm_probability=1.0), "plm_probability"),
-    (dict(max_span_length=0), "n-gram length"), (dict(perm_size=0), "perm_size"),
-    (dict(num_predict=0), "num_predict"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(plm_probability=0.0), "plm_probability"),
+        (dict(plm_probability=1.0), "plm_probability"),
+        (dict(max_span_length=0), "n-gram length"),
+        (dict(perm_size=0), "perm_size"),
+        (dict(num_predict=0), "num_predict"),
+    ],
+)
 def test_bad_parameters(kwargs, message):
     with pytest.raises(ValueError, match=message):
         DataCollatorForPermutationLM(austen_tokenizer(), **kwargs)
@@ -204,11 +220,21 @@ def train_two_steps(model, rows, collator, output_dir, remove_unused_columns: bo
     import datasets
     from transformers import Trainer, TrainingArguments
 
-    args = TrainingArguments(str(output_dir), max_steps=2, per_device_train_batch_size=4, logging_steps=1,
-                             report_to=[], save_strategy="no", use_cpu=True, disable_tqdm=True, seed=0,
-                             remove_unused_columns=remove_unused_columns)
-    trainer = Trainer(model=model, args=args, train_dataset=datasets.Dataset.from_list(list(rows)),
-                      data_collator=collator)
+    args = TrainingArguments(
+        str(output_dir),
+        max_steps=2,
+        per_device_train_batch_size=4,
+        logging_steps=1,
+        report_to=[],
+        save_strategy="no",
+        use_cpu=True,
+        disable_tqdm=True,
+        seed=0,
+        remove_unused_columns=remove_unused_columns,
+    )
+    trainer = Trainer(
+        model=model, args=args, train_dataset=datasets.Dataset.from_list(list(rows)), data_collator=collator
+    )
     trainer.train()
     return [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
 
@@ -218,6 +244,10 @@ def test_trainer_takes_the_collator(tmp_path):
 
     tokenizer = austen_tokenizer()
     config = XLNetConfig(vocab_size=len(tokenizer), d_model=32, n_layer=2, n_head=2, d_inner=64)
-    losses = train_two_steps(XLNetLMHeadModel(config), austen_examples(max_length=64)[:8],
-                             DataCollatorForPermutationLM(tokenizer, seed=0), tmp_path)
+    losses = train_two_steps(
+        XLNetLMHeadModel(config),
+        austen_examples(max_length=64)[:8],
+        DataCollatorForPermutationLM(tokenizer, seed=0),
+        tmp_path,
+    )
     assert len(losses) == 2 and all(np.isfinite(losses))

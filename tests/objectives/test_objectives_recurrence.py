@@ -45,7 +45,7 @@ def test_each_process_reads_consecutive_segments_of_its_own_streams(world_size, 
     stream_length = len(text) // (batch_size * world_size)
     for index, stream in enumerate(streams):
         start = index * stream_length
-        assert stream == text[start:start + len(stream)].tolist()
+        assert stream == text[start : start + len(stream)].tolist()
 
 
 def test_evaluation_batches_match_the_items():

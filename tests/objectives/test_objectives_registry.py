@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from tests.common.austen_data import austen_examples, austen_tokenizer
 
 from hf_variants.objectives.registry import OBJECTIVES, Objective, parse_objective, register_objective
+from tests.common.austen_data import austen_examples, austen_tokenizer
 
 
 def test_the_papers_objectives_are_registered_with_their_rates_and_sentence_tasks():
@@ -25,8 +25,15 @@ def test_the_papers_objectives_are_registered_with_their_rates_and_sentence_task
     assert [name for name, o in OBJECTIVES.items() if o.static_masking] == ["mlm", "span", "ngram"]
 
 
-@pytest.mark.parametrize("text, message", [("mlm+xyz", "unknown objective"), ("bogus", "unknown objective"),
-                                           ("rtd+nsp", "has no sentence task"), ("tlm+sop", "has no sentence task")])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("mlm+xyz", "unknown objective"),
+        ("bogus", "unknown objective"),
+        ("rtd+nsp", "has no sentence task"),
+        ("tlm+sop", "has no sentence task"),
+    ],
+)
 def test_bad_objectives_are_refused_by_name(text, message):
     with pytest.raises(ValueError, match=message):
         parse_objective(text)

@@ -11,13 +11,20 @@ import numpy as np
 import pytest
 import torch
 from scipy import stats
-from tests.common.austen_data import austen_corpus, austen_tokenizer
 
-from hf_variants.objectives import (DataCollatorForSpanCorruption, iter_corpus_documents, pack_for_span_corruption,
-                                    random_spans_noise_mask, sentinel_ids, span_corruption_dataset,
-                                    span_corruption_lengths, tokenize_documents)
+from hf_variants.objectives import (
+    DataCollatorForSpanCorruption,
+    iter_corpus_documents,
+    pack_for_span_corruption,
+    random_spans_noise_mask,
+    sentinel_ids,
+    span_corruption_dataset,
+    span_corruption_lengths,
+    tokenize_documents,
+)
 from hf_variants.objectives.span_corruption import random_segmentation
 from hf_variants.tokenization import train_tokenizer
+from tests.common.austen_data import austen_corpus, austen_tokenizer
 
 
 @functools.lru_cache(maxsize=None)
@@ -80,7 +87,7 @@ def test_noise_density_span_length_and_round_trip_on_real_text():
     collator = DataCollatorForSpanCorruption(tokenizer, input_length=128, seed=0)
     noise_tokens = total_tokens = spans = 0
     for start in range(0, len(rows), 64):
-        features = list(rows[start:start + 64])
+        features = list(rows[start : start + 64])
         batch = collator(features)
         for row, feature in enumerate(features):
             inputs = batch["input_ids"][row][batch["attention_mask"][row] == 1].tolist()
@@ -89,7 +96,7 @@ def test_noise_density_span_length_and_round_trip_on_real_text():
             assert restore(inputs[:-1], labels, sentinel_set, eos) == feature["input_ids"]
             # Sentinels in order <extra_id_0>, <extra_id_1>, ... in both input and target.
             used = [token for token in inputs if token in sentinel_set]
-            assert used == sentinels[:len(used)].tolist()
+            assert used == sentinels[: len(used)].tolist()
             assert [token for token in labels if token in sentinel_set] == used
             noise_tokens += len(labels) - len(used) - 1
             total_tokens += len(feature["input_ids"])
@@ -121,8 +128,10 @@ def test_no_span_crosses_eos_or_padding():
     texts = austen_corpus()["text"][100:160]
     encoded = tokenizer(texts, add_special_tokens=False)["input_ids"]
     # Rows of two or three paragraphs joined by EOS, of different lengths (so the batch pads).
-    features = [{"input_ids": encoded[k] + [eos] + encoded[k + 1] + ([eos] + encoded[k + 2] if k % 2 else [])}
-                for k in range(0, 57, 3)]
+    features = [
+        {"input_ids": encoded[k] + [eos] + encoded[k + 1] + ([eos] + encoded[k + 2] if k % 2 else [])}
+        for k in range(0, 57, 3)
+    ]
     collator = DataCollatorForSpanCorruption(tokenizer, seed=1)
     sentinel_set = set(sentinel_ids(tokenizer).tolist())
     batch = collator(features)
@@ -135,7 +144,7 @@ def test_no_span_crosses_eos_or_padding():
         assert inputs.count(eos) == (ids == eos).sum() + 1  # the separators stay, one EOS is appended
         labels = batch["labels"][row]
         real = labels != -100
-        assert bool(real[:int(real.sum())].all())  # the target is a prefix, then -100 padding
+        assert bool(real[: int(real.sum())].all())  # the target is a prefix, then -100 padding
         assert labels[real].tolist()[-1] == eos and labels[real].tolist().count(eos) == 1
         assert restore(inputs[:-1], labels[real].tolist(), sentinel_set, eos) == feature["input_ids"]
     padded = batch["attention_mask"] == 0
@@ -148,9 +157,17 @@ def test_feeds_transformers_t5_and_decoder_inputs_match_its_shift():
     tokenizer = t5_tokenizer()
     collator = DataCollatorForSpanCorruption(tokenizer, input_length=64, return_decoder_input_ids=True, seed=0)
     batch = collator(list(packed_rows(64)[:4]))
-    config = T5Config(vocab_size=len(tokenizer), d_model=32, d_ff=64, d_kv=16, num_layers=2, num_heads=2,
-                      pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
-                      decoder_start_token_id=tokenizer.pad_token_id)
+    config = T5Config(
+        vocab_size=len(tokenizer),
+        d_model=32,
+        d_ff=64,
+        d_kv=16,
+        num_layers=2,
+        num_heads=2,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        decoder_start_token_id=tokenizer.pad_token_id,
+    )
     model = T5ForConditionalGeneration(config)
     assert torch.equal(batch["decoder_input_ids"], model._shift_right(batch["labels"]))
     assert torch.isfinite(model(**batch).loss)
@@ -196,10 +213,15 @@ def test_t5_tokenizer_kind_sentinels_descend_from_the_top(tmp_path):
     assert tokenizer.convert_tokens_to_ids("<extra_id_0>") in tokenizer("a <extra_id_0> b")["input_ids"]
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(noise_density=0.0), "noise_density"), (dict(noise_density=1.0), "noise_density"),
-    (dict(mean_noise_span_length=0.5), "mean_noise_span_length"), (dict(input_length=1), "input_length"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(noise_density=0.0), "noise_density"),
+        (dict(noise_density=1.0), "noise_density"),
+        (dict(mean_noise_span_length=0.5), "mean_noise_span_length"),
+        (dict(input_length=1), "input_length"),
+    ],
+)
 def test_bad_parameters(kwargs, message):
     with pytest.raises(ValueError, match=message):
         DataCollatorForSpanCorruption(t5_tokenizer(), **kwargs)
@@ -226,9 +248,21 @@ def test_trainer_takes_the_collator(tmp_path):
     from transformers import T5Config, T5ForConditionalGeneration
 
     tokenizer = t5_tokenizer()
-    config = T5Config(vocab_size=len(tokenizer), d_model=32, d_ff=64, d_kv=16, num_layers=2, num_heads=2,
-                      pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
-                      decoder_start_token_id=tokenizer.pad_token_id)
-    losses = train_two_steps(T5ForConditionalGeneration(config), packed_rows(64)[:8],
-                               DataCollatorForSpanCorruption(tokenizer, input_length=64, seed=0), tmp_path)
+    config = T5Config(
+        vocab_size=len(tokenizer),
+        d_model=32,
+        d_ff=64,
+        d_kv=16,
+        num_layers=2,
+        num_heads=2,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        decoder_start_token_id=tokenizer.pad_token_id,
+    )
+    losses = train_two_steps(
+        T5ForConditionalGeneration(config),
+        packed_rows(64)[:8],
+        DataCollatorForSpanCorruption(tokenizer, input_length=64, seed=0),
+        tmp_path,
+    )
     assert len(losses) == 2 and all(np.isfinite(losses))

@@ -5,11 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy import stats
-from tests.common.austen_data import austen_corpus, austen_examples, austen_tokenizer, collate_all
 
-from hf_variants.objectives import (DataCollatorForNgramMasking, DataCollatorForSpanMasking,
-                                    clipped_geometric_probabilities, inverse_length_probabilities)
+from hf_variants.objectives import (
+    DataCollatorForNgramMasking,
+    DataCollatorForSpanMasking,
+    clipped_geometric_probabilities,
+    inverse_length_probabilities,
+)
 from hf_variants.tokenization import train_tokenizer
+from tests.common.austen_data import austen_corpus, austen_examples, austen_tokenizer, collate_all
 
 
 def word_start_flags(tokenizer, original, lengths):
@@ -49,9 +53,17 @@ def collect_runs(collator, examples, passes: int):
                     assert end == lengths[row] or starts[row, end] or non_candidate[row, end]
                     n_words = int(starts[row, start:end].sum())
                     assert recorded.pop((start, end)) == n_words  # each run is one recorded span
-                    runs.append(dict(batch=batch, row=row, start=start, end=end, n_words=n_words,
-                                     mask=(corrupted[row, start:end] == tokenizer.mask_token_id),
-                                     same=(corrupted[row, start:end] == original[row, start:end])))
+                    runs.append(
+                        dict(
+                            batch=batch,
+                            row=row,
+                            start=start,
+                            end=end,
+                            n_words=n_words,
+                            mask=(corrupted[row, start:end] == tokenizer.mask_token_id),
+                            same=(corrupted[row, start:end] == original[row, start:end]),
+                        )
+                    )
                 assert not recorded  # no recorded span is missing from the output
     return runs, totals
 

@@ -16,11 +16,10 @@ import datasets
 import numpy as np
 import pytest
 import torch
-from tests.common.austen_data import austen_corpus, austen_tokenizer
 
 from hf_variants.data import split_sentences
-from hf_variants.objectives import (DataCollatorForTranslationLM, SpecialTokenTemplate, build_tlm_example,
-                                    tlm_dataset)
+from hf_variants.objectives import DataCollatorForTranslationLM, SpecialTokenTemplate, build_tlm_example, tlm_dataset
+from tests.common.austen_data import austen_corpus, austen_tokenizer
 
 LATIN = "abcdefghijklmnopqrstuvwxyz"
 CYRILLIC = "абцдефгхийклмнопярстужвьыз"  # one distinct letter per Latin letter
@@ -34,7 +33,8 @@ def sentence_pairs(count: int = 400) -> datasets.Dataset:
     sentences = [s for text in austen_corpus()["text"][200:800] for s in split_sentences(text) if len(s) > 20]
     assert len(sentences) >= count
     return datasets.Dataset.from_dict(
-        {"translation": [{"en": s, "en-Cyrl": s.translate(TRANSLITERATE)} for s in sentences[:count]]})
+        {"translation": [{"en": s, "en-Cyrl": s.translate(TRANSLITERATE)} for s in sentences[:count]]}
+    )
 
 
 def test_build_example_positions_restart_and_languages():
@@ -93,8 +93,14 @@ def test_hub_format_rows_equal_the_builder():
     template = SpecialTokenTemplate(tokenizer)
     for k in (0, 7, 99):
         pair = pairs[k]["translation"]
-        expected = build_tlm_example(tokenizer(pair["en-Cyrl"], add_special_tokens=False)["input_ids"],
-                                     tokenizer(pair["en"], add_special_tokens=False)["input_ids"], 1, 0, template, 64)
+        expected = build_tlm_example(
+            tokenizer(pair["en-Cyrl"], add_special_tokens=False)["input_ids"],
+            tokenizer(pair["en"], add_special_tokens=False)["input_ids"],
+            1,
+            0,
+            template,
+            64,
+        )
         assert rows[k] == expected
     assert max(len(ids) for ids in rows["input_ids"]) <= 64
 
@@ -105,8 +111,17 @@ def test_transformers_xlm_takes_the_batch():
     tokenizer = austen_tokenizer()
     rows = tlm_dataset(sentence_pairs(), tokenizer, "en", "en-Cyrl", LANG2ID, max_length=64)
     batch = DataCollatorForTranslationLM(tokenizer, seed=0)([rows[k] for k in range(4)])
-    config = XLMConfig(vocab_size=len(tokenizer), emb_dim=32, n_layers=2, n_heads=2, n_langs=2, use_lang_emb=True,
-                       max_position_embeddings=64, pad_index=tokenizer.pad_token_id, lang2id=LANG2ID)
+    config = XLMConfig(
+        vocab_size=len(tokenizer),
+        emb_dim=32,
+        n_layers=2,
+        n_heads=2,
+        n_langs=2,
+        use_lang_emb=True,
+        max_position_embeddings=64,
+        pad_index=tokenizer.pad_token_id,
+        lang2id=LANG2ID,
+    )
     model = XLMWithLMHeadModel(config).eval()
     loss = model(**batch).loss
     assert torch.isfinite(loss)
@@ -136,8 +151,21 @@ def test_trainer_takes_the_collator(tmp_path):
 
     tokenizer = austen_tokenizer()
     rows = tlm_dataset(sentence_pairs(), tokenizer, "en", "en-Cyrl", LANG2ID, max_length=64)
-    config = XLMConfig(vocab_size=len(tokenizer), emb_dim=32, n_layers=2, n_heads=2, n_langs=2, use_lang_emb=True,
-                       max_position_embeddings=64, pad_index=tokenizer.pad_token_id, lang2id=LANG2ID)
-    losses = train_two_steps(XLMWithLMHeadModel(config), [rows[k] for k in range(8)],
-                               DataCollatorForTranslationLM(tokenizer, seed=0), tmp_path)
+    config = XLMConfig(
+        vocab_size=len(tokenizer),
+        emb_dim=32,
+        n_layers=2,
+        n_heads=2,
+        n_langs=2,
+        use_lang_emb=True,
+        max_position_embeddings=64,
+        pad_index=tokenizer.pad_token_id,
+        lang2id=LANG2ID,
+    )
+    losses = train_two_steps(
+        XLMWithLMHeadModel(config),
+        [rows[k] for k in range(8)],
+        DataCollatorForTranslationLM(tokenizer, seed=0),
+        tmp_path,
+    )
     assert len(losses) == 2 and all(np.isfinite(losses))

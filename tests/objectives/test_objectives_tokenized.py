@@ -6,11 +6,16 @@ from __future__ import annotations
 import datasets
 import numpy as np
 import pytest
-from tests.common.austen_data import austen_corpus, austen_tokenizer
 
 from hf_variants.objectives import pretraining_dataset
-from hf_variants.objectives.tokenized import (cached_tokenizer, corpus_fingerprint, packed_dataset, paragraph_rows,
-                                              tokenize_corpus)
+from hf_variants.objectives.tokenized import (
+    cached_tokenizer,
+    corpus_fingerprint,
+    packed_dataset,
+    paragraph_rows,
+    tokenize_corpus,
+)
+from tests.common.austen_data import austen_corpus, austen_tokenizer
 
 
 def first_documents(count: int) -> datasets.Dataset:
@@ -19,8 +24,10 @@ def first_documents(count: int) -> datasets.Dataset:
     return corpus.select(np.flatnonzero(ids < np.unique(ids)[count]))
 
 
-@pytest.mark.parametrize("input_format, task", [("full-sentences", None), ("doc-sentences", None),
-                                                ("segment-pair", "nsp"), ("sentence-pair", "sop")])
+@pytest.mark.parametrize(
+    "input_format, task",
+    [("full-sentences", None), ("doc-sentences", None), ("segment-pair", "nsp"), ("sentence-pair", "sop")],
+)
 def test_rows_from_cached_tokens_equal_the_direct_build(tmp_path, input_format, task):
     text, tokenizer = first_documents(4), austen_tokenizer()
     tokenized = tokenize_corpus(text, tokenizer, tmp_path)

@@ -21,17 +21,24 @@ from transformers import TrainingArguments
 
 import hf_variants
 from hf_variants.hub.atomic import is_staging_name
-from hf_variants.hub.trainer import CheckpointSafeTrainer
 from hf_variants.hub.checkpoints import checkpoint_problems, last_complete_checkpoint, resolve_checkpoint
-
+from hf_variants.hub.trainer import CheckpointSafeTrainer
 from tests.common.launch import assert_succeeded, run_processes
-from tests.common.paths import COMMON_DIR, REPO_ROOT as ROOT
+from tests.common.paths import COMMON_DIR
+from tests.common.paths import REPO_ROOT as ROOT
 
 
 def tiny_classifier() -> torch.nn.Module:
     torch.manual_seed(0)
-    config = hf_variants.BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                    intermediate_size=37, max_position_embeddings=64, num_labels=2)
+    config = hf_variants.BertConfig(
+        vocab_size=99,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=64,
+        num_labels=2,
+    )
     return hf_variants.BertForSequenceClassification(config)
 
 
@@ -43,12 +50,22 @@ def toy_data(rows: int = 32) -> datasets.Dataset:
 
 def trainer_for(output_dir: Path, max_steps: int = 6, **arguments) -> CheckpointSafeTrainer:
     args = TrainingArguments(
-        output_dir=str(output_dir), max_steps=max_steps, per_device_train_batch_size=4, save_steps=2,
-        logging_steps=1, learning_rate=1e-3, use_cpu=True, report_to="none", disable_tqdm=True, seed=0,
+        output_dir=str(output_dir),
+        max_steps=max_steps,
+        per_device_train_batch_size=4,
+        save_steps=2,
+        logging_steps=1,
+        learning_rate=1e-3,
+        use_cpu=True,
+        report_to="none",
+        disable_tqdm=True,
+        seed=0,
         **arguments,
     )
     data = toy_data()
-    return CheckpointSafeTrainer(model=tiny_classifier(), args=args, train_dataset=data, eval_dataset=data.select(range(8)))
+    return CheckpointSafeTrainer(
+        model=tiny_classifier(), args=args, train_dataset=data, eval_dataset=data.select(range(8))
+    )
 
 
 def staging_leftovers(folder: Path) -> list[str]:
@@ -64,10 +81,16 @@ def finished_run(tmp_path_factory) -> Path:
 
 
 def test_checkpoints_are_complete_and_no_staging_remains(finished_run):
-    assert [p.name for p in sorted(finished_run.glob("checkpoint-*"))] == ["checkpoint-2", "checkpoint-4", "checkpoint-6"]
+    assert [p.name for p in sorted(finished_run.glob("checkpoint-*"))] == [
+        "checkpoint-2",
+        "checkpoint-4",
+        "checkpoint-6",
+    ]
     for folder in finished_run.glob("checkpoint-*"):
         assert checkpoint_problems(folder) == []
-        assert {"model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json"} <= set(os.listdir(folder))
+        assert {"model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json"} <= set(
+            os.listdir(folder)
+        )
     assert staging_leftovers(finished_run) == []
     assert last_complete_checkpoint(finished_run) == str(finished_run / "checkpoint-6")
 
@@ -125,7 +148,11 @@ def test_resume_last_goes_on_from_the_newest_complete_checkpoint(finished_run, t
     trainer.train(resume_from_checkpoint=True)  # transformers' own get_last_checkpoint would take checkpoint-18
     assert trainer.state.global_step == 6
     losses = {e["step"]: e["loss"] for e in trainer.state.log_history if "loss" in e}
-    expected = {e["step"]: e["loss"] for e in json.loads((finished_run / "checkpoint-6" / "trainer_state.json").read_text())["log_history"] if "loss" in e}
+    expected = {
+        e["step"]: e["loss"]
+        for e in json.loads((finished_run / "checkpoint-6" / "trainer_state.json").read_text())["log_history"]
+        if "loss" in e
+    }
     assert losses == expected  # steps 5-6 re-done from checkpoint-4 give the same losses
 
 
@@ -155,8 +182,16 @@ def test_a_write_failing_halfway_leaves_no_checkpoint_and_the_run_resumes(tmp_pa
 
 def test_best_checkpoint_path_and_rotation_survive_the_staging(tmp_path):
     output_dir = tmp_path / "out"
-    trainer = trainer_for(output_dir, max_steps=8, eval_strategy="steps", eval_steps=2, save_total_limit=2,
-                          load_best_model_at_end=True, metric_for_best_model="loss", greater_is_better=False)
+    trainer = trainer_for(
+        output_dir,
+        max_steps=8,
+        eval_strategy="steps",
+        eval_steps=2,
+        save_total_limit=2,
+        load_best_model_at_end=True,
+        metric_for_best_model="loss",
+        greater_is_better=False,
+    )
     trainer.train()
     best = trainer.state.best_model_checkpoint
     assert best is not None and Path(best).parent == output_dir.resolve() and Path(best).is_dir()
@@ -174,8 +209,15 @@ def test_final_save_keeps_the_checkpoints_and_replaces_the_model(finished_run, t
     trainer.save_model()
     trainer.save_state()
     names = set(os.listdir(run))
-    assert {"checkpoint-2", "checkpoint-4", "checkpoint-6", "model.safetensors", "config.json", "training_args.bin",
-            "trainer_state.json"} <= names
+    assert {
+        "checkpoint-2",
+        "checkpoint-4",
+        "checkpoint-6",
+        "model.safetensors",
+        "config.json",
+        "training_args.bin",
+        "trainer_state.json",
+    } <= names
     assert staging_leftovers(run) == [] and staging_leftovers(tmp_path) == []
     # A results file cut short by an earlier kill does not stop the next run's save_metrics.
     (run / "all_results.json").write_text('{"train_loss": 0.6')
@@ -190,13 +232,14 @@ def test_kill_9_while_writing_a_checkpoint_leaves_the_output_folder_usable(tmp_p
     its first checkpoint. Before atomic checkpoints, checkpoint-2/ was left with a truncated
     optimizer.pt and no trainer_state.json, and every later run in that folder failed with
     FileNotFoundError (the scripts auto-resume from the newest checkpoint-*)."""
-    from tests.examples.test_examples_processing import MINILM, label_names_as_text, shuffled_rows, write_json_lines
-
     from hf_variants.data import load_named_dataset
+    from tests.examples.test_examples_processing import MINILM, label_names_as_text, shuffled_rows, write_json_lines
 
     reviews = load_named_dataset("hf_variants/rt_polarity")
     names = reviews["train"].features["label"].names
-    train = write_json_lines(tmp_path / "train.jsonl", label_names_as_text(shuffled_rows(reviews["train"], 24), "label", names))
+    train = write_json_lines(
+        tmp_path / "train.jsonl", label_names_as_text(shuffled_rows(reviews["train"], 24), "label", names)
+    )
     output_dir = tmp_path / "out"
     command = [sys.executable, str(COMMON_DIR / "crash_points.py"), "writing:optimizer.pt:1", str(ROOT / "examples" / "run_glue.py"),
                "--model_name_or_path", "bert-tiny", "--tokenizer_name", MINILM, "--train_file", train, "--do_train",

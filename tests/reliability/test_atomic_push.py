@@ -8,24 +8,27 @@ import functools
 
 import huggingface_hub.lfs
 import pytest
-from tests.common.hub_server import hub  # noqa: F401  (a fixture)
 from huggingface_hub import HfApi, hf_hub_download
-from tests.hub.test_hub_push import make_run_dir, tree_digest
 
 import hf_variants
 from hf_variants.hub import PushError, push_model_dir
+from tests.common.hub_server import hub  # noqa: F401  (a fixture)
+from tests.hub.test_hub_push import make_run_dir, tree_digest
 
 
 def remote_snapshot(repo_id: str, revision: str) -> dict[str, bytes]:
     api = HfApi()
-    return {name: open(hf_hub_download(repo_id, name, revision=revision), "rb").read()
-            for name in api.list_repo_files(repo_id, revision=revision)}
+    return {
+        name: open(hf_hub_download(repo_id, name, revision=revision), "rb").read()
+        for name in api.list_repo_files(repo_id, revision=revision)
+    }
 
 
 def retrained(run_dir):
     """The same run folder with other weights and config (a second training run saved over it)."""
-    config = hf_variants.BertConfig(hidden_size=48, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37,
-                                    vocab_size=99, num_labels=3)
+    config = hf_variants.BertConfig(
+        hidden_size=48, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37, vocab_size=99, num_labels=3
+    )
     hf_variants.BertForSequenceClassification(config).save_pretrained(run_dir)
     return run_dir
 
@@ -33,8 +36,11 @@ def retrained(run_dir):
 @pytest.mark.parametrize(("kind", "times"), [("commit", 1), ("lfs_upload", 10)])
 def test_failed_push_over_a_published_version_keeps_it_whole(hub, tmp_path, monkeypatch, kind, times):
     # The client retries failed uploads 5 times with waits of 1-8 s: same retries, shorter waits.
-    monkeypatch.setattr(huggingface_hub.lfs, "http_backoff",
-                        functools.partial(huggingface_hub.lfs.http_backoff, base_wait_time=0.01, max_wait_time=0.01))
+    monkeypatch.setattr(
+        huggingface_hub.lfs,
+        "http_backoff",
+        functools.partial(huggingface_hub.lfs.http_backoff, base_wait_time=0.01, max_wait_time=0.01),
+    )
     run_dir = make_run_dir(tmp_path)
     first = push_model_dir(run_dir, "org/model")
     published = remote_snapshot("org/model", first.commit_oid)

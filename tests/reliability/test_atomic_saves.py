@@ -19,8 +19,14 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer
 import hf_variants
 from hf_variants.hub.atomic import is_staging_name, staged_directory
 
-TINY = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
-            max_position_embeddings=64)
+TINY = dict(
+    vocab_size=99,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=37,
+    max_position_embeddings=64,
+)
 
 
 def minilm_path() -> str:
@@ -38,7 +44,8 @@ def folder_digest(folder: Path) -> dict[str, str]:
     """name -> sha256 of every file under ``folder`` (relative names)."""
     return {
         str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
-        for path in sorted(folder.rglob("*")) if path.is_file()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
     }
 
 

@@ -51,8 +51,15 @@ def test_empty_batches():
         bert()(IDS[:, :0])
     with pytest.raises(ValueError, match="empty batch: input_ids"):
         bert("ForMultipleChoice")(torch.ones(2, 3, 0, dtype=torch.long))
-    vit_config = ViTConfig(image_size=8, patch_size=4, num_channels=1, hidden_size=8, num_hidden_layers=1,
-                           num_attention_heads=2, intermediate_size=8)
+    vit_config = ViTConfig(
+        image_size=8,
+        patch_size=4,
+        num_channels=1,
+        hidden_size=8,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=8,
+    )
     with pytest.raises(ValueError, match="empty batch: pixel_values"):
         hf_variants.ViTModel(vit_config)(torch.zeros(0, 1, 8, 8))
 
@@ -128,8 +135,15 @@ def test_electra_pretraining_without_a_position_table(positions):
     assert model.generator.embeddings.word_embeddings is model.electra.embeddings.word_embeddings
 
 
-@pytest.mark.parametrize("variant,head", [("transfo_xl", "Model"), ("transfo_xl", "LMHeadModel"), ("xlnet", "Model"),
-                                          ("xlnet", "ForSequenceClassification")])
+@pytest.mark.parametrize(
+    "variant,head",
+    [
+        ("transfo_xl", "Model"),
+        ("transfo_xl", "LMHeadModel"),
+        ("xlnet", "Model"),
+        ("xlnet", "ForSequenceClassification"),
+    ],
+)
 def test_empty_batches_of_the_relative_position_models(variant, head):
     """Transformer-XL and XLNet embed through their own word table: a (0, T) batch ran and returned
     empty outputs, a (B, 0) one failed deep inside. Now the shared empty-batch ValueError."""
@@ -140,13 +154,16 @@ def test_empty_batches_of_the_relative_position_models(variant, head):
         model(IDS[:, :0])
 
 
-@pytest.mark.parametrize("variant,head,overrides", [
-    ("transfo_xl", "LMHeadModel", {}),
-    ("transfo_xl", "LMHeadModel", {"cutoffs": [40, 70], "div_val": 2}),  # the adaptive softmax's own loss
-    ("xlnet", "LMHeadModel", {}),
-    ("gpt", "LMHeadModel", {}),  # the shared lm_loss: also T5's and the Transformer's seq2seq loss
-    ("t5", "ForConditionalGeneration", {}),
-])
+@pytest.mark.parametrize(
+    "variant,head,overrides",
+    [
+        ("transfo_xl", "LMHeadModel", {}),
+        ("transfo_xl", "LMHeadModel", {"cutoffs": [40, 70], "div_val": 2}),  # the adaptive softmax's own loss
+        ("xlnet", "LMHeadModel", {}),
+        ("gpt", "LMHeadModel", {}),  # the shared lm_loss: also T5's and the Transformer's seq2seq loss
+        ("t5", "ForConditionalGeneration", {}),
+    ],
+)
 def test_language_model_batches_without_a_target_have_zero_loss(variant, head, overrides):
     """Every label -100 (or one-token rows, whose next-token targets are empty): the loss was a NaN
     (a mean over nothing; 0 / 0 in the adaptive softmax), poisoning the weights at the next step.
@@ -215,7 +232,9 @@ def test_transfo_xl_refuses_what_it_would_ignore():
         model(IDS, token_type_ids=(torch.arange(IDS.shape[1]) >= 2).long().expand_as(IDS))
     # All zeros is the one segment it reads (a tokenizer's single-text output): the same logits.
     with torch.no_grad():
-        torch.testing.assert_close(model(IDS, token_type_ids=torch.zeros_like(IDS)).logits, model(IDS).logits, atol=0, rtol=0)
+        torch.testing.assert_close(
+            model(IDS, token_type_ids=torch.zeros_like(IDS)).logits, model(IDS).logits, atol=0, rtol=0
+        )
     with pytest.raises(ValueError, match="type_vocab_size must be 0"):
         tiny_model("transfo_xl", "Model", type_vocab_size=2)
 

@@ -16,8 +16,14 @@ from transformers import AutoModelForMaskedLM, AutoModelForSequenceClassificatio
 
 import hf_variants
 
-TINY = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
-            max_position_embeddings=64)
+TINY = dict(
+    vocab_size=99,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=37,
+    max_position_embeddings=64,
+)
 
 
 @pytest.fixture(scope="module")
@@ -54,20 +60,30 @@ def corrupt_header(folder: Path) -> None:
     path = folder / "model.safetensors"
     data = bytearray(path.read_bytes())
     start = data.index(b'"data_offsets"')
-    data[start + 1: start + 13] = b"XXXXXXXXXXXX"  # same length: the JSON stays valid, an entry loses its offsets
+    data[start + 1 : start + 13] = b"XXXXXXXXXXXX"  # same length: the JSON stays valid, an entry loses its offsets
     path.write_bytes(bytes(data))
 
 
 CASES = {  # name -> (edit, pattern the message must match)
     "truncated weights": (truncate, r"model\.safetensors: truncated or corrupted"),
     "empty weights": (lambda f: (f / "model.safetensors").write_bytes(b""), r"model\.safetensors: 0 bytes"),
-    "corrupted header": (corrupt_header, r"model\.safetensors: corrupted safetensors header \(entry '[\w.]+' has no valid data_offsets\)"),
+    "corrupted header": (
+        corrupt_header,
+        r"model\.safetensors: corrupted safetensors header \(entry '[\w.]+' has no valid data_offsets\)",
+    ),
     "wrong shape": (
-        lambda f: rewrite_weights(f, lambda t: t.update({(k := first_key(t, "layers.1.attention")): torch.zeros(t[k].shape[0] + 1, *t[k].shape[1:])})),
+        lambda f: rewrite_weights(
+            f,
+            lambda t: t.update(
+                {(k := first_key(t, "layers.1.attention")): torch.zeros(t[k].shape[0] + 1, *t[k].shape[1:])}
+            ),
+        ),
         r"model\.safetensors: weights of the wrong shape for BertForMaskedLM: bert\.encoder\.layers\.1\.attention\.\S+: checkpoint \(\d+,",
     ),
     "wrong dtype": (
-        lambda f: rewrite_weights(f, lambda t: t.update({(k := first_key(t, "layer_norm.weight")): t[k].to(torch.int32)})),
+        lambda f: rewrite_weights(
+            f, lambda t: t.update({(k := first_key(t, "layer_norm.weight")): t[k].to(torch.int32)})
+        ),
         r"weights of the wrong dtype: bert\.\S+layer_norm\.weight is I32 in model\.safetensors but torch\.float32",
     ),
     "missing key": (
@@ -79,7 +95,10 @@ CASES = {  # name -> (edit, pattern the message must match)
         r"does not match BertForMaskedLM \(hfv_bert\): unexpected bert\.encoder\.layers\.5\.feed_forward\.weight",
     ),
     "pickled weights only": (
-        lambda f: (torch.save(load_file(f / "model.safetensors"), f / "pytorch_model.bin"), os.remove(f / "model.safetensors")),
+        lambda f: (
+            torch.save(load_file(f / "model.safetensors"), f / "pytorch_model.bin"),
+            os.remove(f / "model.safetensors"),
+        ),
         r"holds only pickled weights \(pytorch_model\.bin\): hf-variants loads safetensors only",
     ),
 }
@@ -90,7 +109,9 @@ CASES = {  # name -> (edit, pattern the message must match)
 def test_damaged_checkpoint_raises_a_value_error_naming_file_and_key(saved, tmp_path, case, loader):
     edit, pattern = CASES[case]
     folder = damaged(saved, tmp_path, edit)
-    load = hf_variants.BertForMaskedLM.from_pretrained if loader == "our class" else AutoModelForMaskedLM.from_pretrained
+    load = (
+        hf_variants.BertForMaskedLM.from_pretrained if loader == "our class" else AutoModelForMaskedLM.from_pretrained
+    )
     with pytest.raises(ValueError, match=pattern) as failure:
         load(folder)
     assert str(folder) in str(failure.value)
@@ -114,9 +135,14 @@ def test_pickled_weights_are_never_unpickled(saved, tmp_path):
 @pytest.mark.parametrize(
     ("edit", "pattern"),
     [
-        (lambda text: text[: len(text) // 2], r"config\.json is corrupted: not valid JSON \(.* at line \d+ column \d+\)"),
-        (lambda text: json.dumps({**json.loads(text), "model_type": "hfv_nonexistent"}),
-         r"config\.json: key 'model_type' is 'hfv_nonexistent', a model type neither hf-variants \(.*hfv_bert"),
+        (
+            lambda text: text[: len(text) // 2],
+            r"config\.json is corrupted: not valid JSON \(.* at line \d+ column \d+\)",
+        ),
+        (
+            lambda text: json.dumps({**json.loads(text), "model_type": "hfv_nonexistent"}),
+            r"config\.json: key 'model_type' is 'hfv_nonexistent', a model type neither hf-variants \(.*hfv_bert",
+        ),
     ],
     ids=["corrupted config.json", "unknown model_type"],
 )
@@ -142,10 +168,20 @@ def test_legitimate_partial_loads_still_work(saved, tmp_path):
     assert {key.split(".")[0] for key in info["missing_keys"]} <= {"classifier", "bert"}
     assert all(key.startswith(("classifier.", "bert.pooler.")) for key in info["missing_keys"])
     reference = hf_variants.BertForMaskedLM.from_pretrained(saved)
-    torch.testing.assert_close(model.bert.embeddings.word_embeddings.weight, reference.bert.embeddings.word_embeddings.weight)
+    torch.testing.assert_close(
+        model.bert.embeddings.word_embeddings.weight, reference.bert.embeddings.word_embeddings.weight
+    )
 
-    wide = damaged(saved, tmp_path, lambda f: rewrite_weights(
-        f, lambda t: t.update({(k := first_key(t, "layers.1.attention")): torch.zeros(t[k].shape[0] + 1, *t[k].shape[1:])})))
+    wide = damaged(
+        saved,
+        tmp_path,
+        lambda f: rewrite_weights(
+            f,
+            lambda t: t.update(
+                {(k := first_key(t, "layers.1.attention")): torch.zeros(t[k].shape[0] + 1, *t[k].shape[1:])}
+            ),
+        ),
+    )
     hf_variants.BertForMaskedLM.from_pretrained(wide, ignore_mismatched_sizes=True)  # asked for: no error
 
     half = tmp_path / "half"

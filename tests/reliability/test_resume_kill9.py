@@ -25,26 +25,48 @@ pytestmark = pytest.mark.slow
 
 from tests.common.launch import TWO_PROCESS_LAUNCH, run_processes
 from tests.common.paths import COMMON_DIR, EXAMPLES_DIR
+
 MAX_STEPS, SAVE_STEPS = 8, 2
-COMMON = ["--max_steps", str(MAX_STEPS), "--save_steps", str(SAVE_STEPS), "--logging_steps", "1",
-          "--per_device_train_batch_size", "4", "--max_seq_length", "32", "--seed", "0", "--use_cpu", "true",
-          "--report_to", "none", "--disable_tqdm", "true"]
+COMMON = [
+    "--max_steps",
+    str(MAX_STEPS),
+    "--save_steps",
+    str(SAVE_STEPS),
+    "--logging_steps",
+    "1",
+    "--per_device_train_batch_size",
+    "4",
+    "--max_seq_length",
+    "32",
+    "--seed",
+    "0",
+    "--use_cpu",
+    "true",
+    "--report_to",
+    "none",
+    "--disable_tqdm",
+    "true",
+]
 
 # (crash point, complete checkpoints expected afterwards). Single process: killed between two
 # checkpoints, then while writing the next checkpoint's optimizer state, then while writing a
 # later checkpoint's weights. Two processes: rank 1 killed while writing its RNG state, then
 # rank 0 killed between checkpoints.
 SCHEDULES = {
-    1: [("after_step:3", [2]), ("writing:optimizer.pt:1", [2]), ("writing:model.safetensors:2", [2, 4]), ("none", None)],
+    1: [
+        ("after_step:3", [2]),
+        ("writing:optimizer.pt:1", [2]),
+        ("writing:model.safetensors:2", [2, 4]),
+        ("none", None),
+    ],
     2: [("writing:rng_state_1.pth:2@1", [2]), ("after_step:5@0", [2, 4]), ("none", None)],
 }
 
 
 @pytest.fixture(scope="module")
 def glue_train_file(tmp_path_factory) -> str:
-    from tests.examples.test_examples_processing import label_names_as_text, shuffled_rows, write_json_lines
-
     from hf_variants.data import load_named_dataset
+    from tests.examples.test_examples_processing import label_names_as_text, shuffled_rows, write_json_lines
 
     reviews = load_named_dataset("hf_variants/rt_polarity")
     names = reviews["train"].features["label"].names
@@ -57,13 +79,39 @@ def script_arguments(script: str, glue_train_file: str, tokenizer: str | None) -
     if script == "run_glue":
         from tests.examples.test_examples_processing import MINILM
 
-        return ["--model_name_or_path", "bert-tiny", "--tokenizer_name", MINILM, "--train_file", glue_train_file,
-                "--do_train", "--learning_rate", "1e-3", "--ddp_find_unused_parameters", "false"]
+        return [
+            "--model_name_or_path",
+            "bert-tiny",
+            "--tokenizer_name",
+            MINILM,
+            "--train_file",
+            glue_train_file,
+            "--do_train",
+            "--learning_rate",
+            "1e-3",
+            "--ddp_find_unused_parameters",
+            "false",
+        ]
     # tokenizers' WordPiece training is not reproducible run to run: every run after the first
     # uses the first run's tokenizer (as a real resumed run uses the one saved in output_dir).
-    return ["--model_name_or_path", "bert-tiny", "--corpus", "austen", "--max_documents", "12", "--vocab_size", "600",
-            "--learning_rate", "2e-3", "--warmup_steps", "0.1", "--per_device_eval_batch_size", "32",
-            "--ddp_find_unused_parameters", "true"] + (["--tokenizer_name", tokenizer] if tokenizer else [])
+    return [
+        "--model_name_or_path",
+        "bert-tiny",
+        "--corpus",
+        "austen",
+        "--max_documents",
+        "12",
+        "--vocab_size",
+        "600",
+        "--learning_rate",
+        "2e-3",
+        "--warmup_steps",
+        "0.1",
+        "--per_device_eval_batch_size",
+        "32",
+        "--ddp_find_unused_parameters",
+        "true",
+    ] + (["--tokenizer_name", tokenizer] if tokenizer else [])
 
 
 def run(script: str, processes: int, crash: str, output_dir: Path, arguments: list[str]) -> subprocess.CompletedProcess:
@@ -75,7 +123,9 @@ def run(script: str, processes: int, crash: str, output_dir: Path, arguments: li
 
 def logged_steps(output_dir: Path) -> list[dict]:
     history = json.loads((output_dir / "trainer_state.json").read_text())["log_history"]
-    return [{k: entry[k] for k in ("step", "loss", "grad_norm", "learning_rate")} for entry in history if "loss" in entry]
+    return [
+        {k: entry[k] for k in ("step", "loss", "grad_norm", "learning_rate")} for entry in history if "loss" in entry
+    ]
 
 
 @pytest.mark.parametrize("processes", [1, 2])

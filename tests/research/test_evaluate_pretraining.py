@@ -18,8 +18,8 @@ import torch
 from safetensors.torch import load_file
 
 import hf_variants  # noqa: F401  (registers the hfv_* classes the scripts load)
-from tests.common.paths import REPO_ROOT
 from research import evaluate_pretraining, evaluation_support
+from tests.common.paths import REPO_ROOT
 from tests.common.tiny_checkpoints import save_tiny_bert_checkpoint
 
 pytestmark = pytest.mark.slow
@@ -41,8 +41,23 @@ def checkpoint(tmp_path_factory):
 @pytest.fixture(scope="module")
 def report(evaluate, checkpoint, tmp_path_factory):
     output_dir = tmp_path_factory.mktemp("evaluation")
-    result = evaluate.main(["--model_name_or_path", str(checkpoint), "--output_dir", str(output_dir), "--quick",
-                            "--seeds", "2", "--tasks", "sentiment", "pos", "ner", "probe", "--keep_models"])
+    result = evaluate.main(
+        [
+            "--model_name_or_path",
+            str(checkpoint),
+            "--output_dir",
+            str(output_dir),
+            "--quick",
+            "--seeds",
+            "2",
+            "--tasks",
+            "sentiment",
+            "pos",
+            "ner",
+            "probe",
+            "--keep_models",
+        ]
+    )
     return result, output_dir
 
 
@@ -100,24 +115,51 @@ def test_twins_are_the_seeded_class_init_and_differ_across_seeds(report, checkpo
 
 def test_resume_reuses_finished_runs(evaluate, report, checkpoint):
     result, output_dir = report
-    again = evaluate.main(["--model_name_or_path", str(checkpoint), "--output_dir", str(output_dir), "--quick",
-                           "--seeds", "2", "--tasks", "sentiment", "--resume", "--keep_models"])
+    again = evaluate.main(
+        [
+            "--model_name_or_path",
+            str(checkpoint),
+            "--output_dir",
+            str(output_dir),
+            "--quick",
+            "--seeds",
+            "2",
+            "--tasks",
+            "sentiment",
+            "--resume",
+            "--keep_models",
+        ]
+    )
     assert again["tasks"]["sentiment"]["runs"] == result["tasks"]["sentiment"]["runs"]  # wall times too: not re-run
 
 
 @pytest.mark.skipif(torch.accelerator.is_available(), reason="checks the CPU-only path")
 def test_bf16_without_an_accelerator_fine_tunes_with_cpu_autocast(evaluate, checkpoint, tmp_path):
     """--bf16 on a CPU-only machine is CPU autocast (Trainer refuses --bf16 there without use_cpu)."""
-    result = evaluate.main(["--model_name_or_path", str(checkpoint), "--output_dir", str(tmp_path), "--quick",
-                            "--seeds", "1", "--tasks", "pos", "--bf16", "--no_random_twin"])
+    result = evaluate.main(
+        [
+            "--model_name_or_path",
+            str(checkpoint),
+            "--output_dir",
+            str(tmp_path),
+            "--quick",
+            "--seeds",
+            "1",
+            "--tasks",
+            "pos",
+            "--bf16",
+            "--no_random_twin",
+        ]
+    )
     assert result["bf16"] and result["device"] == "cpu"
     assert 0 <= result["tasks"]["pos"]["pretrained"]["test"]["mean"] <= 100
 
 
 def test_most_frequent_tag_baseline_and_probe_helpers():
     support = evaluation_support
-    predicted = support.most_frequent_tags([["the", "run", "run"], ["a", "run"]], [["DT", "NN", "VB"], ["DT", "NN"]],
-                                           [["the", "run", "unseen"]])
+    predicted = support.most_frequent_tags(
+        [["the", "run", "run"], ["a", "run"]], [["DT", "NN", "VB"], ["DT", "NN"]], [["the", "run", "unseen"]]
+    )
     assert predicted == [["DT", "NN", "DT"]]  # unseen -> the most frequent tag overall (DT and NN tie: first seen)
     assert support.majority_baseline([0, 1, 1], [1, 0, 1, 1]) == 75.0
     assert support.mean_std([1.0]) == (1.0, 0.0)
@@ -140,7 +182,20 @@ def test_bad_arguments_are_named(evaluate, checkpoint, tmp_path):
 
 def test_the_module_entry_point_runs_the_script_and_reports_bad_input(tmp_path):
     """``python -m research.evaluate_pretraining`` from the checkout: the study's own entry point."""
-    result = subprocess.run([sys.executable, "-m", "research.evaluate_pretraining", "--model_name_or_path", str(tmp_path),
-                             "--output_dir", str(tmp_path / "out")], cwd=REPO_ROOT, capture_output=True, text=True,
-                            timeout=300, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "research.evaluate_pretraining",
+            "--model_name_or_path",
+            str(tmp_path),
+            "--output_dir",
+            str(tmp_path / "out"),
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
     assert result.returncode == 1 and "no config.json" in result.stderr, result.stderr[-2000:]

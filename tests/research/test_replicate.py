@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.common.example_scripts import load_example_script as load_script
 from hf_variants.models.named_configs import named_config
-from tests.common.paths import REPO_ROOT
 from research import evaluate_pretraining, replicate, replication_report, replication_rows
+from tests.common.example_scripts import load_example_script as load_script
+from tests.common.paths import REPO_ROOT
 
 rows_module = replication_rows
 report_module = replication_report
@@ -39,8 +39,11 @@ def test_every_arm_uses_flags_and_config_fields_that_exist(row, tmp_path):
         argv = replicate.training_argv(row, arm, 0, args, tmp_path / arm.name)
         if arm.script == "run_translation":  # transformers' HfArgumentParser over the script's dataclasses
             parsed, _, training = support.parse_arguments(
-                run_translation.TranslationDataArguments, argv, support.Seq2SeqModelArguments,
-                support.Seq2SeqBudgetTrainingArguments)
+                run_translation.TranslationDataArguments,
+                argv,
+                support.Seq2SeqModelArguments,
+                support.Seq2SeqBudgetTrainingArguments,
+            )
         else:
             arguments = run_clm.ClmArguments if arm.script == "run_clm" else run_pretraining.PretrainingArguments
             parsed, training = run_pretraining.parse_arguments(arguments, argv)
@@ -55,7 +58,9 @@ def test_every_arm_uses_flags_and_config_fields_that_exist(row, tmp_path):
 
 
 def test_budgets_become_the_scripts_flags(tmp_path):
-    args = replicate.parse_arguments(["--arm_minutes", "10", "--steps_per_minute", "50", "--results_dir", str(tmp_path)])
+    args = replicate.parse_arguments(
+        ["--arm_minutes", "10", "--steps_per_minute", "50", "--results_dir", str(tmp_path)]
+    )
     rows = rows_module.ROWS_BY_NAME
     minutes = replicate.training_argv(rows["positions"], rows["positions"].arms[0], 1, args, tmp_path)
     assert replicate.last_flag(minutes, "--max_time") == "10" and replicate.last_flag(minutes, "--max_steps") == "500"
@@ -64,11 +69,15 @@ def test_budgets_become_the_scripts_flags(tmp_path):
     assert float(replicate.last_flag(flops, "--flop_budget")) == 10 * 1.5e12 and "--max_steps" not in flops
     assert replicate.last_flag(flops, "--max_time") == "15"  # the equal-FLOP arms' cap, 1.5 x
     generator = rows["electra-generator-size"]  # equal steps at the slowest arm's rate (half a mini's)
-    assert replicate.last_flag(replicate.training_argv(generator, generator.arms[2], 0, args, tmp_path),
-                               "--max_steps") == "250"
+    assert (
+        replicate.last_flag(replicate.training_argv(generator, generator.arms[2], 0, args, tmp_path), "--max_steps")
+        == "250"
+    )
     sinusoidal = rows["positions"].arm("sinusoidal")
     study = ",".join(f"{key}={value}" for key, value in rows_module.STUDY_SIZE.config)  # the study's size first
-    assert replicate.config_overrides(sinusoidal, quick=False) == ",".join(filter(None, [study, "position_embedding_type=sinusoidal"]))
+    assert replicate.config_overrides(sinusoidal, quick=False) == ",".join(
+        filter(None, [study, "position_embedding_type=sinusoidal"])
+    )
     assert replicate.config_overrides(sinusoidal, quick=True).endswith(",position_embedding_type=sinusoidal")
     translation = rows["positions-translation"]  # equal steps at the G2P rate; the zoo's settings, no study ones
     learned = replicate.training_argv(translation, translation.arm("learned"), 0, args, tmp_path)
@@ -87,8 +96,10 @@ def test_the_original_transformer_trains_and_generates_with_learned_positions():
     from transformers import AutoModelForSeq2SeqLM
 
     config = named_config("transformer-mini")
-    config.update_from_string("position_embedding_type=learned,vocab_size=50,hidden_size=16,num_attention_heads=2,"
-                              "intermediate_size=32,num_hidden_layers=1,decoder_layers=1,max_position_embeddings=32")
+    config.update_from_string(
+        "position_embedding_type=learned,vocab_size=50,hidden_size=16,num_attention_heads=2,"
+        "intermediate_size=32,num_hidden_layers=1,decoder_layers=1,max_position_embeddings=32"
+    )
     torch.manual_seed(0)
     model = AutoModelForSeq2SeqLM.from_config(config)
     encoder, decoder = model.get_encoder().embeddings, model.get_decoder().embeddings
@@ -97,7 +108,10 @@ def test_the_original_transformer_trains_and_generates_with_learned_positions():
     assert encoder.scale == 4.0  # sqrt(d_model): the tokens are scaled, the learned positions are not
     ids, labels = torch.randint(2, 50, (2, 7)), torch.randint(2, 50, (2, 5))
     model(input_ids=ids, labels=labels).loss.backward()
-    assert encoder.position_embeddings.weight.grad.abs().sum() > 0 and decoder.position_embeddings.weight.grad.abs().sum() > 0
+    assert (
+        encoder.position_embeddings.weight.grad.abs().sum() > 0
+        and decoder.position_embeddings.weight.grad.abs().sum() > 0
+    )
     assert model.generate(ids, max_new_tokens=4).shape[0] == 2
 
 
@@ -108,25 +122,37 @@ def test_a_row_naming_an_unknown_arm_or_measure_is_refused():
     with pytest.raises(ValueError, match="unknown measures"):
         Row("r", "claim", "source", arms, (Prediction("a", "better", "b"),), ("glue",)).check()
     with pytest.raises(ValueError, match="unknown script"):
-        Row("r", "claim", "source", (arms[0], Arm("b", "bert-mini", script="run_glue")),
-            (Prediction("a", "better", "b"),), ("pos",)).check()
-    translation = (Arm("a", "transformer-mini", script="run_translation"), Arm("b", "transformer-mini",
-                                                                                 script="run_translation"))
+        Row(
+            "r",
+            "claim",
+            "source",
+            (arms[0], Arm("b", "bert-mini", script="run_glue")),
+            (Prediction("a", "better", "b"),),
+            ("pos",),
+        ).check()
+    translation = (
+        Arm("a", "transformer-mini", script="run_translation"),
+        Arm("b", "transformer-mini", script="run_translation"),
+    )
     with pytest.raises(ValueError, match="equal-FLOPs budget needs run_pretraining"):  # no --flop_budget there
-        Row("r", "claim", "source", translation, (Prediction("a", "equal", "b"),), ("seq2seq_loss",),
-            budget="flops").check()
+        Row(
+            "r", "claim", "source", translation, (Prediction("a", "equal", "b"),), ("seq2seq_loss",), budget="flops"
+        ).check()
 
 
 # ------------------------------------------------------------------------------------- arguments
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--rows", "no-such-row"], "unknown row"),
-    (["--arm_minutes", "0"], "--arm_minutes must be a positive"),
-    (["--arm_minutes", "-5"], "--arm_minutes must be a positive"),
-    (["--seeds", "0", "0"], "--seeds must be distinct"),
-    (["--threads", "0"], "--threads must be at least 1"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--rows", "no-such-row"], "unknown row"),
+        (["--arm_minutes", "0"], "--arm_minutes must be a positive"),
+        (["--arm_minutes", "-5"], "--arm_minutes must be a positive"),
+        (["--seeds", "0", "0"], "--seeds must be distinct"),
+        (["--threads", "0"], "--threads must be at least 1"),
+    ],
+)
 def test_bad_arguments_are_value_errors(argv, message):
     with pytest.raises(ValueError, match=message):
         replicate.parse_arguments(argv)
@@ -134,8 +160,14 @@ def test_bad_arguments_are_value_errors(argv, message):
 
 def test_the_module_entry_point_reports_a_bad_row():
     """``python -m research.replicate`` from the checkout: the study's own entry point."""
-    result = subprocess.run([sys.executable, "-m", "research.replicate", "--rows", "no-such-row"], cwd=REPO_ROOT,
-                            capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    result = subprocess.run(
+        [sys.executable, "-m", "research.replicate", "--rows", "no-such-row"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
     assert result.returncode == 1 and "unknown row" in result.stderr, result.stderr[-2000:]
 
 
@@ -143,21 +175,50 @@ def test_the_module_entry_point_reports_a_bad_row():
 
 
 def _record(row: str, arm: str, seed: int, metrics: dict, twin: dict | None = None) -> dict:
-    return {"row": row, "arm": arm, "seed": seed, "quick": False, "bf16": True, "hardware": "test CPU",
-            "budget": {"kind": "minutes", "arm_minutes": 15.0, "max_time_minutes": 15.0, "max_steps": 900,
-                       "flop_budget": None},
-            "training": {"train_minutes": 15.0, "tokens_seen": 3_000_000, "stopped_by_max_time": True},
-            "metrics": metrics, "random_twin": twin or {}, "wall_minutes": 20.0}
+    return {
+        "row": row,
+        "arm": arm,
+        "seed": seed,
+        "quick": False,
+        "bf16": True,
+        "hardware": "test CPU",
+        "budget": {
+            "kind": "minutes",
+            "arm_minutes": 15.0,
+            "max_time_minutes": 15.0,
+            "max_steps": 900,
+            "flop_budget": None,
+        },
+        "training": {"train_minutes": 15.0, "tokens_seen": 3_000_000, "stopped_by_max_time": True},
+        "metrics": metrics,
+        "random_twin": twin or {},
+        "wall_minutes": 20.0,
+    }
 
 
 FIXTURE_ROWS = (
-    Row("loss-row", "Lower loss for A.", "Paper, Table 1",
+    Row(
+        "loss-row",
+        "Lower loss for A.",
+        "Paper, Table 1",
         (Arm("a", "bert-mini"), Arm("b", "bert-mini"), Arm("c", "bert-mini"), Arm("missing", "bert-mini")),
-        (Prediction("a", "better", "b"), Prediction("b", "better", "a"), Prediction("c", "better", "b"),
-         Prediction("a", "better", "missing"), Prediction("c", "equal", "b")),
-        ("held_out_mlm_loss",)),
-    Row("few-seeds", "A scores higher.", "Paper, Table 2", (Arm("a", "bert-mini"), Arm("b", "bert-mini")),
-        (Prediction("a", "better", "b"), Prediction("a", "at_least", "b")), ("pos",)),
+        (
+            Prediction("a", "better", "b"),
+            Prediction("b", "better", "a"),
+            Prediction("c", "better", "b"),
+            Prediction("a", "better", "missing"),
+            Prediction("c", "equal", "b"),
+        ),
+        ("held_out_mlm_loss",),
+    ),
+    Row(
+        "few-seeds",
+        "A scores higher.",
+        "Paper, Table 2",
+        (Arm("a", "bert-mini"), Arm("b", "bert-mini")),
+        (Prediction("a", "better", "b"), Prediction("a", "at_least", "b")),
+        ("pos",),
+    ),
 )
 
 
@@ -204,12 +265,15 @@ def test_report_tables_plots_and_budget_come_from_the_json(fixture_report):
     assert report_module.VERDICT_RULE in text
 
 
-@pytest.mark.parametrize("relation, first, second, measure, expected", [
-    ("better", [1.0, 1.1, 0.9], [2.0, 2.1, 1.9], "clm_perplexity", "held"),  # lower is better
-    ("better", [1.0, 1.1, 0.9], [2.0, 2.1, 1.9], "pos", "reversed"),  # higher is better
-    ("at_least", [2.0, 2.2, 1.8], [2.1, 2.0, 2.2], "pos", "held"),  # within the noise: matches
-    ("equal", [1.0, 1.01, 0.99], [2.0, 2.01, 1.99], "pos", "not held"),
-])
+@pytest.mark.parametrize(
+    "relation, first, second, measure, expected",
+    [
+        ("better", [1.0, 1.1, 0.9], [2.0, 2.1, 1.9], "clm_perplexity", "held"),  # lower is better
+        ("better", [1.0, 1.1, 0.9], [2.0, 2.1, 1.9], "pos", "reversed"),  # higher is better
+        ("at_least", [2.0, 2.2, 1.8], [2.1, 2.0, 2.2], "pos", "held"),  # within the noise: matches
+        ("equal", [1.0, 1.01, 0.99], [2.0, 2.01, 1.99], "pos", "not held"),
+    ],
+)
 def test_verdict_signs_and_relations(relation, first, second, measure, expected):
     summary = report_module.summary
     outcome, _ = report_module.verdict(Prediction("a", relation, "b"), summary(first), summary(second), measure)
@@ -224,11 +288,22 @@ def test_quick_runs_rows_end_to_end_and_skips_what_is_done(tmp_path):
     """masking-rate's two arms share one random twin: the first evaluates it, the second passes
     --no_random_twin and records the first one's scores; transfo-xl-memory runs run_clm under --max_time."""
     results, runs = tmp_path / "results", tmp_path / "runs"
-    argv = ["--quick", "--rows", "masking-rate", "transfo-xl-memory", "--seeds", "0", "--results_dir", str(results),
-            "--output_dir", str(runs)]
+    argv = [
+        "--quick",
+        "--rows",
+        "masking-rate",
+        "transfo-xl-memory",
+        "--seeds",
+        "0",
+        "--results_dir",
+        str(results),
+        "--output_dir",
+        str(runs),
+    ]
     outcome = replicate.main(argv)
-    expected = {f"masking-rate/{arm}-seed0.json" for arm in ("mask-0.15", "mask-0.40")} | \
-               {f"transfo-xl-memory/mem-{length}-seed0.json" for length in (0, 64, 256)}
+    expected = {f"masking-rate/{arm}-seed0.json" for arm in ("mask-0.15", "mask-0.40")} | {
+        f"transfo-xl-memory/mem-{length}-seed0.json" for length in (0, 64, 256)
+    }
     assert set(outcome["results"]) == expected
     for key, record in outcome["results"].items():
         assert json.loads((results / key).read_text()) == record and record["quick"] is True
@@ -249,8 +324,10 @@ def test_quick_runs_rows_end_to_end_and_skips_what_is_done(tmp_path):
             assert float(replicate.last_flag(record["argv"], "--max_time")) == default_minutes
             assert "stopped_by_max_time" in run
     first, second = (outcome["results"][f"masking-rate/{arm}-seed0.json"] for arm in ("mask-0.15", "mask-0.40"))
-    first_eval, second_eval = (json.loads((runs / "masking-rate" / f"{arm}-seed0-evaluation" / "evaluation.json")
-                                          .read_text()) for arm in ("mask-0.15", "mask-0.40"))
+    first_eval, second_eval = (
+        json.loads((runs / "masking-rate" / f"{arm}-seed0-evaluation" / "evaluation.json").read_text())
+        for arm in ("mask-0.15", "mask-0.40")
+    )
     assert first["random_twin_from"] is None and "--no_random_twin" not in first["evaluation"]["argv"]
     assert first["random_twin"]["pos"] == first_eval["tasks"]["pos"]["random"]["test"]["mean"]
     assert second["random_twin_from"] == "masking-rate/mask-0.15-seed0.json" and second["twin_key"] == first["twin_key"]
@@ -272,16 +349,30 @@ def test_quick_runs_the_translation_row_from_its_own_results(tmp_path):
     """positions-translation: run_translation's all_results.json after training and its step-0 evaluation
     (the untrained model) become the JSON; each arm's model has its position type; no harness, no twin."""
     results, runs = tmp_path / "results", tmp_path / "runs"
-    outcome = replicate.main(["--quick", "--rows", "positions-translation", "--seeds", "0", "--results_dir",
-                              str(results), "--output_dir", str(runs)])
+    outcome = replicate.main(
+        [
+            "--quick",
+            "--rows",
+            "positions-translation",
+            "--seeds",
+            "0",
+            "--results_dir",
+            str(results),
+            "--output_dir",
+            str(runs),
+        ]
+    )
     assert set(outcome["results"]) == {f"positions-translation/{arm}-seed0.json" for arm in ("learned", "sinusoidal")}
     for key, record in outcome["results"].items():
         assert json.loads((results / key).read_text()) == record and record["script"] == "examples/run_translation.py"
         run_dir = runs / "positions-translation" / f"{record['arm']}-seed0"
         assert json.loads((run_dir / "config.json").read_text())["position_embedding_type"] == record["arm"]
         after = json.loads((run_dir / "all_results.json").read_text())
-        assert record["metrics"] == {"seq2seq_loss": after["eval_loss"], "seq2seq_exact_match": after["eval_exact_match"],
-                                     "seq2seq_token_error_rate": after["eval_token_error_rate"]}
+        assert record["metrics"] == {
+            "seq2seq_loss": after["eval_loss"],
+            "seq2seq_exact_match": after["eval_exact_match"],
+            "seq2seq_token_error_rate": after["eval_token_error_rate"],
+        }
         state = json.loads((run_dir / "trainer_state.json").read_text())
         step_zero = next(entry for entry in state["log_history"] if entry["step"] == 0 and "eval_loss" in entry)
         assert record["held_out"]["before"]["eval_loss"] == step_zero["eval_loss"] != after["eval_loss"]

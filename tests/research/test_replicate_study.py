@@ -10,15 +10,23 @@ import json
 
 import pytest
 
-from tests.common.example_scripts import load_example_script as load_script
 from hf_variants.models.named_configs import named_config
 from research import replicate, replication_report, replication_rows
+from tests.common.example_scripts import load_example_script as load_script
 
 rows_module = replication_rows
 report_module = replication_report
 ROWS = rows_module.ROWS_BY_NAME
-STUDY = ("--learning_rate", "2e-3", "--warmup_steps", "0.06", "--mlm_probability", "0.4",
-         "--eval_mlm_probability", "0.15")
+STUDY = (
+    "--learning_rate",
+    "2e-3",
+    "--warmup_steps",
+    "0.06",
+    "--mlm_probability",
+    "0.4",
+    "--eval_mlm_probability",
+    "0.15",
+)
 
 
 def _parse(argv):
@@ -36,23 +44,28 @@ def test_study_flags_sit_between_the_recipe_and_the_arm_whose_flags_win(monkeypa
     args = replicate.parse_arguments(["--results_dir", str(tmp_path)])
     rate = ROWS["masking-rate"]
     argv = replicate.training_argv(rate, rate.arm("mask-0.15"), 0, args, tmp_path)
-    recipe, study, own = argv.index("--recipe"), argv.index("--mlm_probability"), len(argv) - argv[::-1].index(
-        "--mlm_probability") - 1
+    recipe, study, own = (
+        argv.index("--recipe"),
+        argv.index("--mlm_probability"),
+        len(argv) - argv[::-1].index("--mlm_probability") - 1,
+    )
     assert recipe < study < own and argv.count("--mlm_probability") == 2
     parsed, training = _parse(argv)
     assert parsed.mlm_probability == 0.15  # the arm's own rate, given last
     assert training.learning_rate == 2e-3  # the study's, over the roberta recipe's 1e-3
     layer_norm = ROWS["layer-norm-position"]
-    parsed, training = _parse(replicate.training_argv(layer_norm, layer_norm.arm("post-ln-no-warmup"), 0, args,
-                                                      tmp_path))
+    parsed, training = _parse(
+        replicate.training_argv(layer_norm, layer_norm.arm("post-ln-no-warmup"), 0, args, tmp_path)
+    )
     assert training.learning_rate == 1e-3 and training.warmup_steps == 0 and parsed.mlm_probability == 0.4
     clm = ROWS["transfo-xl-memory"]  # run_clm arms get no study flags (another script)
     assert "--learning_rate" not in replicate.training_argv(clm, clm.arms[0], 0, args, tmp_path)
 
 
 def test_study_size_fields_come_before_the_arms_and_record_in_the_json(monkeypatch, tmp_path):
-    size = rows_module.StudySize(config=(("intermediate_size", 512), ("position_embedding_type", "absolute")),
-                                 max_seq_length=64)
+    size = rows_module.StudySize(
+        config=(("intermediate_size", 512), ("position_embedding_type", "absolute")), max_seq_length=64
+    )
     monkeypatch.setattr(replicate, "STUDY_SIZE", size)
     args = replicate.parse_arguments(["--results_dir", str(tmp_path)])
     positions = ROWS["positions"]
@@ -64,9 +77,12 @@ def test_study_size_fields_come_before_the_arms_and_record_in_the_json(monkeypat
     assert config.position_embedding_type == "sinusoidal" and config.intermediate_size == 512
     argv = replicate.training_argv(positions, sinusoidal, 0, args, tmp_path)
     assert replicate.last_flag(argv, "--max_seq_length") == "64"
-    assert replicate.study_settings(sinusoidal) == {"applied": True, "flags": list(rows_module.STUDY_FLAGS),
-                                                    "config": dict(size.config),
-                                                    "max_seq_length": 64}
+    assert replicate.study_settings(sinusoidal) == {
+        "applied": True,
+        "flags": list(rows_module.STUDY_FLAGS),
+        "config": dict(size.config),
+        "max_seq_length": 64,
+    }
     assert replicate.study_settings(ROWS["transfo-xl-memory"].arms[0])["applied"] is False
 
 
@@ -82,10 +98,14 @@ def test_twin_keys_group_the_arms_that_share_model_config_and_tokenizer(tmp_path
     nsp, span, positions = ROWS["nsp"], ROWS["span-masking"], ROWS["positions"]
     assert _key(nsp, nsp.arms[0], 0, args, tmp_path) == _key(nsp, nsp.arms[1], 0, args, tmp_path)
     assert len({json.dumps(_key(span, arm, 0, args, tmp_path)) for arm in span.arms}) == 1  # objectives differ only
-    assert _key(positions, positions.arms[0], 0, args, tmp_path) != _key(positions, positions.arms[1], 0, args, tmp_path)
+    assert _key(positions, positions.arms[0], 0, args, tmp_path) != _key(
+        positions, positions.arms[1], 0, args, tmp_path
+    )
     assert _key(nsp, nsp.arms[0], 0, args, tmp_path) != _key(nsp, nsp.arms[0], 1, args, tmp_path)  # seed
-    assert [report_module.twin_groups(ROWS[name]) for name in ("nsp", "input-formats", "span-masking", "positions",
-                                                              "albert-sharing")] == [1, 1, 1, 2, 4]
+    assert [
+        report_module.twin_groups(ROWS[name])
+        for name in ("nsp", "input-formats", "span-masking", "positions", "albert-sharing")
+    ] == [1, 1, 1, 2, 4]
     assert report_module._twin_sharing(span) == "(token, whole-word, span, span-sbo)"  # as the report says it
     assert report_module._twin_sharing(positions) == "(learned), (sinusoidal)"
     assert "--no_random_twin" in replicate.evaluation_argv(nsp, 0, args, tmp_path, tmp_path, twin=False)
@@ -105,9 +125,11 @@ def test_a_later_arm_reads_the_twin_of_the_first_arm_of_its_group(tmp_path):
     path.write_text(json.dumps(record))
     assert replicate.shared_twin(nsp, second, 0, key, tmp_path) == ("nsp/with-nsp-seed0.json", record)
     assert replicate.shared_twin(nsp, second, 1, key, tmp_path) is None  # another seed: its own twin
-    for stale in ({**record, "twin_key": {**key, "bf16": True}},  # evaluated under other settings
-                  {**record, "random_twin": {"pos": 61.0}},  # a measure missing
-                  {**record, "random_twin_from": "nsp/other-seed0.json"}):  # itself a reader
+    for stale in (
+        {**record, "twin_key": {**key, "bf16": True}},  # evaluated under other settings
+        {**record, "random_twin": {"pos": 61.0}},  # a measure missing
+        {**record, "random_twin_from": "nsp/other-seed0.json"},
+    ):  # itself a reader
         path.write_text(json.dumps(stale))
         assert replicate.shared_twin(nsp, second, 0, key, tmp_path) is None
 
@@ -116,8 +138,20 @@ def test_a_later_arm_reads_the_twin_of_the_first_arm_of_its_group(tmp_path):
 
 
 def test_estimate_counts_one_twin_per_group_and_states_the_target(capsys, tmp_path):
-    outcome = replicate.main(["--estimate", "--rows", "nsp", "--arm_minutes", "10", "--seeds", "0", "1",
-                              "--results_dir", str(tmp_path / "none")])
+    outcome = replicate.main(
+        [
+            "--estimate",
+            "--rows",
+            "nsp",
+            "--arm_minutes",
+            "10",
+            "--seeds",
+            "0",
+            "1",
+            "--results_dir",
+            str(tmp_path / "none"),
+        ]
+    )
     assert outcome == {"results": {}, "report": None, "failed": []} and not (tmp_path / "none").exists()
     text = capsys.readouterr().out
     harness = report_module.HARNESS_MINUTES["pos"] + report_module.HARNESS_MINUTES["sentiment"]
@@ -127,25 +161,46 @@ def test_estimate_counts_one_twin_per_group_and_states_the_target(capsys, tmp_pa
 
 
 def test_estimate_of_a_row_without_harness_counts_its_script_setup(capsys, tmp_path):
-    replicate.main(["--estimate", "--rows", "positions-translation", "--arm_minutes", "5", "--seeds", "0",
-                    "--results_dir", str(tmp_path / "none")])
+    replicate.main(
+        [
+            "--estimate",
+            "--rows",
+            "positions-translation",
+            "--arm_minutes",
+            "5",
+            "--seeds",
+            "0",
+            "--results_dir",
+            str(tmp_path / "none"),
+        ]
+    )
     per_seed = 2 * (5 + report_module.SETUP_MINUTES["run_translation"])  # no harness, no twin
     assert f"| positions-translation | 2 | 0 | - | {per_seed:.0f} | {per_seed / 60:.1f} |" in capsys.readouterr().out
 
 
 def test_estimate_uses_the_measured_harness_and_setup_times(tmp_path):
-    measured = {"row": "nsp", "arm": "with-nsp", "seed": 0, "quick": False, "script": "examples/run_pretraining.py",
-                "training": {"train_minutes": 10.0}, "wall_minutes": 18.0,
-                "evaluation": {"task_minutes": {"pos": {"pretrained": 2.0, "random": 2.0},
-                                                "sentiment": {"pretrained": 1.0, "random": 1.0}}}}
+    measured = {
+        "row": "nsp",
+        "arm": "with-nsp",
+        "seed": 0,
+        "quick": False,
+        "script": "examples/run_pretraining.py",
+        "training": {"train_minutes": 10.0},
+        "wall_minutes": 18.0,
+        "evaluation": {
+            "task_minutes": {"pos": {"pretrained": 2.0, "random": 2.0}, "sentiment": {"pretrained": 1.0, "random": 1.0}}
+        },
+    }
     records = {"nsp": {"with-nsp": [measured], "without-nsp": [{**measured, "quick": True, "wall_minutes": 99.0}]}}
     minutes = report_module.measured_minutes(records)  # the --quick run is left out
     assert minutes == {"harness": {"pos": 2.0, "sentiment": 1.0}, "setup": {"run_pretraining": 2.0}, "runs": 1}
     assert report_module.planned_minutes(ROWS["nsp"], 15.0, minutes) == 2 * (15 + 2 + 3) + 3
     with_budget = {"nsp": {"with-nsp": [{**measured, "budget": {"arm_minutes": 20.0}}]}}  # trained 10 of its 20 minutes
     assert report_module.measured_minutes(with_budget)["budget_used"] == 0.5
-    assert report_module.planned_minutes(ROWS["nsp"], 20.0, report_module.measured_minutes(with_budget)) == \
-        2 * (10 + 2 + 3) + 3
+    assert (
+        report_module.planned_minutes(ROWS["nsp"], 20.0, report_module.measured_minutes(with_budget))
+        == 2 * (10 + 2 + 3) + 3
+    )
     text = "\n".join(report_module.estimate_lines([ROWS["nsp"]], 20.0, 3, records))
     assert "measured in 1 run(s)' JSONs" in text and "over the target's 15 minutes per arm" in text
 
@@ -158,8 +213,12 @@ def test_every_row_says_what_was_checked_against_its_paper(row, tmp_path):
 
 def test_the_report_says_how_far_pretraining_got_and_how_often_an_arm_beat_its_twin():
     def run(after: float, pos: float, twin: float) -> dict:
-        return {"metrics": {"held_out_mlm_loss": after, "pos": pos}, "held_out": {"before": {"mlm_loss": 9.0}},
-                "random_twin": {"pos": twin}}
+        return {
+            "metrics": {"held_out_mlm_loss": after, "pos": pos},
+            "held_out": {"before": {"mlm_loss": 9.0}},
+            "random_twin": {"pos": twin},
+        }
+
     behind = "\n".join(report_module.scale_lines([run(6.5, 64.0, 65.0), run(6.7, 66.0, 65.0), run(6.6, 63.0, 65.0)]))
     assert "9.00-9.00 untrained, 6.50-6.70 after training (3 runs)" in behind
     assert "above its random twin in 1 of 3" in behind and "not yet better than random weights" in behind

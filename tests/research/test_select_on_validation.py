@@ -27,8 +27,19 @@ def checkpoint(tmp_path_factory):
 
 
 def arguments(checkpoint, output_dir, *extra):
-    return ["--model_name_or_path", str(checkpoint), "--task", "sentiment", "--seeds", "2", "--quick",
-            "--output_dir", str(output_dir), *[flag for point in POINTS for flag in ("--point", point)], *extra]
+    return [
+        "--model_name_or_path",
+        str(checkpoint),
+        "--task",
+        "sentiment",
+        "--seeds",
+        "2",
+        "--quick",
+        "--output_dir",
+        str(output_dir),
+        *[flag for point in POINTS for flag in ("--point", point)],
+        *extra,
+    ]
 
 
 def test_each_arm_gets_the_point_with_its_best_mean_validation_score(select, checkpoint, tmp_path):
@@ -37,7 +48,9 @@ def test_each_arm_gets_the_point_with_its_best_mean_validation_score(select, che
     selection = select.main(arguments(checkpoint, tmp_path, "--only_point", "1"))
     assert json.loads((tmp_path / "selection.json").read_text()) == selection
     assert [point["point"] for point in selection["points"]] == [
-        {"learning_rate": 5e-4, "num_train_epochs": 1}, {"learning_rate": 3e-3, "num_train_epochs": 1}]
+        {"learning_rate": 5e-4, "num_train_epochs": 1},
+        {"learning_rate": 3e-3, "num_train_epochs": 1},
+    ]
     for index, point in enumerate(selection["points"]):
         report = json.loads((tmp_path / f"point-{index}" / "evaluation.json").read_text())["tasks"]["sentiment"]
         assert report["schedule"]["learning_rate"] == point["point"]["learning_rate"]

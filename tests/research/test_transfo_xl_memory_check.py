@@ -39,8 +39,9 @@ def test_target_mask_follows_the_segment_layout():
     assert laid_out[0, 0, 0] == mask[1]
 
 
-@pytest.mark.parametrize(("segment_length", "memory_length", "message"),
-                         [(6, 8, "segment_length"), (4, 5, "memory_length")])
+@pytest.mark.parametrize(
+    ("segment_length", "memory_length", "message"), [(6, 8, "segment_length"), (4, 5, "memory_length")]
+)
 def test_a_check_the_memory_need_not_or_cannot_solve_is_a_value_error(segment_length, memory_length, message):
     with pytest.raises(ValueError, match=message):
         load_script().copy_check(period=6, segment_length=segment_length, memory_length=memory_length)
@@ -58,8 +59,9 @@ def test_memory_trained_with_run_clm_loop_solves_copy_and_loses_it_without_memor
     train_ids, _ = script.copy_documents(200, period, 16, vocab_size, rng)
     eval_ids, repeated = script.copy_documents(20, period, 16, vocab_size, rng)
     model = TransfoXLLMHeadModel(script.tiny_config(vocab_size, memory_length, hidden_size=32, layers=1))
-    _, carried = script.train_recurrent(model, train_ids, segment_length, batch_size, max_steps=150,
-                                        learning_rate=1e-2, seed=0)
+    _, carried = script.train_recurrent(
+        model, train_ids, segment_length, batch_size, max_steps=150, learning_rate=1e-2, seed=0
+    )
     assert carried is not None and len(carried) == 1 and carried[0].shape == (memory_length, batch_size, 32)
     assert not any(m.requires_grad for m in carried)  # no gradient crosses a segment boundary
 

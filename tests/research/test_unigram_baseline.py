@@ -25,8 +25,9 @@ def test_real_text_split_and_tokenizer(tmp_path):
     tokenizer.save_pretrained(tmp_path / "tok")
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n\n".join(texts) + "\n")  # one paragraph per document
-    results = unigram_baseline.main(["--train_file", str(corpus), "--tokenizer_name", str(tmp_path / "tok"),
-                                     "--validation_fraction", "0.1"])
+    results = unigram_baseline.main(
+        ["--train_file", str(corpus), "--tokenizer_name", str(tmp_path / "tok"), "--validation_fraction", "0.1"]
+    )
     # 40 documents: the last 4 held out; special tokens are never counted.
     assert results["held_out_tokens"] > 0 and results["train_tokens"] > 8 * results["held_out_tokens"]
     assert math.log(1) < results["unigram_loss"] < math.log(len(tokenizer))

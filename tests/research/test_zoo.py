@@ -21,12 +21,11 @@ from huggingface_hub import ModelCard
 from transformers import AutoModel, AutoModelForSeq2SeqLM, AutoTokenizer
 
 import hf_variants  # noqa: F401  (registers the hfv_* model types with the Auto classes)
-from tests.common.paths import REPO_ROOT
 from hf_variants.registry import SPECS
+from tests.common.paths import REPO_ROOT
 from tests.common.zoo_quick import QUICK, build_quick, load_zoo
 
 pytestmark = pytest.mark.slow
-
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +62,9 @@ def test_results_json_holds_the_run_files_numbers(built):
         assert tasks["sentiment"][arm]["mean"] == report["tasks"]["sentiment"][arm]["test"]["mean"]
         assert tasks["pos"][arm]["mean"] == report["tasks"]["pos"][arm]["test"]["mean"]
         assert tasks["probe: pos"][arm]["mean"] == report["tasks"]["probe"][arm]["pos"]["test"]["mean"]
-    assert tasks["pos"]["difference"] == pytest.approx(tasks["pos"]["pretrained"]["mean"] - tasks["pos"]["random"]["mean"])
+    assert tasks["pos"]["difference"] == pytest.approx(
+        tasks["pos"]["pretrained"]["mean"] - tasks["pos"]["random"]["mean"]
+    )
     # T5: no harness numbers invented (the JSON says what was not run and why); its rows are
     # run_pretraining's own held-out loss after training beside before it (the random twin), and
     # the text-to-text sentiment fine-tuning of both.
@@ -95,8 +96,12 @@ def test_t5_is_fine_tuned_text_to_text_beside_its_twin(built):
     assert row["difference"] == pytest.approx(row["pretrained"]["mean"] - row["random"]["mean"])
     assert row["split"] == "test" and row["higher_is_better"] and "exact match" in row["metric"]
     schedule = " ".join(tuned["schedule"])
-    assert "--source_prefix sentiment: " in schedule and "--optim adafactor --optim_args scale_parameter=True" in schedule
-    assert "--learning_rate 3e-3" in schedule and tuned["seeds"] == [42] and tuned["script"] == "examples/run_seq2seq.py"
+    assert (
+        "--source_prefix sentiment: " in schedule and "--optim adafactor --optim_args scale_parameter=True" in schedule
+    )
+    assert (
+        "--learning_rate 3e-3" in schedule and tuned["seeds"] == [42] and tuned["script"] == "examples/run_seq2seq.py"
+    )
     assert not (runs / "twins").exists()  # the twins are made for each run and removed
 
 
@@ -116,7 +121,10 @@ def test_summary_table_has_a_row_per_results_json(zoo, built):
     records, _, results_dir = built
     table = (results_dir / "README.md").read_text()
     bert = records["bert-mini-quick"]
-    before, after = bert["pretraining"]["held_out_before"]["mlm_loss"], bert["pretraining"]["held_out_after"]["mlm_loss"]
+    before, after = (
+        bert["pretraining"]["held_out_before"]["mlm_loss"],
+        bert["pretraining"]["held_out_after"]["mlm_loss"],
+    )
     row = next(line for line in table.splitlines() if line.startswith("| bert-mini-quick"))
     assert f"{before:.3f} → {after:.3f}" in row
     pos = bert["evaluation"]["tasks"]["pos"]
@@ -124,8 +132,15 @@ def test_summary_table_has_a_row_per_results_json(zoo, built):
     # ahead / behind only beyond the larger std of the two arms, else within noise
     noise = max(pos["pretrained"]["std"], pos["random"]["std"])
     assert pos["noise"] == round(noise, 2) and pos["ahead"] == (pos["difference"] > noise)
-    word = ("tied" if pos["difference"] == 0 else "ahead" if pos["difference"] > noise
-            else "behind" if pos["difference"] < -noise else "within noise")
+    word = (
+        "tied"
+        if pos["difference"] == 0
+        else "ahead"
+        if pos["difference"] > noise
+        else "behind"
+        if pos["difference"] < -noise
+        else "within noise"
+    )
     assert word in row
     t5_row = next(line for line in table.splitlines() if line.startswith("| t5-mini-quick"))
     assert "| pos, probe |" in t5_row and "held-out loss: " in t5_row and "sentiment (text-to-text): " in t5_row
@@ -135,9 +150,14 @@ def test_card_model_index_has_the_measured_values(built):
     records, output_dir, _ = built
     bert = records["bert-mini-quick"]
     card = ModelCard.load(output_dir / "bert-mini-quick" / "hub" / "README.md")
-    values = {(result.dataset_type, result.metric_type, result.metric_name): result.metric_value
-              for result in card.data.eval_results}
-    assert values[("local/hf-variants-austen", "mlm_loss", "Mlm loss")] == bert["pretraining"]["held_out_after"]["mlm_loss"]
+    values = {
+        (result.dataset_type, result.metric_type, result.metric_name): result.metric_value
+        for result in card.data.eval_results
+    }
+    assert (
+        values[("local/hf-variants-austen", "mlm_loss", "Mlm loss")]
+        == bert["pretraining"]["held_out_after"]["mlm_loss"]
+    )
     sentiment = bert["evaluation"]["tasks"]["sentiment"]
     assert values[("hf_variants/rt_polarity", "accuracy", "sentiment (accuracy %)")] == sentiment["pretrained"]["mean"]
     assert "random-weight twin" in card.text and f"{sentiment['random']['mean']:.1f}" in card.text
@@ -145,8 +165,9 @@ def test_card_model_index_has_the_measured_values(built):
     assert "- not run: ner:" in card.text
     t5 = ModelCard.load(output_dir / "t5-mini-quick" / "hub" / "README.md")
     sentiment = records["t5-mini-quick"]["evaluation"]["tasks"]["sentiment (text-to-text)"]
-    assert [result.metric_value for result in t5.data.eval_results
-            if result.dataset_type == "hf_variants/rt_polarity"] == [sentiment["pretrained"]["mean"]]
+    assert [
+        result.metric_value for result in t5.data.eval_results if result.dataset_type == "hf_variants/rt_polarity"
+    ] == [sentiment["pretrained"]["mean"]]
     assert "fine-tuned with examples/run_seq2seq.py" in t5.text
 
 
@@ -167,7 +188,9 @@ def test_a_second_call_skips_the_built_variant(zoo, built):
     _, output_dir, results_dir = built
     weights = output_dir / "bert-mini-quick" / "hub" / "model.safetensors"
     stamp = os.stat(weights).st_mtime_ns
-    records = zoo.main(QUICK + ["--variants", "bert", "--output_dir", str(output_dir), "--results_dir", str(results_dir)])
+    records = zoo.main(
+        QUICK + ["--variants", "bert", "--output_dir", str(output_dir), "--results_dir", str(results_dir)]
+    )
     assert records["bert-mini-quick"]["skipped"] is True
     assert os.stat(weights).st_mtime_ns == stamp
     assert "skipped" not in json.loads((results_dir / "bert-mini-quick.json").read_text())
@@ -195,8 +218,14 @@ def test_bad_input_is_a_value_error_naming_it(zoo, tmp_path):
             zoo.main(["--variants", "bert", "--budget_minutes", budget, "--results_dir", str(tmp_path)])
     assert not list(Path(tmp_path).iterdir())  # nothing written before the input is checked
     # The study's own entry point, from the checkout, reports it and fails.
-    result = subprocess.run([sys.executable, "-m", "research.zoo", "--variants", "nope"], cwd=REPO_ROOT,
-                            capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    result = subprocess.run(
+        [sys.executable, "-m", "research.zoo", "--variants", "nope"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
     assert result.returncode == 1 and "unknown variant" in result.stderr, result.stderr[-2000:]
 
 
@@ -216,9 +245,27 @@ def test_adopt_builds_from_a_finished_run_and_records_its_own_arguments(zoo, bui
     run = json.loads((run_dir / "eval_results.json").read_text())
     out, results = tmp_path / "runs", tmp_path / "results"
     # A zoo budget and seed unlike the run's: the record must carry the run's, not these.
-    record = zoo.main(["--quick", "--seeds", "1", "--budget_minutes", "7", "--seed", "5", "--variants", "bert",
-                       "--adopt", f"bert={run_dir}", "--adopt_evaluation", f"bert={eval_dir}",
-                       "--output_dir", str(out), "--results_dir", str(results)])["bert-mini-quick"]
+    record = zoo.main(
+        [
+            "--quick",
+            "--seeds",
+            "1",
+            "--budget_minutes",
+            "7",
+            "--seed",
+            "5",
+            "--variants",
+            "bert",
+            "--adopt",
+            f"bert={run_dir}",
+            "--adopt_evaluation",
+            f"bert={eval_dir}",
+            "--output_dir",
+            str(out),
+            "--results_dir",
+            str(results),
+        ]
+    )["bert-mini-quick"]
     pretraining = record["pretraining"]
     assert pretraining["adopted"] == str(run_dir.resolve()) and pretraining["argv"] is None
     assert pretraining["arguments"]["mlm_probability"] == run["mlm_probability"] == 0.4
@@ -251,14 +298,21 @@ def test_adopt_refuses_folders_that_do_not_fit(zoo, built, tmp_path):
     cases = [
         (["--variants", "bert", "--adopt", "bert"], "--adopt takes NAME=FOLDER"),
         (["--variants", "bert", "--adopt", f"roberta={run_dir}"], "'roberta' is not among the variants built"),
-        (["--variants", "bert", "--adopt", f"bert={incomplete}"], "not a finished run_pretraining.py folder.*eval_curve.jsonl"),
+        (
+            ["--variants", "bert", "--adopt", f"bert={incomplete}"],
+            "not a finished run_pretraining.py folder.*eval_curve.jsonl",
+        ),
         (["--variants", "roberta", "--adopt", f"roberta={run_dir}"], "model_type 'hfv_bert', roberta is 'hfv_roberta'"),
         (["--variants", "gpt", "--adopt", f"gpt={run_dir}"], "gpt pretrains with examples/run_clm.py"),
         (["--variants", "bert", "--adopt_evaluation", f"bert={eval_dir}"], "needs --adopt bert=RUN_DIR"),
-        (["--variants", "bert", "--adopt", f"bert={copy}", "--adopt_evaluation", f"bert={eval_dir}"],
-         "evaluated .*, not the adopted run"),
-        (["--variants", "bert", "--adopt", f"bert={run_dir}", "--adopt_evaluation", f"bert={tmp_path}"],
-         "no evaluation.json"),
+        (
+            ["--variants", "bert", "--adopt", f"bert={copy}", "--adopt_evaluation", f"bert={eval_dir}"],
+            "evaluated .*, not the adopted run",
+        ),
+        (
+            ["--variants", "bert", "--adopt", f"bert={run_dir}", "--adopt_evaluation", f"bert={tmp_path}"],
+            "no evaluation.json",
+        ),
     ]
     for arguments, message in cases:
         with pytest.raises(ValueError, match=message):
@@ -278,8 +332,10 @@ def test_a_failed_rebuild_leaves_the_previous_hub_folder_intact(zoo, built, tmp_
     shutil.copytree(output_dir / "t5-mini-quick" / "pretraining", adopted)
     (adopted / "model.safetensors").write_bytes(b"not a safetensors file")
     with pytest.raises(RuntimeError, match="could not build"):
-        zoo.main(QUICK + ["--variants", "t5", "--adopt", f"t5={adopted}", "--output_dir", str(out),
-                          "--results_dir", str(results)])
+        zoo.main(
+            QUICK
+            + ["--variants", "t5", "--adopt", f"t5={adopted}", "--output_dir", str(out), "--results_dir", str(results)]
+        )
     record = json.loads((results / "t5-mini-quick.json").read_text())
     assert record["status"] == "failed" and "safetensors" in record["reason"].lower()
     assert files_of(hub) == before
@@ -315,9 +371,15 @@ def test_reevaluate_refuses_what_it_cannot_redo(zoo, built, tmp_path):
     (out / "t5-mini-quick" / "pretraining" / "eval_results.json").unlink()  # as if killed before the end
     cases = [
         (["--reevaluate", "t5", "--results_dir", str(tmp_path / "none")], "no results JSON"),
-        (["--reevaluate", "t5", "--results_dir", str(results_dir)], "not a finished run_pretraining.py folder.*eval_results"),
+        (
+            ["--reevaluate", "t5", "--results_dir", str(results_dir)],
+            "not a finished run_pretraining.py folder.*eval_results",
+        ),
         (["--reevaluate", "t5", "--force", "--results_dir", str(results_dir)], "cannot go with --adopt t5 or --force"),
-        (["--variants", "bert", "--reevaluate", "t5", "--results_dir", str(results_dir)], "not among the variants built"),
+        (
+            ["--variants", "bert", "--reevaluate", "t5", "--results_dir", str(results_dir)],
+            "not among the variants built",
+        ),
     ]
     for arguments, message in cases:
         with pytest.raises(ValueError, match=message):

@@ -21,10 +21,12 @@ import hf_variants  # noqa: F401  (registers the hfv_* model types with the Auto
 from hf_variants.registry import SPECS
 from tests.common.zoo_quick import QUICK, build_quick, load_zoo
 
-OTHER = {"gpt2-mini-quick": (AutoModelForCausalLM, "GPTLMHeadModel"),
-         "transfo-xl-mini-quick": (AutoModelForCausalLM, "TransfoXLLMHeadModel"),
-         "transformer-mini-quick": (AutoModelForSeq2SeqLM, "TransformerForConditionalGeneration"),
-         "vit-mini-quick": (AutoModelForPreTraining, "ViTForPreTraining")}
+OTHER = {
+    "gpt2-mini-quick": (AutoModelForCausalLM, "GPTLMHeadModel"),
+    "transfo-xl-mini-quick": (AutoModelForCausalLM, "TransfoXLLMHeadModel"),
+    "transformer-mini-quick": (AutoModelForSeq2SeqLM, "TransformerForConditionalGeneration"),
+    "vit-mini-quick": (AutoModelForPreTraining, "ViTForPreTraining"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +72,12 @@ def test_the_rows_are_the_scripts_own_numbers_beside_the_untrained_model(built):
         assert rows["held-out perplexity"]["pretrained"]["mean"] == run["after_training"]["perplexity"]
         assert rows["held-out perplexity"]["random"]["mean"] == run["before_training"]["perplexity"]
         assert rows["held-out loss"]["difference"] == pytest.approx(
-            run["after_training"]["loss"] - run["before_training"]["loss"], abs=1e-4)
-        assert record["pretraining"]["corpus"] == "austen" and record["pretraining"]["tokens_seen"] == run["tokens_seen"] > 0
+            run["after_training"]["loss"] - run["before_training"]["loss"], abs=1e-4
+        )
+        assert (
+            record["pretraining"]["corpus"] == "austen"
+            and record["pretraining"]["tokens_seen"] == run["tokens_seen"] > 0
+        )
     for name in ("transformer-mini-quick", "vit-mini-quick"):  # Trainer: the step-0 and final evaluations
         record, state = records[name], read(output_dir / name / "pretraining" / "trainer_state.json")
         final = read(output_dir / name / "pretraining" / "eval_results.json")
@@ -99,7 +105,10 @@ def test_the_decoders_generation_task_is_a_row_beside_the_twin(built):
         for row, key in (("continuation accuracy", "token_accuracy"), ("first-token accuracy", "first_token_accuracy")):
             assert rows[row]["pretrained"]["mean"] == run["generation_after"][key]
             assert rows[row]["random"]["mean"] == run["generation_before"][key] and rows[row]["higher_is_better"]
-        assert run["generation_after"]["prompts"] == 4 and "4 held-out prompts of 8 tokens" in rows["continuation accuracy"]["metric"]
+        assert (
+            run["generation_after"]["prompts"] == 4
+            and "4 held-out prompts of 8 tokens" in rows["continuation accuracy"]["metric"]
+        )
         assert "generation task" not in records[name]["evaluation"]["not_run"]
 
 
@@ -115,9 +124,11 @@ def test_vit_is_fine_tuned_on_the_labels_beside_its_twin(built):
     schedule = " ".join(evaluation["fine_tuning"]["schedule"])
     assert "--horizontal_flip" in schedule and "--learning_rate 1e-3" in schedule
     card = ModelCard.load(output_dir / "vit-mini-quick" / "hub" / "README.md")
-    assert [result.metric_value for result in card.data.eval_results
-            if result.dataset_type == "hf_variants/fashion_mnist" and result.metric_type == "accuracy"] == [
-        row["pretrained"]["mean"]]
+    assert [
+        result.metric_value
+        for result in card.data.eval_results
+        if result.dataset_type == "hf_variants/fashion_mnist" and result.metric_type == "accuracy"
+    ] == [row["pretrained"]["mean"]]
 
 
 @pytest.mark.slow
@@ -134,8 +145,22 @@ def test_the_summary_table_shows_whether_each_is_ahead_of_its_twin(built):
 @pytest.mark.slow
 def test_the_budget_stops_every_script(zoo, tmp_path):
     # A budget spent by the first step: run_clm's and run_mae's TimeBudget stop them there.
-    records = zoo.main(["--quick", "--seeds", "1", "--budget_minutes", "0.0001", "--variants", "gpt", "vit",
-                        "--output_dir", str(tmp_path / "runs"), "--results_dir", str(tmp_path / "results")])
+    records = zoo.main(
+        [
+            "--quick",
+            "--seeds",
+            "1",
+            "--budget_minutes",
+            "0.0001",
+            "--variants",
+            "gpt",
+            "vit",
+            "--output_dir",
+            str(tmp_path / "runs"),
+            "--results_dir",
+            str(tmp_path / "results"),
+        ]
+    )
     for record in records.values():
         assert record["pretraining"]["global_step"] == 1 and record["pretraining"]["stopped_by_max_time"] is True
 
@@ -148,18 +173,23 @@ def test_a_lost_results_json_is_rebuilt_with_the_same_twin(zoo, built):
     records, output_dir, results_dir = built
     for name in ("gpt2-mini-quick", "vit-mini-quick"):
         (results_dir / f"{name}.json").unlink()
-    again = zoo.main(QUICK + ["--variants", "gpt", "vit", "--output_dir", str(output_dir),
-                              "--results_dir", str(results_dir)])
+    again = zoo.main(
+        QUICK + ["--variants", "gpt", "vit", "--output_dir", str(output_dir), "--results_dir", str(results_dir)]
+    )
     for name in ("gpt2-mini-quick", "vit-mini-quick"):
         assert again[name]["pretraining"]["global_step"] == 3 and "reused" in again[name]["pretraining"]
         assert again[name]["evaluation"]["tasks"] == records[name]["evaluation"]["tasks"]
     for name, final in (("gpt2-mini-quick", "eval_results.json"), ("vit-mini-quick", "all_results.json")):
         (results_dir / f"{name}.json").unlink()
         (output_dir / name / "pretraining" / final).unlink()  # as if killed before the end
-    resumed = zoo.main(QUICK + ["--variants", "gpt", "vit", "--output_dir", str(output_dir),
-                                "--results_dir", str(results_dir)])
+    resumed = zoo.main(
+        QUICK + ["--variants", "gpt", "vit", "--output_dir", str(output_dir), "--results_dir", str(results_dir)]
+    )
     for name in ("gpt2-mini-quick", "vit-mini-quick"):
-        assert "reused" not in resumed[name]["pretraining"] and "--eval_on_start" not in resumed[name]["pretraining"]["argv"]
+        assert (
+            "reused" not in resumed[name]["pretraining"]
+            and "--eval_on_start" not in resumed[name]["pretraining"]["argv"]
+        )
         assert resumed[name]["pretraining"]["held_out_before"] == records[name]["pretraining"]["held_out_before"]
     state = read(output_dir / "vit-mini-quick" / "pretraining" / "trainer_state.json")
     assert sum(entry.get("step") == 0 and "eval_loss" in entry for entry in state["log_history"]) == 1
@@ -177,7 +207,9 @@ def test_the_settings_table(zoo):
     roberta = zoo.pretraining_argv(specs["roberta"], args, zoo.Path("run"))
     assert "--second_task_weight" not in roberta and roberta[roberta.index("--learning_rate") + 1] == "1e-3"
     electra = zoo.pretraining_argv(specs["electra"], args, zoo.Path("run"))
-    assert "--mlm_probability" not in electra and electra[electra.index("--config_overrides") + 1] == "mlm_probability=0.4"
+    assert (
+        "--mlm_probability" not in electra and electra[electra.index("--config_overrides") + 1] == "mlm_probability=0.4"
+    )
     quick = zoo.pretraining_argv(specs["electra"], zoo.parse_arguments(["--quick"]), zoo.Path("run"))
     overrides = quick[quick.index("--config_overrides") + 1]
     assert quick.count("--config_overrides") == 1 and overrides.startswith("mlm_probability=0.4,hidden_size=32")
@@ -208,12 +240,13 @@ def test_reevaluate_adds_the_new_rows_to_variants_built_before_them(zoo, built, 
         shutil.rmtree(out / name / "evaluation", ignore_errors=True)
         old = read(results_dir / f"{name}.json")
         steps[name], expected[name] = old["pretraining"]["global_step"], dict(old["evaluation"]["tasks"])
-        old["evaluation"]["tasks"] = {row: value for row, value in old["evaluation"]["tasks"].items()
-                                      if row not in new_rows}
+        old["evaluation"]["tasks"] = {
+            row: value for row, value in old["evaluation"]["tasks"].items() if row not in new_rows
+        }
         argv = old["pretraining"]["argv"]
         if "--generation_prompts" in argv:  # the arguments of a run made before the task existed
             at = argv.index("--generation_prompts")
-            del argv[at:at + 4]
+            del argv[at : at + 4]
         recorded[name] = old["pretraining"]
         (results / f"{name}.json").write_text(json.dumps(old))
     for name in ("gpt2-mini-quick", "transfo-xl-mini-quick"):
@@ -224,8 +257,21 @@ def test_reevaluate_adds_the_new_rows_to_variants_built_before_them(zoo, built, 
     weights = (out / "vit-mini-quick" / "pretraining" / "model.safetensors").read_bytes()
     # Today's budget and seed are not the runs': the records keep the runs' own (and the twins
     # are rebuilt from the recorded arguments).
-    again = zoo.main(QUICK + ["--reevaluate", *names, "--budget_minutes", "9", "--seed", "7", "--output_dir", str(out),
-                              "--results_dir", str(results)])
+    again = zoo.main(
+        QUICK
+        + [
+            "--reevaluate",
+            *names,
+            "--budget_minutes",
+            "9",
+            "--seed",
+            "7",
+            "--output_dir",
+            str(out),
+            "--results_dir",
+            str(results),
+        ]
+    )
     assert set(again) == set(names.values())
     for name in names.values():
         assert again[name]["budget_minutes"] == 5 and again[name]["pretraining"]["argv"] == recorded[name]["argv"]

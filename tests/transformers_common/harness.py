@@ -21,8 +21,10 @@ from hf_variants.registry import HEAD_AUTO_CLASSES, SPECS
 try:  # transformers' mixins import it at module level; it is a dev dependency of ours
     import parameterized  # noqa: F401
 except ImportError:  # pragma: no cover - reported, never silent
-    pytest.skip("transformers' test mixins need the `parameterized` package (pip install parameterized)",
-                allow_module_level=True)
+    pytest.skip(
+        "transformers' test mixins need the `parameterized` package (pip install parameterized)",
+        allow_module_level=True,
+    )
 
 from tests.transformers_common import upstream  # noqa: E402  (tests/transformers_common/upstream.py)
 
@@ -40,8 +42,10 @@ def _teach_mappings() -> None:
     their ``_extra_content``, which those dicts do not show: give the mixin module copies that also
     hold our registry's heads (transformers' own dicts are left untouched)."""
     by_auto = {
-        "AutoModel": "MODEL_MAPPING_NAMES", "AutoModelForPreTraining": "MODEL_FOR_PRETRAINING_MAPPING_NAMES",
-        "AutoModelForMaskedLM": "MODEL_FOR_MASKED_LM_MAPPING_NAMES", "AutoModelForCausalLM": "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES",
+        "AutoModel": "MODEL_MAPPING_NAMES",
+        "AutoModelForPreTraining": "MODEL_FOR_PRETRAINING_MAPPING_NAMES",
+        "AutoModelForMaskedLM": "MODEL_FOR_MASKED_LM_MAPPING_NAMES",
+        "AutoModelForCausalLM": "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES",
         "AutoModelForSeq2SeqLM": "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES",
         "AutoModelForNextSentencePrediction": "MODEL_FOR_NEXT_SENTENCE_PREDICTION_MAPPING_NAMES",
         "AutoModelForSequenceClassification": "MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES",
@@ -56,7 +60,9 @@ def _teach_mappings() -> None:
         for head, cls in spec.classes.items():
             auto = HEAD_AUTO_CLASSES.get("Model" if head == "EncoderModel" else head)  # bare models
             if auto is not None and auto.__name__ in by_auto:
-                ours.setdefault(by_auto[auto.__name__], {}).setdefault(spec.config_class.model_type, []).append(cls.__name__)
+                ours.setdefault(by_auto[auto.__name__], {}).setdefault(spec.config_class.model_type, []).append(
+                    cls.__name__
+                )
     for dict_name, extra in ours.items():
         if hasattr(common, dict_name):
             setattr(common, dict_name, {**getattr(common, dict_name), **{key: tuple(v) for key, v in extra.items()}})
@@ -68,21 +74,34 @@ GenerationTesterMixin = generation.GenerationTesterMixin
 ConfigTester = config_common.ConfigTester
 
 TINY = dict(
-    hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37, vocab_size=99,
-    max_position_embeddings=64, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=37,
+    vocab_size=99,
+    max_position_embeddings=64,
+    hidden_dropout_prob=0.1,
+    attention_probs_dropout_prob=0.1,
 )
 # Special tokens inside the tiny vocabulary (the named configs' real ids lie beyond 99).
 TOKENS = dict(pad_token_id=0, eos_token_id=1, bos_token_id=2, decoder_start_token_id=0)
 
 # Our deliberate differences from transformers (each in docs/transformers_tests.md), by test name.
-RAISES_VALUE_ERROR = ("Shape mismatches raise ValueError naming the problem, not RuntimeError "
-                      "(docs/transformers_tests.md)")
-TOO_FEW_WEIGHTS = ("A checkpoint supplying too few of a model's weights is refused, not randomly "
-                   "initialised (docs/transformers_tests.md)")
-OWN_KEY_FORMAT = ("save_pretrained writes our own key format; there is no reverse mapping to "
-                  "transformers' names (docs/transformers_tests.md)")
-PADDING_ZEROS = ("The padding-free path leaves zeros at padding positions, where transformers "
-                 "computes values nobody reads (docs/transformers_tests.md)")
+RAISES_VALUE_ERROR = (
+    "Shape mismatches raise ValueError naming the problem, not RuntimeError (docs/transformers_tests.md)"
+)
+TOO_FEW_WEIGHTS = (
+    "A checkpoint supplying too few of a model's weights is refused, not randomly "
+    "initialised (docs/transformers_tests.md)"
+)
+OWN_KEY_FORMAT = (
+    "save_pretrained writes our own key format; there is no reverse mapping to "
+    "transformers' names (docs/transformers_tests.md)"
+)
+PADDING_ZEROS = (
+    "The padding-free path leaves zeros at padding positions, where transformers "
+    "computes values nobody reads (docs/transformers_tests.md)"
+)
 
 
 # The tests each deliberate difference skips, in every family (docs/transformers_tests.md).
@@ -131,11 +150,19 @@ def expect_open_failures(cls: type, failures: dict[str, str]) -> type:
 def named_config(name: str, spec: str, **overrides):
     """Our named config ``name`` (modeling_configs/<name>; None: the class defaults) at the tiny
     sizes, plus ``overrides``."""
-    written = json.loads((named_config_path(name) / "config.json").read_text()) if name else {
-        key: value for key, value in SPECS[spec].config_class().to_dict().items() if key in TINY or key in TOKENS}
+    written = (
+        json.loads((named_config_path(name) / "config.json").read_text())
+        if name
+        else {key: value for key, value in SPECS[spec].config_class().to_dict().items() if key in TINY or key in TOKENS}
+    )
     values = {key: value for key, value in written.items() if key != "model_type"}
-    values.update({key: value for key, value in TINY.items() if key in written or key in (
-        "hidden_size", "num_hidden_layers", "num_attention_heads")})
+    values.update(
+        {
+            key: value
+            for key, value in TINY.items()
+            if key in written or key in ("hidden_size", "num_hidden_layers", "num_attention_heads")
+        }
+    )
     values.update({key: value for key, value in TOKENS.items() if values.get(key) is not None})
     values.update(overrides)
     return SPECS[spec].config_class(**values)
@@ -148,8 +175,17 @@ class TinyModelTester:
     token ids with a right-padded second row).
     """
 
-    def __init__(self, parent, config_fn, inputs_fn=None, batch_size: int = 3, seq_length: int = 7,
-                 is_training: bool = True, num_choices: int = 2, **attributes) -> None:
+    def __init__(
+        self,
+        parent,
+        config_fn,
+        inputs_fn=None,
+        batch_size: int = 3,
+        seq_length: int = 7,
+        is_training: bool = True,
+        num_choices: int = 2,
+        **attributes,
+    ) -> None:
         self.parent = parent
         self.config_fn, self.inputs_fn = config_fn, inputs_fn or token_inputs
         self.batch_size, self.seq_length, self.is_training = batch_size, seq_length, is_training
@@ -228,19 +264,35 @@ def pretraining_labels(second: str | None = None):
     return labels
 
 
-def family_test(name: str, spec: str, named: str, config_kwargs: dict, extra_labels: dict | None = None,
-                inputs_fn=None, classes: tuple | None = None, generates: bool = False, **config_overrides) -> type:
+def family_test(
+    name: str,
+    spec: str,
+    named: str,
+    config_kwargs: dict,
+    extra_labels: dict | None = None,
+    inputs_fn=None,
+    classes: tuple | None = None,
+    generates: bool = False,
+    **config_overrides,
+) -> type:
     """A transformers-style ``XModelTest`` class for one of our families (ConfigTester +
     ModelTesterMixin, + GenerationTesterMixin when ``generates``), with the deliberate differences
     skipped by name."""
     model_classes = classes or tuple(dict.fromkeys(SPECS[spec].classes.values()))  # a class may serve two heads
-    bases = (TinyLabels, ConfigTests, ModelTesterMixin) + ((GenerationMixinPresent, GenerationTesterMixin) if generates else ())
+    bases = (TinyLabels, ConfigTests, ModelTesterMixin) + (
+        (GenerationMixinPresent, GenerationTesterMixin) if generates else ()
+    )
 
     def setUp(self):
         self.model_tester = TinyModelTester(self, lambda: named_config(named, spec, **config_overrides), inputs_fn)
 
-    body = dict(all_model_classes=model_classes, config_class=SPECS[spec].config_class, config_kwargs=config_kwargs,
-                extra_labels=extra_labels or {}, setUp=setUp)
+    body = dict(
+        all_model_classes=model_classes,
+        config_class=SPECS[spec].config_class,
+        config_kwargs=config_kwargs,
+        extra_labels=extra_labels or {},
+        setUp=setUp,
+    )
     cls = type(name, bases + (unittest.TestCase,), body)
     return skip_differences(cls)
 
@@ -253,18 +305,26 @@ class ConfigTests:
     config_kwargs: dict = {}
 
     def _config_tester(self):
-        return ConfigTester(self, config_class=self.config_class,
-                            has_text_modality=getattr(self, "config_has_text_modality", True), **self.config_kwargs)
+        return ConfigTester(
+            self,
+            config_class=self.config_class,
+            has_text_modality=getattr(self, "config_has_text_modality", True),
+            **self.config_kwargs,
+        )
 
     def test_config(self):
         tester = self._config_tester()
-        for check in ("create_and_test_config_common_properties", "create_and_test_config_to_json_string",
-                      "create_and_test_config_to_json_file", "create_and_test_config_from_and_save_pretrained",
-                      "create_and_test_config_from_and_save_pretrained_subfolder",
-                      "create_and_test_config_from_and_save_pretrained_composite",
-                      "create_and_test_config_with_num_labels",
-                      "create_and_test_config_from_pretrained_custom_kwargs",
-                      "check_config_can_be_init_without_params"):
+        for check in (
+            "create_and_test_config_common_properties",
+            "create_and_test_config_to_json_string",
+            "create_and_test_config_to_json_file",
+            "create_and_test_config_from_and_save_pretrained",
+            "create_and_test_config_from_and_save_pretrained_subfolder",
+            "create_and_test_config_from_and_save_pretrained_composite",
+            "create_and_test_config_with_num_labels",
+            "create_and_test_config_from_pretrained_custom_kwargs",
+            "check_config_can_be_init_without_params",
+        ):
             getattr(tester, check)()
 
     def test_config_arguments_init(self):
@@ -281,5 +341,23 @@ class GenerationMixinPresent:
         self.assertTrue(any(name.startswith("test_greedy") for name in dir(GenerationTesterMixin)))
 
 
-__all__ = ["pretraining_labels", "family_test", "DIFFERENCES", "expect_open_failures", "TinyLabels", "token_labels", "class_labels", "span_labels", "ModelTesterMixin", "GenerationTesterMixin", "ConfigTester", "TinyModelTester", "ConfigTests",
-           "GenerationMixinPresent", "named_config", "token_inputs", "skip_differences", "unittest"]
+__all__ = [
+    "pretraining_labels",
+    "family_test",
+    "DIFFERENCES",
+    "expect_open_failures",
+    "TinyLabels",
+    "token_labels",
+    "class_labels",
+    "span_labels",
+    "ModelTesterMixin",
+    "GenerationTesterMixin",
+    "ConfigTester",
+    "TinyModelTester",
+    "ConfigTests",
+    "GenerationMixinPresent",
+    "named_config",
+    "token_inputs",
+    "skip_differences",
+    "unittest",
+]

@@ -24,8 +24,11 @@ CHECKOUT = {
     "exporters/test_export.py": "class ExportTesterMixin:\n    pass\n",
     "utils/test_configuration_utils.py": "config_common_kwargs = {}\n",
 }
-GENERATING = {"test_tf_gpt.py": ("GPT2TransformersTest", "OpenAIGPTTransformersTest"),
-              "test_tf_xlm.py": ("XLMTransformersTest",), "test_tf_t5.py": ("T5TransformersTest",)}
+GENERATING = {
+    "test_tf_gpt.py": ("GPT2TransformersTest", "OpenAIGPTTransformersTest"),
+    "test_tf_xlm.py": ("XLMTransformersTest",),
+    "test_tf_t5.py": ("T5TransformersTest",),
+}
 
 
 def write_checkout(root: Path) -> Path:
@@ -64,13 +67,23 @@ def test_generation_tests_are_collected_for_gpt_xlm_and_t5_from_a_checkout(tmp_p
     upstream._build(offline_tree)
     assert json.loads((offline_tree / "provenance.json").read_text())["generation/test_utils.py"].startswith("stand-in")
     # ... and now the checkout is given.
-    env = {**os.environ, "HFV_TRANSFORMERS_REPO_TESTS": str(write_checkout(tmp_path)),
-           "HFV_TRANSFORMERS_TESTS_CACHE": str(cache), "HFV_TRANSFORMERS_SDIST": str(sdist),
-           "PYTHONPATH": str(REPOSITORY)}
+    env = {
+        **os.environ,
+        "HFV_TRANSFORMERS_REPO_TESTS": str(write_checkout(tmp_path)),
+        "HFV_TRANSFORMERS_TESTS_CACHE": str(cache),
+        "HFV_TRANSFORMERS_SDIST": str(sdist),
+        "PYTHONPATH": str(REPOSITORY),
+    }
     env.pop("HFV_TRANSFORMERS_FETCH_REPO_TESTS", None)
     files = [f"tests/transformers_common/{name}" for name in GENERATING]
-    result = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *files],
-                            cwd=REPOSITORY, env=env, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *files],
+        cwd=REPOSITORY,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     collected = set(result.stdout.split())
     for name, classes in GENERATING.items():
@@ -78,8 +91,10 @@ def test_generation_tests_are_collected_for_gpt_xlm_and_t5_from_a_checkout(tmp_p
             for marker in (*MARKERS, "test_transformers_generation_mixin_available"):
                 assert f"tests/transformers_common/{name}::{cls}::{marker}" in collected, (cls, marker)
     # Classes without generation (transformers' split of T5) do not get them.
-    assert "tests/transformers_common/test_tf_t5.py::T5EncoderOnlyTransformersTest::test_greedy_generate_dict_outputs" \
+    assert (
+        "tests/transformers_common/test_tf_t5.py::T5EncoderOnlyTransformersTest::test_greedy_generate_dict_outputs"
         not in collected
+    )
     provenance = json.loads(next(cache.glob("transformers-tests-*/tree-*/provenance.json")).read_text())
     assert provenance["generation/test_utils.py"].endswith("generation/test_utils.py")
     assert not provenance["generation/test_utils.py"].startswith("stand-in")

@@ -2,8 +2,13 @@
 
 import hf_variants
 from tests.transformers_common.harness import (
-    ConfigTests, TinyLabels, ModelTesterMixin, TinyModelTester, named_config,
-    skip_differences, unittest,
+    ConfigTests,
+    ModelTesterMixin,
+    TinyLabels,
+    TinyModelTester,
+    named_config,
+    skip_differences,
+    unittest,
 )
 
 HEADS = list(hf_variants.registry.SPECS["hfv_bert"].classes)
@@ -22,8 +27,10 @@ class BertTransformersTest(TinyLabels, ConfigTests, ModelTesterMixin, unittest.T
 def _pretraining_labels(tester, inputs):
     import torch
 
-    return {"labels": torch.zeros(tester.batch_size, tester.seq_length, dtype=torch.long),
-            "next_sentence_label": torch.zeros(tester.batch_size, dtype=torch.long)}
+    return {
+        "labels": torch.zeros(tester.batch_size, tester.seq_length, dtype=torch.long),
+        "next_sentence_label": torch.zeros(tester.batch_size, dtype=torch.long),
+    }
 
 
 BertTransformersTest.extra_labels = {"BertForPreTraining": _pretraining_labels}

@@ -4,8 +4,15 @@ import torch
 
 import hf_variants
 from tests.transformers_common.harness import (
-    ConfigTests, GenerationMixinPresent, skip_differences, GenerationTesterMixin, ModelTesterMixin, TinyLabels, TinyModelTester,
-    named_config, unittest,
+    ConfigTests,
+    GenerationMixinPresent,
+    GenerationTesterMixin,
+    ModelTesterMixin,
+    TinyLabels,
+    TinyModelTester,
+    named_config,
+    skip_differences,
+    unittest,
 )
 
 CLASSES = tuple(hf_variants.registry.SPECS["hfv_gpt"].classes.values())
@@ -16,7 +23,8 @@ def double_heads_labels(tester, inputs) -> dict:
     transformers' GPT-2 tester gives its double-heads model."""
     expand = lambda t: t.unsqueeze(1).expand(-1, tester.num_choices, -1).contiguous()  # noqa: E731
     return {
-        "input_ids": expand(inputs["input_ids"]), "attention_mask": expand(inputs["attention_mask"]),
+        "input_ids": expand(inputs["input_ids"]),
+        "attention_mask": expand(inputs["attention_mask"]),
         "labels": expand(inputs["input_ids"]),
         "mc_token_ids": torch.zeros(tester.batch_size, tester.num_choices, dtype=torch.long),
         "mc_labels": torch.zeros(tester.batch_size, dtype=torch.long),

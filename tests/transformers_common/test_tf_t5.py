@@ -6,8 +6,15 @@ from functools import partial
 
 import hf_variants
 from tests.transformers_common.harness import (
-    ConfigTests, GenerationMixinPresent, GenerationTesterMixin, ModelTesterMixin, TinyModelTester,
-    named_config, skip_differences, token_inputs, unittest,
+    ConfigTests,
+    GenerationMixinPresent,
+    GenerationTesterMixin,
+    ModelTesterMixin,
+    TinyModelTester,
+    named_config,
+    skip_differences,
+    token_inputs,
+    unittest,
 )
 
 
@@ -23,9 +30,14 @@ class _T5EncoderDecoder(ModelTesterMixin):
         self.model_tester = TinyModelTester(self, t5_config, partial(token_inputs, decoder=True, eos=True))
 
 
-class T5TransformersTest(ConfigTests, GenerationMixinPresent, _T5EncoderDecoder, GenerationTesterMixin,
-                         unittest.TestCase):
-    all_model_classes = (hf_variants.T5Model, hf_variants.T5ForConditionalGeneration, hf_variants.T5ForQuestionAnswering)
+class T5TransformersTest(
+    ConfigTests, GenerationMixinPresent, _T5EncoderDecoder, GenerationTesterMixin, unittest.TestCase
+):
+    all_model_classes = (
+        hf_variants.T5Model,
+        hf_variants.T5ForConditionalGeneration,
+        hf_variants.T5ForQuestionAnswering,
+    )
     config_class = hf_variants.T5Config
     # Our T5Config stores hidden_size / intermediate_size / num_attention_heads (T5's d_model / d_ff /
     # num_heads are accepted and readable as aliases): ConfigTester is given the stored names, as
@@ -59,6 +71,11 @@ class T5EncoderOnlyTransformersTest(ModelTesterMixin, unittest.TestCase):
 for _test in (T5TransformersTest, T5ForSequenceClassificationTransformersTest, T5EncoderOnlyTransformersTest):
     skip_differences(_test)
 del _test  # not a test class of its own
-skip_differences(T5ForSequenceClassificationTransformersTest, {
-    name: NOT_APPLICABLE_SEQ_CLS for name in dir(T5ForSequenceClassificationTransformersTest)
-    if name.startswith("test_eager_matches_sdpa_inference_") or name == "test_inputs_embeds"})
+skip_differences(
+    T5ForSequenceClassificationTransformersTest,
+    {
+        name: NOT_APPLICABLE_SEQ_CLS
+        for name in dir(T5ForSequenceClassificationTransformersTest)
+        if name.startswith("test_eager_matches_sdpa_inference_") or name == "test_inputs_embeds"
+    },
+)

@@ -7,16 +7,33 @@ import torch
 from torch import nn
 
 import hf_variants
-from tests.transformers_common.harness import ConfigTests, ModelTesterMixin, TinyModelTester, named_config, skip_differences, unittest
+from tests.transformers_common.harness import (
+    ConfigTests,
+    ModelTesterMixin,
+    TinyModelTester,
+    named_config,
+    skip_differences,
+    unittest,
+)
 
 IMAGE, PATCH, CHANNELS = 8, 4, 3
 NUM_PATCHES = (IMAGE // PATCH) ** 2
 
 
 def vit_config(**overrides):
-    return named_config("vit-mini", "hfv_vit", image_size=IMAGE, patch_size=PATCH, num_channels=CHANNELS,
-                        encoder_stride=PATCH, decoder_hidden_size=32, decoder_num_hidden_layers=1,
-                        decoder_num_attention_heads=4, decoder_intermediate_size=37, **overrides)
+    return named_config(
+        "vit-mini",
+        "hfv_vit",
+        image_size=IMAGE,
+        patch_size=PATCH,
+        num_channels=CHANNELS,
+        encoder_stride=PATCH,
+        decoder_hidden_size=32,
+        decoder_num_hidden_layers=1,
+        decoder_num_attention_heads=4,
+        decoder_intermediate_size=37,
+        **overrides,
+    )
 
 
 def pixel_inputs(tester, config) -> dict:
@@ -24,8 +41,11 @@ def pixel_inputs(tester, config) -> dict:
 
 
 class ViTTransformersTest(ConfigTests, ModelTesterMixin, unittest.TestCase):
-    all_model_classes = (hf_variants.ViTModel, hf_variants.ViTForImageClassification,
-                         hf_variants.ViTForMaskedImageModeling)
+    all_model_classes = (
+        hf_variants.ViTModel,
+        hf_variants.ViTForImageClassification,
+        hf_variants.ViTForMaskedImageModeling,
+    )
     config_class = hf_variants.ViTConfig
     config_kwargs = dict(hidden_size=37)
     config_has_text_modality = False
@@ -33,9 +53,17 @@ class ViTTransformersTest(ConfigTests, ModelTesterMixin, unittest.TestCase):
 
     def setUp(self):
         # num_masks / mask_length: the SimMIM mask the eager-vs-sdpa test builds, as transformers' ViT tester.
-        self.model_tester = TinyModelTester(self, vit_config, pixel_inputs, seq_length=NUM_PATCHES + 1,
-                                            image_size=IMAGE, patch_size=PATCH, num_channels=CHANNELS,
-                                            num_masks=int(0.5 * (NUM_PATCHES + 1)), mask_length=NUM_PATCHES)
+        self.model_tester = TinyModelTester(
+            self,
+            vit_config,
+            pixel_inputs,
+            seq_length=NUM_PATCHES + 1,
+            image_size=IMAGE,
+            patch_size=PATCH,
+            num_channels=CHANNELS,
+            num_masks=int(0.5 * (NUM_PATCHES + 1)),
+            mask_length=NUM_PATCHES,
+        )
 
     def test_model_get_set_embeddings(self):
         """transformers' ViTModelTest overrides the common test the same way: a vision model's input
@@ -63,8 +91,9 @@ class ViTMAETransformersTest(ModelTesterMixin, unittest.TestCase):
     def setUp(self):
         config = vit_config()
         length = int(math.ceil((1 - config.mask_ratio) * (NUM_PATCHES + 1)))
-        self.model_tester = TinyModelTester(self, vit_config, mae_inputs, seq_length=length,
-                                            image_size=IMAGE, patch_size=PATCH, num_channels=CHANNELS)
+        self.model_tester = TinyModelTester(
+            self, vit_config, mae_inputs, seq_length=length, image_size=IMAGE, patch_size=PATCH, num_channels=CHANNELS
+        )
 
 
 def mae_inputs(tester, config) -> dict:

@@ -63,8 +63,19 @@ def _sdist() -> Path:
     if not found:
         folder.mkdir(parents=True, exist_ok=True)
         subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
-             f"transformers=={VERSION}", "-d", str(folder)],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                f"transformers=={VERSION}",
+                "-d",
+                str(folder),
+            ],
             check=True,
         )
         found = sorted(folder.glob(f"transformers-{VERSION}.tar.gz"))
@@ -79,7 +90,9 @@ def _repo_file(path: str) -> tuple[str, str]:
     url = RAW_URL.format(version=VERSION, path=path)
     if os.environ.get("HFV_TRANSFORMERS_FETCH_REPO_TESTS") != "1":
         # Tests and CI reach no network but the package registries: GitHub only when asked for.
-        return STAND_INS[path], f"stand-in (set HFV_TRANSFORMERS_REPO_TESTS, or HFV_TRANSFORMERS_FETCH_REPO_TESTS=1 to read {url})"
+        return STAND_INS[
+            path
+        ], f"stand-in (set HFV_TRANSFORMERS_REPO_TESTS, or HFV_TRANSFORMERS_FETCH_REPO_TESTS=1 to read {url})"
     try:
         with urllib.request.urlopen(url, timeout=20) as response:
             return response.read().decode(), url
@@ -95,7 +108,7 @@ def _build(target: Path) -> None:
     prefix = f"transformers-{VERSION}/tests/"
     with tarfile.open(_sdist()) as archive:
         for member in archive.getmembers():
-            name = member.name[len(prefix):] if member.name.startswith(prefix) else ""
+            name = member.name[len(prefix) :] if member.name.startswith(prefix) else ""
             if member.isfile() and name.endswith(".py") and "/" not in name:
                 (package / name).write_bytes(archive.extractfile(member).read())
     provenance = {"transformers": VERSION, "sdist": str(_sdist())}

@@ -38,7 +38,9 @@ class AlbertConfig(VariantConfig):
     hidden_act: str = "gelu_new"  # tanh-approximated GELU, as the original TF code
     hidden_dropout_prob: float = 0.0  # v2 models remove dropout (paper sec. 4.9)
     attention_probs_dropout_prob: float = 0.0  # likewise
-    classifier_dropout: float | None = 0.1  # before the SOP and fine-tuning heads (transformers: classifier_dropout_prob)
+    classifier_dropout: float | None = (
+        0.1  # before the SOP and fine-tuning heads (transformers: classifier_dropout_prob)
+    )
     layer_sharing: str = "all"  # cross-layer sharing: all | attention | ffn | none
     num_hidden_groups: int = 1  # groups of layers with separate weights ("all" sharing)
     inner_group_num: int = 1  # distinct layers inside a group, applied in sequence

@@ -24,7 +24,6 @@ from transformers.cache_utils import Cache
 from transformers.utils import ModelOutput
 
 from ...modules.backbone import TransformerBackbone
-from ..modeling_base import VariantPreTrainedModel
 from ...modules.embeddings import TransformerEmbeddings
 from ...modules.encoder import LayerSpec, LayerStack
 from ...modules.heads import PooledClassifier
@@ -37,6 +36,7 @@ from ...modules.task_models import (
     EncoderForTokenClassification,
     classifier_dropout,
 )
+from ..modeling_base import VariantPreTrainedModel
 from .configuration_albert import AlbertConfig
 
 
@@ -109,18 +109,30 @@ class AlbertForPreTraining(EncoderForMaskedLMAndSentenceRelation, AlbertPreTrain
         """labels: (B, T) MLM targets (-100 elsewhere); sentence_order_label: (B,) 0 = A then B, 1 = swapped;
         past_key_values: a key/value prefix for the encoder (peft's prefix tuning)."""
         mlm = self._masked_lm(
-            labels, input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
-            position_ids=position_ids, inputs_embeds=inputs_embeds, output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states, past_key_values=past_key_values,
+            labels,
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            past_key_values=past_key_values,
         )
         # The SOP head is a PooledClassifier(summary, pooled): it reads the pooled summary only.
         sop_logits, sop_loss, loss = self._sentence_relation(
             partial(self.sop_classifier, None), mlm, sentence_order_label, "sentence_order_label"
         )
         return self._finish(
-            AlbertForPreTrainingOutput, return_dict, loss=loss, mlm_loss=mlm.loss, sop_loss=sop_loss,
-            prediction_logits=mlm.logits, sop_logits=sop_logits,
-            hidden_states=mlm.encoded.hidden_states, attentions=mlm.encoded.attentions,
+            AlbertForPreTrainingOutput,
+            return_dict,
+            loss=loss,
+            mlm_loss=mlm.loss,
+            sop_loss=sop_loss,
+            prediction_logits=mlm.logits,
+            sop_logits=sop_logits,
+            hidden_states=mlm.encoded.hidden_states,
+            attentions=mlm.encoded.attentions,
         )
 
 

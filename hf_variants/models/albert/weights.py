@@ -55,7 +55,10 @@ def stored_layers(num_hidden_groups: int, inner_group_num: int) -> list[tuple[st
     if inner_group_num == 1:
         return [("encoder.albert_layer_groups.{i}.albert_layers.0", "encoder.layers.{i}")]
     return [
-        (f"encoder.albert_layer_groups.{group}.albert_layers.{inner}", f"encoder.layers.{group * inner_group_num + inner}")
+        (
+            f"encoder.albert_layer_groups.{group}.albert_layers.{inner}",
+            f"encoder.layers.{group * inner_group_num + inner}",
+        )
         for group in range(num_hidden_groups)
         for inner in range(inner_group_num)
     ]
@@ -70,7 +73,10 @@ def backbone_names(layers: list[tuple[str, str]]) -> tuple[list[tuple[str, str]]
     for their_layer, our_layer in layers:
         renames += weight_and_bias([(f"{their_layer}.{t}", f"{our_layer}.{o}") for t, o in LAYER_PARTS])
         fused += [
-            (f"{our_layer}.attention.qkv.{p}", [f"{their_layer}.attention.{name}.{p}" for name in ("query", "key", "value")])
+            (
+                f"{our_layer}.attention.qkv.{p}",
+                [f"{their_layer}.attention.{name}.{p}" for name in ("query", "key", "value")],
+            )
             for p in ("weight", "bias")
         ]
     return renames, fused
@@ -98,8 +104,9 @@ IGNORED = {"ForPreTraining": MLM_IGNORED, "ForMaskedLM": MLM_IGNORED}
 
 def key_map(num_hidden_groups: int = 1, inner_group_num: int = 1) -> KeyMap:
     renames, fused = backbone_names(stored_layers(num_hidden_groups, inner_group_num))
-    return KeyMap(backbone=renames, backbone_fused=fused, heads=HEADS, their_prefix="albert", our_prefix="albert",
-                  ignored=IGNORED)
+    return KeyMap(
+        backbone=renames, backbone_fused=fused, heads=HEADS, their_prefix="albert", our_prefix="albert", ignored=IGNORED
+    )
 
 
 KEY_MAP = key_map()  # one layer per group: every released checkpoint, and from_pretrained's renames
@@ -121,11 +128,15 @@ def config_to_theirs(config: AlbertConfig) -> transformers.AlbertConfig:
     }
     for name, (supported, required) in unsupported.items():
         if not supported:
-            raise ValueError(f"transformers' ALBERT has no equivalent of {name}={getattr(config, name)!r} (needs {required})")
+            raise ValueError(
+                f"transformers' ALBERT has no equivalent of {name}={getattr(config, name)!r} (needs {required})"
+            )
     fields = shared_config_fields(config, transformers.AlbertConfig)
     fields.update(
         embedding_size=config.embedding_size or config.hidden_size,
-        classifier_dropout_prob=config.hidden_dropout_prob if config.classifier_dropout is None else config.classifier_dropout,
+        classifier_dropout_prob=config.hidden_dropout_prob
+        if config.classifier_dropout is None
+        else config.classifier_dropout,
     )
     if config.layer_sharing == "none":  # one group per layer
         fields.update(num_hidden_groups=config.num_hidden_layers, inner_group_num=1)

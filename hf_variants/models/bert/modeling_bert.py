@@ -81,18 +81,26 @@ class BertEmbeddings(nn.Module):
         self.max_position_embeddings = config.max_position_embeddings
         self.type_vocab_size = config.type_vocab_size
         # A pad id outside the table is refused by name (torch's own check is an AssertionError).
-        check_token_id("pad_token_id", config.pad_token_id, config.vocab_size, "it is the padding row of the word embeddings")
+        check_token_id(
+            "pad_token_id", config.pad_token_id, config.vocab_size, "it is the padding row of the word embeddings"
+        )
         self.word_embeddings = nn.Embedding(config.vocab_size, embedding_size, padding_idx=config.pad_token_id)
         if self.position_embedding_type == "learned":
             self.position_embeddings = nn.Embedding(config.max_position_embeddings, embedding_size)
         elif self.position_embedding_type == "sinusoidal":  # a function of the config: not saved
             self.register_buffer(
-                "sinusoidal_positions", sinusoidal_table(config.max_position_embeddings, embedding_size), persistent=False
+                "sinusoidal_positions",
+                sinusoidal_table(config.max_position_embeddings, embedding_size),
+                persistent=False,
             )
-        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, embedding_size) if config.type_vocab_size > 0 else None
+        self.token_type_embeddings = (
+            nn.Embedding(config.type_vocab_size, embedding_size) if config.type_vocab_size > 0 else None
+        )
         self.layer_norm = nn.LayerNorm(embedding_size, eps=config.layer_norm_eps)
         self.dropout = Dropout(config.hidden_dropout_prob)
-        self.projection = nn.Linear(embedding_size, config.hidden_size) if embedding_size != config.hidden_size else None
+        self.projection = (
+            nn.Linear(embedding_size, config.hidden_size) if embedding_size != config.hidden_size else None
+        )
 
     def reset_fixed_buffers(self) -> None:
         """Recompute the sinusoidal table (after meta-device initialisation in from_pretrained)."""
@@ -101,7 +109,10 @@ class BertEmbeddings(nn.Module):
             self.sinusoidal_positions.copy_(table.to(self.sinusoidal_positions.device))
 
     def check_inputs(
-        self, input_ids: torch.Tensor | None, token_type_ids: torch.Tensor | None, position_ids: torch.Tensor | None,
+        self,
+        input_ids: torch.Tensor | None,
+        token_type_ids: torch.Tensor | None,
+        position_ids: torch.Tensor | None,
         sequence_length: int,
     ) -> None:
         """A ValueError naming the first id outside its table (torch would raise an IndexError)."""
@@ -116,7 +127,9 @@ class BertEmbeddings(nn.Module):
             check_index_range(position_ids, self.max_position_embeddings, "position_ids", "max_position_embeddings")
         if token_type_ids is not None:
             if self.token_type_embeddings is None:
-                raise ValueError("token_type_ids were given but this model has no segment embeddings (type_vocab_size=0)")
+                raise ValueError(
+                    "token_type_ids were given but this model has no segment embeddings (type_vocab_size=0)"
+                )
             check_index_range(token_type_ids, self.type_vocab_size, "token_type_ids", "type_vocab_size")
 
     def forward(
@@ -176,7 +189,10 @@ class BertSelfAttention(nn.Module):
             query, key_value = self.qkv(query_input, hidden_states)
             return (query, *key_value.chunk(2, dim=-1))
         # Wrapped by an adapter (peft's LoRA, (IA)^3): run the whole projection, keep the rows needed.
-        return (self.qkv(query_input)[..., : self.inner_size], *self.qkv(hidden_states)[..., self.inner_size :].chunk(2, dim=-1))
+        return (
+            self.qkv(query_input)[..., : self.inner_size],
+            *self.qkv(hidden_states)[..., self.inner_size :].chunk(2, dim=-1),
+        )
 
     def forward(
         self,
@@ -209,7 +225,9 @@ class BertSelfAttention(nn.Module):
                 f"attention_bias covers {attention_mask.shape[-1]} keys but there are {key.shape[2]} "
                 "(cached and memory positions count; build the mask over all of them)"
             )
-        context, probs = attention_function(query, key, value, attention_mask, self.is_causal, dropout, self.scale, backend)
+        context, probs = attention_function(
+            query, key, value, attention_mask, self.is_causal, dropout, self.scale, backend
+        )
         batch, _, length, _ = context.shape
         context = context.transpose(1, 2)
         if torch.compiler.is_exporting():
@@ -229,7 +247,9 @@ class BertFFN(nn.Module):
     def __init__(self, config: BertConfig) -> None:
         super().__init__()
         self.up = nn.Linear(config.hidden_size, config.intermediate_size, bias=config.use_bias)
-        self.gate = nn.Linear(config.hidden_size, config.intermediate_size, bias=config.use_bias) if config.gated_ffn else None
+        self.gate = (
+            nn.Linear(config.hidden_size, config.intermediate_size, bias=config.use_bias) if config.gated_ffn else None
+        )
         self.activation = ACT2FN[config.hidden_act]
         self.inner_dropout = Dropout(config.ffn_dropout_prob)
         self.down = nn.Linear(config.intermediate_size, config.hidden_size, bias=config.use_bias)
@@ -278,7 +298,11 @@ class BertLayer(GradientCheckpointingLayer):
         residual = hidden_states if query_positions is None else gather_positions(hidden_states, query_positions)
         if self.pre_layer_norm:
             attention_output, probs = attention(
-                self.attention_norm(hidden_states), attention_mask, output_attentions, query_positions, past_key_values,
+                self.attention_norm(hidden_states),
+                attention_mask,
+                output_attentions,
+                query_positions,
+                past_key_values,
                 layer_idx,
             )
             hidden_states = residual + self.residual_dropout(attention_output)
@@ -305,7 +329,9 @@ class BertEncoder(nn.Module):
             self.layers = nn.ModuleList([BertLayer(config)])
         else:
             self.layers = nn.ModuleList(
-                BertLayer(config, own_attention=i == 0 or self.sharing != "attention", own_ffn=i == 0 or self.sharing != "ffn")
+                BertLayer(
+                    config, own_attention=i == 0 or self.sharing != "attention", own_ffn=i == 0 or self.sharing != "ffn"
+                )
                 for i in range(self.num_layers)
             )
         # Pre-LN leaves the residual stream un-normalised: one norm closes the stack.
@@ -339,7 +365,13 @@ class BertEncoder(nn.Module):
             if output_hidden_states:
                 all_hidden_states += (hidden_states,)
             hidden_states, probs = self.layer_at(depth)(
-                hidden_states, attention_mask, output_attentions, None, past_key_values, depth, *self.shared_blocks(depth)
+                hidden_states,
+                attention_mask,
+                output_attentions,
+                None,
+                past_key_values,
+                depth,
+                *self.shared_blocks(depth),
             )
             if output_attentions:
                 all_attentions += (probs,)
@@ -384,8 +416,13 @@ class BertModel(BertPreTrainedModel):
         self.embeddings.word_embeddings = value
 
     def _check_inputs(
-        self, input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None, attention_mask: torch.Tensor | None,
-        token_type_ids: torch.Tensor | None, position_ids: torch.Tensor | None, past_key_values: Cache | None,
+        self,
+        input_ids: torch.Tensor | None,
+        inputs_embeds: torch.Tensor | None,
+        attention_mask: torch.Tensor | None,
+        token_type_ids: torch.Tensor | None,
+        position_ids: torch.Tensor | None,
+        past_key_values: Cache | None,
         kwargs: dict,
     ) -> tuple[int, int, int, KeyMask]:
         """Every input against the main one; a ValueError naming the first problem. Returns (B, T,
@@ -394,8 +431,10 @@ class BertModel(BertPreTrainedModel):
             raise ValueError("pass exactly one of input_ids or inputs_embeds")
         main_name, main = ("input_ids", input_ids) if input_ids is not None else ("inputs_embeds", inputs_embeds)
         if main.dim() != (2 if input_ids is not None else 3):
-            raise ValueError(f"{main_name} must be {'(batch, length)' if input_ids is not None else '(batch, length, hidden)'}, "
-                             f"got shape {tuple(main.shape)}")
+            raise ValueError(
+                f"{main_name} must be {'(batch, length)' if input_ids is not None else '(batch, length, hidden)'}, "
+                f"got shape {tuple(main.shape)}"
+            )
         batch, length = main.shape[:2]
         check_not_empty(main_name, tuple(main.shape), batch, length)
         if past_key_values is not None and not isinstance(past_key_values, Cache):
@@ -448,7 +487,9 @@ class BertModel(BertPreTrainedModel):
         """
         config = self.config
         output_attentions = bool(output_attentions if output_attentions is not None else config.output_attentions)
-        output_hidden_states = bool(output_hidden_states if output_hidden_states is not None else config.output_hidden_states)
+        output_hidden_states = bool(
+            output_hidden_states if output_hidden_states is not None else config.output_hidden_states
+        )
         return_dict = return_dict if return_dict is not None else config.return_dict
         reads = reads or HeadReads()
         past_key_values = pick_cache(kwargs.pop("cache", None), past_key_values, kwargs)
@@ -459,7 +500,9 @@ class BertModel(BertPreTrainedModel):
         if position_ids is None:  # with a prefix too: the tokens' positions start at 0
             position_ids = torch.arange(length, device=device).expand(batch, length)
 
-        fast_path = fast_path_for(config, device, output_attentions or output_hidden_states, past_key_values is not None)
+        fast_path = fast_path_for(
+            config, device, output_attentions or output_hidden_states, past_key_values is not None
+        )
         if fast_path is not None:  # the same modules, packed and only where read (modules/fast_path.py)
             sequence_output, pooled_output = fast_path.encode(
                 self, input_ids, token_type_ids, position_ids, inputs_embeds, mask.new_tokens, reads
@@ -473,7 +516,9 @@ class BertModel(BertPreTrainedModel):
         sequence_output, all_hidden_states, all_attentions = self.encoder(
             embedding_output, attention_bias, output_attentions, output_hidden_states, past_key_values
         )
-        summary = summary_positions(config.summary_type, mask.new_tokens, batch, length, device)  # (B, 1); None for "mean"
+        summary = summary_positions(
+            config.summary_type, mask.new_tokens, batch, length, device
+        )  # (B, 1); None for "mean"
         pooled_output = None
         if self.pooler is not None:
             pooled_output = self.pooler(summarize(sequence_output, config.summary_type, mask.new_tokens))
@@ -526,10 +571,18 @@ class BertMaskedLMHeadModel(BertPreTrainedModel):
         reference = input_ids if input_ids is not None else inputs_embeds
         if labels is None or reference is None or tuple(labels.shape) != tuple(reference.shape[:2]):
             return False
-        return not _wants_every_layer(self.config, output_attentions, output_hidden_states) and bool((labels != IGNORE_INDEX).any())
+        return not _wants_every_layer(self.config, output_attentions, output_hidden_states) and bool(
+            (labels != IGNORE_INDEX).any()
+        )
 
     def _mlm_reads(
-        self, labels: torch.Tensor | None, input_ids, inputs_embeds, attention_mask, output_attentions, output_hidden_states
+        self,
+        labels: torch.Tensor | None,
+        input_ids,
+        inputs_embeds,
+        attention_mask,
+        output_attentions,
+        output_hidden_states,
     ) -> HeadReads:
         """With sparse prediction: the masked positions (+ the summary token for the pooler)."""
         config = self.config
@@ -540,13 +593,17 @@ class BertMaskedLMHeadModel(BertPreTrainedModel):
             not config.sparse_prediction
             or config.is_decoder
             or (self.uses_pooler and config.summary_type == "mean")  # the pooler reads every position
-            or not self._only_labelled_positions_are_read(labels, input_ids, inputs_embeds, output_attentions, output_hidden_states)
+            or not self._only_labelled_positions_are_read(
+                labels, input_ids, inputs_embeds, output_attentions, output_hidden_states
+            )
         ):
             return HeadReads(padding=padding)
         selected = labels != IGNORE_INDEX
         if self.uses_pooler:
             batch, length = selected.shape
-            selected.scatter_(1, summary_positions(config.summary_type, attention_mask, batch, length, selected.device), True)
+            selected.scatter_(
+                1, summary_positions(config.summary_type, attention_mask, batch, length, selected.device), True
+            )
         return HeadReads(positions=selected_positions(selected), padding=padding)
 
     def _mlm_loss(
@@ -556,7 +613,9 @@ class BertMaskedLMHeadModel(BertPreTrainedModel):
         if reads.positions is not None:  # (B, T) labels -> (B, M) at the positions read
             positions, real = reads.positions
             labels = labels.gather(1, positions).masked_fill(~real, IGNORE_INDEX)
-        return masked_lm_loss(self.mlm_head, sequence_output, labels, self.config.vocab_size, bool(self.config.sparse_prediction))
+        return masked_lm_loss(
+            self.mlm_head, sequence_output, labels, self.config.vocab_size, bool(self.config.sparse_prediction)
+        )
 
 
 @dataclass
@@ -599,10 +658,21 @@ class BertForPreTraining(BertMaskedLMHeadModel):
         **kwargs,
     ) -> BertForPreTrainingOutput | tuple:
         """labels: (B, T) MLM targets (-100 elsewhere); next_sentence_label: (B,) 0 = next, 1 = random."""
-        reads = self._mlm_reads(labels, input_ids, inputs_embeds, attention_mask, output_attentions, output_hidden_states)
+        reads = self._mlm_reads(
+            labels, input_ids, inputs_embeds, attention_mask, output_attentions, output_hidden_states
+        )
         outputs = self.bert(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, past_key_values,
-            output_attentions, output_hidden_states, return_dict=True, reads=reads, **kwargs,
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            past_key_values,
+            output_attentions,
+            output_hidden_states,
+            return_dict=True,
+            reads=reads,
+            **kwargs,
         )
         mlm_loss, prediction_logits = self._mlm_loss(outputs.last_hidden_state, labels, reads)
         seq_relationship_logits = self.nsp_head(outputs.pooler_output)
@@ -610,11 +680,18 @@ class BertForPreTraining(BertMaskedLMHeadModel):
         if next_sentence_label is not None:
             nsp_loss = sentence_relation_loss(seq_relationship_logits, next_sentence_label, "next_sentence_label")
         loss = mlm_loss + nsp_loss if mlm_loss is not None and nsp_loss is not None else None
-        return _return(BertForPreTrainingOutput(
-            loss=loss, mlm_loss=mlm_loss, nsp_loss=nsp_loss, prediction_logits=prediction_logits,
-            seq_relationship_logits=seq_relationship_logits, hidden_states=outputs.hidden_states,
-            attentions=outputs.attentions,
-        ), return_dict)
+        return _return(
+            BertForPreTrainingOutput(
+                loss=loss,
+                mlm_loss=mlm_loss,
+                nsp_loss=nsp_loss,
+                prediction_logits=prediction_logits,
+                seq_relationship_logits=seq_relationship_logits,
+                hidden_states=outputs.hidden_states,
+                attentions=outputs.attentions,
+            ),
+            return_dict,
+        )
 
 
 class BertForMaskedLM(BertMaskedLMHeadModel):
@@ -641,15 +718,29 @@ class BertForMaskedLM(BertMaskedLMHeadModel):
         **kwargs,
     ) -> MaskedLMOutput | tuple:
         """labels: (B, T) target ids, -100 where nothing is predicted."""
-        reads = self._mlm_reads(labels, input_ids, inputs_embeds, attention_mask, output_attentions, output_hidden_states)
+        reads = self._mlm_reads(
+            labels, input_ids, inputs_embeds, attention_mask, output_attentions, output_hidden_states
+        )
         outputs = self.bert(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, past_key_values,
-            output_attentions, output_hidden_states, return_dict=True, reads=reads, **kwargs,
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            past_key_values,
+            output_attentions,
+            output_hidden_states,
+            return_dict=True,
+            reads=reads,
+            **kwargs,
         )
         loss, logits = self._mlm_loss(outputs.last_hidden_state, labels, reads)
-        return _return(MaskedLMOutput(
-            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
-        ), return_dict)
+        return _return(
+            MaskedLMOutput(
+                loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+            ),
+            return_dict,
+        )
 
 
 class BertForNextSentencePrediction(BertPreTrainedModel):
@@ -679,15 +770,26 @@ class BertForNextSentencePrediction(BertPreTrainedModel):
         **kwargs,
     ) -> NextSentencePredictorOutput | tuple:
         outputs = self.bert(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, past_key_values,
-            output_attentions, output_hidden_states, return_dict=True, reads=HeadReads(summary_only=self.reads_summary_only),
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            past_key_values,
+            output_attentions,
+            output_hidden_states,
+            return_dict=True,
+            reads=HeadReads(summary_only=self.reads_summary_only),
             **kwargs,
         )
         logits = self.nsp_head(outputs.pooler_output)
         loss = sentence_relation_loss(logits, labels, "labels") if labels is not None else None
-        return _return(NextSentencePredictorOutput(
-            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
-        ), return_dict)
+        return _return(
+            NextSentencePredictorOutput(
+                loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+            ),
+            return_dict,
+        )
 
 
 class BertForSequenceClassification(BertPreTrainedModel):
@@ -719,15 +821,26 @@ class BertForSequenceClassification(BertPreTrainedModel):
         **kwargs,
     ) -> SequenceClassifierOutput | tuple:
         outputs = self.bert(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, past_key_values,
-            output_attentions, output_hidden_states, return_dict=True, reads=HeadReads(summary_only=self.reads_summary_only),
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            past_key_values,
+            output_attentions,
+            output_hidden_states,
+            return_dict=True,
+            reads=HeadReads(summary_only=self.reads_summary_only),
             **kwargs,
         )
         logits = self.classifier(None, outputs.pooler_output)
         loss = sequence_classification_loss(self.config, logits, labels) if labels is not None else None
-        return _return(SequenceClassifierOutput(
-            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
-        ), return_dict)
+        return _return(
+            SequenceClassifierOutput(
+                loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+            ),
+            return_dict,
+        )
 
 
 class BertForTokenClassification(BertPreTrainedModel):
@@ -762,14 +875,26 @@ class BertForTokenClassification(BertPreTrainedModel):
         fast = reference is not None and fast_path_enabled(self.config, reference.device)
         reads = HeadReads(padding=fast and targets_at_padding(labels, attention_mask, IGNORE_INDEX))
         outputs = self.bert(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, past_key_values,
-            output_attentions, output_hidden_states, return_dict=True, reads=reads, **kwargs,
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            past_key_values,
+            output_attentions,
+            output_hidden_states,
+            return_dict=True,
+            reads=reads,
+            **kwargs,
         )
         logits = self.classifier(self.dropout(outputs.last_hidden_state))
         loss = token_classification_loss(logits, labels) if labels is not None else None
-        return _return(TokenClassifierOutput(
-            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
-        ), return_dict)
+        return _return(
+            TokenClassifierOutput(
+                loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+            ),
+            return_dict,
+        )
 
 
 class BertForQuestionAnswering(BertPreTrainedModel):
@@ -801,18 +926,33 @@ class BertForQuestionAnswering(BertPreTrainedModel):
     ) -> QuestionAnsweringModelOutput | tuple:
         """start_positions / end_positions: (B,) token indices. Logits (B, T) each."""
         outputs = self.bert(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, past_key_values,
-            output_attentions, output_hidden_states, return_dict=True, reads=HeadReads(padding=True), **kwargs,
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            past_key_values,
+            output_attentions,
+            output_hidden_states,
+            return_dict=True,
+            reads=HeadReads(padding=True),
+            **kwargs,
         )
         start_logits, end_logits = self.qa_outputs(outputs.last_hidden_state).unbind(dim=-1)
         start_logits, end_logits = start_logits.contiguous(), end_logits.contiguous()
         loss = None
         if start_positions is not None and end_positions is not None:
             loss = span_extraction_loss(start_logits, end_logits, start_positions, end_positions)
-        return _return(QuestionAnsweringModelOutput(
-            loss=loss, start_logits=start_logits, end_logits=end_logits, hidden_states=outputs.hidden_states,
-            attentions=outputs.attentions,
-        ), return_dict)
+        return _return(
+            QuestionAnsweringModelOutput(
+                loss=loss,
+                start_logits=start_logits,
+                end_logits=end_logits,
+                hidden_states=outputs.hidden_states,
+                attentions=outputs.attentions,
+            ),
+            return_dict,
+        )
 
 
 class BertForMultipleChoice(BertPreTrainedModel):
@@ -845,23 +985,38 @@ class BertForMultipleChoice(BertPreTrainedModel):
         if reference is None or reference.dim() < 3:
             raise ValueError("multiple choice inputs must have shape (batch, num_choices, seq_len)")
         # Before flattening: (B, C, 0) cannot be reshaped to (B * C, 0).
-        check_not_empty("input_ids" if input_ids is not None else "inputs_embeds", tuple(reference.shape),
-                        reference.shape[0] * reference.shape[1], reference.shape[2])
+        check_not_empty(
+            "input_ids" if input_ids is not None else "inputs_embeds",
+            tuple(reference.shape),
+            reference.shape[0] * reference.shape[1],
+            reference.shape[2],
+        )
         num_choices = reference.shape[1]
 
         def flat(tensor: torch.Tensor | None) -> torch.Tensor | None:  # (B, C, T, ...) -> (B * C, T, ...)
             return None if tensor is None else tensor.reshape(-1, *tensor.shape[2:])
 
         outputs = self.bert(
-            flat(input_ids), flat(attention_mask), flat(token_type_ids), flat(position_ids), flat(inputs_embeds),
-            past_key_values, output_attentions, output_hidden_states, return_dict=True,
-            reads=HeadReads(summary_only=self.reads_summary_only), **kwargs,
+            flat(input_ids),
+            flat(attention_mask),
+            flat(token_type_ids),
+            flat(position_ids),
+            flat(inputs_embeds),
+            past_key_values,
+            output_attentions,
+            output_hidden_states,
+            return_dict=True,
+            reads=HeadReads(summary_only=self.reads_summary_only),
+            **kwargs,
         )
         logits = self.classifier(None, outputs.pooler_output).view(-1, num_choices)
         loss = multiple_choice_loss(logits, labels) if labels is not None else None
-        return _return(MultipleChoiceModelOutput(
-            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
-        ), return_dict)
+        return _return(
+            MultipleChoiceModelOutput(
+                loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+            ),
+            return_dict,
+        )
 
 
 __all__ = [

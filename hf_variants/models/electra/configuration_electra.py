@@ -28,11 +28,17 @@ class ElectraConfig(VariantConfig):
 
     embedding_size: int | None = 768  # E: width of the token/position/segment tables (Small: 128, projected to H)
     generator_hidden_size: float = 0.25  # generator width as a fraction of H (paper Table 6: Small/Large 1/4, Base 1/3)
-    generator_layers: float = 1.0  # generator depth as a fraction of the discriminator's (the original's generator_layers)
+    generator_layers: float = (
+        1.0  # generator depth as a fraction of the discriminator's (the original's generator_layers)
+    )
     generator_weight: float = 1.0  # loss = generator_weight * MLM + discriminator_weight * RTD (original gen_weight)
     discriminator_weight: float = 50.0  # lambda of the paper (sec. 2): the RTD loss is ~50x smaller than the MLM loss
-    sampling_temperature: float = 1.0  # generator samples softmax(logits / T) by Gumbel-max (the original's temperature)
-    mlm_probability: float = 0.15  # fraction of tokens the RTD collator masks (Large: 0.25); read by run_pretraining, not the model
+    sampling_temperature: float = (
+        1.0  # generator samples softmax(logits / T) by Gumbel-max (the original's temperature)
+    )
+    mlm_probability: float = (
+        0.15  # fraction of tokens the RTD collator masks (Large: 0.25); read by run_pretraining, not the model
+    )
     # The joint model's RTD logit bias starts at log(p / (1 - p)), p = mlm_probability (the fraction
     # replaced while the generator is untrained), instead of 0 (docs/electra_rootcause.md).
     discriminator_prior_bias: bool = True

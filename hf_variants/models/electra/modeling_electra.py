@@ -31,7 +31,6 @@ from transformers.modeling_outputs import TokenClassifierOutput
 from transformers.utils import ModelOutput
 
 from ...modules.backbone import TransformerBackbone
-from ..modeling_base import VariantPreTrainedModel
 from ...modules.embeddings import check_batch_shape
 from ...modules.heads import IGNORE_INDEX, MaskedLMHead, SummaryClassifier, check_label_shape, masked_lm_loss
 from ...modules.padding import selected_positions
@@ -45,6 +44,7 @@ from ...modules.task_models import (
     EncoderTaskModel,
     refuse_next_sentence_label,
 )
+from ..modeling_base import VariantPreTrainedModel
 from .configuration_electra import ElectraConfig
 
 
@@ -106,7 +106,9 @@ class ElectraForReplacedTokenDetection(EncoderHeadModel, ElectraPreTrainedModel)
     def head_logits(self, out, attention_mask: torch.Tensor | None, read=None) -> torch.Tensor:
         return self.discriminator_predictions(out.last_hidden_state)
 
-    def head_loss(self, logits: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+    def head_loss(
+        self, logits: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None
+    ) -> torch.Tensor:
         return replaced_token_detection_loss(logits, labels, attention_mask)
 
 
@@ -238,7 +240,10 @@ class ElectraForPreTraining(EncoderTaskModel, ElectraPreTrainedModel):
         generator_config = config.generator_config()
         self.generator = ElectraModel(generator_config)
         self.generator_mlm_head = MaskedLMHead(
-            generator_config.hidden_size, config.vocab_size, generator_config.hidden_act, config.layer_norm_eps,
+            generator_config.hidden_size,
+            config.vocab_size,
+            generator_config.hidden_act,
+            config.layer_norm_eps,
             generator_config.embedding_size,  # E, tied to the shared word embeddings
         )
         self._share_embeddings()
@@ -343,23 +348,36 @@ class ElectraForPreTraining(EncoderTaskModel, ElectraPreTrainedModel):
             positions = {} if read is None else {"output_positions": read[0], "output_positions_mask": read[1]}
             generator_out = self.generator(input_ids, **segments, **positions, return_dict=True)
             mlm_loss, prediction_logits = masked_lm_loss(
-                self.generator_mlm_head, generator_out.last_hidden_state,
-                labels if read is None else self._labels_at(labels, read), config.vocab_size, sparse=True,
+                self.generator_mlm_head,
+                generator_out.last_hidden_state,
+                labels if read is None else self._labels_at(labels, read),
+                config.vocab_size,
+                sparse=True,
             )
             original = torch.where(selected, labels, input_ids)
             corrupted = original.clone()
             corrupted[selected] = gumbel_max_sample(prediction_logits, config.sampling_temperature)
             discriminator_labels = (corrupted != original).long()
-        out = self._encode(corrupted, attention_mask, token_type_ids, position_ids, None, output_attentions, output_hidden_states)
+        out = self._encode(
+            corrupted, attention_mask, token_type_ids, position_ids, None, output_attentions, output_hidden_states
+        )
         logits = self.discriminator_predictions(out.last_hidden_state)
         loss = discriminator_loss = None
         if labels is not None:
             discriminator_loss = replaced_token_detection_loss(logits, discriminator_labels, attention_mask)
             loss = config.generator_weight * mlm_loss + config.discriminator_weight * discriminator_loss
         return self._finish(
-            ElectraForPreTrainingOutput, return_dict, loss=loss, mlm_loss=mlm_loss, discriminator_loss=discriminator_loss,
-            prediction_logits=prediction_logits, logits=logits, discriminator_labels=discriminator_labels,
-            corrupted_input_ids=corrupted, hidden_states=out.hidden_states, attentions=out.attentions,
+            ElectraForPreTrainingOutput,
+            return_dict,
+            loss=loss,
+            mlm_loss=mlm_loss,
+            discriminator_loss=discriminator_loss,
+            prediction_logits=prediction_logits,
+            logits=logits,
+            discriminator_labels=discriminator_labels,
+            corrupted_input_ids=corrupted,
+            hidden_states=out.hidden_states,
+            attentions=out.attentions,
         )
 
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 import transformers
 
 from ...conversion import KeyMap, VariantWeights, shared_config_fields
-from ...conversion.bert_layout import BACKBONE_FUSED, check_bert_expressible
 from ...conversion.bert_layout import BACKBONE as BERT_BACKBONE
+from ...conversion.bert_layout import BACKBONE_FUSED, check_bert_expressible
 from ...conversion.key_map import head_renames
 from .configuration_electra import ElectraConfig
 
@@ -40,13 +40,17 @@ BACKBONE = BERT_BACKBONE + head_renames([("embeddings_project", "embeddings.proj
 HEADS = {
     "Model": [],
     "ForReplacedTokenDetection": head_renames(
-        [("discriminator_predictions.dense", "discriminator_predictions.dense"),
-         ("discriminator_predictions.dense_prediction", "discriminator_predictions.dense_prediction")]
+        [
+            ("discriminator_predictions.dense", "discriminator_predictions.dense"),
+            ("discriminator_predictions.dense_prediction", "discriminator_predictions.dense_prediction"),
+        ]
     ),
     "ForMaskedLM": head_renames(
-        [("generator_predictions.dense", "mlm_head.transform.dense"),
-         ("generator_predictions.LayerNorm", "mlm_head.transform.layer_norm"),
-         ("generator_lm_head", "mlm_head.decoder")]
+        [
+            ("generator_predictions.dense", "mlm_head.transform.dense"),
+            ("generator_predictions.LayerNorm", "mlm_head.transform.layer_norm"),
+            ("generator_lm_head", "mlm_head.decoder"),
+        ]
     ),
     "ForSequenceClassification": head_renames(
         [("classifier.dense", "classifier.dense"), ("classifier.out_proj", "classifier.out_proj")]
@@ -103,7 +107,9 @@ def config_to_theirs(config: ElectraConfig) -> transformers.ElectraConfig:
 
 
 # Our class suffix -> transformers' class (only the RTD model's name differs; see modeling_electra).
-TRANSFORMERS_CLASSES = {head: f"Electra{head}" for head in HEADS} | {"ForReplacedTokenDetection": "ElectraForPreTraining"}
+TRANSFORMERS_CLASSES = {head: f"Electra{head}" for head in HEADS} | {
+    "ForReplacedTokenDetection": "ElectraForPreTraining"
+}
 
 WEIGHTS = ElectraWeights(
     config_class=ElectraConfig,

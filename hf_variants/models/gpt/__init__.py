@@ -3,6 +3,7 @@ Everything else reads ``SPEC``."""
 
 from ...registry import VariantSpec
 from .configuration_gpt import GPTConfig
+from .finetuning import GPTDoubleHeadsModel, GPTDoubleHeadsOutput, format_gpt1_inputs
 from .modeling_gpt import *  # noqa: F401,F403
 from .modeling_gpt import (
     GPTForQuestionAnswering,
@@ -12,7 +13,6 @@ from .modeling_gpt import (
     GPTModel,
 )
 from .modeling_gpt import __all__ as _modeling_all
-from .finetuning import GPTDoubleHeadsModel, GPTDoubleHeadsOutput, format_gpt1_inputs
 from .paper import PAPER
 from .weights import WEIGHTS
 

@@ -91,10 +91,16 @@ class GPTConfig(VariantDecoderConfig):
         if not self.is_decoder:  # refused here, with the other architecture checks, not first at model build
             raise ValueError("GPT is a causal decoder: is_decoder must be True")
         if self.position_embedding_type != "learned":
-            raise ValueError(f"GPT's positions are learned; position_embedding_type {self.position_embedding_type!r} is not supported")
+            raise ValueError(
+                f"GPT's positions are learned; position_embedding_type {self.position_embedding_type!r} is not supported"
+            )
         if self.type_vocab_size != 0:
-            raise ValueError("GPT has no segment table (token_type_ids are embedded as tokens): type_vocab_size must be 0")
+            raise ValueError(
+                "GPT has no segment table (token_type_ids are embedded as tokens): type_vocab_size must be 0"
+            )
         if self.summary_type != "last_real":
-            raise ValueError(f'GPT summarises a sequence by its last real token: summary_type must be "last_real", got {self.summary_type!r}')
+            raise ValueError(
+                f'GPT summarises a sequence by its last real token: summary_type must be "last_real", got {self.summary_type!r}'
+            )
         if self.embedding_size not in (None, self.hidden_size):
             raise ValueError(f"GPT has no factorized embeddings (embedding_size={self.embedding_size})")

@@ -23,8 +23,8 @@ from ...modules.generation import causal_lm_loss
 from ...modules.heads import TiedDecoder
 from ...modules.padding import gather_positions
 from ...modules.task_models import classifier_dropout, multiple_choice_loss
-from ...modules.tracing import is_tracing
 from ...modules.token_ids import CheckedGenerationMixin
+from ...modules.tracing import is_tracing
 from .modeling_gpt import GPTModel, GPTPreTrainedModel
 
 
@@ -133,10 +133,17 @@ class GPTDoubleHeadsModel(GPTPreTrainedModel, CheckedGenerationMixin, Generation
         if labels is not None and use_cache is None and past_key_values is None:
             use_cache = False
         out = self.transformer(
-            input_ids=rows(input_ids), attention_mask=rows(attention_mask), token_type_ids=rows(token_type_ids),
-            position_ids=rows(position_ids), inputs_embeds=rows(inputs_embeds), cache=past_key_values,
-            use_cache=use_cache, output_attentions=output_attentions, output_hidden_states=output_hidden_states,
-            return_dict=True, cache_position=kwargs.get("cache_position"),
+            input_ids=rows(input_ids),
+            attention_mask=rows(attention_mask),
+            token_type_ids=rows(token_type_ids),
+            position_ids=rows(position_ids),
+            inputs_embeds=rows(inputs_embeds),
+            cache=past_key_values,
+            use_cache=use_cache,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+            cache_position=kwargs.get("cache_position"),
         )
         hidden_states = out.last_hidden_state  # (B*C, T, H)
         expected = (batch, choices) if has_choices else (batch,)
@@ -156,12 +163,19 @@ class GPTDoubleHeadsModel(GPTPreTrainedModel, CheckedGenerationMixin, Generation
         if mc_labels is not None and not has_choices:
             raise ValueError("mc_labels need (batch, num_choices, seq_len) inputs")
         mc_loss = multiple_choice_loss(mc_logits, mc_labels) if mc_labels is not None else None
-        parts = [part for part in (mc_loss, None if lm_loss is None else self.config.lm_loss_weight * lm_loss) if part is not None]
+        parts = [
+            part
+            for part in (mc_loss, None if lm_loss is None else self.config.lm_loss_weight * lm_loss)
+            if part is not None
+        ]
         output = GPTDoubleHeadsOutput(
-            loss=sum(parts) if parts else None, lm_loss=lm_loss, mc_loss=mc_loss,
+            loss=sum(parts) if parts else None,
+            lm_loss=lm_loss,
+            mc_loss=mc_loss,
             logits=logits.view(batch, choices, logits.shape[1], -1) if has_choices else logits,
             mc_logits=mc_logits if has_choices else mc_logits[:, 0],
-            hidden_states=out.hidden_states, attentions=out.attentions,
+            hidden_states=out.hidden_states,
+            attentions=out.attentions,
             **with_cache(output_cache(out)),
         )
         return output if return_dict is not False else output.to_tuple()

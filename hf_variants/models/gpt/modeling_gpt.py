@@ -25,7 +25,6 @@ from torch import nn
 from transformers import GenerationMixin
 from transformers import initialization as init
 
-from ..modeling_base import VariantPreTrainedModel
 from ...modules.decoder import DecoderBackbone
 from ...modules.embeddings import TransformerEmbeddings, check_ids_or_embeds, check_index_range
 from ...modules.encoder import LayerStack
@@ -36,6 +35,7 @@ from ...modules.task_models import (
     EncoderForSequenceClassification,
     EncoderForTokenClassification,
 )
+from ..modeling_base import VariantPreTrainedModel
 from .configuration_gpt import GPTConfig
 
 
@@ -126,7 +126,9 @@ def last_token_positions(
     reference = input_ids if input_ids is not None else inputs_embeds
     batch, length = check_ids_or_embeds(input_ids, inputs_embeds)
     if pad_token_id is None and batch != 1:
-        raise ValueError("GPT sequence classification reads the last non-padding token: set config.pad_token_id for batches > 1")
+        raise ValueError(
+            "GPT sequence classification reads the last non-padding token: set config.pad_token_id for batches > 1"
+        )
     if input_ids is None or pad_token_id is None:
         return torch.full((batch, 1), length - 1, dtype=torch.long, device=reference.device)
     ramp = torch.arange(1, length + 1, device=input_ids.device)
@@ -140,14 +142,18 @@ class GPTForSequenceClassification(_WithoutCache, EncoderForSequenceClassificati
     uses_pooler = False
     classifier_class = GPTScore
 
-    def head_reads(self, input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    def head_reads(
+        self, input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """The last layer computes the summary position alone (unless all states are asked for)."""
         if input_ids is None and inputs_embeds is None:
             raise ValueError("pass exactly one of input_ids or inputs_embeds")
         positions = last_token_positions(input_ids, inputs_embeds, self.config.pad_token_id)
         return positions, torch.ones_like(positions, dtype=torch.bool)
 
-    def head_logits(self, out, attention_mask: torch.Tensor | None, read: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    def head_logits(
+        self, out, attention_mask: torch.Tensor | None, read: tuple[torch.Tensor, torch.Tensor]
+    ) -> torch.Tensor:
         hidden_states = out.last_hidden_state
         summary = hidden_states[:, 0] if hidden_states.shape[1] == 1 else gather_positions(hidden_states, read[0])[:, 0]
         return self.classifier(summary, None)

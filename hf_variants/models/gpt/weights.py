@@ -32,16 +32,18 @@ from __future__ import annotations
 import transformers
 
 from ...conversion import KeyMap, StateDictAdapter, VariantWeights
-from ...conversion.variant_weights import require_values
 from ...conversion.key_map import head_renames
+from ...conversion.variant_weights import require_values
 from .configuration_gpt import GPTConfig
 
 _THEIR_LAYER, _OUR_LAYER = "h.{i}", "encoder.layers.{i}"
 
-_LAYER_NORMS = head_renames([
-    (f"{_THEIR_LAYER}.ln_1", f"{_OUR_LAYER}.attention_norm"),
-    (f"{_THEIR_LAYER}.ln_2", f"{_OUR_LAYER}.ffn_norm"),
-])
+_LAYER_NORMS = head_renames(
+    [
+        (f"{_THEIR_LAYER}.ln_1", f"{_OUR_LAYER}.attention_norm"),
+        (f"{_THEIR_LAYER}.ln_2", f"{_OUR_LAYER}.ffn_norm"),
+    ]
+)
 _CONV1D = [  # (their module, our module): Conv1D weights are transposed, biases renamed
     (f"{_THEIR_LAYER}.attn.c_attn", f"{_OUR_LAYER}.attention.qkv"),
     (f"{_THEIR_LAYER}.attn.c_proj", f"{_OUR_LAYER}.attention.out"),
@@ -101,10 +103,20 @@ _OPENAI_ACTIVATIONS = {"gelu": "gelu_new", "relu": "relu", "silu": "silu", "swis
 
 
 def _check_expressible(config: GPTConfig) -> None:
-    require_values(config, "GPT-2 / OpenAI GPT", {
-        "norm_type": "layer_norm", "use_bias": True, "gated_ffn": False, "head_dim": config.derived_head_dim, "attention_scale": None,
-        "layer_sharing": "none", "ffn_dropout_prob": 0.0, "add_cross_attention": False,
-    })
+    require_values(
+        config,
+        "GPT-2 / OpenAI GPT",
+        {
+            "norm_type": "layer_norm",
+            "use_bias": True,
+            "gated_ffn": False,
+            "head_dim": config.derived_head_dim,
+            "attention_scale": None,
+            "layer_sharing": "none",
+            "ffn_dropout_prob": 0.0,
+            "add_cross_attention": False,
+        },
+    )
 
 
 def _label_fields(source: dict) -> dict:
@@ -134,7 +146,10 @@ def config_to_theirs(config: GPTConfig) -> transformers.GPT2Config | transformer
     )
     if config.pre_layer_norm:
         theirs = transformers.GPT2Config(
-            n_inner=config.intermediate_size, activation_function=config.hidden_act, use_cache=config.use_cache, **common
+            n_inner=config.intermediate_size,
+            activation_function=config.hidden_act,
+            use_cache=config.use_cache,
+            **common,
         )
     else:
         if config.intermediate_size != 4 * config.hidden_size:
@@ -176,13 +191,25 @@ def config_dict_to_ours(config_dict: dict) -> dict:
         **_label_fields(config_dict),
     )
     if is_openai:
-        fields.update(pre_layer_norm=False, scale_residual_init=False, hidden_act=_OPENAI_ACTIVATIONS.get(config_dict.get("afn", "gelu"), config_dict.get("afn")),
-                      intermediate_size=4 * hidden)
+        fields.update(
+            pre_layer_norm=False,
+            scale_residual_init=False,
+            hidden_act=_OPENAI_ACTIVATIONS.get(config_dict.get("afn", "gelu"), config_dict.get("afn")),
+            intermediate_size=4 * hidden,
+        )
     else:
-        fields.update(pre_layer_norm=True, hidden_act=config_dict.get("activation_function", "gelu_new"),
-                      intermediate_size=config_dict.get("n_inner") or 4 * hidden, use_cache=config_dict.get("use_cache", True))
-        for name, supported in (("scale_attn_weights", True), ("scale_attn_by_inverse_layer_idx", False),
-                                ("reorder_and_upcast_attn", False), ("add_cross_attention", False)):
+        fields.update(
+            pre_layer_norm=True,
+            hidden_act=config_dict.get("activation_function", "gelu_new"),
+            intermediate_size=config_dict.get("n_inner") or 4 * hidden,
+            use_cache=config_dict.get("use_cache", True),
+        )
+        for name, supported in (
+            ("scale_attn_weights", True),
+            ("scale_attn_by_inverse_layer_idx", False),
+            ("reorder_and_upcast_attn", False),
+            ("add_cross_attention", False),
+        ):
             if config_dict.get(name, supported) != supported:
                 raise ValueError(f"GPT-2 with {name}={config_dict[name]!r} is not supported (needs {supported!r})")
     return fields
@@ -193,7 +220,9 @@ class GPTWeights(VariantWeights):
     and in the embeddings' names (the family follows the config: post-LN is OpenAI GPT)."""
 
     def adapter_for_config(self, head: str, config) -> StateDictAdapter:
-        is_gpt1 = isinstance(config, transformers.OpenAIGPTConfig) or (isinstance(config, GPTConfig) and not config.pre_layer_norm)
+        is_gpt1 = isinstance(config, transformers.OpenAIGPTConfig) or (
+            isinstance(config, GPTConfig) and not config.pre_layer_norm
+        )
         return (OPENAI_KEY_MAP if is_gpt1 else KEY_MAP).adapter(head)
 
     def config_dict_to_ours(self, config_dict: dict) -> dict:
@@ -204,8 +233,14 @@ class GPTWeights(VariantWeights):
     def config_to_family(self, config, config_class: type):
         theirs = self.config_to_theirs(config)
         if type(theirs) is not config_class:
-            generation = "GPT-2 (pre_layer_norm=True)" if config_class is transformers.GPT2Config else "GPT-1 (pre_layer_norm=False)"
-            raise ValueError(f"{config_class.__name__} describes {generation}; this config converts to {type(theirs).__name__}")
+            generation = (
+                "GPT-2 (pre_layer_norm=True)"
+                if config_class is transformers.GPT2Config
+                else "GPT-1 (pre_layer_norm=False)"
+            )
+            raise ValueError(
+                f"{config_class.__name__} describes {generation}; this config converts to {type(theirs).__name__}"
+            )
         return theirs
 
 

@@ -41,7 +41,9 @@ class RobertaConfig(VariantConfig):
     def check_architecture(self) -> None:
         super().check_architecture()
         if self.transformers_family not in TRANSFORMERS_FAMILIES:
-            raise ValueError(f"transformers_family must be one of {TRANSFORMERS_FAMILIES}, got {self.transformers_family!r}")
+            raise ValueError(
+                f"transformers_family must be one of {TRANSFORMERS_FAMILIES}, got {self.transformers_family!r}"
+            )
         if self.pad_token_id is None:
             raise ValueError("RoBERTa counts positions from the padding index: pad_token_id must be set")
         if self.position_embedding_type != "learned":
@@ -54,4 +56,3 @@ class RobertaConfig(VariantConfig):
                 f"max_position_embeddings ({self.max_position_embeddings}) leaves no position for a token: real "
                 f"tokens start at pad_token_id + 1 = {self.pad_token_id + 1}"
             )
-

@@ -126,7 +126,9 @@ class RobertaModel(BertModel, RobertaPreTrainedModel):
         """:meth:`BertModel.forward` with RoBERTa's default ``position_ids`` (B, T)
         (:meth:`RobertaEmbeddings.default_position_ids`); every other argument and the output are BERT's."""
         main = input_ids if input_ids is not None else inputs_embeds
-        well_formed = (input_ids is None) != (inputs_embeds is None) and main.dim() == (2 if input_ids is not None else 3)
+        well_formed = (input_ids is None) != (inputs_embeds is None) and main.dim() == (
+            2 if input_ids is not None else 3
+        )
         if position_ids is None and well_formed:  # malformed inputs: BertModel names the problem
             batch, length = main.shape[:2]
             if length > self.embeddings.max_sequence_length:
@@ -137,8 +139,17 @@ class RobertaModel(BertModel, RobertaPreTrainedModel):
                 )
             position_ids = self.embeddings.default_position_ids(input_ids, batch, length, main.device)
         return super().forward(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, past_key_values,
-            output_attentions, output_hidden_states, return_dict, reads, **kwargs,
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            past_key_values,
+            output_attentions,
+            output_hidden_states,
+            return_dict,
+            reads,
+            **kwargs,
         )
 
 
@@ -182,15 +193,29 @@ class RobertaForMaskedLM(RobertaPreTrainedModel):
         **kwargs,
     ) -> MaskedLMOutput | tuple:
         """labels: (B, T) target ids, -100 where nothing is predicted. Logits (B, T, V)."""
-        reads = self._mlm_reads(labels, input_ids, inputs_embeds, attention_mask, output_attentions, output_hidden_states)
+        reads = self._mlm_reads(
+            labels, input_ids, inputs_embeds, attention_mask, output_attentions, output_hidden_states
+        )
         outputs = self.roberta(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, past_key_values,
-            output_attentions, output_hidden_states, return_dict=True, reads=reads, **kwargs,
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            past_key_values,
+            output_attentions,
+            output_hidden_states,
+            return_dict=True,
+            reads=reads,
+            **kwargs,
         )
         loss, logits = self._mlm_loss(outputs.last_hidden_state, labels, reads)
-        return _return(MaskedLMOutput(
-            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
-        ), return_dict)
+        return _return(
+            MaskedLMOutput(
+                loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+            ),
+            return_dict,
+        )
 
 
 class RobertaForPreTraining(RobertaForMaskedLM):
@@ -222,8 +247,17 @@ class RobertaForPreTraining(RobertaForMaskedLM):
         """As :meth:`RobertaForMaskedLM.forward`."""
         refuse_next_sentence_label(kwargs, "RoBERTa")
         return super().forward(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, labels, output_attentions,
-            output_hidden_states, return_dict, past_key_values, **kwargs,
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            labels,
+            output_attentions,
+            output_hidden_states,
+            return_dict,
+            past_key_values,
+            **kwargs,
         )
 
 
@@ -257,16 +291,27 @@ class RobertaForSequenceClassification(RobertaPreTrainedModel):
         **kwargs,
     ) -> SequenceClassifierOutput | tuple:
         outputs = self.roberta(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, past_key_values,
-            output_attentions, output_hidden_states, return_dict=True, reads=HeadReads(summary_only=self.reads_summary_only),
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            past_key_values,
+            output_attentions,
+            output_hidden_states,
+            return_dict=True,
+            reads=HeadReads(summary_only=self.reads_summary_only),
             **kwargs,
         )
         summary = summarize(outputs.last_hidden_state, self.config.summary_type, attention_mask)  # (B, H): <s>
         logits = self.classifier(summary, None)
         loss = sequence_classification_loss(self.config, logits, labels) if labels is not None else None
-        return _return(SequenceClassifierOutput(
-            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
-        ), return_dict)
+        return _return(
+            SequenceClassifierOutput(
+                loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+            ),
+            return_dict,
+        )
 
 
 class RobertaForTokenClassification(RobertaPreTrainedModel):
@@ -303,14 +348,26 @@ class RobertaForTokenClassification(RobertaPreTrainedModel):
         fast = reference is not None and fast_path_enabled(self.config, reference.device)
         reads = HeadReads(padding=fast and targets_at_padding(labels, attention_mask, IGNORE_INDEX))
         outputs = self.roberta(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, past_key_values,
-            output_attentions, output_hidden_states, return_dict=True, reads=reads, **kwargs,
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            past_key_values,
+            output_attentions,
+            output_hidden_states,
+            return_dict=True,
+            reads=reads,
+            **kwargs,
         )
         logits = self.classifier(self.dropout(outputs.last_hidden_state))
         loss = token_classification_loss(logits, labels) if labels is not None else None
-        return _return(TokenClassifierOutput(
-            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
-        ), return_dict)
+        return _return(
+            TokenClassifierOutput(
+                loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+            ),
+            return_dict,
+        )
 
 
 class RobertaForQuestionAnswering(RobertaPreTrainedModel):
@@ -343,18 +400,33 @@ class RobertaForQuestionAnswering(RobertaPreTrainedModel):
     ) -> QuestionAnsweringModelOutput | tuple:
         """start_positions / end_positions: (B,) token indices."""
         outputs = self.roberta(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, past_key_values,
-            output_attentions, output_hidden_states, return_dict=True, reads=HeadReads(padding=True), **kwargs,
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            past_key_values,
+            output_attentions,
+            output_hidden_states,
+            return_dict=True,
+            reads=HeadReads(padding=True),
+            **kwargs,
         )
         start_logits, end_logits = self.qa_outputs(outputs.last_hidden_state).unbind(dim=-1)
         start_logits, end_logits = start_logits.contiguous(), end_logits.contiguous()
         loss = None
         if start_positions is not None and end_positions is not None:
             loss = span_extraction_loss(start_logits, end_logits, start_positions, end_positions)
-        return _return(QuestionAnsweringModelOutput(
-            loss=loss, start_logits=start_logits, end_logits=end_logits, hidden_states=outputs.hidden_states,
-            attentions=outputs.attentions,
-        ), return_dict)
+        return _return(
+            QuestionAnsweringModelOutput(
+                loss=loss,
+                start_logits=start_logits,
+                end_logits=end_logits,
+                hidden_states=outputs.hidden_states,
+                attentions=outputs.attentions,
+            ),
+            return_dict,
+        )
 
 
 class RobertaForMultipleChoice(RobertaPreTrainedModel):
@@ -389,23 +461,38 @@ class RobertaForMultipleChoice(RobertaPreTrainedModel):
         if reference is None or reference.dim() < 3:
             raise ValueError("multiple choice inputs must have shape (batch, num_choices, seq_len)")
         # Before flattening: (B, C, 0) cannot be reshaped to (B * C, 0).
-        check_not_empty("input_ids" if input_ids is not None else "inputs_embeds", tuple(reference.shape),
-                        reference.shape[0] * reference.shape[1], reference.shape[2])
+        check_not_empty(
+            "input_ids" if input_ids is not None else "inputs_embeds",
+            tuple(reference.shape),
+            reference.shape[0] * reference.shape[1],
+            reference.shape[2],
+        )
         num_choices = reference.shape[1]
 
         def flat(tensor: torch.Tensor | None) -> torch.Tensor | None:  # (B, C, T, ...) -> (B * C, T, ...)
             return None if tensor is None else tensor.reshape(-1, *tensor.shape[2:])
 
         outputs = self.roberta(
-            flat(input_ids), flat(attention_mask), flat(token_type_ids), flat(position_ids), flat(inputs_embeds),
-            past_key_values, output_attentions, output_hidden_states, return_dict=True,
-            reads=HeadReads(summary_only=self.reads_summary_only), **kwargs,
+            flat(input_ids),
+            flat(attention_mask),
+            flat(token_type_ids),
+            flat(position_ids),
+            flat(inputs_embeds),
+            past_key_values,
+            output_attentions,
+            output_hidden_states,
+            return_dict=True,
+            reads=HeadReads(summary_only=self.reads_summary_only),
+            **kwargs,
         )
         logits = self.classifier(None, outputs.pooler_output).view(-1, num_choices)
         loss = multiple_choice_loss(logits, labels) if labels is not None else None
-        return _return(MultipleChoiceModelOutput(
-            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
-        ), return_dict)
+        return _return(
+            MultipleChoiceModelOutput(
+                loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+            ),
+            return_dict,
+        )
 
 
 __all__ = [

@@ -35,9 +35,9 @@ from __future__ import annotations
 import transformers
 
 from ...conversion import KeyMap, VariantWeights, shared_config_fields
-from ...conversion.variant_weights import require_values
 from ...conversion.bert_layout import BACKBONE, BACKBONE_FUSED
 from ...conversion.key_map import head_renames
+from ...conversion.variant_weights import require_values
 from .configuration_roberta import TRANSFORMERS_FAMILIES, RobertaConfig
 
 MLM_HEAD = head_renames(
@@ -55,7 +55,9 @@ KEY_MAP = KeyMap(
         "Model": [],
         "ForMaskedLM": MLM_HEAD,
         "ForPreTraining": MLM_HEAD,
-        "ForSequenceClassification": head_renames([("classifier.dense", "classifier.dense"), ("classifier.out_proj", "classifier.out_proj")]),
+        "ForSequenceClassification": head_renames(
+            [("classifier.dense", "classifier.dense"), ("classifier.out_proj", "classifier.out_proj")]
+        ),
         "ForTokenClassification": head_renames([("classifier", "classifier")]),
         "ForQuestionAnswering": head_renames([("qa_outputs", "qa_outputs")]),
         "ForMultipleChoice": head_renames([("classifier", "classifier.out_proj")]),
@@ -75,16 +77,20 @@ def config_to_theirs(config: RobertaConfig) -> transformers.RobertaConfig | tran
     """Our config -> the config of its ``transformers_family`` (RobertaConfig or XLMRobertaConfig),
     refusing what transformers' RoBERTa cannot express (``WEIGHTS.config_to_family`` reads it as
     the other family's config where asked)."""
-    require_values(config, "RoBERTa", {
-        "pre_layer_norm": False,
-        "layer_sharing": "none",
-        "norm_type": "layer_norm",
-        "use_bias": True,
-        "gated_ffn": False,
-        "head_dim": None,
-        "attention_scale": None,
-        "summary_type": "first",
-    })
+    require_values(
+        config,
+        "RoBERTa",
+        {
+            "pre_layer_norm": False,
+            "layer_sharing": "none",
+            "norm_type": "layer_norm",
+            "use_bias": True,
+            "gated_ffn": False,
+            "head_dim": None,
+            "attention_scale": None,
+            "summary_type": "first",
+        },
+    )
     if config.embedding_size not in (None, config.hidden_size):
         raise ValueError(f"transformers' RoBERTa has no factorized embeddings (embedding_size={config.embedding_size})")
     if config.type_vocab_size < 1:

@@ -27,7 +27,9 @@ class SpanBertConfig(VariantConfig):
 
     vocab_size: int = 28996  # the released SpanBERT models use BERT's cased WordPiece vocabulary
     sbo_position_embedding_size: int = 200  # width of the SBO relative-position embedding p_i (paper code: 200)
-    max_span_length: int = 20  # relative positions the SBO head embeds (paper code's max_pair_targets); deeper tokens get no SBO target
+    max_span_length: int = (
+        20  # relative positions the SBO head embeds (paper code's max_pair_targets); deeper tokens get no SBO target
+    )
     sbo_weight: float = 1.0  # loss = MLM + sbo_weight * SBO (the paper sums them: 1.0)
 
     def check_architecture(self) -> None:

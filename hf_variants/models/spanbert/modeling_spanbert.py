@@ -124,7 +124,9 @@ class SpanBoundaryHead(nn.Module):
     ) -> None:
         super().__init__()
         self.position_embeddings = nn.Embedding(max_span_length, position_embedding_size)
-        self.layer1 = PredictionTransform(2 * hidden_size + position_embedding_size, hidden_size, activation, layer_norm_eps)
+        self.layer1 = PredictionTransform(
+            2 * hidden_size + position_embedding_size, hidden_size, activation, layer_norm_eps
+        )
         self.layer2 = PredictionTransform(hidden_size, embedding_size or hidden_size, activation, layer_norm_eps)
         self.decoder = TiedDecoder(embedding_size or hidden_size, vocab_size)
 
@@ -204,10 +206,15 @@ class SpanBoundaryTargets:
         rows = torch.arange(positions.shape[0], device=positions.device)[:, None].expand_as(positions)
         # (B, T) map from a position to its index among the positions read (0 elsewhere).
         slots = torch.zeros(positions.shape[0], length, dtype=torch.long, device=positions.device)
-        slots[rows[real], positions[real]] = torch.arange(positions.shape[1], device=positions.device).expand_as(positions)[real]
+        slots[rows[real], positions[real]] = torch.arange(positions.shape[1], device=positions.device).expand_as(
+            positions
+        )[real]
         return SpanBoundaryTargets(
-            self.batch_index, slots[self.batch_index, self.left], slots[self.batch_index, self.right],
-            self.relative, self.labels,
+            self.batch_index,
+            slots[self.batch_index, self.left],
+            slots[self.batch_index, self.right],
+            self.relative,
+            self.labels,
         )
 
 
@@ -278,7 +285,9 @@ class SpanBertForPreTraining(BertMaskedLMHeadModel, SpanBertPreTrainedModel):
         )
         self.post_init()
 
-    def _reads_with_boundaries(self, reads: HeadReads, labels: torch.Tensor, targets: SpanBoundaryTargets | None) -> HeadReads:
+    def _reads_with_boundaries(
+        self, reads: HeadReads, labels: torch.Tensor, targets: SpanBoundaryTargets | None
+    ) -> HeadReads:
         """With sparse prediction the last layer computes only what the two heads read: the masked
         tokens (MLM, ``reads``) and the span boundaries (SBO)."""
         if reads.positions is None or targets is None:
@@ -321,14 +330,30 @@ class SpanBertForPreTraining(BertMaskedLMHeadModel, SpanBertPreTrainedModel):
         if reference is None:
             raise ValueError("pass exactly one of input_ids or inputs_embeds")
         targets = SpanBoundaryTargets.from_collator_columns(
-            tuple(reference.shape[:2]), self.config.vocab_size, self.config.max_span_length,
-            sbo_left, sbo_right, sbo_relative, sbo_labels,
+            tuple(reference.shape[:2]),
+            self.config.vocab_size,
+            self.config.max_span_length,
+            sbo_left,
+            sbo_right,
+            sbo_relative,
+            sbo_labels,
         )
-        reads = self._mlm_reads(labels, input_ids, inputs_embeds, attention_mask, output_attentions, output_hidden_states)
+        reads = self._mlm_reads(
+            labels, input_ids, inputs_embeds, attention_mask, output_attentions, output_hidden_states
+        )
         reads = self._reads_with_boundaries(reads, labels, targets)
         outputs = self.bert(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, past_key_values,
-            output_attentions, output_hidden_states, return_dict=True, reads=reads, **kwargs,
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            past_key_values,
+            output_attentions,
+            output_hidden_states,
+            return_dict=True,
+            reads=reads,
+            **kwargs,
         )
         mlm_loss, prediction_logits = self._mlm_loss(outputs.last_hidden_state, labels, reads)
         sbo_loss = sbo_logits = None
@@ -336,12 +361,22 @@ class SpanBertForPreTraining(BertMaskedLMHeadModel, SpanBertPreTrainedModel):
             if reads.positions is not None:
                 targets = targets.at_read_positions(reads.positions, reference.shape[1])
             sbo_loss, sbo_logits = span_boundary_loss(self.sbo_head, outputs.last_hidden_state, targets)
-        terms = [t for t in (mlm_loss, None if sbo_loss is None else self.config.sbo_weight * sbo_loss) if t is not None]
+        terms = [
+            t for t in (mlm_loss, None if sbo_loss is None else self.config.sbo_weight * sbo_loss) if t is not None
+        ]
         loss = sum(terms[1:], terms[0]) if terms else None
-        return _return(SpanBertForPreTrainingOutput(
-            loss=loss, mlm_loss=mlm_loss, sbo_loss=sbo_loss, prediction_logits=prediction_logits,
-            sbo_logits=sbo_logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions,
-        ), return_dict)
+        return _return(
+            SpanBertForPreTrainingOutput(
+                loss=loss,
+                mlm_loss=mlm_loss,
+                sbo_loss=sbo_loss,
+                prediction_logits=prediction_logits,
+                sbo_logits=sbo_logits,
+                hidden_states=outputs.hidden_states,
+                attentions=outputs.attentions,
+            ),
+            return_dict,
+        )
 
 
 # ----------------------------------------------------------------------------- fine-tuning heads: BERT's

@@ -38,8 +38,14 @@ WEIGHTS = VariantWeights(
     # SpanBertForPreTraining has the SBO where BERT's has NSP: no transformers counterpart.
     transformers_classes={
         head: f"Bert{head}"
-        for head in ("Model", "ForMaskedLM", "ForSequenceClassification", "ForTokenClassification",
-                     "ForQuestionAnswering", "ForMultipleChoice")
+        for head in (
+            "Model",
+            "ForMaskedLM",
+            "ForSequenceClassification",
+            "ForTokenClassification",
+            "ForQuestionAnswering",
+            "ForMultipleChoice",
+        )
     },
     source_model_types=("bert", "hfv_bert"),
     config_to_theirs=config_to_theirs,  # the SBO fields have no counterpart and are dropped
@@ -65,7 +71,9 @@ def load_bert_checkpoint(
         if source.config.model_type != "bert":
             raise ValueError(f"expected a transformers BERT model, got model_type {source.config.model_type!r}")
         model, info = model_class.from_pretrained(
-            None, config=config_to_ours(source.config, **config_overrides), state_dict=source.state_dict(),
+            None,
+            config=config_to_ours(source.config, **config_overrides),
+            state_dict=source.state_dict(),
             output_loading_info=True,
         )
     else:
@@ -83,7 +91,9 @@ def load_bert_checkpoint(
         try:
             model, info = model_class.from_pretrained(str(source), output_loading_info=True, **config_overrides)
         except OSError as error:  # offline, unknown repository, bad id: all mean "no checkpoint here"
-            raise ValueError(f"{source!r} is not a local folder and could not be fetched from the Hub: {error}") from error
+            raise ValueError(
+                f"{source!r} is not a local folder and could not be fetched from the Hub: {error}"
+            ) from error
     report = {
         "initialised": sorted(info["missing_keys"]),
         "unused": sorted(k for k in info["unexpected_keys"] if not k.endswith(BUFFER_SUFFIXES)),

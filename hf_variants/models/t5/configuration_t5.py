@@ -86,7 +86,9 @@ class T5Config(VariantEncoderDecoderConfig):
                 f"buckets per direction ({exact})"
             )
         if self.position_embedding_type != "none" or self.type_vocab_size != 0:
-            raise ValueError("T5 has no absolute position or segment embeddings: position_embedding_type must be "
-                             "'none' and type_vocab_size 0")
+            raise ValueError(
+                "T5 has no absolute position or segment embeddings: position_embedding_type must be "
+                "'none' and type_vocab_size 0"
+            )
         if not self.pre_layer_norm:
             raise ValueError("T5's blocks are pre-LN (pre_layer_norm=True)")

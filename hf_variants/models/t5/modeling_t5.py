@@ -26,17 +26,17 @@ from transformers.modeling_outputs import (
     Seq2SeqSequenceClassifierOutput,
 )
 
+from ...modules.attention import MultiHeadAttention
 from ...modules.backbone import TransformerBackbone
-from ..modeling_base import VariantPreTrainedModel
 from ...modules.decoder import DecoderBackbone, EncoderDecoderBackbone
 from ...modules.embeddings import TransformerEmbeddings, check_batch_shape, check_index_range
 from ...modules.encoder import LayerSpec, LayerStack
-from ...modules.attention import MultiHeadAttention
 from ...modules.feed_forward import FeedForward
 from ...modules.generation import EncoderDecoderForSeq2SeqLM, finish_seq2seq, shift_tokens_right
 from ...modules.heads import SummaryClassifier, sequence_classification_loss, span_extraction_loss
 from ...modules.task_models import EncoderForTokenClassification
 from ...modules.tracing import is_tracing
+from ..modeling_base import VariantPreTrainedModel
 from .configuration_t5 import T5Config
 
 __all__ = [
@@ -69,9 +69,9 @@ def relative_position_bucket(
         distance = (-relative_position).clamp(min=0)
     exact = num_buckets // 2
     # Distances below `exact` would give log(0); they take the exact branch of the where below.
-    logarithmic = exact + (
-        torch.log(distance.float() / exact) / math.log(max_distance / exact) * (num_buckets - exact)
-    ).long()
+    logarithmic = (
+        exact + (torch.log(distance.float() / exact) / math.log(max_distance / exact) * (num_buckets - exact)).long()
+    )
     logarithmic = logarithmic.clamp(max=num_buckets - 1)
     return buckets + torch.where(distance < exact, distance, logarithmic)
 
@@ -105,7 +105,9 @@ class T5RelativePositionBias(nn.Module):
 class T5PreTrainedModel(VariantPreTrainedModel):
     config_class = T5Config
     base_model_prefix = "transformer"
-    _keys_to_ignore_on_load_unexpected = [r"decoder\.block\.0\.layer\.1\.EncDecAttention\.relative_attention_bias\.weight"]
+    _keys_to_ignore_on_load_unexpected = [
+        r"decoder\.block\.0\.layer\.1\.EncDecAttention\.relative_attention_bias\.weight"
+    ]
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
@@ -123,7 +125,9 @@ class T5PreTrainedModel(VariantPreTrainedModel):
             if module.cross_attention:
                 init.normal_(module.query.weight, 0.0, factor * stds[0])
                 init.normal_(module.key_value.weight, 0.0, factor * stds[1])
-            elif not getattr(module.qkv.weight, "_is_hf_initialized", False):  # (row blocks are views: no flag of their own)
+            elif not getattr(
+                module.qkv.weight, "_is_hf_initialized", False
+            ):  # (row blocks are views: no flag of their own)
                 for rows, std in zip(module.qkv.weight.split(inner), stds):
                     rows.normal_(0.0, factor * std)
             init.normal_(module.out.weight, 0.0, factor * inner**-0.5)
@@ -157,11 +161,15 @@ class _T5StackHooks:
 
     def build_embeddings(self, config: T5Config) -> TransformerEmbeddings:
         # No padding row: the pad id is also the decoder start token, whose embedding must train.
-        return TransformerEmbeddings(**{**TransformerEmbeddings.config_kwargs(config), "pad_token_id": None, "layer_norm": False})
+        return TransformerEmbeddings(
+            **{**TransformerEmbeddings.config_kwargs(config), "pad_token_id": None, "layer_norm": False}
+        )
 
     def build_layers(self, config: T5Config) -> LayerStack:
         spec = LayerSpec.from_config(config, cross_attention=config.add_cross_attention)
-        return LayerStack(spec, config.num_hidden_layers, sharing=config.layer_sharing, final_dropout=config.hidden_dropout_prob)
+        return LayerStack(
+            spec, config.num_hidden_layers, sharing=config.layer_sharing, final_dropout=config.hidden_dropout_prob
+        )
 
     def build_pooler(self, config: T5Config) -> None:
         return None
@@ -228,7 +236,9 @@ class T5EncoderModel(T5PreTrainedModel):
     ) -> BaseModelOutputWithPooling | tuple:
         """Args and output as the encoder stack (TransformerBackbone.forward); past_key_values: a
         key/value prefix for the encoder."""
-        return self.encoder(input_ids=input_ids, attention_mask=attention_mask, past_key_values=past_key_values, **kwargs)
+        return self.encoder(
+            input_ids=input_ids, attention_mask=attention_mask, past_key_values=past_key_values, **kwargs
+        )
 
 
 class T5ForTokenClassification(EncoderForTokenClassification, T5PreTrainedModel):
@@ -245,7 +255,9 @@ class _T5EncoderDecoderHead(T5PreTrainedModel):
             if input_ids is None:
                 raise ValueError("pass input_ids (the decoder reads them shifted right), or decoder_input_ids")
             check_batch_shape("input_ids", input_ids)  # before the shift indexes it
-            decoder_input_ids = shift_tokens_right(input_ids, self.config.pad_token_id, self.config.decoder_start_token_id)
+            decoder_input_ids = shift_tokens_right(
+                input_ids, self.config.pad_token_id, self.config.decoder_start_token_id
+            )
         return self.transformer(
             input_ids=input_ids,
             attention_mask=attention_mask,
@@ -263,7 +275,9 @@ class T5ForSequenceClassification(_T5EncoderDecoderHead):
     def __init__(self, config: T5Config) -> None:
         super().__init__(config)
         self.transformer = T5Model(config)
-        self.classification_head = SummaryClassifier(config.hidden_size, config.num_labels, config.classifier_dropout or 0.0)
+        self.classification_head = SummaryClassifier(
+            config.hidden_size, config.num_labels, config.classifier_dropout or 0.0
+        )
         self.post_init()
 
     def get_input_embeddings(self) -> nn.Embedding:
@@ -302,10 +316,16 @@ class T5ForSequenceClassification(_T5EncoderDecoderHead):
                 f"counts per row: {eos_counts.tolist()}"
             )
         out = self._run(
-            input_ids, attention_mask, decoder_input_ids, decoder_inputs_embeds, inputs_embeds,
-            decoder_attention_mask=decoder_attention_mask, encoder_outputs=encoder_outputs,
+            input_ids,
+            attention_mask,
+            decoder_input_ids,
+            decoder_inputs_embeds,
+            inputs_embeds,
+            decoder_attention_mask=decoder_attention_mask,
+            encoder_outputs=encoder_outputs,
             use_cache=False if labels is not None else use_cache,
-            output_attentions=output_attentions, output_hidden_states=output_hidden_states,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
         )
         hidden = out.last_hidden_state
         last_eos = eos.shape[1] - 1 - eos.flip(1).int().argmax(dim=1)  # (B,)
@@ -320,7 +340,9 @@ class T5ForQuestionAnswering(_T5EncoderDecoderHead):
 
     def __init__(self, config: T5Config) -> None:
         if config.num_labels != 2:
-            raise ValueError(f"question answering predicts start and end logits: num_labels must be 2, got {config.num_labels}")
+            raise ValueError(
+                f"question answering predicts start and end logits: num_labels must be 2, got {config.num_labels}"
+            )
         super().__init__(config)
         self.transformer = T5Model(config)
         self.qa_outputs = nn.Linear(config.hidden_size, config.num_labels)
@@ -348,14 +370,27 @@ class T5ForQuestionAnswering(_T5EncoderDecoderHead):
         """start_positions / end_positions (B,) source token indices. Logits (B, T) each."""
         training = start_positions is not None and end_positions is not None
         out = self._run(
-            input_ids, attention_mask, decoder_input_ids, decoder_inputs_embeds, inputs_embeds,
-            decoder_attention_mask=decoder_attention_mask, encoder_outputs=encoder_outputs,
+            input_ids,
+            attention_mask,
+            decoder_input_ids,
+            decoder_inputs_embeds,
+            inputs_embeds,
+            decoder_attention_mask=decoder_attention_mask,
+            encoder_outputs=encoder_outputs,
             use_cache=False if training else use_cache,
-            output_attentions=output_attentions, output_hidden_states=output_hidden_states,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
             reads_padding=True,  # the span softmax runs over every position, padding included
         )
-        start_logits, end_logits = (x.squeeze(-1).contiguous() for x in self.qa_outputs(out.last_hidden_state).split(1, dim=-1))
+        start_logits, end_logits = (
+            x.squeeze(-1).contiguous() for x in self.qa_outputs(out.last_hidden_state).split(1, dim=-1)
+        )
         loss = span_extraction_loss(start_logits, end_logits, start_positions, end_positions) if training else None
         return finish_seq2seq(
-            Seq2SeqQuestionAnsweringModelOutput, return_dict, out, loss=loss, start_logits=start_logits, end_logits=end_logits
+            Seq2SeqQuestionAnsweringModelOutput,
+            return_dict,
+            out,
+            loss=loss,
+            start_logits=start_logits,
+            end_logits=end_logits,
         )

@@ -23,7 +23,10 @@ def _stack_renames(stack: str) -> list[tuple[str, str]]:
     block, layer = f"{stack}.block.{{i}}.layer", f"{stack}.encoder.layers.{{i}}"
     ffn = f"{block}.{_FFN_LAYER[stack]}"
     renames = [
-        (f"{stack}.block.0.layer.0.SelfAttention.relative_attention_bias.weight", f"{stack}.position_bias.embedding.weight"),
+        (
+            f"{stack}.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
+            f"{stack}.position_bias.embedding.weight",
+        ),
         (f"{block}.0.layer_norm.weight", f"{layer}.attention_norm.weight"),
         (f"{block}.0.SelfAttention.o.weight", f"{layer}.attention.out.weight"),
         (f"{ffn}.layer_norm.weight", f"{layer}.ffn_norm.weight"),
@@ -42,23 +45,39 @@ def _stack_renames(stack: str) -> list[tuple[str, str]]:
     return renames
 
 
-BACKBONE = [
-    ("shared.weight", "encoder.embeddings.word_embeddings.weight"),
-    # Tied copies of `shared` (the first rename above is the one used towards transformers).
-    ("encoder.embed_tokens.weight", "encoder.embeddings.word_embeddings.weight"),
-    ("decoder.embed_tokens.weight", "decoder.embeddings.word_embeddings.weight"),
-] + _stack_renames("encoder") + _stack_renames("decoder")
+BACKBONE = (
+    [
+        ("shared.weight", "encoder.embeddings.word_embeddings.weight"),
+        # Tied copies of `shared` (the first rename above is the one used towards transformers).
+        ("encoder.embed_tokens.weight", "encoder.embeddings.word_embeddings.weight"),
+        ("decoder.embed_tokens.weight", "decoder.embeddings.word_embeddings.weight"),
+    ]
+    + _stack_renames("encoder")
+    + _stack_renames("decoder")
+)
 
 # Our fused projections = transformers' separate ones concatenated along dim 0.
 BACKBONE_FUSED = [
-    (f"{stack}.encoder.layers.{{i}}.attention.qkv.weight", [f"{stack}.block.{{i}}.layer.0.SelfAttention.{n}.weight" for n in "qkv"])
+    (
+        f"{stack}.encoder.layers.{{i}}.attention.qkv.weight",
+        [f"{stack}.block.{{i}}.layer.0.SelfAttention.{n}.weight" for n in "qkv"],
+    )
     for stack in ("encoder", "decoder")
 ] + [
-    ("decoder.encoder.layers.{i}.cross_attention.key_value.weight", [f"decoder.block.{{i}}.layer.1.EncDecAttention.{n}.weight" for n in "kv"]),
+    (
+        "decoder.encoder.layers.{i}.cross_attention.key_value.weight",
+        [f"decoder.block.{{i}}.layer.1.EncDecAttention.{n}.weight" for n in "kv"],
+    ),
 ]
 
-HEADS = ("Model", "ForConditionalGeneration", "EncoderModel", "ForSequenceClassification", "ForTokenClassification",
-         "ForQuestionAnswering")
+HEADS = (
+    "Model",
+    "ForConditionalGeneration",
+    "EncoderModel",
+    "ForSequenceClassification",
+    "ForTokenClassification",
+    "ForQuestionAnswering",
+)
 # Old checkpoints carry a cross-attention relative bias that T5 never uses.
 UNUSED = [r"(transformer\.)?decoder\.block\.0\.layer\.1\.EncDecAttention\.relative_attention_bias\.weight"]
 
@@ -70,7 +89,9 @@ KEY_MAP = KeyMap(
         "ForConditionalGeneration": [("lm_head.weight", "lm_head.weight")],
         "EncoderModel": [],
         "ForSequenceClassification": [
-            (f"classification_head.{m}.{p}", f"classification_head.{m}.{p}") for m in ("dense", "out_proj") for p in ("weight", "bias")
+            (f"classification_head.{m}.{p}", f"classification_head.{m}.{p}")
+            for m in ("dense", "out_proj")
+            for p in ("weight", "bias")
         ],
         "ForTokenClassification": [(f"classifier.{p}", f"classifier.{p}") for p in ("weight", "bias")],
         "ForQuestionAnswering": [(f"qa_outputs.{p}", f"qa_outputs.{p}") for p in ("weight", "bias")],
@@ -114,7 +135,9 @@ def feed_forward_proj_to_theirs(config: T5Config) -> str:
     if config.hidden_act == "gelu_new":
         return "gated-gelu"
     if config.hidden_act == "gelu":
-        raise ValueError("transformers' T5 reads 'gated-gelu' as the tanh GELU: use hidden_act='gelu_new' for a gated GELU")
+        raise ValueError(
+            "transformers' T5 reads 'gated-gelu' as the tanh GELU: use hidden_act='gelu_new' for a gated GELU"
+        )
     return f"gated-{config.hidden_act}"
 
 
@@ -141,8 +164,10 @@ def config_to_theirs(config: T5Config) -> transformers.T5Config:
     if config.layer_sharing != "none":
         raise ValueError(f"transformers' T5 has no equivalent of layer_sharing={config.layer_sharing!r}")
     if not config.tie_word_embeddings and config.rescales_output:
-        raise ValueError("transformers' T5 rescales the output only with tied embeddings (scale_decoder_outputs=True "
-                         "needs tie_word_embeddings=True)")
+        raise ValueError(
+            "transformers' T5 rescales the output only with tied embeddings (scale_decoder_outputs=True "
+            "needs tie_word_embeddings=True)"
+        )
     fields = shared_config_fields(config, transformers.T5Config)
     for name in ("tie_word_embeddings", "is_decoder", "scale_decoder_outputs"):
         fields.pop(name, None)

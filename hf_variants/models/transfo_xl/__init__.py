@@ -27,4 +27,11 @@ SPEC = VariantSpec(
     tokenizer_kind="wordpiece-cased",  # run_pretraining's kinds; word_level_tokenizer is the paper's vocabulary
 )
 
-__all__ = ["TransfoXLConfig", "SPEC", "word_level_tokenizer", "tokenizer_from_symbols", "convert_old_transfo_xl_checkpoint", *_modeling_all]
+__all__ = [
+    "TransfoXLConfig",
+    "SPEC",
+    "word_level_tokenizer",
+    "tokenizer_from_symbols",
+    "convert_old_transfo_xl_checkpoint",
+    *_modeling_all,
+]

@@ -53,12 +53,15 @@ class AdaptiveEmbedding(nn.Module):
     applied as ``table_k[id - start_k] @ projections.k^T``.
     """
 
-    def __init__(self, vocab_size: int, hidden_size: int, embedding_size: int, cutoffs: list[int] | None,
-                 div_val: int) -> None:
+    def __init__(
+        self, vocab_size: int, hidden_size: int, embedding_size: int, cutoffs: list[int] | None, div_val: int
+    ) -> None:
         super().__init__()
         self.bounds = cluster_bounds(vocab_size, cutoffs) if div_val > 1 else [(0, vocab_size)]
         widths = cluster_widths(embedding_size, div_val, len(self.bounds))
-        self.tables = nn.ModuleList(nn.Embedding(end - start, width) for (start, end), width in zip(self.bounds, widths))
+        self.tables = nn.ModuleList(
+            nn.Embedding(end - start, width) for (start, end), width in zip(self.bounds, widths)
+        )
         self.projections = Projections(nn.Parameter(torch.empty(hidden_size, width)) for width in widths)
         self.hidden_size = hidden_size
 
@@ -86,8 +89,9 @@ class AdaptiveSoftmax(nn.Module):
     head logits.
     """
 
-    def __init__(self, vocab_size: int, hidden_size: int, embedding_size: int, cutoffs: list[int] | None,
-                 div_val: int) -> None:
+    def __init__(
+        self, vocab_size: int, hidden_size: int, embedding_size: int, cutoffs: list[int] | None, div_val: int
+    ) -> None:
         super().__init__()
         self.bounds = cluster_bounds(vocab_size, cutoffs)
         self.div_val = div_val

@@ -56,14 +56,20 @@ class TransfoXLConfig(VariantConfig):
     padding_free: bool = False  # relative attention over memory runs in the padded layout
     pad_token_id: int | None = None  # the word vocabulary has no padding token
     tie_word_embeddings: bool = True  # the softmax shares the input embedding (tie_weight)
-    cutoffs: list[int] | None = None  # adaptive softmax cluster boundaries (WT103: [20000, 40000, 200000]); None: full softmax
+    cutoffs: list[int] | None = (
+        None  # adaptive softmax cluster boundaries (WT103: [20000, 40000, 200000]); None: full softmax
+    )
     div_val: int = 1  # adaptive input: cluster k embeds at width embedding_size // div_val**k (WT103 large: 4)
-    tie_projections: bool = True  # tail clusters' softmax projections shared with the input's (proj_share_all_but_first)
+    tie_projections: bool = (
+        True  # tail clusters' softmax projections shared with the input's (proj_share_all_but_first)
+    )
 
     def check_architecture(self) -> None:
         super().check_architecture()
         if self.type_vocab_size != 0:  # the model builds no segment table; refused here, not ignored
-            raise ValueError(f"Transformer-XL has no segment embeddings: type_vocab_size must be 0, got {self.type_vocab_size}")
+            raise ValueError(
+                f"Transformer-XL has no segment embeddings: type_vocab_size must be 0, got {self.type_vocab_size}"
+            )
         if self.mem_len < 0:
             raise ValueError(f"mem_len must be >= 0, got {self.mem_len}")
         if self.hidden_size % 2:
@@ -75,10 +81,15 @@ class TransfoXLConfig(VariantConfig):
         if self.position_embedding_type != "none":
             raise ValueError("Transformer-XL's positions are relative: position_embedding_type must be 'none'")
         cutoffs = list(self.cutoffs or [])
-        if any(not isinstance(c, int) for c in cutoffs) or cutoffs != sorted(set(cutoffs)) or (
-                cutoffs and not 0 < cutoffs[0] <= cutoffs[-1] < self.vocab_size):
-            raise ValueError(f"cutoffs must be increasing token ids strictly between 0 and vocab_size "
-                             f"({self.vocab_size}), got {self.cutoffs}")
+        if (
+            any(not isinstance(c, int) for c in cutoffs)
+            or cutoffs != sorted(set(cutoffs))
+            or (cutoffs and not 0 < cutoffs[0] <= cutoffs[-1] < self.vocab_size)
+        ):
+            raise ValueError(
+                f"cutoffs must be increasing token ids strictly between 0 and vocab_size "
+                f"({self.vocab_size}), got {self.cutoffs}"
+            )
         if self.div_val < 1:
             raise ValueError(f"div_val must be >= 1, got {self.div_val}")
         width = self.embedding_size or self.hidden_size

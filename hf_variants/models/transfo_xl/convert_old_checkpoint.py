@@ -25,16 +25,29 @@ from transformers import PreTrainedTokenizerFast
 
 from .modeling_transfo_xl import TransfoXLLMHeadModel
 from .tokenization_transfo_xl import tokenizer_from_symbols
-from .weights import (old_config_to_ours, old_key_map, per_head_attention, shared_biases_to_layers,
-                      tied_inputs_from_softmax)
+from .weights import (
+    old_config_to_ours,
+    old_key_map,
+    per_head_attention,
+    shared_biases_to_layers,
+    tied_inputs_from_softmax,
+)
 
 VOCABULARY_FILE = "vocab.pkl"
 # The only globals a vocabulary pickle may name: containers the old vocabulary used (the original
 # Vocab's counter and sym2idx). Everything else (and every builtin function) is refused.
 ALLOWED_GLOBALS = {
-    ("builtins", "dict"), ("builtins", "list"), ("builtins", "tuple"), ("builtins", "set"),
-    ("builtins", "frozenset"), ("builtins", "str"), ("builtins", "int"), ("builtins", "float"),
-    ("builtins", "bool"), ("collections", "OrderedDict"), ("collections", "Counter"),
+    ("builtins", "dict"),
+    ("builtins", "list"),
+    ("builtins", "tuple"),
+    ("builtins", "set"),
+    ("builtins", "frozenset"),
+    ("builtins", "str"),
+    ("builtins", "int"),
+    ("builtins", "float"),
+    ("builtins", "bool"),
+    ("collections", "OrderedDict"),
+    ("collections", "Counter"),
 }
 
 
@@ -94,15 +107,20 @@ def convert_old_checkpoint(
         raise ValueError(f"{folder} has no config.json")
     config = old_config_to_ours(json.loads((folder / "config.json").read_text()))
     state = tied_inputs_from_softmax(read_old_weights(folder), config)
-    state = per_head_attention(shared_biases_to_layers(state, config.num_hidden_layers), config.num_attention_heads,
-                               config.head_dim or config.hidden_size // config.num_attention_heads)
+    state = per_head_attention(
+        shared_biases_to_layers(state, config.num_hidden_layers),
+        config.num_attention_heads,
+        config.head_dim or config.hidden_size // config.num_attention_heads,
+    )
     model = TransfoXLLMHeadModel(config)
     ours = old_key_map(config).to_ours(state)
     missing, unexpected = model.load_state_dict(ours, strict=False)
     tied = set(model.all_tied_weights_keys)
     if set(missing) - tied or unexpected:
-        raise ValueError(f"the checkpoint does not fit the model its config describes: missing "
-                         f"{sorted(set(missing) - tied)[:8]}, unexpected {sorted(unexpected)[:8]}")
+        raise ValueError(
+            f"the checkpoint does not fit the model its config describes: missing "
+            f"{sorted(set(missing) - tied)[:8]}, unexpected {sorted(unexpected)[:8]}"
+        )
     model.tie_weights()
     model.eval()
     tokenizer = None
@@ -125,8 +143,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("old_folder")
     parser.add_argument("output_dir")
-    parser.add_argument("--unpickle_vocabulary", action="store_true",
-                        help=f"read {VOCABULARY_FILE} (a pickle) through the plain-data unpickler")
+    parser.add_argument(
+        "--unpickle_vocabulary",
+        action="store_true",
+        help=f"read {VOCABULARY_FILE} (a pickle) through the plain-data unpickler",
+    )
     args = parser.parse_args(argv)
     convert_old_checkpoint(args.old_folder, args.output_dir, unpickle_vocabulary=args.unpickle_vocabulary)
 

@@ -32,15 +32,15 @@ from transformers.cache_utils import Cache
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.utils import ModelOutput
 
-from ..modeling_base import VariantPreTrainedModel
 from ...modules.dropout import Dropout
 from ...modules.embeddings import embed_token_ids
 from ...modules.feed_forward import FeedForward
 from ...modules.heads import IGNORE_INDEX, check_class_labels, cross_entropy_or_zero
+from ...modules.masks import check_mask_shape, check_no_padding, memory_causal_bias, split_prefix_mask
 from ...modules.memory import MemoryGenerationMixin, SegmentMemory
 from ...modules.norms import build_norm
-from ...modules.masks import check_mask_shape, check_no_padding, memory_causal_bias, split_prefix_mask
 from ...modules.relative_attention import KeyValuePrefix, RelativeAttention, relative_encodings
+from ..modeling_base import VariantPreTrainedModel
 from .adaptive import AdaptiveEmbedding, AdaptiveSoftmax, Projections
 from .configuration_transfo_xl import TransfoXLConfig
 
@@ -72,8 +72,11 @@ class TransfoXLLayer(GradientCheckpointingLayer):
     def __init__(self, config: TransfoXLConfig) -> None:
         super().__init__()
         self.attention = RelativeAttention(
-            config.hidden_size, config.num_attention_heads, dropout=config.attention_probs_dropout_prob,
-            head_dim=config.head_dim, segment_terms=False,
+            config.hidden_size,
+            config.num_attention_heads,
+            dropout=config.attention_probs_dropout_prob,
+            head_dim=config.head_dim,
+            segment_terms=False,
         )
         self.attention_norm = build_norm(config.norm_type, config.hidden_size, config.layer_norm_eps)
         self.ffn = FeedForward(
@@ -95,7 +98,13 @@ class TransfoXLLayer(GradientCheckpointingLayer):
         """hidden (B, T, H), memory (B, M, H) or None, encodings (1, M + T + 1, H), causal_bias
         (1, 1, T, M + T); key_value_prefix (B, heads, P, D) each, M then counting those P too."""
         attended, probs = self.attention(
-            hidden_states, memory, encodings, None, causal_bias, attn_implementation, output_attentions,
+            hidden_states,
+            memory,
+            encodings,
+            None,
+            causal_bias,
+            attn_implementation,
+            output_attentions,
             key_value_prefix=key_value_prefix,
         )
         hidden_states = self.attention_norm(hidden_states + self.dropout(attended))
@@ -128,7 +137,10 @@ class TransfoXLModel(TransfoXLPreTrainedModel):
         super().__init__(config)
         if config.adaptive_input:
             self.word_embeddings = AdaptiveEmbedding(
-                config.vocab_size, config.hidden_size, config.embedding_size or config.hidden_size, config.cutoffs,
+                config.vocab_size,
+                config.hidden_size,
+                config.embedding_size or config.hidden_size,
+                config.cutoffs,
                 config.div_val,
             )
         else:
@@ -186,18 +198,28 @@ class TransfoXLModel(TransfoXLPreTrainedModel):
         memory.check_batch(batch, config.hidden_size)
         prefix = past_key_values
         if prefix is not None:
-            prefix = KeyValuePrefix(prefix, config.num_hidden_layers, batch, config.num_attention_heads,
-                                    self.layers[0].attention.head_dim)
+            prefix = KeyValuePrefix(
+                prefix, config.num_hidden_layers, batch, config.num_attention_heads, self.layers[0].attention.head_dim
+            )
             split_prefix_mask(attention_mask, prefix.length, length)  # checks its width (the all-ones check ran above)
         memory_length = memory.length + (prefix.length if prefix is not None else 0)  # the prefix comes first
         key_length = memory_length + length
 
         # Query i (after M memory positions) sees keys 0 .. M + i (same_length: none older than i - mem_len).
         causal_bias = memory_causal_bias(
-            length, memory_length, inputs_embeds.dtype, inputs_embeds.device, same_length=config.same_length, mem_len=mem_len
+            length,
+            memory_length,
+            inputs_embeds.dtype,
+            inputs_embeds.device,
+            same_length=config.same_length,
+            mem_len=mem_len,
         )
         encodings = relative_encodings(
-            length, key_length, config.hidden_size, bidirectional=False, clamp_len=config.clamp_len,
+            length,
+            key_length,
+            config.hidden_size,
+            bidirectional=False,
+            clamp_len=config.clamp_len,
             device=inputs_embeds.device,
         )
         encodings = self.dropout(encodings.to(inputs_embeds.dtype))
@@ -208,7 +230,12 @@ class TransfoXLModel(TransfoXLPreTrainedModel):
             if output_hidden_states:
                 all_hidden.append(hidden_states)
             hidden_states, probs = layer(
-                hidden_states, memory.layer(depth), encodings, causal_bias, self.attention_backend, output_attentions,
+                hidden_states,
+                memory.layer(depth),
+                encodings,
+                causal_bias,
+                self.attention_backend,
+                output_attentions,
                 None if prefix is None else prefix.layer(depth),
             )
             if output_attentions:
@@ -234,8 +261,12 @@ def adaptive_tied_weights(config: TransfoXLConfig) -> dict[str, str]:
     tables = range(clusters) if config.div_val > 1 else [0]
     tied = {f"lm_head.cluster_layers.{k}.weight": f"{embeddings}.tables.{k}.weight" for k in tables}
     if config.tie_projections:
-        tied.update({f"lm_head.projections.{k}": f"{embeddings}.projections.{k if config.div_val > 1 else 0}"
-                     for k in range(1, clusters)})
+        tied.update(
+            {
+                f"lm_head.projections.{k}": f"{embeddings}.projections.{k if config.div_val > 1 else 0}"
+                for k in range(1, clusters)
+            }
+        )
     return tied
 
 
@@ -254,7 +285,10 @@ class TransfoXLLMHeadModel(TransfoXLPreTrainedModel, MemoryGenerationMixin, Gene
         if config.adaptive_softmax:
             self._tied_weights_keys = adaptive_tied_weights(config)
             self.lm_head = AdaptiveSoftmax(
-                config.vocab_size, config.hidden_size, config.embedding_size or config.hidden_size, config.cutoffs,
+                config.vocab_size,
+                config.hidden_size,
+                config.embedding_size or config.hidden_size,
+                config.cutoffs,
                 config.div_val,
             )
         else:
@@ -276,7 +310,9 @@ class TransfoXLLMHeadModel(TransfoXLPreTrainedModel, MemoryGenerationMixin, Gene
         if recurrent and mems:
             inputs.update(input_ids=input_ids[:, -1:], mems=mems)
         else:  # the first step: the padding check sees the whole attention mask
-            inputs.update(input_ids=input_ids, attention_mask=kwargs.get("attention_mask"), token_type_ids=token_type_ids)
+            inputs.update(
+                input_ids=input_ids, attention_mask=kwargs.get("attention_mask"), token_type_ids=token_type_ids
+            )
         return inputs
 
     def get_output_embeddings(self) -> nn.Linear | None:
@@ -305,11 +341,18 @@ class TransfoXLLMHeadModel(TransfoXLPreTrainedModel, MemoryGenerationMixin, Gene
         asks for 1: no (B, T, V) tensor over the prompt); 0: every position. ``past_key_values``:
         a key/value prefix in front of the memory (peft's prefix tuning)."""
         out = self.transformer(
-            input_ids, mems=mems, inputs_embeds=inputs_embeds, attention_mask=attention_mask, mem_len=mem_len,
-            use_mems=use_mems, output_attentions=output_attentions, output_hidden_states=output_hidden_states,
+            input_ids,
+            mems=mems,
+            inputs_embeds=inputs_embeds,
+            attention_mask=attention_mask,
+            mem_len=mem_len,
+            use_mems=use_mems,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
             past_key_values=past_key_values,
             # kwargs: inputs the model refuses by name (token_type_ids)
-            return_dict=True, **kwargs,
+            return_dict=True,
+            **kwargs,
         )
         hidden = out.last_hidden_state
         read = hidden[:, -logits_to_keep:] if logits_to_keep > 0 and labels is None else hidden

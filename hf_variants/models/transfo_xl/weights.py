@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from ...conversion.key_map import StateDictAdapter
-from ...conversion.key_map import head_renames
+from ...conversion.key_map import StateDictAdapter, head_renames
 from .configuration_transfo_xl import TransfoXLConfig
 
 _OLD_LAYER, _OUR_LAYER = "transformer.layers.{i}", "transformer.layers.{i}"
@@ -62,8 +61,10 @@ def tied_inputs_from_softmax(state: dict[str, torch.Tensor], config: TransfoXLCo
         tables = range(len(config.cutoffs or []) + 1) if config.div_val > 1 else [0]
         pairs += [(f"crit.out_layers.{k}.weight", f"transformer.word_emb.emb_layers.{k}.weight") for k in tables]
     if config.tie_projections and config.adaptive_input:
-        pairs += [(f"crit.out_projs.{k}", f"transformer.word_emb.emb_projs.{k if config.div_val > 1 else 0}")
-                  for k in range(1, len(config.cutoffs or []) + 1)]
+        pairs += [
+            (f"crit.out_projs.{k}", f"transformer.word_emb.emb_projs.{k if config.div_val > 1 else 0}")
+            for k in range(1, len(config.cutoffs or []) + 1)
+        ]
     for softmax_name, input_name in pairs:
         if input_name not in state and softmax_name in state:
             state[input_name] = state.pop(softmax_name)
@@ -73,23 +74,32 @@ def tied_inputs_from_softmax(state: dict[str, torch.Tensor], config: TransfoXLCo
 def old_key_map(config: TransfoXLConfig) -> StateDictAdapter:
     """Old TransfoXLLMHeadModel names (after ``per_head_attention``) -> ours, for ``config``'s
     embedding and softmax kinds (one table or adaptive clusters; full or adaptive softmax)."""
-    renames = [(f"{_OLD_LAYER}.dec_attn.{name}", f"{_OUR_LAYER}.attention.{name}")
-               for name in ("q", "k", "v", "r", "o", "r_w_bias", "r_r_bias")]
-    renames += head_renames([
-        (f"{_OLD_LAYER}.dec_attn.layer_norm", f"{_OUR_LAYER}.attention_norm"),
-        (f"{_OLD_LAYER}.pos_ff.CoreNet.0", f"{_OUR_LAYER}.ffn.up"),
-        (f"{_OLD_LAYER}.pos_ff.CoreNet.3", f"{_OUR_LAYER}.ffn.down"),
-        (f"{_OLD_LAYER}.pos_ff.layer_norm", f"{_OUR_LAYER}.ffn_norm"),
-    ])
+    renames = [
+        (f"{_OLD_LAYER}.dec_attn.{name}", f"{_OUR_LAYER}.attention.{name}")
+        for name in ("q", "k", "v", "r", "o", "r_w_bias", "r_r_bias")
+    ]
+    renames += head_renames(
+        [
+            (f"{_OLD_LAYER}.dec_attn.layer_norm", f"{_OUR_LAYER}.attention_norm"),
+            (f"{_OLD_LAYER}.pos_ff.CoreNet.0", f"{_OUR_LAYER}.ffn.up"),
+            (f"{_OLD_LAYER}.pos_ff.CoreNet.3", f"{_OUR_LAYER}.ffn.down"),
+            (f"{_OLD_LAYER}.pos_ff.layer_norm", f"{_OUR_LAYER}.ffn_norm"),
+        ]
+    )
     if config.adaptive_input:
-        renames += [("transformer.word_emb.emb_layers.{i}.weight", "transformer.word_embeddings.tables.{i}.weight"),
-                    ("transformer.word_emb.emb_projs.{i}", "transformer.word_embeddings.projections.{i}")]
+        renames += [
+            ("transformer.word_emb.emb_layers.{i}.weight", "transformer.word_embeddings.tables.{i}.weight"),
+            ("transformer.word_emb.emb_projs.{i}", "transformer.word_embeddings.projections.{i}"),
+        ]
     else:
         renames += [("transformer.word_emb.emb_layers.0.weight", "transformer.word_embeddings.weight")]
     if config.adaptive_softmax:
         renames += head_renames([("crit.out_layers.{i}", "lm_head.cluster_layers.{i}")])
-        renames += [("crit.out_projs.{i}", "lm_head.projections.{i}"),
-                    ("crit.cluster_weight", "lm_head.cluster_weight"), ("crit.cluster_bias", "lm_head.cluster_bias")]
+        renames += [
+            ("crit.out_projs.{i}", "lm_head.projections.{i}"),
+            ("crit.cluster_weight", "lm_head.cluster_weight"),
+            ("crit.cluster_bias", "lm_head.cluster_bias"),
+        ]
     else:
         renames += head_renames([("crit.out_layers.0", "lm_head")])
     ignored = [r"transformer\.pos_emb\.inv_freq"]
@@ -102,20 +112,37 @@ def old_key_map(config: TransfoXLConfig) -> StateDictAdapter:
 
 # Old TransfoXLConfig field -> ours, where the names differ (the rest are read by the same name).
 _RENAMED = {
-    "d_model": "hidden_size", "n_layer": "num_hidden_layers", "n_head": "num_attention_heads", "d_head": "head_dim",
-    "d_inner": "intermediate_size", "dropout": "hidden_dropout_prob", "dropatt": "attention_probs_dropout_prob",
-    "d_embed": "embedding_size", "layer_norm_epsilon": "layer_norm_eps", "init_std": "initializer_range",
+    "d_model": "hidden_size",
+    "n_layer": "num_hidden_layers",
+    "n_head": "num_attention_heads",
+    "d_head": "head_dim",
+    "d_inner": "intermediate_size",
+    "dropout": "hidden_dropout_prob",
+    "dropatt": "attention_probs_dropout_prob",
+    "d_embed": "embedding_size",
+    "layer_norm_epsilon": "layer_norm_eps",
+    "init_std": "initializer_range",
 }
-_COPIED = ("vocab_size", "cutoffs", "div_val", "mem_len", "clamp_len", "same_length", "eos_token_id",
-           "tie_word_embeddings")
+_COPIED = (
+    "vocab_size",
+    "cutoffs",
+    "div_val",
+    "mem_len",
+    "clamp_len",
+    "same_length",
+    "eos_token_id",
+    "tie_word_embeddings",
+)
 
 
 def old_config_to_ours(old: dict) -> TransfoXLConfig:
     """An old ``config.json`` (model_type ``transfo-xl``) -> our config; ValueError for what ours
     does not compute (pre-LN, another attention type, sampled softmax, partly tied projections)."""
     if old.get("model_type") != OLD_MODEL_TYPE:
-        raise ValueError(f"expected an old transformers TransfoXL config (model_type {OLD_MODEL_TYPE!r}), "
-                         f"got model_type {old.get('model_type')!r}")
+        raise ValueError(
+            f"expected an old transformers TransfoXL config (model_type {OLD_MODEL_TYPE!r}), "
+            f"got model_type {old.get('model_type')!r}"
+        )
     unsupported = {"pre_lnorm": (old.get("pre_lnorm", False), False), "attn_type": (old.get("attn_type", 0), 0)}
     for name, (value, needed) in unsupported.items():
         if value != needed:

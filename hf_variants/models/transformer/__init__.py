@@ -5,8 +5,8 @@ from .configuration_transformer import OriginalTransformerConfig
 from .modeling_transformer import *  # noqa: F401,F403
 from .modeling_transformer import TransformerForConditionalGeneration, TransformerModel
 from .modeling_transformer import __all__ as _modeling_all
-from .schedule import noam_learning_rate, noam_peak_learning_rate, noam_training_arguments
 from .paper import PAPER
+from .schedule import noam_learning_rate, noam_peak_learning_rate, noam_training_arguments
 from .weights import WEIGHTS
 
 SPEC = VariantSpec(
@@ -20,5 +20,11 @@ SPEC = VariantSpec(
     tokenizer_kind="bpe",
 )
 
-__all__ = ["OriginalTransformerConfig", "SPEC", "noam_learning_rate", "noam_peak_learning_rate",
-           "noam_training_arguments", *_modeling_all]
+__all__ = [
+    "OriginalTransformerConfig",
+    "SPEC",
+    "noam_learning_rate",
+    "noam_peak_learning_rate",
+    "noam_training_arguments",
+    *_modeling_all,
+]

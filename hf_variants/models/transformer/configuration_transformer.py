@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from huggingface_hub.dataclasses import strict
 
-from ..configuration_base import VariantEncoderDecoderConfig
 from ...modules.embeddings import SINUSOIDAL_LAYOUTS
+from ..configuration_base import VariantEncoderDecoderConfig
 
 
 @strict
@@ -33,7 +33,9 @@ class OriginalTransformerConfig(VariantEncoderDecoderConfig):
     attention_probs_dropout_prob: float = 0.0  # the paper drops no attention weights (Marian's default too)
     max_position_embeddings: int = 512  # rows of the sinusoidal table
     position_embedding_type: str = "sinusoidal"
-    sinusoidal_layout: str = "interleaved"  # the paper's sin/cos per dimension pair; "concatenated" as tensor2tensor/fairseq/Marian
+    sinusoidal_layout: str = (
+        "interleaved"  # the paper's sin/cos per dimension pair; "concatenated" as tensor2tensor/fairseq/Marian
+    )
     type_vocab_size: int = 0
     layer_norm_eps: float = 1e-5
     pre_layer_norm: bool = False  # the paper: LayerNorm(x + Sublayer(x)); True: pre-LN with final norms
@@ -51,6 +53,8 @@ class OriginalTransformerConfig(VariantEncoderDecoderConfig):
         if self.type_vocab_size != 0:
             raise ValueError("the Transformer has no segment embeddings: type_vocab_size must be 0")
         if self.embedding_size not in (None, self.hidden_size):
-            raise ValueError(f"the Transformer shares (vocab, d_model) embeddings with its output: embedding_size must be None")
+            raise ValueError(
+                "the Transformer shares (vocab, d_model) embeddings with its output: embedding_size must be None"
+            )
         if not 0.0 <= self.label_smoothing < 1.0:
             raise ValueError(f"label_smoothing must be in [0, 1), got {self.label_smoothing}")

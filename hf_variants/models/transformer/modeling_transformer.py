@@ -23,10 +23,10 @@ from torch import nn
 from transformers import GenerationMixin
 
 from ...modules.backbone import TransformerBackbone
-from ..modeling_base import VariantPreTrainedModel
 from ...modules.decoder import DecoderBackbone, EncoderDecoderBackbone
 from ...modules.embeddings import TransformerEmbeddings
 from ...modules.generation import EncoderDecoderForSeq2SeqLM
+from ..modeling_base import VariantPreTrainedModel
 from .configuration_transformer import OriginalTransformerConfig
 
 
@@ -39,8 +39,9 @@ class ScaledWordEmbedding(nn.Embedding):
     keeps the module, scale included. The LM head ties to ``weight`` (unscaled), as in the paper.
     """
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
-                 embed_scale: float = 1.0) -> None:
+    def __init__(
+        self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None, embed_scale: float = 1.0
+    ) -> None:
         super().__init__(num_embeddings, embedding_dim, padding_idx=padding_idx)
         self.embed_scale = embed_scale
 
@@ -57,7 +58,8 @@ class ScaledSinusoidalEmbeddings(TransformerEmbeddings):
         super().__init__(**kwargs)
         table = self.word_embeddings
         self.word_embeddings = ScaledWordEmbedding(
-            table.num_embeddings, table.embedding_dim, padding_idx=table.padding_idx, embed_scale=scale)
+            table.num_embeddings, table.embedding_dim, padding_idx=table.padding_idx, embed_scale=scale
+        )
 
     @property
     def scale(self) -> float:
@@ -103,7 +105,9 @@ class TransformerModel(EncoderDecoderBackbone, OriginalTransformerPreTrainedMode
     decoder_class = TransformerDecoder
 
 
-class TransformerForConditionalGeneration(EncoderDecoderForSeq2SeqLM, OriginalTransformerPreTrainedModel, GenerationMixin):
+class TransformerForConditionalGeneration(
+    EncoderDecoderForSeq2SeqLM, OriginalTransformerPreTrainedModel, GenerationMixin
+):
     """The translation model: logits (B, T, V) from the output layer tied to the shared embeddings,
     loss = label-smoothed cross-entropy; ``generate()`` decodes greedily or by beam search."""
 

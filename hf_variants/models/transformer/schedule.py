@@ -10,7 +10,6 @@ runs it as is; Adam uses beta1 0.9, beta2 0.98, epsilon 1e-9.
 
 from __future__ import annotations
 
-
 from transformers import TrainingArguments
 
 ADAM_BETAS = (0.9, 0.98)

@@ -29,23 +29,30 @@ unexpected key, as transformers reports any weight the model has no place for).
 
 from __future__ import annotations
 
+import torch
 import transformers
 
-import torch
-
 from ...conversion import KeyMap, StateDictAdapter, VariantWeights
-from ...conversion.variant_weights import require_values
 from ...conversion.key_map import head_renames
+from ...conversion.variant_weights import require_values
 from .configuration_transformer import OriginalTransformerConfig
 
 
 def _layer_renames(side: str) -> list[tuple[str, str]]:
     theirs, ours = f"{side}.layers.{{i}}", f"{side}.encoder.layers.{{i}}"
-    modules = [("self_attn.out_proj", "attention.out"), ("self_attn_layer_norm", "attention_norm"),
-               ("fc1", "ffn.up"), ("fc2", "ffn.down"), ("final_layer_norm", "ffn_norm")]
+    modules = [
+        ("self_attn.out_proj", "attention.out"),
+        ("self_attn_layer_norm", "attention_norm"),
+        ("fc1", "ffn.up"),
+        ("fc2", "ffn.down"),
+        ("final_layer_norm", "ffn_norm"),
+    ]
     if side == "decoder":
-        modules += [("encoder_attn.q_proj", "cross_attention.query"), ("encoder_attn.out_proj", "cross_attention.out"),
-                    ("encoder_attn_layer_norm", "cross_attention_norm")]
+        modules += [
+            ("encoder_attn.q_proj", "cross_attention.query"),
+            ("encoder_attn.out_proj", "cross_attention.out"),
+            ("encoder_attn_layer_norm", "cross_attention_norm"),
+        ]
     return head_renames([(f"{theirs}.{t}", f"{ours}.{o}") for t, o in modules])
 
 
@@ -66,7 +73,9 @@ KEY_MAP = KeyMap(
         ("shared.weight", "encoder.embeddings.word_embeddings.weight"),
         ("encoder.embed_tokens.weight", "encoder.embeddings.word_embeddings.weight"),
         ("decoder.embed_tokens.weight", "decoder.embeddings.word_embeddings.weight"),
-    ] + _layer_renames("encoder") + _layer_renames("decoder"),
+    ]
+    + _layer_renames("encoder")
+    + _layer_renames("decoder"),
     backbone_fused=_fused("encoder") + _fused("decoder"),
     heads={"Model": [], "ForConditionalGeneration": [("lm_head.weight", "lm_head.weight")]},
     ignored={
@@ -80,11 +89,23 @@ KEY_MAP = KeyMap(
 
 def config_to_theirs(config: OriginalTransformerConfig) -> transformers.MarianConfig:
     """Our config -> a MarianConfig of the same network; ValueError where Marian differs."""
-    require_values(config, "Marian", {
-        "pre_layer_norm": False, "sinusoidal_layout": "concatenated", "position_embedding_type": "sinusoidal",
-        "norm_type": "layer_norm", "use_bias": True, "gated_ffn": False, "head_dim": None, "attention_scale": None,
-        "layer_sharing": "none", "layer_norm_eps": 1e-5, "tie_word_embeddings": True,
-    })
+    require_values(
+        config,
+        "Marian",
+        {
+            "pre_layer_norm": False,
+            "sinusoidal_layout": "concatenated",
+            "position_embedding_type": "sinusoidal",
+            "norm_type": "layer_norm",
+            "use_bias": True,
+            "gated_ffn": False,
+            "head_dim": None,
+            "attention_scale": None,
+            "layer_sharing": "none",
+            "layer_norm_eps": 1e-5,
+            "tie_word_embeddings": True,
+        },
+    )
     return transformers.MarianConfig(
         vocab_size=config.vocab_size,
         d_model=config.hidden_size,
@@ -114,11 +135,13 @@ def config_to_theirs(config: OriginalTransformerConfig) -> transformers.MarianCo
 
 def config_dict_to_ours(config_dict: dict) -> dict:
     """A MarianConfig's dict -> our config's arguments (ValueError for what ours cannot express)."""
-    if config_dict.get("encoder_attention_heads") != config_dict.get("decoder_attention_heads") or \
-            config_dict.get("encoder_ffn_dim") != config_dict.get("decoder_ffn_dim"):
+    if config_dict.get("encoder_attention_heads") != config_dict.get("decoder_attention_heads") or config_dict.get(
+        "encoder_ffn_dim"
+    ) != config_dict.get("decoder_ffn_dim"):
         raise ValueError("the Transformer has the same heads and FFN width in encoder and decoder")
     if not config_dict.get("share_encoder_decoder_embeddings", True) or config_dict.get("decoder_vocab_size") not in (
-        None, config_dict.get("vocab_size")
+        None,
+        config_dict.get("vocab_size"),
     ):
         raise ValueError("the Transformer shares one vocabulary between source and target")
     return dict(
@@ -181,8 +204,11 @@ WEIGHTS = TransformerWeights(
     transformers_classes={"Model": "MarianModel", "ForConditionalGeneration": "MarianMTModel"},
     source_model_types=("marian",),
     config_to_theirs=config_to_theirs,
-    theirs_built_by_init=(r"model\.(en|de)coder\.embed_positions\.weight", r"(en|de)coder\.embed_positions\.weight",
-                          r"final_logits_bias"),
+    theirs_built_by_init=(
+        r"model\.(en|de)coder\.embed_positions\.weight",
+        r"(en|de)coder\.embed_positions\.weight",
+        r"final_logits_bias",
+    ),
 )
 
 

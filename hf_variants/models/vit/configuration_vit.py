@@ -61,8 +61,16 @@ class ViTConfig(VariantConfig):
             if not isinstance(getattr(self, name), int) or isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be an int (square images and patches), got {getattr(self, name)!r}")
         super().check_architecture()
-        for name in ("image_size", "patch_size", "num_channels", "encoder_stride", "decoder_hidden_size",
-                     "decoder_num_hidden_layers", "decoder_num_attention_heads", "decoder_intermediate_size"):
+        for name in (
+            "image_size",
+            "patch_size",
+            "num_channels",
+            "encoder_stride",
+            "decoder_hidden_size",
+            "decoder_num_hidden_layers",
+            "decoder_num_attention_heads",
+            "decoder_intermediate_size",
+        ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.image_size % self.patch_size != 0:
@@ -73,10 +81,14 @@ class ViTConfig(VariantConfig):
         if not self.pre_layer_norm:
             raise ValueError("ViT's encoder is pre-LN: pre_layer_norm must be True")
         if self.position_embedding_type != "learned":
-            raise ValueError(f"ViT learns its position embeddings: position_embedding_type must be 'learned', "
-                             f"got {self.position_embedding_type!r}")
+            raise ValueError(
+                f"ViT learns its position embeddings: position_embedding_type must be 'learned', "
+                f"got {self.position_embedding_type!r}"
+            )
         if self.summary_type != "first":
-            raise ValueError(f"ViT's summary is the [CLS] token: summary_type must be 'first', got {self.summary_type!r}")
+            raise ValueError(
+                f"ViT's summary is the [CLS] token: summary_type must be 'first', got {self.summary_type!r}"
+            )
         if self.is_decoder:
             raise ValueError("ViT's encoder attends bidirectionally: is_decoder must be False")
         if not 0.0 < self.mask_ratio < 1.0:

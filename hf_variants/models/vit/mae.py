@@ -53,9 +53,7 @@ def unpatchify(patches: torch.Tensor, patch_size: int, channels: int, rows: int,
     return grid.permute(0, 5, 1, 3, 2, 4).reshape(batch, channels, rows * patch_size, cols * patch_size)
 
 
-def random_masking(
-    noise: torch.Tensor, mask_ratio: float
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def random_masking(noise: torch.Tensor, mask_ratio: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per-image random masking from uniform ``noise`` (B, N): the patches with the smallest noise stay.
 
     Returns:
@@ -172,7 +170,9 @@ class ViTForPreTraining(EncoderTaskModel, ViTPreTrainedModel):
         if noise is None:
             noise = torch.rand(batch, num_patches, device=pixel_values.device)
         elif tuple(noise.shape) != (batch, num_patches):
-            raise ValueError(f"noise has shape {tuple(noise.shape)}, expected (batch, num_patches) = {(batch, num_patches)}")
+            raise ValueError(
+                f"noise has shape {tuple(noise.shape)}, expected (batch, num_patches) = {(batch, num_patches)}"
+            )
         kept, mask, ids_restore = random_masking(noise.to(pixel_values.device), self.config.mask_ratio)
         # [CLS] + the visible patches, positions added (the embeddings check the image size: config.num_patches)
         sequence = embeddings(pixel_values, visible_patches=kept)
@@ -183,8 +183,14 @@ class ViTForPreTraining(EncoderTaskModel, ViTPreTrainedModel):
         target = patchify(pixel_values, self.config.patch_size)
         loss = mae_loss(logits, target, mask.to(logits.dtype), self.config.norm_pix_loss)
         return self._finish(
-            ViTForPreTrainingOutput, return_dict, loss=loss, logits=logits, mask=mask, ids_restore=ids_restore,
-            hidden_states=out.hidden_states, attentions=out.attentions,
+            ViTForPreTrainingOutput,
+            return_dict,
+            loss=loss,
+            logits=logits,
+            mask=mask,
+            ids_restore=ids_restore,
+            hidden_states=out.hidden_states,
+            attentions=out.attentions,
         )
 
 

@@ -23,12 +23,12 @@ from transformers.modeling_outputs import (
 )
 
 from ...modules.backbone import TransformerBackbone
-from ..modeling_base import VariantPreTrainedModel
 from ...modules.dropout import Dropout
 from ...modules.encoder import LayerSpec, LayerStack
 from ...modules.heads import sequence_classification_loss
 from ...modules.padding import gather_positions
 from ...modules.task_models import EncoderTaskModel
+from ..modeling_base import VariantPreTrainedModel
 from .configuration_vit import ViTConfig
 
 
@@ -81,8 +81,10 @@ class ViTEmbeddings(nn.Module):
         if channels != self.num_channels:
             hint = ""
             if self.num_channels == 1 and channels == 3:
-                hint = ("; pipeline() converts PIL images to RGB: give a grayscale model (height, width, 1) "
-                        "uint8 arrays, or use the image processor directly on mode 'L' images")
+                hint = (
+                    "; pipeline() converts PIL images to RGB: give a grayscale model (height, width, 1) "
+                    "uint8 arrays, or use the image processor directly on mode 'L' images"
+                )
             raise ValueError(
                 f"pixel_values have {channels} channels, but the model was configured for "
                 f"num_channels={self.num_channels}{hint}"
@@ -118,8 +120,10 @@ class ViTEmbeddings(nn.Module):
     def mask_patches(self, patches: torch.Tensor, bool_masked_pos: torch.Tensor) -> torch.Tensor:
         """Replace the patches flagged in ``bool_masked_pos`` (B, N) by the mask token. (B, N, H) -> (B, N, H)."""
         if self.mask_token is None:
-            raise ValueError("bool_masked_pos needs a mask token: build the model with use_mask_token=True "
-                             "(ViTForMaskedImageModeling does)")
+            raise ValueError(
+                "bool_masked_pos needs a mask token: build the model with use_mask_token=True "
+                "(ViTForMaskedImageModeling does)"
+            )
         if tuple(bool_masked_pos.shape) != tuple(patches.shape[:2]):
             raise ValueError(
                 f"bool_masked_pos has shape {tuple(bool_masked_pos.shape)}, expected (batch, num_patches) = "
@@ -194,7 +198,9 @@ class ViTModel(TransformerBackbone, ViTPreTrainedModel):
     def build_layers(self, config: ViTConfig) -> LayerStack:
         # transformers' ViT reports the last layer's output before the final norm in hidden_states.
         return LayerStack(
-            LayerSpec.from_config(config), config.num_hidden_layers, sharing=config.layer_sharing,
+            LayerSpec.from_config(config),
+            config.num_hidden_layers,
+            sharing=config.layer_sharing,
             final_norm_in_hidden_states=False,
         )
 
@@ -287,7 +293,11 @@ class ViTForImageClassification(EncoderTaskModel, ViTPreTrainedModel):
         logits = self.classifier(out.last_hidden_state[:, 0])
         loss = sequence_classification_loss(self.config, logits, labels) if labels is not None else None
         return self._finish(
-            ImageClassifierOutput, return_dict, loss=loss, logits=logits, hidden_states=out.hidden_states,
+            ImageClassifierOutput,
+            return_dict,
+            loss=loss,
+            logits=logits,
+            hidden_states=out.hidden_states,
             attentions=out.attentions,
         )
 
@@ -354,15 +364,24 @@ class ViTForMaskedImageModeling(EncoderTaskModel, ViTPreTrainedModel):
         )
         patches = out.last_hidden_state[:, 1:]
         batch, _, hidden = patches.shape
-        grid_height, grid_width = pixel_values.shape[-2] // config.patch_size, pixel_values.shape[-1] // config.patch_size
+        grid_height, grid_width = (
+            pixel_values.shape[-2] // config.patch_size,
+            pixel_values.shape[-1] // config.patch_size,
+        )
         feature_map = patches.transpose(1, 2).reshape(batch, hidden, grid_height, grid_width)
         reconstruction = self.decoder(feature_map)
         loss = None
         if bool_masked_pos is not None:
-            loss = masked_patch_l1_loss(pixel_values.to(reconstruction.dtype), reconstruction, bool_masked_pos, config.patch_size)
+            loss = masked_patch_l1_loss(
+                pixel_values.to(reconstruction.dtype), reconstruction, bool_masked_pos, config.patch_size
+            )
         return self._finish(
-            MaskedImageModelingOutput, return_dict, loss=loss, reconstruction=reconstruction,
-            hidden_states=out.hidden_states, attentions=out.attentions,
+            MaskedImageModelingOutput,
+            return_dict,
+            loss=loss,
+            reconstruction=reconstruction,
+            hidden_states=out.hidden_states,
+            attentions=out.attentions,
         )
 
 

@@ -42,7 +42,9 @@ class XLMConfig(VariantConfig):
         "eos_index": "eos_token_id",
     }
 
-    vocab_size: int = 30145  # shared BPE vocabulary (30,145 for en-2048; 95,000 for the 15 XNLI languages; 200,000 for 17/100)
+    vocab_size: int = (
+        30145  # shared BPE vocabulary (30,145 for en-2048; 95,000 for the 15 XNLI languages; 200,000 for 17/100)
+    )
     hidden_size: int = 2048  # emb_dim: 1024 for the XNLI-15 models, 1280 for XLM-17/100, 2048 for English
     num_hidden_layers: int = 12  # n_layers: 12 (en, XNLI-15), 16 (XLM-17/100), 6 (en-fr and the other pairs)
     num_attention_heads: int = 16  # n_heads: 16, or 8 for the 1024-wide models
@@ -55,7 +57,9 @@ class XLMConfig(VariantConfig):
     id2lang: dict | None = None  # id -> language code (JSON turns the ids into strings)
     embed_init_std: float = 2048**-0.5  # std of the normal init of the embedding tables (paper code: emb_dim ** -0.5)
     asm: bool = False  # adaptive softmax output layer: not implemented here (must stay False)
-    mask_token_id: int = 0  # the token generate() appends and predicts at each step (transformers' XLMConfig field and default)
+    mask_token_id: int = (
+        0  # the token generate() appends and predicts at each step (transformers' XLMConfig field and default)
+    )
     lang_id: int = 0  # the language id of every position during generate() (transformers' XLMConfig field and default)
     pad_token_id: int | None = 2  # <pad> of XLM's vocabulary (<s>=0, </s>=1, <pad>=2, <unk>=3)
     bos_token_id: int | None = 0
@@ -78,11 +82,15 @@ class XLMConfig(VariantConfig):
         if self.type_vocab_size != 0:
             raise ValueError(f"XLM has no segment embeddings: type_vocab_size must be 0, got {self.type_vocab_size}")
         if self.embedding_size not in (None, self.hidden_size):
-            raise ValueError("XLM's prediction layer is tied to embeddings of width hidden_size: embedding_size must be None")
+            raise ValueError(
+                "XLM's prediction layer is tied to embeddings of width hidden_size: embedding_size must be None"
+            )
         if not 0 <= self.lang_id < self.n_langs:
             raise ValueError(f"lang_id {self.lang_id} is outside [0, n_langs={self.n_langs})")
         if not 0 <= self.mask_token_id < self.vocab_size:
-            raise ValueError(f"mask_token_id {self.mask_token_id} is outside the vocabulary (vocab_size={self.vocab_size})")
+            raise ValueError(
+                f"mask_token_id {self.mask_token_id} is outside the vocabulary (vocab_size={self.vocab_size})"
+            )
         if self.lang2id is not None and any(not 0 <= i < self.n_langs for i in self.lang2id.values()):
             raise ValueError(f"lang2id {self.lang2id} has ids outside [0, n_langs={self.n_langs})")
         for name in ("summary_first_dropout", "summary_last_dropout"):

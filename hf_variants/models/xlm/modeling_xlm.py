@@ -40,7 +40,6 @@ from transformers.modeling_outputs import (
 )
 
 from ...modules.backbone import TransformerBackbone
-from ..modeling_base import VariantPreTrainedModel
 from ...modules.embeddings import TransformerEmbeddings, check_ids_or_embeds, check_index_range, sinusoidal_table
 from ...modules.heads import MaskedLMHead, SequenceSummary
 from ...modules.masks import mask_from_lengths, mask_from_pad_tokens
@@ -52,6 +51,7 @@ from ...modules.task_models import (
     EncoderForTokenClassification,
 )
 from ...modules.token_ids import CheckedGenerationMixin
+from ..modeling_base import VariantPreTrainedModel
 from .configuration_xlm import XLMConfig
 
 
@@ -99,10 +99,16 @@ class XLMEmbeddings(TransformerEmbeddings):
     def check_inputs(self, input_ids, token_type_ids, position_ids, sequence_length: int) -> None:
         super().check_inputs(input_ids, None, position_ids, sequence_length)
         if token_type_ids is not None:
-            check_index_range(token_type_ids, self.word_embeddings.num_embeddings, "token_type_ids",
-                              "vocab_size (XLM looks token_type_ids up in the word embeddings)")
+            check_index_range(
+                token_type_ids,
+                self.word_embeddings.num_embeddings,
+                "token_type_ids",
+                "vocab_size (XLM looks token_type_ids up in the word embeddings)",
+            )
 
-    def additional_embeddings(self, token_type_ids: torch.Tensor | None, langs: torch.Tensor | None = None) -> torch.Tensor | None:
+    def additional_embeddings(
+        self, token_type_ids: torch.Tensor | None, langs: torch.Tensor | None = None
+    ) -> torch.Tensor | None:
         added = None
         if langs is not None:
             check_index_range(langs, self.n_langs, "langs", "n_langs")
@@ -227,7 +233,14 @@ class XLMWithLMHeadModel(EncoderForMaskedLM, XLMPreTrainedModel, CheckedGenerati
     # cache generate() creates is dropped: every step re-encodes the whole sequence, since the
     # appended mask token moves each step and changes every position's context (an encoder keeps
     # no cache; one handed in would be read as a key/value prefix).
-    _rebuilt_each_step = ("token_type_ids", "attention_mask", "position_ids", "cache", "past_key_values", "cache_position")
+    _rebuilt_each_step = (
+        "token_type_ids",
+        "attention_mask",
+        "position_ids",
+        "cache",
+        "past_key_values",
+        "cache_position",
+    )
 
     def forward(
         self,
@@ -248,17 +261,32 @@ class XLMWithLMHeadModel(EncoderForMaskedLM, XLMPreTrainedModel, CheckedGenerati
         """As :meth:`EncoderForMaskedLM.forward`, plus XLM's ``langs`` (B, T) language ids and ``lengths`` (B,)
         real tokens per row (named here so that Trainer keeps those dataset columns)."""
         return super().forward(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, labels, output_attentions,
-            output_hidden_states, return_dict, past_key_values, langs=langs, lengths=lengths, **kwargs,
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            labels,
+            output_attentions,
+            output_hidden_states,
+            return_dict,
+            past_key_values,
+            langs=langs,
+            lengths=lengths,
+            **kwargs,
         )
 
-    def prepare_inputs_for_generation(self, input_ids: torch.Tensor, is_first_iteration: bool = False, **kwargs) -> dict:
+    def prepare_inputs_for_generation(
+        self, input_ids: torch.Tensor, is_first_iteration: bool = False, **kwargs
+    ) -> dict:
         """input_ids (B, T) -> the step's inputs: (B, T + 1) ids ending in the mask token, and langs
         (B, T + 1), and for a left-padded batch its attention_mask and position_ids (B, T + 1) so
         each row generates as it would alone; every other keyword generate() hands over (``output_attentions``,
         ``output_hidden_states``, ``use_cache``, a caller's own model kwargs) is forwarded unchanged,
         except the per-token inputs the step rebuilds and the cache (``_rebuilt_each_step``)."""
-        mask = torch.full((input_ids.shape[0], 1), self.config.mask_token_id, dtype=input_ids.dtype, device=input_ids.device)
+        mask = torch.full(
+            (input_ids.shape[0], 1), self.config.mask_token_id, dtype=input_ids.dtype, device=input_ids.device
+        )
         input_ids = torch.cat([input_ids, mask], dim=1)
         langs = torch.full_like(input_ids, self.config.lang_id) if self.config.n_langs > 1 else None
         model_inputs = {"input_ids": input_ids, "langs": langs}
@@ -287,7 +315,9 @@ class XLMWithLMHeadModel(EncoderForMaskedLM, XLMPreTrainedModel, CheckedGenerati
         return model_inputs
 
     def build_lm_head(self, config: XLMConfig) -> MaskedLMHead:
-        return MaskedLMHead(config.hidden_size, config.vocab_size, config.hidden_act, config.layer_norm_eps, transform=False)
+        return MaskedLMHead(
+            config.hidden_size, config.vocab_size, config.hidden_act, config.layer_norm_eps, transform=False
+        )
 
 
 class XLMForSequenceClassification(EncoderForSequenceClassification, XLMPreTrainedModel):
@@ -315,8 +345,19 @@ class XLMForSequenceClassification(EncoderForSequenceClassification, XLMPreTrain
         """As :meth:`EncoderHeadModel.forward`, plus XLM's ``langs`` (B, T) language ids and ``lengths`` (B,)
         real tokens per row (named here so that Trainer keeps those dataset columns)."""
         return super().forward(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, labels, output_attentions,
-            output_hidden_states, return_dict, past_key_values, langs=langs, lengths=lengths, **kwargs,
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            labels,
+            output_attentions,
+            output_hidden_states,
+            return_dict,
+            past_key_values,
+            langs=langs,
+            lengths=lengths,
+            **kwargs,
         )
 
     def build_classifier(self, config: XLMConfig, num_outputs: int) -> SequenceSummary:
@@ -378,8 +419,19 @@ class XLMForMultipleChoice(EncoderForMultipleChoice, XLMPreTrainedModel):
             )
             lengths = None
         return super().forward(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, labels, output_attentions,
-            output_hidden_states, return_dict, past_key_values, langs=langs, lengths=lengths, **kwargs,
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            labels,
+            output_attentions,
+            output_hidden_states,
+            return_dict,
+            past_key_values,
+            langs=langs,
+            lengths=lengths,
+            **kwargs,
         )
 
     def build_classifier(self, config: XLMConfig, num_outputs: int) -> ChoiceScorer:
@@ -408,8 +460,19 @@ class XLMForTokenClassification(EncoderForTokenClassification, XLMPreTrainedMode
         """As :meth:`EncoderHeadModel.forward`, plus XLM's ``langs`` (B, T) language ids and ``lengths`` (B,)
         real tokens per row (named here so that Trainer keeps those dataset columns)."""
         return super().forward(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, labels, output_attentions,
-            output_hidden_states, return_dict, past_key_values, langs=langs, lengths=lengths, **kwargs,
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            labels,
+            output_attentions,
+            output_hidden_states,
+            return_dict,
+            past_key_values,
+            langs=langs,
+            lengths=lengths,
+            **kwargs,
         )
 
 
@@ -440,8 +503,20 @@ class XLMForQuestionAnsweringSimple(EncoderForQuestionAnswering, XLMPreTrainedMo
         """As :meth:`EncoderForQuestionAnswering.forward`, plus XLM's ``langs`` (B, T) language ids and ``lengths`` (B,)
         real tokens per row (named here so that Trainer keeps those dataset columns)."""
         return super().forward(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, start_positions, end_positions, output_attentions,
-            output_hidden_states, return_dict, past_key_values, langs=langs, lengths=lengths, **kwargs,
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            start_positions,
+            end_positions,
+            output_attentions,
+            output_hidden_states,
+            return_dict,
+            past_key_values,
+            langs=langs,
+            lengths=lengths,
+            **kwargs,
         )
 
 

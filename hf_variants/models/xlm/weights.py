@@ -30,8 +30,8 @@ from __future__ import annotations
 import transformers
 
 from ...conversion import KeyMap, VariantWeights, shared_config_fields
-from ...conversion.variant_weights import require_values
 from ...conversion.key_map import head_renames
+from ...conversion.variant_weights import require_values
 from .configuration_xlm import SUMMARY_TYPES, XLMConfig
 
 _OUR_LAYER = "encoder.layers.{i}"
@@ -40,16 +40,21 @@ BACKBONE = [
     ("embeddings.weight", "embeddings.word_embeddings.weight"),
     ("position_embeddings.weight", "embeddings.position_embeddings.weight"),
     ("lang_embeddings.weight", "embeddings.lang_embeddings.weight"),
-] + head_renames([
-    ("layer_norm_emb", "embeddings.layer_norm"),
-    ("attentions.{i}.out_lin", f"{_OUR_LAYER}.attention.out"),
-    ("layer_norm1.{i}", f"{_OUR_LAYER}.attention_norm"),
-    ("ffns.{i}.lin1", f"{_OUR_LAYER}.ffn.up"),
-    ("ffns.{i}.lin2", f"{_OUR_LAYER}.ffn.down"),
-    ("layer_norm2.{i}", f"{_OUR_LAYER}.ffn_norm"),
-])
+] + head_renames(
+    [
+        ("layer_norm_emb", "embeddings.layer_norm"),
+        ("attentions.{i}.out_lin", f"{_OUR_LAYER}.attention.out"),
+        ("layer_norm1.{i}", f"{_OUR_LAYER}.attention_norm"),
+        ("ffns.{i}.lin1", f"{_OUR_LAYER}.ffn.up"),
+        ("ffns.{i}.lin2", f"{_OUR_LAYER}.ffn.down"),
+        ("layer_norm2.{i}", f"{_OUR_LAYER}.ffn_norm"),
+    ]
+)
 BACKBONE_FUSED = [
-    (f"{_OUR_LAYER}.attention.qkv.{param}", [f"attentions.{{i}}.{name}.{param}" for name in ("q_lin", "k_lin", "v_lin")])
+    (
+        f"{_OUR_LAYER}.attention.qkv.{param}",
+        [f"attentions.{{i}}.{name}.{param}" for name in ("q_lin", "k_lin", "v_lin")],
+    )
     for param in ("weight", "bias")
 ]
 LM_HEAD = head_renames([("pred_layer.proj", "mlm_head.decoder")])
@@ -65,7 +70,9 @@ KEY_MAP = KeyMap(
         "ForSequenceClassification": head_renames([("sequence_summary.summary", "classifier.summary")]),
         "ForTokenClassification": head_renames([("classifier", "classifier")]),
         "ForQuestionAnswering": head_renames([("qa_outputs", "qa_outputs")]),
-        "ForMultipleChoice": head_renames([("sequence_summary.summary", "classifier.summary"), ("logits_proj", "classifier.logits_proj")]),
+        "ForMultipleChoice": head_renames(
+            [("sequence_summary.summary", "classifier.summary"), ("logits_proj", "classifier.logits_proj")]
+        ),
     },
     their_prefix="transformer",
     our_prefix="transformer",
@@ -84,16 +91,20 @@ THEIR_CLASSES = {
 
 def config_to_theirs(config: XLMConfig) -> transformers.XLMConfig:
     """Our config -> transformers' XLMConfig, refusing what transformers' XLM cannot express."""
-    require_values(config, "XLM", {
-        "pre_layer_norm": False,
-        "layer_sharing": "none",
-        "norm_type": "layer_norm",
-        "use_bias": True,
-        "gated_ffn": False,
-        "ffn_dropout_prob": 0.0,
-        "attention_scale": None,
-        "intermediate_size": 4 * config.hidden_size,  # fixed in transformers' XLM
-    })
+    require_values(
+        config,
+        "XLM",
+        {
+            "pre_layer_norm": False,
+            "layer_sharing": "none",
+            "norm_type": "layer_norm",
+            "use_bias": True,
+            "gated_ffn": False,
+            "ffn_dropout_prob": 0.0,
+            "attention_scale": None,
+            "intermediate_size": 4 * config.hidden_size,  # fixed in transformers' XLM
+        },
+    )
     if config.hidden_act not in ("gelu", "relu"):
         raise ValueError(f"transformers' XLM has gelu or relu only, not hidden_act={config.hidden_act!r}")
     if config.position_embedding_type not in ("learned", "sinusoidal"):
@@ -143,7 +154,9 @@ class XLMWeights(VariantWeights):
             raise ValueError("transformers' XLM with asm=True (adaptive softmax) has no hf-variants equivalent")
         summary_type = config_dict.get("summary_type", "first")
         if summary_type not in SUMMARY_TYPES:
-            raise ValueError(f"summary_type {summary_type!r} has no hf-variants equivalent (use one of {SUMMARY_TYPES})")
+            raise ValueError(
+                f"summary_type {summary_type!r} has no hf-variants equivalent (use one of {SUMMARY_TYPES})"
+            )
         fields = super().config_dict_to_ours(config_dict)
         if "gelu_activation" in config_dict:
             fields["hidden_act"] = "gelu" if config_dict["gelu_activation"] else "relu"

@@ -53,7 +53,9 @@ class XLNetConfig(VariantConfig):
     reuse_len: int | None = None  # only the first reuse_len tokens of a segment enter the memory (pretraining)
     use_mems_eval: bool = True  # return mems in eval mode unless use_mems says otherwise
     use_mems_train: bool = False  # return mems in training mode unless use_mems says otherwise
-    bi_data: bool = False  # the first half of the batch reads positions forwards, the second half backwards (pretraining)
+    bi_data: bool = (
+        False  # the first half of the batch reads positions forwards, the second half backwards (pretraining)
+    )
     clamp_len: int = -1  # relative distances are clamped to [-clamp_len, clamp_len]; -1: no clamping
     same_length: bool = False  # with attn_type="uni": every token sees the same number of keys
     summary_type: str = "last"  # the token sequence-level heads read: XLNet puts <cls> last

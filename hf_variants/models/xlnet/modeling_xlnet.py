@@ -25,11 +25,11 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from transformers import GenerationMixin
 from torch.nn import functional as F
-from transformers.modeling_layers import GradientCheckpointingLayer
+from transformers import GenerationMixin
 from transformers import initialization as init
 from transformers.cache_utils import Cache
+from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import (
     MultipleChoiceModelOutput,
     QuestionAnsweringModelOutput,
@@ -45,23 +45,23 @@ from transformers.models.xlnet.modeling_xlnet import (
     XLNetModelOutput,
 )
 
-from ..modeling_base import VariantPreTrainedModel
 from ...modules.dropout import Dropout
 from ...modules.embeddings import embed_token_ids
 from ...modules.feed_forward import FeedForward
 from ...modules.heads import SequenceSummary, check_class_labels, cross_entropy_or_zero, summarize
+from ...modules.masks import check_mask_values, is_left_padded, two_stream_biases, worth_unpadding
 from ...modules.memory import MemoryGenerationMixin, SegmentMemory
 from ...modules.norms import build_norm
-from ...modules.masks import check_mask_values, is_left_padded, two_stream_biases, worth_unpadding
 from ...modules.padding import bucket_rows
 from ...modules.relative_attention import KeyValuePrefix, RelativeAttention, relative_encodings
-from ...modules.tracing import is_tracing
 from ...modules.task_models import (
     EncoderForMultipleChoice,
     EncoderForQuestionAnswering,
     EncoderForSequenceClassification,
     EncoderForTokenClassification,
 )
+from ...modules.tracing import is_tracing
+from ..modeling_base import VariantPreTrainedModel
 from .configuration_xlnet import XLNetConfig
 
 
@@ -109,7 +109,9 @@ class TwoStreamAttention(RelativeAttention):
         query = self.project_queries(query_stream)
         if target_mapping is not None:  # (B, heads, P, D) -> (B, heads, T, D)
             query = torch.einsum("bnpd,bpt->bntd", query, target_mapping)
-        query_context, query_probs = self.attend_relative(query, *shared, query_bias, attn_implementation, output_attentions)
+        query_context, query_probs = self.attend_relative(
+            query, *shared, query_bias, attn_implementation, output_attentions
+        )
         if target_mapping is not None:
             query_context = torch.einsum("bntd,bpt->bnpd", query_context, target_mapping)
         return self.output(context), self.output(query_context), (probs, query_probs)
@@ -154,8 +156,16 @@ class XLNetLayer(GradientCheckpointingLayer):
         encodings (1 or B, M + 2T, H), target_mapping (B, P, T), key_value_prefix (B, heads, P', D)
         each or None -> the new streams and attention maps."""
         content_attended, query_attended, probs = self.attention(
-            content, memory, encodings, different_segment, content_bias, attn_implementation, output_attentions,
-            key_value_prefix=key_value_prefix, query_stream=query_stream, query_bias=query_bias,
+            content,
+            memory,
+            encodings,
+            different_segment,
+            content_bias,
+            attn_implementation,
+            output_attentions,
+            key_value_prefix=key_value_prefix,
+            query_stream=query_stream,
+            query_bias=query_bias,
             target_mapping=target_mapping,
         )
         new_content = self._finish(content, content_attended)
@@ -205,8 +215,14 @@ class XLNetModel(XLNetPreTrainedModel):
         of the batch reads the distances negated: the sequence backwards)."""
         config = self.config
         return relative_encodings(
-            length, key_length, config.hidden_size, bidirectional=config.attn_type == "bi", clamp_len=config.clamp_len,
-            batch=batch, both_directions=config.bi_data, device=device,
+            length,
+            key_length,
+            config.hidden_size,
+            bidirectional=config.attn_type == "bi",
+            clamp_len=config.clamp_len,
+            batch=batch,
+            both_directions=config.bi_data,
+            device=device,
         )
 
     @staticmethod
@@ -230,7 +246,9 @@ class XLNetModel(XLNetPreTrainedModel):
         return attention_mask[:, :in_front], attention_mask[:, in_front:]
 
     @staticmethod
-    def segment_differences(token_type_ids: torch.Tensor | None, memory_length: int, dtype: torch.dtype) -> torch.Tensor | None:
+    def segment_differences(
+        token_type_ids: torch.Tensor | None, memory_length: int, dtype: torch.dtype
+    ) -> torch.Tensor | None:
         """(B, T) segment ids -> (B, 1, T, M + T) 1.0 where query and key lie in different segments
         (memory positions count as segment 0)."""
         if token_type_ids is None:
@@ -287,17 +305,23 @@ class XLNetModel(XLNetPreTrainedModel):
         device, dtype = inputs_embeds.device, inputs_embeds.dtype
         if token_type_ids is not None:
             check_shape(token_type_ids, (batch, length), "token_type_ids")
-        if target_mapping is not None and (target_mapping.dim() != 3 or tuple(target_mapping.shape[::2]) != (batch, length)):
-            raise ValueError(f"target_mapping must be (batch={batch}, num_predict, length={length}), got {tuple(target_mapping.shape)}")
+        if target_mapping is not None and (
+            target_mapping.dim() != 3 or tuple(target_mapping.shape[::2]) != (batch, length)
+        ):
+            raise ValueError(
+                f"target_mapping must be (batch={batch}, num_predict, length={length}), got {tuple(target_mapping.shape)}"
+            )
 
         check_mask_values(attention_mask)  # 0/1 only, before the length buckets count real tokens
         prefix = past_key_values
         if prefix is not None:
-            prefix = KeyValuePrefix(prefix, config.num_hidden_layers, batch, config.num_attention_heads,
-                                    self.layers[0].attention.head_dim)
+            prefix = KeyValuePrefix(
+                prefix, config.num_hidden_layers, batch, config.num_attention_heads, self.layers[0].attention.head_dim
+            )
         memory_mask, attention_mask = self.split_memory_mask(attention_mask, prefix, mems, length)
-        if prefix is None and self._runs_in_length_buckets(attention_mask, mems, perm_mask, target_mapping, use_mems,
-                                                           output_attentions or output_hidden_states, kwargs):
+        if prefix is None and self._runs_in_length_buckets(
+            attention_mask, mems, perm_mask, target_mapping, use_mems, output_attentions or output_hidden_states, kwargs
+        ):
             result = self._forward_in_length_buckets(inputs_embeds, attention_mask, token_type_ids)
             return result if return_dict else result.to_tuple()
 
@@ -314,8 +338,17 @@ class XLNetModel(XLNetPreTrainedModel):
         memory_length = memory.length + (prefix.length if prefix is not None else 0)  # the prefix comes first
 
         content_bias, query_bias = two_stream_biases(
-            attention_mask, input_mask, perm_mask, batch, length, memory_length, device, dtype,
-            causal=config.attn_type == "uni", same_length=config.same_length, memory_mask=memory_mask,
+            attention_mask,
+            input_mask,
+            perm_mask,
+            batch,
+            length,
+            memory_length,
+            device,
+            dtype,
+            causal=config.attn_type == "uni",
+            same_length=config.same_length,
+            memory_mask=memory_mask,
         )
         different_segment = self.segment_differences(token_type_ids, memory_length, dtype)
         encodings = self.dropout(self.relative_encodings(length, memory_length + length, batch, device).to(dtype))
@@ -333,8 +366,17 @@ class XLNetModel(XLNetPreTrainedModel):
             if output_hidden_states:
                 all_hidden.extend([content] if query_stream is None else [content, query_stream])
             content, query_stream, probs = layer(
-                content, query_stream, memory.layer(depth), encodings, different_segment, content_bias, query_bias,
-                target_mapping, backend, output_attentions, None if prefix is None else prefix.layer(depth),
+                content,
+                query_stream,
+                memory.layer(depth),
+                encodings,
+                different_segment,
+                content_bias,
+                query_bias,
+                target_mapping,
+                backend,
+                output_attentions,
+                None if prefix is None else prefix.layer(depth),
             )
             if output_attentions:
                 all_attentions.append(probs[0] if query_stream is None else probs)
@@ -350,9 +392,9 @@ class XLNetModel(XLNetPreTrainedModel):
         )
         return result if return_dict else result.to_tuple()
 
-
-    def _runs_in_length_buckets(self, attention_mask, mems, perm_mask, target_mapping, use_mems, outputs_per_layer,
-                                layout: dict) -> bool:
+    def _runs_in_length_buckets(
+        self, attention_mask, mems, perm_mask, target_mapping, use_mems, outputs_per_layer, layout: dict
+    ) -> bool:
         """Whether this call may run its rows in length buckets (``config.padding_free``, or the
         caller's ``padding_free``): a plain bidirectional encoding (no memory in or out, no
         permutation or targets, no per-layer outputs, no ``bi_data``) of a left-padded batch
@@ -391,8 +433,12 @@ class XLNetModel(XLNetPreTrainedModel):
             window = slice(length - max(lengths[row] for row in rows), length)
             mask = attention_mask[index, window]
             part = self(
-                inputs_embeds=inputs_embeds[index, window], attention_mask=mask, use_mems=False, return_dict=True,
-                token_type_ids=None if token_type_ids is None else token_type_ids[index, window], padding_free=False,
+                inputs_embeds=inputs_embeds[index, window],
+                attention_mask=mask,
+                use_mems=False,
+                return_dict=True,
+                token_type_ids=None if token_type_ids is None else token_type_ids[index, window],
+                padding_free=False,
             ).last_hidden_state
             output[index, window] = part * mask[..., None].to(part.dtype)
         return XLNetBackboneOutput(last_hidden_state=output)
@@ -442,7 +488,12 @@ class XLNetLMHeadModel(XLNetPreTrainedModel, MemoryGenerationMixin, GenerationMi
         perm_mask[:, :, -1] = 1.0  # nobody reads the dummy token
         target_mapping = torch.zeros(batch, 1, length, device=input_ids.device)
         target_mapping[:, 0, -1] = 1.0  # predict it
-        inputs = {"input_ids": input_ids, "perm_mask": perm_mask, "target_mapping": target_mapping, "use_mems": use_mems}
+        inputs = {
+            "input_ids": input_ids,
+            "perm_mask": perm_mask,
+            "target_mapping": target_mapping,
+            "use_mems": use_mems,
+        }
         if mems:
             # The overlap is recomputed: drop it from the memory.
             inputs["mems"] = tuple(layer[: -self.GENERATION_OVERLAP] for layer in mems)
@@ -460,12 +511,19 @@ class XLNetLMHeadModel(XLNetPreTrainedModel, MemoryGenerationMixin, GenerationMi
                 # mem_len of them); positions older than the mask (mems passed in) were real text.
                 memory_length = inputs["mems"][0].shape[0]
                 before = attention_mask[:, : window.start]
-                before = before[:, before.shape[1] - min(memory_length, before.shape[1]):]
+                before = before[:, before.shape[1] - min(memory_length, before.shape[1]) :]
                 mask = torch.cat([F.pad(before, (memory_length - before.shape[1], 0), value=1), mask], dim=1)
             inputs["attention_mask"] = mask
         # generate()'s bookkeeping (cache, positions, step flags) is not an XLNet input
-        skipped = {"use_cache", "cache", "past_key_values", "cache_position", "position_ids",
-                   "next_sequence_length", "is_first_iteration"}
+        skipped = {
+            "use_cache",
+            "cache",
+            "past_key_values",
+            "cache_position",
+            "position_ids",
+            "next_sequence_length",
+            "is_first_iteration",
+        }
         inputs.update({key: value for key, value in kwargs.items() if key not in skipped and key not in inputs})
         return inputs
 
@@ -497,9 +555,18 @@ class XLNetLMHeadModel(XLNetPreTrainedModel, MemoryGenerationMixin, GenerationMi
         or, with ``target_mapping``, (B, P): the ids at the positions predicted (not shifted).
         ``past_key_values``: a key/value prefix (peft's prefix tuning)."""
         out = self.transformer(
-            input_ids, attention_mask=attention_mask, mems=mems, perm_mask=perm_mask, target_mapping=target_mapping,
-            token_type_ids=token_type_ids, input_mask=input_mask, inputs_embeds=inputs_embeds, use_mems=use_mems,
-            output_attentions=output_attentions, output_hidden_states=output_hidden_states, return_dict=True,
+            input_ids,
+            attention_mask=attention_mask,
+            mems=mems,
+            perm_mask=perm_mask,
+            target_mapping=target_mapping,
+            token_type_ids=token_type_ids,
+            input_mask=input_mask,
+            inputs_embeds=inputs_embeds,
+            use_mems=use_mems,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
             past_key_values=past_key_values,
         )
         logits = self.lm_loss(out.last_hidden_state)
@@ -521,8 +588,12 @@ class SummaryScorer(nn.Module):
     def __init__(self, config: XLNetConfig, num_outputs: int) -> None:
         super().__init__()
         self.summary = SequenceSummary(
-            config.hidden_size, num_outputs, use_proj=config.summary_use_proj, proj_to_labels=False,
-            activation=config.summary_activation, last_dropout=config.summary_last_dropout,
+            config.hidden_size,
+            num_outputs,
+            use_proj=config.summary_use_proj,
+            proj_to_labels=False,
+            activation=config.summary_activation,
+            last_dropout=config.summary_last_dropout,
         )
         self.logits_proj = nn.Linear(config.hidden_size, num_outputs)
 
@@ -557,7 +628,7 @@ class _XLNetTaskModel:
         summary_type = self.config.summary_type
         if summary_type == "last":
             if attention_mask is not None:  # (B, P + T) with a key/value prefix (peft): the tokens' columns
-                attention_mask = attention_mask[:, attention_mask.shape[1] - states.shape[1]:]
+                attention_mask = attention_mask[:, attention_mask.shape[1] - states.shape[1] :]
             return summarize(states, "last_real", attention_mask)
         return {"first": states[:, 0], "mean": states.mean(dim=1)}[summary_type]
 
@@ -590,9 +661,22 @@ class XLNetForSequenceClassification(_XLNetTaskModel, EncoderForSequenceClassifi
         """As :meth:`EncoderHeadModel.forward`, plus XLNet's inputs (see :meth:`XLNetModel.forward`; inputs
         (B, T)): named here so that Trainer keeps those dataset columns."""
         return super().forward(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, labels, output_attentions,
-            output_hidden_states, return_dict, past_key_values, mems=mems, perm_mask=perm_mask,
-            target_mapping=target_mapping, input_mask=input_mask, use_mems=use_mems, **kwargs,
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            labels,
+            output_attentions,
+            output_hidden_states,
+            return_dict,
+            past_key_values,
+            mems=mems,
+            perm_mask=perm_mask,
+            target_mapping=target_mapping,
+            input_mask=input_mask,
+            use_mems=use_mems,
+            **kwargs,
         )
 
 
@@ -621,9 +705,22 @@ class XLNetForMultipleChoice(_XLNetTaskModel, EncoderForMultipleChoice, XLNetPre
         """As :meth:`EncoderForMultipleChoice.forward`, plus XLNet's inputs (see :meth:`XLNetModel.forward`; inputs
         (B, C, T), flattened to (B * C, T)): named here so that Trainer keeps those dataset columns."""
         return super().forward(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, labels, output_attentions,
-            output_hidden_states, return_dict, past_key_values, mems=mems, perm_mask=perm_mask,
-            target_mapping=target_mapping, input_mask=input_mask, use_mems=use_mems, **kwargs,
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            labels,
+            output_attentions,
+            output_hidden_states,
+            return_dict,
+            past_key_values,
+            mems=mems,
+            perm_mask=perm_mask,
+            target_mapping=target_mapping,
+            input_mask=input_mask,
+            use_mems=use_mems,
+            **kwargs,
         )
 
 
@@ -652,9 +749,22 @@ class XLNetForTokenClassification(_XLNetTaskModel, EncoderForTokenClassification
         """As :meth:`EncoderHeadModel.forward`, plus XLNet's inputs (see :meth:`XLNetModel.forward`; inputs
         (B, T)): named here so that Trainer keeps those dataset columns."""
         return super().forward(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, labels, output_attentions,
-            output_hidden_states, return_dict, past_key_values, mems=mems, perm_mask=perm_mask,
-            target_mapping=target_mapping, input_mask=input_mask, use_mems=use_mems, **kwargs,
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            labels,
+            output_attentions,
+            output_hidden_states,
+            return_dict,
+            past_key_values,
+            mems=mems,
+            perm_mask=perm_mask,
+            target_mapping=target_mapping,
+            input_mask=input_mask,
+            use_mems=use_mems,
+            **kwargs,
         )
 
 
@@ -685,9 +795,23 @@ class XLNetForQuestionAnsweringSimple(_XLNetTaskModel, EncoderForQuestionAnsweri
         """As :meth:`EncoderForQuestionAnswering.forward`, plus XLNet's inputs (see :meth:`XLNetModel.forward`; inputs
         (B, T)): named here so that Trainer keeps those dataset columns."""
         return super().forward(
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, start_positions, end_positions, output_attentions,
-            output_hidden_states, return_dict, past_key_values, mems=mems, perm_mask=perm_mask,
-            target_mapping=target_mapping, input_mask=input_mask, use_mems=use_mems, **kwargs,
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            start_positions,
+            end_positions,
+            output_attentions,
+            output_hidden_states,
+            return_dict,
+            past_key_values,
+            mems=mems,
+            perm_mask=perm_mask,
+            target_mapping=target_mapping,
+            input_mask=input_mask,
+            use_mems=use_mems,
+            **kwargs,
         )
 
 

@@ -10,23 +10,31 @@ from __future__ import annotations
 import transformers
 
 from ...conversion import KeyMap, VariantWeights, shared_config_fields
-from ...conversion.variant_weights import require_values
 from ...conversion.key_map import head_renames
+from ...conversion.variant_weights import require_values
 from .configuration_xlnet import XLNetConfig
 
 _THEIR_LAYER, _OUR_LAYER = "layer.{i}", "layers.{i}"
 _ATTENTION_TENSORS = ("q", "k", "v", "o", "r", "r_w_bias", "r_r_bias", "r_s_bias", "seg_embed")
 
-BACKBONE = [
-    ("word_embedding.weight", "word_embeddings.weight"),
-    ("mask_emb", "mask_emb"),
-] + [(f"{_THEIR_LAYER}.rel_attn.{name}", f"{_OUR_LAYER}.attention.{name}") for name in _ATTENTION_TENSORS] + head_renames([
-    (f"{_THEIR_LAYER}.rel_attn.layer_norm", f"{_OUR_LAYER}.attention_norm"),
-    (f"{_THEIR_LAYER}.ff.layer_1", f"{_OUR_LAYER}.ffn.up"),
-    (f"{_THEIR_LAYER}.ff.layer_2", f"{_OUR_LAYER}.ffn.down"),
-    (f"{_THEIR_LAYER}.ff.layer_norm", f"{_OUR_LAYER}.ffn_norm"),
-])
-SUMMARY_HEAD = head_renames([("sequence_summary.summary", "classifier.summary.summary"), ("logits_proj", "classifier.logits_proj")])
+BACKBONE = (
+    [
+        ("word_embedding.weight", "word_embeddings.weight"),
+        ("mask_emb", "mask_emb"),
+    ]
+    + [(f"{_THEIR_LAYER}.rel_attn.{name}", f"{_OUR_LAYER}.attention.{name}") for name in _ATTENTION_TENSORS]
+    + head_renames(
+        [
+            (f"{_THEIR_LAYER}.rel_attn.layer_norm", f"{_OUR_LAYER}.attention_norm"),
+            (f"{_THEIR_LAYER}.ff.layer_1", f"{_OUR_LAYER}.ffn.up"),
+            (f"{_THEIR_LAYER}.ff.layer_2", f"{_OUR_LAYER}.ffn.down"),
+            (f"{_THEIR_LAYER}.ff.layer_norm", f"{_OUR_LAYER}.ffn_norm"),
+        ]
+    )
+)
+SUMMARY_HEAD = head_renames(
+    [("sequence_summary.summary", "classifier.summary.summary"), ("logits_proj", "classifier.logits_proj")]
+)
 
 KEY_MAP = KeyMap(
     backbone=BACKBONE,
@@ -66,12 +74,16 @@ _RENAMED = {
 
 def config_to_theirs(config: XLNetConfig) -> transformers.XLNetConfig:
     """Our config -> transformers' XLNetConfig, refusing what transformers' XLNet cannot express."""
-    require_values(config, "XLNet", {
-        "pre_layer_norm": False,
-        "norm_type": "layer_norm",
-        "layer_sharing": "none",
-        "gated_ffn": False,
-    })
+    require_values(
+        config,
+        "XLNet",
+        {
+            "pre_layer_norm": False,
+            "norm_type": "layer_norm",
+            "layer_sharing": "none",
+            "gated_ffn": False,
+        },
+    )
     if config.head_dim not in (None, config.hidden_size // config.num_attention_heads):
         raise ValueError(f"transformers' XLNet needs d_head = d_model // n_head, got head_dim={config.head_dim}")
     fields = shared_config_fields(config, transformers.XLNetConfig)

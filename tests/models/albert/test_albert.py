@@ -47,24 +47,41 @@ def test_save_load_round_trip(head, tmp_path):
 
 def test_defaults_follow_transformers_albert_config():
     ours, theirs = AlbertConfig(), transformers.AlbertConfig()
-    for name in ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                 "intermediate_size", "hidden_act", "hidden_dropout_prob", "attention_probs_dropout_prob",
-                 "layer_norm_eps", "num_hidden_groups", "inner_group_num", "pad_token_id", "bos_token_id", "eos_token_id"):
+    for name in (
+        "vocab_size",
+        "embedding_size",
+        "hidden_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "intermediate_size",
+        "hidden_act",
+        "hidden_dropout_prob",
+        "attention_probs_dropout_prob",
+        "layer_norm_eps",
+        "num_hidden_groups",
+        "inner_group_num",
+        "pad_token_id",
+        "bos_token_id",
+        "eos_token_id",
+    ):
         assert getattr(ours, name) == getattr(theirs, name), name
     assert ours.classifier_dropout == theirs.classifier_dropout_prob
     assert (ours.hidden_act, ours.layer_norm_eps, ours.layer_sharing) == ("gelu_new", 1e-12, "all")
     assert isinstance(AutoConfig.for_model("hfv_albert"), AlbertConfig)
 
 
-@pytest.mark.parametrize("bad, message", [
-    (dict(embedding_size=64), "must not exceed hidden_size"),
-    (dict(num_hidden_groups=0), "num_hidden_groups must be >= 1"),
-    (dict(inner_group_num=0), "inner_group_num must be >= 1"),
-    (dict(num_hidden_groups=3), r"exceeds num_hidden_layers \(2\)"),
-    (dict(layer_sharing="attention", num_hidden_groups=2), "need layer_sharing='all'"),
-    (dict(layer_sharing="none", inner_group_num=2), "need layer_sharing='all'"),
-    (dict(layer_sharing="some"), "layer_sharing must be one of"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (dict(embedding_size=64), "must not exceed hidden_size"),
+        (dict(num_hidden_groups=0), "num_hidden_groups must be >= 1"),
+        (dict(inner_group_num=0), "inner_group_num must be >= 1"),
+        (dict(num_hidden_groups=3), r"exceeds num_hidden_layers \(2\)"),
+        (dict(layer_sharing="attention", num_hidden_groups=2), "need layer_sharing='all'"),
+        (dict(layer_sharing="none", inner_group_num=2), "need layer_sharing='all'"),
+        (dict(layer_sharing="some"), "layer_sharing must be one of"),
+    ],
+)
 def test_invalid_configs_raise_value_errors_when_a_model_is_built(bad, message):
     config = TESTER.config(**bad)  # configs may pass through invalid states, as in transformers
     with pytest.raises(ValueError, match=message):
@@ -83,14 +100,17 @@ def test_factorized_embeddings_and_e_sized_tied_mlm_head():
     assert TESTER.model("Model", embedding_size=32).embeddings.projection is not None
 
 
-@pytest.mark.parametrize("layers, groups, inner, expected", [
-    (4, 1, 1, [0, 0, 0, 0]),
-    (4, 2, 1, [0, 0, 1, 1]),
-    (4, 4, 1, [0, 1, 2, 3]),
-    (2, 2, 3, [0, 1, 2, 3, 4, 5]),
-    (2, 1, 2, [0, 1, 0, 1]),
-    (5, 3, 1, [0, 0, 1, 1, 2]),  # transformers' int(i / (5 / 3)): uneven groups
-])
+@pytest.mark.parametrize(
+    "layers, groups, inner, expected",
+    [
+        (4, 1, 1, [0, 0, 0, 0]),
+        (4, 2, 1, [0, 0, 1, 1]),
+        (4, 4, 1, [0, 1, 2, 3]),
+        (2, 2, 3, [0, 1, 2, 3, 4, 5]),
+        (2, 1, 2, [0, 1, 0, 1]),
+        (5, 3, 1, [0, 0, 1, 1, 2]),  # transformers' int(i / (5 / 3)): uneven groups
+    ],
+)
 def test_layer_schedule_assigns_groups_like_transformers(layers, groups, inner, expected):
     config = TESTER.config(num_hidden_layers=layers, num_hidden_groups=groups, inner_group_num=inner)
     assert config.layer_schedule() == expected and config.depth == layers * inner
@@ -105,13 +125,18 @@ def test_layer_schedule_assigns_groups_like_transformers(layers, groups, inner, 
 
 
 def _stored_layer_keys(keys, prefix="albert.encoder.layers."):
-    return {k[len(prefix):] for k in keys if k.startswith(prefix)}
+    return {k[len(prefix) :] for k in keys if k.startswith(prefix)}
 
 
 @pytest.mark.parametrize("sharing, groups, inner", MODES)
 def test_sharing_modes_store_once_save_load_exact_and_stay_shared_after_a_step(sharing, groups, inner, tmp_path):
-    overrides = {**FACTORIZED, "num_hidden_layers": 4, "layer_sharing": sharing, "num_hidden_groups": groups,
-                 "inner_group_num": inner}
+    overrides = {
+        **FACTORIZED,
+        "num_hidden_layers": 4,
+        "layer_sharing": sharing,
+        "num_hidden_groups": groups,
+        "inner_group_num": inner,
+    }
     tester = AlbertTester(AlbertConfig, CLASSES, overrides)
     check_save_load(tester, "ForMaskedLM", tmp_path / "first")
 
@@ -151,8 +176,9 @@ def test_sharing_modes_store_once_save_load_exact_and_stay_shared_after_a_step(s
 def test_sharing_modes_differ_in_parameters_not_in_interface():
     counts = {}
     for sharing, groups, inner in MODES:
-        model = TESTER.model("Model", num_hidden_layers=4, layer_sharing=sharing, num_hidden_groups=groups,
-                             inner_group_num=inner)
+        model = TESTER.model(
+            "Model", num_hidden_layers=4, layer_sharing=sharing, num_hidden_groups=groups, inner_group_num=inner
+        )
         counts[(sharing, groups, inner)] = sum(p.numel() for p in model.parameters())
         assert model(**TESTER.inputs("Model", labels=False)).last_hidden_state.shape == (3, 10, 32)
     layer = TESTER.model("Model").encoder.layers[0]
@@ -207,9 +233,16 @@ def test_ngram_masking_and_sop_pairs_from_real_text_train_both_objectives():
     assert 0 < int(batch["sentence_order_label"].sum()) < 8
     assert set(batch) >= {"input_ids", "attention_mask", "token_type_ids", "labels", "sentence_order_label"}
     torch.manual_seed(0)
-    model = AlbertForPreTraining(TESTER.config(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
-                                               max_position_embeddings=64, hidden_dropout_prob=0.0,
-                                               attention_probs_dropout_prob=0.0, classifier_dropout=0.0))
+    model = AlbertForPreTraining(
+        TESTER.config(
+            vocab_size=len(tokenizer),
+            pad_token_id=tokenizer.pad_token_id,
+            max_position_embeddings=64,
+            hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0,
+            classifier_dropout=0.0,
+        )
+    )
     optimizer = torch.optim.AdamW(model.parameters(), lr=5e-3)
     first = model(**batch)
     assert first.sop_loss.item() == pytest.approx(0.693, abs=0.05)  # ln 2: untrained
@@ -225,7 +258,6 @@ def test_spec_pretraining_defaults_parse():
     import importlib.util
     import inspect
     import sys
-    from pathlib import Path
 
     spec = hf_variants.registry.SPECS["hfv_albert"]
     assert (spec.pretraining_objective, spec.tokenizer_kind) == ("ngram+sop", "unigram")
@@ -252,14 +284,24 @@ def transformers_count(config) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-@pytest.mark.parametrize("name, layers, hidden, heads", [
-    ("albert-mini", 4, 256, 4), ("albert-base", 12, 768, 12), ("albert-large", 24, 1024, 16),
-    ("albert-xlarge", 24, 2048, 16), ("albert-xxlarge", 12, 4096, 64),
-])
+@pytest.mark.parametrize(
+    "name, layers, hidden, heads",
+    [
+        ("albert-mini", 4, 256, 4),
+        ("albert-base", 12, 768, 12),
+        ("albert-large", 24, 1024, 16),
+        ("albert-xlarge", 24, 2048, 16),
+        ("albert-xxlarge", 12, 4096, 64),
+    ],
+)
 def test_named_configs(name, layers, hidden, heads):
     config = hf_variants.named_config(name)
     assert (config.model_type, config.num_hidden_layers, config.hidden_size, config.num_attention_heads) == (
-        "hfv_albert", layers, hidden, heads)
+        "hfv_albert",
+        layers,
+        hidden,
+        heads,
+    )
     assert (config.embedding_size, config.intermediate_size, config.layer_sharing) == (128, 4 * hidden, "all")
     # The bare encoder has exactly transformers' AlbertModel parameter count for the same config.
     assert count_parameters(config) == transformers_count(config)
@@ -296,7 +338,9 @@ def test_run_pretraining_trains_albert_mini_with_ngram_masking_and_sop(tmp_path)
     from tests.examples.test_run_pretraining import COMMON, load_script
 
     args = [a if a != "bert-tiny" else "albert-mini" for a in COMMON]
-    results = load_script().main(args + ["--max_steps", "3", "--save_steps", "100", "--output_dir", str(tmp_path / "a")])
+    results = load_script().main(
+        args + ["--max_steps", "3", "--save_steps", "100", "--output_dir", str(tmp_path / "a")]
+    )
     assert results["objective"] == "ngram+sop"
     for stage in ("before_training", "after_training"):
         assert results[stage]["masked_tokens"] > 0 and 0.0 <= results[stage]["sentence_relation_accuracy"] <= 1.0

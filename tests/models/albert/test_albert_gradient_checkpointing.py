@@ -17,9 +17,17 @@ import torch
 
 from hf_variants import AlbertConfig, AlbertForMultipleChoice, AlbertForSequenceClassification
 
-TINY = dict(vocab_size=99, hidden_size=32, embedding_size=16, num_hidden_layers=3, num_attention_heads=4,
-            intermediate_size=37, max_position_embeddings=64, hidden_dropout_prob=0.0,
-            attention_probs_dropout_prob=0.0)
+TINY = dict(
+    vocab_size=99,
+    hidden_size=32,
+    embedding_size=16,
+    num_hidden_layers=3,
+    num_attention_heads=4,
+    intermediate_size=37,
+    max_position_embeddings=64,
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+)
 
 
 def inputs_for(cls) -> dict[str, torch.Tensor]:

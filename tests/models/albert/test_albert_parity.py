@@ -11,12 +11,20 @@ from transformers import AutoModelForQuestionAnswering
 import hf_variants
 from hf_variants.models.albert.weights import config_to_theirs
 from tests.common.inputs import make_inputs
-from tests.common.parity import grads_as_model, assert_same_outputs, at_real_tokens
+from tests.common.parity import assert_same_outputs, at_real_tokens, grads_as_model
 
 HEADS = list(hf_variants.registry.SPECS["hfv_albert"].classes)
 ATOL = 1e-5
-TINY = dict(vocab_size=99, embedding_size=16, hidden_size=32, num_attention_heads=4, intermediate_size=37,
-            max_position_embeddings=64, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+TINY = dict(
+    vocab_size=99,
+    embedding_size=16,
+    hidden_size=32,
+    num_attention_heads=4,
+    intermediate_size=37,
+    max_position_embeddings=64,
+    hidden_dropout_prob=0.1,
+    attention_probs_dropout_prob=0.1,
+)
 # (num_hidden_layers, num_hidden_groups, inner_group_num): one shared layer (the released models'
 # layout), groups with inner layers, and uneven groups (transformers' int(i / (5 / 3))).
 GROUPINGS = {"shared": (2, 1, 1), "groups": (3, 2, 2), "uneven": (5, 3, 1)}
@@ -25,7 +33,10 @@ GROUPINGS = {"shared": (2, 1, 1), "groups": (3, 2, 2), "uneven": (5, 3, 1)}
 def reference(head: str, impl: str, grouping: str = "shared") -> transformers.PreTrainedModel:
     layers, groups, inner = GROUPINGS[grouping]
     config = transformers.AlbertConfig(
-        **TINY, num_hidden_layers=layers, num_hidden_groups=groups, inner_group_num=inner,
+        **TINY,
+        num_hidden_layers=layers,
+        num_hidden_groups=groups,
+        inner_group_num=inner,
         num_labels=2 if head in ("ForQuestionAnswering", "ForPreTraining") else 3,
     )
     config._attn_implementation = impl
@@ -34,7 +45,9 @@ def reference(head: str, impl: str, grouping: str = "shared") -> transformers.Pr
 
 
 def albert_inputs(head: str, padding: str, segments: bool = True) -> dict:
-    return make_inputs(TINY["vocab_size"], padding, segments=segments, choices=2 if head == "ForMultipleChoice" else None)
+    return make_inputs(
+        TINY["vocab_size"], padding, segments=segments, choices=2 if head == "ForMultipleChoice" else None
+    )
 
 
 def check_parity(head: str, impl: str, padding: str, grouping: str) -> None:
@@ -93,8 +106,11 @@ def test_unshared_converts_as_one_group_per_layer():
     assert again.config.layer_sharing == "none"
     inputs = albert_inputs("Model", "right")
     with torch.no_grad():
-        assert_same_outputs(theirs(**inputs, output_hidden_states=True), ours(**inputs, output_hidden_states=True),
-                            inputs["attention_mask"])
+        assert_same_outputs(
+            theirs(**inputs, output_hidden_states=True),
+            ours(**inputs, output_hidden_states=True),
+            inputs["attention_mask"],
+        )
 
 
 @pytest.mark.parametrize("sharing", ["attention", "ffn"])
@@ -105,13 +121,28 @@ def test_to_transformers_refuses_sub_block_sharing(sharing):
 
 
 def test_config_translation_both_ways():
-    theirs = transformers.AlbertConfig(**TINY, num_hidden_layers=4, num_hidden_groups=2, inner_group_num=3,
-                                       classifier_dropout_prob=0.25)
+    theirs = transformers.AlbertConfig(
+        **TINY, num_hidden_layers=4, num_hidden_groups=2, inner_group_num=3, classifier_dropout_prob=0.25
+    )
     ours = hf_variants.models.albert.weights.config_to_ours(theirs)
-    assert (ours.embedding_size, ours.num_hidden_groups, ours.inner_group_num, ours.classifier_dropout) == (16, 2, 3, 0.25)
+    assert (ours.embedding_size, ours.num_hidden_groups, ours.inner_group_num, ours.classifier_dropout) == (
+        16,
+        2,
+        3,
+        0.25,
+    )
     back = config_to_theirs(ours)
-    for name in ("embedding_size", "hidden_size", "num_hidden_layers", "num_hidden_groups", "inner_group_num",
-                 "hidden_act", "classifier_dropout_prob", "layer_norm_eps", "intermediate_size"):
+    for name in (
+        "embedding_size",
+        "hidden_size",
+        "num_hidden_layers",
+        "num_hidden_groups",
+        "inner_group_num",
+        "hidden_act",
+        "classifier_dropout_prob",
+        "layer_norm_eps",
+        "intermediate_size",
+    ):
         assert getattr(back, name) == getattr(theirs, name), name
 
 
@@ -124,8 +155,9 @@ def test_pretraining_losses_and_gradients_match_transformers(grouping):
     inputs = albert_inputs("ForPreTraining", "right")
     g = torch.Generator().manual_seed(2)
     labels = {
-        "labels": inputs["input_ids"].masked_fill(torch.rand(3, 12, generator=g) > 0.4, -100).masked_fill(
-            inputs["attention_mask"] == 0, -100),
+        "labels": inputs["input_ids"]
+        .masked_fill(torch.rand(3, 12, generator=g) > 0.4, -100)
+        .masked_fill(inputs["attention_mask"] == 0, -100),
         "sentence_order_label": torch.tensor([0, 1, 1]),
     }
     loss_theirs, loss_ours = theirs(**inputs, **labels).loss, ours(**inputs, **labels)
@@ -182,5 +214,8 @@ def test_inner_groups_load_through_from_transformers_not_from_pretrained(tmp_pat
     ours = hf_variants.from_transformers(transformers.AlbertForMaskedLM.from_pretrained(tmp_path)).eval()
     inputs = albert_inputs("ForMaskedLM", "right")
     with torch.no_grad():
-        assert_same_outputs(theirs(**inputs, output_hidden_states=True), ours(**inputs, output_hidden_states=True),
-                            inputs["attention_mask"])
+        assert_same_outputs(
+            theirs(**inputs, output_hidden_states=True),
+            ours(**inputs, output_hidden_states=True),
+            inputs["attention_mask"],
+        )

@@ -46,8 +46,12 @@ def test_sinusoidal_table_matches_the_paper_formula():
     table = model.embeddings.sinusoidal_positions
     d = table.shape[1]
     pos, i = 5, 3
-    assert table[pos, 2 * i].item() == pytest.approx(torch.sin(torch.tensor(pos / 10000 ** (2 * i / d))).item(), abs=1e-6)
-    assert table[pos, 2 * i + 1].item() == pytest.approx(torch.cos(torch.tensor(pos / 10000 ** (2 * i / d))).item(), abs=1e-6)
+    assert table[pos, 2 * i].item() == pytest.approx(
+        torch.sin(torch.tensor(pos / 10000 ** (2 * i / d))).item(), abs=1e-6
+    )
+    assert table[pos, 2 * i + 1].item() == pytest.approx(
+        torch.cos(torch.tensor(pos / 10000 ** (2 * i / d))).item(), abs=1e-6
+    )
     assert not any("sinusoidal" in k for k in model.state_dict())
 
 
@@ -61,7 +65,11 @@ def test_cross_layer_sharing_stores_shared_weights_once(sharing, tmp_path):
         "ffn": ("encoder.layers.1.ffn.", "encoder.layers.2.ffn."),
     }[sharing]
     assert not any(p in k for k in keys for p in per_layer)
-    check_save_load(EncoderTester(BertConfig, TESTER.classes, {"num_hidden_layers": 3, "layer_sharing": sharing}), "ForMaskedLM", tmp_path)
+    check_save_load(
+        EncoderTester(BertConfig, TESTER.classes, {"num_hidden_layers": 3, "layer_sharing": sharing}),
+        "ForMaskedLM",
+        tmp_path,
+    )
     unshared = TESTER.model("ForMaskedLM", num_hidden_layers=3)
     assert sum(p.numel() for p in model.parameters()) < sum(p.numel() for p in unshared.parameters())
 
@@ -106,7 +114,9 @@ def test_pretraining_loss_is_sum_of_mlm_and_nsp():
     inputs = TESTER.inputs("ForPreTraining")
     out = model(**inputs)
     torch.testing.assert_close(out.loss, out.mlm_loss + out.nsp_loss)
-    mlm = torch.nn.functional.cross_entropy(out.prediction_logits.view(-1, 99), inputs["labels"].view(-1), ignore_index=-100)
+    mlm = torch.nn.functional.cross_entropy(
+        out.prediction_logits.view(-1, 99), inputs["labels"].view(-1), ignore_index=-100
+    )
     torch.testing.assert_close(out.mlm_loss, mlm)
 
 
@@ -157,7 +167,7 @@ def test_padding_free_switch_selects_the_path(tmp_path):
     TESTER.model("Model").save_pretrained(tmp_path)
     inputs = TESTER.inputs("Model", labels=False)
     inputs["attention_mask"] = torch.ones_like(inputs["input_ids"])
-    inputs["attention_mask"][:, inputs["input_ids"].shape[1] // 2:] = 0  # half padding: worth packing
+    inputs["attention_mask"][:, inputs["input_ids"].shape[1] // 2 :] = 0  # half padding: worth packing
     shapes = {}
     for padding_free in (True, False):
         config = transformers.AutoConfig.from_pretrained(tmp_path)

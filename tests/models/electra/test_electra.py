@@ -14,8 +14,14 @@ from transformers import AutoModelForMaskedLM, AutoModelForPreTraining
 import hf_variants
 from hf_variants import ElectraConfig, ElectraForPreTraining
 from hf_variants.models.electra.modeling_electra import gumbel_max_sample
-from tests.common.encoder_tester import (ALL_CHECKS, TINY, EncoderTester, check_inputs_without_batch_dim, check_returned_states_in_graph,
-                            check_save_load)
+from tests.common.encoder_tester import (
+    ALL_CHECKS,
+    TINY,
+    EncoderTester,
+    check_inputs_without_batch_dim,
+    check_returned_states_in_graph,
+    check_save_load,
+)
 
 SPEC = hf_variants.registry.SPECS["hfv_electra"]
 # The RTD model has no entry in the shared tester's tables; it is checked below and in the parity tests.
@@ -32,15 +38,19 @@ class ElectraTester(EncoderTester):
         return labels
 
 
-TESTER = ElectraTester(ElectraConfig, {head: SPEC.classes[head] for head in HEADS}, config_overrides={"embedding_size": 16})
+TESTER = ElectraTester(
+    ElectraConfig, {head: SPEC.classes[head] for head in HEADS}, config_overrides={"embedding_size": 16}
+)
 
 
 @pytest.mark.parametrize("head", HEADS)
 @pytest.mark.parametrize("check", ALL_CHECKS, ids=lambda c: c.__name__)
 def test_shared_checks(check, head):
     if check is check_returned_states_in_graph and head == "ForPreTraining":
-        pytest.skip("the joint model returns the discriminator's states; its main output is the generator's "
-                    "(test_joint_returned_states_are_in_the_discriminator_graph)")
+        pytest.skip(
+            "the joint model returns the discriminator's states; its main output is the generator's "
+            "(test_joint_returned_states_are_in_the_discriminator_graph)"
+        )
     check(TESTER, head)
 
 
@@ -52,16 +62,26 @@ def test_save_load_round_trip(head, tmp_path):
 def test_replaced_token_detection_refuses_ids_without_a_batch_dim():
     """The shared check on the one head outside the tester's tables (the others run it in
     test_shared_checks): every ELECTRA head answers 1-D input_ids with the same clear ValueError."""
-    rtd = ElectraTester(ElectraConfig, {"ForReplacedTokenDetection": SPEC.classes["ForReplacedTokenDetection"]},
-                        config_overrides={"embedding_size": 16})
+    rtd = ElectraTester(
+        ElectraConfig,
+        {"ForReplacedTokenDetection": SPEC.classes["ForReplacedTokenDetection"]},
+        config_overrides={"embedding_size": 16},
+    )
     check_inputs_without_batch_dim(rtd, "ForReplacedTokenDetection")
     with pytest.raises(ValueError, match=r"input_ids must be \(batch, length\), got shape \(10,\)"):
         ElectraForPreTraining(tiny_config())(input_ids=torch.randint(5, 99, (10,)))
 
 
 def tiny_config(**overrides) -> ElectraConfig:
-    fields = {**TINY, "embedding_size": 16, "hidden_size": 64, "num_attention_heads": 4, "generator_hidden_size": 0.5,
-              "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
+    fields = {
+        **TINY,
+        "embedding_size": 16,
+        "hidden_size": 64,
+        "num_attention_heads": 4,
+        "generator_hidden_size": 0.5,
+        "hidden_dropout_prob": 0.0,
+        "attention_probs_dropout_prob": 0.0,
+    }
     return ElectraConfig(**{**fields, **overrides})
 
 
@@ -71,14 +91,17 @@ def masked_batch(seed: int = 0, length: int = 12) -> dict[str, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
     original = torch.randint(5, TINY["vocab_size"], (3, length), generator=g)
     mask = torch.ones_like(original)
-    mask[1, length - 3:] = 0
-    mask[2, length // 2:] = 0
+    mask[1, length - 3 :] = 0
+    mask[2, length // 2 :] = 0
     original = original.masked_fill(mask == 0, 0)
     selected = (torch.rand(original.shape, generator=g) < 0.3) & mask.bool()
     selected[:, 1] = True
     to_mask = selected & (torch.rand(original.shape, generator=g) < 0.85)
-    return {"input_ids": original.masked_fill(to_mask, MASK_ID), "attention_mask": mask,
-            "labels": original.masked_fill(~selected, -100)}
+    return {
+        "input_ids": original.masked_fill(to_mask, MASK_ID),
+        "attention_mask": mask,
+        "labels": original.masked_fill(~selected, -100),
+    }
 
 
 # ----------------------------------------------------------------------------- config
@@ -98,14 +121,20 @@ def test_generator_follows_the_original_rule():
         assert model(**masked_batch()).loss is not None
 
 
-@pytest.mark.parametrize("overrides, message", [
-    (dict(generator_hidden_size=0.0), "generator_hidden_size"),
-    (dict(generator_layers=1.5), "generator_layers"),
-    (dict(discriminator_weight=-1.0), "discriminator_weight"),
-    (dict(sampling_temperature=0.0), "sampling_temperature"),
-    (dict(hidden_size=258, num_attention_heads=2, generator_hidden_size=0.5), "129 .* not divisible by its 2 heads"),
-    (dict(generator_hidden_size=0.005), "generator would have hidden size 0"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (dict(generator_hidden_size=0.0), "generator_hidden_size"),
+        (dict(generator_layers=1.5), "generator_layers"),
+        (dict(discriminator_weight=-1.0), "discriminator_weight"),
+        (dict(sampling_temperature=0.0), "sampling_temperature"),
+        (
+            dict(hidden_size=258, num_attention_heads=2, generator_hidden_size=0.5),
+            "129 .* not divisible by its 2 heads",
+        ),
+        (dict(generator_hidden_size=0.005), "generator would have hidden size 0"),
+    ],
+)
 def test_invalid_configs_name_the_field(overrides, message):
     with pytest.raises(ValueError, match=message):
         ElectraForPreTraining(tiny_config(**overrides))
@@ -197,7 +226,9 @@ def test_generator_logits_are_sparse_and_equal_the_dense_ones():
 
 @pytest.mark.parametrize("generator_weight, discriminator_weight", [(1.0, 50.0), (0.5, 7.0)])
 def test_loss_is_the_weighted_sum_of_both_reported_losses(generator_weight, discriminator_weight):
-    model = ElectraForPreTraining(tiny_config(generator_weight=generator_weight, discriminator_weight=discriminator_weight))
+    model = ElectraForPreTraining(
+        tiny_config(generator_weight=generator_weight, discriminator_weight=discriminator_weight)
+    )
     batch = masked_batch()
     out = model.eval()(**batch)
     selected = batch["labels"] != -100
@@ -212,7 +243,9 @@ def test_loss_is_the_weighted_sum_of_both_reported_losses(generator_weight, disc
 def test_no_gradient_reaches_the_generator_through_its_samples():
     model = ElectraForPreTraining(tiny_config()).train()
     model(**masked_batch()).discriminator_loss.backward()
-    generator_only = [(n, p) for n, p in model.named_parameters() if n.startswith(("generator.", "generator_mlm_head."))]
+    generator_only = [
+        (n, p) for n, p in model.named_parameters() if n.startswith(("generator.", "generator_mlm_head."))
+    ]
     assert generator_only and all(p.grad is None for _, p in generator_only)
     shared = model.electra.embeddings.word_embeddings.weight
     assert shared.grad is not None and shared.grad.abs().sum() > 0  # through the discriminator's lookup
@@ -250,7 +283,10 @@ def assert_embeddings_shared(model: ElectraForPreTraining) -> None:
     electra, generator = model.electra.embeddings, model.generator.embeddings
     for name in ("word_embeddings", "position_embeddings", "token_type_embeddings"):
         assert getattr(generator, name).weight is getattr(electra, name).weight, name
-    assert generator.layer_norm.weight is electra.layer_norm.weight and generator.layer_norm.bias is electra.layer_norm.bias
+    assert (
+        generator.layer_norm.weight is electra.layer_norm.weight
+        and generator.layer_norm.bias is electra.layer_norm.bias
+    )
     assert model.generator_mlm_head.decoder.weight is electra.word_embeddings.weight
     assert generator.projection is not electra.projection  # each keeps its own E -> H projection
 
@@ -270,8 +306,18 @@ def test_shared_embeddings_stay_one_tensor_through_save_load_and_an_optimizer_st
     with safe_open(tmp_path / "model.safetensors", "pt") as stored:
         keys = set(stored.keys())
     assert "electra.embeddings.word_embeddings.weight" in keys
-    assert not any(k.startswith(("generator.embeddings.word", "generator.embeddings.position", "generator.embeddings.token",
-                                 "generator.embeddings.layer_norm", "generator_mlm_head.decoder.weight")) for k in keys)
+    assert not any(
+        k.startswith(
+            (
+                "generator.embeddings.word",
+                "generator.embeddings.position",
+                "generator.embeddings.token",
+                "generator.embeddings.layer_norm",
+                "generator_mlm_head.decoder.weight",
+            )
+        )
+        for k in keys
+    )
     assert "generator.embeddings.projection.weight" in keys
     reloaded = AutoModelForPreTraining.from_pretrained(tmp_path)
     assert type(reloaded) is ElectraForPreTraining
@@ -285,8 +331,14 @@ def test_shared_embeddings_stay_one_tensor_through_save_load_and_an_optimizer_st
     assert_embeddings_shared(reloaded)
 
 
-FINE_TUNING_HEADS = ["Model", "ForReplacedTokenDetection", "ForSequenceClassification", "ForTokenClassification",
-                     "ForQuestionAnswering", "ForMultipleChoice"]
+FINE_TUNING_HEADS = [
+    "Model",
+    "ForReplacedTokenDetection",
+    "ForSequenceClassification",
+    "ForTokenClassification",
+    "ForQuestionAnswering",
+    "ForMultipleChoice",
+]
 
 
 def test_joint_checkpoint_loads_into_every_fine_tuning_head(tmp_path):
@@ -350,10 +402,15 @@ def test_parameter_counts_match_the_paper(name, paper_millions):
     assert abs(count - paper_millions * 1e6) / (paper_millions * 1e6) < tolerance
 
 
-@pytest.mark.parametrize("name, layers, hidden, embedding, generator_hidden, mlm_probability", [
-    ("electra-mini", 4, 256, 128, 64, 0.15), ("electra-small", 12, 256, 128, 64, 0.15),
-    ("electra-base", 12, 768, 768, 256, 0.15), ("electra-large", 24, 1024, 1024, 256, 0.25),
-])
+@pytest.mark.parametrize(
+    "name, layers, hidden, embedding, generator_hidden, mlm_probability",
+    [
+        ("electra-mini", 4, 256, 128, 64, 0.15),
+        ("electra-small", 12, 256, 128, 64, 0.15),
+        ("electra-base", 12, 768, 768, 256, 0.15),
+        ("electra-large", 24, 1024, 1024, 256, 0.25),
+    ],
+)
 def test_named_configs(name, layers, hidden, embedding, generator_hidden, mlm_probability):
     config = hf_variants.named_config(name)
     assert type(config) is ElectraConfig
@@ -361,5 +418,8 @@ def test_named_configs(name, layers, hidden, embedding, generator_hidden, mlm_pr
     assert config.intermediate_size == 4 * hidden and config.hidden_size // config.num_attention_heads == 64
     generator = config.generator_config()
     assert (generator.hidden_size, generator.num_attention_heads, generator.intermediate_size) == (
-        generator_hidden, generator_hidden // 64, 4 * generator_hidden)
+        generator_hidden,
+        generator_hidden // 64,
+        4 * generator_hidden,
+    )
     assert config.mlm_probability == mlm_probability

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from tests.objectives.test_objectives_mlm import corruption_counts
-from tests.common.austen_data import austen_examples, austen_tokenizer
 
 import hf_variants
 from hf_variants.objectives import DataCollatorForReplacedTokenDetection
+from tests.common.austen_data import austen_examples, austen_tokenizer
+from tests.objectives.test_objectives_mlm import corruption_counts
 
 
 @pytest.mark.parametrize("mlm_probability", [0.15, 0.25])
@@ -26,8 +26,15 @@ def test_electra_masking_proportions(mlm_probability):
 
 def test_collated_batches_train_the_joint_model():
     tokenizer = austen_tokenizer()
-    config = hf_variants.ElectraConfig(vocab_size=len(tokenizer), hidden_size=64, embedding_size=32, num_hidden_layers=2,
-                                       num_attention_heads=2, intermediate_size=128, max_position_embeddings=128)
+    config = hf_variants.ElectraConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        embedding_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=128,
+        max_position_embeddings=128,
+    )
     model = hf_variants.ElectraForPreTraining(config).train()
     batch = DataCollatorForReplacedTokenDetection(tokenizer, seed=1)([dict(e) for e in austen_examples()[:4]])
     out = model(**batch)

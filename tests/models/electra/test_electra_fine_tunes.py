@@ -35,8 +35,16 @@ PAD, MASK, CLS, SEP, FIRST_WORD = 0, 1, 2, 3, 4
 
 def tiny_config(**overrides) -> ElectraConfig:
     """electra-mini's settings (dropout 0.1, RTD weight 50, generator 1/4) at a tiny size."""
-    fields = dict(vocab_size=VOCAB, embedding_size=32, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
-                  intermediate_size=128, max_position_embeddings=64, pad_token_id=PAD)
+    fields = dict(
+        vocab_size=VOCAB,
+        embedding_size=32,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=128,
+        max_position_embeddings=64,
+        pad_token_id=PAD,
+    )
     return ElectraConfig(**{**fields, **overrides})
 
 
@@ -53,8 +61,11 @@ def rtd_batch(g: torch.Generator) -> dict[str, torch.Tensor]:
     selected = torch.rand(original.shape, generator=g) < 0.15
     selected[:, 0] = selected[:, -1] = False
     masked = selected & (torch.rand(original.shape, generator=g) < 0.85)
-    return {"input_ids": original.masked_fill(masked, MASK), "attention_mask": torch.ones_like(original),
-            "labels": original.masked_fill(~selected, -100)}
+    return {
+        "input_ids": original.masked_fill(masked, MASK),
+        "attention_mask": torch.ones_like(original),
+        "labels": original.masked_fill(~selected, -100),
+    }
 
 
 def pretrain(config: ElectraConfig, steps: int = 60) -> ElectraForPreTraining:
@@ -123,10 +134,17 @@ def test_rtd_logit_bias_starts_at_the_prior_only_in_the_joint_model(tmp_path):
     joint = ElectraForPreTraining(tiny_config(mlm_probability=p))
     assert joint.discriminator_predictions.dense_prediction.bias.item() == pytest.approx(prior)
     # The original's (and transformers') zero bias, on request; the discriminator class keeps transformers' init.
-    assert ElectraForPreTraining(tiny_config(discriminator_prior_bias=False)).discriminator_predictions.dense_prediction.bias.item() == 0
+    assert (
+        ElectraForPreTraining(
+            tiny_config(discriminator_prior_bias=False)
+        ).discriminator_predictions.dense_prediction.bias.item()
+        == 0
+    )
     assert ElectraForReplacedTokenDetection(tiny_config()).discriminator_predictions.dense_prediction.bias.item() == 0
     # A trained bias survives save / load (the init applies to new weights only).
     with torch.no_grad():
         joint.discriminator_predictions.dense_prediction.bias.fill_(0.25)
     joint.save_pretrained(tmp_path)
-    assert ElectraForPreTraining.from_pretrained(tmp_path).discriminator_predictions.dense_prediction.bias.item() == 0.25
+    assert (
+        ElectraForPreTraining.from_pretrained(tmp_path).discriminator_predictions.dense_prediction.bias.item() == 0.25
+    )

@@ -56,10 +56,13 @@ def test_parity_both_directions(head, impl, padding):
         assert_same_outputs(expected, ours(**inputs, output_hidden_states=True), inputs["attention_mask"])
         assert_same_outputs(expected, back(**inputs, output_hidden_states=True), inputs["attention_mask"])
         # The default fast path (padding-free, last layer only where read) gives the same logits.
-        main = "last_hidden_state" if head == "Model" else ("start_logits" if head == "ForQuestionAnswering" else "logits")
+        main = (
+            "last_hidden_state" if head == "Model" else ("start_logits" if head == "ForQuestionAnswering" else "logits")
+        )
         mask = inputs["attention_mask"]
-        torch.testing.assert_close(at_real_tokens(ours(**inputs)[main], mask), at_real_tokens(expected[main], mask),
-                                   atol=ATOL, rtol=0)
+        torch.testing.assert_close(
+            at_real_tokens(ours(**inputs)[main], mask), at_real_tokens(expected[main], mask), atol=ATOL, rtol=0
+        )
 
 
 @pytest.mark.parametrize("head", ["Model", "ForMaskedLM", "ForSequenceClassification"])
@@ -71,8 +74,11 @@ def test_parity_without_projection(head):
     assert ours.base_model.embeddings.projection is None
     inputs = electra_inputs(head, "right")
     with torch.no_grad():
-        assert_same_outputs(theirs(**inputs, output_hidden_states=True), ours(**inputs, output_hidden_states=True),
-                            inputs["attention_mask"])
+        assert_same_outputs(
+            theirs(**inputs, output_hidden_states=True),
+            ours(**inputs, output_hidden_states=True),
+            inputs["attention_mask"],
+        )
 
 
 def labels_for(head: str, inputs: dict) -> dict:
@@ -118,8 +124,11 @@ def test_from_pretrained_of_a_folder_saved_by_transformers(head, tmp_path):
     assert not info["missing_keys"] and not info["unexpected_keys"], info
     inputs = electra_inputs(head, "left")
     with torch.no_grad():
-        assert_same_outputs(theirs(**inputs, output_hidden_states=True), ours.eval()(**inputs, output_hidden_states=True),
-                            inputs["attention_mask"])
+        assert_same_outputs(
+            theirs(**inputs, output_hidden_states=True),
+            ours.eval()(**inputs, output_hidden_states=True),
+            inputs["attention_mask"],
+        )
 
 
 def test_a_released_discriminator_checkpoint_starts_the_joint_model(tmp_path):
@@ -131,8 +140,12 @@ def test_a_released_discriminator_checkpoint_starts_the_joint_model(tmp_path):
     assert type(joint) is hf_variants.ElectraForPreTraining
     inputs = electra_inputs("Model", "right")
     with torch.no_grad():
-        torch.testing.assert_close(joint(**inputs).logits[inputs["attention_mask"].bool()],
-                                   theirs(**inputs).logits[inputs["attention_mask"].bool()], atol=ATOL, rtol=0)
+        torch.testing.assert_close(
+            joint(**inputs).logits[inputs["attention_mask"].bool()],
+            theirs(**inputs).logits[inputs["attention_mask"].bool()],
+            atol=ATOL,
+            rtol=0,
+        )
 
 
 def test_conversion_refuses_what_transformers_cannot_express():

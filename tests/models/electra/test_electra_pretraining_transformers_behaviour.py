@@ -15,9 +15,18 @@ import torch
 
 from hf_variants import ElectraConfig, ElectraForPreTraining, ElectraModel
 
-TINY = dict(vocab_size=99, embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-            intermediate_size=37, max_position_embeddings=64, generator_hidden_size=0.5,
-            hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+TINY = dict(
+    vocab_size=99,
+    embedding_size=16,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=37,
+    max_position_embeddings=64,
+    generator_hidden_size=0.5,
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+)
 
 
 def test_first_output_is_the_discriminators_logits_and_reaches_the_returned_states():
@@ -44,8 +53,9 @@ def test_bare_model_checkpoint_loads_into_the_discriminator(tmp_path):
     torch.manual_seed(0)
     base = ElectraModel(config)
     base.save_pretrained(tmp_path)
-    model, info = ElectraForPreTraining.from_pretrained(tmp_path, output_loading_info=True,
-                                                        ignore_mismatched_sizes=True)
+    model, info = ElectraForPreTraining.from_pretrained(
+        tmp_path, output_loading_info=True, ignore_mismatched_sizes=True
+    )
     discriminator = {f"electra.{key}" for key in base.state_dict()}
     assert not set(info["missing_keys"]) & discriminator, set(info["missing_keys"]) & discriminator
     for key, tensor in base.state_dict().items():

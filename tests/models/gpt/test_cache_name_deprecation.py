@@ -12,14 +12,18 @@ import warnings
 
 import pytest
 import torch
-from tests.common.tiny_variants import tiny_config
 
 from hf_variants.modules.cache import CACHE_FIELD, output_cache
 from hf_variants.registry import SPECS
+from tests.common.tiny_variants import tiny_config
 
 NEW_NAME = CACHE_FIELD == "cache"
-HEADS = [("gpt", "LMHeadModel"), ("gpt", "DoubleHeadsModel"), ("t5", "ForConditionalGeneration"),
-         ("transformer", "ForConditionalGeneration")]
+HEADS = [
+    ("gpt", "LMHeadModel"),
+    ("gpt", "DoubleHeadsModel"),
+    ("t5", "ForConditionalGeneration"),
+    ("transformer", "ForConditionalGeneration"),
+]
 
 
 def deprecation_warnings(caught) -> list[str]:
@@ -46,8 +50,11 @@ def test_old_cache_name_warns_and_gives_the_same_output(variant, head):
         first = model(**step_inputs(model, ids), use_cache=True)
         cache = output_cache(first)
         assert cache is not None
-        follow = {"decoder_input_ids": ids[:, 3:4], "input_ids": ids} if model.config.is_encoder_decoder else {
-            "input_ids": ids[:, 3:4]}
+        follow = (
+            {"decoder_input_ids": ids[:, 3:4], "input_ids": ids}
+            if model.config.is_encoder_decoder
+            else {"input_ids": ids[:, 3:4]}
+        )
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             new = model(**follow, cache=copy.deepcopy(cache))

@@ -22,7 +22,9 @@ GENERATIONS = {"gpt2": dict(IDS), "gpt1": dict(IDS, **GPT1)}
 
 ENCODER_HEADS = ["Model", "ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering"]
 CLASSES = {head: getattr(hf_variants, f"GPT{head}") for head in ENCODER_HEADS}
-TESTERS = {name: EncoderTester(GPTConfig, CLASSES, config_overrides=overrides) for name, overrides in GENERATIONS.items()}
+TESTERS = {
+    name: EncoderTester(GPTConfig, CLASSES, config_overrides=overrides) for name, overrides in GENERATIONS.items()
+}
 # The causal LM runs the shared checks under the MLM head's name: logits (B, T, V), a token-level
 # loss (here next-token prediction of the labelled positions), a tied output layer.
 LM_TESTERS = {
@@ -32,8 +34,15 @@ LM_TESTERS = {
 
 
 def tiny(generation: str = "gpt2", **overrides) -> GPTConfig:
-    return GPTConfig(**{**TINY, **GENERATIONS[generation], "hidden_dropout_prob": 0.0,
-                        "attention_probs_dropout_prob": 0.0, **overrides})
+    return GPTConfig(
+        **{
+            **TINY,
+            **GENERATIONS[generation],
+            "hidden_dropout_prob": 0.0,
+            "attention_probs_dropout_prob": 0.0,
+            **overrides,
+        }
+    )
 
 
 # The heads are the same modules over either block: GPT-1 runs the checks on the bare model (and the LM).
@@ -82,9 +91,15 @@ def test_one_cached_step_equals_recomputing_the_prefix(generation, backend):
     full_positions = (full_mask.cumsum(-1) - 1).clamp(min=0)
     with torch.no_grad():
         first = model(ids, attention_mask=mask, position_ids=positions, use_cache=True)
-        step = model(next_tokens, attention_mask=full_mask, position_ids=full_positions[:, -1:],
-                     past_key_values=first.past_key_values)
-        full = model(torch.cat([ids, next_tokens], 1), attention_mask=full_mask, position_ids=full_positions, use_cache=False)
+        step = model(
+            next_tokens,
+            attention_mask=full_mask,
+            position_ids=full_positions[:, -1:],
+            past_key_values=first.past_key_values,
+        )
+        full = model(
+            torch.cat([ids, next_tokens], 1), attention_mask=full_mask, position_ids=full_positions, use_cache=False
+        )
     torch.testing.assert_close(step.logits[:, 0], full.logits[:, -1], atol=1e-5, rtol=0)
     # Without position_ids, positions continue after the cache (0..T-1 whatever the padding, as transformers).
     with torch.no_grad():
@@ -134,7 +149,9 @@ def test_token_type_ids_are_embedded_by_the_word_table():
     ids, types = torch.randint(3, 99, (2, 5)), torch.randint(3, 99, (2, 5))
     with torch.no_grad():
         by_types = model(ids, token_type_ids=types).last_hidden_state
-        by_embeds = model(inputs_embeds=model.embeddings.word_embeddings(ids) + model.embeddings.word_embeddings(types)).last_hidden_state
+        by_embeds = model(
+            inputs_embeds=model.embeddings.word_embeddings(ids) + model.embeddings.word_embeddings(types)
+        ).last_hidden_state
     torch.testing.assert_close(by_types, by_embeds, atol=1e-6, rtol=0)
 
 
@@ -163,7 +180,8 @@ def count_parameters(name: str) -> int:
 # The released checkpoints' sizes (the GPT-2 paper's Table 2 lists 117M / 345M / 762M / 1542M,
 # undercounting the smaller ones); GPT-1: 117M (Radford et al. 2018).
 @pytest.mark.parametrize(
-    "name,params", [("gpt2", 124e6), ("gpt2-medium", 355e6), ("gpt2-large", 774e6), ("gpt2-xl", 1558e6), ("openai-gpt", 117e6)]
+    "name,params",
+    [("gpt2", 124e6), ("gpt2-medium", 355e6), ("gpt2-large", 774e6), ("gpt2-xl", 1558e6), ("openai-gpt", 117e6)],
 )
 def test_parameter_counts_within_3_percent(name, params):
     assert abs(count_parameters(name) - params) / params < 0.03
@@ -171,13 +189,23 @@ def test_parameter_counts_within_3_percent(name, params):
 
 @pytest.mark.parametrize(
     "name,layers,hidden,positions,pre_ln",
-    [("gpt2-mini", 4, 256, 1024, True), ("gpt2", 12, 768, 1024, True), ("gpt2-medium", 24, 1024, 1024, True),
-     ("gpt2-large", 36, 1280, 1024, True), ("gpt2-xl", 48, 1600, 1024, True), ("openai-gpt", 12, 768, 512, False)],
+    [
+        ("gpt2-mini", 4, 256, 1024, True),
+        ("gpt2", 12, 768, 1024, True),
+        ("gpt2-medium", 24, 1024, 1024, True),
+        ("gpt2-large", 36, 1280, 1024, True),
+        ("gpt2-xl", 48, 1600, 1024, True),
+        ("openai-gpt", 12, 768, 512, False),
+    ],
 )
 def test_named_configs(name, layers, hidden, positions, pre_ln):
     config = AutoConfig.from_pretrained(str(hf_variants.models.named_configs.MODELING_CONFIGS_DIR / name))
     assert (config.model_type, config.num_hidden_layers, config.hidden_size) == ("hfv_gpt", layers, hidden)
-    assert (config.max_position_embeddings, config.pre_layer_norm, config.intermediate_size) == (positions, pre_ln, 4 * hidden)
+    assert (config.max_position_embeddings, config.pre_layer_norm, config.intermediate_size) == (
+        positions,
+        pre_ln,
+        4 * hidden,
+    )
     assert config.hidden_size // config.num_attention_heads == 64
 
 

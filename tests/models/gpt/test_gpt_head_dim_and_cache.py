@@ -18,9 +18,19 @@ from transformers import AutoConfig
 
 from hf_variants import GPTConfig, GPTLMHeadModel
 
-TINY = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37,
-            max_position_embeddings=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, pad_token_id=0,
-            bos_token_id=1, eos_token_id=1)
+TINY = dict(
+    vocab_size=99,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=37,
+    max_position_embeddings=64,
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+    pad_token_id=0,
+    bos_token_id=1,
+    eos_token_id=1,
+)
 GENERATIONS = pytest.mark.parametrize("pre_layer_norm", [True, False], ids=["gpt2", "gpt1"])
 PROMPT_LENGTH, NEW_TOKENS = 7, 3
 
@@ -88,8 +98,15 @@ def test_past_key_values_format(pre_layer_norm):
 @GENERATIONS
 def test_greedy_generate_dict_outputs_use_cache(pre_layer_norm):
     model = tiny_lm(pre_layer_norm)
-    out = model.generate(**prompt(), max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False,
-                         use_cache=True, return_dict_in_generate=True, output_scores=True)
+    out = model.generate(
+        **prompt(),
+        max_new_tokens=NEW_TOKENS,
+        min_new_tokens=NEW_TOKENS,
+        do_sample=False,
+        use_cache=True,
+        return_dict_in_generate=True,
+        output_scores=True,
+    )
     assert out.sequences.shape == (2, PROMPT_LENGTH + NEW_TOKENS)
     # The last generated token is never fed back: the cache holds every position before it.
     assert_cache_shape(out.past_key_values, model.config, batch=2, cached_length=PROMPT_LENGTH + NEW_TOKENS - 1)
@@ -99,18 +116,31 @@ def test_greedy_generate_dict_outputs_use_cache(pre_layer_norm):
 def test_beam_search_generate_dict_outputs_use_cache(pre_layer_norm):
     model = tiny_lm(pre_layer_norm)
     beams = 2
-    out = model.generate(**prompt(), max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, num_beams=beams,
-                         num_return_sequences=beams, do_sample=False, use_cache=True, return_dict_in_generate=True,
-                         output_scores=True)
+    out = model.generate(
+        **prompt(),
+        max_new_tokens=NEW_TOKENS,
+        min_new_tokens=NEW_TOKENS,
+        num_beams=beams,
+        num_return_sequences=beams,
+        do_sample=False,
+        use_cache=True,
+        return_dict_in_generate=True,
+        output_scores=True,
+    )
     assert out.sequences.shape == (2 * beams, PROMPT_LENGTH + NEW_TOKENS)
-    assert_cache_shape(out.past_key_values, model.config, batch=2 * beams,
-                       cached_length=PROMPT_LENGTH + NEW_TOKENS - 1)
+    assert_cache_shape(out.past_key_values, model.config, batch=2 * beams, cached_length=PROMPT_LENGTH + NEW_TOKENS - 1)
 
 
 def greedy_and_assisted(model: GPTLMHeadModel, assistant: GPTLMHeadModel):
     inputs = prompt(batch=1)  # transformers' assisted decoding takes one sequence
-    common = dict(max_new_tokens=NEW_TOKENS + 2, min_new_tokens=NEW_TOKENS + 2, do_sample=False, use_cache=True,
-                  return_dict_in_generate=True, output_scores=True)
+    common = dict(
+        max_new_tokens=NEW_TOKENS + 2,
+        min_new_tokens=NEW_TOKENS + 2,
+        do_sample=False,
+        use_cache=True,
+        return_dict_in_generate=True,
+        output_scores=True,
+    )
     greedy = model.generate(**inputs, **common)
     assistant.generation_config.num_assistant_tokens = 2  # several candidates per step, some rejected
     assistant.generation_config.num_assistant_tokens_schedule = "constant"
@@ -141,8 +171,16 @@ def test_assisted_decoding_sample(pre_layer_norm):
     assistant.generation_config.num_assistant_tokens = 2
     assistant.generation_config.num_assistant_tokens_schedule = "constant"
     torch.manual_seed(3)
-    out = model.generate(**prompt(batch=1), assistant_model=assistant, do_sample=True, max_new_tokens=NEW_TOKENS,
-                         min_new_tokens=NEW_TOKENS, use_cache=True, return_dict_in_generate=True, output_scores=True)
+    out = model.generate(
+        **prompt(batch=1),
+        assistant_model=assistant,
+        do_sample=True,
+        max_new_tokens=NEW_TOKENS,
+        min_new_tokens=NEW_TOKENS,
+        use_cache=True,
+        return_dict_in_generate=True,
+        output_scores=True,
+    )
     assert out.sequences.shape == (1, PROMPT_LENGTH + NEW_TOKENS)
     assert len(out.scores) == NEW_TOKENS
     assert_cache_shape(out.past_key_values, model.config, batch=1, cached_length=PROMPT_LENGTH + NEW_TOKENS - 1)
@@ -168,8 +206,9 @@ print(json.dumps({{"head_dim": model.config.head_dim, "direct_base": GenerationM
                   "cache": [list(layer.keys.shape) for layer in out.past_key_values.layers]}}))
 """
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300,
-                            cwd=tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     loaded = json.loads(result.stdout.strip().splitlines()[-1])
     assert loaded == {"head_dim": 16, "direct_base": True, "cache": [[2, 2, 9, 16]] * TINY["num_hidden_layers"]}

@@ -26,8 +26,20 @@ PAIRS = [(family, head) for family in FAMILIES for head in HEADS if hasattr(tran
 
 def their_config(family: str, backend: str = "sdpa") -> transformers.PreTrainedConfig:
     # The wide init gives peaked next-token distributions: greedy/beam choices are no near-ties.
-    common = dict(vocab_size=99, n_positions=64, n_embd=32, n_layer=2, n_head=4, resid_pdrop=0.0, embd_pdrop=0.0,
-                  attn_pdrop=0.0, initializer_range=0.3, pad_token_id=PAD, bos_token_id=1, num_labels=3)
+    common = dict(
+        vocab_size=99,
+        n_positions=64,
+        n_embd=32,
+        n_layer=2,
+        n_head=4,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        initializer_range=0.3,
+        pad_token_id=PAD,
+        bos_token_id=1,
+        num_labels=3,
+    )
     if family == "GPT2":
         config = transformers.GPT2Config(n_inner=37, eos_token_id=None, **common)
     else:
@@ -93,7 +105,9 @@ def test_to_transformers_gives_our_outputs(family, head, backend):
     assert type(theirs) is getattr(transformers, family + head)
     for side in ("right", "left"):
         assert_same_outputs(ours, theirs, head, side)
-    assert all(torch.equal(value, from_transformers(theirs).state_dict()[key]) for key, value in ours.state_dict().items())
+    assert all(
+        torch.equal(value, from_transformers(theirs).state_dict()[key]) for key, value in ours.state_dict().items()
+    )
 
 
 @pytest.mark.parametrize("family,head", PAIRS)
@@ -131,7 +145,7 @@ def test_generation_gives_their_tokens_on_left_padded_batches(family, backend):
     for options in (dict(do_sample=False), dict(num_beams=3, do_sample=False)):
         expected = theirs.generate(ids, attention_mask=mask, max_new_tokens=10, **options)
         assert torch.equal(ours.generate(ids, attention_mask=mask, max_new_tokens=10, **options), expected)
-        assert len(set(expected[:, ids.shape[1]:].flatten().tolist())) >= 3  # rows continue differently
+        assert len(set(expected[:, ids.shape[1] :].flatten().tolist())) >= 3  # rows continue differently
 
 
 def test_gpt1_config_refuses_the_gpt2_class():
@@ -146,13 +160,26 @@ def test_config_translation_round_trips():
         ours = hf_variants.models.gpt.weights.config_to_ours(theirs)
         back = hf_variants.models.gpt.weights.config_to_theirs(ours)
         assert type(back) is type(theirs)
-        for name in ("vocab_size", "n_positions", "n_embd", "n_layer", "n_head", "layer_norm_epsilon", "pad_token_id", "num_labels"):
+        for name in (
+            "vocab_size",
+            "n_positions",
+            "n_embd",
+            "n_layer",
+            "n_head",
+            "layer_norm_epsilon",
+            "pad_token_id",
+            "num_labels",
+        ):
             assert getattr(back, name) == getattr(theirs, name), name
-    assert hf_variants.models.gpt.weights.config_to_ours(their_config("OpenAIGPT")).hidden_act == "gelu_new"  # its "gelu" is tanh
+    assert (
+        hf_variants.models.gpt.weights.config_to_ours(their_config("OpenAIGPT")).hidden_act == "gelu_new"
+    )  # its "gelu" is tanh
     with pytest.raises(ValueError, match="activation 'gelu'"):
         hf_variants.models.gpt.weights.config_to_theirs(hf_variants.GPTConfig(pre_layer_norm=False, hidden_act="gelu"))
     with pytest.raises(ValueError, match="4 x hidden_size"):
-        hf_variants.models.gpt.weights.config_to_theirs(hf_variants.GPTConfig(pre_layer_norm=False, intermediate_size=100))
+        hf_variants.models.gpt.weights.config_to_theirs(
+            hf_variants.GPTConfig(pre_layer_norm=False, intermediate_size=100)
+        )
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -183,13 +210,17 @@ def test_double_heads_match_and_combine_the_losses_as_gpt1(family, tmp_path):
 def test_gpt1_formatting_feeds_the_double_heads_model():
     start, delim, extract = 90, 91, 92
     batch = hf_variants.format_gpt1_inputs([[[5, 6], [7]], [[5, 6], [8, 9]]], start, delim, extract, PAD)
-    assert batch["input_ids"][0].tolist() == [[start, 5, 6, delim, 7, extract, PAD], [start, 5, 6, delim, 8, 9, extract]]
+    assert batch["input_ids"][0].tolist() == [
+        [start, 5, 6, delim, 7, extract, PAD],
+        [start, 5, 6, delim, 8, 9, extract],
+    ]
     assert batch["mc_token_ids"].tolist() == [[5, 6]] and batch["labels"][0, 0, -1].item() == -100
     single = hf_variants.format_gpt1_inputs([[[5, 6, 7]]], start, delim, extract, PAD)
     assert single["input_ids"][0, 0].tolist() == [start, 5, 6, 7, extract]
     torch.manual_seed(0)
-    model = hf_variants.GPTDoubleHeadsModel(hf_variants.GPTConfig(**hf_variants.models.gpt.weights.config_dict_to_ours(
-        their_config("OpenAIGPT").to_dict()))).eval()
+    model = hf_variants.GPTDoubleHeadsModel(
+        hf_variants.GPTConfig(**hf_variants.models.gpt.weights.config_dict_to_ours(their_config("OpenAIGPT").to_dict()))
+    ).eval()
     out = model(**batch, mc_labels=torch.tensor([1]))
     assert out.mc_logits.shape == (1, 2) and torch.isfinite(out.loss)
     with pytest.raises(ValueError, match="mc_token_ids"):

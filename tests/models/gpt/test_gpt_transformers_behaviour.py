@@ -9,9 +9,19 @@ from transformers import GenerationMixin
 
 from hf_variants import GPTConfig, GPTDoubleHeadsModel, GPTLMHeadModel
 
-TINY = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
-            max_position_embeddings=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, pad_token_id=0,
-            bos_token_id=1, eos_token_id=1)
+TINY = dict(
+    vocab_size=99,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=37,
+    max_position_embeddings=64,
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+    pad_token_id=0,
+    bos_token_id=1,
+    eos_token_id=1,
+)
 
 
 def double_heads(pre_layer_norm: bool) -> GPTDoubleHeadsModel:
@@ -39,8 +49,13 @@ def test_double_heads_takes_batch_seq_inputs_like_one_choice(pre_layer_norm):
 def test_double_heads_generates_the_lm_heads_tokens(pre_layer_norm):
     model = double_heads(pre_layer_norm)
     # a direct base whose name ends in GenerationMixin (transformers' can_generate reads the bases' names)
-    assert any(issubclass(base, GenerationMixin) and base.__name__.endswith("GenerationMixin")
-               for base in GPTDoubleHeadsModel.__bases__) and model.can_generate()
+    assert (
+        any(
+            issubclass(base, GenerationMixin) and base.__name__.endswith("GenerationMixin")
+            for base in GPTDoubleHeadsModel.__bases__
+        )
+        and model.can_generate()
+    )
     lm = GPTLMHeadModel(model.config).eval()
     missing, unexpected = lm.load_state_dict(model.state_dict(), strict=False)
     assert not missing and all(key.startswith("multiple_choice_head.") for key in unexpected)
@@ -50,8 +65,10 @@ def test_double_heads_generates_the_lm_heads_tokens(pre_layer_norm):
         theirs = lm.generate(ids, max_new_tokens=4, **kwargs)
         assert torch.equal(ours, theirs)
     # The cache is read: the same tokens without it.
-    assert torch.equal(model.generate(ids, max_new_tokens=4, do_sample=False, use_cache=False),
-                       model.generate(ids, max_new_tokens=4, do_sample=False))
+    assert torch.equal(
+        model.generate(ids, max_new_tokens=4, do_sample=False, use_cache=False),
+        model.generate(ids, max_new_tokens=4, do_sample=False),
+    )
 
 
 def test_causal_lm_loss_uses_shift_labels_when_given():

@@ -78,18 +78,22 @@ def test_pretraining_save_load_through_auto_model_for_pretraining(tmp_path):
 
 # ----------------------------------------------------------------------------- positions
 def test_positions_offset_by_the_padding_index_like_transformers():
-    ids = torch.tensor([
-        [0, 7, 8, 9, 2, PAD, PAD],   # right padding
-        [PAD, PAD, 0, 7, 8, 9, 2],   # left padding
-        [0, 5, 6, 7, 8, 9, 2],       # none
-    ])
+    ids = torch.tensor(
+        [
+            [0, 7, 8, 9, 2, PAD, PAD],  # right padding
+            [PAD, PAD, 0, 7, 8, 9, 2],  # left padding
+            [0, 5, 6, 7, 8, 9, 2],  # none
+        ]
+    )
     embeddings = RobertaModel(tiny()).embeddings
     ours = embeddings.default_position_ids(ids, 3, 7, ids.device)
-    expected = torch.tensor([
-        [2, 3, 4, 5, 6, PAD, PAD],
-        [PAD, PAD, 2, 3, 4, 5, 6],
-        [2, 3, 4, 5, 6, 7, 8],
-    ])
+    expected = torch.tensor(
+        [
+            [2, 3, 4, 5, 6, PAD, PAD],
+            [PAD, PAD, 2, 3, 4, 5, 6],
+            [2, 3, 4, 5, 6, 7, 8],
+        ]
+    )
     assert torch.equal(ours, expected)
     assert torch.equal(ours, TheirEmbeddings.create_position_ids_from_input_ids(ids, PAD))
     # inputs_embeds carry no padding information: p+1 .. p+T on every row, as transformers.
@@ -187,7 +191,13 @@ def test_pooler_only_where_transformers_has_one():
     assert TESTER.model("Model").pooler is not None  # RobertaModel(add_pooling_layer=True) default
     assert RobertaModel(tiny(), add_pooling_layer=False).pooler is None
     assert TESTER.model("ForMultipleChoice").roberta.pooler is not None  # scores the pooled <s>
-    for head in ("ForPreTraining", "ForMaskedLM", "ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering"):
+    for head in (
+        "ForPreTraining",
+        "ForMaskedLM",
+        "ForSequenceClassification",
+        "ForTokenClassification",
+        "ForQuestionAnswering",
+    ):
         assert TESTER.model(head).roberta.pooler is None, head
 
 
@@ -208,7 +218,9 @@ def test_pretraining_is_mlm_without_nsp():
 
 def test_spec_declares_mlm_and_byte_level_bpe():
     spec = hf_variants.registry.SPECS["hfv_roberta"]
-    assert spec.pretraining_objective == "mlm" and spec.tokenizer_kind == "bpe" and spec.tokenizer_kind in TOKENIZER_KINDS
+    assert (
+        spec.pretraining_objective == "mlm" and spec.tokenizer_kind == "bpe" and spec.tokenizer_kind in TOKENIZER_KINDS
+    )
     assert spec.paper is papers.ROBERTA
 
 
@@ -219,7 +231,10 @@ def test_byte_level_bpe_tokenizer_feeds_the_model_with_either_padding_side():
     tokenizer = train_tokenizer("bpe", text, vocab_size=300, min_frequency=1)
     config = RobertaConfig()
     assert (tokenizer.bos_token_id, tokenizer.pad_token_id, tokenizer.eos_token_id) == (
-        config.bos_token_id, config.pad_token_id, config.eos_token_id)
+        config.bos_token_id,
+        config.pad_token_id,
+        config.eos_token_id,
+    )
     pair = tokenizer("the fox", "the dog")["input_ids"]
     assert pair[0] == 0 and pair.count(2) == 3 and pair[-1] == 2 and pair[pair.index(2) + 1] == 2
     model = TESTER.model("Model", vocab_size=len(tokenizer)).eval()
@@ -260,17 +275,29 @@ def count_parameters(config) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-@pytest.mark.parametrize("name,paper_params", [
-    ("roberta-base", 125e6), ("roberta-large", 355e6), ("xlmr-base", 278e6), ("xlmr-large", 560e6),
-])
+@pytest.mark.parametrize(
+    "name,paper_params",
+    [
+        ("roberta-base", 125e6),
+        ("roberta-large", 355e6),
+        ("xlmr-base", 278e6),
+        ("xlmr-large", 560e6),
+    ],
+)
 def test_parameter_counts_match_the_papers_within_3_percent(name, paper_params):
     assert abs(count_parameters(hf_variants.named_config(name)) - paper_params) / paper_params < 0.03
 
 
-@pytest.mark.parametrize("name,layers,hidden,vocab", [
-    ("roberta-mini", 4, 256, 50265), ("roberta-base", 12, 768, 50265), ("roberta-large", 24, 1024, 50265),
-    ("xlmr-base", 12, 768, 250002), ("xlmr-large", 24, 1024, 250002),
-])
+@pytest.mark.parametrize(
+    "name,layers,hidden,vocab",
+    [
+        ("roberta-mini", 4, 256, 50265),
+        ("roberta-base", 12, 768, 50265),
+        ("roberta-large", 24, 1024, 50265),
+        ("xlmr-base", 12, 768, 250002),
+        ("xlmr-large", 24, 1024, 250002),
+    ],
+)
 def test_named_configs(name, layers, hidden, vocab):
     config = hf_variants.named_config(name)
     assert isinstance(config, RobertaConfig)

@@ -20,7 +20,14 @@ from tests.conversion.test_from_pretrained_transformers_checkpoints import asser
 
 PAD = 1
 FAMILIES = ("Roberta", "XLMRoberta")
-THEIR_HEADS = ["Model", "ForMaskedLM", "ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering", "ForMultipleChoice"]
+THEIR_HEADS = [
+    "Model",
+    "ForMaskedLM",
+    "ForSequenceClassification",
+    "ForTokenClassification",
+    "ForQuestionAnswering",
+    "ForMultipleChoice",
+]
 SEQUENCE_LEVEL = {"ForSequenceClassification", "ForMultipleChoice"}
 
 
@@ -28,7 +35,9 @@ def reference(family: str, head: str, impl: str, seed: int = 0) -> transformers.
     """A random tiny transformers model; RoBERTa's real layout (514-style positions: 64 rows, pad 1, one segment)."""
     config_class = getattr(transformers, f"{family}Config")
     num_labels = 2 if head == "ForQuestionAnswering" else TINY["num_labels"]  # their QA layer has num_labels outputs
-    config = config_class(**{**TINY, "num_labels": num_labels, "type_vocab_size": 1, "pad_token_id": PAD, "layer_norm_eps": 1e-5})
+    config = config_class(
+        **{**TINY, "num_labels": num_labels, "type_vocab_size": 1, "pad_token_id": PAD, "layer_norm_eps": 1e-5}
+    )
     config._attn_implementation = impl
     torch.manual_seed(seed)
     model = getattr(transformers, f"{family}{head}")(config).eval()
@@ -101,15 +110,18 @@ def test_to_transformers_gives_back_the_family_it_came_from(family):
     back = hf_variants.to_transformers(ours)
     assert type(back) is type(theirs) and back.config.model_type == theirs.config.model_type
     for other in FAMILIES:
-        assert type(hf_variants.to_transformers(ours, getattr(transformers, f"{other}ForSequenceClassification"))).__name__ == (
-            f"{other}ForSequenceClassification")
+        assert type(
+            hf_variants.to_transformers(ours, getattr(transformers, f"{other}ForSequenceClassification"))
+        ).__name__ == (f"{other}ForSequenceClassification")
     with pytest.raises(ValueError, match="of class BertForSequenceClassification"):
         hf_variants.to_transformers(ours, transformers.BertForSequenceClassification)
 
 
 def test_a_model_built_by_us_converts_to_roberta_unless_its_config_says_xlm_roberta():
-    assert type(hf_variants.to_transformers(hf_variants.RobertaModel(hf_variants.RobertaConfig(**TINY))))\
+    assert (
+        type(hf_variants.to_transformers(hf_variants.RobertaModel(hf_variants.RobertaConfig(**TINY))))
         is transformers.RobertaModel
+    )
     xlmr = hf_variants.RobertaModel(hf_variants.RobertaConfig(**TINY, transformers_family="xlm-roberta"))
     assert type(hf_variants.to_transformers(xlmr)) is transformers.XLMRobertaModel
     assert hf_variants.named_config("xlmr-base").transformers_family == "xlm-roberta"
@@ -138,7 +150,15 @@ def test_xlm_roberta_folder_round_trip_keeps_the_class_and_its_tokenizer(head, t
         assert torch.equal(back.state_dict()[name], tensor), name
     back.save_pretrained(tmp_path / "back")
     assert transformers.AutoConfig.from_pretrained(tmp_path / "back").model_type == "xlm-roberta"
-    pieces = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0), ("\u2581a", -1.0), ("\u2581b", -2.0), ("<mask>", 0.0)]
+    pieces = [
+        ("<s>", 0.0),
+        ("<pad>", 0.0),
+        ("</s>", 0.0),
+        ("<unk>", 0.0),
+        ("\u2581a", -1.0),
+        ("\u2581b", -2.0),
+        ("<mask>", 0.0),
+    ]
     transformers.XLMRobertaTokenizer(vocab=pieces).save_pretrained(tmp_path / "tokenizer")
     shutil.copy(tmp_path / "tokenizer" / "tokenizer.json", tmp_path / "back")
     tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "back")
@@ -160,10 +180,17 @@ def test_inputs_embeds_with_padding(head, impl):
 
 
 GRADIENT_LABELS = {
-    "ForMaskedLM": lambda ids, g: {"labels": ids.masked_fill(torch.rand(ids.shape, generator=g) > 0.4, -100).masked_fill(ids == PAD, -100)},
+    "ForMaskedLM": lambda ids, g: {
+        "labels": ids.masked_fill(torch.rand(ids.shape, generator=g) > 0.4, -100).masked_fill(ids == PAD, -100)
+    },
     "ForSequenceClassification": lambda ids, g: {"labels": torch.tensor([0, 2, 1])},
-    "ForTokenClassification": lambda ids, g: {"labels": torch.randint(0, 3, ids.shape, generator=g).masked_fill(ids == PAD, -100)},
-    "ForQuestionAnswering": lambda ids, g: {"start_positions": torch.tensor([1, 2, 0]), "end_positions": torch.tensor([3, 5, 1])},
+    "ForTokenClassification": lambda ids, g: {
+        "labels": torch.randint(0, 3, ids.shape, generator=g).masked_fill(ids == PAD, -100)
+    },
+    "ForQuestionAnswering": lambda ids, g: {
+        "start_positions": torch.tensor([1, 2, 0]),
+        "end_positions": torch.tensor([3, 5, 1]),
+    },
     "ForMultipleChoice": lambda ids, g: {"labels": torch.tensor([1, 0, 1])},
 }
 
@@ -224,8 +251,10 @@ def test_from_pretrained_of_a_folder_saved_by_transformers(family, head, tmp_pat
         assert assert_same_outputs(expected, again(**inputs, output_hidden_states=True), mask, OUTPUT_KEYS) >= 2
 
 
-@pytest.mark.parametrize("head", ["ForMaskedLM", "ForSequenceClassification", "ForTokenClassification",
-                                  "ForQuestionAnswering", "ForMultipleChoice"])
+@pytest.mark.parametrize(
+    "head",
+    ["ForMaskedLM", "ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering", "ForMultipleChoice"],
+)
 @pytest.mark.parametrize("family", FAMILIES)
 def test_base_checkpoint_into_a_head_model_reports_the_new_head(family, head, tmp_path):
     """A bare (XLM)RobertaModel folder into a head model: the whole encoder loads, the task head is
@@ -242,7 +271,9 @@ def test_base_checkpoint_into_a_head_model_reports_the_new_head(family, head, tm
     assert bool(info["unexpected_keys"]) == (ours.roberta.pooler is None)
     assert ours.config.num_labels == labels.get("num_labels", 3)
     # The same report through the Auto class.
-    _, auto_info = hf_variants.load_pretrained(str(tmp_path), HEAD_AUTO_CLASSES[head], output_loading_info=True, **labels)
+    _, auto_info = hf_variants.load_pretrained(
+        str(tmp_path), HEAD_AUTO_CLASSES[head], output_loading_info=True, **labels
+    )
     assert sorted(auto_info["missing_keys"]) == sorted(info["missing_keys"])
     inputs = roberta_inputs("Model", "right")
     with torch.no_grad():
@@ -256,12 +287,17 @@ def test_base_checkpoint_into_a_head_model_reports_the_new_head(family, head, tm
 def test_one_key_map_serves_both_families_and_every_direction():
     """The load-time mapping registered for hfv_roberta, and the adapters of the Roberta* and
     XLMRoberta* pairs, all come from KEY_MAP; Roberta* is each head's default family."""
-    assert [repr(t) for t in get_checkpoint_conversion_mapping("hfv_roberta")] == [repr(t) for t in KEY_MAP.checkpoint_conversion()]
+    assert [repr(t) for t in get_checkpoint_conversion_mapping("hfv_roberta")] == [
+        repr(t) for t in KEY_MAP.checkpoint_conversion()
+    ]
     pairs = [p for p in hf_variants.conversion.PAIRS if p.weights.model_type == "hfv_roberta"]
     for head in KEY_MAP.heads:
         their_head = "ForMaskedLM" if head == "ForPreTraining" else head
         ours = getattr(hf_variants, f"Roberta{head}")
-        assert [p.theirs.__name__ for p in pairs if p.ours is ours] == [f"Roberta{their_head}", f"XLMRoberta{their_head}"]
+        assert [p.theirs.__name__ for p in pairs if p.ours is ours] == [
+            f"Roberta{their_head}",
+            f"XLMRoberta{their_head}",
+        ]
         assert all(p.adapter.renames == KEY_MAP.adapter(head).renames for p in pairs if p.ours is ours)
 
 
@@ -273,7 +309,9 @@ def test_checkpoints_of_bert_and_roberta_do_not_cross(tmp_path):
     transformers.BertModel(config).save_pretrained(tmp_path / "bert")
     with pytest.raises(ValueError, match=r"model_type 'roberta'.*BertConfig reads only 'hfv_bert', 'bert'"):
         hf_variants.BertModel.from_pretrained(tmp_path / "roberta")
-    with pytest.raises(ValueError, match=r"model_type 'bert'.*RobertaConfig reads only 'hfv_roberta', 'roberta', 'xlm-roberta'"):
+    with pytest.raises(
+        ValueError, match=r"model_type 'bert'.*RobertaConfig reads only 'hfv_roberta', 'roberta', 'xlm-roberta'"
+    ):
         hf_variants.RobertaModel.from_pretrained(tmp_path / "bert")
 
 
@@ -287,7 +325,9 @@ def test_transformers_own_roberta_classes_are_unaffected(tmp_path):
         torch.testing.assert_close(reloaded.state_dict()[name], tensor, atol=0, rtol=0)
 
 
-@pytest.mark.parametrize("bad", [dict(pre_layer_norm=True), dict(layer_sharing="all"), dict(type_vocab_size=0), dict(norm_type="rms_norm")])
+@pytest.mark.parametrize(
+    "bad", [dict(pre_layer_norm=True), dict(layer_sharing="all"), dict(type_vocab_size=0), dict(norm_type="rms_norm")]
+)
 def test_to_transformers_refuses_what_roberta_cannot_express(bad):
     model = hf_variants.RobertaModel(hf_variants.RobertaConfig(**{**TINY, **bad}))
     with pytest.raises(ValueError, match=next(iter(bad))):

@@ -17,8 +17,15 @@ VOCAB, LENGTH = 99, 12
 
 def tiny_config(**overrides) -> SpanBertConfig:
     fields = dict(
-        vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
-        max_position_embeddings=64, sbo_position_embedding_size=8, max_span_length=6, sbo_weight=0.5,
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=64,
+        sbo_position_embedding_size=8,
+        max_span_length=6,
+        sbo_weight=0.5,
     )
     fields.update(overrides)
     return SpanBertConfig(**fields)
@@ -49,15 +56,25 @@ def test_config_fields_and_validation():
     assert (config.sbo_position_embedding_size, config.max_span_length, config.sbo_weight) == (200, 20, 1.0)
     assert config.vocab_size == 28996
     assert isinstance(AutoConfig.for_model("hfv_spanbert"), SpanBertConfig)
-    for bad in (dict(max_span_length=0), dict(sbo_position_embedding_size=-1), dict(sbo_weight=-0.1), dict(hidden_size=30)):
+    for bad in (
+        dict(max_span_length=0),
+        dict(sbo_position_embedding_size=-1),
+        dict(sbo_weight=-0.1),
+        dict(hidden_size=30),
+    ):
         config = SpanBertConfig(**bad)  # a config may hold it; the model build refuses it
         with pytest.raises(ValueError, match=next(iter(bad)) if "hidden" not in next(iter(bad)) else "divisible"):
             hf_variants.SpanBertModel(config)
 
 
-@pytest.mark.parametrize("name, layers, hidden, vocab", [
-    ("spanbert-mini", 4, 256, 30522), ("spanbert-base", 12, 768, 28996), ("spanbert-large", 24, 1024, 28996),
-])
+@pytest.mark.parametrize(
+    "name, layers, hidden, vocab",
+    [
+        ("spanbert-mini", 4, 256, 30522),
+        ("spanbert-base", 12, 768, 28996),
+        ("spanbert-large", 24, 1024, 28996),
+    ],
+)
 def test_named_configs(name, layers, hidden, vocab):
     config = hf_variants.named_config(name)
     assert isinstance(config, SpanBertConfig)
@@ -78,10 +95,20 @@ def test_sbo_matches_the_formula_computed_by_hand():
             features.append(torch.cat([hidden[row, start - 1], hidden[row, end + 1], p_i]))
             targets.append(original[row, position])
     x = torch.stack(features)
-    x = F.layer_norm(F.gelu(x @ head.layer1.dense.weight.T + head.layer1.dense.bias), (32,),
-                     head.layer1.layer_norm.weight, head.layer1.layer_norm.bias, eps=1e-12)
-    x = F.layer_norm(F.gelu(x @ head.layer2.dense.weight.T + head.layer2.dense.bias), (32,),
-                     head.layer2.layer_norm.weight, head.layer2.layer_norm.bias, eps=1e-12)
+    x = F.layer_norm(
+        F.gelu(x @ head.layer1.dense.weight.T + head.layer1.dense.bias),
+        (32,),
+        head.layer1.layer_norm.weight,
+        head.layer1.layer_norm.bias,
+        eps=1e-12,
+    )
+    x = F.layer_norm(
+        F.gelu(x @ head.layer2.dense.weight.T + head.layer2.dense.bias),
+        (32,),
+        head.layer2.layer_norm.weight,
+        head.layer2.layer_norm.bias,
+        eps=1e-12,
+    )
     word_embeddings = model.bert.embeddings.word_embeddings.weight
     logits = x @ word_embeddings.T + head.decoder.bias
     expected_sbo = F.cross_entropy(logits, torch.stack(targets))
@@ -89,7 +116,9 @@ def test_sbo_matches_the_formula_computed_by_hand():
     assert out.sbo_logits.shape == (6, VOCAB)  # 3 + 2 + 1 span tokens, nothing else
     torch.testing.assert_close(out.sbo_logits, logits, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(out.sbo_loss, expected_sbo, atol=1e-5, rtol=1e-5)
-    expected_mlm = F.cross_entropy(out.prediction_logits.reshape(-1, VOCAB), batch["labels"].reshape(-1), ignore_index=-100)
+    expected_mlm = F.cross_entropy(
+        out.prediction_logits.reshape(-1, VOCAB), batch["labels"].reshape(-1), ignore_index=-100
+    )
     torch.testing.assert_close(out.mlm_loss, expected_mlm)
     torch.testing.assert_close(out.loss, expected_mlm + 0.5 * expected_sbo)
 
@@ -109,8 +138,8 @@ def test_spans_at_sequence_edges_are_skipped():
     model = SpanBertForPreTraining(tiny_config()).eval()
     batch, _, original = hand_built_spans()
     for row, start, end in [(1, 0, 1), (1, LENGTH - 2, LENGTH - 1)]:
-        batch["labels"][row, start:end + 1] = original[row, start:end + 1]
-        batch["input_ids"][row, start:end + 1] = 4
+        batch["labels"][row, start : end + 1] = original[row, start : end + 1]
+        batch["input_ids"][row, start : end + 1] = 4
     out = model(**batch)
     assert out.sbo_logits.shape[0] == 6
     assert int((batch["labels"] != -100).sum()) == 10
@@ -121,14 +150,17 @@ def test_spans_at_sequence_edges_are_skipped():
     out.loss.backward()
 
 
-@pytest.mark.parametrize("column, value, message", [
-    ("sbo_left", -1, "sbo_left contains id -1"),
-    ("sbo_right", LENGTH, f"sbo_right contains id {LENGTH}"),
-    ("sbo_relative", 6, "sbo_relative contains id 6.*max_span_length"),
-    ("sbo_labels", VOCAB, f"sbo_labels contains class {VOCAB}"),
-    ("sbo_left", 9, "sbo_left is 9 .*before the masked token"),
-    ("sbo_right", 3, "sbo_right is 3 .*after the masked token"),
-])
+@pytest.mark.parametrize(
+    "column, value, message",
+    [
+        ("sbo_left", -1, "sbo_left contains id -1"),
+        ("sbo_right", LENGTH, f"sbo_right contains id {LENGTH}"),
+        ("sbo_relative", 6, "sbo_relative contains id 6.*max_span_length"),
+        ("sbo_labels", VOCAB, f"sbo_labels contains class {VOCAB}"),
+        ("sbo_left", 9, "sbo_left is 9 .*before the masked token"),
+        ("sbo_right", 3, "sbo_right is 3 .*after the masked token"),
+    ],
+)
 def test_bad_sbo_inputs_raise_value_errors(column, value, message):
     model = SpanBertForPreTraining(tiny_config()).eval()
     batch, _, _ = hand_built_spans()
@@ -180,7 +212,8 @@ class SpanBertTester(EncoderTester):
 
 SHARED_HEADS = list(hf_variants.registry.SPECS["hfv_spanbert"].classes)
 TESTER = SpanBertTester(
-    SpanBertConfig, {head: getattr(hf_variants, f"SpanBert{head}") for head in SHARED_HEADS},
+    SpanBertConfig,
+    {head: getattr(hf_variants, f"SpanBert{head}") for head in SHARED_HEADS},
     config_overrides=dict(sbo_position_embedding_size=8, max_span_length=6),
 )
 
@@ -226,7 +259,9 @@ def test_last_layer_at_masked_tokens_and_span_boundaries_changes_nothing(padding
     boundaries; MLM and SBO losses, logits and every gradient equal the full last layer's."""
     torch.manual_seed(0)
     model = SpanBertForPreTraining(
-        tiny_config(sparse_prediction=True, padding_free=padding_free, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+        tiny_config(
+            sparse_prediction=True, padding_free=padding_free, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0
+        )
     ).train()
     batch, _, _ = hand_built_spans(batch=3)
     batch["attention_mask"] = torch.ones_like(batch["input_ids"])

@@ -20,8 +20,14 @@ from hf_variants.models.spanbert import (
 TOLERANCE = dict(atol=1e-5, rtol=1e-5)
 
 
-TINY = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
-            max_position_embeddings=64)
+TINY = dict(
+    vocab_size=99,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=37,
+    max_position_embeddings=64,
+)
 
 
 def tiny_bert_config(**overrides) -> transformers.BertConfig:
@@ -46,8 +52,9 @@ def assert_encoders_agree(ours, theirs, batch):
     with torch.no_grad():
         expected, got = theirs(**batch), ours(**batch)
     mask = batch["attention_mask"]
-    torch.testing.assert_close(real_padding_rows(got.last_hidden_state, mask),
-                               real_padding_rows(expected.last_hidden_state, mask), **TOLERANCE)
+    torch.testing.assert_close(
+        real_padding_rows(got.last_hidden_state, mask), real_padding_rows(expected.last_hidden_state, mask), **TOLERANCE
+    )
     torch.testing.assert_close(got.pooler_output, expected.pooler_output, **TOLERANCE)
     return expected
 
@@ -67,8 +74,13 @@ def test_bert_folder_into_pretraining_model_reports_initialised_heads(bert_folde
     assert json.loads((folder / "config.json").read_text())["model_type"] == "bert"
     model, info = SpanBertForPreTraining.from_bert_checkpoint(folder, output_loading_info=True)
     initialised = set(info["initialised"])
-    assert {"sbo_head.position_embeddings.weight", "sbo_head.decoder.bias", "sbo_head.layer1.dense.weight",
-            "mlm_head.transform.dense.weight", "mlm_head.decoder.bias"} <= initialised
+    assert {
+        "sbo_head.position_embeddings.weight",
+        "sbo_head.decoder.bias",
+        "sbo_head.layer1.dense.weight",
+        "mlm_head.transform.dense.weight",
+        "mlm_head.decoder.bias",
+    } <= initialised
     assert not any(k.startswith("bert.") for k in initialised)  # the whole encoder came from the checkpoint
     assert info["unused"] == ["pooler.dense.bias", "pooler.dense.weight"]  # no pooler in pretraining
     assert model.sbo_head.decoder.weight is model.bert.embeddings.word_embeddings.weight
@@ -76,8 +88,11 @@ def test_bert_folder_into_pretraining_model_reports_initialised_heads(bert_folde
     with torch.no_grad():
         expected = theirs(**batch).last_hidden_state
         got = model(**batch, output_hidden_states=True).hidden_states[-1]
-    torch.testing.assert_close(real_padding_rows(got, batch["attention_mask"]),
-                               real_padding_rows(expected, batch["attention_mask"]), **TOLERANCE)
+    torch.testing.assert_close(
+        real_padding_rows(got, batch["attention_mask"]),
+        real_padding_rows(expected, batch["attention_mask"]),
+        **TOLERANCE,
+    )
 
 
 def test_bert_folder_into_encoder_and_heads(bert_folder):
@@ -87,7 +102,9 @@ def test_bert_folder_into_encoder_and_heads(bert_folder):
     batch = padded_batch(99)
     expected = assert_encoders_agree(model, theirs, batch)
 
-    classifier, info = SpanBertForSequenceClassification.from_bert_checkpoint(folder, output_loading_info=True, num_labels=3)
+    classifier, info = SpanBertForSequenceClassification.from_bert_checkpoint(
+        folder, output_loading_info=True, num_labels=3
+    )
     assert info["initialised"] == ["classifier.out_proj.bias", "classifier.out_proj.weight"] and info["unused"] == []
     assert classifier.config.num_labels == 3 and classifier.config.model_type == "hfv_spanbert"
     qa = SpanBertForQuestionAnswering.from_bert_checkpoint(theirs)  # a transformers model works as the source too
@@ -160,9 +177,12 @@ def test_real_minilm_weights_load_and_export_round_trip(minilm_path, tmp_path):
     text (<= 1e-5), and the exported folder loads back into transformers with the same outputs."""
     tokenizer = transformers.AutoTokenizer.from_pretrained(minilm_path)
     batch = tokenizer(
-        ["SpanBERT masks contiguous spans and predicts them from their boundaries.",
-         "It is a truth universally acknowledged."],
-        padding=True, return_tensors="pt",
+        [
+            "SpanBERT masks contiguous spans and predicts them from their boundaries.",
+            "It is a truth universally acknowledged.",
+        ],
+        padding=True,
+        return_tensors="pt",
     )
     theirs = transformers.BertModel.from_pretrained(minilm_path).eval()
     model, info = SpanBertModel.from_bert_checkpoint(minilm_path, output_loading_info=True)

@@ -20,8 +20,13 @@ def test_span_collator_batch_trains_spanbert():
     texts = load_corpus("lee")["text"][:8]  # real news articles (gensim's Lee corpus)
     features = [tokenizer(text, truncation=True, max_length=96) for text in texts]
     config = SpanBertConfig(
-        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-        intermediate_size=64, max_position_embeddings=128, max_span_length=10,
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        max_span_length=10,
     )
     collator = DataCollatorForSpanMasking(tokenizer, max_sbo_offset=config.max_span_length, seed=0)
     batch = collator(features)
@@ -37,6 +42,10 @@ def test_span_collator_batch_trains_spanbert():
     for loss in (out.mlm_loss, out.sbo_loss):
         assert abs(loss.item() - torch.log(torch.tensor(float(config.vocab_size))).item()) < 1.5
     out.loss.backward()
-    for parameter in (model.sbo_head.position_embeddings.weight, model.sbo_head.layer1.dense.weight,
-                      model.mlm_head.transform.dense.weight, model.bert.encoder.layers[0].attention.qkv.weight):
+    for parameter in (
+        model.sbo_head.position_embeddings.weight,
+        model.sbo_head.layer1.dense.weight,
+        model.mlm_head.transform.dense.weight,
+        model.bert.encoder.layers[0].attention.qkv.weight,
+    ):
         assert parameter.grad is not None and parameter.grad.abs().sum() > 0

@@ -18,7 +18,6 @@ from hf_variants.models.t5 import (
 )
 from hf_variants.objectives import DataCollatorForSpanCorruption
 from hf_variants.tokenization import SEQ2SEQ_TOKENIZER_KINDS
-
 from tests.common.encoder_tester import ALL_CHECKS, EncoderTester, check_save_load
 
 EOS = 1
@@ -76,15 +75,26 @@ TESTER = T5Tester(
 # Seq2Seq outputs (they name them encoder_/decoder_hidden_states).
 CHECKS = {
     "ForTokenClassification": [c for c in ALL_CHECKS if c.__name__ != "check_config_built_step_by_step"],
-    **{head: [c for c in ALL_CHECKS if c.__name__ not in ("check_config_built_step_by_step", "check_returned_states_in_graph")]
-       for head in ("ForSequenceClassification", "ForQuestionAnswering")},
-    "ForConditionalGeneration": [c for c in ALL_CHECKS if c.__name__ in ("check_loss", "check_gradient_flow", "check_backends_agree")],
+    **{
+        head: [
+            c
+            for c in ALL_CHECKS
+            if c.__name__ not in ("check_config_built_step_by_step", "check_returned_states_in_graph")
+        ]
+        for head in ("ForSequenceClassification", "ForQuestionAnswering")
+    },
+    "ForConditionalGeneration": [
+        c for c in ALL_CHECKS if c.__name__ in ("check_loss", "check_gradient_flow", "check_backends_agree")
+    ],
     "Model": [c for c in ALL_CHECKS if c.__name__ == "check_backends_agree"],
 }
 
 
-@pytest.mark.parametrize("head,check", [(h, c) for h, checks in CHECKS.items() for c in checks],
-                         ids=lambda x: x if isinstance(x, str) else x.__name__)
+@pytest.mark.parametrize(
+    "head,check",
+    [(h, c) for h, checks in CHECKS.items() for c in checks],
+    ids=lambda x: x if isinstance(x, str) else x.__name__,
+)
 def test_shared_checks(head, check):
     check(TESTER, head)
 
@@ -108,7 +118,9 @@ def test_encoder_model_is_the_encoder_of_the_encoder_decoder():
 
 def tiny_model(cls=T5ForConditionalGeneration, **overrides):
     torch.manual_seed(0)
-    return cls(TESTER.config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, ffn_dropout_prob=0.0, **overrides)).eval()
+    return cls(
+        TESTER.config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, ffn_dropout_prob=0.0, **overrides)
+    ).eval()
 
 
 def test_position_bias_shared_by_every_layer_and_causal_in_the_decoder():
@@ -121,7 +133,9 @@ def test_position_bias_shared_by_every_layer_and_causal_in_the_decoder():
     target = torch.randint(2, 99, (2, 6))
     reference = model(input_ids=ids, decoder_input_ids=target).last_hidden_state
     with torch.no_grad():
-        model.encoder.position_bias.embedding.weight.add_(1.0 + torch.rand_like(model.encoder.position_bias.embedding.weight))
+        model.encoder.position_bias.embedding.weight.add_(
+            1.0 + torch.rand_like(model.encoder.position_bias.embedding.weight)
+        )
     assert (model(input_ids=ids, decoder_input_ids=target).last_hidden_state - reference).abs().max() > 1e-3
 
 
@@ -136,7 +150,9 @@ def test_tied_output_is_rescaled_and_untied_is_not():
     assert untied.lm_head.weight is not untied.get_input_embeddings().weight and not untied.config.rescales_output
     assert untied.transformer.encoder.encoder.layers[0].ffn.gate is not None
     states = untied.transformer(input_ids=ids, decoder_input_ids=target).last_hidden_state
-    assert torch.allclose(untied(input_ids=ids, decoder_input_ids=target).logits, states @ untied.lm_head.weight.T, atol=1e-6)
+    assert torch.allclose(
+        untied(input_ids=ids, decoder_input_ids=target).logits, states @ untied.lm_head.weight.T, atol=1e-6
+    )
 
 
 def test_architecture_has_no_biases_and_rms_norms():
@@ -160,7 +176,9 @@ def test_sequence_classification_reads_the_last_eos():
     model = tiny_model(T5ForSequenceClassification)
     ids = torch.tensor([[5, 6, EOS, 7, 8, EOS, 0], [9, EOS, 10, 11, 12, EOS, 0]])
     out = model(input_ids=ids)
-    decoder_states = model.transformer(input_ids=ids, decoder_input_ids=torch.cat([torch.zeros(2, 1, dtype=torch.long), ids[:, :-1]], 1)).last_hidden_state
+    decoder_states = model.transformer(
+        input_ids=ids, decoder_input_ids=torch.cat([torch.zeros(2, 1, dtype=torch.long), ids[:, :-1]], 1)
+    ).last_hidden_state
     assert torch.allclose(out.logits, model.classification_head(decoder_states[:, 5], None), atol=1e-6)
 
 
@@ -190,8 +208,14 @@ def test_bad_input_raises_value_error():
 # t5-large: the paper says "770M" but the released google-t5/t5-large (tied output, the same
 # architecture) has 737.7M, 4.2% less; 770M is that plus a separate 32.9M output layer. We check
 # against the released checkpoint and state the paper's figure here.
-SIZES = [("t5-small", 60e6), ("t5-base", 220e6), ("t5-large", 737.7e6),
-         ("t5-v1_1-small", 77e6), ("t5-v1_1-base", 248e6), ("t5-v1_1-large", 783e6)]
+SIZES = [
+    ("t5-small", 60e6),
+    ("t5-base", 220e6),
+    ("t5-large", 737.7e6),
+    ("t5-v1_1-small", 77e6),
+    ("t5-v1_1-base", 248e6),
+    ("t5-v1_1-large", 783e6),
+]
 
 
 @pytest.mark.parametrize("name,params", SIZES)

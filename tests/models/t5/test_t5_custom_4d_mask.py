@@ -16,9 +16,21 @@ import hf_variants
 from hf_variants.models.t5 import T5Config
 
 TOL = dict(rtol=1e-5, atol=1e-5)
-THEIR_CONFIG = dict(vocab_size=99, d_model=32, d_kv=8, d_ff=37, num_layers=2, num_decoder_layers=2, num_heads=4,
-                    relative_attention_num_buckets=8, relative_attention_max_distance=20, dropout_rate=0.0,
-                    decoder_start_token_id=0, feed_forward_proj="relu", tie_word_embeddings=True)
+THEIR_CONFIG = dict(
+    vocab_size=99,
+    d_model=32,
+    d_kv=8,
+    d_ff=37,
+    num_layers=2,
+    num_decoder_layers=2,
+    num_heads=4,
+    relative_attention_num_buckets=8,
+    relative_attention_max_distance=20,
+    dropout_rate=0.0,
+    decoder_start_token_id=0,
+    feed_forward_proj="relu",
+    tie_word_embeddings=True,
+)
 MIN = torch.finfo(torch.float32).min
 
 
@@ -41,7 +53,7 @@ def block_keep_mask(lengths: list[int], causal: bool) -> torch.Tensor:
     start = 0
     for length in lengths:
         block = torch.ones(length, length, dtype=torch.bool)
-        keep[start:start + length, start:start + length] = block.tril() if causal else block
+        keep[start : start + length, start : start + length] = block.tril() if causal else block
         start += length
     return keep[None, None]
 
@@ -54,8 +66,14 @@ def additive(keep: torch.Tensor) -> torch.Tensor:
 def shared_prefix_mask() -> torch.Tensor:
     """The mask of transformers' ``_get_custom_4d_mask_test_data``: a 3-token prefix and three
     one-token continuations that do not see each other."""
-    rows = [[1, 0, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0], [1, 1, 1, 0, 0, 0],
-            [1, 1, 1, 1, 0, 0], [1, 1, 1, 0, 1, 0], [1, 1, 1, 0, 0, 1]]
+    rows = [
+        [1, 0, 0, 0, 0, 0],
+        [1, 1, 0, 0, 0, 0],
+        [1, 1, 1, 0, 0, 0],
+        [1, 1, 1, 1, 0, 0],
+        [1, 1, 1, 0, 1, 0],
+        [1, 1, 1, 0, 0, 1],
+    ]
     return torch.tensor(rows, dtype=torch.bool)[None, None]
 
 
@@ -101,8 +119,9 @@ def test_packed_decoder_documents_equal_the_documents_alone():
     ours, _ = models("ForConditionalGeneration")
     targets = torch.randint(2, 99, (1, 9), generator=torch.Generator().manual_seed(2))
     with torch.no_grad():
-        packed = ours(input_ids=IDS, decoder_input_ids=targets,
-                      decoder_attention_mask=block_keep_mask(DOCUMENTS, causal=True)).logits
+        packed = ours(
+            input_ids=IDS, decoder_input_ids=targets, decoder_attention_mask=block_keep_mask(DOCUMENTS, causal=True)
+        ).logits
         first = ours(input_ids=IDS, decoder_input_ids=targets[:, :4]).logits
         second = ours(input_ids=IDS, decoder_input_ids=targets[:, 4:]).logits
     torch.testing.assert_close(packed, torch.cat([first, second], dim=1), **TOL)
@@ -116,7 +135,9 @@ def test_4d_mask_is_used_as_given():
     everything = torch.ones(1, 1, 5, 5, dtype=torch.bool)
     with torch.no_grad():
         mine = ours(input_ids=IDS, decoder_input_ids=decoder_ids, decoder_attention_mask=everything).logits
-        reference = theirs(input_ids=IDS, decoder_input_ids=decoder_ids, decoder_attention_mask=additive(everything)).logits
+        reference = theirs(
+            input_ids=IDS, decoder_input_ids=decoder_ids, decoder_attention_mask=additive(everything)
+        ).logits
         causal = ours(input_ids=IDS, decoder_input_ids=decoder_ids).logits
     torch.testing.assert_close(mine, reference, **TOL)
     assert not torch.allclose(mine, causal, atol=1e-3)
@@ -127,18 +148,27 @@ def test_bad_4d_masks_raise_value_errors():
     encoder = ours.get_encoder()
     decoder_ids = torch.tensor([[10, 11, 12, 13, 14, 15]])
     with pytest.raises(ValueError, match=r"a 4-D mask must be \(batch, 1, query_length, key_length\) = \(1, 1, 6, 6\)"):
-        ours(input_ids=IDS, decoder_input_ids=decoder_ids, decoder_attention_mask=torch.ones(1, 1, 6, 5, dtype=torch.bool))
+        ours(
+            input_ids=IDS,
+            decoder_input_ids=decoder_ids,
+            decoder_attention_mask=torch.ones(1, 1, 6, 5, dtype=torch.bool),
+        )
     with pytest.raises(ValueError, match="a float 4-D attention_mask is additive"):  # a keep-mask given as floats
         ours(input_ids=IDS, decoder_input_ids=decoder_ids, decoder_attention_mask=shared_prefix_mask().float())
     with pytest.raises(ValueError, match="attention_mask must hold only 0"):
         encoder(IDS, attention_mask=torch.full((1, 1, 9, 9), 2))
-    with pytest.raises(ValueError, match=r"an encoder-decoder's attention_mask is the \(batch, source_length\) keep-mask"):
+    with pytest.raises(
+        ValueError, match=r"an encoder-decoder's attention_mask is the \(batch, source_length\) keep-mask"
+    ):
         ours(input_ids=IDS, attention_mask=block_keep_mask(DOCUMENTS, causal=False), decoder_input_ids=decoder_ids)
     # Other shapes are still refused as before, and variants without 4-D masks refuse them.
     with pytest.raises(ValueError, match=r"attention_mask has shape \(1, 8\), expected \(1, 9\) like input_ids"):
         encoder(IDS, attention_mask=torch.ones(1, 8, dtype=torch.long))
-    gpt = hf_variants.GPTModel(hf_variants.GPTConfig(vocab_size=99, hidden_size=32, num_hidden_layers=1,
-                                                      num_attention_heads=2, intermediate_size=37))
+    gpt = hf_variants.GPTModel(
+        hf_variants.GPTConfig(
+            vocab_size=99, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=37
+        )
+    )
     with pytest.raises(ValueError, match=r"attention_mask has shape \(1, 1, 9, 9\), expected \(1, 9\)"):
         gpt(IDS, attention_mask=torch.ones(1, 1, 9, 9, dtype=torch.bool))
 
@@ -150,6 +180,8 @@ def test_4d_encoder_mask_through_encoder_outputs():
     decoder_ids = torch.tensor([[10, 11, 12]])
     with torch.no_grad():
         encoded = ours.get_encoder()(IDS, attention_mask=block_keep_mask(DOCUMENTS, causal=False))
-        logits = ours(encoder_outputs=encoded, attention_mask=torch.ones_like(IDS), decoder_input_ids=decoder_ids).logits
+        logits = ours(
+            encoder_outputs=encoded, attention_mask=torch.ones_like(IDS), decoder_input_ids=decoder_ids
+        ).logits
     assert logits.shape == (1, 3, THEIR_CONFIG["vocab_size"]) and torch.isfinite(logits).all()
     assert isinstance(ours.config, T5Config)

@@ -8,12 +8,25 @@ import pytest
 import torch
 
 from hf_variants import (
-    OriginalTransformerConfig, T5Config, T5EncoderModel, T5ForConditionalGeneration, TransformerForConditionalGeneration,
+    OriginalTransformerConfig,
+    T5Config,
+    T5EncoderModel,
+    T5ForConditionalGeneration,
+    TransformerForConditionalGeneration,
 )
 
-TINY = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
-            hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, pad_token_id=0, eos_token_id=1,
-            decoder_start_token_id=0)
+TINY = dict(
+    vocab_size=99,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=37,
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+    pad_token_id=0,
+    eos_token_id=1,
+    decoder_start_token_id=0,
+)
 
 
 def build(cls):
@@ -41,6 +54,9 @@ def test_checkpointed_gradients_equal_plain_ones(cls, use_reentrant):
     plain, checkpointed = gradients(False), gradients(True)
     assert plain.keys() == checkpointed.keys()
     # The shared position bias (T5) gets its gradient through every layer, checkpointed or not.
-    assert any("relative_attention_bias" in name or "position_bias" in name for name in plain) or cls is TransformerForConditionalGeneration
+    assert (
+        any("relative_attention_bias" in name or "position_bias" in name for name in plain)
+        or cls is TransformerForConditionalGeneration
+    )
     for name in plain:
         torch.testing.assert_close(checkpointed[name], plain[name], msg=name)

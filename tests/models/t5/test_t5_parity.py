@@ -16,27 +16,48 @@ import transformers
 from safetensors.torch import load_file, save_file
 
 import hf_variants
-from hf_variants.models.t5 import T5Config, T5ForConditionalGeneration
+from hf_variants.models.t5 import T5ForConditionalGeneration
 from hf_variants.models.t5.modeling_t5 import relative_position_bucket
 from tests.common.parity import assert_same_seq2seq_attentions
 
 TOL = 1e-5
-HEADS = ("Model", "ForConditionalGeneration", "EncoderModel", "ForSequenceClassification", "ForTokenClassification",
-         "ForQuestionAnswering")
-VERSIONS = {"v1.0": dict(feed_forward_proj="relu", tie_word_embeddings=True),
-            "v1.1": dict(feed_forward_proj="gated-gelu", tie_word_embeddings=False)}
+HEADS = (
+    "Model",
+    "ForConditionalGeneration",
+    "EncoderModel",
+    "ForSequenceClassification",
+    "ForTokenClassification",
+    "ForQuestionAnswering",
+)
+VERSIONS = {
+    "v1.0": dict(feed_forward_proj="relu", tie_word_embeddings=True),
+    "v1.1": dict(feed_forward_proj="gated-gelu", tie_word_embeddings=False),
+}
 EOS = 1
 
 
 def their_config(version: str, backend: str = "sdpa", **overrides) -> transformers.T5Config:
     # 8 buckets up to distance 20 over 11 tokens: exact and logarithmic buckets, both directions.
-    config = transformers.T5Config(**{
-        **dict(vocab_size=99, d_model=32, d_kv=8, d_ff=37, num_layers=2, num_decoder_layers=3, num_heads=4,
-               relative_attention_num_buckets=8, relative_attention_max_distance=20, dropout_rate=0.0,
-               decoder_start_token_id=0, num_labels=3),
-        **VERSIONS[version],
-        **overrides,
-    })
+    config = transformers.T5Config(
+        **{
+            **dict(
+                vocab_size=99,
+                d_model=32,
+                d_kv=8,
+                d_ff=37,
+                num_layers=2,
+                num_decoder_layers=3,
+                num_heads=4,
+                relative_attention_num_buckets=8,
+                relative_attention_max_distance=20,
+                dropout_rate=0.0,
+                decoder_start_token_id=0,
+                num_labels=3,
+            ),
+            **VERSIONS[version],
+            **overrides,
+        }
+    )
     config._attn_implementation = backend
     return config
 
@@ -58,7 +79,11 @@ def batch(padding_side: str, seed: int = 1) -> dict[str, torch.Tensor]:
         ids[1], mask[1] = torch.cat([short, torch.zeros(3, dtype=torch.long)]), torch.tensor([1] * 8 + [0] * 3)
     else:
         ids[1], mask[1] = torch.cat([torch.zeros(3, dtype=torch.long), short]), torch.tensor([0] * 3 + [1] * 8)
-    return {"input_ids": ids, "attention_mask": mask, "decoder_input_ids": torch.randint(0, 99, (3, 7), generator=generator)}
+    return {
+        "input_ids": ids,
+        "attention_mask": mask,
+        "decoder_input_ids": torch.randint(0, 99, (3, 7), generator=generator),
+    }
 
 
 def call_inputs(head: str, inputs: dict) -> dict:
@@ -142,7 +167,9 @@ def test_loss_and_gradients_match(version):
 @pytest.mark.parametrize("version", list(VERSIONS))
 def test_generation_equals_transformers(version, backend):
     # Equal depths: transformers' T5 sizes its generation cache by the encoder depth.
-    theirs = their_model("ForConditionalGeneration", version, backend, seed=4, initializer_factor=4.0, num_decoder_layers=2)
+    theirs = their_model(
+        "ForConditionalGeneration", version, backend, seed=4, initializer_factor=4.0, num_decoder_layers=2
+    )
     ours = hf_variants.from_transformers(theirs).eval()
     inputs = batch("left", seed=5)
     source = dict(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])
@@ -229,7 +256,10 @@ def training_batch(generator: torch.Generator) -> dict[str, torch.Tensor]:
     inputs from the labels."""
     source_lengths = torch.randint(5, 12, (4,), generator=generator).tolist()
     target_lengths = torch.randint(2, 6, (4,), generator=generator).tolist()
-    ids, mask = torch.zeros(4, max(source_lengths), dtype=torch.long), torch.zeros(4, max(source_lengths), dtype=torch.long)
+    ids, mask = (
+        torch.zeros(4, max(source_lengths), dtype=torch.long),
+        torch.zeros(4, max(source_lengths), dtype=torch.long),
+    )
     labels = torch.full((4, max(target_lengths)), -100)
     for row, (source, target) in enumerate(zip(source_lengths, target_lengths)):
         ids[row, :source] = torch.randint(2, 99, (source,), generator=generator)

@@ -16,9 +16,18 @@ SEGMENT = 5
 
 
 def tiny(**overrides) -> TransfoXLConfig:
-    fields = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, head_dim=8,
-                  intermediate_size=37, mem_len=SEGMENT, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-                  clamp_len=-1)
+    fields = dict(
+        vocab_size=99,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        head_dim=8,
+        intermediate_size=37,
+        mem_len=SEGMENT,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        clamp_len=-1,
+    )
     return TransfoXLConfig(**{**fields, **overrides})
 
 
@@ -59,8 +68,8 @@ def test_recurrence_equals_one_causal_run_over_the_concatenation(implementation,
         whole = model(ids).logits
         mems = None
         for k in range(segments):
-            out = model(ids[:, k * SEGMENT:(k + 1) * SEGMENT], mems=mems)
-            torch.testing.assert_close(out.logits, whole[:, k * SEGMENT:(k + 1) * SEGMENT], atol=1e-5, rtol=0)
+            out = model(ids[:, k * SEGMENT : (k + 1) * SEGMENT], mems=mems)
+            torch.testing.assert_close(out.logits, whole[:, k * SEGMENT : (k + 1) * SEGMENT], atol=1e-5, rtol=0)
             mems = out.mems
             assert mems[0].shape == (min(mem_len, (k + 1) * SEGMENT), 2, 32)
         alone = model(ids[:, -SEGMENT:]).logits  # without memory the last segment reads less context

@@ -14,9 +14,19 @@ VOCAB, CUTOFFS = 99, [20, 50, 80]
 
 
 def tiny(**overrides) -> TransfoXLConfig:
-    fields = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, head_dim=8,
-                  intermediate_size=37, mem_len=5, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-                  clamp_len=-1, cutoffs=CUTOFFS)
+    fields = dict(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        head_dim=8,
+        intermediate_size=37,
+        mem_len=5,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        clamp_len=-1,
+        cutoffs=CUTOFFS,
+    )
     return TransfoXLConfig(**{**fields, **overrides})
 
 
@@ -31,7 +41,7 @@ def direct_probabilities(head, hidden: torch.Tensor) -> torch.Tensor:
     def cluster_scores(k):
         if head.div_val == 1:
             layer = head.cluster_layers[0]
-            return project(k) @ layer.weight[starts[k]:ends[k]].T + layer.bias[starts[k]:ends[k]]
+            return project(k) @ layer.weight[starts[k] : ends[k]].T + layer.bias[starts[k] : ends[k]]
         return project(k) @ head.cluster_layers[k].weight.T + head.cluster_layers[k].bias
 
     head_scores = torch.cat([cluster_scores(0), project(0) @ head.cluster_weight.T + head.cluster_bias], dim=-1)
@@ -47,11 +57,14 @@ def direct_probabilities(head, hidden: torch.Tensor) -> torch.Tensor:
     return torch.stack(columns, dim=-1)
 
 
-@pytest.mark.parametrize("overrides", [
-    dict(div_val=1),  # WT103 base: one table, no projections, clustered softmax
-    dict(div_val=2, embedding_size=16),  # WT103 large's kind: narrower tails, projections
-    dict(div_val=1, embedding_size=24, tie_projections=False),  # one projected table, own softmax projections
-])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        dict(div_val=1),  # WT103 base: one table, no projections, clustered softmax
+        dict(div_val=2, embedding_size=16),  # WT103 large's kind: narrower tails, projections
+        dict(div_val=1, embedding_size=24, tie_projections=False),  # one projected table, own softmax projections
+    ],
+)
 def test_loss_and_log_probs_equal_the_direct_clustered_computation(overrides):
     torch.manual_seed(0)
     model = TransfoXLLMHeadModel(tiny(**overrides)).eval()
@@ -72,8 +85,9 @@ def test_loss_and_log_probs_equal_the_direct_clustered_computation(overrides):
     labels[:, 5:] = -100  # ignored targets leave the mean
     with torch.no_grad():
         partial = model(ids, labels=labels).loss
-    torch.testing.assert_close(partial, -probabilities[:, :4].gather(-1, ids[:, 1:5, None]).log().mean(),
-                               atol=1e-5, rtol=0)
+    torch.testing.assert_close(
+        partial, -probabilities[:, :4].gather(-1, ids[:, 1:5, None]).log().mean(), atol=1e-5, rtol=0
+    )
 
 
 def test_adaptive_input_embeds_each_cluster_through_its_table_and_projection():
@@ -83,8 +97,12 @@ def test_adaptive_input_embeds_each_cluster_through_its_table_and_projection():
     ids = torch.tensor([[0, 19, 20, 49, 50, 79, 80, 98]])
     starts = [0, 0, 20, 20, 50, 50, 80, 80]
     clusters = [0, 0, 1, 1, 2, 2, 3, 3]
-    expected = torch.stack([embeddings.tables[k].weight[i - s] @ embeddings.projections[k].T
-                            for i, s, k in zip(ids[0].tolist(), starts, clusters)])
+    expected = torch.stack(
+        [
+            embeddings.tables[k].weight[i - s] @ embeddings.projections[k].T
+            for i, s, k in zip(ids[0].tolist(), starts, clusters)
+        ]
+    )
     torch.testing.assert_close(embeddings(ids)[0], expected, atol=1e-6, rtol=0)
     assert [t.weight.shape[1] for t in embeddings.tables] == [16, 8, 4, 2]
 
@@ -119,13 +137,16 @@ def test_save_and_load_through_the_auto_classes_keeps_outputs_and_tying(tmp_path
     assert loaded.lm_head.projections[2] is loaded.transformer.word_embeddings.projections[2]
 
 
-@pytest.mark.parametrize("overrides,message", [
-    (dict(cutoffs=[50, 20]), "cutoffs must be increasing"),
-    (dict(cutoffs=[20, 99]), "cutoffs must be increasing"),
-    (dict(cutoffs=None, div_val=2), "needs cutoffs"),
-    (dict(div_val=0), "div_val must be >= 1"),
-    (dict(div_val=8, embedding_size=16), "no width"),
-])
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        (dict(cutoffs=[50, 20]), "cutoffs must be increasing"),
+        (dict(cutoffs=[20, 99]), "cutoffs must be increasing"),
+        (dict(cutoffs=None, div_val=2), "needs cutoffs"),
+        (dict(div_val=0), "div_val must be >= 1"),
+        (dict(div_val=8, embedding_size=16), "no width"),
+    ],
+)
 def test_invalid_adaptive_settings_raise_when_the_model_is_built(overrides, message):
     with pytest.raises(ValueError, match=message):
         TransfoXLLMHeadModel(tiny(**overrides))

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from test_transfo_xl import tiny
 
 from hf_variants import TransfoXLLMHeadModel
-from test_transfo_xl import tiny
 
 NEW_TOKENS = 6
 
@@ -56,7 +56,9 @@ def test_memory_shorter_than_the_text_keeps_the_last_mem_len_states():
     settings = dict(max_new_tokens=NEW_TOKENS, do_sample=False, pad_token_id=0, eos_token_id=None)
     step = model(prompt, use_mems=True)
     assert all(layer.shape[0] == 2 for layer in step.mems)  # (M, B, H): the last two states
-    assert torch.equal(model.generate(prompt, mem_len=0, **settings), greedy_by_recomputation(model, prompt, NEW_TOKENS))
+    assert torch.equal(
+        model.generate(prompt, mem_len=0, **settings), greedy_by_recomputation(model, prompt, NEW_TOKENS)
+    )
 
 
 def test_padded_prompt_is_refused():

@@ -28,13 +28,37 @@ VOCAB, CUTOFFS, D_MODEL, HEADS, D_HEAD, D_INNER, LAYERS, MEM_LEN = 60, [10, 25, 
 
 
 def old_config(div_val: int, d_embed: int, untie_r: bool) -> dict:
-    return {"model_type": "transfo-xl", "architectures": ["TransfoXLLMHeadModel"], "vocab_size": VOCAB,
-            "cutoffs": CUTOFFS, "d_model": D_MODEL, "d_embed": d_embed, "n_head": HEADS, "d_head": D_HEAD,
-            "d_inner": D_INNER, "div_val": div_val, "pre_lnorm": False, "n_layer": LAYERS, "mem_len": MEM_LEN,
-            "clamp_len": 3, "same_length": True, "attn_type": 0, "sample_softmax": -1, "adaptive": True,
-            "dropout": 0.1, "dropatt": 0.0, "untie_r": untie_r, "init": "normal", "init_range": 0.01,
-            "proj_init_std": 0.01, "init_std": 0.02, "layer_norm_epsilon": 1e-5, "eos_token_id": 1,
-            "tie_projs": [False, True, True, True], "tie_word_embeddings": True}
+    return {
+        "model_type": "transfo-xl",
+        "architectures": ["TransfoXLLMHeadModel"],
+        "vocab_size": VOCAB,
+        "cutoffs": CUTOFFS,
+        "d_model": D_MODEL,
+        "d_embed": d_embed,
+        "n_head": HEADS,
+        "d_head": D_HEAD,
+        "d_inner": D_INNER,
+        "div_val": div_val,
+        "pre_lnorm": False,
+        "n_layer": LAYERS,
+        "mem_len": MEM_LEN,
+        "clamp_len": 3,
+        "same_length": True,
+        "attn_type": 0,
+        "sample_softmax": -1,
+        "adaptive": True,
+        "dropout": 0.1,
+        "dropatt": 0.0,
+        "untie_r": untie_r,
+        "init": "normal",
+        "init_range": 0.01,
+        "proj_init_std": 0.01,
+        "init_std": 0.02,
+        "layer_norm_epsilon": 1e-5,
+        "eos_token_id": 1,
+        "tie_projs": [False, True, True, True],
+        "tie_word_embeddings": True,
+    }
 
 
 def old_state_dict(config: dict) -> dict[str, torch.Tensor]:
@@ -65,8 +89,14 @@ def old_state_dict(config: dict) -> dict[str, torch.Tensor]:
         state[f"{layer}.dec_attn.o_net.weight"] = rand(D_MODEL, HEADS * D_HEAD)
         for norm in ("dec_attn.layer_norm", "pos_ff.layer_norm"):
             state[f"{layer}.{norm}.weight"], state[f"{layer}.{norm}.bias"] = 1 + rand(D_MODEL), rand(D_MODEL)
-        state[f"{layer}.pos_ff.CoreNet.0.weight"], state[f"{layer}.pos_ff.CoreNet.0.bias"] = rand(D_INNER, D_MODEL), rand(D_INNER)
-        state[f"{layer}.pos_ff.CoreNet.3.weight"], state[f"{layer}.pos_ff.CoreNet.3.bias"] = rand(D_MODEL, D_INNER), rand(D_MODEL)
+        state[f"{layer}.pos_ff.CoreNet.0.weight"], state[f"{layer}.pos_ff.CoreNet.0.bias"] = (
+            rand(D_INNER, D_MODEL),
+            rand(D_INNER),
+        )
+        state[f"{layer}.pos_ff.CoreNet.3.weight"], state[f"{layer}.pos_ff.CoreNet.3.bias"] = (
+            rand(D_MODEL, D_INNER),
+            rand(D_MODEL),
+        )
         for name in ("r_w_bias", "r_r_bias"):
             state[f"{bias_owner.format(i=i)}.{name}"] = rand(HEADS, D_HEAD)
     state["crit.cluster_weight"], state["crit.cluster_bias"] = rand(len(CUTOFFS), d_embed), rand(len(CUTOFFS))
@@ -75,12 +105,16 @@ def old_state_dict(config: dict) -> dict[str, torch.Tensor]:
         state["crit.out_layers.0.bias"] = rand(VOCAB)
         if d_embed != D_MODEL:
             for k in range(len(widths)):
-                state[f"crit.out_projs.{k}"] = rand(D_MODEL, d_embed) if k == 0 else state["transformer.word_emb.emb_projs.0"]
+                state[f"crit.out_projs.{k}"] = (
+                    rand(D_MODEL, d_embed) if k == 0 else state["transformer.word_emb.emb_projs.0"]
+                )
     else:
         for k in range(len(widths)):
             state[f"crit.out_layers.{k}.weight"] = state[f"transformer.word_emb.emb_layers.{k}.weight"]
             state[f"crit.out_layers.{k}.bias"] = rand(edges[k + 1] - edges[k])
-            state[f"crit.out_projs.{k}"] = rand(D_MODEL, widths[k]) if k == 0 else state[f"transformer.word_emb.emb_projs.{k}"]
+            state[f"crit.out_projs.{k}"] = (
+                rand(D_MODEL, widths[k]) if k == 0 else state[f"transformer.word_emb.emb_projs.{k}"]
+            )
     return state
 
 
@@ -100,7 +134,10 @@ def old_format_log_probs(state: dict, config: dict, input_ids: torch.Tensor) -> 
         for k in range(len(edges) - 1):
             inside = (ids >= edges[k]) & (ids < edges[k + 1])
             local = (ids - edges[k]).clamp(0, edges[k + 1] - edges[k] - 1)
-            projected = state[f"transformer.word_emb.emb_layers.{k}.weight"][local] @ state[f"transformer.word_emb.emb_projs.{k}"].t()
+            projected = (
+                state[f"transformer.word_emb.emb_layers.{k}.weight"][local]
+                @ state[f"transformer.word_emb.emb_projs.{k}"].t()
+            )
             embedded = torch.where(inside[..., None], projected, embedded)
     hidden = embedded * D_MODEL**0.5
     mlen = MEM_LEN
@@ -126,25 +163,43 @@ def old_format_log_probs(state: dict, config: dict, input_ids: torch.Tensor) -> 
         position = padded.view(klen + 1, qlen, batch, HEADS)[1:].view_as(position)  # the relative shift
         scores = ((content + position) / D_HEAD**0.5).masked_fill(mask, torch.finfo(torch.float32).min)
         context = torch.einsum("ijbn,jbnd->ibnd", scores.softmax(dim=1), v).reshape(qlen, batch, HEADS * D_HEAD)
-        hidden = F.layer_norm(hidden + context @ state[f"{layer}.dec_attn.o_net.weight"].t(), (D_MODEL,),
-                              state[f"{layer}.dec_attn.layer_norm.weight"], state[f"{layer}.dec_attn.layer_norm.bias"])
+        hidden = F.layer_norm(
+            hidden + context @ state[f"{layer}.dec_attn.o_net.weight"].t(),
+            (D_MODEL,),
+            state[f"{layer}.dec_attn.layer_norm.weight"],
+            state[f"{layer}.dec_attn.layer_norm.bias"],
+        )
         inner = F.relu(hidden @ state[f"{layer}.pos_ff.CoreNet.0.weight"].t() + state[f"{layer}.pos_ff.CoreNet.0.bias"])
-        hidden = F.layer_norm(hidden + inner @ state[f"{layer}.pos_ff.CoreNet.3.weight"].t()
-                              + state[f"{layer}.pos_ff.CoreNet.3.bias"], (D_MODEL,),
-                              state[f"{layer}.pos_ff.layer_norm.weight"], state[f"{layer}.pos_ff.layer_norm.bias"])
+        hidden = F.layer_norm(
+            hidden + inner @ state[f"{layer}.pos_ff.CoreNet.3.weight"].t() + state[f"{layer}.pos_ff.CoreNet.3.bias"],
+            (D_MODEL,),
+            state[f"{layer}.pos_ff.layer_norm.weight"],
+            state[f"{layer}.pos_ff.layer_norm.bias"],
+        )
     flat = hidden.transpose(0, 1).reshape(-1, D_MODEL)
 
     def scores_of(k):  # cluster k's logits: 4.x's _compute_logit with the cluster's rows
         proj = state.get(f"crit.out_projs.{k}")
         projected = flat if proj is None else flat @ proj
         if div_val == 1:
-            return projected @ state["crit.out_layers.0.weight"][edges[k]:edges[k + 1]].t() + state["crit.out_layers.0.bias"][edges[k]:edges[k + 1]]
+            return (
+                projected @ state["crit.out_layers.0.weight"][edges[k] : edges[k + 1]].t()
+                + state["crit.out_layers.0.bias"][edges[k] : edges[k + 1]]
+            )
         return projected @ state[f"crit.out_layers.{k}.weight"].t() + state[f"crit.out_layers.{k}.bias"]
 
-    head = torch.cat([scores_of(0), (flat if "crit.out_projs.0" not in state else flat @ state["crit.out_projs.0"])
-                      @ state["crit.cluster_weight"].t() + state["crit.cluster_bias"]], dim=-1).log_softmax(-1)
-    pieces = [head[:, : CUTOFFS[0]]] + [head[:, CUTOFFS[0] + k - 1, None] + scores_of(k).log_softmax(-1)
-                                       for k in range(1, len(edges) - 1)]
+    head = torch.cat(
+        [
+            scores_of(0),
+            (flat if "crit.out_projs.0" not in state else flat @ state["crit.out_projs.0"])
+            @ state["crit.cluster_weight"].t()
+            + state["crit.cluster_bias"],
+        ],
+        dim=-1,
+    ).log_softmax(-1)
+    pieces = [head[:, : CUTOFFS[0]]] + [
+        head[:, CUTOFFS[0] + k - 1, None] + scores_of(k).log_softmax(-1) for k in range(1, len(edges) - 1)
+    ]
     return torch.cat(pieces, dim=-1).reshape(batch, qlen, VOCAB)
 
 
@@ -167,17 +222,29 @@ def write_old_checkpoint(folder, config: dict, state: dict, weights_format: str,
 
 def plain_vocabulary() -> bytes:
     symbols = ["<unk>", "<eos>"] + [f"word{i}" for i in range(VOCAB - 2)]
-    return pickle.dumps({"idx2sym": symbols, "sym2idx": OrderedDict((s, i) for i, s in enumerate(symbols)),
-                         "counter": Counter({s: VOCAB - i for i, s in enumerate(symbols)}), "lower_case": False,
-                         "special": ["<eos>"], "min_freq": 0, "max_size": None, "delimiter": None})
+    return pickle.dumps(
+        {
+            "idx2sym": symbols,
+            "sym2idx": OrderedDict((s, i) for i, s in enumerate(symbols)),
+            "counter": Counter({s: VOCAB - i for i, s in enumerate(symbols)}),
+            "lower_case": False,
+            "special": ["<eos>"],
+            "min_freq": 0,
+            "max_size": None,
+            "delimiter": None,
+        }
+    )
 
 
-@pytest.mark.parametrize("div_val,d_embed,untie_r,weights_format", [
-    (2, D_MODEL, True, "safetensors"),  # the WT103 large kind (div_val 4 there): adaptive input, per-layer biases
-    (1, D_MODEL, False, "bin"),  # the WT103 base kind: one table, shared biases, both names stored
-    (2, D_MODEL, True, "safetensors-softmax-names"),  # tied tensors kept under the softmax's names only
-    (1, 12, True, "bin"),  # one projected table, tail projections tied to it
-])
+@pytest.mark.parametrize(
+    "div_val,d_embed,untie_r,weights_format",
+    [
+        (2, D_MODEL, True, "safetensors"),  # the WT103 large kind (div_val 4 there): adaptive input, per-layer biases
+        (1, D_MODEL, False, "bin"),  # the WT103 base kind: one table, shared biases, both names stored
+        (2, D_MODEL, True, "safetensors-softmax-names"),  # tied tensors kept under the softmax's names only
+        (1, 12, True, "bin"),  # one projected table, tail projections tied to it
+    ],
+)
 def test_converted_model_equals_the_old_format_equations(tmp_path, div_val, d_embed, untie_r, weights_format):
     config = old_config(div_val, d_embed, untie_r)
     state = old_state_dict(config)
@@ -230,12 +297,15 @@ def read_plain_pickle_bytes(folder, payload: bytes):
     return read_plain_pickle(path)
 
 
-@pytest.mark.parametrize("change,message", [
-    ({"model_type": "gpt2"}, "expected an old transformers TransfoXL config"),
-    ({"pre_lnorm": True}, "pre_lnorm=True"),
-    ({"sample_softmax": 100}, "sampled softmax"),
-    ({"tie_projs": [False, True, False, True]}, "tie_projs"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        ({"model_type": "gpt2"}, "expected an old transformers TransfoXL config"),
+        ({"pre_lnorm": True}, "pre_lnorm=True"),
+        ({"sample_softmax": 100}, "sampled softmax"),
+        ({"tie_projs": [False, True, False, True]}, "tie_projs"),
+    ],
+)
 def test_configs_ours_cannot_compute_are_refused(tmp_path, change, message):
     config = {**old_config(2, D_MODEL, True), **change}
     write_old_checkpoint(tmp_path / "old", config, old_state_dict(old_config(2, D_MODEL, True)), "safetensors")

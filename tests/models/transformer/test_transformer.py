@@ -27,9 +27,20 @@ from hf_variants.modules.embeddings import sinusoidal_table
 from tests.common.parity import assert_same_seq2seq_attentions
 
 PAD, START, EOS = 0, 1, 2
-TINY = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, decoder_layers=2, num_attention_heads=4,
-            intermediate_size=37, max_position_embeddings=64, hidden_dropout_prob=0.0, pad_token_id=PAD,
-            eos_token_id=None, decoder_start_token_id=START, initializer_range=0.3)
+TINY = dict(
+    vocab_size=99,
+    hidden_size=32,
+    num_hidden_layers=2,
+    decoder_layers=2,
+    num_attention_heads=4,
+    intermediate_size=37,
+    max_position_embeddings=64,
+    hidden_dropout_prob=0.0,
+    pad_token_id=PAD,
+    eos_token_id=None,
+    decoder_start_token_id=START,
+    initializer_range=0.3,
+)
 
 
 def tiny(**overrides) -> OriginalTransformerConfig:
@@ -39,10 +50,25 @@ def tiny(**overrides) -> OriginalTransformerConfig:
 def marian(head: str = "MTModel", backend: str = "sdpa", seed: int = 0):
     torch.manual_seed(seed)
     config = transformers.MarianConfig(
-        vocab_size=99, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-        decoder_attention_heads=4, encoder_ffn_dim=37, decoder_ffn_dim=37, max_position_embeddings=64,
-        activation_function="relu", dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, init_std=0.3,
-        scale_embedding=True, pad_token_id=PAD, eos_token_id=None, decoder_start_token_id=START, forced_eos_token_id=None,
+        vocab_size=99,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=37,
+        decoder_ffn_dim=37,
+        max_position_embeddings=64,
+        activation_function="relu",
+        dropout=0.0,
+        attention_dropout=0.0,
+        activation_dropout=0.0,
+        init_std=0.3,
+        scale_embedding=True,
+        pad_token_id=PAD,
+        eos_token_id=None,
+        decoder_start_token_id=START,
+        forced_eos_token_id=None,
     )
     config._attn_implementation = backend
     return getattr(transformers, "Marian" + head)(config).eval()
@@ -101,7 +127,10 @@ def test_a_converted_marian_model_keeps_its_loss(tmp_path):
     ids, mask = source_batch("right")
     with torch.no_grad():
         expected = theirs(ids, attention_mask=mask, labels=TARGETS).loss
-        for ours in (from_transformers(theirs).eval(), TransformerForConditionalGeneration.from_pretrained(tmp_path).eval()):
+        for ours in (
+            from_transformers(theirs).eval(),
+            TransformerForConditionalGeneration.from_pretrained(tmp_path).eval(),
+        ):
             assert ours.config.label_smoothing == 0.0
             torch.testing.assert_close(ours(ids, attention_mask=mask, labels=TARGETS).loss, expected, atol=1e-5, rtol=0)
 
@@ -124,8 +153,12 @@ def test_cached_step_equals_recomputing_the_prefix():
     ids, mask = source_batch()
     with torch.no_grad():
         first = model(ids, attention_mask=mask, decoder_input_ids=TARGETS[:, :4], use_cache=True)
-        step = model(encoder_outputs=(first.encoder_last_hidden_state,), attention_mask=mask,
-                     decoder_input_ids=TARGETS[:, 4:5], past_key_values=first.past_key_values)
+        step = model(
+            encoder_outputs=(first.encoder_last_hidden_state,),
+            attention_mask=mask,
+            decoder_input_ids=TARGETS[:, 4:5],
+            past_key_values=first.past_key_values,
+        )
         full = model(ids, attention_mask=mask, decoder_input_ids=TARGETS[:, :5], use_cache=False)
     torch.testing.assert_close(step.logits[:, 0], full.logits[:, -1], atol=1e-5, rtol=0)
 
@@ -148,7 +181,9 @@ def test_label_smoothing_is_the_papers_formula():
     no_smoothing = TransformerForConditionalGeneration(tiny(label_smoothing=0.0)).eval()
     no_smoothing.load_state_dict(model.state_dict())
     with torch.no_grad():
-        torch.testing.assert_close(no_smoothing(ids, attention_mask=mask, labels=labels).loss, nll[keep].mean(), atol=1e-6, rtol=0)
+        torch.testing.assert_close(
+            no_smoothing(ids, attention_mask=mask, labels=labels).loss, nll[keep].mean(), atol=1e-6, rtol=0
+        )
 
 
 def test_noam_schedule_through_trainer_follows_the_formula(tmp_path):
@@ -160,7 +195,9 @@ def test_noam_schedule_through_trainer_follows_the_formula(tmp_path):
     group = trainer.optimizer.param_groups[0]
     assert group["betas"] == (0.9, 0.98) and group["eps"] == 1e-9
     scheduler = trainer.lr_scheduler  # transformers' LambdaLR: lr(k) = base lr * lambda(k)
-    seen = {step: group["initial_lr"] * scheduler.lr_lambdas[0](step) for step in (1, 100, 3999, 4000, 4001, 8000, 12000)}
+    seen = {
+        step: group["initial_lr"] * scheduler.lr_lambdas[0](step) for step in (1, 100, 3999, 4000, 4001, 8000, 12000)
+    }
     for step, lr in seen.items():
         assert lr == pytest.approx(noam_learning_rate(step, 512, 4000), rel=1e-9), step
     for _ in range(3):  # and the scheduler the optimizer really follows steps through the same values
@@ -233,9 +270,22 @@ def test_parameter_counts_within_3_percent_of_table_3(name, params):
 def test_named_configs():
     base = AutoConfig.from_pretrained(str(hf_variants.models.named_configs.MODELING_CONFIGS_DIR / "transformer-base"))
     big = AutoConfig.from_pretrained(str(hf_variants.models.named_configs.MODELING_CONFIGS_DIR / "transformer-big"))
-    assert (base.model_type, base.num_hidden_layers, base.decoder_layers, base.hidden_size, base.intermediate_size,
-            base.num_attention_heads, base.hidden_dropout_prob, base.vocab_size) == ("hfv_transformer", 6, 6, 512, 2048, 8, 0.1, 37000)
-    assert (big.hidden_size, big.intermediate_size, big.num_attention_heads, big.hidden_dropout_prob) == (1024, 4096, 16, 0.3)
+    assert (
+        base.model_type,
+        base.num_hidden_layers,
+        base.decoder_layers,
+        base.hidden_size,
+        base.intermediate_size,
+        base.num_attention_heads,
+        base.hidden_dropout_prob,
+        base.vocab_size,
+    ) == ("hfv_transformer", 6, 6, 512, 2048, 8, 0.1, 37000)
+    assert (big.hidden_size, big.intermediate_size, big.num_attention_heads, big.hidden_dropout_prob) == (
+        1024,
+        4096,
+        16,
+        0.3,
+    )
     assert hf_variants.named_config("transformer-mini").hidden_size == 256
 
 

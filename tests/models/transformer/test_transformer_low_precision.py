@@ -8,9 +8,19 @@ import torch
 
 from hf_variants import OriginalTransformerConfig, TransformerForConditionalGeneration
 
-TINY = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
-            max_position_embeddings=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-            pad_token_id=0, eos_token_id=1, decoder_start_token_id=0)
+TINY = dict(
+    vocab_size=99,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=37,
+    max_position_embeddings=64,
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+    pad_token_id=0,
+    eos_token_id=1,
+    decoder_start_token_id=0,
+)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])

@@ -13,15 +13,32 @@ from PIL import Image
 from transformers import AutoImageProcessor, AutoModelForImageClassification, ViTImageProcessor, pipeline
 
 import hf_variants
-from tests.common.encoder_tester import EncoderTester, check_backends_agree, check_gradient_flow, check_loss, check_save_load
 from hf_variants import ViTConfig
+from tests.common.encoder_tester import (
+    EncoderTester,
+    check_backends_agree,
+    check_gradient_flow,
+    check_loss,
+    check_save_load,
+)
 
 HEADS = list(hf_variants.registry.SPECS["hfv_vit"].classes)
 TINY_VIT = dict(
-    image_size=32, patch_size=8, num_channels=3, encoder_stride=8, hidden_size=32, num_hidden_layers=2,
-    num_attention_heads=4, intermediate_size=37, num_labels=3, hidden_dropout_prob=0.1,
-    attention_probs_dropout_prob=0.1, decoder_hidden_size=16, decoder_num_hidden_layers=1,
-    decoder_num_attention_heads=2, decoder_intermediate_size=24,
+    image_size=32,
+    patch_size=8,
+    num_channels=3,
+    encoder_stride=8,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=37,
+    num_labels=3,
+    hidden_dropout_prob=0.1,
+    attention_probs_dropout_prob=0.1,
+    decoder_hidden_size=16,
+    decoder_num_hidden_layers=1,
+    decoder_num_attention_heads=2,
+    decoder_intermediate_size=24,
 )
 NUM_PATCHES = 16
 
@@ -47,8 +64,11 @@ class ImageTester(EncoderTester):
 TESTER = ImageTester(
     ViTConfig,
     {head: cls for head, cls in hf_variants.registry.SPECS["hfv_vit"].classes.items()},
-    main_outputs={"ForImageClassification": "logits", "ForMaskedImageModeling": "reconstruction",
-                  "ForPreTraining": "logits"},
+    main_outputs={
+        "ForImageClassification": "logits",
+        "ForMaskedImageModeling": "reconstruction",
+        "ForPreTraining": "logits",
+    },
 )
 
 
@@ -66,8 +86,12 @@ def test_save_load_round_trip(head, tmp_path):
 def test_registered_with_the_auto_classes():
     config = TESTER.config()
     assert type(transformers.AutoModel.from_config(config)) is hf_variants.ViTModel
-    assert type(transformers.AutoModelForImageClassification.from_config(config)) is hf_variants.ViTForImageClassification
-    assert type(transformers.AutoModelForMaskedImageModeling.from_config(config)) is hf_variants.ViTForMaskedImageModeling
+    assert (
+        type(transformers.AutoModelForImageClassification.from_config(config)) is hf_variants.ViTForImageClassification
+    )
+    assert (
+        type(transformers.AutoModelForMaskedImageModeling.from_config(config)) is hf_variants.ViTForMaskedImageModeling
+    )
     assert type(transformers.AutoModelForPreTraining.from_config(config)) is hf_variants.ViTForPreTraining
     assert hf_variants.ViTModel.main_input_name == "pixel_values"
 
@@ -99,8 +123,12 @@ def test_position_interpolation():
     model = TESTER.model("Model").eval()
     pixels = TESTER.inputs("Model", labels=False)["pixel_values"]
     with torch.no_grad():
-        torch.testing.assert_close(model(pixels, interpolate_pos_encoding=True).last_hidden_state,
-                                   model(pixels).last_hidden_state, atol=0, rtol=0)
+        torch.testing.assert_close(
+            model(pixels, interpolate_pos_encoding=True).last_hidden_state,
+            model(pixels).last_hidden_state,
+            atol=0,
+            rtol=0,
+        )
         bigger = torch.randn(2, 3, 64, 48)
         assert model(bigger, interpolate_pos_encoding=True).last_hidden_state.shape == (2, 1 + 8 * 6, 32)
         embeddings = model.embeddings
@@ -140,7 +168,10 @@ def test_simmim_loss_is_l1_over_masked_pixels():
         (lambda m: m(torch.randn(2, 3, 48, 48)), "interpolate_pos_encoding"),
         (lambda m: m(torch.randn(3, 32, 32)), "batch, channels, height, width"),
         (lambda m: m(None), "pixel_values are required"),
-        (lambda m: m(torch.randn(2, 3, 32, 32), bool_masked_pos=torch.zeros(2, 16, dtype=torch.bool)), "use_mask_token"),
+        (
+            lambda m: m(torch.randn(2, 3, 32, 32), bool_masked_pos=torch.zeros(2, 16, dtype=torch.bool)),
+            "use_mask_token",
+        ),
     ],
 )
 def test_bad_inputs_to_the_model(call, match):
@@ -155,7 +186,9 @@ def test_bad_inputs_to_the_heads():
     with pytest.raises(ValueError, match="bool_masked_pos has shape"):
         TESTER.model("ForMaskedImageModeling")(pixels, bool_masked_pos=torch.zeros(2, 9, dtype=torch.bool))
     with pytest.raises(ValueError, match="encoder_stride"):
-        TESTER.model("ForMaskedImageModeling", encoder_stride=4)(pixels, bool_masked_pos=torch.zeros(2, 16, dtype=torch.bool))
+        TESTER.model("ForMaskedImageModeling", encoder_stride=4)(
+            pixels, bool_masked_pos=torch.zeros(2, 16, dtype=torch.bool)
+        )
     with pytest.raises(ValueError, match="noise has shape"):
         TESTER.model("ForPreTraining")(pixels, noise=torch.rand(2, 5))
 
@@ -202,7 +235,6 @@ def test_image_processor_and_pipeline_offline(tmp_path):
     assert [p["label"] for p in predictions] == [labels[i] for i in probabilities.argsort(descending=True).tolist()]
     for prediction in predictions:
         assert prediction["score"] == pytest.approx(probabilities[labels.index(prediction["label"])].item(), abs=1e-5)
-
 
 
 def test_grayscale_vit_mini_through_the_pipeline(tmp_path):
@@ -252,8 +284,14 @@ def test_saved_checkpoint_loads_as_remote_code_without_the_package(tmp_path):
     with torch.no_grad():
         torch.save({"pixels": pixels, "logits": model(pixels).logits}, tmp_path / "reference.pt")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    result = subprocess.run([sys.executable, "-c", REMOTE_CODE_SCRIPT, str(tmp_path)], capture_output=True, text=True,
-                            env=env, cwd=tmp_path, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", REMOTE_CODE_SCRIPT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert result.returncode == 0 and "remote code ok" in result.stdout, result.stderr[-2000:]
 
 
@@ -268,12 +306,21 @@ def test_trainer_fine_tunes_the_classifier(tmp_path):
     pixels = torch.randn(12, 3, 32, 32, generator=g) * 0.1
     for i, label in enumerate(labels.tolist()):
         pixels[i, :, :, label * 10 : label * 10 + 10] += 1.0
-    data = Dataset.from_dict({"pixel_values": pixels.numpy(), "labels": labels.numpy(), "file_name": [f"{i}.png" for i in range(12)]})
+    data = Dataset.from_dict(
+        {"pixel_values": pixels.numpy(), "labels": labels.numpy(), "file_name": [f"{i}.png" for i in range(12)]}
+    )
     data.set_format("torch")
     model = TESTER.model("ForImageClassification", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     args = transformers.TrainingArguments(
-        output_dir=str(tmp_path), per_device_train_batch_size=12, max_steps=8, learning_rate=3e-3, logging_steps=1,
-        report_to=[], use_cpu=True, save_strategy="no", disable_tqdm=True,
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=12,
+        max_steps=8,
+        learning_rate=3e-3,
+        logging_steps=1,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        disable_tqdm=True,
     )
     trainer = transformers.Trainer(model=model, args=args, train_dataset=data)
     trainer.train()
@@ -286,7 +333,11 @@ def test_learned_tokens_and_positions_start_at_the_initializer_range():
     torch.randn's 1.0); SimMIM's mask token starts at zero, as transformers."""
     config = TESTER.config(hidden_size=64, num_attention_heads=4, decoder_hidden_size=64)
     mae = hf_variants.ViTForPreTraining(config)
-    for tensor in (mae.vit.embeddings.cls_token, mae.vit.embeddings.position_embeddings,
-                   mae.decoder.mask_token, mae.decoder.position_embeddings):
+    for tensor in (
+        mae.vit.embeddings.cls_token,
+        mae.vit.embeddings.position_embeddings,
+        mae.decoder.mask_token,
+        mae.decoder.position_embeddings,
+    ):
         assert 0.01 < tensor.std().item() < 0.03
     assert not hf_variants.ViTForMaskedImageModeling(config).vit.embeddings.mask_token.any()

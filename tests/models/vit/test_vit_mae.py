@@ -11,8 +11,16 @@ from hf_variants import ViTConfig
 from hf_variants.models.vit.mae import mae_loss, patchify, random_masking, unpatchify
 
 CONFIG = dict(
-    image_size=32, patch_size=8, num_channels=3, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-    intermediate_size=37, decoder_hidden_size=16, decoder_num_hidden_layers=2, decoder_num_attention_heads=2,
+    image_size=32,
+    patch_size=8,
+    num_channels=3,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=37,
+    decoder_hidden_size=16,
+    decoder_num_hidden_layers=2,
+    decoder_num_attention_heads=2,
     decoder_intermediate_size=24,
 )
 PATCH, GRID, NUM_PATCHES = 8, 4, 16
@@ -118,7 +126,9 @@ def test_training_lowers_the_loss_and_the_encoder_loads_into_the_classifier(tmp_
         losses.append(loss.item())
     assert losses[-1] < 0.9 * losses[0]  # 15 steps on one fixed batch
     model.save_pretrained(tmp_path)
-    classifier, info = hf_variants.ViTForImageClassification.from_pretrained(tmp_path, num_labels=5, output_loading_info=True)
+    classifier, info = hf_variants.ViTForImageClassification.from_pretrained(
+        tmp_path, num_labels=5, output_loading_info=True
+    )
     assert set(info["missing_keys"]) == {"classifier.weight", "classifier.bias"}
     assert all(key.startswith("decoder.") for key in info["unexpected_keys"])
     for name, value in model.vit.state_dict().items():
@@ -135,8 +145,15 @@ def test_trainer_pretrains_with_the_models_own_loss(tmp_path):
     data.set_format("torch")
     before = model.vit.embeddings.patch_embeddings.projection.weight.detach().clone()
     args = transformers.TrainingArguments(
-        output_dir=str(tmp_path), per_device_train_batch_size=4, max_steps=4, learning_rate=1e-3, logging_steps=1,
-        report_to=[], use_cpu=True, save_strategy="no", disable_tqdm=True,
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=4,
+        max_steps=4,
+        learning_rate=1e-3,
+        logging_steps=1,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        disable_tqdm=True,
     )
     trainer = transformers.Trainer(model=model, args=args, train_dataset=data)
     trainer.train()

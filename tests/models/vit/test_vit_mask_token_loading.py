@@ -10,8 +10,16 @@ from safetensors.torch import load_file, save_file
 
 from hf_variants import ViTConfig, ViTForMaskedImageModeling, ViTModel
 
-TINY = dict(image_size=8, patch_size=4, num_channels=3, encoder_stride=4, hidden_size=32, num_hidden_layers=2,
-            num_attention_heads=4, intermediate_size=37)
+TINY = dict(
+    image_size=8,
+    patch_size=4,
+    num_channels=3,
+    encoder_stride=4,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=37,
+)
 
 
 def test_mask_token_missing_from_a_plain_checkpoint_is_initialised_and_reported(tmp_path):

@@ -12,8 +12,15 @@ from tests.common.parity import ATOL, grads_as_model
 
 HEADS = ["Model", "ForImageClassification", "ForMaskedImageModeling"]
 TINY_VIT = dict(
-    image_size=32, patch_size=8, num_channels=3, encoder_stride=8, hidden_size=32, num_hidden_layers=2,
-    num_attention_heads=4, intermediate_size=37, num_labels=3,
+    image_size=32,
+    patch_size=8,
+    num_channels=3,
+    encoder_stride=8,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=37,
+    num_labels=3,
 )
 
 
@@ -47,7 +54,11 @@ def assert_same_outputs(expected, got) -> None:
         if expected[key] is None:
             continue
         assert got[key] is not None, key
-        pairs = zip(expected[key], got[key], strict=True) if isinstance(expected[key], tuple) else [(expected[key], got[key])]
+        pairs = (
+            zip(expected[key], got[key], strict=True)
+            if isinstance(expected[key], tuple)
+            else [(expected[key], got[key])]
+        )
         for want, have in pairs:
             torch.testing.assert_close(have, want, atol=ATOL, rtol=0, msg=key)
         compared += 1
@@ -66,7 +77,10 @@ def converted_pair(theirs):
 
 # (height, width, interpolate_pos_encoding): the training size, a larger square, a non-square image
 # (not for the SimMIM head: transformers' version assumes a square patch grid).
-SIZES = {head: [(32, 32, False), (48, 48, True)] + ([] if head == "ForMaskedImageModeling" else [(48, 40, True)]) for head in HEADS}
+SIZES = {
+    head: [(32, 32, False), (48, 48, True)] + ([] if head == "ForMaskedImageModeling" else [(48, 40, True)])
+    for head in HEADS
+}
 
 
 @pytest.mark.parametrize("impl", ["eager", "sdpa"])
@@ -147,9 +161,13 @@ def test_losses_and_gradients_match_transformers(head):
 
 # transformers 5 -> the names of ViT checkpoints on the Hub (google/vit-base-patch16-224, saved by transformers 4).
 HUB_FORMAT_RENAMES = [
-    ("layers.", "encoder.layer."), ("attention.q_proj", "attention.attention.query"),
-    ("attention.k_proj", "attention.attention.key"), ("attention.v_proj", "attention.attention.value"),
-    ("attention.o_proj", "attention.output.dense"), ("mlp.fc1", "intermediate.dense"), ("mlp.fc2", "output.dense"),
+    ("layers.", "encoder.layer."),
+    ("attention.q_proj", "attention.attention.query"),
+    ("attention.k_proj", "attention.attention.key"),
+    ("attention.v_proj", "attention.attention.value"),
+    ("attention.o_proj", "attention.output.dense"),
+    ("mlp.fc1", "intermediate.dense"),
+    ("mlp.fc2", "output.dense"),
 ]
 
 
@@ -181,7 +199,9 @@ def test_from_pretrained_of_a_transformers_folder(tmp_path, head, hub_format):
     inputs = image_inputs(head)
     inputs.pop("labels", None)
     with torch.no_grad():
-        assert_same_outputs(theirs(**inputs, output_hidden_states=True), ours.eval()(**inputs, output_hidden_states=True))
+        assert_same_outputs(
+            theirs(**inputs, output_hidden_states=True), ours.eval()(**inputs, output_hidden_states=True)
+        )
     ours.save_pretrained(tmp_path / "ours")
     with safe_open(tmp_path / "ours" / "model.safetensors", "pt") as f:
         assert any(".attention.qkv." in key for key in f.keys()) and not any("q_proj" in key for key in f.keys())

@@ -10,8 +10,8 @@ import torch
 import transformers
 
 import hf_variants
-from tests.common.encoder_tester import ALL_CHECKS, EncoderTester, check_save_load
 from hf_variants import XLMConfig
+from tests.common.encoder_tester import ALL_CHECKS, EncoderTester, check_save_load
 
 N_LANGS = 3
 # ForPreTraining is the same class as ForMaskedLM (XLMWithLMHeadModel).
@@ -47,14 +47,19 @@ def test_save_load_round_trip(head, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "variant", [dict(position_embedding_type="sinusoidal"), dict(hidden_act="relu"), dict(is_decoder=True)],
+    "variant",
+    [dict(position_embedding_type="sinusoidal"), dict(hidden_act="relu"), dict(is_decoder=True)],
     ids=["sinusoidal", "relu", "causal"],
 )
 @pytest.mark.parametrize("head", ["ForMaskedLM", "ForSequenceClassification"])
 def test_sinusoidal_relu_and_causal_variants(variant, head, tmp_path):
     tester = make_tester(**variant)
     for check in ALL_CHECKS:
-        if variant.get("is_decoder") and head == "ForSequenceClassification" and check.__name__ == "check_padding_invariance":
+        if (
+            variant.get("is_decoder")
+            and head == "ForSequenceClassification"
+            and check.__name__ == "check_padding_invariance"
+        ):
             continue  # a causal model summarising the first token sees nothing else: checked below instead
         check(tester, head)
     check_save_load(tester, head, tmp_path)
@@ -89,7 +94,9 @@ def test_language_embeddings_are_used_and_checked():
         assert plain.embeddings.lang_embeddings is None
         langs = inputs["langs"].clamp(max=plain.config.n_langs - 1)
         with_langs = plain(**dict(inputs, langs=langs)).last_hidden_state
-        torch.testing.assert_close(with_langs, plain(**{k: v for k, v in inputs.items() if k != "langs"}).last_hidden_state)
+        torch.testing.assert_close(
+            with_langs, plain(**{k: v for k, v in inputs.items() if k != "langs"}).last_hidden_state
+        )
 
 
 def test_language_embedding_is_added_before_the_layer_norm():
@@ -98,7 +105,9 @@ def test_language_embedding_is_added_before_the_layer_norm():
     ids = torch.tensor([[5, 6, 7]])
     langs = torch.tensor([[2, 2, 1]])
     emb = model.embeddings
-    expected = emb.layer_norm(emb.word_embeddings(ids) + emb.position_embeddings(torch.arange(3)) + emb.lang_embeddings(langs))
+    expected = emb.layer_norm(
+        emb.word_embeddings(ids) + emb.position_embeddings(torch.arange(3)) + emb.lang_embeddings(langs)
+    )
     got = emb(ids, torch.arange(3)[None], langs=langs)
     torch.testing.assert_close(got, expected)
 
@@ -108,7 +117,9 @@ def test_token_type_ids_index_the_word_table():
     model = TESTER.model("Model").eval()
     emb = model.embeddings
     ids, types = torch.tensor([[5, 6, 7]]), torch.tensor([[0, 1, 1]])
-    expected = emb.layer_norm(emb.word_embeddings(ids) + emb.position_embeddings(torch.arange(3)) + emb.word_embeddings(types))
+    expected = emb.layer_norm(
+        emb.word_embeddings(ids) + emb.position_embeddings(torch.arange(3)) + emb.word_embeddings(types)
+    )
     torch.testing.assert_close(emb(ids, torch.arange(3)[None], types), expected)
     with pytest.raises(ValueError, match="token_type_ids contains id 99"):
         model(input_ids=ids, token_type_ids=torch.full_like(ids, 99))
@@ -130,10 +141,16 @@ def test_padding_from_pad_ids_and_from_lengths():
     model = TESTER.model("Model").eval()
     inputs = TESTER.inputs("Model", labels=False)
     pad = model.config.pad_token_id
-    ids = inputs["input_ids"].masked_fill(inputs["input_ids"] == pad, pad + 1).masked_fill(inputs["attention_mask"] == 0, pad)
+    ids = (
+        inputs["input_ids"]
+        .masked_fill(inputs["input_ids"] == pad, pad + 1)
+        .masked_fill(inputs["attention_mask"] == 0, pad)
+    )
     reference = model(input_ids=ids, attention_mask=inputs["attention_mask"], langs=inputs["langs"]).last_hidden_state
     from_pad_ids = model(input_ids=ids, langs=inputs["langs"]).last_hidden_state
-    from_lengths = model(input_ids=ids, langs=inputs["langs"], lengths=inputs["attention_mask"].sum(1)).last_hidden_state
+    from_lengths = model(
+        input_ids=ids, langs=inputs["langs"], lengths=inputs["attention_mask"].sum(1)
+    ).last_hidden_state
     torch.testing.assert_close(from_pad_ids, reference, atol=1e-6, rtol=0)
     torch.testing.assert_close(from_lengths, reference, atol=1e-6, rtol=0)
     with pytest.raises(ValueError, match="lengths must lie in"):
@@ -209,18 +226,25 @@ def test_config_names_and_checks():
 def test_tlm_collator_batches_train_our_model(tmp_path):
     """DataCollatorForTranslationLM's batches (restarting positions, per-half langs, masks in
     both halves) run through XLMWithLMHeadModel with a loss, and Trainer keeps the columns."""
-    from tests.objectives.test_objectives_plm import train_two_steps
-    from tests.common.austen_data import austen_tokenizer
-    from tests.objectives.test_objectives_tlm import LANG2ID, sentence_pairs
-
     from hf_variants.objectives import DataCollatorForTranslationLM, tlm_dataset
+    from tests.common.austen_data import austen_tokenizer
+    from tests.objectives.test_objectives_plm import train_two_steps
+    from tests.objectives.test_objectives_tlm import LANG2ID, sentence_pairs
 
     tokenizer = austen_tokenizer()
     rows = tlm_dataset(sentence_pairs(), tokenizer, "en", "en-Cyrl", LANG2ID, max_length=64)
     collator = DataCollatorForTranslationLM(tokenizer, seed=0)
-    config = XLMConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                       intermediate_size=128, max_position_embeddings=64, n_langs=2, lang2id=LANG2ID,
-                       pad_token_id=tokenizer.pad_token_id)
+    config = XLMConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=128,
+        max_position_embeddings=64,
+        n_langs=2,
+        lang2id=LANG2ID,
+        pad_token_id=tokenizer.pad_token_id,
+    )
     model = hf_variants.XLMWithLMHeadModel(config).eval()
     batch = collator([rows[k] for k in range(6)])
     assert (batch["position_ids"][:, 0] == 0).all() and (batch["langs"] == 1).any()
@@ -241,14 +265,21 @@ def count_parameters(config) -> int:
 
 
 # Conneau et al. 2020 (XLM-R), Table 7: XLM-15 250M, XLM-17 570M, XLM-100 570M parameters.
-@pytest.mark.parametrize("name,published", [
-    ("xlm-mlm-tlm-xnli15-1024", 250e6), ("xlm-mlm-17-1280", 570e6), ("xlm-mlm-100-1280", 570e6),
-])
+@pytest.mark.parametrize(
+    "name,published",
+    [
+        ("xlm-mlm-tlm-xnli15-1024", 250e6),
+        ("xlm-mlm-17-1280", 570e6),
+        ("xlm-mlm-100-1280", 570e6),
+    ],
+)
 def test_paper_sizes_match_the_published_parameter_counts(name, published):
     assert abs(count_parameters(hf_variants.named_config(name)) - published) / published < 0.03
 
 
-@pytest.mark.parametrize("name", ["xlm-mini", "xlm-mlm-en-2048", "xlm-mlm-tlm-xnli15-1024", "xlm-mlm-17-1280", "xlm-mlm-100-1280"])
+@pytest.mark.parametrize(
+    "name", ["xlm-mini", "xlm-mlm-en-2048", "xlm-mlm-tlm-xnli15-1024", "xlm-mlm-17-1280", "xlm-mlm-100-1280"]
+)
 def test_named_configs_convert_to_transformers_sizes(name):
     """Each named config is expressible as transformers' XLMConfig with the same parameter count
     (built on the meta device)."""
@@ -269,12 +300,37 @@ def test_run_pretraining_trains_xlm_mini_on_the_multilingual_corpus(tmp_path):
     from tests.examples.test_run_pretraining import load_script
 
     script = load_script()
-    results = script.main([
-        "--model_name_or_path", "xlm-mini", "--corpus", "multilingual", "--max_documents", "60", "--vocab_size", "2000",
-        "--max_seq_length", "64", "--per_device_train_batch_size", "8", "--per_device_eval_batch_size", "32",
-        "--learning_rate", "2e-3", "--max_steps", "8", "--logging_steps", "4", "--seed", "3", "--disable_tqdm", "true",
-        "--use_cpu", "--output_dir", str(tmp_path),
-    ])
+    results = script.main(
+        [
+            "--model_name_or_path",
+            "xlm-mini",
+            "--corpus",
+            "multilingual",
+            "--max_documents",
+            "60",
+            "--vocab_size",
+            "2000",
+            "--max_seq_length",
+            "64",
+            "--per_device_train_batch_size",
+            "8",
+            "--per_device_eval_batch_size",
+            "32",
+            "--learning_rate",
+            "2e-3",
+            "--max_steps",
+            "8",
+            "--logging_steps",
+            "4",
+            "--seed",
+            "3",
+            "--disable_tqdm",
+            "true",
+            "--use_cpu",
+            "--output_dir",
+            str(tmp_path),
+        ]
+    )
     assert results["objective"] == "mlm"
     assert results["after_training"]["mlm_loss"] < results["before_training"]["mlm_loss"] - 1.0
     tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path)

@@ -12,9 +12,20 @@ import torch
 import hf_variants
 from hf_variants import XLMConfig, XLMWithLMHeadModel
 
-TINY = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
-            hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, max_position_embeddings=64, pad_token_id=2,
-            bos_token_id=0, eos_token_id=1, summary_first_dropout=0.0)
+TINY = dict(
+    vocab_size=99,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=128,
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+    max_position_embeddings=64,
+    pad_token_id=2,
+    bos_token_id=0,
+    eos_token_id=1,
+    summary_first_dropout=0.0,
+)
 BATCH, PROMPT_LENGTH, NEW_TOKENS = 2, 5, 3
 MODES = {
     "greedy": dict(do_sample=False),
@@ -39,10 +50,19 @@ def dict_generate(model, mode: str, **extra):
     # The pad id is never generated: without an attention mask XLM finds padding by the pad id, and
     # transformers counts pad ids and hides that many *trailing* positions (ours hides the pad
     # token itself): a pad id sampled mid-sequence is not what these tests compare.
-    return model.generate(prompt(), max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, eos_token_id=None,
-                          suppress_tokens=[TINY["pad_token_id"]],
-                          return_dict_in_generate=True, output_scores=True, output_attentions=True,
-                          output_hidden_states=True, **MODES[mode], **extra)
+    return model.generate(
+        prompt(),
+        max_new_tokens=NEW_TOKENS,
+        min_new_tokens=NEW_TOKENS,
+        eos_token_id=None,
+        suppress_tokens=[TINY["pad_token_id"]],
+        return_dict_in_generate=True,
+        output_scores=True,
+        output_attentions=True,
+        output_hidden_states=True,
+        **MODES[mode],
+        **extra,
+    )
 
 
 @pytest.mark.parametrize("n_langs", [1, 3])
@@ -56,7 +76,8 @@ def test_dict_outputs_hold_each_steps_attentions_and_hidden_states_as_transforme
     rows = BATCH * MODES[mode].get("num_beams", 1)
     assert len(mine.attentions) == len(mine.hidden_states) == NEW_TOKENS
     for step, (attentions, states, their_attentions, their_states) in enumerate(
-            zip(mine.attentions, mine.hidden_states, reference.attentions, reference.hidden_states, strict=True)):
+        zip(mine.attentions, mine.hidden_states, reference.attentions, reference.hidden_states, strict=True)
+    ):
         length = PROMPT_LENGTH + step + 1  # the sequence so far plus the appended mask token
         assert isinstance(attentions, tuple) and len(attentions) == TINY["num_hidden_layers"]
         assert isinstance(states, tuple) and len(states) == TINY["num_hidden_layers"] + 1
@@ -85,8 +106,11 @@ def test_prepare_inputs_for_generation_forwards_unknown_keywords_as_transformers
     ours, theirs = pair(3)
     ids = torch.tensor([[10, 11, 12], [13, 14, 15]])
     arbitrary = {"output_attentions": True, "output_hidden_states": True, "custom_arg": "test_value", "numeric_arg": 42}
-    rebuilt = {"attention_mask": torch.ones_like(ids), "position_ids": torch.arange(3).expand(2, 3),
-               "token_type_ids": torch.zeros_like(ids)}
+    rebuilt = {
+        "attention_mask": torch.ones_like(ids),
+        "position_ids": torch.arange(3).expand(2, 3),
+        "token_type_ids": torch.zeros_like(ids),
+    }
     mine = ours.prepare_inputs_for_generation(ids, **arbitrary, **rebuilt)
     reference = theirs.prepare_inputs_for_generation(ids, **arbitrary, **rebuilt)
     for key, value in arbitrary.items():
@@ -97,4 +121,6 @@ def test_prepare_inputs_for_generation_forwards_unknown_keywords_as_transformers
     assert torch.equal(mine["langs"], reference["langs"])
     # The forwarded flags reach the model: one step's output holds the maps.
     step = ours(**{key: value for key, value in mine.items() if key not in ("custom_arg", "numeric_arg")})
-    assert len(step.attentions) == TINY["num_hidden_layers"] and len(step.hidden_states) == TINY["num_hidden_layers"] + 1
+    assert (
+        len(step.attentions) == TINY["num_hidden_layers"] and len(step.hidden_states) == TINY["num_hidden_layers"] + 1
+    )

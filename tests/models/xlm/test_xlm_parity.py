@@ -90,8 +90,15 @@ def test_attention_maps_match_at_real_queries(impl):
 
 @pytest.mark.parametrize(
     "overrides",
-    [dict(sinusoidal_embeddings=True), dict(gelu_activation=False), dict(causal=True), dict(use_lang_emb=False),
-     dict(n_langs=1), dict(summary_type="last", summary_activation="tanh"), dict(summary_proj_to_labels=False, num_labels=32)],
+    [
+        dict(sinusoidal_embeddings=True),
+        dict(gelu_activation=False),
+        dict(causal=True),
+        dict(use_lang_emb=False),
+        dict(n_langs=1),
+        dict(summary_type="last", summary_activation="tanh"),
+        dict(summary_proj_to_labels=False, num_labels=32),
+    ],
     ids=["sinusoidal", "relu", "causal", "no_lang_emb", "monolingual", "summary_last_tanh", "summary_to_hidden"],
 )
 @pytest.mark.parametrize("head", ["Model", "ForMaskedLM", "ForMultipleChoice"])
@@ -137,7 +144,9 @@ def test_token_type_ids_no_attention_mask_and_lengths(head):
             torch.testing.assert_close(ours(**call)[0], theirs(**call)[0], atol=ATOL, rtol=0)
 
 
-@pytest.mark.parametrize("head", ["ForMaskedLM", "ForSequenceClassification", "ForQuestionAnswering", "ForMultipleChoice"])
+@pytest.mark.parametrize(
+    "head", ["ForMaskedLM", "ForSequenceClassification", "ForQuestionAnswering", "ForMultipleChoice"]
+)
 def test_losses_and_gradients_match_transformers(head):
     theirs = reference(head)
     ours = hf_variants.from_transformers(theirs).eval()
@@ -146,7 +155,10 @@ def test_losses_and_gradients_match_transformers(head):
     labels = {
         "ForMaskedLM": lambda: {"labels": inputs["input_ids"].masked_fill(torch.rand(3, 12, generator=g) > 0.4, -100)},
         "ForSequenceClassification": lambda: {"labels": torch.tensor([0, 2, 1])},
-        "ForQuestionAnswering": lambda: {"start_positions": torch.tensor([1, 2, 0]), "end_positions": torch.tensor([3, 5, 1])},
+        "ForQuestionAnswering": lambda: {
+            "start_positions": torch.tensor([1, 2, 0]),
+            "end_positions": torch.tensor([3, 5, 1]),
+        },
         "ForMultipleChoice": lambda: {"labels": torch.tensor([1, 0, 1])},
     }[head]()
     loss_theirs, loss_ours = theirs(**inputs, **labels).loss, ours(**inputs, **labels).loss
@@ -184,10 +196,15 @@ def test_folder_saved_by_transformers_loads(head, tmp_path):
 
 
 def test_to_transformers_refuses_what_xlm_cannot_express():
-    config = hf_variants.XLMConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                   intermediate_size=128)
-    for field, value in [("pre_layer_norm", True), ("intermediate_size", 100), ("hidden_act", "gelu_new"),
-                         ("use_bias", False)]:
+    config = hf_variants.XLMConfig(
+        vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128
+    )
+    for field, value in [
+        ("pre_layer_norm", True),
+        ("intermediate_size", 100),
+        ("hidden_act", "gelu_new"),
+        ("use_bias", False),
+    ]:
         model = hf_variants.XLMModel(hf_variants.XLMConfig(**{**config.to_dict(), field: value}))
         with pytest.raises(ValueError, match=field):
             hf_variants.to_transformers(model)

@@ -9,9 +9,20 @@ import torch
 import hf_variants
 from hf_variants import XLMConfig, XLMForMultipleChoice, XLMWithLMHeadModel
 
-TINY = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
-            hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, max_position_embeddings=64, pad_token_id=2,
-            bos_token_id=0, eos_token_id=1, summary_first_dropout=0.0)
+TINY = dict(
+    vocab_size=99,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=128,
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+    max_position_embeddings=64,
+    pad_token_id=2,
+    bos_token_id=0,
+    eos_token_id=1,
+    summary_first_dropout=0.0,
+)
 
 
 @pytest.mark.parametrize("n_langs", [1, 3])

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 import hf_variants
-from tests.common.encoder_tester import ALL_CHECKS, EncoderTester, check_save_load
 from hf_variants import XLNetConfig
 from hf_variants.objectives import DataCollatorForPermutationLM
+from tests.common.encoder_tester import ALL_CHECKS, EncoderTester, check_save_load
 
 SPEC = hf_variants.registry.SPECS["hfv_xlnet"]
 HEADS = [head for head in SPEC.classes if head != "ForPreTraining"]  # ForPreTraining is LMHeadModel
@@ -88,7 +88,9 @@ def test_prediction_never_reads_its_token_nor_later_targets():
         for position in range(length):
             altered = ids.clone()
             altered[0, position] = (int(ids[0, position]) + 1 - 6) % 93 + 6
-            moved = not torch.allclose(model(altered, perm_mask=perm_mask, target_mapping=mapping).logits, base, atol=1e-6)
+            moved = not torch.allclose(
+                model(altered, perm_mask=perm_mask, target_mapping=mapping).logits, base, atol=1e-6
+            )
             assert moved == bool(rank[position] < rank[target]), (position, rank.tolist(), target)
 
 
@@ -183,7 +185,11 @@ def test_transformers_names_are_aliases():
     # hyperparameters as BERT-Base / BERT-Large", but no parameter table; the counts are transformers'
     # XLNetModel's for these sizes (BERT's 110M / 340M plus the relative-position projection W_r,
     # the biases r_w, r_r, r_s, seg_embed and the 32k vocabulary).
-    [("xlnet-mini", 4, 256, 4, 11_614_464), ("xlnet-base", 12, 768, 12, 116_718_336), ("xlnet-large", 24, 1024, 16, 360_268_800)],
+    [
+        ("xlnet-mini", 4, 256, 4, 11_614_464),
+        ("xlnet-base", 12, 768, 12, 116_718_336),
+        ("xlnet-large", 24, 1024, 16, 360_268_800),
+    ],
 )
 def test_named_configs_have_the_paper_sizes(name, layers, hidden, heads, params):
     import transformers
@@ -191,7 +197,11 @@ def test_named_configs_have_the_paper_sizes(name, layers, hidden, heads, params)
 
     config = hf_variants.named_config(name)
     assert (config.model_type, config.num_hidden_layers, config.hidden_size, config.num_attention_heads) == (
-        "hfv_xlnet", layers, hidden, heads)
+        "hfv_xlnet",
+        layers,
+        hidden,
+        heads,
+    )
     assert config.intermediate_size == 4 * hidden and config.vocab_size == 32000
     with torch.device("meta"):
         ours = AutoModel.from_config(config)

@@ -8,8 +8,18 @@ import torch
 import hf_variants
 from hf_variants import XLNetConfig, XLNetLMHeadModel
 
-TINY = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, head_dim=8,
-            intermediate_size=37, hidden_dropout_prob=0.0, pad_token_id=0, eos_token_id=1, bos_token_id=2)
+TINY = dict(
+    vocab_size=99,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    head_dim=8,
+    intermediate_size=37,
+    hidden_dropout_prob=0.0,
+    pad_token_id=0,
+    eos_token_id=1,
+    bos_token_id=2,
+)
 
 
 def flatten(nested) -> list[torch.Tensor]:
@@ -23,8 +33,14 @@ def test_generate_attentions_and_hidden_states_match_transformers():
     ours = XLNetLMHeadModel(XLNetConfig(**TINY)).eval()
     theirs = hf_variants.to_transformers(ours).eval()
     ids = torch.randint(3, 99, (2, 4))
-    kwargs = dict(max_new_tokens=3, do_sample=False, output_attentions=True, output_hidden_states=True,
-                  return_dict_in_generate=True, eos_token_id=None)
+    kwargs = dict(
+        max_new_tokens=3,
+        do_sample=False,
+        output_attentions=True,
+        output_hidden_states=True,
+        return_dict_in_generate=True,
+        eos_token_id=None,
+    )
     a, b = ours.generate(ids, **kwargs), theirs.generate(ids, **kwargs)
     assert torch.equal(a.sequences, b.sequences)
     for field in ("attentions", "hidden_states"):

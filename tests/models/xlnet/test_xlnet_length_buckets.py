@@ -78,7 +78,9 @@ def test_sequence_classification_training_step_equals_transformers(implementatio
 @pytest.mark.parametrize(
     "inputs",
     [
-        pytest.param(lambda: {**left_padded(), "attention_mask": left_padded()["attention_mask"].flip(1)}, id="right-padding"),
+        pytest.param(
+            lambda: {**left_padded(), "attention_mask": left_padded()["attention_mask"].flip(1)}, id="right-padding"
+        ),
         pytest.param(lambda: {**left_padded(), "use_mems": True}, id="mems-out"),
         pytest.param(lambda: {**left_padded(), "output_hidden_states": True}, id="hidden-states"),
         pytest.param(lambda: {**left_padded([6] * 8)}, id="no-padding"),

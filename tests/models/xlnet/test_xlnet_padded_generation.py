@@ -9,8 +9,16 @@ import torch
 from hf_variants.models.xlnet import XLNetConfig, XLNetLMHeadModel
 from tests.common.inputs import padding_mask
 
-TINY = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
-            pad_token_id=5, eos_token_id=2, bos_token_id=1)
+TINY = dict(
+    vocab_size=99,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=37,
+    pad_token_id=5,
+    eos_token_id=2,
+    bos_token_id=1,
+)
 NEW_TOKENS = 6  # more steps than GENERATION_OVERLAP: the memory, and the padding in it, is read
 
 
@@ -27,8 +35,15 @@ def left_padded_prompts(lengths=(9, 4, 6), length: int = 9) -> dict[str, torch.T
 
 def greedy(model, inputs: dict[str, torch.Tensor]):
     with torch.no_grad():
-        return model.generate(**inputs, max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False,
-                              pad_token_id=TINY["pad_token_id"], return_dict_in_generate=True, output_logits=True)
+        return model.generate(
+            **inputs,
+            max_new_tokens=NEW_TOKENS,
+            min_new_tokens=NEW_TOKENS,
+            do_sample=False,
+            pad_token_id=TINY["pad_token_id"],
+            return_dict_in_generate=True,
+            output_logits=True,
+        )
 
 
 def alone(inputs: dict[str, torch.Tensor], row: int) -> dict[str, torch.Tensor]:
@@ -73,7 +88,8 @@ def test_first_step_reads_the_masked_forward_and_the_dummy_continues_the_last_se
             input_ids=torch.cat([inputs["input_ids"], torch.zeros(batch, 1, dtype=torch.long)], dim=1),
             attention_mask=torch.cat([inputs["attention_mask"], torch.ones(batch, 1, dtype=torch.long)], dim=1),
             token_type_ids=torch.cat([segments, segments[:, -1:]], dim=1),
-            perm_mask=perm_mask, target_mapping=target_mapping,
+            perm_mask=perm_mask,
+            target_mapping=target_mapping,
         ).logits[:, 0]
     torch.testing.assert_close(first_step, expected, atol=1e-6, rtol=0)
 

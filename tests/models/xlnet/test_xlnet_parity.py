@@ -32,8 +32,15 @@ def reference(head: str, **overrides) -> transformers.PreTrainedModel:
 
 def xlnet_inputs(padding: str = "none", seed: int = 1, length: int = LENGTH) -> dict[str, torch.Tensor]:
     """4 rows; padding none | right | left (rows 1 and 2); two segments per row."""
-    inputs = make_inputs(TINY["vocab_size"], padding, lengths=(length, length - 3, 3, length), length=length, low=6,
-                         pad_token_id=5, seed=seed)
+    inputs = make_inputs(
+        TINY["vocab_size"],
+        padding,
+        lengths=(length, length - 3, 3, length),
+        length=length,
+        low=6,
+        pad_token_id=5,
+        seed=seed,
+    )
     inputs["token_type_ids"] = (torch.arange(length) >= length // 2).long().expand(BATCH, length).clone()
     return inputs
 
@@ -56,7 +63,9 @@ def permutation_inputs(seed: int = 2, num_predict: int = 3) -> dict[str, torch.T
 
 def for_head(head: str, inputs: dict) -> dict:
     if head == "ForMultipleChoice":
-        return {k: v[:, None].repeat(1, 2, *([1] * (v.dim() - 1))) if torch.is_tensor(v) else v for k, v in inputs.items()}
+        return {
+            k: v[:, None].repeat(1, 2, *([1] * (v.dim() - 1))) if torch.is_tensor(v) else v for k, v in inputs.items()
+        }
     return inputs
 
 
@@ -144,8 +153,14 @@ def test_two_streams_with_perm_mask_target_mapping_and_mems(head, implementation
 
 @pytest.mark.parametrize(
     "overrides",
-    [dict(bi_data=True), dict(clamp_len=3), dict(attn_type="uni"), dict(attn_type="uni", same_length=True),
-     dict(reuse_len=4, mem_len=None), dict(mem_len=0)],
+    [
+        dict(bi_data=True),
+        dict(clamp_len=3),
+        dict(attn_type="uni"),
+        dict(attn_type="uni", same_length=True),
+        dict(reuse_len=4, mem_len=None),
+        dict(mem_len=0),
+    ],
     ids=["bi_data", "clamp_len", "uni", "uni_same_length", "reuse_len", "mem_len_0_keeps_all"],
 )
 def test_options_match(overrides):
@@ -202,8 +217,10 @@ def test_from_pretrained_of_a_transformers_folder(head, tmp_path):
     ours = our_class.from_pretrained(tmp_path).eval()
     assert type(ours) is our_class
     # The classifier reads <cls> last: left padding, as XLNet's tokenizer (see SUMMARY_HEADS).
-    inputs = {**xlnet_inputs("left" if head == "ForSequenceClassification" else "right"),
-              **(permutation_inputs() if head != "ForSequenceClassification" else {})}
+    inputs = {
+        **xlnet_inputs("left" if head == "ForSequenceClassification" else "right"),
+        **(permutation_inputs() if head != "ForSequenceClassification" else {}),
+    }
     with torch.no_grad():
         compare(theirs(**inputs), ours(**inputs))
 

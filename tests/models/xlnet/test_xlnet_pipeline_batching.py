@@ -13,12 +13,12 @@ import sys
 
 import pytest
 import torch
-from tests.common.austen_data import austen_corpus
 from transformers import pipeline
 
 import hf_variants
 from hf_variants.models.xlnet import SPEC
 from hf_variants.tokenization import train_tokenizer
+from tests.common.austen_data import austen_corpus
 from tests.common.tiny_variants import tiny_config
 
 SENTENCE = "Emma smiled."
@@ -39,9 +39,16 @@ def checkpoint(tmp_path_factory):
     # xlnet-mini's depth (4 layers). The heads return transformers' time-first ``mems`` (one (M, B, H)
     # tensor per layer), which the pipeline unbatches by indexing the per-layer tuple with the row:
     # a batch larger than the layer count raises IndexError there (transformers' XLNet too).
-    config = tiny_config(SPEC, num_hidden_layers=4, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
-                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                         id2label=labels, label2id={v: k for k, v in labels.items()})
+    config = tiny_config(
+        SPEC,
+        num_hidden_layers=4,
+        vocab_size=len(tokenizer),
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        id2label=labels,
+        label2id={v: k for k, v in labels.items()},
+    )
     torch.manual_seed(0)
     hf_variants.XLNetForSequenceClassification(config).eval().save_pretrained(folder)
     tokenizer.save_pretrained(folder)
@@ -50,14 +57,18 @@ def checkpoint(tmp_path_factory):
 
 def scores_of(classify) -> dict[str, list[list[float]]]:
     """The sentence's label scores alone, and in a batch of 4 (first, last), label-sorted."""
+
     def as_list(result):
         return [entry["score"] for entry in sorted(result, key=lambda entry: entry["label"])]
 
     batch = [SENTENCE, *OTHERS]
     in_batch = classify(batch, batch_size=4, top_k=None)
     at_end = classify([*OTHERS, SENTENCE], batch_size=4, top_k=None)
-    return {"alone": as_list(classify(SENTENCE, top_k=None)), "first_of_4": as_list(in_batch[0]),
-            "last_of_4": as_list(at_end[-1])}
+    return {
+        "alone": as_list(classify(SENTENCE, top_k=None)),
+        "first_of_4": as_list(in_batch[0]),
+        "last_of_4": as_list(at_end[-1]),
+    }
 
 
 def assert_identical_alone_and_batched(scores: dict[str, list[float]]) -> None:
@@ -70,7 +81,9 @@ def test_the_tokenizer_pads_left_and_writes_cls_last(checkpoint):
     encoded = classify.tokenizer([SENTENCE, OTHERS[0]], padding=True)
     assert classify.tokenizer.padding_side == "left"
     assert encoded["input_ids"][0][0] == classify.tokenizer.pad_token_id  # the short row is padded in front
-    assert all(row[-2:] == [classify.tokenizer.sep_token_id, classify.tokenizer.cls_token_id] for row in encoded["input_ids"])
+    assert all(
+        row[-2:] == [classify.tokenizer.sep_token_id, classify.tokenizer.cls_token_id] for row in encoded["input_ids"]
+    )
 
 
 def test_pipeline_scores_a_sentence_identically_alone_and_at_batch_size_4(checkpoint):
@@ -102,8 +115,9 @@ def test_pipeline_through_remote_code_without_the_package(checkpoint):
     library's)."""
     scoring = f"SENTENCE = {SENTENCE!r}\nOTHERS = {OTHERS!r}\n{inspect.getsource(scores_of)}"
     script = REMOTE_CODE_SCRIPT.replace("SCORING", scoring)
-    result = subprocess.run([sys.executable, "-c", script, str(checkpoint)], capture_output=True, text=True,
-                            cwd=checkpoint, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(checkpoint)], capture_output=True, text=True, cwd=checkpoint, timeout=300
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     remote = json.loads(result.stdout.strip().splitlines()[-1])
     assert remote["module"].startswith("transformers_modules."), remote["module"]

@@ -16,10 +16,11 @@ import inspect
 import json
 
 import torch
-from hypothesis import assume, strategies as st
+from hypothesis import assume
+from hypothesis import strategies as st
 
 import hf_variants  # noqa: F401  (registers every variant)
-from hf_variants.models.named_configs import available_named_configs, named_config, named_config_path
+from hf_variants.models.named_configs import named_config, named_config_path
 from hf_variants.modules.configuration import TransformerConfig
 from hf_variants.registry import SPECS, VariantSpec
 
@@ -76,8 +77,11 @@ def special_token_fields(spec: VariantSpec) -> list[str]:
     """The config's special token ids other than padding (bos, eos, decoder_start, ...) that the
     base config sets: drawn inside the drawn vocabulary, or they would point past it."""
     base = make_config(spec, {})
-    return sorted(name for name in vars(base) if name.endswith("_token_id") and name != "pad_token_id"
-                  and isinstance(getattr(base, name), int))
+    return sorted(
+        name
+        for name in vars(base)
+        if name.endswith("_token_id") and name != "pad_token_id" and isinstance(getattr(base, name), int)
+    )
 
 
 _ACCEPTED: dict[str, dict[str, tuple]] = {}
@@ -167,9 +171,13 @@ def input_shapes(draw, spec: VariantSpec, fields: dict) -> dict:
     if is_text(spec):
         longest = fields["max_position_embeddings"] if fields.get("position_embedding_type") != "none" else 40
         length = draw(st.integers(1, min(longest, 16)))
-        shape.update(length=length, lengths=draw(st.lists(st.integers(1, length), min_size=batch, max_size=batch)),
-                     left=draw(st.booleans()), choices=draw(st.integers(1, 3)),
-                     decoder_length=draw(st.integers(1, min(longest, 8))))
+        shape.update(
+            length=length,
+            lengths=draw(st.lists(st.integers(1, length), min_size=batch, max_size=batch)),
+            left=draw(st.booleans()),
+            choices=draw(st.integers(1, 3)),
+            decoder_length=draw(st.integers(1, min(longest, 8))),
+        )
     return shape
 
 
@@ -251,7 +259,9 @@ def make_inputs(spec: VariantSpec, head: str, model, shape: dict) -> dict[str, t
         size = config.image_size
         return {"pixel_values": torch.randn(shape["batch"], config.num_channels, size, size, generator=generator)}
     if main_input != "input_ids":
-        raise NotImplementedError(f"no input generator for main input {main_input!r}; add one to tests/reliability/fuzz/fuzz_variants.py")
+        raise NotImplementedError(
+            f"no input generator for main input {main_input!r}; add one to tests/reliability/fuzz/fuzz_variants.py"
+        )
     batch, length = shape["batch"], shape["length"]
     position = torch.arange(length)[None, :]
     real_lengths = torch.tensor(shape["lengths"] if accepts_padding(spec, head) else [length] * batch)[:, None]
@@ -260,7 +270,9 @@ def make_inputs(spec: VariantSpec, head: str, model, shape: dict) -> dict[str, t
     ids = torch.randint(0, config.vocab_size, (batch, length), generator=generator)
     decoder = needs_decoder_inputs(spec, head)
     eos = getattr(config, "eos_token_id", None)
-    if config.is_encoder_decoder and isinstance(eos, int):  # sources end in EOS, as a tokenizer writes them (T5's classifier reads it)
+    if config.is_encoder_decoder and isinstance(
+        eos, int
+    ):  # sources end in EOS, as a tokenizer writes them (T5's classifier reads it)
         ids = ids.masked_fill(ids == eos, (eos + 1) % config.vocab_size)
         last_real = torch.full((batch,), length - 1) if shape["left"] else real_lengths[:, 0] - 1
         ids[torch.arange(batch), last_real] = eos
@@ -268,7 +280,9 @@ def make_inputs(spec: VariantSpec, head: str, model, shape: dict) -> dict[str, t
         ids = torch.where(mask.bool(), ids, config.pad_token_id)
     inputs = {"input_ids": ids, "attention_mask": mask}
     if decoder:
-        inputs["decoder_input_ids"] = torch.randint(0, config.vocab_size, (batch, shape.get("decoder_length", 4)), generator=generator)
+        inputs["decoder_input_ids"] = torch.randint(
+            0, config.vocab_size, (batch, shape.get("decoder_length", 4)), generator=generator
+        )
     if config.type_vocab_size > 0:
         inputs["token_type_ids"] = torch.randint(0, config.type_vocab_size, (batch, length), generator=generator)
     if head in CHOICE_HEADS:
@@ -328,7 +342,9 @@ def make_labels(model, inputs: dict[str, torch.Tensor], generator: torch.Generat
             elif token_mask is not None:  # (B, T) scores of one binary decision per token (ELECTRA's discriminator)
                 labels[name] = torch.randint(0, 2, tuple(logits.shape), generator=generator) * token_mask
             elif logits.dim() == 2:
-                if classes == 1 and type(model).__name__.endswith(("ForSequenceClassification", "ForImageClassification")):
+                if classes == 1 and type(model).__name__.endswith(
+                    ("ForSequenceClassification", "ForImageClassification")
+                ):
                     labels[name] = torch.randn(batch, generator=generator)
                 else:
                     labels[name] = torch.randint(0, classes, (batch,), generator=generator)

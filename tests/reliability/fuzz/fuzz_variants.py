@@ -42,12 +42,28 @@ from collections import Counter
 from pathlib import Path
 
 import torch
-from hypothesis import HealthCheck, Phase, assume, given, settings, strategies as st
+from hypothesis import HealthCheck, Phase, assume, given, settings
+from hypothesis import strategies as st
 
-from tests.reliability.fuzz.fuzz_cases import (POSITION_LABELS, SHARED_FIELDS, SOURCE_TOKEN_INPUTS, accepted_choices, base_fields,  # noqa: F401
-                        accepts_padding, accepts_padding_model, build, constructor_kwargs, input_shapes, is_text,
-                        longest_input, make_config, make_inputs, make_labels, valid_fields)
 from hf_variants.registry import SPECS, VariantSpec
+from tests.reliability.fuzz.fuzz_cases import (  # noqa: F401
+    POSITION_LABELS,
+    SHARED_FIELDS,
+    SOURCE_TOKEN_INPUTS,
+    accepted_choices,
+    accepts_padding,
+    accepts_padding_model,
+    base_fields,
+    build,
+    constructor_kwargs,
+    input_shapes,
+    is_text,
+    longest_input,
+    make_config,
+    make_inputs,
+    make_labels,
+    valid_fields,
+)
 
 NEGATIVE_MEANS_OFF = ("clamp_len",)
 # What a property must know of a variant that follows its transformers counterpart (parity), by model_type.
@@ -65,8 +81,7 @@ TOLERANCE = 1e-5
 # ----------------------------------------------------------------------------- comparisons
 def output_tensors(output) -> dict[str, torch.Tensor]:
     """The tensor fields of a model output that hold predictions (no loss, hidden states, attentions)."""
-    return {name: value for name, value in output.items()
-            if isinstance(value, torch.Tensor) and name != "loss"}
+    return {name: value for name, value in output.items() if isinstance(value, torch.Tensor) and name != "loss"}
 
 
 def assert_finite(output) -> None:
@@ -123,7 +138,9 @@ def assert_agree_up_to_rounding(model, comparison: Comparison, outputs32: tuple[
         exact = float64_copy(model)
         with torch.no_grad():
             got64 = comparison.got_part(output_tensors(exact(**as_float64(comparison.got_call)))[comparison.name])
-            expected64 = comparison.expected_part(output_tensors(exact(**as_float64(comparison.expected_call)))[comparison.name])
+            expected64 = comparison.expected_part(
+                output_tensors(exact(**as_float64(comparison.expected_call)))[comparison.name]
+            )
         assert_rows_equal(f"{comparison.name} (float64)", got64, expected64, comparison.real)
         real = comparison.real.bool() if comparison.real is not None else slice(None)
 
@@ -131,8 +148,12 @@ def assert_agree_up_to_rounding(model, comparison: Comparison, outputs32: tuple[
             return tensor[real].abs().max().item()
 
         diff = largest(got32.double() - expected32.double())
-        rounding = largest(got32.double() - got64) + largest(got64 - expected64) + largest(expected32.double() - expected64)
-        assert diff <= rounding, f"{fp32_failure} and exceeds the two evaluations' own float32 rounding ({rounding:.3g})"
+        rounding = (
+            largest(got32.double() - got64) + largest(got64 - expected64) + largest(expected32.double() - expected64)
+        )
+        assert diff <= rounding, (
+            f"{fp32_failure} and exceeds the two evaluations' own float32 rounding ({rounding:.3g})"
+        )
 
 
 def float64_copy(model):
@@ -153,8 +174,11 @@ def token_level_fields(model, inputs: dict[str, torch.Tensor]) -> set[str]:
     token_dim, length = mask.dim() - 1, mask.shape[-1]
     with torch.no_grad():
         base = output_tensors(model(**inputs))
-    candidates = {name for name, value in base.items()
-                  if value.dim() > token_dim and tuple(value.shape[: mask.dim()]) == tuple(mask.shape)}
+    candidates = {
+        name
+        for name, value in base.items()
+        if value.dim() > token_dim and tuple(value.shape[: mask.dim()]) == tuple(mask.shape)
+    }
     if length < longest_input(model):
         change = 1
     elif length > 1:
@@ -162,21 +186,27 @@ def token_level_fields(model, inputs: dict[str, torch.Tensor]) -> set[str]:
     else:  # a one-token model: selecting the (one, real) token changes nothing anyway
         return candidates
     real_extra = int(not accepts_padding_model(model))  # a head refusing padding gets one more real token
-    other = with_source_padding(inputs, 1, 0, mask_value=real_extra) if change == 1 else {
-        k: v[..., :-1] if k in SOURCE_TOKEN_INPUTS else v for k, v in inputs.items()}
+    other = (
+        with_source_padding(inputs, 1, 0, mask_value=real_extra)
+        if change == 1
+        else {k: v[..., :-1] if k in SOURCE_TOKEN_INPUTS else v for k, v in inputs.items()}
+    )
     with torch.no_grad():
         changed = output_tensors(model(**other))
     return {name for name in candidates if changed[name].shape[token_dim] == length + change}
 
 
-def with_source_padding(inputs: dict[str, torch.Tensor], extra: int, pad_id: int,
-                        mask_value: int = 0) -> dict[str, torch.Tensor]:
+def with_source_padding(
+    inputs: dict[str, torch.Tensor], extra: int, pad_id: int, mask_value: int = 0
+) -> dict[str, torch.Tensor]:
     """``inputs`` with ``extra`` padding positions more on the right of the source (input_ids
     get ``pad_id``, the mask ``mask_value``, segment ids 0); a decoder's inputs and positions
     (mc_token_ids) stay as they are."""
     fill = {"input_ids": pad_id, "attention_mask": mask_value}
-    return {k: torch.nn.functional.pad(v, (0, extra), value=fill.get(k, 0)) if k in SOURCE_TOKEN_INPUTS else v
-            for k, v in inputs.items()}
+    return {
+        k: torch.nn.functional.pad(v, (0, extra), value=fill.get(k, 0)) if k in SOURCE_TOKEN_INPUTS else v
+        for k, v in inputs.items()
+    }
 
 
 def is_stochastic(model, inputs: dict[str, torch.Tensor]) -> bool:
@@ -199,7 +229,9 @@ def prop_valid_run(spec, head, fields, shape) -> str | None:
         if loss is not None:
             loss.backward()  # gradients finite too
             for name, parameter in model.named_parameters():
-                assert parameter.grad is None or bool(torch.isfinite(parameter.grad).all()), f"grad of {name} not finite"
+                assert parameter.grad is None or bool(torch.isfinite(parameter.grad).all()), (
+                    f"grad of {name} not finite"
+                )
     return None
 
 
@@ -223,8 +255,9 @@ def prop_padding_invariance(spec, head, fields, shape) -> str | None:
     for name in base:
         if name in per_token:  # real positions only
             comparison = Comparison(name, padded, inputs, lambda out: out[first_positions], lambda out: out, mask)
-        elif (config.summary_type in SUMMARY_READS_PADDING.get(spec.model_type, ("last",))
-              or (config.summary_type == "first" and not bool(mask[..., 0].all()))):
+        elif config.summary_type in SUMMARY_READS_PADDING.get(spec.model_type, ("last",)) or (
+            config.summary_type == "first" and not bool(mask[..., 0].all())
+        ):
             # "last" reads position T-1, which extra padding moves by definition (XLNet's "mean",
             # as transformers', averages the padding too); "first" on a
             # left-padded row reads a padding token, whose state no real token defines (causal
@@ -249,8 +282,9 @@ def prop_batch_invariance(spec, head, fields, shape) -> str | None:
             alone = output_tensors(model(**row_inputs))
             for name in alone:
                 real = inputs["attention_mask"][row : row + 1] if name in per_token else None
-                comparison = Comparison(name, row_inputs, inputs, lambda out: out,
-                                        lambda out, row=row: out[row : row + 1], real)
+                comparison = Comparison(
+                    name, row_inputs, inputs, lambda out: out, lambda out, row=row: out[row : row + 1], real
+                )
                 try:
                     assert_agree_up_to_rounding(model, comparison, (alone, batch_out))
                 except AssertionError as error:
@@ -319,7 +353,9 @@ def invalid_config_mutations(spec: VariantSpec, fields: dict) -> list[tuple[dict
     base = make_config(spec, {})
     for field in dataclasses.fields(spec.config_class):
         value = getattr(base, field.name, None)
-        is_size = isinstance(value, int) and not isinstance(value, bool) and value > 0 and not field.name.endswith("_id")
+        is_size = (
+            isinstance(value, int) and not isinstance(value, bool) and value > 0 and not field.name.endswith("_id")
+        )
         if field.name not in SHARED_FIELDS and field.name not in NEGATIVE_MEANS_OFF and is_size:
             mutations.append(({field.name: -1}, field.name))
     return mutations
@@ -351,10 +387,14 @@ def prop_invalid_config(spec, head, fields, mutation) -> str | None:
         return None
     except Exception as error:  # noqa: BLE001 (the point: anything but a ValueError is a failure)
         raise AssertionError(f"{changes}: {type(error).__name__} instead of a ValueError: {error}") from error
-    raise AssertionError(f"{changes}: the model was built ({type(model).__name__}); expected a ValueError naming {expected_name!r}")
+    raise AssertionError(
+        f"{changes}: the model was built ({type(model).__name__}); expected a ValueError naming {expected_name!r}"
+    )
 
 
-def invalid_input_mutations(spec: VariantSpec, head: str, model, inputs: dict, labels: dict) -> list[tuple[str, dict, str]]:
+def invalid_input_mutations(
+    spec: VariantSpec, head: str, model, inputs: dict, labels: dict
+) -> list[tuple[str, dict, str]]:
     """(description, replacement inputs, a word the ValueError must contain)."""
     config = model.config
     cases = []
@@ -374,19 +414,37 @@ def invalid_input_mutations(spec: VariantSpec, head: str, model, inputs: dict, l
             ("ids without their batch dim", {"input_ids": ids[0], **dict.fromkeys(labels)}, "shape"),
             ("mask of halves", {"attention_mask": mask.float() * 0.5}, "attention_mask"),
             ("mask of twos", {"attention_mask": mask * 2}, "attention_mask"),
-            ("token_type_ids out of range", {"token_type_ids": torch.full_like(ids, 10**6)},  # past any table (XLM embeds segments in the word table)
-             "token_type_ids"),
+            (
+                "token_type_ids out of range",
+                {
+                    "token_type_ids": torch.full_like(ids, 10**6)
+                },  # past any table (XLM embeds segments in the word table)
+                "token_type_ids",
+            ),
         ]
         if config.position_embedding_type != "none":  # "none": position_ids are not read
-            cases.append(("position_ids out of range",
-                          {"position_ids": torch.full_like(ids, config.max_position_embeddings)}, "position_ids"))
+            cases.append(
+                (
+                    "position_ids out of range",
+                    {"position_ids": torch.full_like(ids, config.max_position_embeddings)},
+                    "position_ids",
+                )
+            )
             longer = longest_input(model) + 1
-            cases.append(("over-long sequence", {
-                "input_ids": torch.ones(*ids.shape[:-1], longer, dtype=torch.long),
-                "attention_mask": torch.ones(*ids.shape[:-1], longer, dtype=torch.long),
-                **({"token_type_ids": None} if "token_type_ids" in inputs else {}),
-                **dict.fromkeys(labels),  # labels of the old length would be a second fault (ELECTRA checks them first)
-            }, "sequence length"))
+            cases.append(
+                (
+                    "over-long sequence",
+                    {
+                        "input_ids": torch.ones(*ids.shape[:-1], longer, dtype=torch.long),
+                        "attention_mask": torch.ones(*ids.shape[:-1], longer, dtype=torch.long),
+                        **({"token_type_ids": None} if "token_type_ids" in inputs else {}),
+                        **dict.fromkeys(
+                            labels
+                        ),  # labels of the old length would be a second fault (ELECTRA checks them first)
+                    },
+                    "sequence length",
+                )
+            )
     if main == "pixel_values":
         pixels = inputs["pixel_values"]
         cases += [
@@ -396,7 +454,9 @@ def invalid_input_mutations(spec: VariantSpec, head: str, model, inputs: dict, l
         ]
     for name, label in labels.items():
         cases.append((f"{name} one row longer", {name: torch.cat([label, label[:1]])}, name))
-        if not label.is_floating_point() and name not in POSITION_LABELS:  # answers past the end are ignored, as in transformers
+        if (
+            not label.is_floating_point() and name not in POSITION_LABELS
+        ):  # answers past the end are ignored, as in transformers
             top = int(label.max()) if label.numel() else 0
             cases.append((f"{name} far out of range", {name: label.clone().fill_(top + 10**6)}, name))
     if "token_type_ids" not in inputs:
@@ -405,9 +465,13 @@ def invalid_input_mutations(spec: VariantSpec, head: str, model, inputs: dict, l
         # (Python's TypeError names the argument, as transformers' T5 classifier does). XLNet's
         # relative segments take any integers (RELATIVE_SEGMENTS).
         takes = "token_type_ids" in inspect.signature(model.forward).parameters or any(
-            p.kind is p.VAR_KEYWORD for p in inspect.signature(model.forward).parameters.values())
-        cases = [case for case in cases
-                 if case[0] != "token_type_ids out of range" or (config.type_vocab_size == 0 and takes)]
+            p.kind is p.VAR_KEYWORD for p in inspect.signature(model.forward).parameters.values()
+        )
+        cases = [
+            case
+            for case in cases
+            if case[0] != "token_type_ids out of range" or (config.type_vocab_size == 0 and takes)
+        ]
     if spec.model_type in RELATIVE_SEGMENTS:
         cases = [case for case in cases if case[0] != "token_type_ids out of range"]
     return cases
@@ -428,19 +492,36 @@ def prop_invalid_input(spec, head, fields, shape, pick) -> str | None:
         return None
     except Exception as error:  # noqa: BLE001
         raise AssertionError(f"{description}: {type(error).__name__} instead of a ValueError: {error}") from error
-    raise AssertionError(f"{description}: ran without error (outputs finite: "
-                         f"{all(torch.isfinite(t).all() for t in output_tensors(output).values() if t.is_floating_point())})")
+    raise AssertionError(
+        f"{description}: ran without error (outputs finite: "
+        f"{all(torch.isfinite(t).all() for t in output_tensors(output).values() if t.is_floating_point())})"
+    )
 
 
 # ----------------------------------------------------------------------------- hypothesis drivers
-def run_property(prop: str, spec: VariantSpec, head: str, max_examples: int, derandomize: bool,
-                 counter: Counter | None = None, skipped: set | None = None, shrink: bool = True) -> None:
+def run_property(
+    prop: str,
+    spec: VariantSpec,
+    head: str,
+    max_examples: int,
+    derandomize: bool,
+    counter: Counter | None = None,
+    skipped: set | None = None,
+    shrink: bool = True,
+) -> None:
     """Run one property for one (variant, head) with hypothesis; raises on the first failure (shrunk)."""
     counter = counter if counter is not None else Counter()
     skipped = skipped if skipped is not None else set()
-    options = settings(max_examples=max_examples, derandomize=derandomize, deadline=None, database=None,
-                       suppress_health_check=list(HealthCheck), print_blob=True, report_multiple_bugs=False,
-                       phases=[Phase.explicit, Phase.generate, *([Phase.shrink] if shrink else [])])
+    options = settings(
+        max_examples=max_examples,
+        derandomize=derandomize,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+        print_blob=True,
+        report_multiple_bugs=False,
+        phases=[Phase.explicit, Phase.generate, *([Phase.shrink] if shrink else [])],
+    )
     key = (spec.name, head, prop)
 
     def record(reason):
@@ -449,11 +530,13 @@ def run_property(prop: str, spec: VariantSpec, head: str, max_examples: int, der
             skipped.add((spec.name, head, prop, reason))
 
     if prop == "invalid_config":
+
         @options
         @given(case=invalid_config_cases(spec))
         def check(case):
             record(prop_invalid_config(spec, head, *case))
     elif prop == "invalid_input":
+
         @options
         @given(data=st.data())
         def check(data):
@@ -468,6 +551,7 @@ def run_property(prop: str, spec: VariantSpec, head: str, max_examples: int, der
         def check(data):
             fields = data.draw(valid_fields(spec))
             record(function(spec, head, fields, data.draw(input_shapes(spec, fields))))
+
     check()
 
 
@@ -478,7 +562,9 @@ def variant_heads() -> list[tuple[VariantSpec, str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases-per-variant", type=int, default=1000, help="spread over its heads and properties")
-    parser.add_argument("--max-minutes", type=float, default=60.0, help="stop starting new (head, property) runs after this")
+    parser.add_argument(
+        "--max-minutes", type=float, default=60.0, help="stop starting new (head, property) runs after this"
+    )
     parser.add_argument("--variants", nargs="*", help="variant names (default: every registered one)")
     parser.add_argument("--json", type=Path, help="write the counts and failures here")
     parser.add_argument("--no-shrink", action="store_true", help="report failures unshrunk (bounded time)")
@@ -494,19 +580,32 @@ def main() -> None:
             if time.monotonic() - start > args.max_minutes * 60:
                 break
             try:
-                run_property(prop, spec, head, per_run, derandomize=False, counter=counter, skipped=skipped,
-                             shrink=not args.no_shrink)
+                run_property(
+                    prop,
+                    spec,
+                    head,
+                    per_run,
+                    derandomize=False,
+                    counter=counter,
+                    skipped=skipped,
+                    shrink=not args.no_shrink,
+                )
             except Exception as error:  # noqa: BLE001  (report every failing run, keep going)
                 notes = " | ".join(getattr(error, "__notes__", []))[:2000]
-                failures.append({"variant": spec.name, "head": head, "property": prop, "error": str(error)[:2000],
-                                 "example": notes})
+                failures.append(
+                    {"variant": spec.name, "head": head, "property": prop, "error": str(error)[:2000], "example": notes}
+                )
                 print(f"FAIL {spec.name} {head} {prop}: {str(error)[:500]}", flush=True)
             print(f"{spec.name:10s} {head:28s} {prop:20s} cases={counter[(spec.name, head, prop)]}", flush=True)
     per_variant = Counter()
     for (variant, _, _), count in counter.items():
         per_variant[variant] += count
-    summary = {"cases_per_variant": dict(per_variant), "failures": failures, "minutes": (time.monotonic() - start) / 60,
-               "not_applicable": sorted({f"{v} {h} {p}: {r}" for v, h, p, r in skipped})}
+    summary = {
+        "cases_per_variant": dict(per_variant),
+        "failures": failures,
+        "minutes": (time.monotonic() - start) / 60,
+        "not_applicable": sorted({f"{v} {h} {p}: {r}" for v, h, p, r in skipped}),
+    }
     print(json.dumps(summary, indent=1))
     if args.json:
         args.json.write_text(json.dumps(summary, indent=1))

@@ -12,4 +12,6 @@ class Accuracy(evaluate.Metric):
         return paired_metric_info(__doc__, "int32")
 
     def _compute(self, predictions, references, normalize=True, sample_weight=None):
-        return {"accuracy": float(accuracy_score(references, predictions, normalize=normalize, sample_weight=sample_weight))}
+        return {
+            "accuracy": float(accuracy_score(references, predictions, normalize=normalize, sample_weight=sample_weight))
+        }

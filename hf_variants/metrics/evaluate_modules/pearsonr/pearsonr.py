@@ -13,4 +13,8 @@ class Pearsonr(evaluate.Metric):
 
     def _compute(self, predictions, references, return_pvalue=False):
         statistic, pvalue = pearsonr(references, predictions)
-        return {"pearsonr": float(statistic), "p-value": float(pvalue)} if return_pvalue else {"pearsonr": float(statistic)}
+        return (
+            {"pearsonr": float(statistic), "p-value": float(pvalue)}
+            if return_pvalue
+            else {"pearsonr": float(statistic)}
+        )

@@ -13,4 +13,8 @@ class Spearmanr(evaluate.Metric):
 
     def _compute(self, predictions, references, return_pvalue=False):
         statistic, pvalue = spearmanr(predictions, references)
-        return {"spearmanr": float(statistic), "spearmanr_pvalue": float(pvalue)} if return_pvalue else {"spearmanr": float(statistic)}
+        return (
+            {"spearmanr": float(statistic), "spearmanr_pvalue": float(pvalue)}
+            if return_pvalue
+            else {"spearmanr": float(statistic)}
+        )

@@ -13,4 +13,6 @@ class SquadV2(evaluate.Metric):
         return squad_metric_info(__doc__, version_2=True)
 
     def _compute(self, predictions, references, no_answer_threshold=1.0):
-        return squad_scores(predictions, references, version_2_with_negative=True, no_answer_threshold=no_answer_threshold)
+        return squad_scores(
+            predictions, references, version_2_with_negative=True, no_answer_threshold=no_answer_threshold
+        )
