@@ -272,7 +272,7 @@ def test_named_datasets_and_column_check():
     fine = data.load_named_dataset("hf_variants/rt_polarity", "fine")
     assert fine["train"].features["label"].num_classes == 5
     assert data.load_named_dataset("hf_variants/wnut16")["train"].column_names == ["id", "tokens", "ner_tags"]
-    with pytest.raises(ValueError, match="hf_variants/rt_polarity, hf_variants/wnut16"):
+    with pytest.raises(ValueError, match="hf_variants/rt_polarity, hf_variants/rt_transfer, hf_variants/wnut16"):
         data.load_named_dataset("glue")
     with pytest.raises(ValueError, match="accepted configs: binary, fine"):
         data.load_named_dataset("hf_variants/rt_polarity", "sst2")

@@ -58,11 +58,21 @@ def test_the_scan_sees_an_import_of_another_variant(tmp_path, monkeypatch):
     assert imported_variants("fake") == {"__init__.py": {"bert"}, "modeling_fake.py": {"bert"}}
 
 
+# The one way a variant may build on another: its modeling file reads as "BERT + only what differs", as
+# transformers' modular_roberta.py does (issue 46: SpanBERT's file shows the SBO as the one thing it adds,
+# RoBERTa's its position ids). Everything else shared lives in modules/ or conversion/.
+BUILDS_ON = {
+    "roberta": {"modeling_roberta.py": {"bert"}},
+    "spanbert": {"modeling_spanbert.py": {"bert"}},
+}
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_no_variant_imports_another(variant):
     assert len(VARIANTS) >= 12
-    assert imported_variants(variant) == {}, (
-        f"{variant} imports other variants: move the shared code into modules/ or conversion/"
+    assert imported_variants(variant) == BUILDS_ON.get(variant, {}), (
+        f"{variant} imports other variants: move the shared code into modules/ or conversion/ "
+        "(or, for a variant written as another plus what differs, declare it in BUILDS_ON)"
     )
 
 
