@@ -603,33 +603,25 @@ class EncoderForMultipleChoice(EncoderTaskModel):
     ) -> MultipleChoiceModelOutput | tuple:
         """All inputs (B, C, T) (inputs_embeds (B, C, T, E)); labels (B,) index of the right choice;
         past_key_values: a key/value prefix for the backbone (over the B * C flattened rows)."""
-        reference = input_ids if input_ids is not None else inputs_embeds
-        if reference is None or reference.dim() < 3:
-            raise ValueError("multiple choice inputs must have shape (batch, num_choices, seq_len)")
-        # Before flattening: (B, C, 0) cannot be reshaped to (B * C, 0).
-        check_not_empty(
-            "input_ids" if input_ids is not None else "inputs_embeds",
-            tuple(reference.shape),
-            reference.shape[0] * reference.shape[1],
-            reference.shape[2],
-        )
-        num_choices = reference.shape[1]
-
-        def flat(t: torch.Tensor | None) -> torch.Tensor | None:
-            return None if t is None else t.reshape(-1, *t.shape[2:])
+        num_choices = choice_count(input_ids, inputs_embeds)
 
         out = self._encode(
-            flat(input_ids),
-            flat(attention_mask),
-            flat(token_type_ids),
-            flat(position_ids),
-            flat(inputs_embeds),
+            flatten_choices(input_ids),
+            flatten_choices(attention_mask),
+            flatten_choices(token_type_ids),
+            flatten_choices(position_ids),
+            flatten_choices(inputs_embeds),
             output_attentions,
             output_hidden_states,
             past_key_values=past_key_values,
-            **{name: flat(value) if isinstance(value, torch.Tensor) else value for name, value in kwargs.items()},
+            **{
+                name: flatten_choices(value) if isinstance(value, torch.Tensor) else value
+                for name, value in kwargs.items()
+            },
         )
-        logits = self.classifier(self._summary(out, flat(attention_mask)), out.pooler_output).view(-1, num_choices)
+        logits = self.classifier(self._summary(out, flatten_choices(attention_mask)), out.pooler_output).view(
+            -1, num_choices
+        )
         loss = None
         if labels is not None:
             loss = multiple_choice_loss(logits, labels)
@@ -642,6 +634,27 @@ class EncoderForMultipleChoice(EncoderTaskModel):
             hidden_states=out.hidden_states,
             attentions=out.attentions,
         )
+
+
+def choice_count(input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None) -> int:
+    """C of multiple-choice inputs (B, C, T) (inputs_embeds (B, C, T, E)), checked before they are
+    flattened to (B * C, T): a ValueError for fewer than 3 dimensions or an empty batch, choice or row
+    ((B, C, 0) cannot be reshaped to (B * C, 0))."""
+    reference = input_ids if input_ids is not None else inputs_embeds
+    if reference is None or reference.dim() < 3:
+        raise ValueError("multiple choice inputs must have shape (batch, num_choices, seq_len)")
+    check_not_empty(
+        "input_ids" if input_ids is not None else "inputs_embeds",
+        tuple(reference.shape),
+        reference.shape[0] * reference.shape[1],
+        reference.shape[2],
+    )
+    return reference.shape[1]
+
+
+def flatten_choices(tensor: torch.Tensor | None) -> torch.Tensor | None:
+    """(B, C, T, ...) -> (B * C, T, ...); None stays None."""
+    return None if tensor is None else tensor.reshape(-1, *tensor.shape[2:])
 
 
 def multiple_choice_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

@@ -62,7 +62,7 @@ from ...modules.heads import (
 from ...modules.masks import KeyMask, make_attention_bias, summary_positions, targets_at_padding
 from ...modules.norms import build_norm
 from ...modules.padding import UnpaddedBatch, gather_positions, selected_positions
-from ...modules.task_models import classifier_dropout, multiple_choice_loss
+from ...modules.task_models import choice_count, classifier_dropout, flatten_choices, multiple_choice_loss
 from ...modules.token_ids import check_token_id
 from ..modeling_base import VariantPreTrainedModel
 from .configuration_bert import BertConfig
@@ -981,27 +981,14 @@ class BertForMultipleChoice(BertPreTrainedModel):
         **kwargs,
     ) -> MultipleChoiceModelOutput | tuple:
         """All inputs (B, C, T) (inputs_embeds (B, C, T, E)); labels (B,) the right choice."""
-        reference = input_ids if input_ids is not None else inputs_embeds
-        if reference is None or reference.dim() < 3:
-            raise ValueError("multiple choice inputs must have shape (batch, num_choices, seq_len)")
-        # Before flattening: (B, C, 0) cannot be reshaped to (B * C, 0).
-        check_not_empty(
-            "input_ids" if input_ids is not None else "inputs_embeds",
-            tuple(reference.shape),
-            reference.shape[0] * reference.shape[1],
-            reference.shape[2],
-        )
-        num_choices = reference.shape[1]
-
-        def flat(tensor: torch.Tensor | None) -> torch.Tensor | None:  # (B, C, T, ...) -> (B * C, T, ...)
-            return None if tensor is None else tensor.reshape(-1, *tensor.shape[2:])
+        num_choices = choice_count(input_ids, inputs_embeds)
 
         outputs = self.bert(
-            flat(input_ids),
-            flat(attention_mask),
-            flat(token_type_ids),
-            flat(position_ids),
-            flat(inputs_embeds),
+            flatten_choices(input_ids),
+            flatten_choices(attention_mask),
+            flatten_choices(token_type_ids),
+            flatten_choices(position_ids),
+            flatten_choices(inputs_embeds),
             past_key_values,
             output_attentions,
             output_hidden_states,

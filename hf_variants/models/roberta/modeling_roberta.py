@@ -38,7 +38,6 @@ from transformers.modeling_outputs import (
 )
 
 from ...modules.dropout import Dropout
-from ...modules.embeddings import check_not_empty
 from ...modules.fast_path import HeadReads, fast_path_enabled
 from ...modules.heads import (
     IGNORE_INDEX,
@@ -51,7 +50,13 @@ from ...modules.heads import (
     token_classification_loss,
 )
 from ...modules.masks import targets_at_padding
-from ...modules.task_models import classifier_dropout, multiple_choice_loss, refuse_next_sentence_label
+from ...modules.task_models import (
+    choice_count,
+    classifier_dropout,
+    flatten_choices,
+    multiple_choice_loss,
+    refuse_next_sentence_label,
+)
 from ..bert.modeling_bert import BertEmbeddings, BertMaskedLMHeadModel, BertModel, BertPreTrainedModel, _return
 from .configuration_roberta import RobertaConfig
 
@@ -457,27 +462,14 @@ class RobertaForMultipleChoice(RobertaPreTrainedModel):
         **kwargs,
     ) -> MultipleChoiceModelOutput | tuple:
         """All inputs (B, C, T) (inputs_embeds (B, C, T, E)); labels (B,) the right choice."""
-        reference = input_ids if input_ids is not None else inputs_embeds
-        if reference is None or reference.dim() < 3:
-            raise ValueError("multiple choice inputs must have shape (batch, num_choices, seq_len)")
-        # Before flattening: (B, C, 0) cannot be reshaped to (B * C, 0).
-        check_not_empty(
-            "input_ids" if input_ids is not None else "inputs_embeds",
-            tuple(reference.shape),
-            reference.shape[0] * reference.shape[1],
-            reference.shape[2],
-        )
-        num_choices = reference.shape[1]
-
-        def flat(tensor: torch.Tensor | None) -> torch.Tensor | None:  # (B, C, T, ...) -> (B * C, T, ...)
-            return None if tensor is None else tensor.reshape(-1, *tensor.shape[2:])
+        num_choices = choice_count(input_ids, inputs_embeds)
 
         outputs = self.roberta(
-            flat(input_ids),
-            flat(attention_mask),
-            flat(token_type_ids),
-            flat(position_ids),
-            flat(inputs_embeds),
+            flatten_choices(input_ids),
+            flatten_choices(attention_mask),
+            flatten_choices(token_type_ids),
+            flatten_choices(position_ids),
+            flatten_choices(inputs_embeds),
             past_key_values,
             output_attentions,
             output_hidden_states,
