@@ -48,3 +48,16 @@ def test_one_forward_is_traced_and_the_plain_path_runs_no_more_code():
     assert plain["body_lines"] <= default["body_lines"]
     table = trace_model_path.table([(case, default)])
     assert f"| BertForPreTraining (bert-mini) | {len(default['files'])} |" in table
+
+
+def test_xlnet_plain_path_reads_in_its_own_file_within_the_issue_bounds():
+    """Issue 46's bound for XLNetLMHeadModel on the plain path (<= 6 package files, <= 800 lines of
+    function bodies, its own file among them), and the speed plug-in's modules stay out of it."""
+    case = next(c for c in trace_model_path.CASES if c.class_name == "XLNetLMHeadModel")
+    plain = trace_model_path.trace_case(case, {"padding_free": False})
+    files = {trace_model_path.relative(path) for path in plain["files"]}
+    assert plain["own_file"] and "hf_variants/models/xlnet/modeling_xlnet.py" in files
+    assert len(files) <= 6 and plain["body_lines"] <= 800, sorted(files)
+    assert not files & {"hf_variants/modules/dropout.py", "hf_variants/modules/fast_path.py"}
+    default = trace_model_path.trace_case(case, {})
+    assert "hf_variants/modules/dropout.py" in {trace_model_path.relative(path) for path in default["files"]}

@@ -110,3 +110,27 @@ def test_on_by_default_and_traced_graphs_take_the_padded_path():
     torch._dynamo.reset()
     assert (compiled - eager).abs().max().item() <= ATOL
     assert (exported - eager).abs().max().item() <= ATOL
+
+
+@pytest.mark.parametrize("padding_free", [True, False])
+def test_dropout_is_torch_s_on_the_plain_path_and_the_cpu_kernel_on_the_speed_path(padding_free):
+    """The one random-stream difference between the paths: the speed path draws dropout masks with
+    modules/dropout.py's CPU kernel (its results unchanged by the move to XLNet's own file), the
+    plain path with torch's F.dropout; eval mode is the identity on both."""
+    from torch.nn import functional as F
+
+    from hf_variants.models.xlnet.modeling_xlnet import XLNetDropout
+    from hf_variants.modules.dropout import dropout as cpu_dropout
+
+    config = hf_variants.XLNetConfig(padding_free=padding_free)
+    layer = XLNetDropout(0.3, config).train()
+    inputs = torch.randn(4, 16, 8)
+    torch.manual_seed(7)
+    got = layer(inputs)
+    torch.manual_seed(7)
+    expected = cpu_dropout(inputs, 0.3, True) if padding_free else F.dropout(inputs, 0.3, True)
+    torch.testing.assert_close(got, expected, atol=0, rtol=0)
+    torch.manual_seed(7)
+    other = F.dropout(inputs, 0.3, True) if padding_free else cpu_dropout(inputs, 0.3, True)
+    assert not torch.equal(got, other)  # the two kernels draw different masks for one seed
+    assert torch.equal(layer.eval()(inputs), inputs)
