@@ -108,7 +108,7 @@ def test_language_embedding_is_added_before_the_layer_norm():
     expected = emb.layer_norm(
         emb.word_embeddings(ids) + emb.position_embeddings(torch.arange(3)) + emb.lang_embeddings(langs)
     )
-    got = emb(ids, torch.arange(3)[None], langs=langs)
+    got = emb(ids, None, torch.arange(3)[None], langs=langs)
     torch.testing.assert_close(got, expected)
 
 
@@ -120,7 +120,7 @@ def test_token_type_ids_index_the_word_table():
     expected = emb.layer_norm(
         emb.word_embeddings(ids) + emb.position_embeddings(torch.arange(3)) + emb.word_embeddings(types)
     )
-    torch.testing.assert_close(emb(ids, torch.arange(3)[None], types), expected)
+    torch.testing.assert_close(emb(ids, types, torch.arange(3)[None]), expected)
     with pytest.raises(ValueError, match="token_type_ids contains id 99"):
         model(input_ids=ids, token_type_ids=torch.full_like(ids, 99))
 
