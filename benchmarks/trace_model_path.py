@@ -300,7 +300,7 @@ def main(argv: list[str] | None = None) -> None:
         metavar="NAME=VALUE",
         help="set a config attribute after loading (repeatable), e.g. padding_free=False",
     )
-    parser.add_argument("--models", default="", help="comma-separated class names (default: all nine)")
+    parser.add_argument("--models", default="", help="comma-separated class names (default: all of them)")
     parser.add_argument("--list", action="store_true", help="also print the files and functions entered")
     args = parser.parse_args(argv)
     settings = dict(parse_setting(text) for text in args.settings)
