@@ -136,6 +136,25 @@ def test_padding_positions_are_exactly_zero(padding_free):
         assert (states[padding] == 0).all()
 
 
+def test_the_fast_path_zeroes_padding_when_it_runs_a_batch_padded():
+    """Too little padding to pack (< 5%): the padding-free strategy runs the batch padded and still
+    zeroes the padding states, as the plain path does; the summary head's last layer computes the
+    first token alone."""
+    plain = TESTER.model("ForSequenceClassification", padding_free=False).eval()
+    fast = TESTER.model("ForSequenceClassification", padding_free=True).eval()
+    fast.load_state_dict(plain.state_dict())
+    inputs = TESTER.inputs("Model", labels=False)
+    mask = torch.ones_like(inputs["attention_mask"])
+    mask[0, -1] = 0  # one padding token in the whole batch
+    inputs = dict(inputs, attention_mask=mask)
+    with torch.no_grad():
+        expected = plain.transformer(**inputs).last_hidden_state
+        states = fast.transformer(**inputs).last_hidden_state
+        assert (states[mask == 0] == 0).all() and (expected[mask == 0] == 0).all()
+        torch.testing.assert_close(states, expected, atol=1e-5, rtol=0)
+        torch.testing.assert_close(fast(**inputs).logits, plain(**inputs).logits, atol=1e-5, rtol=0)
+
+
 def test_padding_from_pad_ids_and_from_lengths():
     """Without an attention_mask, the pad tokens (or `lengths`) say where the padding is."""
     model = TESTER.model("Model").eval()
