@@ -116,6 +116,12 @@ def seq2seq_inputs(config, generator):
     }
 
 
+def xlm_mlm_inputs(config, generator):
+    """MLM inputs with a language id per token (row 0 language 0, row 1 language 1)."""
+    batch = mlm_inputs(config, generator)
+    return {**batch, "langs": torch.arange(BATCH)[:, None].expand(BATCH, LENGTH) % config.n_langs}
+
+
 def xlnet_lm_inputs(config, generator):
     """transformers' XLNet example: predict the last 4 tokens, which no token may see (perm_mask)."""
     input_ids = torch.randint(5, config.vocab_size, (BATCH, LENGTH), generator=generator)
@@ -160,6 +166,7 @@ CASES = [
     Case("GPTLMHeadModel", "gpt2-mini", AutoModelForCausalLM, "gpt", causal_lm_inputs),
     Case("T5ForConditionalGeneration", "t5-mini", AutoModelForSeq2SeqLM, "t5", seq2seq_inputs),
     Case("XLNetLMHeadModel", "xlnet-mini", AutoModelForPreTraining, "xlnet", xlnet_lm_inputs),
+    Case("XLMWithLMHeadModel", "xlm-mini", AutoModelForMaskedLM, "xlm", xlm_mlm_inputs),
 ]
 
 
@@ -293,7 +300,7 @@ def main(argv: list[str] | None = None) -> None:
         metavar="NAME=VALUE",
         help="set a config attribute after loading (repeatable), e.g. padding_free=False",
     )
-    parser.add_argument("--models", default="", help="comma-separated class names (default: all nine)")
+    parser.add_argument("--models", default="", help="comma-separated class names (default: all of them)")
     parser.add_argument("--list", action="store_true", help="also print the files and functions entered")
     args = parser.parse_args(argv)
     settings = dict(parse_setting(text) for text in args.settings)

@@ -25,7 +25,10 @@ accepting packed (N,) inputs; ``encoder.num_layers``, ``encoder.layer_at(depth)`
 ``encoder.shared_blocks(depth)``, ``encoder.final_layer_norm`` (or None); layers called as
 ``layer(hidden_states, attention_mask, output_attentions, query_positions, None, depth,
 *shared_blocks)`` where ``attention_mask`` may be an :class:`~hf_variants.modules.padding.UnpaddedBatch`
-(packed input) or an additive bias; ``pooler`` (or None) and ``config.summary_type``.
+(packed input) or an additive bias; ``pooler`` (or None) and ``config.summary_type``. Optional:
+further per-token embedding inputs (XLM's ``langs``), handed to :meth:`PaddingFreePath.encode` by
+name and packed like the ids; ``zeroes_padding_states = True`` on the model (XLM) for states that
+are exactly zero at padding positions after the embeddings and every layer when a batch runs padded.
 """
 
 from __future__ import annotations
@@ -83,9 +86,11 @@ class PaddingFreePath:
         inputs_embeds: torch.Tensor | None,
         attention_mask: torch.Tensor | None,
         reads: HeadReads,
+        embedding_inputs: dict[str, torch.Tensor | None] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Inputs (B, T) (``inputs_embeds`` (B, T, E)), checked by the model; ``attention_mask``
-        (B, T) keep-mask or None. Returns (sequence_output: (B, T, H) with zeros at padding when
+        (B, T) keep-mask or None; ``embedding_inputs``: further (B, T) inputs of the embeddings by
+        name (XLM's ``langs``). Returns (sequence_output: (B, T, H) with zeros at padding when
         packed, or (B, M, H) / (B, 1, H) at the positions ``reads`` names; pooled (B, H) or None)."""
         config = model.config
         reference = input_ids if input_ids is not None else inputs_embeds
@@ -100,6 +105,7 @@ class PaddingFreePath:
             output_positions = summary  # None for "mean": every position is read
         # The pooler reads the summary token: a packed layout leaves zeros there if it is padding.
         summary_read = summary if has_pooler and reads.positions is None else None
+        zero_padding = getattr(model, "zeroes_padding_states", False)
         layout = BatchLayout.plan(
             attention_mask,
             batch,
@@ -110,13 +116,17 @@ class PaddingFreePath:
             output_positions_mask=output_positions_mask,
             reads_padding=reads.padding or reads_a_padding_position(attention_mask, summary_read),
             is_causal=config.is_decoder,
+            zero_padding=zero_padding,
         )
         hidden_states = model.embeddings(
             layout.to_packed(input_ids),
             layout.to_packed(token_type_ids),
             layout.to_packed(position_ids),
             layout.to_packed(inputs_embeds),
+            **{name: layout.to_packed(value) for name, value in (embedding_inputs or {}).items()},
         )
+        if zero_padding:
+            hidden_states = layout.zero_padding(hidden_states)
         computed_positions = layout.output_positions  # (B, M) or None: what the output will hold
         encoder = model.encoder
         for depth in range(encoder.num_layers):
@@ -132,6 +142,8 @@ class PaddingFreePath:
             hidden_states = encoder.layer_at(depth)(
                 hidden_states, mask, False, positions, None, depth, *encoder.shared_blocks(depth)
             )[0]
+            if zero_padding:
+                hidden_states = layer_layout.zero_padding(hidden_states, positions)
         if encoder.final_layer_norm is not None:
             hidden_states = encoder.final_layer_norm(hidden_states)
         sequence_output = layout.to_padded(hidden_states)

@@ -108,7 +108,7 @@ def test_language_embedding_is_added_before_the_layer_norm():
     expected = emb.layer_norm(
         emb.word_embeddings(ids) + emb.position_embeddings(torch.arange(3)) + emb.lang_embeddings(langs)
     )
-    got = emb(ids, torch.arange(3)[None], langs=langs)
+    got = emb(ids, None, torch.arange(3)[None], langs=langs)
     torch.testing.assert_close(got, expected)
 
 
@@ -120,7 +120,7 @@ def test_token_type_ids_index_the_word_table():
     expected = emb.layer_norm(
         emb.word_embeddings(ids) + emb.position_embeddings(torch.arange(3)) + emb.word_embeddings(types)
     )
-    torch.testing.assert_close(emb(ids, torch.arange(3)[None], types), expected)
+    torch.testing.assert_close(emb(ids, types, torch.arange(3)[None]), expected)
     with pytest.raises(ValueError, match="token_type_ids contains id 99"):
         model(input_ids=ids, token_type_ids=torch.full_like(ids, 99))
 
@@ -134,6 +134,25 @@ def test_padding_positions_are_exactly_zero(padding_free):
     assert (out.last_hidden_state[padding] == 0).all() and (out.last_hidden_state[~padding] != 0).any()
     for states in model(**inputs, output_hidden_states=True).hidden_states:
         assert (states[padding] == 0).all()
+
+
+def test_the_fast_path_zeroes_padding_when_it_runs_a_batch_padded():
+    """Too little padding to pack (< 5%): the padding-free strategy runs the batch padded and still
+    zeroes the padding states, as the plain path does; the summary head's last layer computes the
+    first token alone."""
+    plain = TESTER.model("ForSequenceClassification", padding_free=False).eval()
+    fast = TESTER.model("ForSequenceClassification", padding_free=True).eval()
+    fast.load_state_dict(plain.state_dict())
+    inputs = TESTER.inputs("Model", labels=False)
+    mask = torch.ones_like(inputs["attention_mask"])
+    mask[0, -1] = 0  # one padding token in the whole batch
+    inputs = dict(inputs, attention_mask=mask)
+    with torch.no_grad():
+        expected = plain.transformer(**inputs).last_hidden_state
+        states = fast.transformer(**inputs).last_hidden_state
+        assert (states[mask == 0] == 0).all() and (expected[mask == 0] == 0).all()
+        torch.testing.assert_close(states, expected, atol=1e-5, rtol=0)
+        torch.testing.assert_close(fast(**inputs).logits, plain(**inputs).logits, atol=1e-5, rtol=0)
 
 
 def test_padding_from_pad_ids_and_from_lengths():
