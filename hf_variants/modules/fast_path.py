@@ -26,6 +26,8 @@ accepting packed (N,) inputs; ``encoder.num_layers``, ``encoder.layer_at(depth)`
 ``layer(hidden_states, attention_mask, output_attentions, query_positions, None, depth,
 *shared_blocks)`` where ``attention_mask`` may be an :class:`~hf_variants.modules.padding.UnpaddedBatch`
 (packed input) or an additive bias; ``pooler`` (or None) and ``config.summary_type``.
+Attention is causal where ``config.is_decoder`` (GPT: ``models/gpt/modeling_gpt.py``); a causal
+stack computes every position (``HeadReads.positions`` / ``summary_only`` do not shorten it).
 """
 
 from __future__ import annotations
@@ -83,10 +85,13 @@ class PaddingFreePath:
         inputs_embeds: torch.Tensor | None,
         attention_mask: torch.Tensor | None,
         reads: HeadReads,
+        document_ids: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Inputs (B, T) (``inputs_embeds`` (B, T, E)), checked by the model; ``attention_mask``
-        (B, T) keep-mask or None. Returns (sequence_output: (B, T, H) with zeros at padding when
-        packed, or (B, M, H) / (B, 1, H) at the positions ``reads`` names; pooled (B, H) or None)."""
+        (B, T) keep-mask or None; ``document_ids`` (B, T) rows packed with several documents (-1 on
+        padding, a causal LM's packed batches): each document then runs as its own sequence.
+        Returns (sequence_output: (B, T, H) with zeros at padding when packed, or (B, M, H) /
+        (B, 1, H) at the positions ``reads`` names; pooled (B, H) or None)."""
         config = model.config
         reference = input_ids if input_ids is not None else inputs_embeds
         batch, length = reference.shape[:2]
@@ -110,6 +115,7 @@ class PaddingFreePath:
             output_positions_mask=output_positions_mask,
             reads_padding=reads.padding or reads_a_padding_position(attention_mask, summary_read),
             is_causal=config.is_decoder,
+            document_ids=document_ids,
         )
         hidden_states = model.embeddings(
             layout.to_packed(input_ids),

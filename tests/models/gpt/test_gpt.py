@@ -127,7 +127,12 @@ def test_gpt1_is_post_ln_without_final_norm_and_gpt2_pre_ln_with_one():
     assert GPTModel(tiny("gpt2")).encoder.final_layer_norm is not None
     for generation in GENERATIONS:
         embeddings = GPTModel(tiny(generation)).embeddings
-        assert embeddings.layer_norm is None and embeddings.token_type_embeddings is None
+        # No LayerNorm on the embeddings and no segment table: word + position tables only.
+        assert {name for name, _ in embeddings.named_children()} == {
+            "word_embeddings",
+            "position_embeddings",
+            "dropout",
+        }
         assert embeddings.word_embeddings.padding_idx is None  # the padding id (often <|endoftext|>) keeps its row
 
 
