@@ -541,6 +541,18 @@ def _return(output: ModelOutput, return_dict: bool | None) -> ModelOutput | tupl
     return output if return_dict is not False else output.to_tuple()
 
 
+def check_left_padded_prompts(attention_mask: torch.Tensor | None) -> None:
+    """generate() continues each row after its last position: a (B, T) prompt mask whose last
+    column holds padding (right padding) would make a short row continue after its padding, at
+    positions it never has alone. Refused by name; left padding (``tokenizer.padding_side =
+    "left"``) generates each row as alone."""
+    if attention_mask is not None and attention_mask.dim() == 2 and not bool(attention_mask[:, -1].all()):
+        raise ValueError(
+            "GPT generates after each prompt's last position: the prompts must be padded on the left "
+            "(tokenizer.padding_side = 'left'); this attention_mask has padding in its last column (right padding)"
+        )
+
+
 class GPTLMHeadModel(GPTPreTrainedModel, CheckedGenerationMixin, GenerationMixin):
     """Causal language modelling, the paper's objective: logits (B, T, V) from an output layer tied
     to the word embeddings; loss = next-token cross-entropy (-100 ignored). Generates through
@@ -566,6 +578,11 @@ class GPTLMHeadModel(GPTPreTrainedModel, CheckedGenerationMixin, GenerationMixin
 
     def set_output_embeddings(self, new_embeddings: nn.Linear) -> None:
         self.lm_head = new_embeddings
+
+    def generate(self, inputs=None, generation_config=None, *args, **kwargs):
+        """transformers' ``generate()``, after refusing right-padded prompts (:func:`check_left_padded_prompts`)."""
+        check_left_padded_prompts(kwargs.get("attention_mask"))
+        return super().generate(inputs, generation_config, *args, **kwargs)
 
     def forward(
         self,
@@ -866,4 +883,5 @@ __all__ = [
     "GPTForTokenClassification",
     "GPTForQuestionAnswering",
     "last_token_positions",
+    "check_left_padded_prompts",
 ]

@@ -218,3 +218,17 @@ def test_spec_declares_clm_and_byte_level_bpe():
     spec = hf_variants.registry.SPECS["hfv_gpt"]
     assert spec.pretraining_objective == "clm" and spec.tokenizer_kind == "bpe"
     assert AutoModelForCausalLM.from_config(tiny()).__class__ is GPTLMHeadModel
+
+
+@pytest.mark.parametrize("head", [GPTLMHeadModel, hf_variants.GPTDoubleHeadsModel])
+def test_generate_refuses_right_padded_prompts_and_takes_left_padded_ones(head):
+    """A right-padded row would continue after its padding (positions it never has alone): refused
+    by name. The same prompts padded on the left generate."""
+    torch.manual_seed(0)
+    model = head(tiny()).eval()
+    ids = torch.randint(3, 99, (2, 5))
+    right = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+    with pytest.raises(ValueError, match="padded on the left"):
+        model.generate(ids, attention_mask=right, max_new_tokens=2, do_sample=False)
+    left = right.flip(1)
+    assert model.generate(ids, attention_mask=left, max_new_tokens=2, do_sample=False).shape == (2, 7)
