@@ -29,6 +29,8 @@ accepting packed (N,) inputs; ``encoder.num_layers``, ``encoder.layer_at(depth)`
 further per-token embedding inputs (XLM's ``langs``), handed to :meth:`PaddingFreePath.encode` by
 name and packed like the ids; ``zeroes_padding_states = True`` on the model (XLM) for states that
 are exactly zero at padding positions after the embeddings and every layer when a batch runs padded.
+Attention is causal where ``config.is_decoder`` (GPT: ``models/gpt/modeling_gpt.py``); a causal
+stack computes every position (``HeadReads.positions`` / ``summary_only`` do not shorten it).
 """
 
 from __future__ import annotations
@@ -87,11 +89,14 @@ class PaddingFreePath:
         attention_mask: torch.Tensor | None,
         reads: HeadReads,
         embedding_inputs: dict[str, torch.Tensor | None] | None = None,
+        document_ids: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Inputs (B, T) (``inputs_embeds`` (B, T, E)), checked by the model; ``attention_mask``
         (B, T) keep-mask or None; ``embedding_inputs``: further (B, T) inputs of the embeddings by
-        name (XLM's ``langs``). Returns (sequence_output: (B, T, H) with zeros at padding when
-        packed, or (B, M, H) / (B, 1, H) at the positions ``reads`` names; pooled (B, H) or None)."""
+        name (XLM's ``langs``); ``document_ids`` (B, T) rows packed with several documents (-1 on
+        padding, a causal LM's packed batches): each document then runs as its own sequence.
+        Returns (sequence_output: (B, T, H) with zeros at padding when packed, or (B, M, H) /
+        (B, 1, H) at the positions ``reads`` names; pooled (B, H) or None)."""
         config = model.config
         reference = input_ids if input_ids is not None else inputs_embeds
         batch, length = reference.shape[:2]
@@ -117,6 +122,7 @@ class PaddingFreePath:
             reads_padding=reads.padding or reads_a_padding_position(attention_mask, summary_read),
             is_causal=config.is_decoder,
             zero_padding=zero_padding,
+            document_ids=document_ids,
         )
         hidden_states = model.embeddings(
             layout.to_packed(input_ids),

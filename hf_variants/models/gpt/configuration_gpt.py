@@ -104,3 +104,5 @@ class GPTConfig(VariantDecoderConfig):
             )
         if self.embedding_size not in (None, self.hidden_size):
             raise ValueError(f"GPT has no factorized embeddings (embedding_size={self.embedding_size})")
+        if self.add_cross_attention:
+            raise ValueError("GPT is a decoder-only model: add_cross_attention must be False (no encoder to attend to)")

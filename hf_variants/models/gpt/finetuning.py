@@ -25,7 +25,7 @@ from ...modules.padding import gather_positions
 from ...modules.task_models import classifier_dropout, multiple_choice_loss
 from ...modules.token_ids import CheckedGenerationMixin
 from ...modules.tracing import is_tracing
-from .modeling_gpt import GPTModel, GPTPreTrainedModel
+from .modeling_gpt import GPTModel, GPTPreTrainedModel, check_left_padded_prompts
 
 
 @dataclass
@@ -77,6 +77,11 @@ class GPTDoubleHeadsModel(GPTPreTrainedModel, CheckedGenerationMixin, Generation
 
     def get_output_embeddings(self) -> nn.Linear:
         return self.lm_head
+
+    def generate(self, inputs=None, generation_config=None, *args, **kwargs):
+        """transformers' ``generate()`` with the LM head, after refusing right-padded prompts."""
+        check_left_padded_prompts(kwargs.get("attention_mask"))
+        return super().generate(inputs, generation_config, *args, **kwargs)
 
     def set_output_embeddings(self, new_embeddings: nn.Linear) -> None:
         self.lm_head = new_embeddings

@@ -127,7 +127,12 @@ def test_gpt1_is_post_ln_without_final_norm_and_gpt2_pre_ln_with_one():
     assert GPTModel(tiny("gpt2")).encoder.final_layer_norm is not None
     for generation in GENERATIONS:
         embeddings = GPTModel(tiny(generation)).embeddings
-        assert embeddings.layer_norm is None and embeddings.token_type_embeddings is None
+        # No LayerNorm on the embeddings and no segment table: word + position tables only.
+        assert {name for name, _ in embeddings.named_children()} == {
+            "word_embeddings",
+            "position_embeddings",
+            "dropout",
+        }
         assert embeddings.word_embeddings.padding_idx is None  # the padding id (often <|endoftext|>) keeps its row
 
 
@@ -213,3 +218,17 @@ def test_spec_declares_clm_and_byte_level_bpe():
     spec = hf_variants.registry.SPECS["hfv_gpt"]
     assert spec.pretraining_objective == "clm" and spec.tokenizer_kind == "bpe"
     assert AutoModelForCausalLM.from_config(tiny()).__class__ is GPTLMHeadModel
+
+
+@pytest.mark.parametrize("head", [GPTLMHeadModel, hf_variants.GPTDoubleHeadsModel])
+def test_generate_refuses_right_padded_prompts_and_takes_left_padded_ones(head):
+    """A right-padded row would continue after its padding (positions it never has alone): refused
+    by name. The same prompts padded on the left generate."""
+    torch.manual_seed(0)
+    model = head(tiny()).eval()
+    ids = torch.randint(3, 99, (2, 5))
+    right = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+    with pytest.raises(ValueError, match="padded on the left"):
+        model.generate(ids, attention_mask=right, max_new_tokens=2, do_sample=False)
+    left = right.flip(1)
+    assert model.generate(ids, attention_mask=left, max_new_tokens=2, do_sample=False).shape == (2, 7)

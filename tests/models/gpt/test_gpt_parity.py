@@ -122,6 +122,34 @@ def test_from_pretrained_of_a_transformers_folder(family, head, tmp_path):
         assert ours.lm_head.weight is ours.get_input_embeddings().weight
 
 
+# Both paths of the speed plug-in (config.padding_free, hf_variants/modules/fast_path.py): a forward
+# without a cache (training; every head but a generating LM) runs packed on the fast path.
+PATHS = {"plain": False, "fast": True}
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+@pytest.mark.parametrize("side", ["right", "left"])
+@pytest.mark.parametrize("family,head", PAIRS)
+def test_both_paths_give_their_outputs_and_loss_without_a_cache(family, head, side, path):
+    theirs = their_model(family, head)
+    ours = ours_from(theirs, "sdpa")
+    ours.config.padding_free = PATHS[path]
+    name, token_level = HEADS[head]
+    ids, mask = padded_batch(side)
+    labels = {"labels": ids.masked_fill(mask == 0, -100)} if head == "LMHeadModel" else {}
+    with torch.no_grad():
+        a = ours(ids, attention_mask=mask, use_cache=False, **labels)
+        b = theirs(ids, attention_mask=mask, **labels)
+    real = mask.bool()
+    torch.testing.assert_close(a[name][real] if token_level else a[name], b[name][real] if token_level else b[name])
+    if labels and side == "right":  # left: the last padding slot predicts the first token, from a fully masked row
+        torch.testing.assert_close(a.loss, b.loss, atol=1e-5, rtol=0)
+    if head == "Model" and path == "fast":  # it ran packed: the re-padded output is zero at padding
+        assert bool((a.last_hidden_state[~real] == 0).all())
+    if head == "Model" and path == "plain":
+        assert not bool((a.last_hidden_state[~real] == 0).all())
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_lm_loss_and_token_types_match(family):
     theirs = their_model(family, "LMHeadModel")
