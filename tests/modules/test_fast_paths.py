@@ -17,7 +17,9 @@ import transformers
 
 import hf_variants
 from hf_variants.models.bert.weights import bert_adapter
+from hf_variants.models.modeling_base import VariantPreTrainedModel
 from hf_variants.modules.attention import MultiHeadAttention
+from hf_variants.modules.backbone import TransformerBackbone
 from hf_variants.modules.masks import make_attention_bias
 from hf_variants.modules.padding import UnpaddedBatch
 
@@ -303,13 +305,33 @@ def test_packed_attention_refuses_a_bias() -> None:
         attention(unpadded.unpad(torch.randn(BATCH, LENGTH, 32)), custom, unpadded=unpadded)
 
 
+class SharedBackboneEncoder(TransformerBackbone, VariantPreTrainedModel):
+    """The shared backbone as an encoder without pooler (ELECTRA's until it moved onto BERT's file;
+    BERT and ELECTRA take no extra bias)."""
+
+    config_class = hf_variants.ElectraConfig
+    base_model_prefix = "encoder"
+
+    def build_pooler(self, config) -> None:
+        return None
+
+
 @pytest.mark.parametrize("attn", ["eager", "sdpa"])
 def test_extra_bias_forces_the_padded_layout(attn: str) -> None:
     """A custom additive bias given to the shared backbone (a permutation or document mask) runs
-    padded: the padding-free model equals the padded one at every real token. ELECTRA's encoder
-    (TransformerBackbone); BERT takes no extra bias (its own modeling file)."""
-    config = transformers.ElectraConfig(**{**tiny_config(attn).to_dict(), "embedding_size": 32})
-    model = hf_variants.from_transformers(transformers.ElectraModel(config)).eval()
+    padded: the padding-free model equals the padded one at every real token."""
+    config = hf_variants.ElectraConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=64,
+        embedding_size=32,
+    )
+    config._attn_implementation = attn
+    torch.manual_seed(0)
+    model = SharedBackboneEncoder(config).eval()
     model.config.padding_free = False
     free = copy.deepcopy(model)
     free.config.padding_free = True

@@ -1,13 +1,27 @@
-"""ELECTRA (Clark et al. 2020): a BERT encoder with factorized embeddings (E -> H when E != H) and
-no pooler, pretrained by replaced token detection (RTD) against a small masked-LM generator.
+"""ELECTRA (Clark et al. 2020): BERT's encoder, pretrained by replaced token detection (RTD) against
+a small masked-LM generator instead of by masked language modelling.
 
-The encoder and the fine-tuning heads come from ``hf_variants.modules``; this file adds what is
-ELECTRA's own:
+ELECTRA = BERT + what it adds, as transformers' ``modular_roberta`` builds RoBERTa: the embeddings,
+self-attention, layers, stack, attention backends and the padding-free fast path are BERT's
+(:mod:`hf_variants.models.bert.modeling_bert`). What is ELECTRA's own, top to bottom:
 
-- the RTD head (dense -> activation -> one logit per token) and its loss (BCE over real tokens);
-- ELECTRA's classifiers, which read the first token without a pooler and use GELU;
-- the joint pretraining model :class:`ElectraForPreTraining`: generator + discriminator sharing
-  their embedding tables, Gumbel-max sampling of replacements, loss = MLM + 50 x RTD.
+- **factorized embeddings**: tables of width E (``embedding_size``, Small: 128) projected to the
+  encoder's H (256) when E != H; BERT's embeddings end in that projection
+  (``BertEmbeddings.projection``; transformers' ``electra.embeddings_project``), see
+  :class:`ElectraModel`. No pooler: ELECTRA's sequence heads read the first token directly;
+- **the discriminator's head**: one "was this token replaced?" logit per position
+  (:class:`ReplacedTokenDetectionHead`) and its loss, BCE over the real tokens
+  (:func:`replaced_token_detection_loss`), alone in :class:`ElectraForReplacedTokenDetection`
+  (transformers' ``ElectraForPreTraining``);
+- **the generator**: a small masked-LM encoder (width ``generator_hidden_size`` x H,
+  ``config.generator_config()``) with BERT's MLM head, alone in :class:`ElectraForMaskedLM`;
+- **the pair, trained jointly** (:class:`ElectraForPreTraining`): generator and discriminator share
+  their embedding tables (:data:`SHARED_EMBEDDING_MODULES`); the generator's predictions at the
+  masked positions are sampled (:func:`gumbel_max_sample`) to corrupt the input; the discriminator
+  labels each token of the corrupted input; loss = MLM + lambda x RTD (lambda = 50);
+- the fine-tuning heads, written out with BERT's blocks and losses under ``electra`` (transformers'
+  name): sequence classification and multiple choice read the first token through dense -> GELU
+  (:class:`ElectraClassificationHead`), not BERT's tanh pooler.
 
 Names. transformers calls its discriminator-with-RTD-head class ``ElectraForPreTraining``; here
 that name is the joint model, because ``AutoModelForPreTraining.from_config`` must build what
@@ -27,39 +41,66 @@ from torch import nn
 from torch.nn import functional as F
 from transformers import initialization as init
 from transformers.activations import ACT2FN
-from transformers.modeling_outputs import TokenClassifierOutput
+from transformers.cache_utils import Cache
+from transformers.modeling_outputs import (
+    MaskedLMOutput,
+    MultipleChoiceModelOutput,
+    QuestionAnsweringModelOutput,
+    SequenceClassifierOutput,
+    TokenClassifierOutput,
+)
 from transformers.utils import ModelOutput
 
-from ...modules.backbone import TransformerBackbone
+from ...modules.dropout import Dropout
 from ...modules.embeddings import check_batch_shape
-from ...modules.heads import IGNORE_INDEX, MaskedLMHead, SummaryClassifier, check_label_shape, masked_lm_loss
+from ...modules.fast_path import HeadReads, fast_path_enabled
+from ...modules.heads import (
+    IGNORE_INDEX,
+    MaskedLMHead,
+    SummaryClassifier,
+    check_label_shape,
+    masked_lm_loss,
+    sequence_classification_loss,
+    span_extraction_loss,
+    summarize,
+    token_classification_loss,
+)
+from ...modules.masks import targets_at_padding
 from ...modules.padding import selected_positions
 from ...modules.task_models import (
-    EncoderForMaskedLM,
-    EncoderForMultipleChoice,
-    EncoderForQuestionAnswering,
-    EncoderForSequenceClassification,
-    EncoderForTokenClassification,
-    EncoderHeadModel,
-    EncoderTaskModel,
+    choice_count,
+    classifier_dropout,
+    flatten_choices,
+    multiple_choice_loss,
     refuse_next_sentence_label,
 )
-from ..modeling_base import VariantPreTrainedModel
+from ..bert.modeling_bert import BertMaskedLMHeadModel, BertModel, BertPreTrainedModel, _return
 from .configuration_electra import ElectraConfig
 
 
-class ElectraPreTrainedModel(VariantPreTrainedModel):
+# ----------------------------------------------------------------------------- model
+class ElectraPreTrainedModel(BertPreTrainedModel):
+    """BERT's, with ELECTRA's config and transformers' ``electra`` prefix. Every ELECTRA class
+    names ``config_class`` itself: transformers writes the config class into each subclass's own
+    namespace, so a BERT class earlier in the MRO would otherwise win."""
+
     config_class = ElectraConfig
     base_model_prefix = "electra"
 
 
-class ElectraModel(TransformerBackbone, ElectraPreTrainedModel):
-    """The bare encoder (the discriminator, or at generator sizes the generator). The E -> H
-    projection is ``embeddings.projection`` (transformers: ``embeddings_project``). No pooler:
-    ELECTRA's sequence heads read the first token directly."""
+class ElectraModel(BertModel, ElectraPreTrainedModel):
+    """The bare encoder: the discriminator, or at the generator's sizes the generator. BERT's
+    embeddings -> BERT's layers, with no pooler (ELECTRA's sequence heads read the first token).
 
-    def build_pooler(self, config: ElectraConfig) -> None:
-        return None
+    The factorized embedding is ELECTRA's: word, position and segment tables of width E
+    (``config.embedding_size``), LayerNorm and dropout at width E, then a Linear E -> H when E != H
+    (``embeddings.projection``, transformers' ``embeddings_project``; ``BertEmbeddings.forward``'s last
+    line). The fast path runs the projection packed with the rest of the embeddings."""
+
+    config_class = ElectraConfig
+
+    def __init__(self, config: ElectraConfig) -> None:
+        super().__init__(config, add_pooling_layer=False)
 
 
 # ----------------------------------------------------------------------------- replaced token detection
@@ -92,66 +133,131 @@ def replaced_token_detection_loss(
     return F.binary_cross_entropy_with_logits(logits[used], labels[used].to(logits.dtype))
 
 
-class ElectraForReplacedTokenDetection(EncoderHeadModel, ElectraPreTrainedModel):
+def _token_labels_read_at_padding(
+    config: ElectraConfig, labels: torch.Tensor | None, reference: torch.Tensor | None, attention_mask
+) -> bool:
+    """HeadReads.padding of a per-token head: a (B, T) target at a padding position is read from
+    the state computed there, which only the padded layout computes (asked on the fast path only:
+    reading the labels syncs the device)."""
+    fast = reference is not None and fast_path_enabled(config, reference.device)
+    return fast and targets_at_padding(labels, attention_mask, IGNORE_INDEX)
+
+
+class ElectraForReplacedTokenDetection(ElectraPreTrainedModel):
     """The discriminator with its RTD head: transformers' ``ElectraForPreTraining`` (same weights,
     same logits). Logits (B, T); labels (B, T) 1 where a token was replaced."""
 
-    backbone_class = ElectraModel
-    labels_per_token = True
-    output_class = TokenClassifierOutput
+    config_class = ElectraConfig
 
-    def build_head(self, config: ElectraConfig) -> None:
+    def __init__(self, config: ElectraConfig) -> None:
+        super().__init__(config)
+        self.electra = ElectraModel(config)
         self.discriminator_predictions = ReplacedTokenDetectionHead(config.hidden_size, config.hidden_act)
+        self.post_init()
 
-    def head_logits(self, out, attention_mask: torch.Tensor | None, read=None) -> torch.Tensor:
-        return self.discriminator_predictions(out.last_hidden_state)
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
+        **kwargs,
+    ) -> TokenClassifierOutput | tuple:
+        """labels: (B, T) 1 = replaced, 0 = original, -100 = ignored; the loss averages over the
+        real tokens."""
+        reference = input_ids if input_ids is not None else inputs_embeds
+        reads = HeadReads(padding=_token_labels_read_at_padding(self.config, labels, reference, attention_mask))
+        outputs = self.electra(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            past_key_values,
+            output_attentions,
+            output_hidden_states,
+            return_dict=True,
+            reads=reads,
+            **kwargs,
+        )
+        logits = self.discriminator_predictions(outputs.last_hidden_state)
+        loss = replaced_token_detection_loss(logits, labels, attention_mask) if labels is not None else None
+        return _return(
+            TokenClassifierOutput(
+                loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+            ),
+            return_dict,
+        )
 
-    def head_loss(
-        self, logits: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None
-    ) -> torch.Tensor:
-        return replaced_token_detection_loss(logits, labels, attention_mask)
 
+# ----------------------------------------------------------------------------- the generator alone
+class ElectraForMaskedLM(ElectraPreTrainedModel):
+    """The generator as a masked LM (transformers' ``ElectraForMaskedLM``): BERT's MLM head, dense
+    (H -> E) -> activation -> LayerNorm -> decoder tied to the word embeddings (own bias), and BERT's
+    sparse prediction (``config.sparse_prediction``: logits (num_masked, V) at the masked positions)."""
 
-# ----------------------------------------------------------------------------- fine-tuning heads
-class ElectraClassificationHead(SummaryClassifier):
-    """transformers' ElectraClassificationHead: dropout, dense, GELU (not BERT's tanh), dropout,
-    out_proj, on the first token."""
+    config_class = ElectraConfig
+    _tied_weights_keys = {"mlm_head.decoder.weight": "electra.embeddings.word_embeddings.weight"}
+    uses_pooler = False  # the positions the MLM reads never include a pooled summary
+    # BERT's: which positions the last layer computes, and the loss at them (they read only
+    # self.config, self.mlm_head and uses_pooler).
+    _only_labelled_positions_are_read = BertMaskedLMHeadModel._only_labelled_positions_are_read
+    _mlm_reads = BertMaskedLMHeadModel._mlm_reads
+    _mlm_loss = BertMaskedLMHeadModel._mlm_loss
+    get_output_embeddings = BertMaskedLMHeadModel.get_output_embeddings
+    set_output_embeddings = BertMaskedLMHeadModel.set_output_embeddings
 
-    def __init__(self, hidden_size: int, num_labels: int, dropout: float) -> None:
-        super().__init__(hidden_size, num_labels, dropout, activation="gelu")
+    def __init__(self, config: ElectraConfig) -> None:
+        super().__init__(config)
+        self.electra = ElectraModel(config)
+        self.mlm_head = MaskedLMHead(
+            config.hidden_size, config.vocab_size, config.hidden_act, config.layer_norm_eps, config.embedding_size
+        )
+        self.post_init()
 
-
-class ElectraForMaskedLM(EncoderForMaskedLM, ElectraPreTrainedModel):
-    """The generator as a masked LM (transformers' ``ElectraForMaskedLM``): dense (H -> E) ->
-    activation -> LayerNorm -> decoder tied to the word embeddings (own bias)."""
-
-    backbone_class = ElectraModel
-
-
-class ElectraForSequenceClassification(EncoderForSequenceClassification, ElectraPreTrainedModel):
-    backbone_class = ElectraModel
-    uses_pooler = False
-    classifier_class = ElectraClassificationHead
-
-
-class ElectraForTokenClassification(EncoderForTokenClassification, ElectraPreTrainedModel):
-    backbone_class = ElectraModel
-
-
-class ElectraForQuestionAnswering(EncoderForQuestionAnswering, ElectraPreTrainedModel):
-    backbone_class = ElectraModel
-
-
-class ElectraForMultipleChoice(EncoderForMultipleChoice, ElectraPreTrainedModel):
-    """transformers' sequence summary (first token -> dense -> GELU -> dropout of
-    ``summary_last_dropout``, none before the dense) followed by a linear scorer per choice."""
-
-    backbone_class = ElectraModel
-    uses_pooler = False
-
-    def build_classifier(self, config: ElectraConfig, num_outputs: int) -> nn.Module:
-        return SummaryClassifier(
-            config.hidden_size, num_outputs, config.summary_last_dropout, activation="gelu", input_dropout=0.0
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
+        **kwargs,
+    ) -> MaskedLMOutput | tuple:
+        """labels: (B, T) target ids, -100 where nothing is predicted. Logits (B, T, V)."""
+        reads = self._mlm_reads(
+            labels, input_ids, inputs_embeds, attention_mask, output_attentions, output_hidden_states
+        )
+        outputs = self.electra(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            past_key_values,
+            output_attentions,
+            output_hidden_states,
+            return_dict=True,
+            reads=reads,
+            **kwargs,
+        )
+        loss, logits = self._mlm_loss(outputs.last_hidden_state, labels, reads)
+        return _return(
+            MaskedLMOutput(
+                loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+            ),
+            return_dict,
         )
 
 
@@ -159,10 +265,13 @@ class ElectraForMultipleChoice(EncoderForMultipleChoice, ElectraPreTrainedModel)
 def gumbel_max_sample(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
     """One token per row from softmax(logits / temperature), as argmax(logits / temperature + g)
     with g i.i.d. Gumbel(0, 1) (the Gumbel-max trick the paper's code uses). (N, V) -> (N,) ids.
-    Not differentiable: the RTD loss never reaches the generator through its samples."""
+    Not differentiable: the RTD loss never reaches the generator through its samples. The noise is
+    drawn in row-major order whatever the logits' strides (``rand_like`` would follow them: the
+    eval-mode decoder returns transposed strides), so equal logits and seed give equal samples."""
     with torch.no_grad():
         scaled = logits.detach().float() / temperature
-        uniform = torch.rand_like(scaled).clamp_(min=torch.finfo(torch.float32).tiny)
+        uniform = torch.rand(scaled.shape, dtype=scaled.dtype, device=scaled.device)
+        uniform.clamp_(min=torch.finfo(torch.float32).tiny)
         return (scaled - torch.log(-torch.log(uniform))).argmax(dim=-1)
 
 
@@ -201,7 +310,7 @@ class ElectraForPreTrainingOutput(ModelOutput):
 SHARED_EMBEDDING_MODULES = ("word_embeddings", "position_embeddings", "token_type_embeddings", "layer_norm")
 
 
-class ElectraForPreTraining(EncoderTaskModel, ElectraPreTrainedModel):
+class ElectraForPreTraining(ElectraPreTrainedModel):
     """Generator + discriminator trained jointly by replaced token detection.
 
     Feed it masked batches from :class:`hf_variants.objectives.DataCollatorForReplacedTokenDetection`
@@ -230,13 +339,15 @@ class ElectraForPreTraining(EncoderTaskModel, ElectraPreTrainedModel):
     discriminator's (one tensor each, stored once).
     """
 
-    backbone_class = ElectraModel
+    config_class = ElectraConfig
     _tied_weights_keys = {"generator_mlm_head.decoder.weight": "electra.embeddings.word_embeddings.weight"}
 
     def __init__(self, config: ElectraConfig) -> None:
         super().__init__(config)
-        self._build_backbone(config)
+        # The discriminator: the encoder every fine-tuning head reads, and its RTD head.
+        self.electra = ElectraModel(config)
         self.discriminator_predictions = ReplacedTokenDetectionHead(config.hidden_size, config.hidden_act)
+        # The generator: a narrower encoder of the same design with BERT's MLM head, decoding to E.
         generator_config = config.generator_config()
         self.generator = ElectraModel(generator_config)
         self.generator_mlm_head = MaskedLMHead(
@@ -260,7 +371,7 @@ class ElectraForPreTraining(EncoderTaskModel, ElectraPreTrainedModel):
             p = self.config.mlm_probability
             init.constant_(module.dense_prediction.bias, math.log(p / (1.0 - p)))
 
-    # ------------------------------------------------------------------ shared weights
+    # ------------------------------------------------------------------ the shared embeddings
     def _shared_embedding_keys(self) -> dict[str, str]:
         """{generator parameter: discriminator parameter} for the shared embedding tables."""
         embeddings = self.electra.embeddings
@@ -330,54 +441,295 @@ class ElectraForPreTraining(EncoderTaskModel, ElectraPreTrainedModel):
         check_batch_shape("input_ids", input_ids)  # before the labels are checked against it
         refuse_next_sentence_label(kwargs, "ELECTRA")
         config = self.config
-        segments = dict(attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids)
-        selected = None if labels is None else labels != IGNORE_INDEX
+        if self.generator.config.padding_free != config.padding_free:  # its config is derived from ours:
+            self.generator.config.padding_free = config.padding_free  # the speed switch selects both paths
         if labels is not None:
             check_label_shape(labels, input_ids.shape, "labels")
+        selected = None if labels is None else labels != IGNORE_INDEX  # (B, T) the masked positions
+        shared_inputs = (attention_mask, token_type_ids, position_ids)  # both networks read them
+
         if selected is None or not bool(selected.any()):
-            generator_states = self.generator(input_ids, **segments, return_dict=True).last_hidden_state
-            prediction_logits = self.generator_mlm_head(generator_states)
+            # Nothing masked: nothing to predict or replace; the discriminator reads the input itself.
+            generator_states = self.generator(input_ids, *shared_inputs, return_dict=True).last_hidden_state
+            prediction_logits = self.generator_mlm_head(generator_states)  # (B, T, V)
             corrupted, discriminator_labels = input_ids, None if labels is None else torch.zeros_like(labels)
-            # No masked position: nothing to predict or replace. The zero keeps the generator in the
-            # graph, so every parameter gets a (zero) gradient, as data-parallel training expects.
+            # The zero keeps the generator in the graph, so every parameter gets a (zero) gradient,
+            # as data-parallel training expects.
             mlm_loss = None if labels is None else prediction_logits.sum() * 0.0
         else:
-            # The generator's last layer and decoder run at the masked positions only (a causal
-            # stack computes every position, BatchLayout.plan: its decoder reads the masked ones).
-            read = None if config.is_decoder else selected_positions(selected)
-            positions = {} if read is None else {"output_positions": read[0], "output_positions_mask": read[1]}
-            generator_out = self.generator(input_ids, **segments, **positions, return_dict=True)
+            # 1. The generator: masked LM, its last layer and decoder at the masked positions only
+            #    (a causal stack computes every position: its decoder reads the masked ones).
+            read = None if config.is_decoder else selected_positions(selected)  # ((B, M), (B, M) real)
+            generator = self.generator(input_ids, *shared_inputs, return_dict=True, reads=HeadReads(positions=read))
+            generator_states = generator.last_hidden_state
+            generator_labels = labels if read is None else labels.gather(1, read[0]).masked_fill(~read[1], IGNORE_INDEX)
+            # generator_states (B, M, h) at the positions read (or (B, T, h)) -> prediction_logits
+            # (num_masked, V), in the row-major order of `selected`.
             mlm_loss, prediction_logits = masked_lm_loss(
-                self.generator_mlm_head,
-                generator_out.last_hidden_state,
-                labels if read is None else self._labels_at(labels, read),
-                config.vocab_size,
-                sparse=True,
+                self.generator_mlm_head, generator_states, generator_labels, config.vocab_size, sparse=True
             )
+            # 2. Corrupt: the originals, with a sample of the generator's softmax at each masked position.
             original = torch.where(selected, labels, input_ids)
             corrupted = original.clone()
             corrupted[selected] = gumbel_max_sample(prediction_logits, config.sampling_temperature)
+            # 3. A correct guess counts as original.
             discriminator_labels = (corrupted != original).long()
-        out = self._encode(
-            corrupted, attention_mask, token_type_ids, position_ids, None, output_attentions, output_hidden_states
+
+        # 4. The discriminator: one replaced/original logit per token of the corrupted input.
+        outputs = self.electra(
+            corrupted, *shared_inputs, None, None, output_attentions, output_hidden_states, return_dict=True
         )
-        logits = self.discriminator_predictions(out.last_hidden_state)
+        logits = self.discriminator_predictions(outputs.last_hidden_state)  # (B, T)
+        # 5. The joint loss: MLM + lambda x RTD (the RTD loss is ~50x smaller: lambda = 50).
         loss = discriminator_loss = None
         if labels is not None:
             discriminator_loss = replaced_token_detection_loss(logits, discriminator_labels, attention_mask)
             loss = config.generator_weight * mlm_loss + config.discriminator_weight * discriminator_loss
-        return self._finish(
-            ElectraForPreTrainingOutput,
+        return _return(
+            ElectraForPreTrainingOutput(
+                loss=loss,
+                logits=logits,
+                mlm_loss=mlm_loss,
+                discriminator_loss=discriminator_loss,
+                prediction_logits=prediction_logits,
+                discriminator_labels=discriminator_labels,
+                corrupted_input_ids=corrupted,
+                hidden_states=outputs.hidden_states,
+                attentions=outputs.attentions,
+            ),
             return_dict,
-            loss=loss,
-            mlm_loss=mlm_loss,
-            discriminator_loss=discriminator_loss,
-            prediction_logits=prediction_logits,
-            logits=logits,
-            discriminator_labels=discriminator_labels,
-            corrupted_input_ids=corrupted,
-            hidden_states=out.hidden_states,
-            attentions=out.attentions,
+        )
+
+
+# ----------------------------------------------------------------------------- fine-tuning heads
+class ElectraClassificationHead(SummaryClassifier):
+    """transformers' ElectraClassificationHead: dropout, dense, GELU (not BERT's tanh), dropout,
+    out_proj, on the first token."""
+
+    def __init__(self, hidden_size: int, num_labels: int, dropout: float) -> None:
+        super().__init__(hidden_size, num_labels, dropout, activation="gelu")
+
+
+class ElectraForSequenceClassification(ElectraPreTrainedModel):
+    """Single sentences or pairs (NLI): :class:`ElectraClassificationHead` on the first token (no
+    pooler). labels: (B,) class ids, (B,) floats for regression (num_labels == 1), or
+    (B, num_labels) multi-hot (problem_type). Logits (B, num_labels)."""
+
+    config_class = ElectraConfig
+    reads_summary_only = True  # the head reads the summary token alone
+
+    def __init__(self, config: ElectraConfig) -> None:
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.electra = ElectraModel(config)
+        self.classifier = ElectraClassificationHead(config.hidden_size, config.num_labels, classifier_dropout(config))
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
+        **kwargs,
+    ) -> SequenceClassifierOutput | tuple:
+        outputs = self.electra(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            past_key_values,
+            output_attentions,
+            output_hidden_states,
+            return_dict=True,
+            reads=HeadReads(summary_only=self.reads_summary_only),
+            **kwargs,
+        )
+        summary = summarize(outputs.last_hidden_state, self.config.summary_type, attention_mask)  # (B, H)
+        logits = self.classifier(summary, None)
+        loss = sequence_classification_loss(self.config, logits, labels) if labels is not None else None
+        return _return(
+            SequenceClassifierOutput(
+                loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+            ),
+            return_dict,
+        )
+
+
+class ElectraForTokenClassification(ElectraPreTrainedModel):
+    """Per-token labels (NER, POS): dropout + linear on every position. labels: (B, T) class ids,
+    -100 on ignored tokens. Logits (B, T, num_labels)."""
+
+    config_class = ElectraConfig
+
+    def __init__(self, config: ElectraConfig) -> None:
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.electra = ElectraModel(config)
+        self.dropout = Dropout(classifier_dropout(config))
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
+        **kwargs,
+    ) -> TokenClassifierOutput | tuple:
+        reference = input_ids if input_ids is not None else inputs_embeds
+        reads = HeadReads(padding=_token_labels_read_at_padding(self.config, labels, reference, attention_mask))
+        outputs = self.electra(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            past_key_values,
+            output_attentions,
+            output_hidden_states,
+            return_dict=True,
+            reads=reads,
+            **kwargs,
+        )
+        logits = self.classifier(self.dropout(outputs.last_hidden_state))
+        loss = token_classification_loss(logits, labels) if labels is not None else None
+        return _return(
+            TokenClassifierOutput(
+                loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+            ),
+            return_dict,
+        )
+
+
+class ElectraForQuestionAnswering(ElectraPreTrainedModel):
+    """Extractive QA: start/end logits (B, T) each; the span softmax runs over all T positions,
+    padding included, as transformers' (so the fast path runs it padded)."""
+
+    config_class = ElectraConfig
+
+    def __init__(self, config: ElectraConfig) -> None:
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.electra = ElectraModel(config)
+        self.qa_outputs = nn.Linear(config.hidden_size, 2)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        start_positions: torch.Tensor | None = None,
+        end_positions: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
+        **kwargs,
+    ) -> QuestionAnsweringModelOutput | tuple:
+        """start_positions / end_positions: (B,) token indices."""
+        outputs = self.electra(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            past_key_values,
+            output_attentions,
+            output_hidden_states,
+            return_dict=True,
+            reads=HeadReads(padding=True),
+            **kwargs,
+        )
+        start_logits, end_logits = self.qa_outputs(outputs.last_hidden_state).unbind(dim=-1)
+        start_logits, end_logits = start_logits.contiguous(), end_logits.contiguous()
+        loss = None
+        if start_positions is not None and end_positions is not None:
+            loss = span_extraction_loss(start_logits, end_logits, start_positions, end_positions)
+        return _return(
+            QuestionAnsweringModelOutput(
+                loss=loss,
+                start_logits=start_logits,
+                end_logits=end_logits,
+                hidden_states=outputs.hidden_states,
+                attentions=outputs.attentions,
+            ),
+            return_dict,
+        )
+
+
+class ElectraForMultipleChoice(ElectraPreTrainedModel):
+    """transformers' sequence summary (first token -> dense -> GELU -> dropout of
+    ``summary_last_dropout``, none before the dense) followed by a linear scorer per choice.
+    Inputs (B, C, T); logits (B, C); labels (B,)."""
+
+    config_class = ElectraConfig
+    reads_summary_only = True
+
+    def __init__(self, config: ElectraConfig) -> None:
+        super().__init__(config)
+        self.electra = ElectraModel(config)
+        self.classifier = SummaryClassifier(
+            config.hidden_size, 1, config.summary_last_dropout, activation="gelu", input_dropout=0.0
+        )
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
+        **kwargs,
+    ) -> MultipleChoiceModelOutput | tuple:
+        """All inputs (B, C, T) (inputs_embeds (B, C, T, E)); labels (B,) the right choice."""
+        num_choices = choice_count(input_ids, inputs_embeds)
+
+        flat_mask = flatten_choices(attention_mask)
+        outputs = self.electra(
+            flatten_choices(input_ids),
+            flat_mask,
+            flatten_choices(token_type_ids),
+            flatten_choices(position_ids),
+            flatten_choices(inputs_embeds),
+            past_key_values,
+            output_attentions,
+            output_hidden_states,
+            return_dict=True,
+            reads=HeadReads(summary_only=self.reads_summary_only),
+            **kwargs,
+        )
+        summary = summarize(outputs.last_hidden_state, self.config.summary_type, flat_mask)  # (B * C, H)
+        logits = self.classifier(summary, None).view(-1, num_choices)
+        loss = multiple_choice_loss(logits, labels) if labels is not None else None
+        return _return(
+            MultipleChoiceModelOutput(
+                loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+            ),
+            return_dict,
         )
 
 

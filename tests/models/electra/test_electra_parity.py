@@ -6,8 +6,10 @@ left padding; losses and gradients; checkpoints saved by transformers."""
 import pytest
 import torch
 import transformers
+from torch.nn import functional as F
 
 import hf_variants
+from hf_variants.models.electra.modeling_electra import gumbel_max_sample
 from tests.common.encoder_tester import TINY
 from tests.common.inputs import make_inputs
 from tests.common.parity import ATOL, assert_same_outputs, at_real_tokens, grads_as_model
@@ -37,47 +39,50 @@ def electra_inputs(head: str, padding: str) -> dict:
     return make_inputs(TINY["vocab_size"], padding, segments=True, choices=2 if head == "ForMultipleChoice" else None)
 
 
+# Both paths of the speed plug-in (config.padding_free, hf_variants/modules/fast_path.py): the plain
+# PyTorch path, and the padding-free / last-layer-only path that runs on CPU by default.
+PATHS = {"plain": False, "fast": True}
+
+
+@pytest.mark.parametrize("path", list(PATHS))
 @pytest.mark.parametrize("padding", ["right", "left"])  # row 0 of each batch is unpadded
 @pytest.mark.parametrize("impl", ["eager", "sdpa"])
 @pytest.mark.parametrize("head", list(THEIRS))
-def test_parity_both_directions(head, impl, padding):
+def test_parity_both_directions(head, impl, padding, path):
     theirs = reference(head, impl)
     ours = hf_variants.from_transformers(theirs).eval()
     assert type(ours) is getattr(hf_variants, f"Electra{head}") and ours.config.model_type == "hfv_electra"
     if head != "Model":
         assert ours.electra.embeddings.projection is not None  # transformers' electra.embeddings_project
+    ours.config.padding_free = PATHS[path]
     back = hf_variants.to_transformers(ours).eval()
     assert type(back) is type(theirs)
     for key, value in theirs.state_dict().items():
         assert torch.equal(value, back.state_dict()[key]), key
     inputs = electra_inputs(head, padding)
+    # Every layer's states are the plain path's to return (the fast path steps aside for them):
+    # the fast path is compared on the heads' outputs.
+    every_layer = {"output_hidden_states": True} if path == "plain" else {}
     with torch.no_grad():
-        expected = theirs(**inputs, output_hidden_states=True)
-        assert_same_outputs(expected, ours(**inputs, output_hidden_states=True), inputs["attention_mask"])
-        assert_same_outputs(expected, back(**inputs, output_hidden_states=True), inputs["attention_mask"])
-        # The default fast path (padding-free, last layer only where read) gives the same logits.
-        main = (
-            "last_hidden_state" if head == "Model" else ("start_logits" if head == "ForQuestionAnswering" else "logits")
-        )
-        mask = inputs["attention_mask"]
-        torch.testing.assert_close(
-            at_real_tokens(ours(**inputs)[main], mask), at_real_tokens(expected[main], mask), atol=ATOL, rtol=0
-        )
+        expected = theirs(**inputs, **every_layer)
+        assert_same_outputs(expected, ours(**inputs, **every_layer), inputs["attention_mask"], at_least=1)
+        assert_same_outputs(expected, back(**inputs, **every_layer), inputs["attention_mask"], at_least=1)
 
 
+@pytest.mark.parametrize("path", list(PATHS))
 @pytest.mark.parametrize("head", ["Model", "ForMaskedLM", "ForSequenceClassification"])
-def test_parity_without_projection(head):
+def test_parity_without_projection(head, path):
     """E = H (ELECTRA-Base/Large): neither side has a projection."""
     theirs = reference(head, "sdpa", embedding_size=TINY["hidden_size"])
     assert not hasattr(theirs.base_model, "embeddings_project")
     ours = hf_variants.from_transformers(theirs).eval()
     assert ours.base_model.embeddings.projection is None
+    ours.config.padding_free = PATHS[path]
     inputs = electra_inputs(head, "right")
+    every_layer = {"output_hidden_states": True} if path == "plain" else {}
     with torch.no_grad():
         assert_same_outputs(
-            theirs(**inputs, output_hidden_states=True),
-            ours(**inputs, output_hidden_states=True),
-            inputs["attention_mask"],
+            theirs(**inputs, **every_layer), ours(**inputs, **every_layer), inputs["attention_mask"], at_least=1
         )
 
 
@@ -97,10 +102,12 @@ def labels_for(head: str, inputs: dict) -> dict:
     return {"labels": torch.tensor([0, 2, 1])}
 
 
+@pytest.mark.parametrize("path", list(PATHS))
 @pytest.mark.parametrize("head", [h for h in THEIRS if h != "Model"])
-def test_losses_and_gradients_match_transformers(head):
+def test_losses_and_gradients_match_transformers(head, path):
     theirs = reference(head, "eager")
     ours = hf_variants.from_transformers(theirs).eval()
+    ours.config.padding_free = PATHS[path]
     inputs = electra_inputs(head, "right")
     labels = labels_for(head, inputs)
     loss_theirs = theirs(**inputs, **labels).loss
@@ -159,3 +166,45 @@ def test_conversion_refuses_what_transformers_cannot_express():
     joint = hf_variants.ElectraForPreTraining(hf_variants.ElectraConfig(**FACTORIZED))
     with pytest.raises(ValueError, match="no transformers equivalent"):
         hf_variants.to_transformers(joint)
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+@pytest.mark.parametrize("padding", ["right", "left"])
+def test_joint_model_computes_transformers_generator_then_discriminator(padding, path):
+    """The joint objective against transformers' two classes, converted from its halves: the
+    generator (transformers' ElectraForMaskedLM) at the masked positions, a replacement sampled from
+    its softmax with the same Gumbel noise (same seed, same (num_masked, V) draw), the discriminator
+    (transformers' ElectraForPreTraining) on the corrupted ids; loss = MLM + 50 x RTD. Both paths."""
+    torch.manual_seed(0)
+    joint = hf_variants.ElectraForPreTraining(hf_variants.ElectraConfig(**FACTORIZED)).eval()
+    joint.config.padding_free = PATHS[path]
+    generator = hf_variants.to_transformers(joint.generator_as_masked_lm()).eval()
+    detector = hf_variants.ElectraForReplacedTokenDetection(joint.config)
+    detector.load_state_dict(joint.state_dict(), strict=False)
+    discriminator = hf_variants.to_transformers(detector).eval()
+    inputs = electra_inputs("Model", padding)
+    mask = inputs["attention_mask"]
+    selected = (torch.rand(mask.shape, generator=torch.Generator().manual_seed(3)) < 0.3) & mask.bool()
+    selected[torch.arange(mask.shape[0]), mask.argmax(dim=1)] = True  # at least one per row: its first real token
+    labels = inputs["input_ids"].masked_fill(~selected, -100)
+    masked = {**inputs, "input_ids": inputs["input_ids"].masked_fill(selected, 4)}
+    with torch.no_grad():
+        torch.manual_seed(2)
+        ours = joint(**masked, labels=labels)
+        generator_logits = generator(**masked).logits[selected]  # (num_masked, V), row-major
+        torch.manual_seed(2)  # the same noise for transformers' side
+        samples = gumbel_max_sample(generator_logits, joint.config.sampling_temperature)
+        corrupted = inputs["input_ids"].clone()
+        corrupted[selected] = samples
+        replaced = (corrupted != inputs["input_ids"]).float()
+        rtd_logits = discriminator(**{**inputs, "input_ids": corrupted}).logits
+    real = mask.bool()
+    mlm = F.cross_entropy(generator_logits, labels[selected])
+    rtd = F.binary_cross_entropy_with_logits(rtd_logits[real], replaced[real])
+    assert joint.generator.config.padding_free is PATHS[path]  # the switch reaches the generator
+    assert torch.equal(ours.corrupted_input_ids, corrupted) and torch.equal(ours.discriminator_labels, replaced.long())
+    torch.testing.assert_close(ours.prediction_logits, generator_logits, atol=ATOL, rtol=0)
+    torch.testing.assert_close(at_real_tokens(ours.logits, mask), at_real_tokens(rtd_logits, mask), atol=ATOL, rtol=0)
+    torch.testing.assert_close(ours.mlm_loss, mlm, atol=ATOL, rtol=0)
+    torch.testing.assert_close(ours.discriminator_loss, rtd, atol=ATOL, rtol=0)
+    torch.testing.assert_close(ours.loss, mlm + 50.0 * rtd, atol=1e-4, rtol=0)
