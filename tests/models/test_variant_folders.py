@@ -62,6 +62,7 @@ def test_the_scan_sees_an_import_of_another_variant(tmp_path, monkeypatch):
 # transformers' modular_roberta.py does (issue 46: SpanBERT's file shows the SBO as the one thing it adds,
 # RoBERTa's its position ids). Everything else shared lives in modules/ or conversion/.
 BUILDS_ON = {
+    "albert": {"modeling_albert.py": {"bert"}},
     "electra": {"modeling_electra.py": {"bert"}},
     "roberta": {"modeling_roberta.py": {"bert"}},
     "spanbert": {"modeling_spanbert.py": {"bert"}},

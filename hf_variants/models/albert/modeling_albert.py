@@ -1,60 +1,198 @@
-"""ALBERT (Lan et al. 2020): BERT's post-LN encoder with a factorized embedding (V x E, projected
-to H), cross-layer parameter sharing, and sentence-order prediction (SOP) instead of NSP.
+"""ALBERT (Lan et al. 2020): BERT's post-LN encoder with a factorized embedding, cross-layer
+parameter sharing, and sentence-order prediction (SOP) instead of NSP.
 
-What is ALBERT's own is small, and lives in the backbone's hooks:
+ALBERT = BERT + what ALBERT changes, as transformers' ``modular_*`` files build one model from
+another: the self-attention, FFN, layer, input checks, attention backends and the padding-free
+fast path are BERT's (:mod:`hf_variants.models.bert.modeling_bert`). What is ALBERT's own, in the
+order data flows:
 
-- ``build_embeddings``: the shared TransformerEmbeddings with its E -> H projection always
-  present (transformers' ``encoder.embedding_hidden_mapping_in``, mapped in conversion.py);
-- ``build_layers``: the shared LayerStack with ALBERT's sharing; for "all" sharing a schedule
-  saying which stored layer each depth applies (``num_hidden_groups`` x ``inner_group_num``
-  layers, see AlbertConfig). A shared layer is one module applied repeatedly, so its tensors
-  exist once: in the state dict, in safetensors, and for the optimizer.
+- :class:`AlbertEmbeddings`: the **factorized embedding**. Tokens are looked up in a V x E table
+  (E = ``embedding_size``, 128 in every released size), normalised at width E, then projected
+  E -> H by one linear map (transformers' ``encoder.embedding_hidden_mapping_in``): V*E + E*H
+  parameters instead of V*H. The projection exists even when E = H, as in transformers.
+- :class:`AlbertEncoder`: **cross-layer parameter sharing**. One layer (or a few groups of
+  layers) serves every depth: ``layer_sharing="all"`` stores ``num_hidden_groups *
+  inner_group_num`` layers and applies them on transformers' schedule
+  (:meth:`AlbertConfig.layer_schedule`); "attention" / "ffn" (the paper's Table 4 ablation) share
+  that sub-block of layer 0 across the depths (BERT's ``BertEncoder`` does this part). A shared
+  tensor exists once: in the state dict, in safetensors and for the optimizer.
+- :class:`AlbertForPreTraining`: MLM (transform H -> E, decoder tied to the E-wide word table) +
+  the **SOP head** on the pooled [CLS] (dropout + linear, two classes: segments in order or
+  swapped); loss = the sum of the two means.
 
-Heads: the shared task mixins (the MLM head's transform projects H -> E and its decoder is tied
-to the E-wide word table) plus ForPreTraining = MLM + SOP, both losses reported.
+The fine-tuning heads are BERT's written out under ``albert`` (transformers' attribute name, which
+the state-dict keys carry; see ``weights.py``).
+
+Speed: :class:`AlbertModel` is a :class:`BertModel`, so with ``config.padding_free`` (default) on
+CPU inputs it hands its forward to BERT's strategy (:mod:`hf_variants.modules.fast_path`), which
+calls ``self.embeddings`` (the projection included) and ``encoder.layer_at(depth)`` (the schedule
+included) on the packed tokens; ``config.padding_free = False`` runs the plain path below.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 
 import torch
+from torch import nn
 from transformers.cache_utils import Cache
+from transformers.modeling_outputs import (
+    MaskedLMOutput,
+    MultipleChoiceModelOutput,
+    QuestionAnsweringModelOutput,
+    SequenceClassifierOutput,
+    TokenClassifierOutput,
+)
 from transformers.utils import ModelOutput
 
-from ...modules.backbone import TransformerBackbone
-from ...modules.embeddings import TransformerEmbeddings
-from ...modules.encoder import LayerSpec, LayerStack
-from ...modules.heads import PooledClassifier
-from ...modules.task_models import (
-    EncoderForMaskedLM,
-    EncoderForMaskedLMAndSentenceRelation,
-    EncoderForMultipleChoice,
-    EncoderForQuestionAnswering,
-    EncoderForSequenceClassification,
-    EncoderForTokenClassification,
-    classifier_dropout,
+from ...modules.dropout import Dropout
+from ...modules.fast_path import HeadReads, fast_path_enabled
+from ...modules.heads import (
+    IGNORE_INDEX,
+    MaskedLMHead,
+    PooledClassifier,
+    sentence_relation_loss,
+    sequence_classification_loss,
+    span_extraction_loss,
+    token_classification_loss,
 )
-from ..modeling_base import VariantPreTrainedModel
+from ...modules.masks import targets_at_padding
+from ...modules.norms import build_norm
+from ..bert.modeling_bert import (
+    BertEmbeddings,
+    BertEncoder,
+    BertLayer,
+    BertMaskedLMHeadModel,
+    BertModel,
+    BertPreTrainedModel,
+    _return,
+    choice_count,
+    classifier_dropout,
+    flatten_choices,
+    multiple_choice_loss,
+)
 from .configuration_albert import AlbertConfig
 
 
-class AlbertPreTrainedModel(VariantPreTrainedModel):
+# ----------------------------------------------------------------------------- embeddings
+class AlbertEmbeddings(BertEmbeddings):
+    """The factorized embedding: BERT's word + position + segment sum, LayerNorm and dropout at
+    width E, then ``projection`` E -> H, always present (BERT adds it only when E != H).
+    ids (B, T) or packed (N,) -> (B, T, H) or (N, H)."""
+
+    def __init__(self, config: AlbertConfig) -> None:
+        super().__init__(config)
+        if self.projection is None:  # E == H: transformers' ALBERT still has the mapping
+            self.projection = nn.Linear(config.embedding_size or config.hidden_size, config.hidden_size)
+
+
+# ----------------------------------------------------------------------------- stack
+class AlbertEncoder(BertEncoder):
+    """BERT's stack with ALBERT's sharing: ``depth`` applications of BertLayers.
+
+    ``layer_sharing="all"``: ``num_hidden_groups`` groups of ``inner_group_num`` distinct layers
+    are stored (group g's inner layer j at index g * inner_group_num + j); each of the
+    ``num_hidden_layers`` applications runs a whole group, so ``depth = num_hidden_layers *
+    inner_group_num`` and ``schedule[depth]`` names the stored layer used there (one layer at every
+    depth for the released models). "none" / "attention" / "ffn": BERT's per-layer stack, with
+    layer 0's attention or FFN handed to every depth (:meth:`BertEncoder.shared_blocks`).
+
+    The forward is BERT's (it asks :meth:`layer_at` for each depth); so is the fast path's loop.
+    """
+
+    def __init__(self, config: AlbertConfig) -> None:
+        if config.layer_sharing != "all":
+            super().__init__(config)  # BERT's stack: "none", or one sub-block shared by every depth
+            return
+        nn.Module.__init__(self)  # BERT's attributes, ALBERT's layers
+        self.sharing = "all"
+        self.schedule = tuple(config.layer_schedule())  # the stored layer applied at each depth
+        self.num_layers = len(self.schedule)  # config.depth
+        self.layers = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_groups * config.inner_group_num))
+        # ALBERT is post-LN; a pre-LN ablation closes the stack with one norm, as BERT's.
+        self.final_layer_norm = (
+            build_norm(config.norm_type, config.hidden_size, config.layer_norm_eps) if config.pre_layer_norm else None
+        )
+
+    def layer_at(self, depth: int) -> BertLayer:
+        """The module applied at ``depth`` (0 .. num_layers - 1)."""
+        return self.layers[self.schedule[depth]] if self.sharing == "all" else self.layers[depth]
+
+
+# ----------------------------------------------------------------------------- model
+class AlbertPreTrainedModel(BertPreTrainedModel):
+    """BERT's, with ALBERT's config and transformers' ``albert`` prefix. Every ALBERT class names
+    ``config_class`` itself: transformers writes the config class into each subclass's own
+    namespace, so a BERT class earlier in the MRO would otherwise win."""
+
     config_class = AlbertConfig
     base_model_prefix = "albert"
 
 
-class AlbertModel(TransformerBackbone, AlbertPreTrainedModel):
-    """The bare encoder with the tanh pooler over [CLS]. last_hidden_state (B, T, H)."""
+class AlbertModel(BertModel, AlbertPreTrainedModel):
+    """BERT's encoder with the factorized embedding and the shared stack: embeddings (B, T) -> (B, T, H),
+    ``config.depth`` layer applications, tanh pooler over [CLS]. last_hidden_state (B, T, H)."""
 
-    def build_embeddings(self, config: AlbertConfig) -> TransformerEmbeddings:
-        return TransformerEmbeddings(**TransformerEmbeddings.config_kwargs(config), project=True)
+    config_class = AlbertConfig
+    embeddings_class = AlbertEmbeddings
+    encoder_class = AlbertEncoder
 
-    def build_layers(self, config: AlbertConfig) -> LayerStack:
-        return LayerStack(
-            LayerSpec.from_config(config), config.depth, sharing=config.layer_sharing, schedule=config.layer_schedule()
+
+# ----------------------------------------------------------------------------- heads
+class AlbertMaskedLMHeadModel(AlbertPreTrainedModel):
+    """What the two MLM models share: ``albert`` + the MLM head, whose transform projects H -> E and
+    whose decoder is tied to the E-wide word table; BERT's sparse prediction (the positions the last
+    layer computes, and the loss there), which reads only ``self.config``, ``self.mlm_head`` and
+    ``uses_pooler``."""
+
+    _tied_weights_keys = {"mlm_head.decoder.weight": "albert.embeddings.word_embeddings.weight"}
+    uses_pooler = False
+    _only_labelled_positions_are_read = BertMaskedLMHeadModel._only_labelled_positions_are_read
+    _mlm_reads = BertMaskedLMHeadModel._mlm_reads
+    _mlm_loss = BertMaskedLMHeadModel._mlm_loss
+    get_output_embeddings = BertMaskedLMHeadModel.get_output_embeddings
+    set_output_embeddings = BertMaskedLMHeadModel.set_output_embeddings
+
+    def __init__(self, config: AlbertConfig) -> None:
+        super().__init__(config)
+        self.albert = AlbertModel(config, add_pooling_layer=self.uses_pooler)
+        self.mlm_head = MaskedLMHead(
+            config.hidden_size, config.vocab_size, config.hidden_act, config.layer_norm_eps, config.embedding_size
         )
+
+    def _encode_for_mlm(
+        self,
+        input_ids: torch.Tensor | None,
+        attention_mask: torch.Tensor | None,
+        token_type_ids: torch.Tensor | None,
+        position_ids: torch.Tensor | None,
+        inputs_embeds: torch.Tensor | None,
+        labels: torch.Tensor | None,
+        output_attentions: bool | None,
+        output_hidden_states: bool | None,
+        past_key_values: Cache | None,
+        kwargs: dict,
+    ):
+        """Encode (last layer only at the masked positions with sparse prediction) and score the MLM:
+        (encoder output, mean MLM loss or None, logits (B, T, V) or (num_masked, V))."""
+        reads = self._mlm_reads(
+            labels, input_ids, inputs_embeds, attention_mask, output_attentions, output_hidden_states
+        )
+        outputs = self.albert(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            past_key_values,
+            output_attentions,
+            output_hidden_states,
+            return_dict=True,
+            reads=reads,
+            **kwargs,
+        )
+        loss, logits = self._mlm_loss(outputs.last_hidden_state, labels, reads)
+        return outputs, loss, logits
 
 
 @dataclass
@@ -80,10 +218,12 @@ class AlbertForPreTrainingOutput(ModelOutput):
     attentions: tuple[torch.FloatTensor, ...] | None = None
 
 
-class AlbertForPreTraining(EncoderForMaskedLMAndSentenceRelation, AlbertPreTrainedModel):
-    """MLM + sentence-order prediction, the paper's objective (loss = sum of the two means)."""
+class AlbertForPreTraining(AlbertMaskedLMHeadModel):
+    """MLM + sentence-order prediction, the paper's objective (loss = the sum of the two means).
+    SOP replaces BERT's NSP: segment B is always A's true continuation, swapped half of the time,
+    so the head learns discourse coherence rather than topic."""
 
-    backbone_class = AlbertModel
+    uses_pooler = True  # SOP reads the pooled [CLS]
 
     def __init__(self, config: AlbertConfig) -> None:
         super().__init__(config)
@@ -108,54 +248,290 @@ class AlbertForPreTraining(EncoderForMaskedLMAndSentenceRelation, AlbertPreTrain
     ) -> AlbertForPreTrainingOutput | tuple:
         """labels: (B, T) MLM targets (-100 elsewhere); sentence_order_label: (B,) 0 = A then B, 1 = swapped;
         past_key_values: a key/value prefix for the encoder (peft's prefix tuning)."""
-        mlm = self._masked_lm(
+        outputs, mlm_loss, prediction_logits = self._encode_for_mlm(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
             labels,
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            token_type_ids=token_type_ids,
-            position_ids=position_ids,
-            inputs_embeds=inputs_embeds,
-            output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states,
-            past_key_values=past_key_values,
+            output_attentions,
+            output_hidden_states,
+            past_key_values,
+            kwargs,
         )
-        # The SOP head is a PooledClassifier(summary, pooled): it reads the pooled summary only.
-        sop_logits, sop_loss, loss = self._sentence_relation(
-            partial(self.sop_classifier, None), mlm, sentence_order_label, "sentence_order_label"
-        )
-        return self._finish(
-            AlbertForPreTrainingOutput,
+        sop_logits = self.sop_classifier(None, outputs.pooler_output)  # (B, 2)
+        sop_loss = None
+        if sentence_order_label is not None:
+            sop_loss = sentence_relation_loss(sop_logits, sentence_order_label, "sentence_order_label")
+        loss = mlm_loss + sop_loss if mlm_loss is not None and sop_loss is not None else None
+        return _return(
+            AlbertForPreTrainingOutput(
+                loss=loss,
+                mlm_loss=mlm_loss,
+                sop_loss=sop_loss,
+                prediction_logits=prediction_logits,
+                sop_logits=sop_logits,
+                hidden_states=outputs.hidden_states,
+                attentions=outputs.attentions,
+            ),
             return_dict,
-            loss=loss,
-            mlm_loss=mlm.loss,
-            sop_loss=sop_loss,
-            prediction_logits=mlm.logits,
-            sop_logits=sop_logits,
-            hidden_states=mlm.encoded.hidden_states,
-            attentions=mlm.encoded.attentions,
         )
 
 
-class AlbertForMaskedLM(EncoderForMaskedLM, AlbertPreTrainedModel):
-    """MLM alone: transform H -> E, decoder tied to the E-wide word embeddings."""
+class AlbertForMaskedLM(AlbertMaskedLMHeadModel):
+    """MLM alone: transform H -> E, decoder tied to the E-wide word embeddings. With
+    ``config.sparse_prediction`` and labels, logits are (num_masked, V) at the masked positions."""
 
-    backbone_class = AlbertModel
+    def __init__(self, config: AlbertConfig) -> None:
+        super().__init__(config)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
+        **kwargs,
+    ) -> MaskedLMOutput | tuple:
+        """labels: (B, T) target ids, -100 where nothing is predicted. Logits (B, T, V)."""
+        outputs, loss, logits = self._encode_for_mlm(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            labels,
+            output_attentions,
+            output_hidden_states,
+            past_key_values,
+            kwargs,
+        )
+        return _return(
+            MaskedLMOutput(
+                loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+            ),
+            return_dict,
+        )
 
 
-class AlbertForSequenceClassification(EncoderForSequenceClassification, AlbertPreTrainedModel):
-    backbone_class = AlbertModel
+class AlbertForSequenceClassification(AlbertPreTrainedModel):
+    """Single sentences or pairs: dropout + linear on the pooled [CLS] (BERT's head). labels: (B,)
+    class ids, (B,) floats for regression (num_labels == 1), or (B, num_labels) multi-hot
+    (problem_type). Logits (B, num_labels)."""
+
+    reads_summary_only = True  # the head reads the pooled summary token alone
+
+    def __init__(self, config: AlbertConfig) -> None:
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.albert = AlbertModel(config)
+        self.classifier = PooledClassifier(config.hidden_size, config.num_labels, classifier_dropout(config))
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
+        **kwargs,
+    ) -> SequenceClassifierOutput | tuple:
+        outputs = self.albert(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            past_key_values,
+            output_attentions,
+            output_hidden_states,
+            return_dict=True,
+            reads=HeadReads(summary_only=self.reads_summary_only),
+            **kwargs,
+        )
+        logits = self.classifier(None, outputs.pooler_output)
+        loss = sequence_classification_loss(self.config, logits, labels) if labels is not None else None
+        return _return(
+            SequenceClassifierOutput(
+                loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+            ),
+            return_dict,
+        )
 
 
-class AlbertForTokenClassification(EncoderForTokenClassification, AlbertPreTrainedModel):
-    backbone_class = AlbertModel
+class AlbertForTokenClassification(AlbertPreTrainedModel):
+    """Per-token labels (NER, POS): dropout + linear on every position. labels: (B, T) class ids,
+    -100 on ignored tokens. Logits (B, T, num_labels)."""
+
+    def __init__(self, config: AlbertConfig) -> None:
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.albert = AlbertModel(config, add_pooling_layer=False)
+        self.dropout = Dropout(classifier_dropout(config))
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
+        **kwargs,
+    ) -> TokenClassifierOutput | tuple:
+        # A target on a padding position is read from the state computed there: only the padded
+        # layout computes it (collators put -100 on padding, so this is the rare case).
+        reference = input_ids if input_ids is not None else inputs_embeds
+        fast = reference is not None and fast_path_enabled(self.config, reference.device)
+        reads = HeadReads(padding=fast and targets_at_padding(labels, attention_mask, IGNORE_INDEX))
+        outputs = self.albert(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            past_key_values,
+            output_attentions,
+            output_hidden_states,
+            return_dict=True,
+            reads=reads,
+            **kwargs,
+        )
+        logits = self.classifier(self.dropout(outputs.last_hidden_state))
+        loss = token_classification_loss(logits, labels) if labels is not None else None
+        return _return(
+            TokenClassifierOutput(
+                loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+            ),
+            return_dict,
+        )
 
 
-class AlbertForQuestionAnswering(EncoderForQuestionAnswering, AlbertPreTrainedModel):
-    backbone_class = AlbertModel
+class AlbertForQuestionAnswering(AlbertPreTrainedModel):
+    """Extractive QA: start/end logits per token; SQuAD 2.0's "no answer" points at [CLS]. The span
+    softmax runs over all T positions, padding included, as transformers' (``HeadReads(padding=True)``)."""
+
+    def __init__(self, config: AlbertConfig) -> None:
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.albert = AlbertModel(config, add_pooling_layer=False)
+        self.qa_outputs = nn.Linear(config.hidden_size, 2)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        start_positions: torch.Tensor | None = None,
+        end_positions: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
+        **kwargs,
+    ) -> QuestionAnsweringModelOutput | tuple:
+        """start_positions / end_positions: (B,) token indices. Logits (B, T) each."""
+        outputs = self.albert(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            past_key_values,
+            output_attentions,
+            output_hidden_states,
+            return_dict=True,
+            reads=HeadReads(padding=True),
+            **kwargs,
+        )
+        start_logits, end_logits = self.qa_outputs(outputs.last_hidden_state).unbind(dim=-1)
+        start_logits, end_logits = start_logits.contiguous(), end_logits.contiguous()
+        loss = None
+        if start_positions is not None and end_positions is not None:
+            loss = span_extraction_loss(start_logits, end_logits, start_positions, end_positions)
+        return _return(
+            QuestionAnsweringModelOutput(
+                loss=loss,
+                start_logits=start_logits,
+                end_logits=end_logits,
+                hidden_states=outputs.hidden_states,
+                attentions=outputs.attentions,
+            ),
+            return_dict,
+        )
 
 
-class AlbertForMultipleChoice(EncoderForMultipleChoice, AlbertPreTrainedModel):
-    backbone_class = AlbertModel
+class AlbertForMultipleChoice(AlbertPreTrainedModel):
+    """Inputs (B, C, T); one score per choice from the pooled [CLS]; logits (B, C); labels (B,)."""
+
+    reads_summary_only = True
+
+    def __init__(self, config: AlbertConfig) -> None:
+        super().__init__(config)
+        self.albert = AlbertModel(config)
+        self.classifier = PooledClassifier(config.hidden_size, 1, classifier_dropout(config))
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
+        **kwargs,
+    ) -> MultipleChoiceModelOutput | tuple:
+        """All inputs (B, C, T) (inputs_embeds (B, C, T, E)); labels (B,) the right choice."""
+        num_choices = choice_count(input_ids, inputs_embeds)
+        outputs = self.albert(
+            flatten_choices(input_ids),
+            flatten_choices(attention_mask),
+            flatten_choices(token_type_ids),
+            flatten_choices(position_ids),
+            flatten_choices(inputs_embeds),
+            past_key_values,
+            output_attentions,
+            output_hidden_states,
+            return_dict=True,
+            reads=HeadReads(summary_only=self.reads_summary_only),
+            **kwargs,
+        )
+        logits = self.classifier(None, outputs.pooler_output).view(-1, num_choices)
+        loss = multiple_choice_loss(logits, labels) if labels is not None else None
+        return _return(
+            MultipleChoiceModelOutput(
+                loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+            ),
+            return_dict,
+        )
 
 
 __all__ = [

@@ -400,12 +400,13 @@ class BertModel(BertPreTrainedModel):
     """The bare encoder: embeddings -> encoder -> pooler (tanh over the summary token, [CLS])."""
 
     embeddings_class: type[BertEmbeddings] = BertEmbeddings  # RoBERTa's counts positions from the padding index
+    encoder_class: type[BertEncoder] = BertEncoder  # ALBERT's applies groups of shared layers
 
     def __init__(self, config: BertConfig, add_pooling_layer: bool = True) -> None:
         super().__init__(config)  # config.check_architecture(): a ValueError naming a bad field
         self.config = config
         self.embeddings = self.embeddings_class(config)
-        self.encoder = BertEncoder(config)
+        self.encoder = self.encoder_class(config)
         self.pooler = Pooler(config.hidden_size) if add_pooling_layer else None
         self.post_init()
 

@@ -1,6 +1,7 @@
 """Numerical parity with transformers' ALBERT, every head, both conversion directions, eager and
 sdpa, no / right / left padding, with one shared layer and with groups of layers
-(num_hidden_groups > 1, inner_group_num > 1); fp32, max abs diff <= 1e-5."""
+(num_hidden_groups > 1, inner_group_num > 1), on both paths of the speed plug-in; fp32, max abs
+diff <= 1e-5."""
 
 import pytest
 import torch
@@ -28,6 +29,9 @@ TINY = dict(
 # (num_hidden_layers, num_hidden_groups, inner_group_num): one shared layer (the released models'
 # layout), groups with inner layers, and uneven groups (transformers' int(i / (5 / 3))).
 GROUPINGS = {"shared": (2, 1, 1), "groups": (3, 2, 2), "uneven": (5, 3, 1)}
+# Both paths of the speed plug-in (config.padding_free, hf_variants/modules/fast_path.py): the plain
+# PyTorch path, and the padding-free / last-layer-only path that runs on CPU by default.
+PATHS = {"plain": False, "fast": True}
 
 
 def reference(head: str, impl: str, grouping: str = "shared") -> transformers.PreTrainedModel:
@@ -50,10 +54,11 @@ def albert_inputs(head: str, padding: str, segments: bool = True) -> dict:
     )
 
 
-def check_parity(head: str, impl: str, padding: str, grouping: str) -> None:
+def check_parity(head: str, impl: str, padding: str, grouping: str, path: str) -> None:
     theirs = reference(head, impl, grouping)
     ours = hf_variants.from_transformers(theirs).eval()
     assert type(ours).__module__.startswith("hf_variants") and ours.config.model_type == "hfv_albert"
+    ours.config.padding_free = PATHS[path]
     back = hf_variants.to_transformers(ours).eval()
     assert type(back) is type(theirs) and back.config.to_dict() == theirs.config.to_dict()
     # Same class, same config, bit-identical tensors: the reverse direction gives transformers' outputs.
@@ -62,30 +67,33 @@ def check_parity(head: str, impl: str, padding: str, grouping: str) -> None:
         assert torch.equal(value, back.state_dict()[key]), key
     inputs = albert_inputs(head, padding)
     with torch.no_grad():
+        # Every layer's states are the plain path's to return (the fast path steps aside for them).
         expected = theirs(**inputs, output_hidden_states=True)
         got = ours(**inputs, output_hidden_states=True)
         assert len(got.hidden_states) == len(expected.hidden_states)
         assert_same_outputs(expected, got, inputs["attention_mask"])
         if head == "ForPreTraining":
             torch.testing.assert_close(got.sop_logits, expected.sop_logits, atol=ATOL, rtol=0)
-        # The default call (no hidden states: padding-free, last layer only where read) agrees too.
+        # The heads' outputs alone: on the "fast" path padding-free, last layer only where read.
         plain, reference_plain = ours(**inputs), theirs(**inputs)
         for key, value in reference_plain.items():
             mask = inputs["attention_mask"]
             torch.testing.assert_close(at_real_tokens(plain[key], mask), at_real_tokens(value, mask), atol=ATOL, rtol=0)
 
 
+@pytest.mark.parametrize("path", list(PATHS))
 @pytest.mark.parametrize("impl", ["eager", "sdpa"])
 @pytest.mark.parametrize("head", HEADS)
 @pytest.mark.parametrize("padding", ["none", "right", "left"])
-def test_parity_both_directions(head, impl, padding):
-    check_parity(head, impl, padding, "shared")
+def test_parity_both_directions(head, impl, padding, path):
+    check_parity(head, impl, padding, "shared", path)
 
 
+@pytest.mark.parametrize("path", list(PATHS))
 @pytest.mark.parametrize("head", HEADS)
 @pytest.mark.parametrize("grouping, impl, padding", [("groups", "sdpa", "right"), ("uneven", "eager", "left")])
-def test_parity_with_layer_groups(head, grouping, impl, padding):
-    check_parity(head, impl, padding, grouping)
+def test_parity_with_layer_groups(head, grouping, impl, padding, path):
+    check_parity(head, impl, padding, grouping, path)
 
 
 def test_groups_map_onto_stored_layers():
@@ -146,12 +154,16 @@ def test_config_translation_both_ways():
         assert getattr(back, name) == getattr(theirs, name), name
 
 
+@pytest.mark.parametrize("path", list(PATHS))
+@pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("grouping", ["shared", "groups"])
-def test_pretraining_losses_and_gradients_match_transformers(grouping):
+def test_pretraining_losses_and_gradients_match_transformers(grouping, sparse, path):
     """MLM + SOP through shared layers: the loss, and every gradient (summed over the depths a
-    shared tensor serves), equal transformers'."""
+    shared tensor serves), equal transformers', on both paths, with and without sparse prediction
+    (the last layer then computes the masked positions and [CLS] alone)."""
     theirs = reference("ForPreTraining", "eager", grouping)
     ours = hf_variants.from_transformers(theirs).eval()
+    ours.config.padding_free, ours.config.sparse_prediction = PATHS[path], sparse
     inputs = albert_inputs("ForPreTraining", "right")
     g = torch.Generator().manual_seed(2)
     labels = {
