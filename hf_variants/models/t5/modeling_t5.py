@@ -3,14 +3,15 @@ Transformer"): an encoder-decoder Transformer with pre-norm RMS-norm blocks, no 
 attention and a learned relative-position bias, pretrained with span corruption.
 
 The architecture, top to bottom in the order data flows (the order of transformers'
-``modeling_t5.py``): :class:`T5FFN` (v1.0's ReLU ``DenseActDense``, v1.1's gated-GELU
+``modeling_t5.py``): :class:`T5Embeddings` (word embeddings and dropout, no positions) ->
+:class:`T5FFN` (v1.0's ReLU ``DenseActDense``, v1.1's gated-GELU
 ``DenseGatedActDense``) -> :func:`relative_position_bucket` and :class:`T5RelativePositionBias`
 (one learned scalar per bucket and head, computed once per stack and forward, shared by every
 layer's self-attention) -> :class:`T5Attention` (no 1/sqrt(d) score scale; self-attention appends to
 the decoder's cache, cross-attention stores the encoder's keys/values in it once) ->
 :class:`T5Block` (pre-norm residuals: self-attention, cross-attention in the decoder, FFN) ->
-:class:`T5Layers` (the blocks, a final norm and dropout) -> :class:`T5Stack` (embeddings, masks and
-position bias, the blocks: the encoder or the decoder) -> :class:`T5Model` -> the heads:
+:class:`T5Layers` (the blocks, a final norm and dropout) -> :class:`T5Stack` (the embeddings, the
+masks and position bias, the blocks: the encoder or the decoder) -> :class:`T5Model` -> the heads:
 :class:`T5ForConditionalGeneration` (text-to-text and span-corruption pretraining, ``generate()``),
 :class:`T5EncoderModel`, :class:`T5ForSequenceClassification`, :class:`T5ForTokenClassification`,
 :class:`T5ForQuestionAnswering`.
@@ -76,6 +77,28 @@ __all__ = [
     "T5ForTokenClassification",
     "T5ForQuestionAnswering",
 ]
+
+
+# ----------------------------------------------------------------------------- embeddings
+class T5Embeddings(nn.Module):
+    """Word embeddings and dropout: no positions (the relative bias carries them), no segments, no
+    norm, and no padding row (the pad id is also the decoder start token, whose embedding trains).
+    (B, T) ids or (B, T, E) embeddings -> (B, T, H)."""
+
+    def __init__(self, config: T5Config) -> None:
+        super().__init__()
+        embedding_size = config.embedding_size or config.hidden_size
+        self.word_embeddings = nn.Embedding(config.vocab_size, embedding_size)
+        self.dropout = Dropout(config.hidden_dropout_prob)
+        # Factorized embeddings (ALBERT-style ablation, config.embedding_size): E -> H.
+        self.projection = (
+            nn.Linear(embedding_size, config.hidden_size) if embedding_size != config.hidden_size else None
+        )
+
+    def forward(self, input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
+        embeddings = self.word_embeddings(input_ids) if inputs_embeds is None else inputs_embeds
+        embeddings = self.dropout(embeddings)
+        return embeddings if self.projection is None else self.projection(embeddings)
 
 
 # ----------------------------------------------------------------------------- feed-forward
@@ -359,27 +382,6 @@ class T5Layers(nn.Module):
         if output_hidden_states:
             all_hidden_states += (hidden_states,)
         return hidden_states, all_hidden_states, all_attentions, all_cross_attentions
-
-
-class T5Embeddings(nn.Module):
-    """Word embeddings and dropout: no positions (the relative bias carries them), no segments, no
-    norm, and no padding row (the pad id is also the decoder start token, whose embedding trains).
-    (B, T) ids or (B, T, E) embeddings -> (B, T, H)."""
-
-    def __init__(self, config: T5Config) -> None:
-        super().__init__()
-        embedding_size = config.embedding_size or config.hidden_size
-        self.word_embeddings = nn.Embedding(config.vocab_size, embedding_size)
-        self.dropout = Dropout(config.hidden_dropout_prob)
-        # Factorized embeddings (ALBERT-style ablation, config.embedding_size): E -> H.
-        self.projection = (
-            nn.Linear(embedding_size, config.hidden_size) if embedding_size != config.hidden_size else None
-        )
-
-    def forward(self, input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
-        embeddings = self.word_embeddings(input_ids) if inputs_embeds is None else inputs_embeds
-        embeddings = self.dropout(embeddings)
-        return embeddings if self.projection is None else self.projection(embeddings)
 
 
 # ----------------------------------------------------------------------------- model
