@@ -400,14 +400,11 @@ class T5PreTrainedModel(VariantPreTrainedModel):
         projections, with the missing 1/sqrt(d_kv) score scale folded into the query init."""
         super()._init_weights(module)
         config, factor = self.config, self.config.initializer_factor
-        hidden, inner = (
-            config.hidden_size,
-            config.num_attention_heads * (config.head_dim or config.hidden_size // config.num_attention_heads),
-        )
-        query_std, key_value_std = (
-            factor * (hidden * (inner // config.num_attention_heads)) ** -0.5,
-            factor * hidden**-0.5,
-        )
+        hidden = config.hidden_size
+        head_dim = config.head_dim or hidden // config.num_attention_heads
+        inner = config.num_attention_heads * head_dim
+        query_std = factor * (hidden * head_dim) ** -0.5  # the 1/sqrt(d_kv) scale T5's scores omit
+        key_value_std = factor * hidden**-0.5
         if isinstance(module, T5Embeddings):
             init.normal_(module.word_embeddings.weight, 0.0, factor)
         elif isinstance(module, T5RelativePositionBias):
