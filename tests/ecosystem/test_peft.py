@@ -200,6 +200,6 @@ def test_default_targets_are_registered_with_peft(spec):
     wrapped = [name for name, module in peft_model.named_modules() if hasattr(module, "lora_A")]
     layer_modules = {
         id(m) for name, m in model.named_modules() if type(m).__name__.endswith(("Layer", "Block"))
-    }  # shared layers count once (GPT's are GPTBlocks)
+    }  # shared layers count once (GPT's GPTBlock and T5's T5Block, as in transformers)
     assert len(wrapped) >= len(layer_modules) >= 1, wrapped
     assert {name.rsplit(".", 1)[-1] for name in wrapped} == set(targets["lora"])

@@ -1,40 +1,69 @@
-"""T5 on the shared encoder-decoder blocks. What is T5's own:
+"""T5 (Raffel et al. 2020, "Exploring the Limits of Transfer Learning with a Unified Text-to-Text
+Transformer"): an encoder-decoder Transformer with pre-norm RMS-norm blocks, no biases, unscaled
+attention and a learned relative-position bias, pretrained with span corruption.
 
-- :class:`T5RelativePositionBias`: the bucketed relative-position bias, computed once per stack and
-  forward (``TransformerBackbone.build_position_bias``) and added to every self-attention layer's
-  scores; bidirectional buckets in the encoder, causal ones in the decoder; none in cross-attention.
-- the stacks: embeddings without positions, segments, norm or padding row (the pad id is also the
-  decoder start token, so its embedding is trained); pre-RMS-norm layers without biases or score
-  scaling; a final norm and dropout per stack (the rest is set by :class:`T5Config`);
-- the output: tied to the embeddings with the d_model^-0.5 rescale (v1.0) or untied (v1.1);
-- the heads as transformers' T5: sequence classification on the decoder state of the last EOS,
-  extractive QA on the decoder states, token classification on the encoder.
+The architecture, top to bottom in the order data flows (the order of transformers'
+``modeling_t5.py``): :class:`T5Embeddings` (word embeddings and dropout, no positions) ->
+:class:`T5FFN` (v1.0's ReLU ``DenseActDense``, v1.1's gated-GELU
+``DenseGatedActDense``) -> :func:`relative_position_bucket` and :class:`T5RelativePositionBias`
+(one learned scalar per bucket and head, computed once per stack and forward, shared by every
+layer's self-attention) -> :class:`T5Attention` (no 1/sqrt(d) score scale; self-attention appends to
+the decoder's cache, cross-attention stores the encoder's keys/values in it once) ->
+:class:`T5Block` (pre-norm residuals: self-attention, cross-attention in the decoder, FFN) ->
+:class:`T5Layers` (the blocks, a final norm and dropout) -> :class:`T5Stack` (the embeddings, the
+masks and position bias, the blocks: the encoder or the decoder) -> :class:`T5Model` -> the heads:
+:class:`T5ForConditionalGeneration` (text-to-text and span-corruption pretraining, ``generate()``),
+:class:`T5EncoderModel`, :class:`T5ForSequenceClassification`, :class:`T5ForTokenClassification`,
+:class:`T5ForQuestionAnswering`.
+
+Submodule names are those of the key map (``weights.py``): a stack's blocks sit under
+``<stack>.encoder.layers`` in both stacks, the fused ``qkv`` / ``key_value`` projections are
+transformers' ``q, k, v`` / ``k, v`` stacked, and each stack's ``position_bias`` is transformers'
+``block.0.layer.0.SelfAttention.relative_attention_bias``.
+
+This file runs the plain PyTorch path on every device: T5 takes no padding-free plug-in
+(``config.padding_free`` has no effect here; see docs/architecture.md, "Reading a variant").
 """
 
 from __future__ import annotations
 
+import copy
 import math
 
 import torch
 from torch import nn
 from transformers import GenerationMixin
 from transformers import initialization as init
-from transformers.cache_utils import Cache
+from transformers.activations import ACT2FN
+from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache
+from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import (
-    BaseModelOutputWithPooling,
+    BaseModelOutput,
+    BaseModelOutputWithPastAndCrossAttentions,
+    Seq2SeqLMOutput,
+    Seq2SeqModelOutput,
     Seq2SeqQuestionAnsweringModelOutput,
     Seq2SeqSequenceClassifierOutput,
+    TokenClassifierOutput,
 )
+from transformers.utils import ModelOutput
 
-from ...modules.attention import MultiHeadAttention
-from ...modules.backbone import TransformerBackbone
-from ...modules.decoder import DecoderBackbone, EncoderDecoderBackbone
-from ...modules.embeddings import TransformerEmbeddings, check_batch_shape, check_index_range
-from ...modules.encoder import LayerSpec, LayerStack
-from ...modules.feed_forward import FeedForward
-from ...modules.generation import EncoderDecoderForSeq2SeqLM, finish_seq2seq, shift_tokens_right
-from ...modules.heads import SummaryClassifier, sequence_classification_loss, span_extraction_loss
-from ...modules.task_models import EncoderForTokenClassification
+from ...modules.attention import FusedQKVProjection, attention_function
+from ...modules.cache import check_cache_batch, check_cache_positions, output_cache, pick_cache, with_cache
+from ...modules.dropout import Dropout
+from ...modules.embeddings import check_batch_shape, check_index_range, check_not_empty
+from ...modules.generation import finish_seq2seq, lm_loss, shift_tokens_right
+from ...modules.heads import (
+    IGNORE_INDEX,
+    SummaryClassifier,
+    TiedDecoder,
+    sequence_classification_loss,
+    span_extraction_loss,
+    token_classification_loss,
+)
+from ...modules.masks import check_key_mask, custom_attention_bias, make_attention_bias
+from ...modules.norms import build_norm
+from ...modules.token_ids import CheckedGenerationMixin, check_token_id
 from ...modules.tracing import is_tracing
 from ..modeling_base import VariantPreTrainedModel
 from .configuration_t5 import T5Config
@@ -50,6 +79,54 @@ __all__ = [
 ]
 
 
+# ----------------------------------------------------------------------------- embeddings
+class T5Embeddings(nn.Module):
+    """Word embeddings and dropout: no positions (the relative bias carries them), no segments, no
+    norm, and no padding row (the pad id is also the decoder start token, whose embedding trains).
+    (B, T) ids or (B, T, E) embeddings -> (B, T, H)."""
+
+    def __init__(self, config: T5Config) -> None:
+        super().__init__()
+        embedding_size = config.embedding_size or config.hidden_size
+        self.word_embeddings = nn.Embedding(config.vocab_size, embedding_size)
+        self.dropout = Dropout(config.hidden_dropout_prob)
+        # Factorized embeddings (ALBERT-style ablation, config.embedding_size): E -> H.
+        self.projection = (
+            nn.Linear(embedding_size, config.hidden_size) if embedding_size != config.hidden_size else None
+        )
+
+    def forward(self, input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
+        embeddings = self.word_embeddings(input_ids) if inputs_embeds is None else inputs_embeds
+        embeddings = self.dropout(embeddings)
+        return embeddings if self.projection is None else self.projection(embeddings)
+
+
+# ----------------------------------------------------------------------------- feed-forward
+class T5FFN(nn.Module):
+    """v1.0: down(dropout(ReLU(up x))); v1.1 (``config.gated_ffn``): down(dropout(GELU(gate x) * up x)).
+    (..., H) -> (..., H). transformers' ``wi`` / ``wi_0``, ``wi_1``, ``wo`` are ``up`` / ``gate``, ``up``, ``down``."""
+
+    adapter_role = "feed_forward"  # (IA)^3's feed-forward module (integrations/peft_targets.py)
+
+    def __init__(self, config: T5Config) -> None:
+        super().__init__()
+        self.up = nn.Linear(config.hidden_size, config.intermediate_size, bias=config.use_bias)
+        self.gate = (
+            nn.Linear(config.hidden_size, config.intermediate_size, bias=config.use_bias) if config.gated_ffn else None
+        )
+        self.activation = ACT2FN[config.hidden_act]
+        self.inner_dropout = Dropout(config.ffn_dropout_prob)
+        self.down = nn.Linear(config.intermediate_size, config.hidden_size, bias=config.use_bias)
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        if self.gate is None:
+            inner = self.activation(self.up(hidden_states))
+        else:
+            inner = self.activation(self.gate(hidden_states)) * self.up(hidden_states)
+        return self.down(self.inner_dropout(inner))
+
+
+# ----------------------------------------------------------------------------- relative position bias
 def relative_position_bucket(
     relative_position: torch.Tensor, bidirectional: bool, num_buckets: int, max_distance: int
 ) -> torch.Tensor:
@@ -77,7 +154,7 @@ def relative_position_bucket(
 
 
 class T5RelativePositionBias(nn.Module):
-    """One learned scalar per (bucket, head), added to the attention scores: (1, heads, T, S)."""
+    """One learned scalar per (bucket, head), added to the self-attention scores: (1, heads, T, S)."""
 
     def __init__(self, num_heads: int, num_buckets: int, max_distance: int, bidirectional: bool) -> None:
         super().__init__()
@@ -102,9 +179,217 @@ class T5RelativePositionBias(nn.Module):
         return f"buckets={self.num_buckets}, max_distance={self.max_distance}, bidirectional={self.bidirectional}"
 
 
+# ----------------------------------------------------------------------------- attention
+class T5Attention(nn.Module):
+    """Multi-head attention without the 1/sqrt(d) score scale (``config.attention_scale`` 1.0: T5
+    folds it into the query init). Self-attention (fused ``qkv``) or cross-attention (``query`` from
+    the decoder, fused ``key_value`` from the encoder). (B, T, H) -> (B, T, H).
+
+    The cache state lives here, read and written at ``layer_idx`` of a transformers Cache:
+    self-attention appends this call's keys/values (the decoder's ``EncoderDecoderCache``
+    self-attention half, or an encoder's key/value prefix for prefix tuning) and attends over all
+    of them; cross-attention projects the encoder states once and keeps them in the cache's
+    cross-attention half for the later generation steps."""
+
+    adapter_role = "attention"  # peft's default targets: its input projections (integrations/peft_targets.py)
+
+    def __init__(self, config: T5Config, is_cross_attention: bool = False) -> None:
+        super().__init__()
+        self.config = config  # attn_implementation is read at each call: it may be switched at run time
+        self.num_heads = config.num_attention_heads
+        self.head_dim = config.head_dim or config.hidden_size // config.num_attention_heads
+        self.inner_size = self.num_heads * self.head_dim
+        self.scale = config.attention_scale if config.attention_scale is not None else 1.0 / math.sqrt(self.head_dim)
+        self.dropout_prob = config.attention_probs_dropout_prob
+        self.is_cross_attention = is_cross_attention
+        if is_cross_attention:
+            self.query = nn.Linear(config.hidden_size, self.inner_size, bias=config.use_bias)
+            self.key_value = nn.Linear(config.hidden_size, 2 * self.inner_size, bias=config.use_bias)
+        else:
+            self.qkv = FusedQKVProjection(config.hidden_size, 3 * self.inner_size, bias=config.use_bias)
+        self.out = nn.Linear(self.inner_size, config.hidden_size, bias=config.use_bias)
+
+    def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, T, heads * D) -> (B, heads, T, D)."""
+        return x.view(*x.shape[:2], self.num_heads, self.head_dim).transpose(1, 2)
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        attention_bias: torch.Tensor | None,
+        key_value_states: torch.Tensor | None = None,
+        cache: Cache | None = None,
+        layer_idx: int = 0,
+        output_attentions: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Attend. ``attention_bias``: additive, broadcastable to (B, heads, T, S): the self-attention's
+        position bias + padding + causal mask, or the cross-attention's (B, 1, 1, S) source padding.
+        ``key_value_states`` (B, S, H): the encoder states (cross-attention). Returns (output (B, T, H),
+        attention probabilities (B, heads, T, S) if asked, else None)."""
+        if self.is_cross_attention:
+            query = self._split_heads(self.query(hidden_states))
+            cross_cache = cache if isinstance(cache, EncoderDecoderCache) else None
+            if cross_cache is not None and cross_cache.is_updated.get(layer_idx):
+                stored = cross_cache.cross_attention_cache.layers[layer_idx]  # projected on the first step
+                key, value = stored.keys, stored.values
+            else:
+                key, value = (self._split_heads(x) for x in self.key_value(key_value_states).chunk(2, dim=-1))
+                if cross_cache is not None:
+                    key, value = cross_cache.cross_attention_cache.update(key, value, layer_idx)
+                    cross_cache.is_updated[layer_idx] = True
+        else:
+            query, key, value = (self._split_heads(x) for x in self.qkv(hidden_states).chunk(3, dim=-1))
+            if cache is not None:  # earlier steps' (or a prefix's) keys and values come first
+                self_cache = cache.self_attention_cache if isinstance(cache, EncoderDecoderCache) else cache
+                key, value = self_cache.update(key, value, layer_idx)
+        dropout = self.dropout_prob if self.training else 0.0
+        backend = "eager" if output_attentions or self.config._attn_implementation == "eager" else "sdpa"
+        context, probs = attention_function(query, key, value, attention_bias, False, dropout, self.scale, backend)
+        batch, _, length, _ = context.shape
+        context = context.transpose(1, 2)
+        if torch.compiler.is_exporting():
+            # The ONNX exporter decomposes position-biased SDPA into matmuls whose output is
+            # (B, heads, T, D)-contiguous: the reshape below must not be recorded as a view of it.
+            context = context.clone(memory_format=torch.contiguous_format)
+        return self.out(context.reshape(batch, length, self.inner_size)), probs
+
+
+# ----------------------------------------------------------------------------- block and stack
+class T5Block(GradientCheckpointingLayer):
+    """One pre-norm block: x = x + Dropout(SelfAttention(Norm(x))); in the decoder
+    x = x + Dropout(CrossAttention(Norm(x), encoder states)); x = x + Dropout(FFN(Norm(x))).
+
+    A block whose attention or FFN is shared with block 0 (``config.layer_sharing``, ALBERT-style
+    ablations) stores none and is handed block 0's at each call."""
+
+    def __init__(self, config: T5Config, own_attention: bool = True, own_ffn: bool = True) -> None:
+        super().__init__()
+        norm = (config.norm_type, config.hidden_size, config.layer_norm_eps)  # RMS norm: T5LayerNorm
+        self.attention = T5Attention(config) if own_attention else None
+        self.attention_norm = build_norm(*norm)
+        if config.is_decoder:
+            self.cross_attention = T5Attention(config, is_cross_attention=True)
+            self.cross_attention_norm = build_norm(*norm)
+        else:
+            self.cross_attention = None
+        self.ffn = T5FFN(config) if own_ffn else None
+        self.ffn_norm = build_norm(*norm)
+        self.residual_dropout = Dropout(config.hidden_dropout_prob)
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        attention_bias: torch.Tensor,
+        encoder_hidden_states: torch.Tensor | None,
+        encoder_attention_bias: torch.Tensor | None,
+        cache: Cache | None,
+        layer_idx: int,
+        output_attentions: bool = False,
+        shared_attention: T5Attention | None = None,
+        shared_ffn: T5FFN | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+        """(B, T, H) -> ((B, T, H), self-attention probabilities or None, cross-attention
+        probabilities (B, heads, T, S) or None). Every argument is positional where it is called:
+        gradient checkpointing makes only positional tensors inputs of the checkpoint (the shared
+        position bias and the encoder states carry gradient)."""
+        attention = shared_attention or self.attention
+        ffn = shared_ffn or self.ffn
+        attention_output, probs = attention(
+            self.attention_norm(hidden_states), attention_bias, None, cache, layer_idx, output_attentions
+        )
+        hidden_states = hidden_states + self.residual_dropout(attention_output)
+        cross_probs = None
+        if self.cross_attention is not None:
+            cross_output, cross_probs = self.cross_attention(
+                self.cross_attention_norm(hidden_states),
+                encoder_attention_bias,
+                encoder_hidden_states,
+                cache,
+                layer_idx,
+                output_attentions,
+            )
+            hidden_states = hidden_states + self.residual_dropout(cross_output)
+        hidden_states = hidden_states + self.residual_dropout(ffn(self.ffn_norm(hidden_states)))
+        return hidden_states, probs, cross_probs
+
+
+class T5Layers(nn.Module):
+    """A stack's ``num_hidden_layers`` blocks, then the final norm and dropout (pre-norm leaves the
+    residual stream un-normalised). ``config.layer_sharing``: "none", "all" (one block at every
+    depth), "attention" or "ffn" (that sub-block of block 0 at every depth)."""
+
+    def __init__(self, config: T5Config) -> None:
+        super().__init__()
+        self.num_layers = config.num_hidden_layers
+        self.sharing = config.layer_sharing
+        if self.sharing == "all":
+            self.layers = nn.ModuleList([T5Block(config)])
+        else:
+            self.layers = nn.ModuleList(
+                T5Block(
+                    config, own_attention=i == 0 or self.sharing != "attention", own_ffn=i == 0 or self.sharing != "ffn"
+                )
+                for i in range(self.num_layers)
+            )
+        self.final_layer_norm = build_norm(config.norm_type, config.hidden_size, config.layer_norm_eps)
+        self.final_dropout = Dropout(config.hidden_dropout_prob) if config.hidden_dropout_prob > 0.0 else None
+
+    def layer_at(self, depth: int) -> T5Block:
+        return self.layers[0] if self.sharing == "all" else self.layers[depth]
+
+    def shared_blocks(self, depth: int) -> tuple[T5Attention | None, T5FFN | None]:
+        """(attention, FFN) of block 0 where the block at ``depth`` shares them, else None."""
+        return (
+            self.layers[0].attention if self.sharing == "attention" else None,
+            self.layers[0].ffn if self.sharing == "ffn" else None,
+        )
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        attention_bias: torch.Tensor,
+        encoder_hidden_states: torch.Tensor | None = None,
+        encoder_attention_bias: torch.Tensor | None = None,
+        cache: Cache | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+    ) -> tuple[torch.Tensor, tuple | None, tuple | None, tuple | None]:
+        """(B, T, H) embeddings -> (last hidden states (B, T, H), every block's input + the output
+        if asked, self-attention and cross-attention probabilities if asked)."""
+        all_hidden_states = () if output_hidden_states else None
+        all_attentions = () if output_attentions else None
+        all_cross_attentions = () if output_attentions and encoder_hidden_states is not None else None
+        for depth in range(self.num_layers):
+            if output_hidden_states:
+                all_hidden_states += (hidden_states,)
+            hidden_states, probs, cross_probs = self.layer_at(depth)(
+                hidden_states,
+                attention_bias,
+                encoder_hidden_states,
+                encoder_attention_bias,
+                cache,
+                depth,
+                output_attentions,
+                *self.shared_blocks(depth),
+            )
+            if output_attentions:
+                all_attentions += (probs,)
+                if all_cross_attentions is not None:
+                    all_cross_attentions += (cross_probs,)
+        hidden_states = self.final_layer_norm(hidden_states)
+        if self.final_dropout is not None:
+            hidden_states = self.final_dropout(hidden_states)
+        if output_hidden_states:
+            all_hidden_states += (hidden_states,)
+        return hidden_states, all_hidden_states, all_attentions, all_cross_attentions
+
+
+# ----------------------------------------------------------------------------- model
 class T5PreTrainedModel(VariantPreTrainedModel):
     config_class = T5Config
     base_model_prefix = "transformer"
+    # The unit device_map="auto" never splits, FSDP wraps and gradient checkpointing recomputes.
+    _no_split_modules = ["T5Block"]
     _keys_to_ignore_on_load_unexpected = [
         r"decoder\.block\.0\.layer\.1\.EncDecAttention\.relative_attention_bias\.weight"
     ]
@@ -115,99 +400,441 @@ class T5PreTrainedModel(VariantPreTrainedModel):
         projections, with the missing 1/sqrt(d_kv) score scale folded into the query init."""
         super()._init_weights(module)
         config, factor = self.config, self.config.initializer_factor
-        inner = config.num_attention_heads * config.head_dim
-        if isinstance(module, TransformerEmbeddings):
+        hidden = config.hidden_size
+        head_dim = config.head_dim or hidden // config.num_attention_heads
+        inner = config.num_attention_heads * head_dim
+        query_std = factor * (hidden * head_dim) ** -0.5  # the 1/sqrt(d_kv) scale T5's scores omit
+        key_value_std = factor * hidden**-0.5
+        if isinstance(module, T5Embeddings):
             init.normal_(module.word_embeddings.weight, 0.0, factor)
         elif isinstance(module, T5RelativePositionBias):
-            init.normal_(module.embedding.weight, 0.0, factor * config.hidden_size**-0.5)
-        elif isinstance(module, MultiHeadAttention):
-            stds = [(config.hidden_size * config.head_dim) ** -0.5, config.hidden_size**-0.5, config.hidden_size**-0.5]
-            if module.cross_attention:
-                init.normal_(module.query.weight, 0.0, factor * stds[0])
-                init.normal_(module.key_value.weight, 0.0, factor * stds[1])
-            elif not getattr(
-                module.qkv.weight, "_is_hf_initialized", False
-            ):  # (row blocks are views: no flag of their own)
-                for rows, std in zip(module.qkv.weight.split(inner), stds):
-                    rows.normal_(0.0, factor * std)
+            init.normal_(module.embedding.weight, 0.0, factor * hidden**-0.5)
+        elif isinstance(module, T5Attention):
+            if module.is_cross_attention:
+                init.normal_(module.query.weight, 0.0, query_std)
+                init.normal_(module.key_value.weight, 0.0, key_value_std)
+            elif not getattr(module.qkv.weight, "_is_hf_initialized", False):  # (row blocks are views: no flag)
+                for rows, std in zip(module.qkv.weight.split(inner), (query_std, key_value_std, key_value_std)):
+                    rows.normal_(0.0, std)
             init.normal_(module.out.weight, 0.0, factor * inner**-0.5)
-        elif isinstance(module, FeedForward):
+        elif isinstance(module, T5FFN):
             for projection in (module.up, module.gate):
                 if projection is not None:
-                    init.normal_(projection.weight, 0.0, factor * config.hidden_size**-0.5)
+                    init.normal_(projection.weight, 0.0, factor * hidden**-0.5)
             init.normal_(module.down.weight, 0.0, factor * config.intermediate_size**-0.5)
         elif isinstance(module, SummaryClassifier):
             for projection in (module.dense, module.out_proj):
-                init.normal_(projection.weight, 0.0, factor * config.hidden_size**-0.5)
+                init.normal_(projection.weight, 0.0, factor * hidden**-0.5)
                 init.zeros_(projection.bias)
         elif isinstance(module, T5ForConditionalGeneration) and not config.tie_word_embeddings:
             init.normal_(module.lm_head.weight, 0.0, factor)
         elif isinstance(module, T5ForQuestionAnswering):
-            init.normal_(module.qa_outputs.weight, 0.0, factor * config.hidden_size**-0.5)
+            init.normal_(module.qa_outputs.weight, 0.0, factor * hidden**-0.5)
             init.zeros_(module.qa_outputs.bias)
         elif isinstance(module, T5ForTokenClassification):
             init.normal_(module.classifier.weight, 0.0, factor)
             init.zeros_(module.classifier.bias)
 
 
-class _T5StackHooks:
-    """The backbone hooks both T5 stacks share (the encoder's bidirectional, the decoder's causal)."""
+def stack_config(config: T5Config, is_decoder: bool) -> T5Config:
+    """A stack's copy of the config: the encoder's bidirectional without a cache; the decoder's
+    causal, with cross-attention, ``decoder_layers`` deep."""
+    stack = copy.deepcopy(config)
+    stack.is_encoder_decoder = False
+    stack.is_decoder = is_decoder
+    stack.add_cross_attention = is_decoder
+    if is_decoder:
+        stack.num_hidden_layers = config.decoder_layers
+    else:
+        stack.use_cache = False
+    return stack
 
-    # A 4-D (B, 1, T, past + T) attention mask is used as given, as transformers' T5 takes one
-    # (packed documents, a shared prefix): the encoder's ``attention_mask``, the decoder's
-    # ``decoder_attention_mask`` (causality included). The relative position bias still counts
-    # positions in the row.
-    accepts_4d_attention_mask = True
 
-    def build_embeddings(self, config: T5Config) -> TransformerEmbeddings:
-        # No padding row: the pad id is also the decoder start token, whose embedding must train.
-        return TransformerEmbeddings(
-            **{**TransformerEmbeddings.config_kwargs(config), "pad_token_id": None, "layer_norm": False}
-        )
+class T5Stack(T5PreTrainedModel):
+    """The encoder (``config.is_decoder`` False: (B, S) ids -> (B, S, H)) or the decoder (causal
+    self-attention with a cache, cross-attention to the encoder states): embeddings -> the blocks,
+    with the masks and the relative position bias computed once for all of them."""
 
-    def build_layers(self, config: T5Config) -> LayerStack:
-        spec = LayerSpec.from_config(config, cross_attention=config.add_cross_attention)
-        return LayerStack(
-            spec, config.num_hidden_layers, sharing=config.layer_sharing, final_dropout=config.hidden_dropout_prob
-        )
-
-    def build_pooler(self, config: T5Config) -> None:
-        return None
-
-    def build_position_bias(self, config: T5Config) -> T5RelativePositionBias:
-        return T5RelativePositionBias(
+    def __init__(self, config: T5Config) -> None:
+        super().__init__(config)
+        self.config = config
+        self.embeddings = T5Embeddings(config)
+        self.encoder = T5Layers(config)  # named `encoder` in both stacks: the key map's names
+        self.position_bias = T5RelativePositionBias(
             config.num_attention_heads,
             config.relative_attention_num_buckets,
             config.relative_attention_max_distance,
             bidirectional=not config.is_decoder,
         )
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.embeddings.word_embeddings
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.embeddings.word_embeddings = value
+
+    def _prepare_cache(self, cache: Cache | None, use_cache: bool | None) -> Cache | None:
+        """The cache this call reads and extends. The decoder: the caller's, or a new one when
+        ``use_cache`` (default ``config.use_cache``), an ``EncoderDecoderCache`` whose second half
+        keeps the encoder's keys/values. The encoder keeps none between calls (``use_cache`` is
+        ignored, as transformers' encoders ignore it), but reads one holding a key/value prefix
+        (peft's prefix tuning: every query also attends to those P positions)."""
+        if cache is not None and not isinstance(cache, Cache):
+            raise ValueError(
+                f"past_key_values must be a transformers Cache (DynamicCache / EncoderDecoderCache), got "
+                f"{type(cache).__name__}; tuples of tensors are not supported"
+            )
+        if not self.config.is_decoder:
+            return cache
+        use_cache = self.config.use_cache if use_cache is None else use_cache
+        if self.training and (use_cache or cache is not None) and self.is_activation_checkpointing:
+            # Checkpointed blocks would write the cache twice (transformers' GradientCheckpointingLayer): keep none.
+            if cache is not None:
+                raise ValueError("past_key_values cannot be used while training with gradient checkpointing")
+            use_cache = False
+        if cache is None and not use_cache:
+            return None
+        if cache is None:
+            cache = DynamicCache()
+        if cache.is_compileable:
+            # A static cache returns its whole preallocated length, unfilled slots included.
+            raise ValueError(
+                f"{type(cache).__name__} is not supported; use the default DynamicCache (generate() without "
+                "cache_implementation)"
+            )
+        if not isinstance(cache, EncoderDecoderCache):
+            cache = EncoderDecoderCache(cache, DynamicCache())
+        filled = len(cache.self_attention_cache.layers)
+        if cache.self_attention_cache.layer_class_to_replicate is None and filled < self.encoder.num_layers:
+            raise ValueError(
+                f"the cache was built for {filled} layers but this decoder has {self.encoder.num_layers}: build it "
+                "with the decoder's config (an encoder-decoder config names the decoder depth `decoder_layers`)"
+            )
+        return cache
+
+    def _self_attention_bias(
+        self, attention_mask: torch.Tensor | None, hidden_states: torch.Tensor, past_length: int
+    ) -> torch.Tensor:
+        """The self-attention's additive (B | 1, heads, T, past + T) bias, shared by every block: the
+        relative position bias + the padding mask (+ the causal mask in the decoder). A 4-D
+        (B, 1, T, past + T) ``attention_mask`` is used as given instead of padding and causal masks
+        (transformers' convention: packed documents, a shared prefix); positions still count in the row.
+        Built on the device of the embedded ``hidden_states`` (B, T, H) (the bias table's own is "meta"
+        while accelerate offloads it)."""
+        (batch, length), dtype, device = hidden_states.shape[:2], hidden_states.dtype, hidden_states.device
+        key_length = past_length + length
+        if attention_mask is not None and attention_mask.dim() == 4:
+            mask_bias = custom_attention_bias(attention_mask, batch, length, key_length, dtype)
+        else:
+            check_key_mask(attention_mask, batch, length, past_length, like=" like input_ids")
+            mask_bias = make_attention_bias(attention_mask, dtype, self.config.is_decoder, length, key_length, device)
+        position_bias = self.position_bias(length, key_length, past_length, device=device).to(dtype)
+        return position_bias if mask_bias is None else position_bias + mask_bias
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        encoder_hidden_states: torch.Tensor | None = None,
+        encoder_attention_mask: torch.Tensor | None = None,
+        past_key_values: Cache | None = None,
+        use_cache: bool | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        cache: Cache | None = None,
+        **kwargs,
+    ) -> BaseModelOutputWithPastAndCrossAttentions | tuple:
+        """Run one stack.
+
+        Args:
+            input_ids: (B, T) token ids (or ``inputs_embeds`` (B, T, E)).
+            attention_mask: (B, past + T) keep-mask (1 real, 0 padding), or a 4-D (B, 1, T, past + T)
+                mask used as given (float: additive; bool/int: 1 where query i may read key j).
+            encoder_hidden_states / encoder_attention_mask: (B, S, H) / (B, S) (the decoder).
+            cache / past_key_values: the decoder's cache (one of the two names, see modules/cache.py),
+                extended in place and returned; an encoder's key/value prefix (prefix tuning).
+            use_cache: (the decoder) create and return a cache (default ``config.use_cache``).
+        Returns:
+            BaseModelOutputWithPastAndCrossAttentions: last_hidden_state (B, T, H), the cache, and
+            hidden states / attentions (over past + T keys) / cross-attentions (B, heads, T, S) if asked.
+        """
+        config = self.config
+        output_attentions = bool(output_attentions if output_attentions is not None else config.output_attentions)
+        output_hidden_states = bool(
+            output_hidden_states if output_hidden_states is not None else config.output_hidden_states
+        )
+        return_dict = return_dict if return_dict is not None else config.return_dict
+        # Input checks: a ValueError naming the first problem.
+        if kwargs.get("token_type_ids") is not None:
+            raise ValueError("token_type_ids were given but this model has no segment embeddings (type_vocab_size=0)")
+        if (input_ids is None) == (inputs_embeds is None):
+            raise ValueError("pass exactly one of input_ids or inputs_embeds")
+        main_name, main = ("input_ids", input_ids) if input_ids is not None else ("inputs_embeds", inputs_embeds)
+        if main.dim() != (2 if input_ids is not None else 3):
+            raise ValueError(
+                f"{main_name} must be {'(batch, length)' if input_ids is not None else '(batch, length, hidden)'}, "
+                f"got shape {tuple(main.shape)}"
+            )
+        batch, length = main.shape[:2]
+        check_not_empty(main_name, tuple(main.shape), batch, length)
+        if input_ids is not None:  # the live table size: resize_token_embeddings changes it
+            check_index_range(input_ids, self.embeddings.word_embeddings.num_embeddings, "input_ids", "vocab_size")
+        if config.is_decoder and encoder_hidden_states is None:
+            raise ValueError("this decoder attends to an encoder: pass encoder_hidden_states")
+        if not config.is_decoder and encoder_hidden_states is not None:
+            raise ValueError("encoder_hidden_states were given but this model has no cross-attention layers")
+        cache = self._prepare_cache(pick_cache(cache, past_key_values, kwargs), use_cache)
+        past_length = 0
+        if cache is not None:
+            self_cache = cache.self_attention_cache if isinstance(cache, EncoderDecoderCache) else cache
+            past_length = self_cache.get_seq_length()
+        check_cache_positions(kwargs.get("cache_position"), past_length, length)
+        if past_length:
+            check_cache_batch(cache, batch)
+
+        # Embeddings, the masks and the position bias (once for every block), then the blocks.
+        hidden_states = self.embeddings(input_ids, inputs_embeds)
+        attention_bias = self._self_attention_bias(attention_mask, hidden_states, past_length)
+        encoder_attention_bias = None
+        if encoder_hidden_states is not None:
+            check_key_mask(
+                encoder_attention_mask, batch, encoder_hidden_states.shape[1], like=" like the encoder states"
+            )
+            encoder_attention_bias = make_attention_bias(encoder_attention_mask, hidden_states.dtype)
+        hidden_states, all_hidden_states, all_attentions, all_cross_attentions = self.encoder(
+            hidden_states,
+            attention_bias,
+            encoder_hidden_states,
+            encoder_attention_bias,
+            cache,
+            output_attentions,
+            output_hidden_states,
+        )
+        output = BaseModelOutputWithPastAndCrossAttentions(
+            last_hidden_state=hidden_states,
+            **with_cache(cache if config.is_decoder else None),
+            hidden_states=all_hidden_states,
+            attentions=all_attentions,
+            cross_attentions=all_cross_attentions,
+        )
+        return output if return_dict else output.to_tuple()
 
 
-class T5Stack(_T5StackHooks, TransformerBackbone, T5PreTrainedModel):
-    """The encoder: (B, S) ids -> (B, S, H)."""
+class T5Model(T5PreTrainedModel):
+    """The bare encoder-decoder: the encoder reads the source, the decoder the target (one word
+    embedding matrix for both). Seq2SeqModelOutput with the decoder's last hidden state (B, T, H)."""
+
+    _tied_weights_keys = {"decoder.embeddings.word_embeddings.weight": "encoder.embeddings.word_embeddings.weight"}
+
+    def __init__(self, config: T5Config) -> None:
+        super().__init__(config)
+        self.config = config
+        self.encoder = T5Stack(stack_config(config, is_decoder=False))
+        self.decoder = T5Stack(stack_config(config, is_decoder=True))
+        self.decoder.set_input_embeddings(self.encoder.get_input_embeddings())
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.encoder.get_input_embeddings()
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.encoder.set_input_embeddings(value)
+        self.decoder.set_input_embeddings(value)
+
+    def get_encoder(self, modality: str | None = None) -> T5Stack:
+        return self.encoder
+
+    def get_decoder(self) -> T5Stack:
+        return self.decoder
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        decoder_input_ids: torch.Tensor | None = None,
+        decoder_attention_mask: torch.Tensor | None = None,
+        encoder_outputs: BaseModelOutput | tuple | None = None,
+        past_key_values: Cache | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        decoder_inputs_embeds: torch.Tensor | None = None,
+        use_cache: bool | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        cache: Cache | None = None,
+        **kwargs,
+    ) -> Seq2SeqModelOutput | tuple:
+        """Encode the source (unless ``encoder_outputs`` are given) and decode the target.
+
+        Args:
+            input_ids / inputs_embeds: (B, S) source ids / (B, S, E) embeddings.
+            attention_mask: (B, S) source keep-mask (also the cross-attention mask).
+            decoder_input_ids: (B, T) target ids, shifted right (see ``shift_tokens_right``).
+            decoder_attention_mask: (B, past + T) target keep-mask, or a 4-D (B, 1, T, past + T)
+                mask used as given (causality included).
+            encoder_outputs: the encoder's output from an earlier call (generation reuses it).
+            cache / past_key_values: the decoder's cache (one of the two names, see modules/cache.py).
+        Returns:
+            Seq2SeqModelOutput: last_hidden_state (B, T, H) of the decoder, the cache,
+            encoder_last_hidden_state (B, S, H) and the optional hidden states / attentions.
+        """
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        if attention_mask is not None and attention_mask.dim() == 4:
+            # The source mask is also the cross-attention's key padding, which a 4-D self-attention
+            # mask does not give (transformers adds it to the cross-attention scores as it stands).
+            raise ValueError(
+                f"attention_mask has shape {tuple(attention_mask.shape)}: an encoder-decoder's attention_mask is the "
+                "(batch, source_length) keep-mask its cross-attention reads. For a 4-D encoder mask run the encoder "
+                "alone (model.get_encoder()(input_ids, attention_mask=mask_4d)) and pass encoder_outputs= with a "
+                "(batch, source_length) attention_mask; the decoder takes a 4-D decoder_attention_mask"
+            )
+        if encoder_outputs is None:
+            encoder_outputs = self.encoder(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                inputs_embeds=inputs_embeds,
+                output_attentions=output_attentions,
+                output_hidden_states=output_hidden_states,
+                return_dict=True,
+                token_type_ids=kwargs.get("token_type_ids"),  # refused there, by name
+            )
+        elif not isinstance(encoder_outputs, ModelOutput):  # a tuple from return_dict=False
+            encoder_outputs = BaseModelOutput(*encoder_outputs)
+        if decoder_input_ids is None and decoder_inputs_embeds is None:
+            raise ValueError("pass decoder_input_ids (or labels to a ...ForConditionalGeneration model)")
+        decoder_outputs = self.decoder(
+            input_ids=decoder_input_ids,
+            attention_mask=decoder_attention_mask,
+            inputs_embeds=decoder_inputs_embeds,
+            encoder_hidden_states=encoder_outputs.last_hidden_state,
+            encoder_attention_mask=attention_mask,
+            cache=pick_cache(cache, past_key_values, kwargs),
+            use_cache=use_cache,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+            cache_position=kwargs.get("cache_position"),
+        )
+        output = Seq2SeqModelOutput(
+            last_hidden_state=decoder_outputs.last_hidden_state,
+            **with_cache(output_cache(decoder_outputs)),
+            decoder_hidden_states=decoder_outputs.hidden_states,
+            decoder_attentions=decoder_outputs.attentions,
+            cross_attentions=decoder_outputs.cross_attentions,
+            encoder_last_hidden_state=encoder_outputs.last_hidden_state,
+            encoder_hidden_states=encoder_outputs.hidden_states,
+            encoder_attentions=encoder_outputs.attentions,
+        )
+        return output if return_dict else output.to_tuple()
 
 
-class T5DecoderStack(_T5StackHooks, DecoderBackbone, T5PreTrainedModel):
-    """The decoder: causal self-attention with a cache, cross-attention to the encoder."""
+# ----------------------------------------------------------------------------- heads
+class T5ForConditionalGeneration(CheckedGenerationMixin, T5PreTrainedModel, GenerationMixin):
+    """Text-to-text (and span-corruption pretraining): seq2seq LM loss from ``labels``, ``generate()``.
 
+    The output layer is tied to the embeddings with the d_model^-0.5 rescale (v1.0, the
+    embeddings have unit variance) or untied without it (v1.1); ``config.rescales_output`` says which.
+    ``generate()`` is transformers' own, after refusing special ids outside the vocabulary
+    (``modules/token_ids.py``)."""
 
-class T5Model(EncoderDecoderBackbone, T5PreTrainedModel):
-    """The bare encoder-decoder: Seq2SeqModelOutput with the decoder's last hidden state (B, T, H)."""
+    _tied_weights_keys = {
+        "lm_head.weight": "transformer.encoder.embeddings.word_embeddings.weight",
+        "transformer.decoder.embeddings.word_embeddings.weight": "transformer.encoder.embeddings.word_embeddings.weight",
+    }
+    label_smoothing: float = 0.0
 
-    encoder_class = T5Stack
-    decoder_class = T5DecoderStack
+    def __init__(self, config: T5Config) -> None:
+        if config.embedding_size not in (None, config.hidden_size):
+            raise ValueError(
+                f"the LM head is tied to (vocab_size, hidden_size) word embeddings; embedding_size="
+                f"{config.embedding_size} != hidden_size={config.hidden_size} needs a head that projects back to E"
+            )
+        super().__init__(config)
+        self.transformer = T5Model(config)
+        # Bias-free; TiedDecoder builds the weight's gradient contiguous so the tied embedding
+        # accumulates it in place (modules/heads.py).
+        self.lm_head = TiedDecoder(config.hidden_size, config.vocab_size, bias=False)
+        self.post_init()
 
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.transformer.get_input_embeddings()
 
-class T5ForConditionalGeneration(EncoderDecoderForSeq2SeqLM, T5PreTrainedModel, GenerationMixin):
-    """Text-to-text: seq2seq LM loss from ``labels`` and ``generate()``."""
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.transformer.set_input_embeddings(value)
 
-    backbone_class = T5Model
+    def get_output_embeddings(self) -> nn.Linear:
+        return self.lm_head
 
-    def compute_logits(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        """v1.0 rescales by d_model^-0.5 before the tied output (the embeddings have unit variance)."""
-        if self.config.rescales_output:
+    def set_output_embeddings(self, new_embeddings: nn.Linear) -> None:
+        self.lm_head = new_embeddings
+
+    def get_encoder(self, modality: str | None = None) -> T5Stack:
+        return self.transformer.encoder
+
+    def get_decoder(self) -> T5Stack:
+        return self.transformer.decoder
+
+    def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
+        """(B, T) labels -> decoder inputs, shifted right behind ``decoder_start_token_id``, -100
+        replaced by the pad token (also used by transformers' DataCollatorForSeq2Seq)."""
+        use = "decoder_input_ids are built from the labels with it"
+        check_token_id("decoder_start_token_id", self.config.decoder_start_token_id, self.config.vocab_size, use)
+        if bool((labels == IGNORE_INDEX).any()):  # ignored targets become padding inputs
+            check_token_id("pad_token_id", self.config.pad_token_id, self.config.vocab_size, use)
+        return shift_tokens_right(labels, self.config.pad_token_id, self.config.decoder_start_token_id)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        decoder_input_ids: torch.Tensor | None = None,
+        decoder_attention_mask: torch.Tensor | None = None,
+        encoder_outputs: BaseModelOutput | tuple | None = None,
+        past_key_values: Cache | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        decoder_inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        use_cache: bool | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        cache: Cache | None = None,
+        **kwargs,
+    ) -> Seq2SeqLMOutput | tuple:
+        """Args as :meth:`T5Model.forward`, plus ``labels`` (B, T): target ids, -100 where nothing is
+        predicted; without ``decoder_input_ids`` the decoder reads them shifted right. Returns
+        Seq2SeqLMOutput: loss (mean token cross-entropy), logits (B, T, V), the cache and the
+        encoder output (reused by ``generate``)."""
+        past_key_values = pick_cache(cache, past_key_values, kwargs)
+        if labels is not None:
+            if use_cache is None and past_key_values is None:
+                use_cache = False  # training: no cache unless asked
+            if decoder_input_ids is None and decoder_inputs_embeds is None:
+                decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
+        out = self.transformer(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            decoder_input_ids=decoder_input_ids,
+            decoder_attention_mask=decoder_attention_mask,
+            encoder_outputs=encoder_outputs,
+            cache=past_key_values,
+            inputs_embeds=inputs_embeds,
+            decoder_inputs_embeds=decoder_inputs_embeds,
+            use_cache=use_cache,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+            **{name: kwargs[name] for name in ("token_type_ids", "cache_position") if kwargs.get(name) is not None},
+        )
+        hidden_states = out.last_hidden_state
+        if self.config.rescales_output:  # v1.0: unit-variance tied embeddings
             hidden_states = hidden_states * self.config.hidden_size**-0.5
-        return self.lm_head(hidden_states)
+        logits = self.lm_head(hidden_states)
+        loss = lm_loss(logits, labels, self.label_smoothing) if labels is not None else None
+        return finish_seq2seq(Seq2SeqLMOutput, return_dict, out, loss=loss, logits=logits)
 
 
 class T5EncoderModel(T5PreTrainedModel):
@@ -215,7 +842,7 @@ class T5EncoderModel(T5PreTrainedModel):
 
     def __init__(self, config: T5Config, add_pooling_layer: bool = False) -> None:
         super().__init__(config)
-        self.encoder = T5Stack(EncoderDecoderBackbone.encoder_config(config), add_pooling_layer=False)
+        self.encoder = T5Stack(stack_config(config, is_decoder=False))
         self.post_init()
 
     def get_input_embeddings(self) -> nn.Embedding:
@@ -233,22 +860,68 @@ class T5EncoderModel(T5PreTrainedModel):
         attention_mask: torch.Tensor | None = None,
         past_key_values: Cache | None = None,
         **kwargs,
-    ) -> BaseModelOutputWithPooling | tuple:
-        """Args and output as the encoder stack (TransformerBackbone.forward); past_key_values: a
-        key/value prefix for the encoder."""
+    ) -> BaseModelOutputWithPastAndCrossAttentions | tuple:
+        """Args and output as :meth:`T5Stack.forward`; past_key_values: a key/value prefix for the encoder."""
         return self.encoder(
             input_ids=input_ids, attention_mask=attention_mask, past_key_values=past_key_values, **kwargs
         )
 
 
-class T5ForTokenClassification(EncoderForTokenClassification, T5PreTrainedModel):
-    """Per-token labels on the encoder states (dropout ``classifier_dropout``, linear)."""
+class T5ForTokenClassification(T5PreTrainedModel):
+    """Per-token labels on the encoder states (dropout ``classifier_dropout``, linear).
+    labels (B, T) class ids, -100 on ignored tokens; logits (B, T, num_labels)."""
 
-    backbone_class = T5EncoderModel
+    def __init__(self, config: T5Config) -> None:
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.transformer = T5EncoderModel(config)
+        dropout = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
+        self.dropout = Dropout(dropout)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.transformer.get_input_embeddings()
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.transformer.set_input_embeddings(value)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        past_key_values: Cache | None = None,
+        **kwargs,
+    ) -> TokenClassifierOutput | tuple:
+        """Inputs (B, T); past_key_values: a key/value prefix (peft's prefix tuning) for the encoder."""
+        out = self.transformer(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            inputs_embeds=inputs_embeds,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+            past_key_values=past_key_values,
+            **kwargs,
+        )
+        logits = self.classifier(self.dropout(out.last_hidden_state))
+        loss = token_classification_loss(logits, labels) if labels is not None else None
+        output = TokenClassifierOutput(
+            loss=loss, logits=logits, hidden_states=out.hidden_states, attentions=out.attentions
+        )
+        return output if return_dict is not False else output.to_tuple()
 
 
 class _T5EncoderDecoderHead(T5PreTrainedModel):
     """Heads reading the decoder over the source shifted right (transformers' T5 classification and QA)."""
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.transformer.get_input_embeddings()
 
     def _run(self, input_ids, attention_mask, decoder_input_ids, decoder_inputs_embeds, inputs_embeds, **kwargs):
         if decoder_input_ids is None and decoder_inputs_embeds is None:
@@ -279,9 +952,6 @@ class T5ForSequenceClassification(_T5EncoderDecoderHead):
             config.hidden_size, config.num_labels, config.classifier_dropout or 0.0
         )
         self.post_init()
-
-    def get_input_embeddings(self) -> nn.Embedding:
-        return self.transformer.get_input_embeddings()
 
     def forward(
         self,
@@ -348,9 +1018,6 @@ class T5ForQuestionAnswering(_T5EncoderDecoderHead):
         self.qa_outputs = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 
-    def get_input_embeddings(self) -> nn.Embedding:
-        return self.transformer.get_input_embeddings()
-
     def forward(
         self,
         input_ids: torch.Tensor | None = None,
@@ -380,7 +1047,6 @@ class T5ForQuestionAnswering(_T5EncoderDecoderHead):
             use_cache=False if training else use_cache,
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
-            reads_padding=True,  # the span softmax runs over every position, padding included
         )
         start_logits, end_logits = (
             x.squeeze(-1).contiguous() for x in self.qa_outputs(out.last_hidden_state).split(1, dim=-1)
