@@ -362,6 +362,7 @@ class ViTLayer(GradientCheckpointingLayer):
             self.attention_norm(hidden_states), attention_mask, output_attentions, query_positions
         )
         hidden_states = residual + self.residual_dropout(attention_output)
+        del residual, attention_output  # not needed by the MLP: freed before it runs (peak memory)
         hidden_states = hidden_states + self.residual_dropout(ffn(self.ffn_norm(hidden_states)))
         return hidden_states, probs
 
