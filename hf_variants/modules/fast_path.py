@@ -97,20 +97,60 @@ class PaddingFreePath:
         padding, a causal LM's packed batches): each document then runs as its own sequence.
         Returns (sequence_output: (B, T, H) with zeros at padding when packed, or (B, M, H) /
         (B, 1, H) at the positions ``reads`` names; pooled (B, H) or None)."""
-        config = model.config
         reference = input_ids if input_ids is not None else inputs_embeds
         batch, length = reference.shape[:2]
         dtype = model.embeddings.word_embeddings.weight.dtype
+        layout, summary = self._plan(
+            model, attention_mask, batch, length, dtype, reference.device, reads, document_ids
+        )
+        hidden_states = model.embeddings(
+            layout.to_packed(input_ids),
+            layout.to_packed(token_type_ids),
+            layout.to_packed(position_ids),
+            layout.to_packed(inputs_embeds),
+            **{name: layout.to_packed(value) for name, value in (embedding_inputs or {}).items()},
+        )
+        return self._layers_and_pooler(model, hidden_states, layout, summary, attention_mask)
+
+    def encode_embedded(
+        self,
+        model: torch.nn.Module,
+        embedding_output: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        reads: HeadReads,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """:meth:`encode` for a model whose embeddings take another input than token ids (ViT's
+        pixels): ``embedding_output`` (B, T, H) is the sequence it embedded, packed here (the
+        embeddings ran padded). Returns what :meth:`encode` returns."""
+        batch, length = embedding_output.shape[:2]
+        layout, summary = self._plan(
+            model, attention_mask, batch, length, embedding_output.dtype, embedding_output.device, reads
+        )
+        return self._layers_and_pooler(model, layout.to_packed(embedding_output), layout, summary, attention_mask)
+
+    @staticmethod
+    def _plan(
+        model: torch.nn.Module,
+        attention_mask: torch.Tensor | None,
+        batch: int,
+        length: int,
+        dtype: torch.dtype,
+        device: torch.device,
+        reads: HeadReads,
+        document_ids: torch.Tensor | None = None,
+    ) -> tuple[BatchLayout, torch.Tensor | None]:
+        """(the layout: packed or padded, the positions the last layer computes; the (B, 1)
+        summary positions, or None when nothing reads them)."""
+        config = model.config
         has_pooler = model.pooler is not None
         summary = None  # (B, 1) summary positions, when something reads them
         if has_pooler or reads.summary_only:
-            summary = summary_positions(config.summary_type, attention_mask, batch, length, reference.device)
+            summary = summary_positions(config.summary_type, attention_mask, batch, length, device)
         output_positions, output_positions_mask = reads.positions if reads.positions is not None else (None, None)
         if reads.summary_only and output_positions is None:
             output_positions = summary  # None for "mean": every position is read
         # The pooler reads the summary token: a packed layout leaves zeros there if it is padding.
         summary_read = summary if has_pooler and reads.positions is None else None
-        zero_padding = getattr(model, "zeroes_padding_states", False)
         layout = BatchLayout.plan(
             attention_mask,
             batch,
@@ -121,16 +161,24 @@ class PaddingFreePath:
             output_positions_mask=output_positions_mask,
             reads_padding=reads.padding or reads_a_padding_position(attention_mask, summary_read),
             is_causal=config.is_decoder,
-            zero_padding=zero_padding,
+            zero_padding=getattr(model, "zeroes_padding_states", False),
             document_ids=document_ids,
         )
-        hidden_states = model.embeddings(
-            layout.to_packed(input_ids),
-            layout.to_packed(token_type_ids),
-            layout.to_packed(position_ids),
-            layout.to_packed(inputs_embeds),
-            **{name: layout.to_packed(value) for name, value in (embedding_inputs or {}).items()},
-        )
+        return layout, summary
+
+    def _layers_and_pooler(
+        self,
+        model: torch.nn.Module,
+        hidden_states: torch.Tensor,
+        layout: BatchLayout,
+        summary: torch.Tensor | None,
+        attention_mask: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Embedded ``hidden_states`` in ``layout`` -> every layer (the last at the positions read),
+        the final norm, the pooler: (sequence_output, pooled or None). A model with
+        ``zeroes_padding_states`` (XLM) gets exact zeros at padding after the embeddings and every
+        layer when the batch runs padded."""
+        zero_padding = getattr(model, "zeroes_padding_states", False)
         if zero_padding:
             hidden_states = layout.zero_padding(hidden_states)
         computed_positions = layout.output_positions  # (B, M) or None: what the output will hold
@@ -156,8 +204,10 @@ class PaddingFreePath:
         if encoder.num_layers == 0 and computed_positions is not None:
             sequence_output = gather_positions(sequence_output, computed_positions)
         pooled = None
-        if has_pooler:
-            pooled = model.pooler(self._summary(sequence_output, attention_mask, summary, computed_positions, config))
+        if model.pooler is not None:
+            pooled = model.pooler(
+                self._summary(sequence_output, attention_mask, summary, computed_positions, model.config)
+            )
         return sequence_output, pooled
 
     @staticmethod

@@ -7,7 +7,7 @@ Per image (sec. 3 of the paper):
    per-image shuffle by uniform noise, as the paper's code), drop the rest. The encoder, the
    ordinary ViT encoder with its [CLS] token, sees the visible patches only (25% of the tokens at
    the paper's 75% mask ratio: the reason MAE pretraining is cheap).
-2. A light decoder (its own width and depth, pre-LN blocks from ``hf_variants.modules``) takes the
+2. A light decoder (its own width and depth, ViT's own pre-LN ``ViTLayer``) takes the
    encoded visible tokens projected to its width, a shared learned mask token at every removed
    patch, all unshuffled to the original order, plus its own positions, and predicts each patch's
    P * P * C pixel values with a linear layer.
@@ -29,12 +29,9 @@ from torch import nn
 from transformers import initialization as init
 from transformers.utils import ModelOutput
 
-from ...modules.encoder import LayerSpec, LayerStack
-from ...modules.layout import BatchLayout
 from ...modules.padding import gather_positions
-from ...modules.task_models import EncoderTaskModel
 from .configuration_vit import ViTConfig
-from .modeling_vit import ViTModel, ViTPreTrainedModel
+from .modeling_vit import ViTBlockShape, ViTEncoder, ViTModel, ViTPreTrainedModel
 
 
 def patchify(pixel_values: torch.Tensor, patch_size: int) -> torch.Tensor:
@@ -93,28 +90,19 @@ class MAEDecoder(nn.Module):
         self.embed = nn.Linear(config.hidden_size, width)
         self.mask_token = nn.Parameter(torch.zeros(1, 1, width))
         self.position_embeddings = nn.Parameter(torch.zeros(1, config.num_patches + 1, width))
-        spec = LayerSpec(
-            hidden_size=width,
-            num_attention_heads=config.decoder_num_attention_heads,
-            intermediate_size=config.decoder_intermediate_size,
-            hidden_act=config.hidden_act,
-            hidden_dropout_prob=config.hidden_dropout_prob,
-            attention_probs_dropout_prob=config.attention_probs_dropout_prob,
-            layer_norm_eps=config.layer_norm_eps,
-            pre_layer_norm=True,
-        )
-        self.layers = LayerStack(spec, config.decoder_num_hidden_layers)
+        # The encoder's pre-LN block at the decoder's own width and depth (final LayerNorm included).
+        self.layers = ViTEncoder(config, ViTBlockShape.mae_decoder(config), config.decoder_num_hidden_layers)
         self.prediction = nn.Linear(width, config.patch_size**2 * config.num_channels)
 
-    def forward(self, encoded: torch.Tensor, ids_restore: torch.Tensor, attn_implementation: str) -> torch.Tensor:
+    def forward(self, encoded: torch.Tensor, ids_restore: torch.Tensor) -> torch.Tensor:
+        """encoded (B, 1 + n_keep, H) [CLS] + visible patches, ids_restore (B, N) -> (B, N, P * P * C)."""
         hidden = self.embed(encoded)
         batch, num_visible, width = hidden.shape[0], hidden.shape[1] - 1, hidden.shape[2]
         num_patches = ids_restore.shape[1]
         shuffled = torch.cat((hidden[:, 1:], self.mask_token.expand(batch, num_patches - num_visible, width)), dim=1)
         patches = gather_positions(shuffled, ids_restore)  # back to raster order
         hidden = torch.cat((hidden[:, :1], patches), dim=1) + self.position_embeddings
-        layout = BatchLayout(batch_size=batch, length=num_patches + 1, attention_bias=None)
-        hidden, *_ = self.layers(hidden, layout, attn_implementation=attn_implementation)
+        hidden, _, _ = self.layers(hidden)  # every token attends to every token: no mask
         return self.prediction(hidden[:, 1:])
 
 
@@ -132,11 +120,9 @@ class ViTForPreTrainingOutput(ModelOutput):
     attentions: tuple[torch.Tensor, ...] | None = None
 
 
-class ViTForPreTraining(EncoderTaskModel, ViTPreTrainedModel):
+class ViTForPreTraining(ViTPreTrainedModel):
     """MAE: mask ``config.mask_ratio`` of the patches, encode the visible ones, reconstruct the rest.
     The encoder's weights (``vit.*``) load into ViTForImageClassification for fine-tuning."""
-
-    backbone_class = ViTModel
 
     def __init__(self, config: ViTConfig) -> None:
         super().__init__(config)
@@ -176,22 +162,19 @@ class ViTForPreTraining(EncoderTaskModel, ViTPreTrainedModel):
         kept, mask, ids_restore = random_masking(noise.to(pixel_values.device), self.config.mask_ratio)
         # [CLS] + the visible patches, positions added (the embeddings check the image size: config.num_patches)
         sequence = embeddings(pixel_values, visible_patches=kept)
-        out = self.vit.forward_embedded(
-            sequence, output_attentions=output_attentions, output_hidden_states=output_hidden_states, return_dict=True
-        )
-        logits = self.decoder(out.last_hidden_state, ids_restore, self.vit.attention_backend)
+        outputs = self.vit.encode(sequence, None, output_attentions, output_hidden_states)
+        logits = self.decoder(outputs.last_hidden_state, ids_restore)
         target = patchify(pixel_values, self.config.patch_size)
         loss = mae_loss(logits, target, mask.to(logits.dtype), self.config.norm_pix_loss)
-        return self._finish(
-            ViTForPreTrainingOutput,
-            return_dict,
+        output = ViTForPreTrainingOutput(
             loss=loss,
             logits=logits,
             mask=mask,
             ids_restore=ids_restore,
-            hidden_states=out.hidden_states,
-            attentions=out.attentions,
+            hidden_states=outputs.hidden_states,
+            attentions=outputs.attentions,
         )
+        return output if return_dict is not False else output.to_tuple()
 
 
 __all__ = ["ViTForPreTraining", "ViTForPreTrainingOutput"]

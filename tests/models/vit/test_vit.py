@@ -139,6 +139,32 @@ def test_position_interpolation():
         torch.testing.assert_close(table[0, 1:], expected[0].permute(1, 2, 0).reshape(48, 32), atol=1e-6, rtol=0)
 
 
+def test_padding_free_switch_selects_the_path():
+    """``config.padding_free`` (the speed plug-in, modules/fast_path.py): on, a CPU batch whose
+    attention mask pads rows runs packed, (N, H) per token, and the classifier's last layer computes
+    [CLS] alone, (B, 1, H); off, every layer sees the padded (B, 1 + N, H) batch. Same logits."""
+    model = TESTER.model("ForImageClassification").eval()
+    pixels = TESTER.inputs("Model", labels=False)["pixel_values"]
+    mask = torch.ones(3, 1 + NUM_PATCHES, dtype=torch.long)
+    mask[:, 5:] = 0  # most tokens hidden: worth packing
+    shapes, logits = {}, {}
+    for padding_free in (True, False):
+        model.config.padding_free = padding_free
+        seen = []
+        hooks = [
+            layer.ffn.register_forward_hook(lambda m, args, out, seen=seen: seen.append(tuple(out.shape)))
+            for layer in model.vit.encoder.layers
+        ]
+        with torch.no_grad():
+            logits[padding_free] = model(pixels, attention_mask=mask).logits
+        for hook in hooks:
+            hook.remove()
+        shapes[padding_free] = seen
+    assert shapes[True] == [(3 * 5, 32), (3, 1, 32)]
+    assert shapes[False] == [(3, 1 + NUM_PATCHES, 32)] * 2
+    torch.testing.assert_close(logits[True], logits[False], atol=1e-6, rtol=0)
+
+
 def test_classifier_reads_the_final_norm_cls_state():
     model = TESTER.model("ForImageClassification").eval()
     pixels = TESTER.inputs("Model", labels=False)["pixel_values"]

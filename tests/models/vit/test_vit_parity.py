@@ -83,6 +83,11 @@ SIZES = {
 }
 
 
+# Both paths of the speed plug-in: the plain PyTorch path, and the padding-free / last-layer-only one
+# that runs on CPU by default.
+PATHS = {"plain": False, "fast": True}
+
+
 @pytest.mark.parametrize("impl", ["eager", "sdpa"])
 @pytest.mark.parametrize("head,height,width,interpolate", [(h, *size) for h in HEADS for size in SIZES[h]])
 def test_parity_both_directions(head, impl, height, width, interpolate):
@@ -98,10 +103,13 @@ def test_parity_both_directions(head, impl, height, width, interpolate):
         expected = theirs(**inputs, **kwargs)
         assert_same_outputs(expected, ours(**inputs, **kwargs))
         assert_same_outputs(expected, back(**inputs, **kwargs))
-        # Without hidden states asked for, the classifier's last layer computes [CLS] alone.
+        # Without hidden states asked for, both paths of the speed plug-in (config.padding_free,
+        # modules/fast_path.py): on the fast one the classifier's last layer computes [CLS] alone.
         plain = dict(inputs, interpolate_pos_encoding=interpolate)
         main = {"Model": "last_hidden_state", "ForImageClassification": "logits"}.get(head, "reconstruction")
-        torch.testing.assert_close(ours(**plain)[main], theirs(**plain)[main], atol=ATOL, rtol=0)
+        for padding_free in PATHS.values():
+            ours.config.padding_free = padding_free
+            torch.testing.assert_close(ours(**plain)[main], theirs(**plain)[main], atol=ATOL, rtol=0)
 
 
 @pytest.mark.parametrize("add_pooling_layer", [True, False])
@@ -125,12 +133,15 @@ def test_pooler_option_and_mask_token_carry_over(add_pooling_layer):
         assert got.pooler_output is None and expected.pooler_output is None
 
 
+@pytest.mark.parametrize("path", list(PATHS))
 @pytest.mark.parametrize("impl", ["eager", "sdpa"])
 @pytest.mark.parametrize("head", ["Model", "ForImageClassification"])
-def test_attention_mask_parity(head, impl):
-    """transformers' ViT takes an optional (B, 1 + N) attention mask: same outputs at the tokens attended to."""
+def test_attention_mask_parity(head, impl, path):
+    """transformers' ViT takes an optional (B, 1 + N) attention mask: same outputs at the tokens
+    attended to, on both paths (the fast one packs the padded rows)."""
     theirs = reference(head, impl)
     ours = hf_variants.from_transformers(theirs).eval()
+    ours.config.padding_free = PATHS[path]
     pixels = image_inputs("Model")["pixel_values"]
     mask = torch.ones(3, 17, dtype=torch.long)
     mask[1, 10:] = 0
