@@ -4,14 +4,21 @@ Choice: self-contained generated code, not a shim importing the installed packag
 only work for people who already have hf-variants (who do not need remote code), and it would load
 whatever version they have rather than the code the weights were trained with.
 
-What a checkpoint carries, like the output of transformers' modular converter: two flat files,
+What a checkpoint carries, like the output of transformers' modular converter: at most three flat
+files,
 
 - ``configuration_<v>.py``: the variant's config module, and what it needs from the ``hf_variants``
   modules it imports (transitively);
-- ``modeling_<v>.py``: the same for the modules of the variant's model classes, less what the
-  configuration file already holds, which it imports with ``from .configuration_<v> import ...``.
+- ``modeling_<v>.py``: the code of the variant's own folder (``hf_variants/models/<v>/``, and of the
+  variant folders it builds on: SpanBERT's and RoBERTa's files hold BERT's classes first), the
+  architecture a Hub reader reads top to bottom;
+- ``modeling_<v>_blocks.py``: the shared modules those need (``hf_variants/modules/``: attention,
+  masks, heads and losses, the speed plug-in, ...; ``models/modeling_base.py``), each statement only
+  where a model needs it. Each later file imports the earlier files' names
+  (``from .configuration_<v> import ...``, ``from .modeling_<v>_blocks import ...``).
 
-What is taken: every top-level statement of the starting modules, then, transitively, each
+What is taken (the split above is by module, the selection is the same): every top-level
+statement of the starting modules, then, transitively, each
 statement binding a name a taken statement reads, followed through package-internal imports (a
 shared module's unused helpers stay out; its banner then says "(part)"). Each module's part is
 written once, dependencies first: its package-internal imports removed (the names they bind are
@@ -379,26 +386,26 @@ def _is_stdlib(module_name: str) -> bool:
 class _FlatFile:
     """The modules of one generated file and the global names they share.
 
-    `provided`: (module, name) -> name in the file named `provider` (the configuration file), for
-    the modules that file already holds.
+    `providers`: {file stem: its bindings, (module, name) -> (name, origin)}: the files generated
+    before this one (the configuration file, the blocks file), whose names this one imports.
     """
 
-    def __init__(
-        self,
-        stem: str,
-        read,
-        provider: str | None = None,
-        provided: dict[tuple[str, str], tuple[str, Any]] | None = None,
-    ):
+    def __init__(self, stem: str, read, providers: dict[str, dict[tuple[str, str], tuple[str, Any]]] | None = None):
         self.stem = stem
         self.read = read
-        self.provider = provider
-        self.provided = provided or {}
+        self.provider_order = list(providers or {})
+        self.provided: dict[tuple[str, str], tuple[str, Any]] = {}
+        self.provider_of: dict[tuple[str, str], str] = {}  # (module, name) -> the stem of the file binding it
+        for provider, bindings in (providers or {}).items():
+            for key, value in bindings.items():
+                if value[1][0] == "def" and key not in self.provided:
+                    self.provided[key] = value
+                    self.provider_of[key] = provider
         self.owner_of: dict[str, Any] = {}  # global name -> what binds it
         self.binding: dict[tuple[str, str], tuple[str, Any]] = {}  # (module, name) -> (global name, origin)
         self.import_lines: set[str] = set()
         self.imported_names: set[str] = set()
-        self.from_provider: set[str] = set()
+        self.from_provider: dict[str, set[str]] = {}  # provider stem -> the names imported from it
         self.simple_definitions: dict[str, str] = {}  # global name -> ast dump of its one defining statement
         self.sections: list[str] = []
         self.modules: list[str] = []
@@ -467,7 +474,7 @@ class _FlatFile:
         elif key in self.provided:
             name, origin = self.provided[key]
             self.owner_of.setdefault(name, origin)
-            self.from_provider.add(name)
+            self.from_provider.setdefault(self.provider_of[key], set()).add(name)
         else:  # pragma: no cover - the selection and the dependency order prevent it
             raise ValueError(f"{module.name} reads {key[1]!r} of {key[0]}, which is not inlined before it")
         if self.owner_of.get(name) != origin:
@@ -562,6 +569,9 @@ class _FlatFile:
         self.sections.append(f"{banner}\n{comment}\n{text}\n")
         self.modules.append(module.relative_path + part)
 
+    def _providers_used(self) -> list[str]:
+        return [stem for stem in self.provider_order if stem in self.from_provider]
+
     def render(self, version: str) -> str:
         stdlib = _grouped_imports(line for line in self.import_lines if _is_stdlib(line.split()[1]))
         third_party = _grouped_imports(line for line in self.import_lines if not _is_stdlib(line.split()[1]))
@@ -569,7 +579,7 @@ class _FlatFile:
             f"{GENERATED_MARKER} {version} (hf_variants/hub/remote_code.py) for trust_remote_code loading; do not edit.",
             "# The code of these hf_variants modules, each once, dependencies first, with the package-internal",
             "# imports removed: it imports only torch, transformers and the standard library"
-            + (f" (and .{self.provider})." if self.from_provider else "."),
+            + (f" (and {', '.join('.' + stem for stem in self._providers_used())})." if self.from_provider else "."),
             *(f"#   {path}" for path in self.modules),
         ]
         if self.renamed:
@@ -577,8 +587,8 @@ class _FlatFile:
         imports = ["from __future__ import annotations", ""]
         imports += [*stdlib, ""] if stdlib else []
         imports += [*third_party, ""] if third_party else []
-        if self.from_provider:
-            imports += [_from_import(f".{self.provider}", self.from_provider), ""]
+        for provider in self._providers_used():
+            imports += [_from_import(f".{provider}", self.from_provider[provider]), ""]
         return "\n".join(header) + "\n\n" + "\n".join(imports) + "\n\n" + "\n\n".join(self.sections)
 
 
@@ -702,18 +712,21 @@ def _build_file(
     stem: str,
     roots: list[str],
     read,
-    provider: str | None = None,
-    provided: dict | None = None,
+    providers: dict | None = None,
     exclude: dict[str, set[int]] | None = None,
+    keep=None,
 ) -> tuple[_FlatFile, dict[str, set[int]]]:
-    """The flat file of the statements `roots` need, less those in `exclude` (the configuration
-    file's, which `provided` maps to its names). Returns it and what it selected."""
+    """The flat file of the statements `roots` need, less those in `exclude` (the earlier files',
+    which `providers` map to their names), and of the modules `keep(module name)` accepts (None:
+    all). Returns it and what it selected."""
     selected = _select_statements(roots, read)
     for module_name, ids in (exclude or {}).items():
         if module_name in selected:
             selected[module_name] -= ids
+    if keep is not None:
+        selected = {name: ids for name, ids in selected.items() if keep(name)}
     order = [name for name in _dependency_order(roots, read) if selected.get(name)]
-    flat = _FlatFile(stem, read, provider, provided)
+    flat = _FlatFile(stem, read, providers)
     modules = [read(name) for name in order]
     builtins_read = {}
     for module in modules:
@@ -787,8 +800,21 @@ def flatten_modules(stem: str, roots: list[str]) -> str:
     return _build_file(stem, roots, read)[0].render(__version__)
 
 
+def in_variant_folder(module_name: str) -> bool:
+    """Whether `module_name` lives in a variant's own folder (``hf_variants.models.<variant>.*``):
+    its code goes into ``modeling_<v>.py``; the shared modules it needs go into the blocks file."""
+    parts = module_name.split(".")
+    return len(parts) >= 4 and parts[1] == "models"
+
+
 def generate_remote_code(model_type: str) -> tuple[dict[str, str], dict[str, str]]:
-    """({file name: source}, auto_map) for `model_type`: configuration_<v>.py and modeling_<v>.py."""
+    """({file name: source}, auto_map) for `model_type`: configuration_<v>.py, modeling_<v>.py and,
+    when the models need shared modules beyond the configuration file's, modeling_<v>_blocks.py.
+
+    modeling_<v>.py holds the code of the variant's own folder (and of the variant folders it builds
+    on: SpanBERT's file holds BERT's classes too), in the order data flows, so it reads like the
+    variant's modeling file; the shared blocks it imports (attention, masks, heads and losses, the
+    speed plug-in, ...) are the blocks file's, each statement only where some model needs it."""
     from .. import __version__
 
     cached = _GENERATED.get(model_type)
@@ -796,20 +822,36 @@ def generate_remote_code(model_type: str) -> tuple[dict[str, str], dict[str, str
         return dict(cached[1]), dict(cached[2])
     config_class, model_classes = variant_classes(model_type)
     config_stem, modeling_stem = code_file_stems(model_type)
+    blocks_stem = modeling_stem + "_blocks"
     read, modules = _reader()
     configuration, config_selected = _build_file(config_stem, [config_class.__module__], read)
     model_roots = sorted({cls.__module__ for cls in model_classes.values()})
+    blocks, _ = _build_file(
+        blocks_stem,
+        model_roots,
+        read,
+        providers={config_stem: configuration.binding},
+        exclude=config_selected,
+        keep=lambda name: not in_variant_folder(name),
+    )
     modeling, _ = _build_file(
-        modeling_stem, model_roots, read, provider=config_stem, provided=configuration.binding, exclude=config_selected
+        modeling_stem,
+        model_roots,
+        read,
+        providers={config_stem: configuration.binding, blocks_stem: blocks.binding},
+        exclude=config_selected,
+        keep=in_variant_folder,
     )
     files = {
         f"{config_stem}.py": configuration.render(__version__),
         f"{modeling_stem}.py": modeling.render(__version__),
     }
+    if blocks.sections:
+        files[f"{blocks_stem}.py"] = blocks.render(__version__)
     auto_map = {"AutoConfig": f"{config_stem}.{_global_name(configuration, config_class)}"}
-    auto_map.update(
-        {auto: f"{modeling_stem}.{_global_name(modeling, cls)}" for auto, cls in sorted(model_classes.items())}
-    )
+    for auto, cls in sorted(model_classes.items()):
+        flat, stem = (modeling, modeling_stem) if in_variant_folder(cls.__module__) else (blocks, blocks_stem)
+        auto_map[auto] = f"{stem}.{_global_name(flat, cls)}"
     signature = _sources_signature(sorted(str(importlib.import_module(name).__file__) for name in modules))
     _GENERATED[model_type] = (signature, files, auto_map)
     return dict(files), dict(auto_map)

@@ -45,36 +45,73 @@ def attention_function(
     ``attention_bias`` broadcastable to (B, h, T, S) -> (context (B, h, T, D), probabilities
     (B, h, T, S) with ``backend="eager"``, else None).
 
-    ``dropout``: on the probabilities (pass 0.0 in eval mode). ``scale``: default 1/sqrt(D).
-    ``is_causal``: query i sees keys 0..S-T+i (cached or prefix keys come first, bottom-right
-    alignment). ``backend``: "eager" (explicit softmax) or "sdpa" (torch's fused kernel).
+    ``dropout``: on the probabilities (pass 0.0 in eval mode); torch's own (SDPA's ``dropout_p``
+    or ``F.dropout``). ``scale``: default 1/sqrt(D). ``is_causal``: query i sees keys 0..S-T+i
+    (cached or prefix keys come first, bottom-right alignment). ``backend``: "eager" (explicit
+    softmax) or "sdpa" (torch's fused kernel). :func:`fast_attention_function` is the same with the
+    speed plug-in's CPU dropout kernel.
     """
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1])
-    query_length, key_length = query.shape[2], key.shape[2]
     # One query is the last position (bottom-right alignment): it sees every key, so a
     # generation step needs no causal mask.
-    is_causal = is_causal and query_length > 1
+    is_causal = is_causal and query.shape[2] > 1
+    if backend != "sdpa":
+        return _softmax_attention(query, key, value, attention_bias, is_causal, scale, dropout, F.dropout)
+    query_length, key_length = query.shape[2], key.shape[2]
+    # SDPA's own causal flag aligns the mask top-left: right only for square score matrices.
+    use_causal_flag = is_causal and attention_bias is None and query_length == key_length
     bias = attention_bias
-    # SDPA on CPU has no fused dropout: with dropout it runs the same explicit softmax as below,
-    # but draws its mask with the slower bernoulli_ (see dropout.py), so training uses ours.
-    sdpa_is_faster = dropout == 0.0 or query.device.type != "cpu"
-    if backend == "sdpa" and sdpa_is_faster:
-        # SDPA's own causal flag aligns the mask top-left: right only for square score matrices.
-        use_causal_flag = is_causal and bias is None and query_length == key_length
-        if is_causal and not use_causal_flag:
-            bias = with_causal_bias(bias, query_length, key_length, query.dtype, query.device)
-        context = F.scaled_dot_product_attention(
-            query, key, value, attn_mask=bias, dropout_p=dropout, is_causal=use_causal_flag, scale=scale
-        )
-        return context, None
+    if is_causal and not use_causal_flag:
+        bias = with_causal_bias(bias, query_length, key_length, query.dtype, query.device)
+    context = F.scaled_dot_product_attention(
+        query, key, value, attn_mask=bias, dropout_p=dropout, is_causal=use_causal_flag, scale=scale
+    )
+    return context, None
+
+
+def fast_attention_function(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_bias: torch.Tensor | None = None,
+    is_causal: bool = False,
+    dropout: float = 0.0,
+    scale: float | None = None,
+    backend: str = "sdpa",
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """:func:`attention_function` with the speed plug-in's CPU kernel (``config.padding_free``):
+    in training on a CPU, the explicit softmax with the uniform-mask dropout of ``dropout.py``.
+    SDPA on CPU has no fused dropout: with dropout it runs the same explicit softmax but draws its
+    mask with the slower ``bernoulli_``. Same arguments, same distribution; elsewhere identical."""
+    if dropout == 0.0 or query.device.type != "cpu":
+        return attention_function(query, key, value, attention_bias, is_causal, dropout, scale, backend)
+    if scale is None:
+        scale = 1.0 / math.sqrt(query.shape[-1])
+    is_causal = is_causal and query.shape[2] > 1
+    return _softmax_attention(query, key, value, attention_bias, is_causal, scale, dropout, apply_dropout)
+
+
+def _softmax_attention(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_bias: torch.Tensor | None,
+    is_causal: bool,
+    scale: float,
+    dropout: float,
+    dropout_function,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The eager backend: softmax(q k^T * scale + bias) v, with ``dropout_function(probs, p,
+    training)`` on the probabilities. Shapes as :func:`attention_function`; returns (context, probs)."""
     scores = torch.matmul(query, key.transpose(-1, -2)) * scale
+    bias = attention_bias
     if is_causal:
-        bias = with_causal_bias(bias, query_length, key_length, scores.dtype, scores.device)
+        bias = with_causal_bias(bias, query.shape[2], key.shape[2], scores.dtype, scores.device)
     if bias is not None:
         scores = scores + bias
     probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
-    context = torch.matmul(apply_dropout(probs, dropout, dropout > 0.0), value)
+    context = torch.matmul(dropout_function(probs, dropout, dropout > 0.0), value)
     return context, probs
 
 
@@ -102,7 +139,7 @@ def packed_self_attention(
             x.view(bucket.num_rows, bucket.length, num_heads, head_dim).transpose(1, 2)
             for x in bucket_qkv.chunk(3, dim=-1)
         )
-        context, _ = attention_function(
+        context, _ = fast_attention_function(
             query, key, value, bucket.attention_bias(query.dtype), is_causal, dropout, scale, backend
         )
         contexts.append(context.transpose(1, 2).reshape(bucket.num_rows, bucket.length, inner))
@@ -332,7 +369,8 @@ class MultiHeadAttention(nn.Module):
             bias = position_bias if bias is None else bias + position_bias
         dropout = self.dropout if self.training else 0.0
         backend = "eager" if output_attentions else attn_implementation
-        return attention_function(query, key, value, bias, is_causal, dropout, self.scale, backend)
+        # The variants still built on this module keep the CPU kernel on every path.
+        return fast_attention_function(query, key, value, bias, is_causal, dropout, self.scale, backend)
 
     def _attend_bucketed(
         self, hidden_states: torch.Tensor, unpadded: UnpaddedBatch, is_causal: bool, attn_implementation: str

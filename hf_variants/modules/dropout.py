@@ -11,6 +11,11 @@ is also how the original TensorFlow BERT drew its masks (``tf.nn.dropout``). Onl
 stream differs from ``torch.nn.functional.dropout``, which already makes no promise of matching
 another implementation's masks. On other devices (CUDA has a fused dropout kernel) and in eval
 mode this is ``torch.nn.functional.dropout`` itself.
+
+It is one of the CPU kernels of the speed plug-in (``config.padding_free``, see ``fast_path.py``):
+a model built with the switch off uses torch's ``nn.Dropout`` (:func:`make_dropout`), so its plain
+path is plain PyTorch. The kernel is chosen when the model is built; turning the switch off later
+changes the layout of the next forward, not its dropout's random stream.
 """
 
 from __future__ import annotations
@@ -54,3 +59,10 @@ class Dropout(nn.Dropout):
         if self.inplace:
             return super().forward(inputs)
         return dropout(inputs, self.p, self.training)
+
+
+def make_dropout(p: float, cpu_kernel: bool = True) -> nn.Dropout:
+    """A model's dropout module: :class:`Dropout` (this file's CPU kernel) with ``cpu_kernel`` (the
+    speed plug-in's switch, ``config.padding_free``), else torch's ``nn.Dropout``. Same distribution
+    and the same attribute ``p``; only the random stream differs."""
+    return Dropout(p) if cpu_kernel else nn.Dropout(p)

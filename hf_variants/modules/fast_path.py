@@ -11,7 +11,7 @@ identical results at every position a head reads:
   with zeros at padding positions;
 - **last layer only where read**: a head that reads the summary token (the pooler,
   classification, NSP) or the masked tokens (sparse MLM) makes the last layer compute those
-  positions alone (:class:`HeadReads`);
+  positions alone (:class:`~hf_variants.modules.heads.HeadReads`);
 - the decision rules are :class:`~hf_variants.modules.layout.BatchLayout`'s (packed only when exact
   and worth it: enough padding, no reader of a padding position).
 
@@ -35,44 +35,16 @@ stack computes every position (``HeadReads.positions`` / ``summary_only`` do not
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
-from .heads import summarize
+# HeadReads is the heads' declaration of what they read (heads.py, on both paths); re-exported here,
+# the strategy's public API.
+from .heads import HeadReads, summarize
 from .layout import BatchLayout
-from .masks import reads_a_padding_position, summary_positions
-from .padding import gather_positions
+from .masks import gather_positions, reads_a_padding_position, summary_positions
 from .tracing import is_tracing
 
-
-@dataclass(frozen=True)
-class HeadReads:
-    """What a head reads of the encoder's output (the one argument that says so), so that no more
-    than that is computed on the fast path. The plain path computes everything and returns the
-    same selection.
-
-    Attributes:
-        summary_only: the head reads the summary token alone (``config.summary_type``):
-            last_hidden_state is then (B, 1, H).
-        positions: ((B, M) positions, (B, M) bool real-slot mask) the head reads (sparse MLM's
-            masked tokens): last_hidden_state is (B, M, H) at those positions. None: every position.
-        padding: the head reads states at padding positions (QA's softmax over all T; labels on
-            padding), which only the padded layout computes.
-    """
-
-    summary_only: bool = False
-    positions: tuple[torch.Tensor, torch.Tensor] | None = None
-    padding: bool = False
-
-    def select(self, sequence_output: torch.Tensor, summary: torch.Tensor | None) -> torch.Tensor:
-        """The plain path's (B, T, H) output -> what the head reads: (B, M, H) at ``positions``,
-        (B, 1, H) at the (B, 1) ``summary`` positions (None for "mean": unchanged), or unchanged."""
-        if self.positions is not None:
-            return gather_positions(sequence_output, self.positions[0])
-        if self.summary_only and summary is not None:
-            return gather_positions(sequence_output, summary)
-        return sequence_output
+__all__ = ["HeadReads", "PaddingFreePath", "PADDING_FREE_PATH", "fast_path_enabled", "fast_path_for"]
 
 
 class PaddingFreePath:

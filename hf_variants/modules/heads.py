@@ -6,14 +6,16 @@ names the problem, not a CUDA assert or an IndexError from inside torch.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 from torch.nn import functional as F
 from transformers.activations import ACT2FN
 
-from .dropout import Dropout
-from .masks import summary_positions
-from .padding import gather_positions
+from .dropout import Dropout, make_dropout
+from .embeddings import check_not_empty
+from .masks import gather_positions, summary_positions
 from .tracing import is_tracing
 
 IGNORE_INDEX = -100
@@ -50,6 +52,36 @@ def cross_entropy_or_zero(
 def check_label_shape(labels: torch.Tensor, expected: tuple[int, ...], name: str = "labels") -> None:
     if tuple(labels.shape) != tuple(expected):
         raise ValueError(f"{name} has shape {tuple(labels.shape)}, expected {tuple(expected)}")
+
+
+# ----------------------------------------------------------------------------- what a head reads
+@dataclass(frozen=True)
+class HeadReads:
+    """What a head reads of the encoder's output (the one argument that says so), so that no more
+    than that is computed on the fast path (``fast_path.py``). The plain path computes everything
+    and returns the same selection (:meth:`select`).
+
+    Attributes:
+        summary_only: the head reads the summary token alone (``config.summary_type``):
+            last_hidden_state is then (B, 1, H).
+        positions: ((B, M) positions, (B, M) bool real-slot mask) the head reads (sparse MLM's
+            masked tokens): last_hidden_state is (B, M, H) at those positions. None: every position.
+        padding: the head reads states at padding positions (QA's softmax over all T; labels on
+            padding), which only the padded layout computes.
+    """
+
+    summary_only: bool = False
+    positions: tuple[torch.Tensor, torch.Tensor] | None = None
+    padding: bool = False
+
+    def select(self, sequence_output: torch.Tensor, summary: torch.Tensor | None) -> torch.Tensor:
+        """The plain path's (B, T, H) output -> what the head reads: (B, M, H) at ``positions``,
+        (B, 1, H) at the (B, 1) ``summary`` positions (None for "mean": unchanged), or unchanged."""
+        if self.positions is not None:
+            return gather_positions(sequence_output, self.positions[0])
+        if self.summary_only and summary is not None:
+            return gather_positions(sequence_output, summary)
+        return sequence_output
 
 
 # ----------------------------------------------------------------------------- heads
@@ -232,9 +264,10 @@ def masked_lm_loss(
 class PooledClassifier(nn.Module):
     """BERT's sequence classifier: dropout + linear on the pooled summary. Reads ``pooled`` (B, H)."""
 
-    def __init__(self, hidden_size: int, num_labels: int, dropout: float) -> None:
+    def __init__(self, hidden_size: int, num_labels: int, dropout: float, cpu_dropout: bool = True) -> None:
+        """``cpu_dropout``: the speed plug-in's dropout kernel (``config.padding_free``; see dropout.py)."""
         super().__init__()
-        self.dropout = Dropout(dropout)
+        self.dropout = make_dropout(dropout, cpu_dropout)
         self.out_proj = nn.Linear(hidden_size, num_labels)
 
     def forward(self, summary: torch.Tensor, pooled: torch.Tensor | None) -> torch.Tensor:
@@ -256,10 +289,11 @@ class SummaryClassifier(nn.Module):
         dropout: float,
         activation: str = "tanh",
         input_dropout: float | None = None,
+        cpu_dropout: bool = True,
     ) -> None:
         super().__init__()
-        self.dropout = Dropout(dropout)
-        self.input_dropout = self.dropout if input_dropout is None else Dropout(input_dropout)
+        self.dropout = make_dropout(dropout, cpu_dropout)
+        self.input_dropout = self.dropout if input_dropout is None else make_dropout(input_dropout, cpu_dropout)
         self.dense = nn.Linear(hidden_size, hidden_size)
         self.activation = ACT2FN[activation]
         self.out_proj = nn.Linear(hidden_size, num_labels)
@@ -364,4 +398,49 @@ def sentence_relation_loss(
     label argument named in errors."""
     check_label_shape(labels.reshape(-1), (logits.shape[0],), name)
     check_class_labels(labels, 2, name)
+    return nn.functional.cross_entropy(logits, labels.view(-1))
+
+
+# ----------------------------------------------------------------------------- task plumbing
+def classifier_dropout(config) -> float:
+    """The classifier heads' dropout: ``config.classifier_dropout``, else the hidden dropout."""
+    return config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
+
+
+def refuse_next_sentence_label(kwargs: dict, variant: str) -> None:
+    """For pretraining models without next sentence prediction (RoBERTa, SpanBERT, ELECTRA): a
+    ``next_sentence_label`` in ``kwargs`` (a BERT collator's column) raises rather than being
+    silently ignored; a None one is dropped."""
+    if kwargs.pop("next_sentence_label", None) is not None:
+        raise ValueError(
+            f"{variant} is pretrained without next sentence prediction: drop next_sentence_label "
+            "(BertForPreTraining is MLM + NSP)"
+        )
+
+
+def choice_count(input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None) -> int:
+    """C of multiple-choice inputs (B, C, T) (inputs_embeds (B, C, T, E)), checked before they are
+    flattened to (B * C, T): a ValueError for fewer than 3 dimensions or an empty batch, choice or row
+    ((B, C, 0) cannot be reshaped to (B * C, 0))."""
+    reference = input_ids if input_ids is not None else inputs_embeds
+    if reference is None or reference.dim() < 3:
+        raise ValueError("multiple choice inputs must have shape (batch, num_choices, seq_len)")
+    check_not_empty(
+        "input_ids" if input_ids is not None else "inputs_embeds",
+        tuple(reference.shape),
+        reference.shape[0] * reference.shape[1],
+        reference.shape[2],
+    )
+    return reference.shape[1]
+
+
+def flatten_choices(tensor: torch.Tensor | None) -> torch.Tensor | None:
+    """(B, C, T, ...) -> (B * C, T, ...); None stays None."""
+    return None if tensor is None else tensor.reshape(-1, *tensor.shape[2:])
+
+
+def multiple_choice_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy over choices. logits (B, C); labels (B,) in [0, C)."""
+    check_label_shape(labels.view(-1), (logits.shape[0],))
+    check_class_labels(labels, logits.shape[1])
     return nn.functional.cross_entropy(logits, labels.view(-1))

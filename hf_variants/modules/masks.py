@@ -18,6 +18,10 @@ token?), the layout (padding and document biases, the zeroing keep-mask, is the 
 unpadding?), the packed causal LM collator (document-causal masks), attention (causal bias), the
 padding-free buckets (key-padding bias), and the variants whose masks are their own (XLNet's two streams and
 permutations, Transformer-XL's memory window, XLM's ``lengths``).
+
+The positions a head reads live here too (a (B, T) selection -> (B, M) positions -> the states
+there: :func:`selected_positions`, :func:`gather_positions`, :func:`summary_positions`): they are
+read from the same keep-masks, on the plain path and the padding-free one alike.
 """
 
 from __future__ import annotations
@@ -386,6 +390,23 @@ def targets_at_padding(
     if shifted:
         return bool(((attention_mask[:, :-1] == 0) & (labels[:, 1:] != ignore_index)).any())
     return bool(((attention_mask == 0) & (labels != ignore_index)).any())
+
+
+# ---------------------------------------------------------------------------- positions a head reads
+def gather_positions(hidden_states: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """hidden (B, T, H), positions (B, M) -> (B, M, H): each row's states at its positions."""
+    return hidden_states.gather(1, positions[..., None].expand(-1, -1, hidden_states.shape[-1]))
+
+
+def selected_positions(selected: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, T) bool -> ((B, M) positions of the True entries of each row in ascending order, padded
+    with position 0 up to M = the most in any row; (B, M) bool, True where a position is real)."""
+    counts = selected.sum(dim=1)
+    width = int(counts.max()) if selected.numel() else 0
+    # A stable sort of "not selected" lists each row's selected positions first, in order.
+    order = torch.sort((~selected).to(torch.uint8), dim=1, stable=True).indices[:, :width]
+    real = torch.arange(width, device=selected.device)[None, :] < counts[:, None]
+    return order.masked_fill(~real, 0), real
 
 
 # config.summary_type: which token of a row stands for the whole row (the pooler and every

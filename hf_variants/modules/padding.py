@@ -19,28 +19,12 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .masks import key_padding_bias
+from .masks import gather_positions, key_padding_bias, selected_positions  # noqa: F401  (re-exported: they live with the masks)
 
 # A bucket split must save at least this fraction of the attention area (sum of rows * L^2) of
 # the group it splits: every extra bucket costs one more (small) attention call per layer.
 MIN_BUCKET_SAVING = 0.15
 MAX_ATTENTION_BUCKETS = 4
-
-
-def gather_positions(hidden_states: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-    """hidden (B, T, H), positions (B, M) -> (B, M, H): each row's states at its positions."""
-    return hidden_states.gather(1, positions[..., None].expand(-1, -1, hidden_states.shape[-1]))
-
-
-def selected_positions(selected: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(B, T) bool -> ((B, M) positions of the True entries of each row in ascending order, padded
-    with position 0 up to M = the most in any row; (B, M) bool, True where a position is real)."""
-    counts = selected.sum(dim=1)
-    width = int(counts.max()) if selected.numel() else 0
-    # A stable sort of "not selected" lists each row's selected positions first, in order.
-    order = torch.sort((~selected).to(torch.uint8), dim=1, stable=True).indices[:, :width]
-    real = torch.arange(width, device=selected.device)[None, :] < counts[:, None]
-    return order.masked_fill(~real, 0), real
 
 
 @dataclass

@@ -29,15 +29,17 @@ from transformers.modeling_outputs import (
 )
 from transformers.utils import ModelOutput
 
-from .backbone import check_not_empty
 from .dropout import Dropout
 from .heads import (
     IGNORE_INDEX,
     MaskedLMHead,
     PooledClassifier,
-    check_class_labels,
-    check_label_shape,
+    choice_count,
+    classifier_dropout,
+    flatten_choices,
     masked_lm_loss,
+    multiple_choice_loss,
+    refuse_next_sentence_label,
     sentence_relation_loss,
     sequence_classification_loss,
     span_extraction_loss,
@@ -46,21 +48,6 @@ from .heads import (
 )
 from .masks import summary_positions, targets_at_padding
 from .padding import selected_positions
-
-
-def classifier_dropout(config) -> float:
-    return config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
-
-
-def refuse_next_sentence_label(kwargs: dict, variant: str) -> None:
-    """For pretraining models without next sentence prediction (RoBERTa, SpanBERT, ELECTRA): a
-    ``next_sentence_label`` in ``kwargs`` (a BERT collator's column) raises rather than being
-    silently ignored; a None one is dropped."""
-    if kwargs.pop("next_sentence_label", None) is not None:
-        raise ValueError(
-            f"{variant} is pretrained without next sentence prediction: drop next_sentence_label "
-            "(BertForPreTraining is MLM + NSP)"
-        )
 
 
 class EncoderTaskModel:
@@ -634,31 +621,3 @@ class EncoderForMultipleChoice(EncoderTaskModel):
             hidden_states=out.hidden_states,
             attentions=out.attentions,
         )
-
-
-def choice_count(input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None) -> int:
-    """C of multiple-choice inputs (B, C, T) (inputs_embeds (B, C, T, E)), checked before they are
-    flattened to (B * C, T): a ValueError for fewer than 3 dimensions or an empty batch, choice or row
-    ((B, C, 0) cannot be reshaped to (B * C, 0))."""
-    reference = input_ids if input_ids is not None else inputs_embeds
-    if reference is None or reference.dim() < 3:
-        raise ValueError("multiple choice inputs must have shape (batch, num_choices, seq_len)")
-    check_not_empty(
-        "input_ids" if input_ids is not None else "inputs_embeds",
-        tuple(reference.shape),
-        reference.shape[0] * reference.shape[1],
-        reference.shape[2],
-    )
-    return reference.shape[1]
-
-
-def flatten_choices(tensor: torch.Tensor | None) -> torch.Tensor | None:
-    """(B, C, T, ...) -> (B * C, T, ...); None stays None."""
-    return None if tensor is None else tensor.reshape(-1, *tensor.shape[2:])
-
-
-def multiple_choice_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Cross-entropy over choices. logits (B, C); labels (B,) in [0, C)."""
-    check_label_shape(labels.view(-1), (logits.shape[0],))
-    check_class_labels(labels, logits.shape[1])
-    return nn.functional.cross_entropy(logits, labels.view(-1))

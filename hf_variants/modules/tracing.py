@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-
-def is_tracing() -> bool:
-    """True inside torch.compile / torch.export tracing (dynamo); False in eager calls."""
-    return torch.compiler.is_compiling()
+# True inside torch.compile / torch.export tracing (dynamo), False in eager calls: torch's own
+# predicate under the name this package reads it by (an alias, not a wrapper, so an eager forward
+# enters no function of this file and dynamo sees the call it special-cases).
+is_tracing = torch.compiler.is_compiling

@@ -166,7 +166,7 @@ def test_every_cli_subcommand_runs_from_the_installed_wheel(installed, hub, tmp_
     run_dir = tmp_path / "run"
     hf_variants.BertForSequenceClassification(config).save_pretrained(run_dir)
     # save_pretrained writes the remote code itself: take it out, so export-code has work to do.
-    for name in ("configuration_bert.py", "modeling_bert.py"):
+    for name in ("configuration_bert.py", "modeling_bert.py", "modeling_bert_blocks.py"):
         (run_dir / name).unlink()
     saved = json.loads((run_dir / "config.json").read_text())
     del saved["auto_map"]

@@ -17,8 +17,11 @@ converts to and from transformers' BERT (fused ``qkv`` = its query, key and valu
 Speed is a plug-in: with ``config.padding_free`` (default on) and CPU inputs, :class:`BertModel`
 hands its forward to :class:`~hf_variants.modules.fast_path.PaddingFreePath`, which runs these same
 modules on the real tokens only (packed) and computes the last layer at the positions a head reads
-(:class:`~hf_variants.modules.fast_path.HeadReads`); results are identical. With
-``config.padding_free = False`` (and on CUDA) the plain path below is all that runs.
+(:class:`~hf_variants.modules.heads.HeadReads`); results are identical. The switch also selects the
+CPU kernels when the model is built: the uniform-mask dropout (``modules/dropout.py``, for hidden
+states and attention probabilities) instead of torch's, same distribution, another random stream.
+With ``config.padding_free = False`` the plain path below is all that runs, in plain PyTorch; on
+CUDA the plain path runs too.
 """
 
 from __future__ import annotations
@@ -42,27 +45,43 @@ from transformers.modeling_outputs import (
 )
 from transformers.utils import ModelOutput
 
-from ...modules.attention import FusedQKVProjection, attention_function, packed_self_attention
-from ...modules.cache import check_cache_batch, check_cache_positions, pick_cache
-from ...modules.dropout import Dropout
+from ...modules.attention import (
+    FusedQKVProjection,
+    attention_function,
+    fast_attention_function,
+    packed_self_attention,
+)
+from ...modules.cache import FOREIGN_CACHE_NAMES, check_cache_batch, check_cache_positions, pick_cache
+from ...modules.dropout import make_dropout
 from ...modules.embeddings import check_index_range, check_not_empty, sinusoidal_table
-from ...modules.fast_path import HeadReads, fast_path_enabled, fast_path_for
+from ...modules.fast_path import fast_path_enabled, fast_path_for
 from ...modules.heads import (
     IGNORE_INDEX,
+    HeadReads,
     MaskedLMHead,
     PooledClassifier,
     Pooler,
+    choice_count,
+    classifier_dropout,
+    flatten_choices,
     masked_lm_loss,
+    multiple_choice_loss,
     sentence_relation_loss,
     sequence_classification_loss,
     span_extraction_loss,
     summarize,
     token_classification_loss,
 )
-from ...modules.masks import KeyMask, make_attention_bias, summary_positions, targets_at_padding
+from ...modules.masks import (
+    KeyMask,
+    gather_positions,
+    make_attention_bias,
+    selected_positions,
+    summary_positions,
+    targets_at_padding,
+)
 from ...modules.norms import build_norm
-from ...modules.padding import UnpaddedBatch, gather_positions, selected_positions
-from ...modules.task_models import choice_count, classifier_dropout, flatten_choices, multiple_choice_loss
+from ...modules.padding import UnpaddedBatch
 from ...modules.token_ids import check_token_id
 from ..modeling_base import VariantPreTrainedModel
 from .configuration_bert import BertConfig
@@ -97,7 +116,7 @@ class BertEmbeddings(nn.Module):
             nn.Embedding(config.type_vocab_size, embedding_size) if config.type_vocab_size > 0 else None
         )
         self.layer_norm = nn.LayerNorm(embedding_size, eps=config.layer_norm_eps)
-        self.dropout = Dropout(config.hidden_dropout_prob)
+        self.dropout = make_dropout(config.hidden_dropout_prob, config.padding_free)
         self.projection = (
             nn.Linear(embedding_size, config.hidden_size) if embedding_size != config.hidden_size else None
         )
@@ -169,6 +188,8 @@ class BertSelfAttention(nn.Module):
         self.scale = config.attention_scale if config.attention_scale is not None else 1.0 / math.sqrt(self.head_dim)
         self.dropout_prob = config.attention_probs_dropout_prob
         self.is_causal = config.is_decoder
+        # The speed plug-in's CPU dropout kernel on the probabilities (modules/attention.py), chosen at build.
+        self.attend = fast_attention_function if config.padding_free else attention_function
         # One GEMM instead of three; the key map splits it into transformers' query, key, value.
         self.qkv = FusedQKVProjection(config.hidden_size, 3 * self.inner_size, bias=config.use_bias)
         self.out = nn.Linear(self.inner_size, config.hidden_size, bias=config.use_bias)
@@ -225,9 +246,7 @@ class BertSelfAttention(nn.Module):
                 f"attention_bias covers {attention_mask.shape[-1]} keys but there are {key.shape[2]} "
                 "(cached and memory positions count; build the mask over all of them)"
             )
-        context, probs = attention_function(
-            query, key, value, attention_mask, self.is_causal, dropout, self.scale, backend
-        )
+        context, probs = self.attend(query, key, value, attention_mask, self.is_causal, dropout, self.scale, backend)
         batch, _, length, _ = context.shape
         context = context.transpose(1, 2)
         if torch.compiler.is_exporting():
@@ -251,7 +270,7 @@ class BertFFN(nn.Module):
             nn.Linear(config.hidden_size, config.intermediate_size, bias=config.use_bias) if config.gated_ffn else None
         )
         self.activation = ACT2FN[config.hidden_act]
-        self.inner_dropout = Dropout(config.ffn_dropout_prob)
+        self.inner_dropout = make_dropout(config.ffn_dropout_prob, config.padding_free)
         self.down = nn.Linear(config.intermediate_size, config.hidden_size, bias=config.use_bias)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
@@ -277,7 +296,7 @@ class BertLayer(GradientCheckpointingLayer):
         self.attention_norm = build_norm(config.norm_type, config.hidden_size, config.layer_norm_eps)
         self.ffn = BertFFN(config) if own_ffn else None
         self.ffn_norm = build_norm(config.norm_type, config.hidden_size, config.layer_norm_eps)
-        self.residual_dropout = Dropout(config.hidden_dropout_prob)
+        self.residual_dropout = make_dropout(config.hidden_dropout_prob, config.padding_free)
 
     def forward(
         self,
@@ -395,6 +414,12 @@ class BertPreTrainedModel(VariantPreTrainedModel):
         if isinstance(module, BertEmbeddings):
             module.reset_fixed_buffers()
 
+    def build_encoder(self, config: BertConfig, add_pooling_layer: bool = True) -> None:
+        """The heads' encoder, under ``base_model_prefix``: ``self.bert``, which the heads call as
+        ``self.base_model`` (transformers' name for that submodule). The hook of the variants that
+        reuse BERT's heads on their own encoder (RoBERTa: ``self.roberta``, a RobertaModel)."""
+        self.bert = BertModel(config, add_pooling_layer=add_pooling_layer)
+
 
 class BertModel(BertPreTrainedModel):
     """The bare encoder: embeddings -> encoder -> pooler (tanh over the summary token, [CLS])."""
@@ -443,7 +468,8 @@ class BertModel(BertPreTrainedModel):
                 f"past_key_values must be a transformers Cache holding a key/value prefix, got {type(past_key_values).__name__}"
             )
         past_length = past_key_values.get_seq_length() if past_key_values is not None else 0
-        check_cache_positions(kwargs.get("cache_position"), past_length, length)
+        if kwargs.get("cache_position") is not None:
+            check_cache_positions(kwargs["cache_position"], past_length, length)
         if past_length:
             check_cache_batch(past_key_values, batch)
         if kwargs.get("encoder_hidden_states") is not None:
@@ -493,7 +519,13 @@ class BertModel(BertPreTrainedModel):
         )
         return_dict = return_dict if return_dict is not None else config.return_dict
         reads = reads or HeadReads()
-        past_key_values = pick_cache(kwargs.pop("cache", None), past_key_values, kwargs)
+        cache = kwargs.pop("cache", None)
+        if (
+            cache is not None
+            or past_key_values is not None
+            or any(kwargs.get(n) is not None for n in FOREIGN_CACHE_NAMES)
+        ):
+            past_key_values = pick_cache(cache, past_key_values, kwargs)  # one cache, under either name
         batch, length, _, mask = self._check_inputs(
             input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids, past_key_values, kwargs
         )
@@ -501,9 +533,11 @@ class BertModel(BertPreTrainedModel):
         if position_ids is None:  # with a prefix too: the tokens' positions start at 0
             position_ids = torch.arange(length, device=device).expand(batch, length)
 
-        fast_path = fast_path_for(
-            config, device, output_attentions or output_hidden_states, past_key_values is not None
-        )
+        fast_path = None
+        if config.padding_free:  # the speed plug-in's rule (modules/fast_path.py): CPU, nothing it cannot give
+            fast_path = fast_path_for(
+                config, device, output_attentions or output_hidden_states, past_key_values is not None
+            )
         if fast_path is not None:  # the same modules, packed and only where read (modules/fast_path.py)
             sequence_output, pooled_output = fast_path.encode(
                 self, input_ids, token_type_ids, position_ids, inputs_embeds, mask.new_tokens, reads
@@ -552,7 +586,7 @@ class BertMaskedLMHeadModel(BertPreTrainedModel):
 
     def __init__(self, config: BertConfig) -> None:
         super().__init__(config)
-        self.bert = BertModel(config, add_pooling_layer=self.uses_pooler)
+        self.build_encoder(config, add_pooling_layer=self.uses_pooler)  # self.bert (RoBERTa: self.roberta)
         # transform (dense, activation, LayerNorm) + decoder tied to the word embeddings, own bias.
         self.mlm_head = MaskedLMHead(
             config.hidden_size, config.vocab_size, config.hidden_act, config.layer_norm_eps, config.embedding_size
@@ -588,7 +622,7 @@ class BertMaskedLMHeadModel(BertPreTrainedModel):
         """With sparse prediction: the masked positions (+ the summary token for the pooler)."""
         config = self.config
         reference = input_ids if input_ids is not None else inputs_embeds
-        fast = reference is not None and fast_path_enabled(config, reference.device)
+        fast = reference is not None and config.padding_free and fast_path_enabled(config, reference.device)
         padding = fast and targets_at_padding(labels, attention_mask, IGNORE_INDEX)
         if (
             not config.sparse_prediction
@@ -662,7 +696,7 @@ class BertForPreTraining(BertMaskedLMHeadModel):
         reads = self._mlm_reads(
             labels, input_ids, inputs_embeds, attention_mask, output_attentions, output_hidden_states
         )
-        outputs = self.bert(
+        outputs = self.base_model(
             input_ids,
             attention_mask,
             token_type_ids,
@@ -722,7 +756,7 @@ class BertForMaskedLM(BertMaskedLMHeadModel):
         reads = self._mlm_reads(
             labels, input_ids, inputs_embeds, attention_mask, output_attentions, output_hidden_states
         )
-        outputs = self.bert(
+        outputs = self.base_model(
             input_ids,
             attention_mask,
             token_type_ids,
@@ -752,7 +786,7 @@ class BertForNextSentencePrediction(BertPreTrainedModel):
 
     def __init__(self, config: BertConfig) -> None:
         super().__init__(config)
-        self.bert = BertModel(config)
+        self.build_encoder(config)  # self.bert (RoBERTa: self.roberta)
         self.nsp_head = nn.Linear(config.hidden_size, 2)
         self.post_init()
 
@@ -770,7 +804,7 @@ class BertForNextSentencePrediction(BertPreTrainedModel):
         past_key_values: Cache | None = None,
         **kwargs,
     ) -> NextSentencePredictorOutput | tuple:
-        outputs = self.bert(
+        outputs = self.base_model(
             input_ids,
             attention_mask,
             token_type_ids,
@@ -803,8 +837,10 @@ class BertForSequenceClassification(BertPreTrainedModel):
     def __init__(self, config: BertConfig) -> None:
         super().__init__(config)
         self.num_labels = config.num_labels
-        self.bert = BertModel(config)
-        self.classifier = PooledClassifier(config.hidden_size, config.num_labels, classifier_dropout(config))
+        self.build_encoder(config)  # self.bert (RoBERTa: self.roberta)
+        self.classifier = PooledClassifier(
+            config.hidden_size, config.num_labels, classifier_dropout(config), config.padding_free
+        )
         self.post_init()
 
     def forward(
@@ -821,7 +857,7 @@ class BertForSequenceClassification(BertPreTrainedModel):
         past_key_values: Cache | None = None,
         **kwargs,
     ) -> SequenceClassifierOutput | tuple:
-        outputs = self.bert(
+        outputs = self.base_model(
             input_ids,
             attention_mask,
             token_type_ids,
@@ -851,8 +887,8 @@ class BertForTokenClassification(BertPreTrainedModel):
     def __init__(self, config: BertConfig) -> None:
         super().__init__(config)
         self.num_labels = config.num_labels
-        self.bert = BertModel(config, add_pooling_layer=False)
-        self.dropout = Dropout(classifier_dropout(config))
+        self.build_encoder(config, add_pooling_layer=False)  # self.bert (RoBERTa: self.roberta)
+        self.dropout = make_dropout(classifier_dropout(config), config.padding_free)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 
@@ -873,9 +909,9 @@ class BertForTokenClassification(BertPreTrainedModel):
         # A target on a padding position is read from the state computed there: only the padded
         # layout computes it (collators put -100 on padding, so this is the rare case).
         reference = input_ids if input_ids is not None else inputs_embeds
-        fast = reference is not None and fast_path_enabled(self.config, reference.device)
+        fast = reference is not None and self.config.padding_free and fast_path_enabled(self.config, reference.device)
         reads = HeadReads(padding=fast and targets_at_padding(labels, attention_mask, IGNORE_INDEX))
-        outputs = self.bert(
+        outputs = self.base_model(
             input_ids,
             attention_mask,
             token_type_ids,
@@ -906,7 +942,7 @@ class BertForQuestionAnswering(BertPreTrainedModel):
     def __init__(self, config: BertConfig) -> None:
         super().__init__(config)
         self.num_labels = config.num_labels
-        self.bert = BertModel(config, add_pooling_layer=False)
+        self.build_encoder(config, add_pooling_layer=False)  # self.bert (RoBERTa: self.roberta)
         self.qa_outputs = nn.Linear(config.hidden_size, 2)
         self.post_init()
 
@@ -926,7 +962,7 @@ class BertForQuestionAnswering(BertPreTrainedModel):
         **kwargs,
     ) -> QuestionAnsweringModelOutput | tuple:
         """start_positions / end_positions: (B,) token indices. Logits (B, T) each."""
-        outputs = self.bert(
+        outputs = self.base_model(
             input_ids,
             attention_mask,
             token_type_ids,
@@ -963,8 +999,8 @@ class BertForMultipleChoice(BertPreTrainedModel):
 
     def __init__(self, config: BertConfig) -> None:
         super().__init__(config)
-        self.bert = BertModel(config)
-        self.classifier = PooledClassifier(config.hidden_size, 1, classifier_dropout(config))
+        self.build_encoder(config)  # self.bert (RoBERTa: self.roberta)
+        self.classifier = PooledClassifier(config.hidden_size, 1, classifier_dropout(config), config.padding_free)
         self.post_init()
 
     def forward(
@@ -984,7 +1020,7 @@ class BertForMultipleChoice(BertPreTrainedModel):
         """All inputs (B, C, T) (inputs_embeds (B, C, T, E)); labels (B,) the right choice."""
         num_choices = choice_count(input_ids, inputs_embeds)
 
-        outputs = self.bert(
+        outputs = self.base_model(
             flatten_choices(input_ids),
             flatten_choices(attention_mask),
             flatten_choices(token_type_ids),

@@ -9,8 +9,9 @@ the stack, the attention backends and the padding-free fast path are BERT's
 - positions are offset by the padding index (fairseq's ``make_positions``): real tokens count
   from ``pad_token_id + 1``, padding tokens sit at ``pad_token_id`` wherever they are (left padding
   included), so 512 tokens use 514 position rows (:class:`RobertaEmbeddings`);
-- the encoder lives under ``roberta`` (transformers' name), so every head is written out here
-  with BERT's blocks and BERT's losses, as transformers' RoBERTa file does;
+- the encoder lives under ``roberta`` (transformers' name): BERT's heads run it through the hook
+  :meth:`RobertaPreTrainedModel.build_encoder`, so masked LM, token classification, QA and multiple
+  choice are BERT's classes with RoBERTa's config and prefix;
 - one segment type and no next-sentence prediction (:class:`RobertaForPreTraining` is MLM; the
   dynamic masking is the collators' job: a fresh mask every time a batch is built);
 - sequence classification reads ``<s>`` through dense -> tanh -> out_proj
@@ -26,38 +27,27 @@ pretrained checkpoints carry no pooler weights: transformers initialises it, as 
 from __future__ import annotations
 
 import torch
-from torch import nn
 from transformers.cache_utils import Cache
-from transformers.modeling_outputs import (
-    BaseModelOutputWithPooling,
-    MaskedLMOutput,
-    MultipleChoiceModelOutput,
-    QuestionAnsweringModelOutput,
-    SequenceClassifierOutput,
-    TokenClassifierOutput,
-)
+from transformers.modeling_outputs import BaseModelOutputWithPooling, MaskedLMOutput, SequenceClassifierOutput
 
-from ...modules.dropout import Dropout
-from ...modules.fast_path import HeadReads, fast_path_enabled
 from ...modules.heads import (
-    IGNORE_INDEX,
-    MaskedLMHead,
-    PooledClassifier,
+    HeadReads,
     SummaryClassifier,
-    sequence_classification_loss,
-    span_extraction_loss,
-    summarize,
-    token_classification_loss,
-)
-from ...modules.masks import targets_at_padding
-from ...modules.task_models import (
-    choice_count,
     classifier_dropout,
-    flatten_choices,
-    multiple_choice_loss,
     refuse_next_sentence_label,
+    sequence_classification_loss,
+    summarize,
 )
-from ..bert.modeling_bert import BertEmbeddings, BertMaskedLMHeadModel, BertModel, BertPreTrainedModel, _return
+from ..bert.modeling_bert import (
+    BertEmbeddings,
+    BertForMaskedLM,
+    BertForMultipleChoice,
+    BertForQuestionAnswering,
+    BertForTokenClassification,
+    BertModel,
+    BertPreTrainedModel,
+    _return,
+)
 from .configuration_roberta import RobertaConfig
 
 
@@ -104,6 +94,10 @@ class RobertaPreTrainedModel(BertPreTrainedModel):
 
     config_class = RobertaConfig
     base_model_prefix = "roberta"
+
+    def build_encoder(self, config: RobertaConfig, add_pooling_layer: bool = True) -> None:
+        """BERT's heads run ``self.roberta`` (a :class:`RobertaModel`) in place of ``self.bert``."""
+        self.roberta = RobertaModel(config, add_pooling_layer=add_pooling_layer)
 
 
 class RobertaModel(BertModel, RobertaPreTrainedModel):
@@ -159,68 +153,13 @@ class RobertaModel(BertModel, RobertaPreTrainedModel):
 
 
 # ----------------------------------------------------------------------------- heads
-class RobertaForMaskedLM(RobertaPreTrainedModel):
-    """Masked language modelling with BERT's tied MLM head (transform + decoder tied to the word
+class RobertaForMaskedLM(BertForMaskedLM, RobertaPreTrainedModel):
+    """BERT's masked LM on ``self.roberta``: the tied MLM head (transform + decoder tied to the word
     embeddings, own bias) and BERT's sparse prediction (``config.sparse_prediction``: logits
     (num_masked, V) at the masked positions only)."""
 
     config_class = RobertaConfig
     _tied_weights_keys = {"mlm_head.decoder.weight": "roberta.embeddings.word_embeddings.weight"}
-    uses_pooler = False  # the positions the MLM reads never include a pooled summary
-    # BERT's: which positions the last layer computes, and the loss at them (they read only
-    # self.config, self.mlm_head and uses_pooler).
-    _only_labelled_positions_are_read = BertMaskedLMHeadModel._only_labelled_positions_are_read
-    _mlm_reads = BertMaskedLMHeadModel._mlm_reads
-    _mlm_loss = BertMaskedLMHeadModel._mlm_loss
-    get_output_embeddings = BertMaskedLMHeadModel.get_output_embeddings
-    set_output_embeddings = BertMaskedLMHeadModel.set_output_embeddings
-
-    def __init__(self, config: RobertaConfig) -> None:
-        super().__init__(config)
-        self.roberta = RobertaModel(config, add_pooling_layer=False)
-        self.mlm_head = MaskedLMHead(
-            config.hidden_size, config.vocab_size, config.hidden_act, config.layer_norm_eps, config.embedding_size
-        )
-        self.post_init()
-
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        past_key_values: Cache | None = None,
-        **kwargs,
-    ) -> MaskedLMOutput | tuple:
-        """labels: (B, T) target ids, -100 where nothing is predicted. Logits (B, T, V)."""
-        reads = self._mlm_reads(
-            labels, input_ids, inputs_embeds, attention_mask, output_attentions, output_hidden_states
-        )
-        outputs = self.roberta(
-            input_ids,
-            attention_mask,
-            token_type_ids,
-            position_ids,
-            inputs_embeds,
-            past_key_values,
-            output_attentions,
-            output_hidden_states,
-            return_dict=True,
-            reads=reads,
-            **kwargs,
-        )
-        loss, logits = self._mlm_loss(outputs.last_hidden_state, labels, reads)
-        return _return(
-            MaskedLMOutput(
-                loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
-            ),
-            return_dict,
-        )
 
 
 class RobertaForPreTraining(RobertaForMaskedLM):
@@ -249,7 +188,7 @@ class RobertaForPreTraining(RobertaForMaskedLM):
         past_key_values: Cache | None = None,
         **kwargs,
     ) -> MaskedLMOutput | tuple:
-        """As :meth:`RobertaForMaskedLM.forward`."""
+        """As :meth:`BertForMaskedLM.forward`."""
         refuse_next_sentence_label(kwargs, "RoBERTa")
         return super().forward(
             input_ids,
@@ -267,9 +206,9 @@ class RobertaForPreTraining(RobertaForMaskedLM):
 
 
 class RobertaForSequenceClassification(RobertaPreTrainedModel):
-    """dropout -> dense -> tanh -> dropout -> out_proj on ``<s>`` (no pooler). labels: (B,) class
-    ids, (B,) floats for regression (num_labels == 1), or (B, num_labels) multi-hot
-    (problem_type). Logits (B, num_labels)."""
+    """RoBERTa's own classifier: dropout -> dense -> tanh -> dropout -> out_proj on ``<s>`` (no
+    pooler; BERT's reads the pooled [CLS]). labels: (B,) class ids, (B,) floats for regression
+    (num_labels == 1), or (B, num_labels) multi-hot (problem_type). Logits (B, num_labels)."""
 
     config_class = RobertaConfig
     reads_summary_only = True  # the head reads the summary token alone
@@ -278,7 +217,9 @@ class RobertaForSequenceClassification(RobertaPreTrainedModel):
         super().__init__(config)
         self.num_labels = config.num_labels
         self.roberta = RobertaModel(config, add_pooling_layer=False)
-        self.classifier = SummaryClassifier(config.hidden_size, config.num_labels, classifier_dropout(config))
+        self.classifier = SummaryClassifier(
+            config.hidden_size, config.num_labels, classifier_dropout(config), cpu_dropout=config.padding_free
+        )
         self.post_init()
 
     def forward(
@@ -319,172 +260,24 @@ class RobertaForSequenceClassification(RobertaPreTrainedModel):
         )
 
 
-class RobertaForTokenClassification(RobertaPreTrainedModel):
-    """Per-token labels (NER, POS): dropout + linear on every position. labels: (B, T) class ids,
-    -100 on ignored tokens. Logits (B, T, num_labels)."""
+class RobertaForTokenClassification(BertForTokenClassification, RobertaPreTrainedModel):
+    """BERT's per-token classifier (dropout + linear on every position) on ``self.roberta``."""
 
     config_class = RobertaConfig
 
-    def __init__(self, config: RobertaConfig) -> None:
-        super().__init__(config)
-        self.num_labels = config.num_labels
-        self.roberta = RobertaModel(config, add_pooling_layer=False)
-        self.dropout = Dropout(classifier_dropout(config))
-        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
-        self.post_init()
 
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        past_key_values: Cache | None = None,
-        **kwargs,
-    ) -> TokenClassifierOutput | tuple:
-        # A target on a padding position is read from the state computed there: only the padded
-        # layout computes it (collators put -100 on padding, so this is the rare case).
-        reference = input_ids if input_ids is not None else inputs_embeds
-        fast = reference is not None and fast_path_enabled(self.config, reference.device)
-        reads = HeadReads(padding=fast and targets_at_padding(labels, attention_mask, IGNORE_INDEX))
-        outputs = self.roberta(
-            input_ids,
-            attention_mask,
-            token_type_ids,
-            position_ids,
-            inputs_embeds,
-            past_key_values,
-            output_attentions,
-            output_hidden_states,
-            return_dict=True,
-            reads=reads,
-            **kwargs,
-        )
-        logits = self.classifier(self.dropout(outputs.last_hidden_state))
-        loss = token_classification_loss(logits, labels) if labels is not None else None
-        return _return(
-            TokenClassifierOutput(
-                loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
-            ),
-            return_dict,
-        )
-
-
-class RobertaForQuestionAnswering(RobertaPreTrainedModel):
-    """Extractive QA: start/end logits (B, T) each; the span softmax runs over all T positions,
-    padding included, as transformers' (so the fast path runs it padded)."""
+class RobertaForQuestionAnswering(BertForQuestionAnswering, RobertaPreTrainedModel):
+    """BERT's extractive QA head on ``self.roberta``: start/end logits (B, T) each; the span softmax
+    runs over all T positions, padding included, as transformers'."""
 
     config_class = RobertaConfig
 
-    def __init__(self, config: RobertaConfig) -> None:
-        super().__init__(config)
-        self.num_labels = config.num_labels
-        self.roberta = RobertaModel(config, add_pooling_layer=False)
-        self.qa_outputs = nn.Linear(config.hidden_size, 2)
-        self.post_init()
 
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        start_positions: torch.Tensor | None = None,
-        end_positions: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        past_key_values: Cache | None = None,
-        **kwargs,
-    ) -> QuestionAnsweringModelOutput | tuple:
-        """start_positions / end_positions: (B,) token indices."""
-        outputs = self.roberta(
-            input_ids,
-            attention_mask,
-            token_type_ids,
-            position_ids,
-            inputs_embeds,
-            past_key_values,
-            output_attentions,
-            output_hidden_states,
-            return_dict=True,
-            reads=HeadReads(padding=True),
-            **kwargs,
-        )
-        start_logits, end_logits = self.qa_outputs(outputs.last_hidden_state).unbind(dim=-1)
-        start_logits, end_logits = start_logits.contiguous(), end_logits.contiguous()
-        loss = None
-        if start_positions is not None and end_positions is not None:
-            loss = span_extraction_loss(start_logits, end_logits, start_positions, end_positions)
-        return _return(
-            QuestionAnsweringModelOutput(
-                loss=loss,
-                start_logits=start_logits,
-                end_logits=end_logits,
-                hidden_states=outputs.hidden_states,
-                attentions=outputs.attentions,
-            ),
-            return_dict,
-        )
-
-
-class RobertaForMultipleChoice(RobertaPreTrainedModel):
-    """One score per choice from the pooled ``<s>`` (dropout -> linear), as transformers' RoBERTa.
-    Inputs (B, C, T); logits (B, C); labels (B,)."""
+class RobertaForMultipleChoice(BertForMultipleChoice, RobertaPreTrainedModel):
+    """BERT's multiple-choice head on ``self.roberta``: one score per choice from the pooled ``<s>``
+    (dropout -> linear), as transformers' RoBERTa. Inputs (B, C, T); logits (B, C); labels (B,)."""
 
     config_class = RobertaConfig
-    reads_summary_only = True
-
-    def __init__(self, config: RobertaConfig) -> None:
-        super().__init__(config)
-        self.roberta = RobertaModel(config)
-        self.classifier = PooledClassifier(config.hidden_size, 1, classifier_dropout(config))
-        self.post_init()
-
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        past_key_values: Cache | None = None,
-        **kwargs,
-    ) -> MultipleChoiceModelOutput | tuple:
-        """All inputs (B, C, T) (inputs_embeds (B, C, T, E)); labels (B,) the right choice."""
-        num_choices = choice_count(input_ids, inputs_embeds)
-
-        outputs = self.roberta(
-            flatten_choices(input_ids),
-            flatten_choices(attention_mask),
-            flatten_choices(token_type_ids),
-            flatten_choices(position_ids),
-            flatten_choices(inputs_embeds),
-            past_key_values,
-            output_attentions,
-            output_hidden_states,
-            return_dict=True,
-            reads=HeadReads(summary_only=self.reads_summary_only),
-            **kwargs,
-        )
-        logits = self.classifier(None, outputs.pooler_output).view(-1, num_choices)
-        loss = multiple_choice_loss(logits, labels) if labels is not None else None
-        return _return(
-            MultipleChoiceModelOutput(
-                loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
-            ),
-            return_dict,
-        )
 
 
 __all__ = [

@@ -25,16 +25,16 @@ from transformers.cache_utils import Cache
 from transformers.utils import ModelOutput
 
 from ...modules.embeddings import check_index_range
-from ...modules.fast_path import HeadReads
 from ...modules.heads import (
     IGNORE_INDEX,
+    HeadReads,
     PredictionTransform,
     TiedDecoder,
     check_class_labels,
     check_label_shape,
+    refuse_next_sentence_label,
 )
-from ...modules.padding import selected_positions
-from ...modules.task_models import refuse_next_sentence_label
+from ...modules.masks import selected_positions
 from ..bert.modeling_bert import (
     BertForMaskedLM,
     BertForMultipleChoice,
@@ -342,7 +342,7 @@ class SpanBertForPreTraining(BertMaskedLMHeadModel, SpanBertPreTrainedModel):
             labels, input_ids, inputs_embeds, attention_mask, output_attentions, output_hidden_states
         )
         reads = self._reads_with_boundaries(reads, labels, targets)
-        outputs = self.bert(
+        outputs = self.base_model(
             input_ids,
             attention_mask,
             token_type_ids,
