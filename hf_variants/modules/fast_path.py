@@ -72,9 +72,7 @@ class PaddingFreePath:
         reference = input_ids if input_ids is not None else inputs_embeds
         batch, length = reference.shape[:2]
         dtype = model.embeddings.word_embeddings.weight.dtype
-        layout, summary = self._plan(
-            model, attention_mask, batch, length, dtype, reference.device, reads, document_ids
-        )
+        layout, summary = self._plan(model, attention_mask, batch, length, dtype, reference.device, reads, document_ids)
         hidden_states = model.embeddings(
             layout.to_packed(input_ids),
             layout.to_packed(token_type_ids),
