@@ -467,7 +467,9 @@ class TransformerEncoder(OriginalTransformerPreTrainedModel):
             )
         return cache
 
-    def _positions(self, position_ids: torch.Tensor | None, batch: int, length: int, past_length: int, device):
+    def _positions(
+        self, position_ids: torch.Tensor | None, batch: int, length: int, past_length: int, device: torch.device
+    ) -> torch.Tensor | None:
         """(B, T) positions: the caller's, or past_length .. past_length + T - 1 whatever the
         padding (Marian's convention: the source is right-padded, the target starts at the start token)."""
         if self.embeddings.position_embedding_type == "none":
