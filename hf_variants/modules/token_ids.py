@@ -85,4 +85,9 @@ class CheckedGenerationMixin(GenerationMixin):
 
     def generate(self, inputs=None, generation_config=None, *args, **kwargs):
         check_generation_token_ids(self, inputs, generation_config, kwargs)
+        self.check_prompts(kwargs.get("attention_mask"))
         return super().generate(inputs, generation_config, *args, **kwargs)
+
+    def check_prompts(self, attention_mask) -> None:
+        """A variant's own refusal of prompts transformers' ``generate()`` would continue wrongly,
+        with a ValueError (GPT: right-padded rows). Nothing to refuse here."""

@@ -78,10 +78,9 @@ class GPTDoubleHeadsModel(GPTPreTrainedModel, CheckedGenerationMixin, Generation
     def get_output_embeddings(self) -> nn.Linear:
         return self.lm_head
 
-    def generate(self, inputs=None, generation_config=None, *args, **kwargs):
-        """transformers' ``generate()`` with the LM head, after refusing right-padded prompts."""
-        check_left_padded_prompts(kwargs.get("attention_mask"))
-        return super().generate(inputs, generation_config, *args, **kwargs)
+    def check_prompts(self, attention_mask: torch.Tensor | None) -> None:
+        """Called by ``generate()`` (CheckedGenerationMixin): refuses right-padded prompts (:func:`check_left_padded_prompts`)."""
+        check_left_padded_prompts(attention_mask)
 
     def set_output_embeddings(self, new_embeddings: nn.Linear) -> None:
         self.lm_head = new_embeddings
