@@ -333,7 +333,9 @@ class AlbertForSequenceClassification(AlbertPreTrainedModel):
         super().__init__(config)
         self.num_labels = config.num_labels
         self.albert = AlbertModel(config)
-        self.classifier = PooledClassifier(config.hidden_size, config.num_labels, classifier_dropout(config), config.padding_free)
+        self.classifier = PooledClassifier(
+            config.hidden_size, config.num_labels, classifier_dropout(config), config.padding_free
+        )
         self.post_init()
 
     def forward(
