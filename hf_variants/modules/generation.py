@@ -32,27 +32,9 @@ from .cache import output_cache, pick_cache, with_cache
 
 # The LM losses live with the other losses (heads.py); imported here too for this module's heads
 # and for callers that import them from here.
-from .heads import IGNORE_INDEX, TiedDecoder, causal_lm_loss, lm_loss, shift_tokens_right
+from .heads import IGNORE_INDEX, TiedDecoder, causal_lm_loss, finish_seq2seq, lm_loss, shift_tokens_right
 from .masks import targets_at_padding
 from .token_ids import CheckedGenerationMixin, check_token_id
-
-
-def finish_seq2seq(output_cls: type, return_dict: bool | None, backbone_output, **fields):
-    """A seq2seq head's output: its own ``fields`` (loss, logits ...) plus what every seq2seq output
-    carries over from the encoder-decoder backbone's output (the cache, the decoder's and the
-    encoder's states and attentions); a tuple when ``return_dict`` is False."""
-    out = backbone_output
-    output = output_cls(
-        **fields,
-        **with_cache(output_cache(out)),
-        decoder_hidden_states=out.decoder_hidden_states,
-        decoder_attentions=out.decoder_attentions,
-        cross_attentions=out.cross_attentions,
-        encoder_last_hidden_state=out.encoder_last_hidden_state,
-        encoder_hidden_states=out.encoder_hidden_states,
-        encoder_attentions=out.encoder_attentions,
-    )
-    return output if return_dict is not False else output.to_tuple()
 
 
 class GenerativeTaskModel(CheckedGenerationMixin):

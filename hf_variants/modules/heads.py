@@ -13,6 +13,7 @@ from torch import nn
 from torch.nn import functional as F
 from transformers.activations import ACT2FN
 
+from .cache import CACHE_FIELD
 from .dropout import Dropout, make_dropout
 from .embeddings import check_not_empty
 from .masks import gather_positions, summary_positions
@@ -431,6 +432,24 @@ def shift_tokens_right(
     shifted[:, 1:] = labels[:, :-1]
     shifted[:, 0] = decoder_start_token_id
     return shifted.masked_fill(shifted == IGNORE_INDEX, pad_token_id)
+
+
+def finish_seq2seq(output_cls: type, return_dict: bool | None, backbone_output, **fields):
+    """A seq2seq head's output: its own ``fields`` (loss, logits ...) plus what every seq2seq output
+    carries over from the encoder-decoder backbone's output (the cache, the decoder's and the
+    encoder's states and attentions); a tuple when ``return_dict`` is False."""
+    out = backbone_output
+    output = output_cls(
+        **fields,
+        **{CACHE_FIELD: getattr(out, CACHE_FIELD)},  # under the installed transformers' name (cache.py)
+        decoder_hidden_states=out.decoder_hidden_states,
+        decoder_attentions=out.decoder_attentions,
+        cross_attentions=out.cross_attentions,
+        encoder_last_hidden_state=out.encoder_last_hidden_state,
+        encoder_hidden_states=out.encoder_hidden_states,
+        encoder_attentions=out.encoder_attentions,
+    )
+    return output if return_dict is not False else output.to_tuple()
 
 
 # ----------------------------------------------------------------------------- task plumbing
