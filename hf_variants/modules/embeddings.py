@@ -9,7 +9,6 @@ import torch
 from torch import nn
 
 from .dropout import Dropout
-from .token_ids import check_token_id
 from .tracing import is_tracing
 
 POSITION_EMBEDDING_TYPES = ("learned", "sinusoidal", "none")
@@ -83,6 +82,15 @@ def check_not_empty(name: str, shape: tuple[int, ...], batch: int, length: int) 
     if batch == 0 or length == 0:
         what = "no examples" if batch == 0 else "no tokens"
         raise ValueError(f"empty batch: {name} has shape {shape} ({what})")
+
+
+def check_token_id(name: str, value: int | None, vocab_size: int, use: str = "") -> None:
+    """Raise ValueError when ``value`` (the config's ``name``, e.g. "bos_token_id") is not an id
+    of a ``vocab_size``-token vocabulary; ``use`` says what needed it. None passes (unset)."""
+    if value is not None and not 0 <= value < vocab_size:
+        raise ValueError(
+            f"{name} {value} is outside the vocabulary (vocab_size={vocab_size})" + (f": {use}" if use else "")
+        )
 
 
 def check_index_range(ids: torch.Tensor, size: int, what: str, size_name: str) -> None:

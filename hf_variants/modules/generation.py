@@ -29,58 +29,12 @@ from transformers.cache_utils import Cache
 from transformers.modeling_outputs import BaseModelOutput, CausalLMOutputWithCrossAttentions, Seq2SeqLMOutput
 
 from .cache import output_cache, pick_cache, with_cache
-from .heads import IGNORE_INDEX, TiedDecoder, check_class_labels, check_label_shape, cross_entropy_or_zero
+
+# The LM losses live with the other losses (heads.py); imported here too for this module's heads
+# and for callers that import them from here.
+from .heads import IGNORE_INDEX, TiedDecoder, causal_lm_loss, finish_seq2seq, lm_loss, shift_tokens_right
 from .masks import targets_at_padding
 from .token_ids import CheckedGenerationMixin, check_token_id
-
-
-def causal_lm_loss(logits: torch.Tensor, labels: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
-    """Next-token cross-entropy: logits (B, T, V) at position t predict ``labels[:, t + 1]`` (B, T);
-    IGNORE_INDEX (-100) targets are skipped. Mean over the predicted tokens, computed in float32."""
-    check_label_shape(labels, logits.shape[:2])
-    return lm_loss(logits[:, :-1], labels[:, 1:], label_smoothing)
-
-
-def lm_loss(logits: torch.Tensor, labels: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
-    """Token cross-entropy without a shift: logits (B, T, V), labels (B, T) with IGNORE_INDEX skipped
-    (no target at all, e.g. one-token rows after the causal shift: an exact 0, not NaN)."""
-    check_label_shape(labels, logits.shape[:2])
-    vocab_size = logits.shape[-1]
-    check_class_labels(labels, vocab_size)
-    return cross_entropy_or_zero(logits.reshape(-1, vocab_size).float(), labels.reshape(-1), label_smoothing)
-
-
-def shift_tokens_right(
-    labels: torch.Tensor, pad_token_id: int | None, decoder_start_token_id: int | None
-) -> torch.Tensor:
-    """Teacher-forcing decoder inputs from seq2seq labels: (B, T) -> (B, T), the start token first,
-    then labels[:, :-1], with ignored targets (-100) replaced by the pad token."""
-    if decoder_start_token_id is None:
-        raise ValueError("config.decoder_start_token_id must be set to build decoder_input_ids from labels")
-    if pad_token_id is None:
-        raise ValueError("config.pad_token_id must be set to build decoder_input_ids from labels")
-    shifted = labels.new_empty(labels.shape)
-    shifted[:, 1:] = labels[:, :-1]
-    shifted[:, 0] = decoder_start_token_id
-    return shifted.masked_fill(shifted == IGNORE_INDEX, pad_token_id)
-
-
-def finish_seq2seq(output_cls: type, return_dict: bool | None, backbone_output, **fields):
-    """A seq2seq head's output: its own ``fields`` (loss, logits ...) plus what every seq2seq output
-    carries over from the encoder-decoder backbone's output (the cache, the decoder's and the
-    encoder's states and attentions); a tuple when ``return_dict`` is False."""
-    out = backbone_output
-    output = output_cls(
-        **fields,
-        **with_cache(output_cache(out)),
-        decoder_hidden_states=out.decoder_hidden_states,
-        decoder_attentions=out.decoder_attentions,
-        cross_attentions=out.cross_attentions,
-        encoder_last_hidden_state=out.encoder_last_hidden_state,
-        encoder_hidden_states=out.encoder_hidden_states,
-        encoder_attentions=out.encoder_attentions,
-    )
-    return output if return_dict is not False else output.to_tuple()
 
 
 class GenerativeTaskModel(CheckedGenerationMixin):

@@ -1,4 +1,4 @@
-"""Task heads and their losses, shared by every encoder variant.
+"""Task heads and their losses (classification, spans, MLM, sentence relation, language modelling).
 
 Losses validate labels first so a wrong shape or an out-of-range class is a ValueError that
 names the problem, not a CUDA assert or an IndexError from inside torch.
@@ -13,6 +13,7 @@ from torch import nn
 from torch.nn import functional as F
 from transformers.activations import ACT2FN
 
+from .cache import CACHE_FIELD
 from .dropout import Dropout, make_dropout
 from .embeddings import check_not_empty
 from .masks import gather_positions, summary_positions
@@ -399,6 +400,56 @@ def sentence_relation_loss(
     check_label_shape(labels.reshape(-1), (logits.shape[0],), name)
     check_class_labels(labels, 2, name)
     return nn.functional.cross_entropy(logits, labels.view(-1))
+
+
+# ----------------------------------------------------------------------------- language-model losses
+def causal_lm_loss(logits: torch.Tensor, labels: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
+    """Next-token cross-entropy: logits (B, T, V) at position t predict ``labels[:, t + 1]`` (B, T);
+    IGNORE_INDEX (-100) targets are skipped. Mean over the predicted tokens, computed in float32."""
+    check_label_shape(labels, logits.shape[:2])
+    return lm_loss(logits[:, :-1], labels[:, 1:], label_smoothing)
+
+
+def lm_loss(logits: torch.Tensor, labels: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
+    """Token cross-entropy without a shift: logits (B, T, V), labels (B, T) with IGNORE_INDEX skipped
+    (no target at all, e.g. one-token rows after the causal shift: an exact 0, not NaN)."""
+    check_label_shape(labels, logits.shape[:2])
+    vocab_size = logits.shape[-1]
+    check_class_labels(labels, vocab_size)
+    return cross_entropy_or_zero(logits.reshape(-1, vocab_size).float(), labels.reshape(-1), label_smoothing)
+
+
+def shift_tokens_right(
+    labels: torch.Tensor, pad_token_id: int | None, decoder_start_token_id: int | None
+) -> torch.Tensor:
+    """Teacher-forcing decoder inputs from seq2seq labels: (B, T) -> (B, T), the start token first,
+    then labels[:, :-1], with ignored targets (-100) replaced by the pad token."""
+    if decoder_start_token_id is None:
+        raise ValueError("config.decoder_start_token_id must be set to build decoder_input_ids from labels")
+    if pad_token_id is None:
+        raise ValueError("config.pad_token_id must be set to build decoder_input_ids from labels")
+    shifted = labels.new_empty(labels.shape)
+    shifted[:, 1:] = labels[:, :-1]
+    shifted[:, 0] = decoder_start_token_id
+    return shifted.masked_fill(shifted == IGNORE_INDEX, pad_token_id)
+
+
+def finish_seq2seq(output_cls: type, return_dict: bool | None, backbone_output, **fields):
+    """A seq2seq head's output: its own ``fields`` (loss, logits ...) plus what every seq2seq output
+    carries over from the encoder-decoder backbone's output (the cache, the decoder's and the
+    encoder's states and attentions); a tuple when ``return_dict`` is False."""
+    out = backbone_output
+    output = output_cls(
+        **fields,
+        **{CACHE_FIELD: getattr(out, CACHE_FIELD)},  # under the installed transformers' name (cache.py)
+        decoder_hidden_states=out.decoder_hidden_states,
+        decoder_attentions=out.decoder_attentions,
+        cross_attentions=out.cross_attentions,
+        encoder_last_hidden_state=out.encoder_last_hidden_state,
+        encoder_hidden_states=out.encoder_hidden_states,
+        encoder_attentions=out.encoder_attentions,
+    )
+    return output if return_dict is not False else output.to_tuple()
 
 
 # ----------------------------------------------------------------------------- task plumbing

@@ -23,14 +23,9 @@ from typing import Any
 
 from transformers import GenerationMixin
 
-
-def check_token_id(name: str, value: int | None, vocab_size: int, use: str = "") -> None:
-    """Raise ValueError when ``value`` (the config's ``name``, e.g. "bos_token_id") is not an id
-    of a ``vocab_size``-token vocabulary; ``use`` says what needed it. None passes (unset)."""
-    if value is not None and not 0 <= value < vocab_size:
-        raise ValueError(
-            f"{name} {value} is outside the vocabulary (vocab_size={vocab_size})" + (f": {use}" if use else "")
-        )
+# The scalar check lives with the other id-against-table checks (embeddings.py); imported here for
+# this module's generation checks and for callers that import it from here.
+from .embeddings import check_token_id
 
 
 def _as_list(ids: int | list[int] | None) -> list[int]:

@@ -61,3 +61,26 @@ def test_xlnet_plain_path_reads_in_its_own_file_within_the_issue_bounds():
     assert not files & {"hf_variants/modules/dropout.py", "hf_variants/modules/fast_path.py"}
     default = trace_model_path.trace_case(case, {})
     assert "hf_variants/modules/dropout.py" in {trace_model_path.relative(path) for path in default["files"]}
+
+
+# Issue 46's nine and the two beyond them the script knows (XLM, ViT). The Transformer is being
+# rewritten into its own file (read46-transformer) and joins this list when it meets the bound.
+BOUNDED = [case.class_name for case in trace_model_path.CASES[: trace_model_path.DEFAULT_CASES]] + [
+    "XLMWithLMHeadModel",
+    "ViTForImageClassification",
+]
+SPEED_PLUG_IN = {"hf_variants/modules/dropout.py", "hf_variants/modules/fast_path.py"}
+
+
+@pytest.mark.parametrize("class_name", BOUNDED)
+def test_plain_path_reads_in_at_most_six_files_and_800_body_lines(class_name):
+    """Issue 46's bound on the plain path (``padding_free=False``): one forward with labels runs
+    code from <= 6 package files and <= 800 lines of function bodies, the variant's own modeling file
+    among them; the speed plug-in (its dropout kernel, its strategy) and the cache helpers (no
+    cache is given) are not entered."""
+    case = next(c for c in trace_model_path.CASES if c.class_name == class_name)
+    plain = trace_model_path.trace_case(case, {"padding_free": False})
+    files = {trace_model_path.relative(path) for path in plain["files"]}
+    assert plain["own_file"], sorted(files)
+    assert len(files) <= 6 and plain["body_lines"] <= 800, (len(files), plain["body_lines"], sorted(files))
+    assert not files & (SPEED_PLUG_IN | {"hf_variants/modules/cache.py"}), sorted(files)

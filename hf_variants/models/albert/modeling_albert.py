@@ -45,7 +45,7 @@ from transformers.modeling_outputs import (
 )
 from transformers.utils import ModelOutput
 
-from ...modules.dropout import Dropout
+from ...modules.dropout import make_dropout
 from ...modules.fast_path import HeadReads, fast_path_enabled
 from ...modules.heads import (
     IGNORE_INDEX,
@@ -228,7 +228,7 @@ class AlbertForPreTraining(AlbertMaskedLMHeadModel):
     def __init__(self, config: AlbertConfig) -> None:
         super().__init__(config)
         # Dropout + linear on the pooled [CLS], as transformers' AlbertSOPHead.
-        self.sop_classifier = PooledClassifier(config.hidden_size, 2, classifier_dropout(config))
+        self.sop_classifier = PooledClassifier(config.hidden_size, 2, classifier_dropout(config), config.padding_free)
         self.post_init()
 
     def forward(
@@ -333,7 +333,9 @@ class AlbertForSequenceClassification(AlbertPreTrainedModel):
         super().__init__(config)
         self.num_labels = config.num_labels
         self.albert = AlbertModel(config)
-        self.classifier = PooledClassifier(config.hidden_size, config.num_labels, classifier_dropout(config))
+        self.classifier = PooledClassifier(
+            config.hidden_size, config.num_labels, classifier_dropout(config), config.padding_free
+        )
         self.post_init()
 
     def forward(
@@ -381,7 +383,7 @@ class AlbertForTokenClassification(AlbertPreTrainedModel):
         super().__init__(config)
         self.num_labels = config.num_labels
         self.albert = AlbertModel(config, add_pooling_layer=False)
-        self.dropout = Dropout(classifier_dropout(config))
+        self.dropout = make_dropout(classifier_dropout(config), config.padding_free)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 
@@ -402,7 +404,7 @@ class AlbertForTokenClassification(AlbertPreTrainedModel):
         # A target on a padding position is read from the state computed there: only the padded
         # layout computes it (collators put -100 on padding, so this is the rare case).
         reference = input_ids if input_ids is not None else inputs_embeds
-        fast = reference is not None and fast_path_enabled(self.config, reference.device)
+        fast = reference is not None and self.config.padding_free and fast_path_enabled(self.config, reference.device)
         reads = HeadReads(padding=fast and targets_at_padding(labels, attention_mask, IGNORE_INDEX))
         outputs = self.albert(
             input_ids,
@@ -492,7 +494,7 @@ class AlbertForMultipleChoice(AlbertPreTrainedModel):
     def __init__(self, config: AlbertConfig) -> None:
         super().__init__(config)
         self.albert = AlbertModel(config)
-        self.classifier = PooledClassifier(config.hidden_size, 1, classifier_dropout(config))
+        self.classifier = PooledClassifier(config.hidden_size, 1, classifier_dropout(config), config.padding_free)
         self.post_init()
 
     def forward(

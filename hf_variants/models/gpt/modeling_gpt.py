@@ -50,14 +50,15 @@ from transformers.modeling_outputs import (
 from transformers.utils import ModelOutput
 
 from ...modules.attention import FusedQKVProjection, attention_function, packed_self_attention
-from ...modules.cache import check_cache_batch, check_cache_positions, output_cache, pick_cache, with_cache
-from ...modules.dropout import Dropout
+from ...modules.cache import CACHE_FIELD, FOREIGN_CACHE_NAMES, check_cache_batch, check_cache_positions, pick_cache
+from ...modules.dropout import make_dropout
 from ...modules.embeddings import check_ids_or_embeds, check_index_range, check_not_empty
 from ...modules.fast_path import HeadReads, fast_path_enabled, fast_path_for
-from ...modules.generation import causal_lm_loss, lm_loss
 from ...modules.heads import (
     IGNORE_INDEX,
     TiedDecoder,
+    causal_lm_loss,
+    lm_loss,
     sequence_classification_loss,
     span_extraction_loss,
     token_classification_loss,
@@ -87,7 +88,7 @@ class GPTEmbeddings(nn.Module):
         self.max_position_embeddings = config.max_position_embeddings
         self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size)  # no padding row (see above)
         self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
-        self.dropout = Dropout(config.hidden_dropout_prob)
+        self.dropout = make_dropout(config.hidden_dropout_prob, config.padding_free)
 
     def check_inputs(
         self,
@@ -204,7 +205,7 @@ class GPTMLP(nn.Module):
             nn.Linear(config.hidden_size, config.intermediate_size, bias=config.use_bias) if config.gated_ffn else None
         )
         self.activation = ACT2FN[config.hidden_act]
-        self.inner_dropout = Dropout(config.ffn_dropout_prob)
+        self.inner_dropout = make_dropout(config.ffn_dropout_prob, config.padding_free)
         self.down = nn.Linear(config.intermediate_size, config.hidden_size, bias=config.use_bias)
         self.down.is_residual_projection = True  # GPT-2's scaled init
 
@@ -231,7 +232,7 @@ class GPTBlock(GradientCheckpointingLayer):
         self.attention_norm = build_norm(config.norm_type, config.hidden_size, config.layer_norm_eps)
         self.ffn = GPTMLP(config) if own_ffn else None
         self.ffn_norm = build_norm(config.norm_type, config.hidden_size, config.layer_norm_eps)
-        self.residual_dropout = Dropout(config.hidden_dropout_prob)
+        self.residual_dropout = make_dropout(config.hidden_dropout_prob, config.padding_free)
 
     def forward(
         self,
@@ -351,6 +352,16 @@ class GPTPreTrainedModel(VariantPreTrainedModel):
             init.normal_(module.weight, mean=0.0, std=std)
 
 
+def _given_a_cache(cache: Cache | None, past_key_values: Cache | None, kwargs: dict) -> bool:
+    """Whether a forward was handed a cache under any name; only then does ``modules/cache.py``'s
+    ``pick_cache`` choose between them (a training forward never enters it)."""
+    return (
+        cache is not None
+        or past_key_values is not None
+        or any(kwargs.get(name) is not None for name in FOREIGN_CACHE_NAMES)
+    )
+
+
 class GPTModel(GPTPreTrainedModel):
     """The bare decoder: embeddings -> blocks -> (final LayerNorm). last_hidden_state (B, T, H) and
     the cache (``past_key_values`` / ``cache``)."""
@@ -423,7 +434,8 @@ class GPTModel(GPTPreTrainedModel):
         batch, length = main.shape[:2]
         check_not_empty(main_name, tuple(main.shape), batch, length)
         past_length = cache.get_seq_length() if cache is not None else 0
-        check_cache_positions(kwargs.get("cache_position"), past_length, length)
+        if kwargs.get("cache_position") is not None:
+            check_cache_positions(kwargs["cache_position"], past_length, length)
         if past_length:
             check_cache_batch(cache, batch)
         if kwargs.get("encoder_hidden_states") is not None:
@@ -487,7 +499,9 @@ class GPTModel(GPTPreTrainedModel):
             output_hidden_states if output_hidden_states is not None else config.output_hidden_states
         )
         return_dict = return_dict if return_dict is not None else config.return_dict
-        cache = self._prepare_cache(pick_cache(cache, past_key_values, kwargs), use_cache)
+        if _given_a_cache(cache, past_key_values, kwargs):
+            cache = pick_cache(cache, past_key_values, kwargs)  # one cache, under either name
+        cache = self._prepare_cache(cache, use_cache)
         batch, length, past_length, mask = self._check_inputs(
             input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids, cache, document_ids, kwargs
         )
@@ -497,7 +511,7 @@ class GPTModel(GPTPreTrainedModel):
 
         # A caller's extra bias is defined in padded coordinates: such a call runs padded anyway.
         fast_path = None
-        if attention_bias is None:
+        if config.padding_free and attention_bias is None:  # the speed plug-in's rule (modules/fast_path.py)
             fast_path = fast_path_for(config, device, output_attentions or output_hidden_states, cache is not None)
         if fast_path is not None:  # the same modules, packed (modules/fast_path.py)
             sequence_output, _ = fast_path.encode(
@@ -510,7 +524,7 @@ class GPTModel(GPTPreTrainedModel):
                 reads or HeadReads(),
                 document_ids=document_ids,
             )
-            output = BaseModelOutputWithPastAndCrossAttentions(last_hidden_state=sequence_output, **with_cache(None))
+            output = BaseModelOutputWithPastAndCrossAttentions(last_hidden_state=sequence_output, **{CACHE_FIELD: None})
             return output if return_dict else output.to_tuple()
 
         # The plain path.
@@ -528,7 +542,7 @@ class GPTModel(GPTPreTrainedModel):
         )
         output = BaseModelOutputWithPastAndCrossAttentions(
             last_hidden_state=sequence_output,
-            **with_cache(cache),
+            **{CACHE_FIELD: cache},  # under the installed transformers' field name (modules/cache.py)
             hidden_states=all_hidden_states,
             attentions=all_attentions,
         )
@@ -612,14 +626,15 @@ class GPTLMHeadModel(GPTPreTrainedModel, CheckedGenerationMixin, GenerationMixin
         Returns:
             CausalLMOutputWithCrossAttentions: loss, logits (B, T or k, V), the cache, ...
         """
-        past_key_values = pick_cache(cache, past_key_values, kwargs)
+        if _given_a_cache(cache, past_key_values, kwargs):
+            past_key_values = pick_cache(cache, past_key_values, kwargs)  # one cache, under either name
         if labels is not None and use_cache is None and past_key_values is None:
             use_cache = False
         if labels is not None and not (isinstance(logits_to_keep, int) and logits_to_keep == 0):
             raise ValueError("logits_to_keep cannot be combined with labels (the loss needs every position)")
         # A padding slot predicting a real target (left padding) is read where the packed layout leaves zeros.
         reference = input_ids if input_ids is not None else inputs_embeds
-        fast = reference is not None and fast_path_enabled(self.config, reference.device)
+        fast = reference is not None and self.config.padding_free and fast_path_enabled(self.config, reference.device)
         reads = HeadReads(padding=fast and targets_at_padding(labels, attention_mask, IGNORE_INDEX, shifted=True))
         outputs = self.transformer(
             input_ids,
@@ -655,7 +670,7 @@ class GPTLMHeadModel(GPTPreTrainedModel, CheckedGenerationMixin, GenerationMixin
                 logits=logits,
                 hidden_states=outputs.hidden_states,
                 attentions=outputs.attentions,
-                **with_cache(output_cache(outputs)),
+                **{CACHE_FIELD: getattr(outputs, CACHE_FIELD)},
             ),
             return_dict,
         )
@@ -727,7 +742,8 @@ class GPTForSequenceClassification(GPTPreTrainedModel):
         # The ids decide the position read; where the mask calls it padding, only the padded layout computes it.
         reference = input_ids if input_ids is not None else inputs_embeds
         reads_padding = (
-            fast_path_enabled(self.config, reference.device)
+            self.config.padding_free
+            and fast_path_enabled(self.config, reference.device)
             and attention_mask is not None
             and tuple(attention_mask.shape) == tuple(reference.shape[:2])
             and reads_a_padding_position(attention_mask, positions)
@@ -765,7 +781,7 @@ class GPTForTokenClassification(GPTPreTrainedModel):
         super().__init__(config)
         self.num_labels = config.num_labels
         self.transformer = GPTModel(config)
-        self.dropout = Dropout(_classifier_dropout(config))
+        self.dropout = make_dropout(_classifier_dropout(config), config.padding_free)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 
@@ -786,7 +802,7 @@ class GPTForTokenClassification(GPTPreTrainedModel):
         # A target on a padding position is read from the state computed there: only the padded
         # layout computes it (collators put -100 on padding, so this is the rare case).
         reference = input_ids if input_ids is not None else inputs_embeds
-        fast = reference is not None and fast_path_enabled(self.config, reference.device)
+        fast = reference is not None and self.config.padding_free and fast_path_enabled(self.config, reference.device)
         reads = HeadReads(padding=fast and targets_at_padding(labels, attention_mask, IGNORE_INDEX))
         kwargs.pop("use_cache", None)  # one forward pass: no cache
         outputs = self.transformer(

@@ -21,8 +21,10 @@ Submodule names are those of the key map (``weights.py``): a stack's blocks sit 
 transformers' ``q, k, v`` / ``k, v`` stacked, and each stack's ``position_bias`` is transformers'
 ``block.0.layer.0.SelfAttention.relative_attention_bias``.
 
-This file runs the plain PyTorch path on every device: T5 takes no padding-free plug-in
-(``config.padding_free`` has no effect here; see docs/architecture.md, "Reading a variant").
+This file runs the plain PyTorch path on every device: T5 takes no padding-free layout. Of the
+speed plug-in, ``config.padding_free`` (default on) chooses only the dropout kernel when the model is
+built (``modules/dropout.py``'s uniform-mask CPU kernel; torch's ``nn.Dropout`` with it off); see
+docs/architecture.md, "Reading a variant".
 """
 
 from __future__ import annotations
@@ -49,21 +51,23 @@ from transformers.modeling_outputs import (
 from transformers.utils import ModelOutput
 
 from ...modules.attention import FusedQKVProjection, attention_function
-from ...modules.cache import check_cache_batch, check_cache_positions, output_cache, pick_cache, with_cache
-from ...modules.dropout import Dropout
-from ...modules.embeddings import check_batch_shape, check_index_range, check_not_empty
-from ...modules.generation import finish_seq2seq, lm_loss, shift_tokens_right
+from ...modules.cache import CACHE_FIELD, FOREIGN_CACHE_NAMES, check_cache_batch, check_cache_positions, pick_cache
+from ...modules.dropout import make_dropout
+from ...modules.embeddings import check_batch_shape, check_index_range, check_not_empty, check_token_id
 from ...modules.heads import (
     IGNORE_INDEX,
     SummaryClassifier,
     TiedDecoder,
+    finish_seq2seq,
+    lm_loss,
     sequence_classification_loss,
+    shift_tokens_right,
     span_extraction_loss,
     token_classification_loss,
 )
 from ...modules.masks import check_key_mask, custom_attention_bias, make_attention_bias
 from ...modules.norms import build_norm
-from ...modules.token_ids import CheckedGenerationMixin, check_token_id
+from ...modules.token_ids import CheckedGenerationMixin
 from ...modules.tracing import is_tracing
 from ..modeling_base import VariantPreTrainedModel
 from .configuration_t5 import T5Config
@@ -89,7 +93,7 @@ class T5Embeddings(nn.Module):
         super().__init__()
         embedding_size = config.embedding_size or config.hidden_size
         self.word_embeddings = nn.Embedding(config.vocab_size, embedding_size)
-        self.dropout = Dropout(config.hidden_dropout_prob)
+        self.dropout = make_dropout(config.hidden_dropout_prob, config.padding_free)
         # Factorized embeddings (ALBERT-style ablation, config.embedding_size): E -> H.
         self.projection = (
             nn.Linear(embedding_size, config.hidden_size) if embedding_size != config.hidden_size else None
@@ -99,6 +103,38 @@ class T5Embeddings(nn.Module):
         embeddings = self.word_embeddings(input_ids) if inputs_embeds is None else inputs_embeds
         embeddings = self.dropout(embeddings)
         return embeddings if self.projection is None else self.projection(embeddings)
+
+
+# ----------------------------------------------------------------------------- norm
+class T5RMSNorm(nn.Module):
+    """T5's norm ("T5LayerNorm" in transformers; Zhang & Sennrich 2019): no mean subtraction, no bias.
+    y = x / sqrt(mean(x^2) + eps) * weight, the statistic in float32 (so half-precision inputs do not
+    overflow); (..., H) -> (..., H) in the input's dtype. The same as ``modules/norms.py``'s
+    ``RMSNorm`` (which the other variants' ``norm_type="rms_norm"`` ablation builds), written here
+    so T5's file reads top to bottom, as transformers' modeling_t5 does."""
+
+    def __init__(self, hidden_size: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden_size))
+        self.eps = eps
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        variance = hidden_states.to(torch.float32).pow(2).mean(-1, keepdim=True)
+        normalised = hidden_states * torch.rsqrt(variance + self.eps)
+        if self.weight.dtype in (torch.float16, torch.bfloat16):
+            normalised = normalised.to(self.weight.dtype)
+        return self.weight * normalised
+
+    def extra_repr(self) -> str:
+        return f"{self.weight.shape[0]}, eps={self.eps}"
+
+
+def t5_norm(config: T5Config) -> nn.Module:
+    """The blocks' and stacks' norm: :class:`T5RMSNorm` (T5's ``norm_type="rms_norm"``), else the
+    shared ``build_norm`` (``"layer_norm"``, an ablation; an unknown name is a ValueError there)."""
+    if config.norm_type == "rms_norm":
+        return T5RMSNorm(config.hidden_size, eps=config.layer_norm_eps)
+    return build_norm(config.norm_type, config.hidden_size, config.layer_norm_eps)
 
 
 # ----------------------------------------------------------------------------- feed-forward
@@ -115,7 +151,7 @@ class T5FFN(nn.Module):
             nn.Linear(config.hidden_size, config.intermediate_size, bias=config.use_bias) if config.gated_ffn else None
         )
         self.activation = ACT2FN[config.hidden_act]
-        self.inner_dropout = Dropout(config.ffn_dropout_prob)
+        self.inner_dropout = make_dropout(config.ffn_dropout_prob, config.padding_free)
         self.down = nn.Linear(config.intermediate_size, config.hidden_size, bias=config.use_bias)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
@@ -264,17 +300,16 @@ class T5Block(GradientCheckpointingLayer):
 
     def __init__(self, config: T5Config, own_attention: bool = True, own_ffn: bool = True) -> None:
         super().__init__()
-        norm = (config.norm_type, config.hidden_size, config.layer_norm_eps)  # RMS norm: T5LayerNorm
         self.attention = T5Attention(config) if own_attention else None
-        self.attention_norm = build_norm(*norm)
+        self.attention_norm = t5_norm(config)
         if config.is_decoder:
             self.cross_attention = T5Attention(config, is_cross_attention=True)
-            self.cross_attention_norm = build_norm(*norm)
+            self.cross_attention_norm = t5_norm(config)
         else:
             self.cross_attention = None
         self.ffn = T5FFN(config) if own_ffn else None
-        self.ffn_norm = build_norm(*norm)
-        self.residual_dropout = Dropout(config.hidden_dropout_prob)
+        self.ffn_norm = t5_norm(config)
+        self.residual_dropout = make_dropout(config.hidden_dropout_prob, config.padding_free)
 
     def forward(
         self,
@@ -331,8 +366,10 @@ class T5Layers(nn.Module):
                 )
                 for i in range(self.num_layers)
             )
-        self.final_layer_norm = build_norm(config.norm_type, config.hidden_size, config.layer_norm_eps)
-        self.final_dropout = Dropout(config.hidden_dropout_prob) if config.hidden_dropout_prob > 0.0 else None
+        self.final_layer_norm = t5_norm(config)
+        self.final_dropout = (
+            make_dropout(config.hidden_dropout_prob, config.padding_free) if config.hidden_dropout_prob > 0.0 else None
+        )
 
     def layer_at(self, depth: int) -> T5Block:
         return self.layers[0] if self.sharing == "all" else self.layers[depth]
@@ -448,6 +485,16 @@ def stack_config(config: T5Config, is_decoder: bool) -> T5Config:
     else:
         stack.use_cache = False
     return stack
+
+
+def _given_a_cache(cache: Cache | None, past_key_values: Cache | None, kwargs: dict) -> bool:
+    """Whether a forward was handed a cache under any name; only then does ``modules/cache.py``'s
+    ``pick_cache`` choose between them (a training forward never enters it)."""
+    return (
+        cache is not None
+        or past_key_values is not None
+        or any(kwargs.get(name) is not None for name in FOREIGN_CACHE_NAMES)
+    )
 
 
 class T5Stack(T5PreTrainedModel):
@@ -586,12 +633,15 @@ class T5Stack(T5PreTrainedModel):
             raise ValueError("this decoder attends to an encoder: pass encoder_hidden_states")
         if not config.is_decoder and encoder_hidden_states is not None:
             raise ValueError("encoder_hidden_states were given but this model has no cross-attention layers")
-        cache = self._prepare_cache(pick_cache(cache, past_key_values, kwargs), use_cache)
+        if _given_a_cache(cache, past_key_values, kwargs):
+            cache = pick_cache(cache, past_key_values, kwargs)  # one cache, under either name
+        cache = self._prepare_cache(cache, use_cache)
         past_length = 0
         if cache is not None:
             self_cache = cache.self_attention_cache if isinstance(cache, EncoderDecoderCache) else cache
             past_length = self_cache.get_seq_length()
-        check_cache_positions(kwargs.get("cache_position"), past_length, length)
+        if kwargs.get("cache_position") is not None:
+            check_cache_positions(kwargs["cache_position"], past_length, length)
         if past_length:
             check_cache_batch(cache, batch)
 
@@ -615,7 +665,7 @@ class T5Stack(T5PreTrainedModel):
         )
         output = BaseModelOutputWithPastAndCrossAttentions(
             last_hidden_state=hidden_states,
-            **with_cache(cache if config.is_decoder else None),
+            **{CACHE_FIELD: cache if config.is_decoder else None},  # the installed transformers' name (cache.py)
             hidden_states=all_hidden_states,
             attentions=all_attentions,
             cross_attentions=all_cross_attentions,
@@ -705,13 +755,15 @@ class T5Model(T5PreTrainedModel):
             encoder_outputs = BaseModelOutput(*encoder_outputs)
         if decoder_input_ids is None and decoder_inputs_embeds is None:
             raise ValueError("pass decoder_input_ids (or labels to a ...ForConditionalGeneration model)")
+        if _given_a_cache(cache, past_key_values, kwargs):
+            cache = pick_cache(cache, past_key_values, kwargs)  # one cache, under either name
         decoder_outputs = self.decoder(
             input_ids=decoder_input_ids,
             attention_mask=decoder_attention_mask,
             inputs_embeds=decoder_inputs_embeds,
             encoder_hidden_states=encoder_outputs.last_hidden_state,
             encoder_attention_mask=attention_mask,
-            cache=pick_cache(cache, past_key_values, kwargs),
+            cache=cache,
             use_cache=use_cache,
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
@@ -720,7 +772,7 @@ class T5Model(T5PreTrainedModel):
         )
         output = Seq2SeqModelOutput(
             last_hidden_state=decoder_outputs.last_hidden_state,
-            **with_cache(output_cache(decoder_outputs)),
+            **{CACHE_FIELD: getattr(decoder_outputs, CACHE_FIELD)},
             decoder_hidden_states=decoder_outputs.hidden_states,
             decoder_attentions=decoder_outputs.attentions,
             cross_attentions=decoder_outputs.cross_attentions,
@@ -808,7 +860,8 @@ class T5ForConditionalGeneration(CheckedGenerationMixin, T5PreTrainedModel, Gene
         predicted; without ``decoder_input_ids`` the decoder reads them shifted right. Returns
         Seq2SeqLMOutput: loss (mean token cross-entropy), logits (B, T, V), the cache and the
         encoder output (reused by ``generate``)."""
-        past_key_values = pick_cache(cache, past_key_values, kwargs)
+        if _given_a_cache(cache, past_key_values, kwargs):
+            past_key_values = pick_cache(cache, past_key_values, kwargs)  # one cache, under either name
         if labels is not None:
             if use_cache is None and past_key_values is None:
                 use_cache = False  # training: no cache unless asked
@@ -876,7 +929,7 @@ class T5ForTokenClassification(T5PreTrainedModel):
         self.num_labels = config.num_labels
         self.transformer = T5EncoderModel(config)
         dropout = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
-        self.dropout = Dropout(dropout)
+        self.dropout = make_dropout(dropout, config.padding_free)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 

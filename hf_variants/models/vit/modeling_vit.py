@@ -47,7 +47,7 @@ from transformers.modeling_outputs import (
 from transformers.utils import ModelOutput
 
 from ...modules.attention import FusedQKVProjection, attention_function, packed_self_attention
-from ...modules.dropout import Dropout
+from ...modules.dropout import make_dropout
 from ...modules.fast_path import HeadReads, fast_path_for
 from ...modules.heads import Pooler, sequence_classification_loss
 from ...modules.masks import KeyMask, make_attention_bias
@@ -95,7 +95,7 @@ class ViTEmbeddings(nn.Module):
         self.mask_token = nn.Parameter(torch.zeros(1, 1, config.hidden_size)) if use_mask_token else None
         self.patch_embeddings = ViTPatchEmbeddings(config)
         self.position_embeddings = nn.Parameter(torch.randn(1, config.num_patches + 1, config.hidden_size))
-        self.dropout = Dropout(config.hidden_dropout_prob)
+        self.dropout = make_dropout(config.hidden_dropout_prob, config.padding_free)
 
     def check_inputs(self, pixel_values: torch.Tensor, interpolate_pos_encoding: bool) -> None:
         """ValueErrors naming the problem, for pixels the model cannot embed."""
@@ -311,7 +311,7 @@ class ViTMLP(nn.Module):
             nn.Linear(shape.hidden_size, shape.intermediate_size, bias=shape.use_bias) if shape.gated_ffn else None
         )
         self.activation = ACT2FN[config.hidden_act]
-        self.inner_dropout = Dropout(shape.ffn_dropout_prob)
+        self.inner_dropout = make_dropout(shape.ffn_dropout_prob, config.padding_free)
         self.down = nn.Linear(shape.intermediate_size, shape.hidden_size, bias=shape.use_bias)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
@@ -337,7 +337,7 @@ class ViTLayer(GradientCheckpointingLayer):
         self.attention_norm = shape.norm(config)  # transformers: layernorm_before
         self.ffn = ViTMLP(config, shape) if own_ffn else None
         self.ffn_norm = shape.norm(config)  # transformers: layernorm_after
-        self.residual_dropout = Dropout(config.hidden_dropout_prob)
+        self.residual_dropout = make_dropout(config.hidden_dropout_prob, config.padding_free)
 
     def forward(
         self,
@@ -526,7 +526,9 @@ class ViTModel(ViTPreTrainedModel):
             keep_mask = KeyMask.prepare(attention_mask, batch, length).new_tokens  # a ValueError naming a bad mask
             attention_bias = make_attention_bias(keep_mask, embedding_output.dtype)  # (B, 1, 1, T) or None
 
-        fast_path = fast_path_for(config, embedding_output.device, output_attentions or output_hidden_states, False)
+        fast_path = None
+        if config.padding_free:  # the speed plug-in's rule (modules/fast_path.py): CPU, nothing it cannot give
+            fast_path = fast_path_for(config, embedding_output.device, output_attentions or output_hidden_states, False)
         if fast_path is not None:  # the same modules, packed and only where read (modules/fast_path.py)
             sequence_output, pooled_output = fast_path.encode_embedded(self, embedding_output, keep_mask, reads)
             return BaseModelOutputWithPooling(last_hidden_state=sequence_output, pooler_output=pooled_output)

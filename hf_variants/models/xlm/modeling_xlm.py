@@ -56,15 +56,18 @@ from transformers.modeling_outputs import (
 from transformers.utils import ModelOutput
 
 from ...modules.attention import FusedQKVProjection, attention_function, packed_self_attention
-from ...modules.cache import check_cache_batch, check_cache_positions, pick_cache
-from ...modules.dropout import Dropout
+from ...modules.cache import FOREIGN_CACHE_NAMES, check_cache_batch, check_cache_positions, pick_cache
+from ...modules.dropout import make_dropout
 from ...modules.embeddings import check_ids_or_embeds, check_index_range, sinusoidal_table
 from ...modules.fast_path import HeadReads, fast_path_enabled, fast_path_for
 from ...modules.heads import (
     IGNORE_INDEX,
     MaskedLMHead,
     SequenceSummary,
+    choice_count,
+    flatten_choices,
     masked_lm_loss,
+    multiple_choice_loss,
     sequence_classification_loss,
     span_extraction_loss,
     summarize,
@@ -81,7 +84,6 @@ from ...modules.masks import (
 )
 from ...modules.norms import build_norm
 from ...modules.padding import UnpaddedBatch, gather_positions, selected_positions
-from ...modules.task_models import choice_count, flatten_choices, multiple_choice_loss
 from ...modules.token_ids import CheckedGenerationMixin, check_token_id
 from ..modeling_base import VariantPreTrainedModel
 from .configuration_xlm import XLMConfig
@@ -132,7 +134,7 @@ class XLMEmbeddings(nn.Module):
         uses_languages = config.use_lang_emb and config.n_langs > 1
         self.lang_embeddings = nn.Embedding(config.n_langs, config.hidden_size) if uses_languages else None
         self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = Dropout(config.hidden_dropout_prob)
+        self.dropout = make_dropout(config.hidden_dropout_prob, config.padding_free)
 
     def check_inputs(
         self,
@@ -284,7 +286,7 @@ class XLMFFN(nn.Module):
             nn.Linear(config.hidden_size, config.intermediate_size, bias=config.use_bias) if config.gated_ffn else None
         )
         self.activation = ACT2FN[config.hidden_act]
-        self.inner_dropout = Dropout(config.ffn_dropout_prob)
+        self.inner_dropout = make_dropout(config.ffn_dropout_prob, config.padding_free)
         self.down = nn.Linear(config.intermediate_size, config.hidden_size, bias=config.use_bias)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
@@ -311,7 +313,7 @@ class XLMLayer(GradientCheckpointingLayer):
         self.attention_norm = build_norm(config.norm_type, config.hidden_size, config.layer_norm_eps)
         self.ffn = XLMFFN(config) if own_ffn else None
         self.ffn_norm = build_norm(config.norm_type, config.hidden_size, config.layer_norm_eps)
-        self.residual_dropout = Dropout(config.hidden_dropout_prob)
+        self.residual_dropout = make_dropout(config.hidden_dropout_prob, config.padding_free)
 
     def forward(
         self,
@@ -502,7 +504,8 @@ class XLMModel(XLMPreTrainedModel):
                 f"past_key_values must be a transformers Cache holding a key/value prefix, got {type(past_key_values).__name__}"
             )
         past_length = past_key_values.get_seq_length() if past_key_values is not None else 0
-        check_cache_positions(kwargs.get("cache_position"), past_length, length)
+        if kwargs.get("cache_position") is not None:
+            check_cache_positions(kwargs["cache_position"], past_length, length)
         if past_length:
             check_cache_batch(past_key_values, batch)
         if kwargs.get("encoder_hidden_states") is not None:
@@ -558,7 +561,13 @@ class XLMModel(XLMPreTrainedModel):
         )
         return_dict = return_dict if return_dict is not None else config.return_dict
         reads = reads or HeadReads()
-        past_key_values = pick_cache(kwargs.pop("cache", None), past_key_values, kwargs)
+        cache = kwargs.pop("cache", None)
+        if (
+            cache is not None
+            or past_key_values is not None
+            or any(kwargs.get(name) is not None for name in FOREIGN_CACHE_NAMES)
+        ):
+            past_key_values = pick_cache(cache, past_key_values, kwargs)  # one cache, under either name
         per_token = {"token_type_ids": token_type_ids, "position_ids": position_ids, "langs": langs}
         batch, length, mask = self._check_inputs(
             input_ids, inputs_embeds, attention_mask, per_token, lengths, past_key_values, kwargs
@@ -567,9 +576,11 @@ class XLMModel(XLMPreTrainedModel):
         if position_ids is None:  # with a prefix too: the tokens' positions start at 0
             position_ids = torch.arange(length, device=device).expand(batch, length)
 
-        fast_path = fast_path_for(
-            config, device, output_attentions or output_hidden_states, past_key_values is not None
-        )
+        fast_path = None
+        if config.padding_free:  # the speed plug-in's rule (modules/fast_path.py): CPU, nothing it cannot give
+            fast_path = fast_path_for(
+                config, device, output_attentions or output_hidden_states, past_key_values is not None
+            )
         if fast_path is not None:  # the same modules, packed and only where read (modules/fast_path.py)
             sequence_output, _ = fast_path.encode(
                 self, input_ids, token_type_ids, position_ids, inputs_embeds, mask.new_tokens, reads, {"langs": langs}
@@ -606,7 +617,7 @@ def _return(output: ModelOutput, return_dict: bool | None) -> ModelOutput | tupl
 def _fast(config: XLMConfig, input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None) -> bool:
     """Whether this call may take the fast path (heads ask before reading their labels: a sync)."""
     reference = input_ids if input_ids is not None else inputs_embeds
-    return reference is not None and fast_path_enabled(config, reference.device)
+    return reference is not None and config.padding_free and fast_path_enabled(config, reference.device)
 
 
 class XLMWithLMHeadModel(XLMPreTrainedModel, CheckedGenerationMixin, GenerationMixin):
@@ -846,7 +857,7 @@ class XLMForTokenClassification(XLMPreTrainedModel):
         self.num_labels = config.num_labels
         self.transformer = XLMModel(config)
         dropout = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
-        self.dropout = Dropout(dropout)
+        self.dropout = make_dropout(dropout, config.padding_free)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 

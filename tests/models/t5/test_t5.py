@@ -158,7 +158,7 @@ def test_tied_output_is_rescaled_and_untied_is_not():
 def test_architecture_has_no_biases_and_rms_norms():
     model = tiny_model()
     assert not [name for name, _ in model.transformer.named_parameters() if name.endswith(".bias")]
-    assert type(model.transformer.encoder.encoder.final_layer_norm).__name__ == "RMSNorm"
+    assert type(model.transformer.encoder.encoder.final_layer_norm).__name__ == "T5RMSNorm"  # T5LayerNorm
     assert model.transformer.encoder.embeddings.word_embeddings.padding_idx is None  # pad = decoder start: trained
 
 
