@@ -170,7 +170,14 @@ def read_finetuned_run(folder: str | Path) -> dict:
             f"{folder / 'all_results.json'} has none of {TWIN_ACCURACY_KEYS}: the twin needs a run with --do_predict"
         )
     _, seed, steps = _seed_and_steps(folder, "fine-tuning (run_glue.py)")
-    return {"folder": str(folder), "test_accuracy": float(results[key]), "seed": seed, "steps": steps}
+    model_type = _read_json(folder / "config.json", "fine-tuning (run_glue.py)").get("model_type")
+    return {
+        "folder": str(folder),
+        "test_accuracy": float(results[key]),
+        "seed": seed,
+        "steps": steps,
+        "model_type": model_type,
+    }
 
 
 def check_one_arm(runs: Sequence[DistillationRun]) -> None:
@@ -431,6 +438,12 @@ def build_student(
     id2label = config.get("id2label") or {}
     if len(id2label) != config.get("num_labels", len(id2label)) or not id2label:
         raise ValueError(f"{runs[0].folder / 'config.json'} has no id2label for its {config.get('num_labels')} labels")
+    other_families = [twin["folder"] for twin in twins if twin["model_type"] != config.get("model_type")]
+    if other_families:
+        raise ValueError(
+            f"--finetuned_run_dir {other_families}: not a twin of the {config.get('model_type')} student "
+            "(another model type)"
+        )
     record = student_record(runs, twins, model_name or output_dir.resolve().name)
     record["hardware_of_this_build"] = detect_hardware()
     with staged_directory(output_dir, stale=lambda name: True) as staging:

@@ -233,5 +233,11 @@ def test_bad_run_folders_are_value_errors_naming_what_is_missing(runs, tmp_path)
     (twin_without_predict / "all_results.json").write_text(json.dumps(results))
     with pytest.raises(ValueError, match="predict_accuracy"):
         zoo_students.main(["--run_dir", str(good), "--finetuned_run_dir", str(twin_without_predict)] + out)
+    other_family = tmp_path / "other-family"
+    shutil.copytree(runs["twin"], other_family)
+    config = read(other_family / "config.json")
+    (other_family / "config.json").write_text(json.dumps({**config, "model_type": "hfv_bert"}))
+    with pytest.raises(ValueError, match="not a twin of the hfv_spanbert student"):
+        zoo_students.main(["--run_dir", str(good), "--finetuned_run_dir", str(other_family)] + out)
     with pytest.raises(ValueError, match="repeat a seed"):
         zoo_students.main(["--run_dir", str(good), str(good)] + out)
