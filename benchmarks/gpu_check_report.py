@@ -440,13 +440,13 @@ def step_rows(records: list[dict]) -> tuple[list[str], list[str]]:
                 {"ours_plain": "plain_vs_transformers", "ours_speed": "speed_vs_transformers"}.get(side, "")
             )
             ratio_text = (
-                f"{ratio['ratio_median']:.2f}× ({ratio['ratio_min']:.2f}–{ratio['ratio_max']:.2f})" if ratio else "1"
+                f"{ratio['ratio_median']:.2f}× ({ratio['ratio_min']:.2f}–{ratio['ratio_max']:.2f})" if ratio else "–"
             )
             memory = measured.get("memory")
             rows.append(
-                f"| {setting['variant']} | {row['named']} | {setting['dtype']}{' compiled' if setting.get('compile') else ''} | "
+                f"| {setting['variant']} | {row['named']}{' (overridden)' if setting.get('overrides') else ''} | {setting['dtype']}{' compiled' if setting.get('compile') else ''} | "
                 f"{row['batch_size']} × {row['length']} | {SIDE_NAMES[side]} | {measured['tokens_per_s']:,.0f} | "
-                f"{measured['ms_per_step']:.1f} | {measured['tflops_per_s']:.1f} | "
+                f"{measured['ms_per_step']:.1f} | {measured['tflops_per_s']:.3g} | "
                 f"{'–' if measured['mfu'] is None else format(measured['mfu'], '.1%')} | "
                 f"{'–' if not memory else format(memory['step_peak_mib'], ',.0f')} | {ratio_text} | "
                 f"{'yes' if side == 'ours_speed' and row['speed_path_engaged'] else 'no'} |"
