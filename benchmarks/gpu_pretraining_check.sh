@@ -43,7 +43,7 @@
 #   PROOF_EXTRA_SECONDS (90), SEEDS (3), EVAL_SECONDS (180: the fine-tuning stage), EVAL_ARGS (extra
 #   evaluate_pretraining.py flags; the tests pass --quick).
 #   step: STEP_VARIANTS (bert,roberta,electra), STEP_DTYPES (bf16,fp32), STEP_SHAPES (128x512,64x512,32x512),
-#   STEP_SECONDS (100 per variant), STEP_ARGS (extra gpu_step.py flags: --steps, --reps, --compile, ...).
+#   STEP_SECONDS (100 per variant), STEP_ARGS (gpu_step.py flags; default "--steps 2 --reps 3"; --compile, ...).
 #
 # The CPU proof of check (a tiny model on a 0.3 MiB shard; minutes on a loaded 2-core machine):
 #   python benchmarks/make_gpu_shard.py --max-mib 0.3 --output /tmp/gpu_shard_tiny
@@ -82,7 +82,7 @@ STEP_VARIANTS=${STEP_VARIANTS:-bert,roberta,electra}
 STEP_DTYPES=${STEP_DTYPES:-bf16,fp32}
 STEP_SHAPES=${STEP_SHAPES:-128x512,64x512,32x512}
 STEP_SECONDS=${STEP_SECONDS:-100}
-STEP_ARGS=${STEP_ARGS:-}
+STEP_ARGS=${STEP_ARGS:---steps 2 --reps 3}
 IFS=, read -r -a modes <<< "$MODE"
 for mode in "${modes[@]}"; do
   case "$mode" in check|proof|step) ;; *) echo "MODE must be check, proof, step or a comma-separated list of them, got '$MODE'"; exit 2 ;; esac

@@ -109,7 +109,10 @@ def test_the_proof_mode_pretrains_probes_and_compares_both_arms_on_the_cpu(tiny_
     run = report["proof"]["pretraining"]
     assert run["objective"] == "mlm" and run["bf16"] and run["global_step"] >= 1
     assert run["per_device_train_batch_size"] == probe["choice"]["batch_size"]
-    assert run["tokens_seen"] == run["global_step"] * run["per_device_train_batch_size"] * run["sequence_lengths"][0]
+    # Real tokens: the tiny documents leave rows shorter than the row length.
+    assert (
+        0 < run["tokens_seen"] <= run["global_step"] * run["per_device_train_batch_size"] * run["sequence_lengths"][0]
+    )
     sentiment = report["proof"]["sentiment"]
     pretrained, random = sentiment["arms"]["pretrained"]["test"], sentiment["arms"]["random"]["test"]
     assert len(pretrained["scores"]) == len(random["scores"]) == 2
