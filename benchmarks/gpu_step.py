@@ -43,6 +43,7 @@ import json
 import os
 import sys
 import time
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -169,7 +170,9 @@ def measure_shape(setting: StepSetting, batch_size: int, length: int) -> dict:
     flops_batch = {
         key: value.to(device) for key, value in bench_pretraining.accepted(models["ours_plain"], batches[0]).items()
     }
-    flops = training_step_flops(models["ours_plain"], flops_batch)
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16) if setting.dtype == "bf16" else nullcontext()
+    with autocast:  # as the timed step runs (the count is the same; the memory is the step's)
+        flops = training_step_flops(models["ours_plain"], flops_batch)
     models["ours_plain"].zero_grad(set_to_none=True)
     sides = [bench_pretraining.TrainingSide(name, models[name], batches, setting.dtype) for name in SIDES]
     if setting.compile:
@@ -219,11 +222,14 @@ def measure_setting(setting: StepSetting) -> dict:
             raise RuntimeError("could not extend the speed path to CUDA: no module holds fast_path_enabled")
     tried = []
     for batch_size, length in setting.shapes:
+        row = None
         try:
             row = measure_shape(setting, batch_size, length)
         except Exception as error:  # noqa: BLE001  (an OOM is reported and the next shape tried)
             if not is_out_of_memory(error):
                 raise
+        if row is None:
+            # Released here, after the except clause: its traceback held the failed shape's tensors.
             tried.append({"batch_size": batch_size, "length": length, "error": "out of memory"})
             _release(setting.device)
             continue
