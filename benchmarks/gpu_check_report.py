@@ -251,6 +251,8 @@ def _stage_text(stage: dict) -> str:
     """ "pretraining exit 0 in 245 s"; the script's timeout (124, 137) and skip (125) codes named."""
     if stage["rc"] == 125:
         return f"{stage['stage']} skipped (the check's time was spent)"
+    if stage.get("reason"):
+        return f"{stage['stage']} skipped ({stage['reason']})"
     timed_out = " (timed out)" if stage["rc"] in (124, 137) else ""
     return f"{stage['stage']} exit {stage['rc']}{timed_out} in {stage['seconds']} s"
 
@@ -372,6 +374,8 @@ def _proof_section(report: dict) -> list[str]:
         lines += ["**Pretraining: no results** (see the stages below and check.log).", ""]
     else:
         lines += _pretraining_table(report["proof_model"], run)
+        if run.get("input_fraction") is not None:  # collation on the CPU can hold a large batch back
+            lines += [f"Input pipeline (row reads + collation): {run['input_fraction']:.1%} of the training time.", ""]
     sentiment = proof["sentiment"]
     if sentiment is None:
         lines += ["**Fine-tuning: no results** (see the stages below and check.log).", ""]

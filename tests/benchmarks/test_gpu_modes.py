@@ -259,6 +259,8 @@ def test_a_proof_whose_fine_tuning_timed_out_is_reported_as_failed(tmp_path):
     assert "**Batch probe: no results**" in text and "**Pretraining: no results**" in text
     assert "**Fine-tuning: no results**" in text and "fine_tuning exit 124 (timed out) in 180 s" in text
     assert "**The step mode left no results**" in text
+    skipped = {"stage": "fine_tuning", "rc": 126, "seconds": 0, "limit_s": 0, "reason": "no checkpoint"}
+    assert gpu_check_report._stage_text(skipped) == "fine_tuning skipped (no checkpoint)"
     assert "Minutes per stage: batch_probe 0.3, proof_pretraining 3.8, fine_tuning 3.0 (exit 124)." in text
     result = json.loads((out / "gpu_check.json").read_text())
     assert gpu_check_report.missing_results(result) == [
