@@ -144,7 +144,6 @@ def measure_shape(setting: StepSetting, batch_size: int, length: int) -> dict:
     import torch
 
     from benchmarks import bench_pretraining, measure
-    from hf_variants.modules.fast_path import fast_path_enabled  # noqa: F401  (the name patched above)
     from hf_variants.objectives.budget import training_step_flops
 
     named = setting.named or f"{setting.variant}-base"
