@@ -19,10 +19,9 @@ hands its forward to :class:`~hf_variants.modules.fast_path.PaddingFreePath`, wh
 modules on the real tokens only (packed) and computes the last layer at the positions a head reads
 (:class:`~hf_variants.modules.heads.HeadReads`); results are identical. The switch also selects the
 CPU kernels when the model is built: the uniform-mask dropout (``modules/dropout.py``, for hidden
-states and attention probabilities) instead of torch's, same distribution, another random stream;
-and the MLM decoder's CPU layouts (``modules/heads.py`` ``TiedDecoder``) instead of ``nn.Linear``.
-With ``config.padding_free = False`` the plain path below is all that runs, in plain PyTorch; on
-CUDA the plain path runs too.
+states and attention probabilities; same distribution, another random stream) and the MLM decoder
+(``modules/heads.py`` ``TiedDecoder``), instead of torch's ``nn.Dropout`` and ``nn.Linear``. With
+``config.padding_free = False`` the plain path below is all that runs, in plain PyTorch; on CUDA too.
 """
 
 from __future__ import annotations
