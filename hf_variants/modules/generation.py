@@ -32,7 +32,14 @@ from .cache import output_cache, pick_cache, with_cache
 
 # The LM losses live with the other losses (heads.py); imported here too for this module's heads
 # and for callers that import them from here.
-from .heads import IGNORE_INDEX, TiedDecoder, causal_lm_loss, finish_seq2seq, lm_loss, shift_tokens_right
+from .heads import (
+    IGNORE_INDEX,
+    causal_lm_loss,
+    finish_seq2seq,
+    lm_loss,
+    make_vocabulary_decoder,
+    shift_tokens_right,
+)
 from .masks import targets_at_padding
 from .token_ids import CheckedGenerationMixin, check_token_id
 
@@ -60,9 +67,12 @@ class GenerativeTaskModel(CheckedGenerationMixin):
                 f"{config.embedding_size} != hidden_size={config.hidden_size} needs a head that projects back to E"
             )
         setattr(self, self.base_model_prefix, self.backbone_class(config))
-        # Bias-free, as every tied LM output in the family; TiedDecoder builds the weight's gradient
-        # contiguous so the tied embedding accumulates it in place (see heads.py).
-        self.lm_head = TiedDecoder(config.hidden_size, config.vocab_size, bias=False)
+        # Bias-free, as every tied LM output in the family. With the speed switch (config.padding_free),
+        # TiedDecoder builds the weight's gradient contiguous so the tied embedding accumulates it in
+        # place (see heads.py); without it, nn.Linear.
+        self.lm_head = make_vocabulary_decoder(
+            config.hidden_size, config.vocab_size, bias=False, cpu_kernel=config.padding_free
+        )
 
     @property
     def backbone(self):

@@ -19,9 +19,9 @@ hands its forward to :class:`~hf_variants.modules.fast_path.PaddingFreePath`, wh
 modules on the real tokens only (packed) and computes the last layer at the positions a head reads
 (:class:`~hf_variants.modules.heads.HeadReads`); results are identical. The switch also selects the
 CPU kernels when the model is built: the uniform-mask dropout (``modules/dropout.py``, for hidden
-states and attention probabilities) instead of torch's, same distribution, another random stream.
-With ``config.padding_free = False`` the plain path below is all that runs, in plain PyTorch; on
-CUDA the plain path runs too.
+states and attention probabilities; same distribution, another random stream) and the MLM decoder
+(``modules/heads.py`` ``TiedDecoder``), instead of torch's ``nn.Dropout`` and ``nn.Linear``. With
+``config.padding_free = False`` the plain path below is all that runs, in plain PyTorch; on CUDA too.
 """
 
 from __future__ import annotations
@@ -587,9 +587,15 @@ class BertMaskedLMHeadModel(BertPreTrainedModel):
     def __init__(self, config: BertConfig) -> None:
         super().__init__(config)
         self.build_encoder(config, add_pooling_layer=self.uses_pooler)  # self.bert (RoBERTa: self.roberta)
-        # transform (dense, activation, LayerNorm) + decoder tied to the word embeddings, own bias.
+        # transform (dense, activation, LayerNorm) + decoder tied to the word embeddings, own bias
+        # (the speed plug-in's TiedDecoder with config.padding_free, else nn.Linear).
         self.mlm_head = MaskedLMHead(
-            config.hidden_size, config.vocab_size, config.hidden_act, config.layer_norm_eps, config.embedding_size
+            config.hidden_size,
+            config.vocab_size,
+            config.hidden_act,
+            config.layer_norm_eps,
+            config.embedding_size,
+            cpu_kernel=config.padding_free,
         )
 
     def get_output_embeddings(self) -> nn.Linear:

@@ -20,7 +20,7 @@ from transformers.modeling_outputs import ModelOutput
 from ...modules.cache import output_cache, pick_cache, with_cache
 from ...modules.dropout import Dropout
 from ...modules.generation import causal_lm_loss
-from ...modules.heads import TiedDecoder
+from ...modules.heads import make_vocabulary_decoder
 from ...modules.padding import gather_positions
 from ...modules.task_models import classifier_dropout, multiple_choice_loss
 from ...modules.token_ids import CheckedGenerationMixin
@@ -71,7 +71,9 @@ class GPTDoubleHeadsModel(GPTPreTrainedModel, CheckedGenerationMixin, Generation
     def __init__(self, config) -> None:
         super().__init__(config)
         self.transformer = GPTModel(config)
-        self.lm_head = TiedDecoder(config.hidden_size, config.vocab_size, bias=False)
+        self.lm_head = make_vocabulary_decoder(
+            config.hidden_size, config.vocab_size, bias=False, cpu_kernel=config.padding_free
+        )
         self.multiple_choice_head = ChoiceScore(config.hidden_size, classifier_dropout(config))
         self.post_init()
 

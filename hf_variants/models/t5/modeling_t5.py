@@ -22,8 +22,9 @@ transformers' ``q, k, v`` / ``k, v`` stacked, and each stack's ``position_bias``
 ``block.0.layer.0.SelfAttention.relative_attention_bias``.
 
 This file runs the plain PyTorch path on every device: T5 takes no padding-free layout. Of the
-speed plug-in, ``config.padding_free`` (default on) chooses only the dropout kernel when the model is
-built (``modules/dropout.py``'s uniform-mask CPU kernel; torch's ``nn.Dropout`` with it off); see
+speed plug-in, ``config.padding_free`` (default on) chooses only the CPU kernels when the model is
+built: the dropout (``modules/dropout.py``'s uniform-mask CPU kernel; torch's ``nn.Dropout`` with it
+off) and the tied LM head (``modules/heads.py``'s ``TiedDecoder``; ``nn.Linear`` with it off); see
 docs/architecture.md, "Reading a variant".
 """
 
@@ -57,9 +58,9 @@ from ...modules.embeddings import check_batch_shape, check_index_range, check_no
 from ...modules.heads import (
     IGNORE_INDEX,
     SummaryClassifier,
-    TiedDecoder,
     finish_seq2seq,
     lm_loss,
+    make_vocabulary_decoder,
     sequence_classification_loss,
     shift_tokens_right,
     span_extraction_loss,
@@ -806,9 +807,11 @@ class T5ForConditionalGeneration(CheckedGenerationMixin, T5PreTrainedModel, Gene
             )
         super().__init__(config)
         self.transformer = T5Model(config)
-        # Bias-free; TiedDecoder builds the weight's gradient contiguous so the tied embedding
-        # accumulates it in place (modules/heads.py).
-        self.lm_head = TiedDecoder(config.hidden_size, config.vocab_size, bias=False)
+        # Bias-free. With the speed switch, TiedDecoder builds the weight's gradient contiguous so the
+        # tied embedding accumulates it in place, and decodes a few rows faster on CPU (modules/heads.py).
+        self.lm_head = make_vocabulary_decoder(
+            config.hidden_size, config.vocab_size, bias=False, cpu_kernel=config.padding_free
+        )
         self.post_init()
 
     def get_input_embeddings(self) -> nn.Embedding:
