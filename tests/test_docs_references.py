@@ -116,7 +116,7 @@ class SourceIndex:
         self._symbols: dict[Path, dict[str, list[Symbol]]] = {}
 
     def resolve(self, path: str) -> tuple[Path | None, str]:
-        """The file ``path`` names and "" , or None and why not."""
+        """(the file ``path`` names, "") or (None, why not)."""
         for base in (self.root, self.package_dir):
             candidate = (base / path).resolve()
             if "/" in path and candidate.is_file():
@@ -209,8 +209,11 @@ def check(reference: Reference, index: SourceIndex) -> tuple[str, int | None]:
     label = f"`{reference.path}" + (f":{reference.line}`" if reference.line is not None else "`")
     if file is None:
         return f"{reference.where()}: {label} `{reference.symbol}`: {why}", None
-    definitions = index.symbols(file).get(reference.symbol)
     shown = file.relative_to(index.root).as_posix() if file.is_relative_to(index.root) else file.as_posix()
+    try:
+        definitions = index.symbols(file).get(reference.symbol)
+    except SyntaxError as error:  # e.g. a merge left conflict markers in it
+        return f"{reference.where()}: {label}: {shown} does not parse (line {error.lineno}: {error.msg})", None
     if not definitions:
         return f"{reference.where()}: {label}: no `{reference.symbol}` in {shown}", None
     if reference.line is None or any(reference.line in d.lines for d in definitions):
@@ -374,6 +377,13 @@ def test_names_without_a_line_are_checked_only_when_asked(tree: tuple[Path, Sour
     assert problems_in(doc, index) == []
     problems = problems_in(doc, index, names=True)
     assert len(problems) == 1 and "no `Head.missing`" in problems[0], problems
+
+
+def test_a_file_that_does_not_parse_is_named(tree: tuple[Path, SourceIndex]) -> None:
+    root, index = tree
+    (root / "hf_variants" / "models" / "toy" / "unique.py").write_text("<<<<<<< HEAD\nclass Head:\n")
+    problems = _problems(root, index, "`unique.py:2` `Head`\n")
+    assert len(problems) == 1 and "unique.py does not parse (line 1" in problems[0], problems
 
 
 def test_fix_rewrites_moved_lines_only_and_a_second_run_changes_nothing(tree: tuple[Path, SourceIndex]) -> None:
