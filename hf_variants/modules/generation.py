@@ -28,11 +28,12 @@ from torch import nn
 from transformers.cache_utils import Cache
 from transformers.modeling_outputs import BaseModelOutput, CausalLMOutputWithCrossAttentions, Seq2SeqLMOutput
 
-from .cache import output_cache, pick_cache, with_cache
+from .cache import output_cache, with_cache
 
 # The LM losses live with the other losses (heads.py); imported here too for this module's heads
 # and for callers that import them from here.
 from .heads import IGNORE_INDEX, TiedDecoder, causal_lm_loss, finish_seq2seq, lm_loss, shift_tokens_right
+from .inputs import pick_cache
 from .masks import targets_at_padding
 from .token_ids import CheckedGenerationMixin, check_token_id
 

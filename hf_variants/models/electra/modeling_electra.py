@@ -52,7 +52,6 @@ from transformers.modeling_outputs import (
 from transformers.utils import ModelOutput
 
 from ...modules.dropout import Dropout
-from ...modules.embeddings import check_batch_shape
 from ...modules.fast_path import HeadReads, fast_path_enabled
 from ...modules.heads import (
     IGNORE_INDEX,
@@ -65,6 +64,7 @@ from ...modules.heads import (
     summarize,
     token_classification_loss,
 )
+from ...modules.inputs import check_batch_shape
 from ...modules.masks import targets_at_padding
 from ...modules.padding import selected_positions
 from ...modules.task_models import (
