@@ -21,6 +21,7 @@ from __future__ import annotations
 import warnings
 
 import torch
+from transformers.cache_utils import Cache
 
 from .cache import CACHE_FIELD
 from .tracing import is_tracing
@@ -30,7 +31,7 @@ from .tracing import is_tracing
 FOREIGN_CACHE_NAMES = ("cache_params",)
 
 
-def pick_cache(cache, past_key_values, kwargs: dict | None = None):
+def pick_cache(cache: Cache | None, past_key_values: Cache | None, kwargs: dict | None = None) -> Cache | None:
     """The one cache a forward was handed, or None: ``cache`` (transformers >= 5.24) or
     ``past_key_values`` (earlier releases, peft's prefix tuning; FutureWarning where the release says
     ``cache``). Both at once, or a cache under a name no model here reads, is a ValueError."""
