@@ -50,10 +50,11 @@ from transformers import initialization as init
 from transformers.cache_utils import Cache
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
-from .cache import check_cache_batch, check_cache_positions, pick_cache
-from .embeddings import TransformerEmbeddings, check_not_empty
+from .cache import check_cache_batch, check_cache_positions
+from .embeddings import TransformerEmbeddings
 from .encoder import LayerSpec, LayerStack
 from .heads import MaskedLMHead, Pooler, summarize
+from .inputs import check_not_empty, pick_cache
 from .layout import BatchLayout
 from .masks import (
     KeyMask,

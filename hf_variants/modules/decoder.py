@@ -29,9 +29,10 @@ from transformers.modeling_outputs import (
 )
 
 from .backbone import TransformerBackbone
-from .cache import output_cache, pick_cache, with_cache
+from .cache import output_cache, with_cache
 from .configuration import DecoderConfig, EncoderDecoderConfig
 from .encoder import LayerSpec, LayerStack
+from .inputs import pick_cache
 
 
 def positions_after_cache(

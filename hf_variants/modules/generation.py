@@ -28,7 +28,7 @@ from torch import nn
 from transformers.cache_utils import Cache
 from transformers.modeling_outputs import BaseModelOutput, CausalLMOutputWithCrossAttentions, Seq2SeqLMOutput
 
-from .cache import output_cache, pick_cache, with_cache
+from .cache import output_cache, with_cache
 
 # The LM losses live with the other losses (heads.py); imported here too for this module's heads
 # and for callers that import them from here.
@@ -40,6 +40,7 @@ from .heads import (
     make_vocabulary_decoder,
     shift_tokens_right,
 )
+from .inputs import pick_cache
 from .masks import targets_at_padding
 from .token_ids import CheckedGenerationMixin, check_token_id
 

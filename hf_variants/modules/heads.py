@@ -15,7 +15,7 @@ from transformers.activations import ACT2FN
 
 from .cache import CACHE_FIELD
 from .dropout import Dropout, make_dropout
-from .embeddings import check_not_empty
+from .inputs import check_not_empty
 from .masks import gather_positions, summary_positions
 from .tracing import is_tracing
 

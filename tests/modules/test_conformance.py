@@ -16,9 +16,10 @@ from hf_variants.models.modeling_base import VariantPreTrainedModel
 from hf_variants.models.papers import BERT
 from hf_variants.modules.backbone import TransformerBackbone
 from hf_variants.modules.decoder import DecoderBackbone
-from hf_variants.modules.embeddings import TransformerEmbeddings, check_index_range
+from hf_variants.modules.embeddings import TransformerEmbeddings
 from hf_variants.modules.generation import DecoderForCausalLM
 from hf_variants.modules.heads import SummaryClassifier
+from hf_variants.modules.inputs import check_index_range
 from hf_variants.modules.norms import RMSNorm
 from hf_variants.modules.task_models import (
     EncoderForMaskedLM,

@@ -51,7 +51,6 @@ from transformers.modeling_outputs import (
 )
 from transformers.utils import ModelOutput
 
-from ...modules.embeddings import check_batch_shape
 from ...modules.fast_path import HeadReads, fast_path_enabled
 from ...modules.heads import (
     IGNORE_INDEX,
@@ -67,6 +66,7 @@ from ...modules.heads import (
     sequence_classification_loss,
     summarize,
 )
+from ...modules.inputs import check_batch_shape
 from ...modules.masks import targets_at_padding
 from ...modules.padding import selected_positions
 from ..bert.modeling_bert import (

@@ -17,10 +17,11 @@ from transformers import GenerationMixin
 from transformers.cache_utils import Cache
 from transformers.modeling_outputs import ModelOutput
 
-from ...modules.cache import output_cache, pick_cache, with_cache
+from ...modules.cache import output_cache, with_cache
 from ...modules.dropout import Dropout
 from ...modules.generation import causal_lm_loss
 from ...modules.heads import make_vocabulary_decoder
+from ...modules.inputs import pick_cache
 from ...modules.padding import gather_positions
 from ...modules.task_models import classifier_dropout, multiple_choice_loss
 from ...modules.token_ids import CheckedGenerationMixin

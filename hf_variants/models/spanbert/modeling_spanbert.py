@@ -24,7 +24,6 @@ from torch.nn import functional as F
 from transformers.cache_utils import Cache
 from transformers.utils import ModelOutput
 
-from ...modules.embeddings import check_index_range
 from ...modules.heads import (
     IGNORE_INDEX,
     HeadReads,
@@ -34,6 +33,7 @@ from ...modules.heads import (
     make_vocabulary_decoder,
     refuse_next_sentence_label,
 )
+from ...modules.inputs import check_index_range
 from ...modules.masks import selected_positions
 from ..bert.modeling_bert import (
     BertForMaskedLM,
