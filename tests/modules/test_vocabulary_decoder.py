@@ -31,6 +31,7 @@ TIED_HEADS = [
     ("spanbert", "ForPreTraining", ["mlm_head.decoder", "sbo_head.decoder"]),
     ("gpt", "LMHeadModel", ["lm_head"]),
     ("t5", "ForConditionalGeneration", ["lm_head"]),
+    ("xlm", "ForMaskedLM", ["mlm_head.decoder"]),
 ]
 
 

@@ -649,7 +649,12 @@ class XLMWithLMHeadModel(XLMPreTrainedModel, CheckedGenerationMixin, GenerationM
         super().__init__(config)
         self.transformer = XLMModel(config)
         self.mlm_head = MaskedLMHead(
-            config.hidden_size, config.vocab_size, config.hidden_act, config.layer_norm_eps, transform=False
+            config.hidden_size,
+            config.vocab_size,
+            config.hidden_act,
+            config.layer_norm_eps,
+            transform=False,
+            cpu_kernel=config.padding_free,
         )
         self.post_init()
 
