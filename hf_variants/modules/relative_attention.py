@@ -56,10 +56,15 @@ def relative_encodings(
     both_directions: bool = False,
     device: torch.device | None = None,
 ) -> torch.Tensor:
-    """Sinusoids of the distances ``key_length`` down to -length + 1 (``bidirectional``) or 0
-    (causal: the future is masked), clamped to [-clamp_len, clamp_len] when ``clamp_len`` > 0:
-    (1, R, width); with ``both_directions`` (XLNet's ``bi_data``), (batch, R, width) whose second
-    half reads the distances negated (the sequence backwards)."""
+    """The relative position encodings of Transformer-XL and XLNet (both call this one function).
+
+    Sinusoids of the distances ``key_length`` down to -length + 1 (``bidirectional``: R =
+    key_length + length) or 0 (causal, the future is masked: R = key_length + 1), clamped to
+    [-clamp_len, clamp_len] when ``clamp_len`` > 0: (1, R, width); with ``both_directions``
+    (XLNet's ``bi_data``), (batch, R, width) whose second half reads the distances negated (the
+    sequence backwards). ``length`` is the number of queries T, ``key_length`` S = memory + T;
+    :func:`relative_shift` aligns scores against these R encodings to (T, S). ValueError: an odd
+    ``batch`` with ``both_directions``."""
     end = -length if bidirectional else -1
     forward = torch.arange(key_length, end, -1, device=device).float()
     directions = [forward, -forward] if both_directions else [forward]

@@ -6,7 +6,9 @@ The order data flows, and where each step is written:
 1. the word embedding of the tokens (the content stream h) and the learned ``mask_emb`` at the
    ``target_mapping`` positions (the query stream g): :meth:`XLNetModel.forward`;
 2. relative positional encodings, sinusoids of the distance i - j (bidirectional or causal,
-   clamped to ``clamp_len``, both directions with ``bi_data``): :func:`relative_positional_encodings`;
+   clamped to ``clamp_len``, both directions with ``bi_data``), in :meth:`XLNetModel.forward`:
+   Transformer-XL's sinusoids and relative shift, one shared function each
+   (``modules/relative_attention.py``: ``relative_encodings``, ``relative_shift``);
 3. :class:`XLNetRelativeAttention`, the two-stream attention the paper introduces (sec. 2.3):
    both streams read the same keys and values (memory + content stream), scored by
    ``(q + r_w_bias)·k + (q + r_r_bias)·W_r R_{i-j} + (q + r_s_bias)·s_ij`` (content, position and
@@ -58,7 +60,10 @@ from ...modules.fast_path import HeadReads, fast_path_enabled
 from ...modules.heads import (
     IGNORE_INDEX,
     check_class_labels,
+    choice_count,
     cross_entropy_or_zero,
+    flatten_choices,
+    multiple_choice_loss,
     sequence_classification_loss,
     span_extraction_loss,
     token_classification_loss,
@@ -74,8 +79,7 @@ from ...modules.masks import (
 from ...modules.memory import MemoryGenerationMixin, SegmentMemory
 from ...modules.norms import build_norm
 from ...modules.padding import bucket_rows
-from ...modules.relative_attention import KeyValuePrefix
-from ...modules.task_models import choice_count, flatten_choices, multiple_choice_loss
+from ...modules.relative_attention import KeyValuePrefix, relative_encodings, relative_shift
 from ...modules.tracing import is_tracing
 from ..modeling_base import VariantPreTrainedModel
 from .configuration_xlnet import XLNetConfig
@@ -102,46 +106,6 @@ class XLNetDropout(nn.Dropout):
         if self.training and self.p > 0.0 and uses_speed_path(self.config, inputs.device):
             return cpu_dropout(inputs, self.p, True)
         return F.dropout(inputs, self.p, self.training)
-
-
-# ---------------------------------------------------------------------------- relative positions
-# Transformer-XL's copy of these two functions lives in modules/relative_attention.py; XLNet's are
-# written out here so that its file shows its position scheme (same maths, same results).
-def sinusoids(distances: torch.Tensor, width: int) -> torch.Tensor:
-    """(R,) relative distances -> (R, width) encodings [sin(d w_k) | cos(d w_k)], w_k = 10000^(-2k/width)."""
-    inverse_frequency = 1.0 / torch.pow(10000, torch.arange(0, width, 2, device=distances.device).float() / width)
-    angles = distances[:, None] * inverse_frequency
-    return torch.cat([angles.sin(), angles.cos()], dim=-1)
-
-
-def relative_positional_encodings(
-    config: XLNetConfig, length: int, key_length: int, batch: int, device: torch.device
-) -> torch.Tensor:
-    """Sinusoids of the distances from ``key_length`` (the oldest memory key) down to -length + 1
-    (``attn_type="bi"``: later tokens too) or 0 (``"uni"``: the future is masked anyway), clamped
-    to [-clamp_len, clamp_len] when ``clamp_len`` > 0: (1, R, H). With ``bi_data`` (pretraining),
-    (B, R, H): the second half of the batch reads the distances negated (the sequence backwards)."""
-    end = -length if config.attn_type == "bi" else -1
-    forward_distances = torch.arange(key_length, end, -1, device=device).float()
-    directions = [forward_distances, -forward_distances] if config.bi_data else [forward_distances]
-    if config.clamp_len > 0:
-        directions = [d.clamp(-config.clamp_len, config.clamp_len) for d in directions]
-    encodings = [sinusoids(d, config.hidden_size)[None] for d in directions]
-    if not config.bi_data:
-        return encodings[0]
-    if batch % 2:
-        raise ValueError(f"bi_data splits the batch into a forward and a backward half: batch size {batch} is odd")
-    return torch.cat([e.expand(batch // 2, -1, -1) for e in encodings], dim=0)
-
-
-def relative_shift(scores: torch.Tensor, key_length: int) -> torch.Tensor:
-    """(B, h, T, R) scores against R relative encodings (distances from R - T down) -> (B, h, T, S
-    = key_length), entry (i, j) the score against distance (S - T + i) - j: row i moves left by
-    T - i (Transformer-XL's trick: view the matrix with its last two axes swapped, drop the first
-    row, view it back; no gather)."""
-    batch, heads, length, relative = scores.shape
-    shifted = scores.reshape(batch, heads, relative, length)[:, :, 1:]
-    return shifted.reshape(batch, heads, length, relative - 1)[..., :key_length]
 
 
 # ---------------------------------------------------------------------------- attention
@@ -466,10 +430,11 @@ class XLNetModel(XLNetPreTrainedModel):
             past_key_values: a transformers Cache holding P keys/values per layer, a
                 learned memory in front of ``mems`` (peft's prefix tuning; see KeyValuePrefix);
                 ``attention_mask`` may then cover P + T.
-            reads: what the caller reads of the output (:class:`~hf_variants.modules.fast_path.HeadReads`).
-                XLNet computes every position; only ``reads.padding`` (the caller reads states at
-                padding positions) matters, to the speed path (:class:`LengthBucketPath`), which
-                leaves zeros there.
+            reads: what the caller reads of the output (:class:`~hf_variants.modules.fast_path.HeadReads`):
+                ``reads.padding``, the caller reads states at padding positions (the speed path,
+                :class:`LengthBucketPath`, leaves zeros there); ``reads.summary_only``, it reads
+                each row's last real token alone (the summary heads): ``last_hidden_state`` is then
+                (B, 1, H), and the speed path runs the last layer on that position only.
             kwargs: ignored, as transformers' XLNetModel does, except ``position_ids`` (XLNet has
                 none: a ValueError).
         """
@@ -477,8 +442,12 @@ class XLNetModel(XLNetPreTrainedModel):
         if kwargs.get("position_ids") is not None:
             raise ValueError("XLNet has no position_ids: positions are relative")
         reads = reads or HeadReads()
-        if reads.positions is not None or reads.summary_only:
-            raise ValueError("XLNet computes every position: reads may only say whether padding positions are read")
+        if reads.positions is not None:
+            raise ValueError(
+                "XLNet computes every position: reads may not name positions (only padding / summary_only)"
+            )
+        if reads.summary_only and target_mapping is not None:
+            raise ValueError("reads.summary_only reads the content stream's summary token: pass no target_mapping")
         output_attentions = config.output_attentions if output_attentions is None else output_attentions
         output_hidden_states = config.output_hidden_states if output_hidden_states is None else output_hidden_states
         return_dict = config.return_dict if return_dict is None else return_dict
@@ -514,7 +483,8 @@ class XLNetModel(XLNetPreTrainedModel):
             use_mems or output_attentions or output_hidden_states,
             reads,
         ):
-            return _return(LENGTH_BUCKETS.encode(self, inputs_embeds, attention_mask, token_type_ids), return_dict)
+            encoded = LENGTH_BUCKETS.encode(self, inputs_embeds, attention_mask, token_type_ids, reads.summary_only)
+            return _return(encoded, return_dict)
 
         # 2. The memory of earlier segments: transformers' (M, B, H) per layer <-> SegmentMemory's (B, M, H).
         if mems is not None and (len(mems) == 0 or mems[0] is None):
@@ -543,7 +513,19 @@ class XLNetModel(XLNetPreTrainedModel):
             memory_mask=memory_mask,
         )
         different_segment = self.segment_differences(token_type_ids, memory_length, dtype)
-        encodings = relative_positional_encodings(config, length, memory_length + length, batch, device)
+        # Sinusoids of the distances i - j (Transformer-XL's, the one shared function): every
+        # distance from the oldest memory key down to -length + 1 ("bi") or 0 ("uni"), clamped to
+        # clamp_len; with bi_data the second half of the batch reads them negated (backwards).
+        encodings = relative_encodings(
+            length,
+            memory_length + length,
+            config.hidden_size,
+            bidirectional=config.attn_type == "bi",
+            clamp_len=config.clamp_len,
+            batch=batch,
+            both_directions=config.bi_data,
+            device=device,
+        )
         encodings = self.dropout(encodings.to(dtype))
 
         # 4. The two streams: h from the tokens, g from mask_emb at the positions predicted.
@@ -576,6 +558,8 @@ class XLNetModel(XLNetPreTrainedModel):
         if output_hidden_states:
             all_hidden.extend([content] if query_stream is None else [content, query_stream])
         output = self.dropout(content if query_stream is None else query_stream)
+        if reads.summary_only:  # the head reads each row's last real token (XLNet's <cls>) alone: (B, 1, H)
+            output = reads.select(output, summary_positions("last_real", attention_mask, batch, length, device))
         new_mems = tuple(m.transpose(0, 1) for m in memory.updated()) if use_mems else None
         result = XLNetBackboneOutput(
             last_hidden_state=output,
@@ -627,25 +611,77 @@ class LengthBucketPath:
         inputs_embeds: torch.Tensor,
         attention_mask: torch.Tensor,
         token_type_ids: torch.Tensor | None,
+        summary_only: bool,
     ) -> XLNetBackboneOutput:
-        """inputs_embeds (B, T, H), attention_mask (B, T) -> last_hidden_state (B, T, H), zeros at padding."""
+        """inputs_embeds (B, T, H), attention_mask (B, T) -> last_hidden_state (B, T, H), zeros at
+        padding; with ``summary_only``, (B, 1, H): the last position, each row's last real token
+        (:meth:`last_position_of_bucket`)."""
         batch, length, hidden = inputs_embeds.shape
         lengths = attention_mask.sum(dim=1).tolist()
-        output = inputs_embeds.new_zeros(batch, length, hidden)
+        output = inputs_embeds.new_zeros(batch, 1 if summary_only else length, hidden)
         for rows in bucket_rows(lengths):
             index = torch.tensor(rows, device=inputs_embeds.device)
             window = slice(length - max(lengths[row] for row in rows), length)
             mask = attention_mask[index, window]
+            bucket_types = None if token_type_ids is None else token_type_ids[index, window]
+            if summary_only:
+                output[index] = LengthBucketPath.last_position_of_bucket(
+                    model, inputs_embeds[index, window], mask, bucket_types
+                )
+                continue
             part = model(
                 inputs_embeds=inputs_embeds[index, window],
                 attention_mask=mask,
                 use_mems=False,
                 return_dict=True,
-                token_type_ids=None if token_type_ids is None else token_type_ids[index, window],
+                token_type_ids=bucket_types,
                 reads=HeadReads(padding=True),  # each bucket runs the plain padded forward
             ).last_hidden_state
             output[index, window] = part * mask[..., None].to(part.dtype)
         return XLNetBackboneOutput(last_hidden_state=output)
+
+    @staticmethod
+    def last_position_of_bucket(
+        model: XLNetModel,
+        inputs_embeds: torch.Tensor,
+        attention_mask: torch.Tensor,
+        token_type_ids: torch.Tensor | None,
+    ) -> torch.Tensor:
+        """One bucket's (n, T, H) embeddings, (n, T) mask (every row ends at T - 1) -> the last
+        layer's output at position T - 1, (n, 1, H): :meth:`XLNetModel.forward`'s content stream
+        for what :meth:`applies` admits (no memory, prefix, permutation or targets), except that
+        the last layer computes that one position. Its query reads every key: the states before
+        it enter the layer as a memory does (keys and values only, at the same distances, under
+        the same row of the mask), so the result is the plain forward's at T - 1 (to rounding)."""
+        config = model.config
+        batch, length = attention_mask.shape
+        device, dtype = inputs_embeds.device, inputs_embeds.dtype
+        content_bias, _ = two_stream_biases(
+            attention_mask, None, None, batch, length, 0, device, dtype, same_length=config.same_length
+        )
+        different_segment = model.segment_differences(token_type_ids, 0, dtype)
+        encodings = relative_encodings(
+            length, length, config.hidden_size, bidirectional=True, clamp_len=config.clamp_len, device=device
+        )
+        encodings = model.dropout(encodings.to(dtype))
+        content = model.dropout(inputs_embeds)
+        *lower_layers, last_layer = model.layers
+        for layer in lower_layers:
+            content = layer(content, None, None, encodings, different_segment, content_bias, None, None, None, False)[0]
+        last_row = lambda bias: None if bias is None else bias[:, :, -1:]  # (B or 1, 1, T, T) -> (.., 1, T)
+        content = last_layer(
+            content[:, -1:],
+            None,
+            content[:, :-1],  # as memory: keys and values of positions 0 .. T - 2
+            encodings,
+            last_row(different_segment),
+            last_row(content_bias),
+            None,
+            None,
+            None,
+            False,
+        )[0]
+        return model.dropout(content)
 
 
 LENGTH_BUCKETS = LengthBucketPath()
@@ -873,6 +909,9 @@ class XLNetForSequenceClassification(XLNetPreTrainedModel):
         """transformers' arguments (see :meth:`XLNetModel.forward`; inputs (B, T)); labels (B,)
         class ids, (B,) floats for regression or (B, num_labels) multi-hot. ``past_key_values``: a
         key/value prefix (peft's prefix tuning)."""
+        # The head reads <cls> alone (summary_type "last", the content stream): the speed path then
+        # runs the last layer on that position only.
+        summary_only = self.config.summary_type == "last" and target_mapping is None
         out = self.transformer(
             input_ids,
             attention_mask=attention_mask,
@@ -887,10 +926,12 @@ class XLNetForSequenceClassification(XLNetPreTrainedModel):
             output_hidden_states=output_hidden_states,
             return_dict=True,
             past_key_values=past_key_values,
-            reads=HeadReads(padding=self.config.summary_type != "last"),  # "first" / "mean" read padding
+            reads=HeadReads(padding=self.config.summary_type != "last", summary_only=summary_only),
             **kwargs,
         )
-        logits = self.classifier(summary_state(out.last_hidden_state, attention_mask, self.config.summary_type))
+        states = out.last_hidden_state
+        summary = states[:, 0] if summary_only else summary_state(states, attention_mask, self.config.summary_type)
+        logits = self.classifier(summary)
         loss = sequence_classification_loss(self.config, logits, labels) if labels is not None else None
         result = XLNetForSequenceClassificationOutput(
             loss=loss, logits=logits, mems=out.mems, hidden_states=out.hidden_states, attentions=out.attentions
@@ -1064,6 +1105,7 @@ class XLNetForMultipleChoice(XLNetPreTrainedModel):
         alike); labels (B,) the index of the right choice."""
         num_choices = choice_count(input_ids, inputs_embeds)
         attention_mask = flatten_choices(attention_mask)
+        summary_only = self.config.summary_type == "last" and target_mapping is None  # as the classifier
         out = self.transformer(
             flatten_choices(input_ids),
             attention_mask=attention_mask,
@@ -1078,10 +1120,11 @@ class XLNetForMultipleChoice(XLNetPreTrainedModel):
             output_hidden_states=output_hidden_states,
             return_dict=True,
             past_key_values=past_key_values,
-            reads=HeadReads(padding=self.config.summary_type != "last"),  # "first" / "mean" read padding
+            reads=HeadReads(padding=self.config.summary_type != "last", summary_only=summary_only),
             **kwargs,
         )
-        summary = summary_state(out.last_hidden_state, attention_mask, self.config.summary_type)
+        states = out.last_hidden_state
+        summary = states[:, 0] if summary_only else summary_state(states, attention_mask, self.config.summary_type)
         logits = self.classifier(summary).view(-1, num_choices)
         loss = multiple_choice_loss(logits, labels) if labels is not None else None
         result = XLNetForMultipleChoiceOutput(

@@ -75,6 +75,28 @@ def test_sequence_classification_training_step_equals_transformers(implementatio
         torch.testing.assert_close(ours_grads[name].grad, grad, atol=ATOL, rtol=0, msg=name)
 
 
+@pytest.mark.parametrize("implementation", ["eager", "sdpa"])
+def test_summary_heads_run_the_last_layer_on_the_summary_token_only(implementation):
+    """The classifier reads <cls> (the last position of a left-padded row) alone: on the speed
+    path each bucket's last layer computes that one position (the states before it enter as keys
+    and values only), with transformers' logits; the plain path computes every position."""
+    theirs, ours = pair("ForSequenceClassification", implementation)
+    inputs = left_padded()
+    first_layer = spy_on_layer_lengths(ours.transformer)
+    last_layer = []
+    ours.transformer.layers[-1].register_forward_hook(lambda module, args, out: last_layer.append(args[0].shape[1]))
+    with torch.no_grad():
+        expected = theirs.eval()(**inputs, use_mems=False).logits
+        got = ours.eval()(**inputs, use_mems=False).logits
+        ours.config.padding_free = False
+        plain = ours(**inputs, use_mems=False).logits
+    torch.testing.assert_close(got, expected, atol=ATOL, rtol=0)
+    torch.testing.assert_close(plain, expected, atol=ATOL, rtol=0)
+    buckets = len(first_layer) - 1  # the last call is the plain path's
+    assert buckets > 1 and last_layer[:buckets] == [1] * buckets  # one query position per bucket
+    assert last_layer[buckets:] == first_layer[buckets:] == [max(LENGTHS)]
+
+
 @pytest.mark.parametrize(
     "inputs",
     [
