@@ -42,11 +42,10 @@ from transformers.modeling_outputs import (
 from transformers.utils import ModelOutput
 
 from ...modules.attention import FusedQKVProjection, attention_function
-from ...modules.cache import check_cache_batch, check_cache_positions, output_cache, pick_cache, with_cache
-from ...modules.dropout import Dropout
+from ...modules.cache import CACHE_FIELD, FOREIGN_CACHE_NAMES, check_cache_batch, check_cache_positions, pick_cache
+from ...modules.dropout import make_dropout
 from ...modules.embeddings import check_index_range, check_not_empty, sinusoidal_table
-from ...modules.generation import finish_seq2seq, lm_loss, shift_tokens_right
-from ...modules.heads import IGNORE_INDEX, TiedDecoder
+from ...modules.heads import IGNORE_INDEX, TiedDecoder, finish_seq2seq, lm_loss, shift_tokens_right
 from ...modules.masks import check_key_mask, make_attention_bias
 from ...modules.norms import build_norm
 from ...modules.token_ids import CheckedGenerationMixin, check_token_id
@@ -116,7 +115,7 @@ class ScaledSinusoidalEmbeddings(nn.Module):
                 sinusoidal_table(config.max_position_embeddings, config.hidden_size, config.sinusoidal_layout),
                 persistent=False,
             )
-        self.dropout = Dropout(config.hidden_dropout_prob)
+        self.dropout = make_dropout(config.hidden_dropout_prob, config.padding_free)
 
     @property
     def scale(self) -> float:
@@ -159,7 +158,7 @@ class TransformerFFN(nn.Module):
             nn.Linear(config.hidden_size, config.intermediate_size, bias=config.use_bias) if config.gated_ffn else None
         )
         self.activation = ACT2FN[config.hidden_act]
-        self.inner_dropout = Dropout(config.ffn_dropout_prob)
+        self.inner_dropout = make_dropout(config.ffn_dropout_prob, config.padding_free)
         self.down = nn.Linear(config.intermediate_size, config.hidden_size, bias=config.use_bias)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
@@ -262,7 +261,7 @@ class TransformerLayer(GradientCheckpointingLayer):
             self.cross_attention = None
         self.ffn = TransformerFFN(config) if own_ffn else None
         self.ffn_norm = build_norm(*norm)
-        self.residual_dropout = Dropout(config.hidden_dropout_prob)
+        self.residual_dropout = make_dropout(config.hidden_dropout_prob, config.padding_free)
 
     def _residual(self, hidden_states: torch.Tensor, norm: nn.Module, sublayer) -> tuple[torch.Tensor, object]:
         """Post-LN: norm(x + dropout(f(x))); pre-LN: x + dropout(f(norm(x))). ``sublayer`` returns
@@ -410,6 +409,16 @@ def stack_config(config: OriginalTransformerConfig, is_decoder: bool) -> Origina
     return stack
 
 
+def _given_a_cache(cache: Cache | None, past_key_values: Cache | None, kwargs: dict) -> bool:
+    """Whether a forward was handed a cache under any name; only then does ``modules/cache.py``'s
+    ``pick_cache`` choose between them (a training forward never enters it)."""
+    return (
+        cache is not None
+        or past_key_values is not None
+        or any(kwargs.get(name) is not None for name in FOREIGN_CACHE_NAMES)
+    )
+
+
 class TransformerEncoder(OriginalTransformerPreTrainedModel):
     """The encoder stack (``config.is_decoder`` False): source ids (B, S) -> states (B, S, H).
     :class:`TransformerDecoder` is the same stack with causal self-attention, a cache and
@@ -541,12 +550,15 @@ class TransformerEncoder(OriginalTransformerPreTrainedModel):
             raise ValueError("this decoder attends to an encoder: pass encoder_hidden_states")
         if not config.is_decoder and encoder_hidden_states is not None:
             raise ValueError("encoder_hidden_states were given but this model has no cross-attention layers")
-        cache = self._prepare_cache(pick_cache(cache, past_key_values, kwargs), use_cache)
+        if _given_a_cache(cache, past_key_values, kwargs):
+            cache = pick_cache(cache, past_key_values, kwargs)  # one cache, under either name
+        cache = self._prepare_cache(cache, use_cache)
         past_length = 0
         if cache is not None:
             self_cache = cache.self_attention_cache if isinstance(cache, EncoderDecoderCache) else cache
             past_length = self_cache.get_seq_length()
-        check_cache_positions(kwargs.get("cache_position"), past_length, length)
+        if kwargs.get("cache_position") is not None:
+            check_cache_positions(kwargs["cache_position"], past_length, length)
         if past_length:
             check_cache_batch(cache, batch)
         check_key_mask(attention_mask, batch, length, past_length, like=" like input_ids")
@@ -575,7 +587,7 @@ class TransformerEncoder(OriginalTransformerPreTrainedModel):
         )
         output = BaseModelOutputWithPastAndCrossAttentions(
             last_hidden_state=hidden_states,
-            **with_cache(cache if config.is_decoder else None),
+            **{CACHE_FIELD: cache if config.is_decoder else None},  # the installed transformers' name (cache.py)
             hidden_states=all_hidden_states,
             attentions=all_attentions,
             cross_attentions=all_cross_attentions,
@@ -662,6 +674,8 @@ class TransformerModel(OriginalTransformerPreTrainedModel):
             encoder_outputs = BaseModelOutput(*encoder_outputs)
         if decoder_input_ids is None and decoder_inputs_embeds is None:
             raise ValueError("pass decoder_input_ids (or labels to a ...ForConditionalGeneration model)")
+        if _given_a_cache(cache, past_key_values, kwargs):
+            cache = pick_cache(cache, past_key_values, kwargs)  # one cache, under either name
         decoder_outputs = self.decoder(
             input_ids=decoder_input_ids,
             attention_mask=decoder_attention_mask,
@@ -669,7 +683,7 @@ class TransformerModel(OriginalTransformerPreTrainedModel):
             inputs_embeds=decoder_inputs_embeds,
             encoder_hidden_states=encoder_outputs.last_hidden_state,
             encoder_attention_mask=attention_mask,
-            cache=pick_cache(cache, past_key_values, kwargs),
+            cache=cache,
             use_cache=use_cache,
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
@@ -678,7 +692,7 @@ class TransformerModel(OriginalTransformerPreTrainedModel):
         )
         output = Seq2SeqModelOutput(
             last_hidden_state=decoder_outputs.last_hidden_state,
-            **with_cache(output_cache(decoder_outputs)),
+            **{CACHE_FIELD: getattr(decoder_outputs, CACHE_FIELD)},
             decoder_hidden_states=decoder_outputs.hidden_states,
             decoder_attentions=decoder_outputs.attentions,
             cross_attentions=decoder_outputs.cross_attentions,
@@ -759,7 +773,8 @@ class TransformerForConditionalGeneration(CheckedGenerationMixin, OriginalTransf
         nothing is predicted; without ``decoder_input_ids`` the decoder reads them shifted right.
         Returns Seq2SeqLMOutput: loss (mean token cross-entropy, label-smoothed), logits (B, T, V),
         the cache and the encoder output (reused by ``generate``)."""
-        past_key_values = pick_cache(cache, past_key_values, kwargs)
+        if _given_a_cache(cache, past_key_values, kwargs):
+            past_key_values = pick_cache(cache, past_key_values, kwargs)  # one cache, under either name
         if labels is not None:
             if use_cache is None and past_key_values is None:
                 use_cache = False  # training: no cache unless asked
