@@ -501,9 +501,13 @@ class T5Stack(T5PreTrainedModel):
     self-attention with a cache, cross-attention to the encoder states): embeddings -> the blocks,
     with the masks and the relative position bias computed once for all of them."""
 
-    def __init__(self, config: T5Config) -> None:
+    def __init__(self, config: T5Config, model_config: T5Config | None = None) -> None:
         super().__init__(config)
         self.config = config
+        # The config of the model this stack belongs to (``stack_config`` made ``config`` a copy of it):
+        # the speed plug-in's switch is read there at each call, so ``model.config.padding_free = False``
+        # selects the plain path (modules/fast_path.py).
+        self.model_config = config if model_config is None else model_config
         self.embeddings = T5Embeddings(config)
         self.encoder = T5Layers(config)  # named `encoder` in both stacks: the key map's names
         self.position_bias = T5RelativePositionBias(
@@ -543,9 +547,14 @@ class T5Stack(T5PreTrainedModel):
         asked that only the plain path gives (every layer's outputs, a key/value prefix, a 4-D mask,
         states at padding: ``reads.padding``); else None, the plain path. The decoder runs padded."""
         config = self.config
-        if not config.padding_free or config.is_decoder or attention_mask is None or attention_mask.dim() != 2:
+        if (
+            not self.model_config.padding_free
+            or config.is_decoder
+            or attention_mask is None
+            or attention_mask.dim() != 2
+        ):
             return None
-        fast_path = fast_path_for(config, device, needs_every_layer, cache is not None)
+        fast_path = fast_path_for(self.model_config, device, needs_every_layer, cache is not None)
         if fast_path is None:
             return None
         dtype = self.embeddings.word_embeddings.weight.dtype
@@ -697,7 +706,7 @@ class T5Model(T5PreTrainedModel):
     def __init__(self, config: T5Config) -> None:
         super().__init__(config)
         self.config = config
-        self.encoder = T5Stack(stack_config(config, is_decoder=False))
+        self.encoder = T5Stack(stack_config(config, is_decoder=False), config)
         self.decoder = T5Stack(stack_config(config, is_decoder=True))
         self.decoder.set_input_embeddings(self.encoder.get_input_embeddings())
         self.post_init()
@@ -910,7 +919,7 @@ class T5EncoderModel(T5PreTrainedModel):
 
     def __init__(self, config: T5Config, add_pooling_layer: bool = False) -> None:
         super().__init__(config)
-        self.encoder = T5Stack(stack_config(config, is_decoder=False))
+        self.encoder = T5Stack(stack_config(config, is_decoder=False), config)
         self.post_init()
 
     def get_input_embeddings(self) -> nn.Embedding:

@@ -421,9 +421,15 @@ class TransformerEncoder(OriginalTransformerPreTrainedModel):
     :class:`TransformerDecoder` is the same stack with causal self-attention, a cache and
     cross-attention to the encoder states: embeddings -> the masks (once for every layer) -> the layers."""
 
-    def __init__(self, config: OriginalTransformerConfig) -> None:
+    def __init__(
+        self, config: OriginalTransformerConfig, model_config: OriginalTransformerConfig | None = None
+    ) -> None:
         super().__init__(config)
         self.config = config
+        # The config of the model this stack belongs to (``stack_config`` made ``config`` a copy of it):
+        # the speed plug-in's switch is read there at each call, so ``model.config.padding_free = False``
+        # selects the plain path (modules/fast_path.py).
+        self.model_config = config if model_config is None else model_config
         self.embeddings = ScaledSinusoidalEmbeddings(config)
         self.encoder = TransformerLayers(config)  # named `encoder` in both stacks: the key map's names
         self.post_init()
@@ -456,9 +462,9 @@ class TransformerEncoder(OriginalTransformerPreTrainedModel):
         asked that only the plain path gives (every layer's outputs, a key/value prefix); else None,
         the plain path. The decoder runs padded."""
         config = self.config
-        if not config.padding_free or config.is_decoder or attention_mask is None:
+        if not self.model_config.padding_free or config.is_decoder or attention_mask is None:
             return None
-        fast_path = fast_path_for(config, device, needs_every_layer, cache is not None)
+        fast_path = fast_path_for(self.model_config, device, needs_every_layer, cache is not None)
         if fast_path is None:
             return None
         dtype = self.embeddings.word_embeddings.weight.dtype
@@ -609,7 +615,7 @@ class TransformerModel(OriginalTransformerPreTrainedModel):
     def __init__(self, config: OriginalTransformerConfig) -> None:
         super().__init__(config)
         self.config = config
-        self.encoder = TransformerEncoder(stack_config(config, is_decoder=False))
+        self.encoder = TransformerEncoder(stack_config(config, is_decoder=False), config)
         self.decoder = TransformerDecoder(stack_config(config, is_decoder=True))
         self.decoder.set_input_embeddings(self.encoder.get_input_embeddings())
         self.post_init()
