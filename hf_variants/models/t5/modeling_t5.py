@@ -7,9 +7,10 @@ The architecture, top to bottom in the order data flows (the order of transforme
 :class:`T5FFN` (v1.0's ReLU ``DenseActDense``, v1.1's gated-GELU
 ``DenseGatedActDense``) -> :func:`relative_position_bucket` and :class:`T5RelativePositionBias`
 (one learned scalar per bucket and head, computed once per stack and forward, shared by every
-layer's self-attention) -> :class:`T5Attention` (no 1/sqrt(d) score scale; self-attention appends to
-the decoder's cache, cross-attention stores the encoder's keys/values in it once) ->
-:class:`T5Block` (pre-norm residuals: self-attention, cross-attention in the decoder, FFN) ->
+layer's self-attention) -> :class:`T5Attention` (self-attention, no 1/sqrt(d) score scale; it appends
+to the decoder's cache) -> :class:`T5Block` (pre-norm residuals: self-attention, in the decoder the
+shared :class:`~hf_variants.modules.attention.CrossAttention`, which keeps the encoder's projected
+keys/values in the cache once, FFN) ->
 :class:`T5Layers` (the blocks, a final norm and dropout) -> :class:`T5Stack` (the embeddings, the
 masks and position bias, the blocks: the encoder or the decoder) -> :class:`T5Model` -> the heads:
 :class:`T5ForConditionalGeneration` (text-to-text and span-corruption pretraining, ``generate()``),
@@ -21,10 +22,14 @@ Submodule names are those of the key map (``weights.py``): a stack's blocks sit 
 transformers' ``q, k, v`` / ``k, v`` stacked, and each stack's ``position_bias`` is transformers'
 ``block.0.layer.0.SelfAttention.relative_attention_bias``.
 
-This file runs the plain PyTorch path on every device: T5 takes no padding-free layout. Of the
-speed plug-in, ``config.padding_free`` (default on) chooses only the dropout kernel when the model is
-built (``modules/dropout.py``'s uniform-mask CPU kernel; torch's ``nn.Dropout`` with it off); see
-docs/architecture.md, "Reading a variant".
+Speed is a plug-in (``modules/fast_path.py``): with ``config.padding_free`` (default on) and CPU
+inputs, the encoder stack runs on the real tokens alone (packed: embeddings, projections, FFN and
+norms on (N, H)); its self-attention re-pads them around the kernel, where the relative position
+bias is defined (``attention.packed_biased_self_attention``), and the encoder's output is re-padded
+with zeros at padding, which the decoder's cross-attention masks. The decoder runs padded. The
+switch also selects the CPU kernels when the model is built (``modules/dropout.py``'s uniform-mask
+dropout); results are identical. With ``config.padding_free = False`` the plain path is all that
+runs; see docs/architecture.md, "Reading a variant".
 """
 
 from __future__ import annotations

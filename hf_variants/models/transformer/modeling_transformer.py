@@ -5,10 +5,10 @@ The architecture, top to bottom in the order data flows (the order of transforme
 ``modeling_marian.py``, its counterpart): :class:`ScaledWordEmbedding` (the shared table, looked up
 x sqrt(d_model), sec. 3.4) and :class:`ScaledSinusoidalEmbeddings` (+ fixed sin/cos positions
 0..T-1 whatever the padding, Marian's convention; dropout; no LayerNorm) -> :class:`TransformerFFN`
-(ReLU) -> :class:`TransformerAttention` (scaled dot-product attention; self-attention appends to the
-decoder's cache, cross-attention stores the encoder's keys/values in it once) ->
-:class:`TransformerLayer` (post-LN: x = LayerNorm(x + Dropout(Sublayer(x))) for self-attention,
-cross-attention in the decoder, FFN) -> :class:`TransformerLayers` (the layers) ->
+(ReLU) -> :class:`TransformerAttention` (scaled dot-product self-attention; it appends to the
+decoder's cache) -> :class:`TransformerLayer` (post-LN: x = LayerNorm(x + Dropout(Sublayer(x))) for
+self-attention, in the decoder the shared :class:`~hf_variants.modules.attention.CrossAttention`,
+which keeps the encoder's projected keys/values in the cache once, FFN) -> :class:`TransformerLayers` (the layers) ->
 :class:`TransformerEncoder` / :class:`TransformerDecoder` (the embeddings, the masks, the layers) ->
 :class:`TransformerModel` -> :class:`TransformerForConditionalGeneration` (label-smoothed
 cross-entropy, sec. 5.4, ``config.label_smoothing``; ``generate()``). The warm-up schedule is in
@@ -18,8 +18,13 @@ Submodule names are those of the key map (``weights.py``): a stack's layers sit 
 ``<stack>.encoder.layers`` in both stacks; the fused ``qkv`` / ``key_value`` projections are
 Marian's ``q, k, v`` / ``k, v`` stacked.
 
-This file runs the plain PyTorch path on every device: the Transformer takes no padding-free
-plug-in (``config.padding_free`` has no effect here; see docs/architecture.md, "Reading a variant").
+Speed is a plug-in (``modules/fast_path.py``): with ``config.padding_free`` (default on) and CPU
+inputs, the encoder stack runs on the real tokens alone (packed; self-attention re-pads each length
+bucket only, ``attention.packed_self_attention``) and its output is re-padded with zeros at padding,
+which the decoder's cross-attention masks; the decoder runs padded. The switch also selects the
+CPU kernels when the model is built (``modules/dropout.py``'s uniform-mask dropout); results are
+identical. With ``config.padding_free = False`` the plain path is all that runs; see
+docs/architecture.md, "Reading a variant".
 """
 
 from __future__ import annotations
