@@ -450,6 +450,8 @@ class TransformerEncoder(OriginalTransformerPreTrainedModel):
         the decoder's (a new ``EncoderDecoderCache`` when ``use_cache``, default ``config.use_cache``),
         or the key/value prefix an encoder reads (peft's prefix tuning)."""
         use_cache = self.config.use_cache if use_cache is None else use_cache
+        if cache is None and not use_cache:  # nothing to read or to keep (a training forward)
+            return None
         checkpointing = self.training and self.is_activation_checkpointing
         return encoder_decoder_cache(cache, use_cache, self.config.is_decoder, checkpointing, self.encoder.num_layers)
 
@@ -462,12 +464,12 @@ class TransformerEncoder(OriginalTransformerPreTrainedModel):
         needs_every_layer: bool,
         cache: Cache | None,
     ) -> BatchLayout | None:
-        """The speed plug-in's layout for the encoder (``modules/fast_path.py``): packed when the
-        switch is on, the inputs on CPU, the (B, T) mask pads enough of the batch, and nothing is
+        """The speed plug-in's layout for the encoder (``modules/fast_path.py``, asked with the switch
+        on): packed when the inputs are on CPU, the (B, T) mask pads enough of the batch, and nothing is
         asked that only the plain path gives (every layer's outputs, a key/value prefix); else None,
         the plain path. The decoder runs padded."""
         config = self.config
-        if not self.model_config.padding_free or config.is_decoder or attention_mask is None:
+        if config.is_decoder or attention_mask is None:
             return None
         fast_path = fast_path_for(self.model_config, device, needs_every_layer, cache is not None)
         if fast_path is None:
@@ -567,7 +569,9 @@ class TransformerEncoder(OriginalTransformerPreTrainedModel):
         # Embeddings, the masks (once for every layer), then the layers. With the speed plug-in the
         # encoder runs on the real tokens alone (packed, modules/fast_path.py).
         needs_every_layer = output_attentions or output_hidden_states
-        layout = self._packed_layout(attention_mask, batch, length, main.device, needs_every_layer, cache)
+        layout = None
+        if self.model_config.padding_free:  # the speed plug-in's rule (modules/fast_path.py)
+            layout = self._packed_layout(attention_mask, batch, length, main.device, needs_every_layer, cache)
         if layout is not None:
             hidden_states = self.embeddings(
                 layout.to_packed(input_ids), layout.to_packed(position_ids), layout.to_packed(inputs_embeds)
