@@ -660,7 +660,10 @@ class T5Stack(T5PreTrainedModel):
 
         # Embeddings, the masks and the position bias (once for every block), then the blocks. With
         # the speed plug-in the encoder runs on the real tokens alone (packed, modules/fast_path.py).
-        needs_every_layer = output_attentions or output_hidden_states
+        # Checkpointed blocks make only positional tensors inputs of the checkpoint: the packed layout
+        # hands its position bias (which carries gradient) inside PackedWithBias, so such a step runs padded.
+        checkpointing = self.training and self.is_activation_checkpointing
+        needs_every_layer = output_attentions or output_hidden_states or checkpointing
         layout = None
         if self.model_config.padding_free:  # the speed plug-in's rule (modules/fast_path.py)
             layout = self._packed_layout(attention_mask, batch, length, main.device, needs_every_layer, cache, reads)
