@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from .dropout import Dropout
-from .inputs import check_batch_shape, check_index_range, check_not_empty, check_token_id
+from .inputs import check_index_range, check_token_id
 
 POSITION_EMBEDDING_TYPES = ("learned", "sinusoidal", "none")
 
@@ -33,24 +33,6 @@ def sinusoidal_table(num_positions: int, dim: int, layout: str = "interleaved") 
     table[:, 0::2] = sines
     table[:, 1::2] = cosines
     return table.float()
-
-
-def embed_token_ids(
-    word_embeddings: nn.Module, input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None, hidden_size: int
-) -> torch.Tensor:
-    """The (B, T, H) input of a model whose embedding is the word table alone (positions enter
-    through relative attention: Transformer-XL, XLNet): exactly one of ``input_ids`` (B, T), checked
-    against the table's ``num_embeddings``, or ``inputs_embeds`` (B, T, H); ValueError otherwise."""
-    if (input_ids is None) == (inputs_embeds is None):
-        raise ValueError("pass exactly one of input_ids and inputs_embeds")
-    if input_ids is not None:
-        check_batch_shape("input_ids", input_ids)
-        check_index_range(input_ids, word_embeddings.num_embeddings, "input_ids", "vocab_size")
-        return word_embeddings(input_ids)
-    if inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != hidden_size:
-        raise ValueError(f"inputs_embeds must be (batch, length, {hidden_size}), got {tuple(inputs_embeds.shape)}")
-    check_not_empty("inputs_embeds", tuple(inputs_embeds.shape), *inputs_embeds.shape[:2])
-    return inputs_embeds
 
 
 class TransformerEmbeddings(nn.Module):

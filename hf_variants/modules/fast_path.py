@@ -31,9 +31,18 @@ name and packed like the ids; ``zeroes_padding_states = True`` on the model (XLM
 are exactly zero at padding positions after the embeddings and every layer when a batch runs padded.
 Attention is causal where ``config.is_decoder`` (GPT: ``models/gpt/modeling_gpt.py``); a causal
 stack computes every position (``HeadReads.positions`` / ``summary_only`` do not shorten it).
+
+An encoder-decoder's encoder stack (T5, the original Transformer) runs its own layers and asks the
+strategy only for the layout (:meth:`PaddingFreePath.plan_stack`): it packs its inputs with
+``layout.to_packed``, hands self-attention ``layout.unpadded`` (the bucketed kernel) or, where
+attention adds a bias defined per (query, key) position of the padded batch (T5's relative
+position bias), a :class:`PackedWithBias` (re-padded around the kernel), and re-pads its output
+with ``layout.to_padded`` (zeros at padding, which the decoder's cross-attention masks).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 
@@ -42,9 +51,28 @@ import torch
 from .heads import HeadReads, summarize
 from .layout import BatchLayout
 from .masks import gather_positions, reads_a_padding_position, summary_positions
+from .padding import UnpaddedBatch
 from .tracing import is_tracing
 
-__all__ = ["HeadReads", "PaddingFreePath", "PADDING_FREE_PATH", "fast_path_enabled", "fast_path_for"]
+__all__ = [
+    "HeadReads",
+    "PackedWithBias",
+    "PaddingFreePath",
+    "PADDING_FREE_PATH",
+    "fast_path_enabled",
+    "fast_path_for",
+]
+
+
+@dataclass(frozen=True)
+class PackedWithBias:
+    """The packed layout as a self-attention with a bias in padded coordinates sees it (T5's
+    relative position bias): its inputs are the (total_tokens, H) real tokens of ``unpadded``, and
+    ``attention_bias`` (B | 1, heads, T, T) is the padded batch's additive bias, padding included,
+    added after re-padding around the kernel (``attention.packed_biased_self_attention``)."""
+
+    unpadded: UnpaddedBatch
+    attention_bias: torch.Tensor
 
 
 class PaddingFreePath:
@@ -97,6 +125,17 @@ class PaddingFreePath:
             model, attention_mask, batch, length, embedding_output.dtype, embedding_output.device, reads
         )
         return self._layers_and_pooler(model, layout.to_packed(embedding_output), layout, summary, attention_mask)
+
+    @staticmethod
+    def plan_stack(
+        attention_mask: torch.Tensor | None, batch: int, length: int, dtype: torch.dtype, reads: HeadReads
+    ) -> BatchLayout:
+        """The layout of a stack that runs its own layers (an encoder-decoder's encoder): packed
+        when exact and worth it (a (B, T) keep-mask with enough padding, no reader of a padding
+        position: ``reads.padding``), else padded (``layout.packed`` False: the stack runs as on
+        the plain path). ``layout.to_packed`` / ``layout.unpadded`` / ``layout.to_padded`` are what
+        the stack uses (see the module docstring)."""
+        return BatchLayout.plan(attention_mask, batch, length, dtype, padding_free=True, reads_padding=reads.padding)
 
     @staticmethod
     def _plan(

@@ -1,5 +1,6 @@
-"""What a forward is handed, checked once: batch shapes, ids inside their tables, and the one
-cache under either of its names.
+"""What a forward is handed, checked once: batch shapes, ids inside their tables, the one
+cache under either of its names, and the word-table input of the relative-position models
+(:func:`embed_token_ids`).
 
 Every model's forward runs these before it reads a shape or an id, so that bad input is a
 ValueError naming the argument instead of an IndexError or a shape error deep inside torch.
@@ -21,6 +22,7 @@ from __future__ import annotations
 import warnings
 
 import torch
+from torch import nn
 from transformers.cache_utils import Cache
 
 from .cache import CACHE_FIELD
@@ -97,3 +99,21 @@ def check_index_range(ids: torch.Tensor, size: int, what: str, size_name: str) -
     if low < 0 or high >= size:
         bad = low if low < 0 else high
         raise ValueError(f"{what} contains id {bad}, outside the valid range [0, {size}) ({size_name}={size})")
+
+
+def embed_token_ids(
+    word_embeddings: nn.Module, input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None, hidden_size: int
+) -> torch.Tensor:
+    """The (B, T, H) input of a model whose embedding is the word table alone (positions enter
+    through relative attention: Transformer-XL, XLNet): exactly one of ``input_ids`` (B, T), checked
+    against the table's ``num_embeddings``, or ``inputs_embeds`` (B, T, H); ValueError otherwise."""
+    if (input_ids is None) == (inputs_embeds is None):
+        raise ValueError("pass exactly one of input_ids and inputs_embeds")
+    if input_ids is not None:
+        check_batch_shape("input_ids", input_ids)
+        check_index_range(input_ids, word_embeddings.num_embeddings, "input_ids", "vocab_size")
+        return word_embeddings(input_ids)
+    if inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != hidden_size:
+        raise ValueError(f"inputs_embeds must be (batch, length, {hidden_size}), got {tuple(inputs_embeds.shape)}")
+    check_not_empty("inputs_embeds", tuple(inputs_embeds.shape), *inputs_embeds.shape[:2])
+    return inputs_embeds

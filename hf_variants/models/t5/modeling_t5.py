@@ -7,9 +7,10 @@ The architecture, top to bottom in the order data flows (the order of transforme
 :class:`T5FFN` (v1.0's ReLU ``DenseActDense``, v1.1's gated-GELU
 ``DenseGatedActDense``) -> :func:`relative_position_bucket` and :class:`T5RelativePositionBias`
 (one learned scalar per bucket and head, computed once per stack and forward, shared by every
-layer's self-attention) -> :class:`T5Attention` (no 1/sqrt(d) score scale; self-attention appends to
-the decoder's cache, cross-attention stores the encoder's keys/values in it once) ->
-:class:`T5Block` (pre-norm residuals: self-attention, cross-attention in the decoder, FFN) ->
+layer's self-attention) -> :class:`T5Attention` (self-attention, no 1/sqrt(d) score scale; it appends
+to the decoder's cache) -> :class:`T5Block` (pre-norm residuals: self-attention, in the decoder the
+shared :class:`~hf_variants.modules.attention.CrossAttention`, which keeps the encoder's projected
+keys/values in the cache once, FFN) ->
 :class:`T5Layers` (the blocks, a final norm and dropout) -> :class:`T5Stack` (the embeddings, the
 masks and position bias, the blocks: the encoder or the decoder) -> :class:`T5Model` -> the heads:
 :class:`T5ForConditionalGeneration` (text-to-text and span-corruption pretraining, ``generate()``),
@@ -21,11 +22,14 @@ Submodule names are those of the key map (``weights.py``): a stack's blocks sit 
 transformers' ``q, k, v`` / ``k, v`` stacked, and each stack's ``position_bias`` is transformers'
 ``block.0.layer.0.SelfAttention.relative_attention_bias``.
 
-This file runs the plain PyTorch path on every device: T5 takes no padding-free layout. Of the
-speed plug-in, ``config.padding_free`` (default on) chooses only the CPU kernels when the model is
-built: the dropout (``modules/dropout.py``'s uniform-mask CPU kernel; torch's ``nn.Dropout`` with it
-off) and the tied LM head (``modules/heads.py``'s ``TiedDecoder``; ``nn.Linear`` with it off); see
-docs/architecture.md, "Reading a variant".
+Speed is a plug-in (``modules/fast_path.py``): with ``config.padding_free`` (default on) and CPU
+inputs, the encoder stack runs on the real tokens alone (packed: embeddings, projections, FFN and
+norms on (N, H)); its self-attention re-pads them around the kernel, where the relative position
+bias is defined (``attention.packed_biased_self_attention``), and the encoder's output is re-padded
+with zeros at padding, which the decoder's cross-attention masks. The decoder runs padded. The
+switch also selects the CPU kernels when the model is built (``modules/dropout.py``'s uniform-mask
+dropout, ``modules/heads.py``'s ``TiedDecoder`` for the LM head); results are identical. With ``config.padding_free = False`` the plain path is all that
+runs; see docs/architecture.md, "Reading a variant".
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from torch import nn
 from transformers import GenerationMixin
 from transformers import initialization as init
 from transformers.activations import ACT2FN
-from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache
+from transformers.cache_utils import Cache, EncoderDecoderCache
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import (
     BaseModelOutput,
@@ -51,11 +55,20 @@ from transformers.modeling_outputs import (
 )
 from transformers.utils import ModelOutput
 
-from ...modules.attention import FusedQKVProjection, attention_function
+from ...modules.attention import (
+    CrossAttention,
+    FusedQKVProjection,
+    attention_function,
+    encoder_decoder_cache,
+    fast_attention_function,
+    packed_biased_self_attention,
+)
 from ...modules.cache import CACHE_FIELD, check_cache_batch, check_cache_positions
 from ...modules.dropout import make_dropout
+from ...modules.fast_path import PackedWithBias, fast_path_for
 from ...modules.heads import (
     IGNORE_INDEX,
+    HeadReads,
     SummaryClassifier,
     finish_seq2seq,
     lm_loss,
@@ -66,7 +79,8 @@ from ...modules.heads import (
     token_classification_loss,
 )
 from ...modules.inputs import check_batch_shape, check_index_range, check_not_empty, check_token_id, pick_cache
-from ...modules.masks import check_key_mask, custom_attention_bias, make_attention_bias
+from ...modules.layout import BatchLayout
+from ...modules.masks import check_key_mask, custom_attention_bias, make_attention_bias, targets_at_padding
 from ...modules.norms import build_norm
 from ...modules.token_ids import CheckedGenerationMixin
 from ...modules.tracing import is_tracing
@@ -218,19 +232,17 @@ class T5RelativePositionBias(nn.Module):
 
 # ----------------------------------------------------------------------------- attention
 class T5Attention(nn.Module):
-    """Multi-head attention without the 1/sqrt(d) score scale (``config.attention_scale`` 1.0: T5
-    folds it into the query init). Self-attention (fused ``qkv``) or cross-attention (``query`` from
-    the decoder, fused ``key_value`` from the encoder). (B, T, H) -> (B, T, H).
+    """Multi-head self-attention without the 1/sqrt(d) score scale (``config.attention_scale`` 1.0:
+    T5 folds it into the query init); fused ``qkv`` projection. (B, T, H) -> (B, T, H). The decoder's
+    attention over the encoder states is the shared :class:`~hf_variants.modules.attention.CrossAttention`.
 
-    The cache state lives here, read and written at ``layer_idx`` of a transformers Cache:
-    self-attention appends this call's keys/values (the decoder's ``EncoderDecoderCache``
-    self-attention half, or an encoder's key/value prefix for prefix tuning) and attends over all
-    of them; cross-attention projects the encoder states once and keeps them in the cache's
-    cross-attention half for the later generation steps."""
+    The cache state lives here, read and written at ``layer_idx`` of a transformers Cache: this
+    call's keys/values are appended (the decoder's ``EncoderDecoderCache`` self-attention half, or an
+    encoder's key/value prefix for prefix tuning) and attended over with all earlier ones."""
 
     adapter_role = "attention"  # peft's default targets: its input projections (integrations/peft_targets.py)
 
-    def __init__(self, config: T5Config, is_cross_attention: bool = False) -> None:
+    def __init__(self, config: T5Config) -> None:
         super().__init__()
         self.config = config  # attn_implementation is read at each call: it may be switched at run time
         self.num_heads = config.num_attention_heads
@@ -238,12 +250,9 @@ class T5Attention(nn.Module):
         self.inner_size = self.num_heads * self.head_dim
         self.scale = config.attention_scale if config.attention_scale is not None else 1.0 / math.sqrt(self.head_dim)
         self.dropout_prob = config.attention_probs_dropout_prob
-        self.is_cross_attention = is_cross_attention
-        if is_cross_attention:
-            self.query = nn.Linear(config.hidden_size, self.inner_size, bias=config.use_bias)
-            self.key_value = nn.Linear(config.hidden_size, 2 * self.inner_size, bias=config.use_bias)
-        else:
-            self.qkv = FusedQKVProjection(config.hidden_size, 3 * self.inner_size, bias=config.use_bias)
+        # The speed plug-in's CPU dropout kernel on the probabilities (modules/attention.py), chosen at build.
+        self.attend = fast_attention_function if config.padding_free else attention_function
+        self.qkv = FusedQKVProjection(config.hidden_size, 3 * self.inner_size, bias=config.use_bias)
         self.out = nn.Linear(self.inner_size, config.hidden_size, bias=config.use_bias)
 
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
@@ -253,35 +262,28 @@ class T5Attention(nn.Module):
     def forward(
         self,
         hidden_states: torch.Tensor,
-        attention_bias: torch.Tensor | None,
-        key_value_states: torch.Tensor | None = None,
+        attention_bias: torch.Tensor | PackedWithBias | None,
         cache: Cache | None = None,
         layer_idx: int = 0,
         output_attentions: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Attend. ``attention_bias``: additive, broadcastable to (B, heads, T, S): the self-attention's
-        position bias + padding + causal mask, or the cross-attention's (B, 1, 1, S) source padding.
-        ``key_value_states`` (B, S, H): the encoder states (cross-attention). Returns (output (B, T, H),
-        attention probabilities (B, heads, T, S) if asked, else None)."""
-        if self.is_cross_attention:
-            query = self._split_heads(self.query(hidden_states))
-            cross_cache = cache if isinstance(cache, EncoderDecoderCache) else None
-            if cross_cache is not None and cross_cache.is_updated.get(layer_idx):
-                stored = cross_cache.cross_attention_cache.layers[layer_idx]  # projected on the first step
-                key, value = stored.keys, stored.values
-            else:
-                key, value = (self._split_heads(x) for x in self.key_value(key_value_states).chunk(2, dim=-1))
-                if cross_cache is not None:
-                    key, value = cross_cache.cross_attention_cache.update(key, value, layer_idx)
-                    cross_cache.is_updated[layer_idx] = True
-        else:
-            query, key, value = (self._split_heads(x) for x in self.qkv(hidden_states).chunk(3, dim=-1))
-            if cache is not None:  # earlier steps' (or a prefix's) keys and values come first
-                self_cache = cache.self_attention_cache if isinstance(cache, EncoderDecoderCache) else cache
-                key, value = self_cache.update(key, value, layer_idx)
+        """Attend. ``attention_bias``: additive, broadcastable to (B, heads, T, S): the position bias
+        + padding + causal mask; or the fast path's packed batch with that bias in padded
+        coordinates (``hidden_states`` are then (N, H), modules/fast_path.py). Returns (output
+        (B, T, H) or (N, H), attention probabilities (B, heads, T, S) if asked, else None)."""
         dropout = self.dropout_prob if self.training else 0.0
         backend = "eager" if output_attentions or self.config._attn_implementation == "eager" else "sdpa"
-        context, probs = attention_function(query, key, value, attention_bias, False, dropout, self.scale, backend)
+        if isinstance(attention_bias, PackedWithBias):  # the padding-free fast path: re-padded around the kernel
+            packed = attention_bias
+            context = packed_biased_self_attention(
+                self.qkv(hidden_states), packed.unpadded, packed.attention_bias, self.num_heads, self.scale, dropout
+            )
+            return self.out(context), None
+        query, key, value = (self._split_heads(x) for x in self.qkv(hidden_states).chunk(3, dim=-1))
+        if cache is not None:  # earlier steps' (or a prefix's) keys and values come first
+            self_cache = cache.self_attention_cache if isinstance(cache, EncoderDecoderCache) else cache
+            key, value = self_cache.update(key, value, layer_idx)
+        context, probs = self.attend(query, key, value, attention_bias, False, dropout, self.scale, backend)
         batch, _, length, _ = context.shape
         context = context.transpose(1, 2)
         if torch.compiler.is_exporting():
@@ -304,7 +306,7 @@ class T5Block(GradientCheckpointingLayer):
         self.attention = T5Attention(config) if own_attention else None
         self.attention_norm = t5_norm(config)
         if config.is_decoder:
-            self.cross_attention = T5Attention(config, is_cross_attention=True)
+            self.cross_attention = CrossAttention(config)  # the shared block (modules/attention.py)
             self.cross_attention_norm = t5_norm(config)
         else:
             self.cross_attention = None
@@ -331,15 +333,15 @@ class T5Block(GradientCheckpointingLayer):
         attention = shared_attention or self.attention
         ffn = shared_ffn or self.ffn
         attention_output, probs = attention(
-            self.attention_norm(hidden_states), attention_bias, None, cache, layer_idx, output_attentions
+            self.attention_norm(hidden_states), attention_bias, cache, layer_idx, output_attentions
         )
         hidden_states = hidden_states + self.residual_dropout(attention_output)
         cross_probs = None
         if self.cross_attention is not None:
             cross_output, cross_probs = self.cross_attention(
                 self.cross_attention_norm(hidden_states),
-                encoder_attention_bias,
                 encoder_hidden_states,
+                encoder_attention_bias,
                 cache,
                 layer_idx,
                 output_attentions,
@@ -448,12 +450,13 @@ class T5PreTrainedModel(VariantPreTrainedModel):
         elif isinstance(module, T5RelativePositionBias):
             init.normal_(module.embedding.weight, 0.0, factor * hidden**-0.5)
         elif isinstance(module, T5Attention):
-            if module.is_cross_attention:
-                init.normal_(module.query.weight, 0.0, query_std)
-                init.normal_(module.key_value.weight, 0.0, key_value_std)
-            elif not getattr(module.qkv.weight, "_is_hf_initialized", False):  # (row blocks are views: no flag)
+            if not getattr(module.qkv.weight, "_is_hf_initialized", False):  # (row blocks are views: no flag)
                 for rows, std in zip(module.qkv.weight.split(inner), (query_std, key_value_std, key_value_std)):
                     rows.normal_(0.0, std)
+            init.normal_(module.out.weight, 0.0, factor * inner**-0.5)
+        elif isinstance(module, CrossAttention):
+            init.normal_(module.query.weight, 0.0, query_std)
+            init.normal_(module.key_value.weight, 0.0, key_value_std)
             init.normal_(module.out.weight, 0.0, factor * inner**-0.5)
         elif isinstance(module, T5FFN):
             for projection in (module.up, module.gate):
@@ -493,9 +496,13 @@ class T5Stack(T5PreTrainedModel):
     self-attention with a cache, cross-attention to the encoder states): embeddings -> the blocks,
     with the masks and the relative position bias computed once for all of them."""
 
-    def __init__(self, config: T5Config) -> None:
+    def __init__(self, config: T5Config, model_config: T5Config | None = None) -> None:
         super().__init__(config)
         self.config = config
+        # The config of the model this stack belongs to (``stack_config`` made ``config`` a copy of it):
+        # the speed plug-in's switch is read there at each call, so ``model.config.padding_free = False``
+        # selects the plain path (modules/fast_path.py).
+        self.model_config = config if model_config is None else model_config
         self.embeddings = T5Embeddings(config)
         self.encoder = T5Layers(config)  # named `encoder` in both stacks: the key map's names
         self.position_bias = T5RelativePositionBias(
@@ -513,59 +520,58 @@ class T5Stack(T5PreTrainedModel):
         self.embeddings.word_embeddings = value
 
     def _prepare_cache(self, cache: Cache | None, use_cache: bool | None) -> Cache | None:
-        """The cache this call reads and extends. The decoder: the caller's, or a new one when
-        ``use_cache`` (default ``config.use_cache``), an ``EncoderDecoderCache`` whose second half
-        keeps the encoder's keys/values. The encoder keeps none between calls (``use_cache`` is
-        ignored, as transformers' encoders ignore it), but reads one holding a key/value prefix
-        (peft's prefix tuning: every query also attends to those P positions)."""
-        if cache is not None and not isinstance(cache, Cache):
-            raise ValueError(
-                f"past_key_values must be a transformers Cache (DynamicCache / EncoderDecoderCache), got "
-                f"{type(cache).__name__}; tuples of tensors are not supported"
-            )
-        if not self.config.is_decoder:
-            return cache
+        """The cache this call reads and extends (``modules/attention.py``'s ``encoder_decoder_cache``):
+        the decoder's (a new ``EncoderDecoderCache`` when ``use_cache``, default ``config.use_cache``),
+        or the key/value prefix an encoder reads (peft's prefix tuning)."""
         use_cache = self.config.use_cache if use_cache is None else use_cache
-        if self.training and (use_cache or cache is not None) and self.is_activation_checkpointing:
-            # Checkpointed blocks would write the cache twice (transformers' GradientCheckpointingLayer): keep none.
-            if cache is not None:
-                raise ValueError("past_key_values cannot be used while training with gradient checkpointing")
-            use_cache = False
-        if cache is None and not use_cache:
+        if cache is None and not use_cache:  # nothing to read or to keep (a training forward)
             return None
-        if cache is None:
-            cache = DynamicCache()
-        if cache.is_compileable:
-            # A static cache returns its whole preallocated length, unfilled slots included.
-            raise ValueError(
-                f"{type(cache).__name__} is not supported; use the default DynamicCache (generate() without "
-                "cache_implementation)"
-            )
-        if not isinstance(cache, EncoderDecoderCache):
-            cache = EncoderDecoderCache(cache, DynamicCache())
-        filled = len(cache.self_attention_cache.layers)
-        if cache.self_attention_cache.layer_class_to_replicate is None and filled < self.encoder.num_layers:
-            raise ValueError(
-                f"the cache was built for {filled} layers but this decoder has {self.encoder.num_layers}: build it "
-                "with the decoder's config (an encoder-decoder config names the decoder depth `decoder_layers`)"
-            )
-        return cache
+        checkpointing = self.training and self.is_activation_checkpointing
+        return encoder_decoder_cache(cache, use_cache, self.config.is_decoder, checkpointing, self.encoder.num_layers)
+
+    def _packed_layout(
+        self,
+        attention_mask: torch.Tensor | None,
+        batch: int,
+        length: int,
+        device: torch.device,
+        needs_every_layer: bool,
+        cache: Cache | None,
+        reads: HeadReads | None,
+    ) -> BatchLayout | None:
+        """The speed plug-in's layout for the encoder (``modules/fast_path.py``, asked with the switch
+        on): packed when the inputs are on CPU, the (B, T) mask pads enough of the batch, and nothing is
+        asked that only the plain path gives (every layer's outputs, a key/value prefix, a 4-D mask,
+        states at padding: ``reads.padding``); else None, the plain path. The decoder runs padded."""
+        config = self.config
+        if config.is_decoder or attention_mask is None or attention_mask.dim() != 2:
+            return None
+        fast_path = fast_path_for(self.model_config, device, needs_every_layer, cache is not None)
+        if fast_path is None:
+            return None
+        dtype = self.embeddings.word_embeddings.weight.dtype
+        layout = fast_path.plan_stack(attention_mask, batch, length, dtype, reads or HeadReads())
+        return layout if layout.packed else None
 
     def _self_attention_bias(
-        self, attention_mask: torch.Tensor | None, hidden_states: torch.Tensor, past_length: int
+        self,
+        attention_mask: torch.Tensor | None,
+        batch: int,
+        length: int,
+        past_length: int,
+        dtype: torch.dtype,
+        device: torch.device,
     ) -> torch.Tensor:
         """The self-attention's additive (B | 1, heads, T, past + T) bias, shared by every block: the
         relative position bias + the padding mask (+ the causal mask in the decoder). A 4-D
         (B, 1, T, past + T) ``attention_mask`` is used as given instead of padding and causal masks
         (transformers' convention: packed documents, a shared prefix); positions still count in the row.
-        Built on the device of the embedded ``hidden_states`` (B, T, H) (the bias table's own is "meta"
-        while accelerate offloads it)."""
-        (batch, length), dtype, device = hidden_states.shape[:2], hidden_states.dtype, hidden_states.device
+        Built in the embeddings' ``dtype`` on their ``device`` (the bias table's own is "meta" while
+        accelerate offloads it)."""
         key_length = past_length + length
         if attention_mask is not None and attention_mask.dim() == 4:
             mask_bias = custom_attention_bias(attention_mask, batch, length, key_length, dtype)
         else:
-            check_key_mask(attention_mask, batch, length, past_length, like=" like input_ids")
             mask_bias = make_attention_bias(attention_mask, dtype, self.config.is_decoder, length, key_length, device)
         position_bias = self.position_bias(length, key_length, past_length, device=device).to(dtype)
         return position_bias if mask_bias is None else position_bias + mask_bias
@@ -583,6 +589,7 @@ class T5Stack(T5PreTrainedModel):
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
         cache: Cache | None = None,
+        reads: HeadReads | None = None,
         **kwargs,
     ) -> BaseModelOutputWithPastAndCrossAttentions | tuple:
         """Run one stack.
@@ -595,9 +602,12 @@ class T5Stack(T5PreTrainedModel):
             cache / past_key_values: the decoder's cache (one of the two names, see modules/cache.py),
                 extended in place and returned; an encoder's key/value prefix (prefix tuning).
             use_cache: (the decoder) create and return a cache (default ``config.use_cache``).
+            reads: what the caller reads of the encoder (:class:`~hf_variants.modules.heads.HeadReads`):
+                here only whether it reads states at padding positions (the fast path then runs padded).
         Returns:
-            BaseModelOutputWithPastAndCrossAttentions: last_hidden_state (B, T, H), the cache, and
-            hidden states / attentions (over past + T keys) / cross-attentions (B, heads, T, S) if asked.
+            BaseModelOutputWithPastAndCrossAttentions: last_hidden_state (B, T, H) (zeros at padding
+            when the fast path packs the encoder), the cache, and hidden states / attentions (over
+            past + T keys) / cross-attentions (B, heads, T, S) if asked.
         """
         config = self.config
         output_attentions = bool(output_attentions if output_attentions is not None else config.output_attentions)
@@ -634,10 +644,30 @@ class T5Stack(T5PreTrainedModel):
             check_cache_positions(kwargs["cache_position"], past_length, length)
         if past_length:
             check_cache_batch(cache, batch)
+        if attention_mask is None or attention_mask.dim() != 4:  # a 4-D mask is checked where it is read
+            check_key_mask(attention_mask, batch, length, past_length, like=" like input_ids")
 
-        # Embeddings, the masks and the position bias (once for every block), then the blocks.
-        hidden_states = self.embeddings(input_ids, inputs_embeds)
-        attention_bias = self._self_attention_bias(attention_mask, hidden_states, past_length)
+        # Embeddings, the masks and the position bias (once for every block), then the blocks. With
+        # the speed plug-in the encoder runs on the real tokens alone (packed, modules/fast_path.py).
+        # Checkpointed blocks make only positional tensors inputs of the checkpoint: the packed layout
+        # hands its position bias (which carries gradient) inside PackedWithBias, so such a step runs padded.
+        checkpointing = self.training and self.is_activation_checkpointing
+        needs_every_layer = output_attentions or output_hidden_states or checkpointing
+        layout = None
+        if self.model_config.padding_free:  # the speed plug-in's rule (modules/fast_path.py)
+            layout = self._packed_layout(attention_mask, batch, length, main.device, needs_every_layer, cache, reads)
+        if layout is not None:
+            hidden_states = self.embeddings(layout.to_packed(input_ids), layout.to_packed(inputs_embeds))
+        else:
+            hidden_states = self.embeddings(input_ids, inputs_embeds)
+        dtype, device = hidden_states.dtype, hidden_states.device
+        attention_bias = self._self_attention_bias(attention_mask, batch, length, past_length, dtype, device)
+        if layout is not None:
+            packed_output = self.encoder(hidden_states, PackedWithBias(layout.unpadded, attention_bias))[0]
+            output = BaseModelOutputWithPastAndCrossAttentions(
+                last_hidden_state=layout.to_padded(packed_output), **{CACHE_FIELD: None}
+            )
+            return output if return_dict else output.to_tuple()
         encoder_attention_bias = None
         if encoder_hidden_states is not None:
             check_key_mask(
@@ -672,7 +702,7 @@ class T5Model(T5PreTrainedModel):
     def __init__(self, config: T5Config) -> None:
         super().__init__(config)
         self.config = config
-        self.encoder = T5Stack(stack_config(config, is_decoder=False))
+        self.encoder = T5Stack(stack_config(config, is_decoder=False), config)
         self.decoder = T5Stack(stack_config(config, is_decoder=True))
         self.decoder.set_input_embeddings(self.encoder.get_input_embeddings())
         self.post_init()
@@ -887,7 +917,7 @@ class T5EncoderModel(T5PreTrainedModel):
 
     def __init__(self, config: T5Config, add_pooling_layer: bool = False) -> None:
         super().__init__(config)
-        self.encoder = T5Stack(stack_config(config, is_decoder=False))
+        self.encoder = T5Stack(stack_config(config, is_decoder=False), config)
         self.post_init()
 
     def get_input_embeddings(self) -> nn.Embedding:
@@ -944,6 +974,8 @@ class T5ForTokenClassification(T5PreTrainedModel):
         **kwargs,
     ) -> TokenClassifierOutput | tuple:
         """Inputs (B, T); past_key_values: a key/value prefix (peft's prefix tuning) for the encoder."""
+        # Labels at padding positions read states only the padded layout computes (modules/fast_path.py).
+        reads = HeadReads(padding=targets_at_padding(labels, attention_mask, IGNORE_INDEX))
         out = self.transformer(
             input_ids=input_ids,
             attention_mask=attention_mask,
@@ -952,6 +984,7 @@ class T5ForTokenClassification(T5PreTrainedModel):
             output_hidden_states=output_hidden_states,
             return_dict=True,
             past_key_values=past_key_values,
+            reads=reads,
             **kwargs,
         )
         logits = self.classifier(self.dropout(out.last_hidden_state))

@@ -33,9 +33,9 @@ from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.utils import ModelOutput
 
 from ...modules.dropout import Dropout
-from ...modules.embeddings import embed_token_ids
 from ...modules.feed_forward import FeedForward
 from ...modules.heads import IGNORE_INDEX, check_class_labels, cross_entropy_or_zero
+from ...modules.inputs import embed_token_ids
 from ...modules.masks import check_mask_shape, check_no_padding, memory_causal_bias, split_prefix_mask
 from ...modules.memory import MemoryGenerationMixin, SegmentMemory
 from ...modules.norms import build_norm

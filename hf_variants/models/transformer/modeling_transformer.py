@@ -5,10 +5,10 @@ The architecture, top to bottom in the order data flows (the order of transforme
 ``modeling_marian.py``, its counterpart): :class:`ScaledWordEmbedding` (the shared table, looked up
 x sqrt(d_model), sec. 3.4) and :class:`ScaledSinusoidalEmbeddings` (+ fixed sin/cos positions
 0..T-1 whatever the padding, Marian's convention; dropout; no LayerNorm) -> :class:`TransformerFFN`
-(ReLU) -> :class:`TransformerAttention` (scaled dot-product attention; self-attention appends to the
-decoder's cache, cross-attention stores the encoder's keys/values in it once) ->
-:class:`TransformerLayer` (post-LN: x = LayerNorm(x + Dropout(Sublayer(x))) for self-attention,
-cross-attention in the decoder, FFN) -> :class:`TransformerLayers` (the layers) ->
+(ReLU) -> :class:`TransformerAttention` (scaled dot-product self-attention; it appends to the
+decoder's cache) -> :class:`TransformerLayer` (post-LN: x = LayerNorm(x + Dropout(Sublayer(x))) for
+self-attention, in the decoder the shared :class:`~hf_variants.modules.attention.CrossAttention`,
+which keeps the encoder's projected keys/values in the cache once, FFN) -> :class:`TransformerLayers` (the layers) ->
 :class:`TransformerEncoder` / :class:`TransformerDecoder` (the embeddings, the masks, the layers) ->
 :class:`TransformerModel` -> :class:`TransformerForConditionalGeneration` (label-smoothed
 cross-entropy, sec. 5.4, ``config.label_smoothing``; ``generate()``). The warm-up schedule is in
@@ -18,8 +18,13 @@ Submodule names are those of the key map (``weights.py``): a stack's layers sit 
 ``<stack>.encoder.layers`` in both stacks; the fused ``qkv`` / ``key_value`` projections are
 Marian's ``q, k, v`` / ``k, v`` stacked.
 
-This file runs the plain PyTorch path on every device: the Transformer takes no padding-free
-plug-in (``config.padding_free`` has no effect here; see docs/architecture.md, "Reading a variant").
+Speed is a plug-in (``modules/fast_path.py``): with ``config.padding_free`` (default on) and CPU
+inputs, the encoder stack runs on the real tokens alone (packed; self-attention re-pads each length
+bucket only, ``attention.packed_self_attention``) and its output is re-padded with zeros at padding,
+which the decoder's cross-attention masks; the decoder runs padded. The switch also selects the
+CPU kernels when the model is built (``modules/dropout.py``'s uniform-mask dropout); results are
+identical. With ``config.padding_free = False`` the plain path is all that runs; see
+docs/architecture.md, "Reading a variant".
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ import torch
 from torch import nn
 from transformers import GenerationMixin
 from transformers.activations import ACT2FN
-from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache
+from transformers.cache_utils import Cache, EncoderDecoderCache
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import (
     BaseModelOutput,
@@ -41,15 +46,31 @@ from transformers.modeling_outputs import (
 )
 from transformers.utils import ModelOutput
 
-from ...modules.attention import FusedQKVProjection, attention_function
-from ...modules.cache import check_cache_batch, check_cache_positions, output_cache, with_cache
-from ...modules.dropout import Dropout
+from ...modules.attention import (
+    CrossAttention,
+    FusedQKVProjection,
+    attention_function,
+    encoder_decoder_cache,
+    fast_attention_function,
+    packed_self_attention,
+)
+from ...modules.cache import CACHE_FIELD, check_cache_batch, check_cache_positions
+from ...modules.dropout import make_dropout
 from ...modules.embeddings import sinusoidal_table
-from ...modules.generation import finish_seq2seq, lm_loss, shift_tokens_right
-from ...modules.heads import IGNORE_INDEX, TiedDecoder
+from ...modules.fast_path import fast_path_for
+from ...modules.heads import (
+    IGNORE_INDEX,
+    HeadReads,
+    finish_seq2seq,
+    lm_loss,
+    make_vocabulary_decoder,
+    shift_tokens_right,
+)
 from ...modules.inputs import check_index_range, check_not_empty, pick_cache
+from ...modules.layout import BatchLayout
 from ...modules.masks import check_key_mask, make_attention_bias
 from ...modules.norms import build_norm
+from ...modules.padding import UnpaddedBatch
 from ...modules.token_ids import CheckedGenerationMixin, check_token_id
 from ..modeling_base import VariantPreTrainedModel
 from .configuration_transformer import OriginalTransformerConfig
@@ -117,7 +138,7 @@ class ScaledSinusoidalEmbeddings(nn.Module):
                 sinusoidal_table(config.max_position_embeddings, config.hidden_size, config.sinusoidal_layout),
                 persistent=False,
             )
-        self.dropout = Dropout(config.hidden_dropout_prob)
+        self.dropout = make_dropout(config.hidden_dropout_prob, config.padding_free)
 
     @property
     def scale(self) -> float:
@@ -160,7 +181,7 @@ class TransformerFFN(nn.Module):
             nn.Linear(config.hidden_size, config.intermediate_size, bias=config.use_bias) if config.gated_ffn else None
         )
         self.activation = ACT2FN[config.hidden_act]
-        self.inner_dropout = Dropout(config.ffn_dropout_prob)
+        self.inner_dropout = make_dropout(config.ffn_dropout_prob, config.padding_free)
         self.down = nn.Linear(config.intermediate_size, config.hidden_size, bias=config.use_bias)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
@@ -173,19 +194,17 @@ class TransformerFFN(nn.Module):
 
 # ----------------------------------------------------------------------------- attention
 class TransformerAttention(nn.Module):
-    """Multi-head scaled dot-product attention (sec. 3.2): softmax(Q K^T / sqrt(d_k)) V per head.
-    Self-attention (fused ``qkv``) or cross-attention (``query`` from the decoder, fused
-    ``key_value`` from the encoder states). (B, T, H) -> (B, T, H).
+    """Multi-head scaled dot-product self-attention (sec. 3.2): softmax(Q K^T / sqrt(d_k)) V per
+    head, fused ``qkv`` projection. (B, T, H) -> (B, T, H). The decoder's attention over the encoder
+    states is the shared :class:`~hf_variants.modules.attention.CrossAttention`.
 
-    The cache state lives here, read and written at ``layer_idx`` of a transformers Cache:
-    self-attention appends this call's keys/values (the decoder's ``EncoderDecoderCache``
-    self-attention half, or an encoder's key/value prefix for prefix tuning) and attends over all
-    of them; cross-attention projects the encoder states once and keeps them in the cache's
-    cross-attention half for the later generation steps."""
+    The cache state lives here, read and written at ``layer_idx`` of a transformers Cache: this
+    call's keys/values are appended (the decoder's ``EncoderDecoderCache`` self-attention half, or an
+    encoder's key/value prefix for prefix tuning) and attended over with all earlier ones."""
 
     adapter_role = "attention"  # peft's default targets: its input projections (integrations/peft_targets.py)
 
-    def __init__(self, config: OriginalTransformerConfig, is_cross_attention: bool = False) -> None:
+    def __init__(self, config: OriginalTransformerConfig) -> None:
         super().__init__()
         self.config = config  # attn_implementation is read at each call: it may be switched at run time
         self.num_heads = config.num_attention_heads
@@ -193,12 +212,9 @@ class TransformerAttention(nn.Module):
         self.inner_size = self.num_heads * self.head_dim
         self.scale = config.attention_scale if config.attention_scale is not None else 1.0 / math.sqrt(self.head_dim)
         self.dropout_prob = config.attention_probs_dropout_prob
-        self.is_cross_attention = is_cross_attention
-        if is_cross_attention:
-            self.query = nn.Linear(config.hidden_size, self.inner_size, bias=config.use_bias)
-            self.key_value = nn.Linear(config.hidden_size, 2 * self.inner_size, bias=config.use_bias)
-        else:
-            self.qkv = FusedQKVProjection(config.hidden_size, 3 * self.inner_size, bias=config.use_bias)
+        # The speed plug-in's CPU dropout kernel on the probabilities (modules/attention.py), chosen at build.
+        self.attend = fast_attention_function if config.padding_free else attention_function
+        self.qkv = FusedQKVProjection(config.hidden_size, 3 * self.inner_size, bias=config.use_bias)
         self.out = nn.Linear(self.inner_size, config.hidden_size, bias=config.use_bias)
 
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
@@ -208,35 +224,27 @@ class TransformerAttention(nn.Module):
     def forward(
         self,
         hidden_states: torch.Tensor,
-        attention_bias: torch.Tensor | None,
-        key_value_states: torch.Tensor | None = None,
+        attention_bias: torch.Tensor | UnpaddedBatch | None,
         cache: Cache | None = None,
         layer_idx: int = 0,
         output_attentions: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Attend. ``attention_bias``: additive, broadcastable to (B, heads, T, S): padding (+ the
-        causal mask in the decoder's self-attention), or the cross-attention's (B, 1, 1, S) source
-        padding; None when nothing is hidden. ``key_value_states`` (B, S, H): the encoder states
-        (cross-attention). Returns (output (B, T, H), probabilities (B, heads, T, S) if asked, else None)."""
-        if self.is_cross_attention:
-            query = self._split_heads(self.query(hidden_states))
-            cross_cache = cache if isinstance(cache, EncoderDecoderCache) else None
-            if cross_cache is not None and cross_cache.is_updated.get(layer_idx):
-                stored = cross_cache.cross_attention_cache.layers[layer_idx]  # projected on the first step
-                key, value = stored.keys, stored.values
-            else:
-                key, value = (self._split_heads(x) for x in self.key_value(key_value_states).chunk(2, dim=-1))
-                if cross_cache is not None:
-                    key, value = cross_cache.cross_attention_cache.update(key, value, layer_idx)
-                    cross_cache.is_updated[layer_idx] = True
-        else:
-            query, key, value = (self._split_heads(x) for x in self.qkv(hidden_states).chunk(3, dim=-1))
-            if cache is not None:  # earlier steps' (or a prefix's) keys and values come first
-                self_cache = cache.self_attention_cache if isinstance(cache, EncoderDecoderCache) else cache
-                key, value = self_cache.update(key, value, layer_idx)
+        causal mask in the decoder); None when nothing is hidden; or the fast path's packed encoder
+        batch (``hidden_states`` are then (N, H), modules/fast_path.py). Returns (output (B, T, H)
+        or (N, H), probabilities (B, heads, T, S) if asked, else None)."""
         dropout = self.dropout_prob if self.training else 0.0
         backend = "eager" if output_attentions or self.config._attn_implementation == "eager" else "sdpa"
-        context, probs = attention_function(query, key, value, attention_bias, False, dropout, self.scale, backend)
+        if isinstance(attention_bias, UnpaddedBatch):  # the padding-free fast path (modules/fast_path.py)
+            context = packed_self_attention(
+                self.qkv(hidden_states), attention_bias, self.num_heads, self.scale, dropout, False, backend
+            )
+            return self.out(context), None
+        query, key, value = (self._split_heads(x) for x in self.qkv(hidden_states).chunk(3, dim=-1))
+        if cache is not None:  # earlier steps' (or a prefix's) keys and values come first
+            self_cache = cache.self_attention_cache if isinstance(cache, EncoderDecoderCache) else cache
+            key, value = self_cache.update(key, value, layer_idx)
+        context, probs = self.attend(query, key, value, attention_bias, False, dropout, self.scale, backend)
         batch, _, length, _ = context.shape
         return self.out(context.transpose(1, 2).reshape(batch, length, self.inner_size)), probs
 
@@ -257,13 +265,13 @@ class TransformerLayer(GradientCheckpointingLayer):
         self.attention = TransformerAttention(config) if own_attention else None
         self.attention_norm = build_norm(*norm)
         if config.is_decoder:
-            self.cross_attention = TransformerAttention(config, is_cross_attention=True)
+            self.cross_attention = CrossAttention(config)  # the shared block (modules/attention.py)
             self.cross_attention_norm = build_norm(*norm)
         else:
             self.cross_attention = None
         self.ffn = TransformerFFN(config) if own_ffn else None
         self.ffn_norm = build_norm(*norm)
-        self.residual_dropout = Dropout(config.hidden_dropout_prob)
+        self.residual_dropout = make_dropout(config.hidden_dropout_prob, config.padding_free)
 
     def _residual(self, hidden_states: torch.Tensor, norm: nn.Module, sublayer) -> tuple[torch.Tensor, object]:
         """Post-LN: norm(x + dropout(f(x))); pre-LN: x + dropout(f(norm(x))). ``sublayer`` returns
@@ -294,7 +302,7 @@ class TransformerLayer(GradientCheckpointingLayer):
         hidden_states, probs = self._residual(
             hidden_states,
             self.attention_norm,
-            lambda x: attention(x, attention_bias, None, cache, layer_idx, output_attentions),
+            lambda x: attention(x, attention_bias, cache, layer_idx, output_attentions),
         )
         cross_probs = None
         if self.cross_attention is not None:
@@ -302,7 +310,7 @@ class TransformerLayer(GradientCheckpointingLayer):
                 hidden_states,
                 self.cross_attention_norm,
                 lambda x: self.cross_attention(
-                    x, encoder_attention_bias, encoder_hidden_states, cache, layer_idx, output_attentions
+                    x, encoder_hidden_states, encoder_attention_bias, cache, layer_idx, output_attentions
                 ),
             )
         hidden_states, _ = self._residual(hidden_states, self.ffn_norm, lambda x: (ffn(x), None))
@@ -416,9 +424,15 @@ class TransformerEncoder(OriginalTransformerPreTrainedModel):
     :class:`TransformerDecoder` is the same stack with causal self-attention, a cache and
     cross-attention to the encoder states: embeddings -> the masks (once for every layer) -> the layers."""
 
-    def __init__(self, config: OriginalTransformerConfig) -> None:
+    def __init__(
+        self, config: OriginalTransformerConfig, model_config: OriginalTransformerConfig | None = None
+    ) -> None:
         super().__init__(config)
         self.config = config
+        # The config of the model this stack belongs to (``stack_config`` made ``config`` a copy of it):
+        # the speed plug-in's switch is read there at each call, so ``model.config.padding_free = False``
+        # selects the plain path (modules/fast_path.py).
+        self.model_config = config if model_config is None else model_config
         self.embeddings = ScaledSinusoidalEmbeddings(config)
         self.encoder = TransformerLayers(config)  # named `encoder` in both stacks: the key map's names
         self.post_init()
@@ -430,43 +444,37 @@ class TransformerEncoder(OriginalTransformerPreTrainedModel):
         self.embeddings.word_embeddings = value
 
     def _prepare_cache(self, cache: Cache | None, use_cache: bool | None) -> Cache | None:
-        """The cache this call reads and extends. The decoder: the caller's, or a new one when
-        ``use_cache`` (default ``config.use_cache``), an ``EncoderDecoderCache`` whose second half
-        keeps the encoder's keys/values. The encoder keeps none between calls (``use_cache`` is
-        ignored, as transformers' encoders ignore it), but reads one holding a key/value prefix
-        (peft's prefix tuning: every query also attends to those P positions)."""
-        if cache is not None and not isinstance(cache, Cache):
-            raise ValueError(
-                f"past_key_values must be a transformers Cache (DynamicCache / EncoderDecoderCache), got "
-                f"{type(cache).__name__}; tuples of tensors are not supported"
-            )
-        if not self.config.is_decoder:
-            return cache
+        """The cache this call reads and extends (``modules/attention.py``'s ``encoder_decoder_cache``):
+        the decoder's (a new ``EncoderDecoderCache`` when ``use_cache``, default ``config.use_cache``),
+        or the key/value prefix an encoder reads (peft's prefix tuning)."""
         use_cache = self.config.use_cache if use_cache is None else use_cache
-        if self.training and (use_cache or cache is not None) and self.is_activation_checkpointing:
-            # Checkpointed layers would write the cache twice (transformers' GradientCheckpointingLayer): keep none.
-            if cache is not None:
-                raise ValueError("past_key_values cannot be used while training with gradient checkpointing")
-            use_cache = False
-        if cache is None and not use_cache:
+        if cache is None and not use_cache:  # nothing to read or to keep (a training forward)
             return None
-        if cache is None:
-            cache = DynamicCache()
-        if cache.is_compileable:
-            # A static cache returns its whole preallocated length, unfilled slots included.
-            raise ValueError(
-                f"{type(cache).__name__} is not supported; use the default DynamicCache (generate() without "
-                "cache_implementation)"
-            )
-        if not isinstance(cache, EncoderDecoderCache):
-            cache = EncoderDecoderCache(cache, DynamicCache())
-        filled = len(cache.self_attention_cache.layers)
-        if cache.self_attention_cache.layer_class_to_replicate is None and filled < self.encoder.num_layers:
-            raise ValueError(
-                f"the cache was built for {filled} layers but this decoder has {self.encoder.num_layers}: build it "
-                "with the decoder's config (an encoder-decoder config names the decoder depth `decoder_layers`)"
-            )
-        return cache
+        checkpointing = self.training and self.is_activation_checkpointing
+        return encoder_decoder_cache(cache, use_cache, self.config.is_decoder, checkpointing, self.encoder.num_layers)
+
+    def _packed_layout(
+        self,
+        attention_mask: torch.Tensor | None,
+        batch: int,
+        length: int,
+        device: torch.device,
+        needs_every_layer: bool,
+        cache: Cache | None,
+    ) -> BatchLayout | None:
+        """The speed plug-in's layout for the encoder (``modules/fast_path.py``, asked with the switch
+        on): packed when the inputs are on CPU, the (B, T) mask pads enough of the batch, and nothing is
+        asked that only the plain path gives (every layer's outputs, a key/value prefix); else None,
+        the plain path. The decoder runs padded."""
+        config = self.config
+        if config.is_decoder or attention_mask is None:
+            return None
+        fast_path = fast_path_for(self.model_config, device, needs_every_layer, cache is not None)
+        if fast_path is None:
+            return None
+        dtype = self.embeddings.word_embeddings.weight.dtype
+        layout = fast_path.plan_stack(attention_mask, batch, length, dtype, HeadReads())
+        return layout if layout.packed else None
 
     def _positions(
         self, position_ids: torch.Tensor | None, batch: int, length: int, past_length: int, device: torch.device
@@ -542,18 +550,34 @@ class TransformerEncoder(OriginalTransformerPreTrainedModel):
             raise ValueError("this decoder attends to an encoder: pass encoder_hidden_states")
         if not config.is_decoder and encoder_hidden_states is not None:
             raise ValueError("encoder_hidden_states were given but this model has no cross-attention layers")
-        cache = self._prepare_cache(pick_cache(cache, past_key_values, kwargs), use_cache)
+        cache = pick_cache(cache, past_key_values, kwargs)  # one cache, under either name (or None)
+        cache = self._prepare_cache(cache, use_cache)
         past_length = 0
         if cache is not None:
             self_cache = cache.self_attention_cache if isinstance(cache, EncoderDecoderCache) else cache
             past_length = self_cache.get_seq_length()
-        check_cache_positions(kwargs.get("cache_position"), past_length, length)
+        if kwargs.get("cache_position") is not None:
+            check_cache_positions(kwargs["cache_position"], past_length, length)
         if past_length:
             check_cache_batch(cache, batch)
         check_key_mask(attention_mask, batch, length, past_length, like=" like input_ids")
         position_ids = self._positions(position_ids, batch, length, past_length, main.device)
 
-        # Embeddings, the masks (once for every layer), then the layers.
+        # Embeddings, the masks (once for every layer), then the layers. With the speed plug-in the
+        # encoder runs on the real tokens alone (packed, modules/fast_path.py).
+        needs_every_layer = output_attentions or output_hidden_states
+        layout = None
+        if self.model_config.padding_free:  # the speed plug-in's rule (modules/fast_path.py)
+            layout = self._packed_layout(attention_mask, batch, length, main.device, needs_every_layer, cache)
+        if layout is not None:
+            hidden_states = self.embeddings(
+                layout.to_packed(input_ids), layout.to_packed(position_ids), layout.to_packed(inputs_embeds)
+            )
+            packed_output = self.encoder(hidden_states, layout.unpadded)[0]
+            output = BaseModelOutputWithPastAndCrossAttentions(
+                last_hidden_state=layout.to_padded(packed_output), **{CACHE_FIELD: None}
+            )
+            return output if return_dict else output.to_tuple()
         hidden_states = self.embeddings(input_ids, position_ids, inputs_embeds)
         dtype, device = hidden_states.dtype, hidden_states.device
         attention_bias = make_attention_bias(
@@ -576,7 +600,7 @@ class TransformerEncoder(OriginalTransformerPreTrainedModel):
         )
         output = BaseModelOutputWithPastAndCrossAttentions(
             last_hidden_state=hidden_states,
-            **with_cache(cache if config.is_decoder else None),
+            **{CACHE_FIELD: cache if config.is_decoder else None},  # the installed transformers' name (cache.py)
             hidden_states=all_hidden_states,
             attentions=all_attentions,
             cross_attentions=all_cross_attentions,
@@ -597,7 +621,7 @@ class TransformerModel(OriginalTransformerPreTrainedModel):
     def __init__(self, config: OriginalTransformerConfig) -> None:
         super().__init__(config)
         self.config = config
-        self.encoder = TransformerEncoder(stack_config(config, is_decoder=False))
+        self.encoder = TransformerEncoder(stack_config(config, is_decoder=False), config)
         self.decoder = TransformerDecoder(stack_config(config, is_decoder=True))
         self.decoder.set_input_embeddings(self.encoder.get_input_embeddings())
         self.post_init()
@@ -663,6 +687,7 @@ class TransformerModel(OriginalTransformerPreTrainedModel):
             encoder_outputs = BaseModelOutput(*encoder_outputs)
         if decoder_input_ids is None and decoder_inputs_embeds is None:
             raise ValueError("pass decoder_input_ids (or labels to a ...ForConditionalGeneration model)")
+        cache = pick_cache(cache, past_key_values, kwargs)  # one cache, under either name (or None)
         decoder_outputs = self.decoder(
             input_ids=decoder_input_ids,
             attention_mask=decoder_attention_mask,
@@ -670,7 +695,7 @@ class TransformerModel(OriginalTransformerPreTrainedModel):
             inputs_embeds=decoder_inputs_embeds,
             encoder_hidden_states=encoder_outputs.last_hidden_state,
             encoder_attention_mask=attention_mask,
-            cache=pick_cache(cache, past_key_values, kwargs),
+            cache=cache,
             use_cache=use_cache,
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
@@ -679,7 +704,7 @@ class TransformerModel(OriginalTransformerPreTrainedModel):
         )
         output = Seq2SeqModelOutput(
             last_hidden_state=decoder_outputs.last_hidden_state,
-            **with_cache(output_cache(decoder_outputs)),
+            **{CACHE_FIELD: getattr(decoder_outputs, CACHE_FIELD)},
             decoder_hidden_states=decoder_outputs.hidden_states,
             decoder_attentions=decoder_outputs.attentions,
             cross_attentions=decoder_outputs.cross_attentions,
@@ -705,9 +730,11 @@ class TransformerForConditionalGeneration(CheckedGenerationMixin, OriginalTransf
     def __init__(self, config: OriginalTransformerConfig) -> None:
         super().__init__(config)
         self.model = TransformerModel(config)
-        # TiedDecoder builds the weight's gradient contiguous so the tied embedding accumulates it
-        # in place (modules/heads.py).
-        self.lm_head = TiedDecoder(config.hidden_size, config.vocab_size, bias=False)
+        # With the speed switch, TiedDecoder builds the weight's gradient contiguous so the tied
+        # embedding accumulates it in place (modules/heads.py); nn.Linear with it off.
+        self.lm_head = make_vocabulary_decoder(
+            config.hidden_size, config.vocab_size, bias=False, cpu_kernel=config.padding_free
+        )
         self.label_smoothing = config.label_smoothing
         self.post_init()
 
@@ -760,7 +787,7 @@ class TransformerForConditionalGeneration(CheckedGenerationMixin, OriginalTransf
         nothing is predicted; without ``decoder_input_ids`` the decoder reads them shifted right.
         Returns Seq2SeqLMOutput: loss (mean token cross-entropy, label-smoothed), logits (B, T, V),
         the cache and the encoder output (reused by ``generate``)."""
-        past_key_values = pick_cache(cache, past_key_values, kwargs)
+        past_key_values = pick_cache(cache, past_key_values, kwargs)  # one cache, under either name (or None)
         if labels is not None:
             if use_cache is None and past_key_values is None:
                 use_cache = False  # training: no cache unless asked

@@ -55,7 +55,6 @@ from transformers.models.xlnet.modeling_xlnet import (
 )
 
 from ...modules.dropout import dropout as cpu_dropout
-from ...modules.embeddings import embed_token_ids
 from ...modules.fast_path import HeadReads, fast_path_enabled
 from ...modules.heads import (
     IGNORE_INDEX,
@@ -68,6 +67,7 @@ from ...modules.heads import (
     span_extraction_loss,
     token_classification_loss,
 )
+from ...modules.inputs import embed_token_ids
 from ...modules.masks import (
     check_mask_values,
     is_left_padded,

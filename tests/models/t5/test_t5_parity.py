@@ -105,18 +105,25 @@ def compared_outputs(head: str, output, mask: torch.Tensor) -> list[torch.Tensor
     return [output[key], output.encoder_last_hidden_state[mask.bool()]]
 
 
+# Both paths of the speed plug-in (config.padding_free, hf_variants/modules/fast_path.py): the plain
+# PyTorch path, and the packed encoder that runs on CPU by default.
+PATHS = {"plain": False, "fast": True}
+
+
 def assert_close(head, a, b, mask):
     for x, y in zip(compared_outputs(head, a, mask), compared_outputs(head, b, mask)):
         assert x.shape == y.shape
         assert (x - y).abs().max().item() <= TOL
 
 
+@pytest.mark.parametrize("path", list(PATHS))
 @pytest.mark.parametrize("backend", ["eager", "sdpa"])
 @pytest.mark.parametrize("version", list(VERSIONS))
 @pytest.mark.parametrize("head", HEADS)
-def test_parity_both_directions(head, version, backend):
+def test_parity_both_directions(head, version, backend, path):
     theirs = their_model(head, version, backend)
     ours = hf_variants.from_transformers(theirs).eval()
+    ours.config.padding_free = PATHS[path]
     assert type(ours).__module__.startswith("hf_variants.models.t5") and ours.config.model_type == "hfv_t5"
     assert ours.config.rescales_output == (version == "v1.0")
     back = hf_variants.to_transformers(ours).eval()
@@ -146,10 +153,12 @@ def test_our_random_model_to_transformers(version):
         assert (ours(**inputs).logits - theirs(**inputs).logits).abs().max().item() <= TOL
 
 
+@pytest.mark.parametrize("path", list(PATHS))
 @pytest.mark.parametrize("version", list(VERSIONS))
-def test_loss_and_gradients_match(version):
+def test_loss_and_gradients_match(version, path):
     theirs = their_model("ForConditionalGeneration", version)
     ours = hf_variants.from_transformers(theirs)
+    ours.config.padding_free = PATHS[path]
     inputs = batch("right")
     labels = inputs["decoder_input_ids"].clone()
     labels[0, -2:] = -100
@@ -270,8 +279,9 @@ def training_batch(generator: torch.Generator) -> dict[str, torch.Tensor]:
     return {"input_ids": ids, "attention_mask": mask, "labels": labels}
 
 
+@pytest.mark.parametrize("path", list(PATHS))
 @pytest.mark.parametrize("version", list(VERSIONS))
-def test_training_steps_match_transformers(version):
+def test_training_steps_match_transformers(version, path):
     """Training, not one forward: train mode, padded batches of unequal sources and targets, and
     AdamW steps on both models from the same weights: the losses agree step after step, so the
     gradients (the encoder's and cross-attention's included) agreed at every step before. This is
@@ -279,6 +289,7 @@ def test_training_steps_match_transformers(version):
     (transformers' T5 does the same), not to a bug of ours."""
     theirs = their_model("ForConditionalGeneration", version, seed=6).train()
     ours = hf_variants.from_transformers(theirs).train()
+    ours.config.padding_free = PATHS[path]
     optimizers = [torch.optim.AdamW(model.parameters(), lr=1e-2) for model in (theirs, ours)]
     generator = torch.Generator().manual_seed(7)
     losses = []
@@ -297,3 +308,29 @@ def test_training_steps_match_transformers(version):
     encoder_weight = ours.transformer.encoder.encoder.layers[0].attention.qkv.weight
     their_encoder_weight = theirs.encoder.block[0].layer[0].SelfAttention.q.weight
     assert torch.allclose(encoder_weight[: their_encoder_weight.shape[0]], their_encoder_weight, atol=TOL)
+
+
+@pytest.mark.parametrize("head", ["ForConditionalGeneration", "EncoderModel"])
+def test_padding_free_switch_packs_the_encoder_alone(head):
+    """With ``config.padding_free`` (set on the model after it is built) the encoder's blocks run on
+    the real tokens alone, (N, H), and the decoder's padded; with it off every block sees (B, T, H).
+    Both give transformers' outputs (the parity tests above)."""
+    ours = hf_variants.from_transformers(their_model(head, "v1.1")).eval()
+    stacks = [ours.encoder] if head == "EncoderModel" else [ours.transformer.encoder, ours.transformer.decoder]
+    inputs = call_inputs(head, batch("right"))
+    real_tokens = int(inputs["attention_mask"].sum())
+    for padding_free in (True, False):
+        ours.config.padding_free = padding_free
+        shapes = []
+        hooks = [
+            stack.encoder.layers[0].attention.register_forward_hook(lambda m, args, out: shapes.append(args[0].shape))
+            for stack in stacks
+        ]
+        with torch.no_grad():
+            ours(**inputs)
+        for hook in hooks:
+            hook.remove()
+        encoder_shape = (real_tokens, 32) if padding_free else (3, 11, 32)
+        assert shapes[0] == encoder_shape
+        if head != "EncoderModel":
+            assert shapes[1] == (3, 7, 32)

@@ -94,16 +94,23 @@ def outputs(model, side: str):
     return out.logits if hasattr(out, "logits") else out.last_hidden_state
 
 
+# Both paths of the speed plug-in (config.padding_free, hf_variants/modules/fast_path.py): the plain
+# PyTorch path, and the packed encoder that runs on CPU by default.
+PATHS = {"plain": False, "fast": True}
+
+
+@pytest.mark.parametrize("path", list(PATHS))
 @pytest.mark.parametrize("side", ["right", "left"])
 @pytest.mark.parametrize("backend", ["eager", "sdpa"])
 @pytest.mark.parametrize("head", ["Model", "MTModel"])
-def test_from_and_to_transformers_give_the_same_outputs(head, backend, side):
+def test_from_and_to_transformers_give_the_same_outputs(head, backend, side, path):
     theirs = marian(head, backend)
     ours = from_transformers(theirs).eval()
+    ours.config.padding_free = PATHS[path]
     assert type(ours) is (TransformerModel if head == "Model" else TransformerForConditionalGeneration)
     torch.testing.assert_close(outputs(ours, side), outputs(theirs, side), atol=1e-5, rtol=0)
     torch.manual_seed(3)
-    mine = type(ours)(ours.config).eval()  # our init, converted the other way
+    mine = type(ours)(ours.config).eval()  # our init, converted the other way (built with the same switch)
     back = to_transformers(mine).eval()
     assert type(back) is type(theirs)
     torch.testing.assert_close(outputs(back, side), outputs(mine, side), atol=1e-5, rtol=0)
@@ -119,9 +126,10 @@ def test_from_pretrained_of_a_marian_folder(head, tmp_path):
     torch.testing.assert_close(outputs(ours, "right"), outputs(theirs, "right"), atol=1e-5, rtol=0)
 
 
-def test_a_converted_marian_model_keeps_its_loss(tmp_path):
+@pytest.mark.parametrize("path", list(PATHS))
+def test_a_converted_marian_model_keeps_its_loss(tmp_path, path):
     """MarianMTModel's loss has no label smoothing: converted (in memory or from its folder), ours
-    gives the same loss, not the paper's smoothed one."""
+    gives the same loss, not the paper's smoothed one (on both paths of the speed plug-in)."""
     theirs = marian("MTModel")
     theirs.save_pretrained(tmp_path)
     ids, mask = source_batch("right")
@@ -132,6 +140,7 @@ def test_a_converted_marian_model_keeps_its_loss(tmp_path):
             TransformerForConditionalGeneration.from_pretrained(tmp_path).eval(),
         ):
             assert ours.config.label_smoothing == 0.0
+            ours.config.padding_free = PATHS[path]
             torch.testing.assert_close(ours(ids, attention_mask=mask, labels=TARGETS).loss, expected, atol=1e-5, rtol=0)
 
 
@@ -299,3 +308,24 @@ def test_attention_probabilities_equal_marians(side):
         expected = theirs(ids, attention_mask=mask, decoder_input_ids=TARGETS, output_attentions=True)
         got = ours(ids, attention_mask=mask, decoder_input_ids=TARGETS, output_attentions=True)
     assert_same_seq2seq_attentions(expected, got, mask)
+
+
+def test_padding_free_switch_packs_the_encoder_alone():
+    """With ``config.padding_free`` (set on the model after it is built) the encoder's layers run on
+    the real tokens alone, (N, H), and the decoder's padded; with it off every layer sees (B, T, H).
+    Both give Marian's outputs (the parity tests above)."""
+    ours = from_transformers(marian("MTModel")).eval()
+    ids, mask = source_batch("right")
+    stacks = (ours.model.encoder, ours.model.decoder)
+    for padding_free in (True, False):
+        ours.config.padding_free = padding_free
+        shapes = []
+        hooks = [
+            stack.encoder.layers[0].attention.register_forward_hook(lambda m, args, out: shapes.append(args[0].shape))
+            for stack in stacks
+        ]
+        with torch.no_grad():
+            ours(ids, attention_mask=mask, decoder_input_ids=TARGETS)
+        for hook in hooks:
+            hook.remove()
+        assert shapes == [(int(mask.sum()), 32) if padding_free else (3, 7, 32), (3, 6, 32)]
