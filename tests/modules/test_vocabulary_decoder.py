@@ -32,6 +32,7 @@ TIED_HEADS = [
     ("gpt", "LMHeadModel", ["lm_head"]),
     ("t5", "ForConditionalGeneration", ["lm_head"]),
     ("xlm", "ForMaskedLM", ["mlm_head.decoder"]),
+    ("transformer", "ForConditionalGeneration", ["lm_head"]),
 ]
 
 
