@@ -59,7 +59,12 @@ from ...modules.heads import (
     MaskedLMHead,
     SummaryClassifier,
     check_label_shape,
+    choice_count,
+    classifier_dropout,
+    flatten_choices,
     masked_lm_loss,
+    multiple_choice_loss,
+    refuse_next_sentence_label,
     sequence_classification_loss,
     span_extraction_loss,
     summarize,
@@ -67,13 +72,6 @@ from ...modules.heads import (
 )
 from ...modules.masks import targets_at_padding
 from ...modules.padding import selected_positions
-from ...modules.task_models import (
-    choice_count,
-    classifier_dropout,
-    flatten_choices,
-    multiple_choice_loss,
-    refuse_next_sentence_label,
-)
 from ..bert.modeling_bert import BertMaskedLMHeadModel, BertModel, BertPreTrainedModel, _return
 from .configuration_electra import ElectraConfig
 

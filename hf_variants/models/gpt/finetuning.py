@@ -19,10 +19,8 @@ from transformers.modeling_outputs import ModelOutput
 
 from ...modules.cache import output_cache, pick_cache, with_cache
 from ...modules.dropout import Dropout
-from ...modules.generation import causal_lm_loss
-from ...modules.heads import TiedDecoder
+from ...modules.heads import TiedDecoder, causal_lm_loss, classifier_dropout, multiple_choice_loss
 from ...modules.padding import gather_positions
-from ...modules.task_models import classifier_dropout, multiple_choice_loss
 from ...modules.token_ids import CheckedGenerationMixin
 from ...modules.tracing import is_tracing
 from .modeling_gpt import GPTModel, GPTPreTrainedModel, check_left_padded_prompts

@@ -58,7 +58,10 @@ from ...modules.fast_path import HeadReads, fast_path_enabled
 from ...modules.heads import (
     IGNORE_INDEX,
     check_class_labels,
+    choice_count,
     cross_entropy_or_zero,
+    flatten_choices,
+    multiple_choice_loss,
     sequence_classification_loss,
     span_extraction_loss,
     token_classification_loss,
@@ -75,7 +78,6 @@ from ...modules.memory import MemoryGenerationMixin, SegmentMemory
 from ...modules.norms import build_norm
 from ...modules.padding import bucket_rows
 from ...modules.relative_attention import KeyValuePrefix
-from ...modules.task_models import choice_count, flatten_choices, multiple_choice_loss
 from ...modules.tracing import is_tracing
 from ..modeling_base import VariantPreTrainedModel
 from .configuration_xlnet import XLNetConfig
