@@ -154,8 +154,11 @@ def _configure_ours(model) -> None:
         model.config.sparse_prediction = True
 
 
-def build_models(name: str, overrides: dict | None = None) -> dict:
-    """{"transformers": model, "ours": model} with identical weights, both in train mode."""
+def build_models(name: str, overrides: dict | None = None, named: str | None = None) -> dict:
+    """{"transformers": model, "ours": model} with identical weights, both in train mode.
+
+    ``named``: the named config to build (default the variant's mini; ``gpu_step.py`` builds the
+    base sizes)."""
     import torch
     import transformers
 
@@ -164,16 +167,17 @@ def build_models(name: str, overrides: dict | None = None) -> dict:
 
     variant = VARIANTS[name]
     overrides = overrides or {}
+    named = named or variant.named
     torch.manual_seed(0)
     if name == "electra":
         from benchmarks import encoder_variants
 
         # No joint class in transformers: the same step assembled from its generator and discriminator.
-        ours = hf_variants.ElectraForPreTraining(named_config(variant.named, **overrides))
+        ours = hf_variants.ElectraForPreTraining(named_config(named, **overrides))
         _configure_ours(ours)
         models = {"ours": ours, "transformers": encoder_variants._transformers_electra_halves(ours)}
     elif name == "spanbert":
-        ours = hf_variants.SpanBertForPreTraining(named_config(variant.named, **overrides))
+        ours = hf_variants.SpanBertForPreTraining(named_config(named, **overrides))
         # transformers' BertForMaskedLM holding our encoder and MLM head (the SBO head has no place there).
         masked_lm = hf_variants.SpanBertForMaskedLM(ours.config)
         missing, _ = masked_lm.load_state_dict(ours.state_dict(), strict=False)
@@ -184,7 +188,7 @@ def build_models(name: str, overrides: dict | None = None) -> dict:
         _configure_ours(ours)
         models = {"ours": ours, "transformers": theirs}
     else:
-        seed_model = getattr(hf_variants, variant.ours)(named_config(variant.named, **overrides))
+        seed_model = getattr(hf_variants, variant.ours)(named_config(named, **overrides))
         theirs = hf_variants.to_transformers(seed_model)
         ours = hf_variants.from_transformers(theirs)
         _configure_ours(ours)
@@ -211,20 +215,24 @@ def wordpiece_tokenizer(objective: str):
     return tokenizer
 
 
-def make_collator(objective: str, tokenizer, config, seed: int):
+def make_collator(objective: str, tokenizer, config, seed: int, length: int = ROW_LENGTH):
     from hf_variants.objectives import OBJECTIVES
 
     name = objective.partition("+")[0]
     if name == "span-corruption":
         from hf_variants.objectives import DataCollatorForSpanCorruption
 
-        return DataCollatorForSpanCorruption(tokenizer, input_length=ROW_LENGTH, seed=seed)
+        return DataCollatorForSpanCorruption(tokenizer, input_length=length, seed=seed)
     return OBJECTIVES[name].make_collator(tokenizer, model_config=config, seed=seed)
 
 
-def pretraining_batches(name: str, config, batch_size: int, count: int, corpus=None) -> list[dict]:
-    """``count`` batches of ``batch_size`` full rows for variant ``name``'s objective (see the module
-    docstring), ids folded into ``config.vocab_size``."""
+def pretraining_batches(
+    name: str, config, batch_size: int, count: int, corpus=None, length: int = ROW_LENGTH, repeat: bool = False
+) -> list[dict]:
+    """``count`` batches of ``batch_size`` full rows of ``length`` tokens for variant ``name``'s
+    objective (see the module docstring), ids folded into ``config.vocab_size``. ``repeat``: read
+    the corpus' token stream again from its start when the batches need more tokens than it has
+    (the GPU's large B x T; speed depends on shapes, not on which sentence fills a row)."""
     import torch
 
     from benchmarks import workloads
@@ -235,7 +243,9 @@ def pretraining_batches(name: str, config, batch_size: int, count: int, corpus=N
     tokenizer = wordpiece_tokenizer(objective)
     stream = [token for feature in corpus.features for token in feature["input_ids"][1:-1]]
     # Raw tokens per row: T5's corrupted input of 128 comes from more raw tokens; others add [CLS] [SEP].
-    per_row = span_corruption_lengths(ROW_LENGTH)[0] if objective == "span-corruption" else ROW_LENGTH - 2
+    per_row = span_corruption_lengths(length)[0] if objective == "span-corruption" else length - 2
+    if repeat and stream and len(stream) < batch_size * count * per_row:
+        stream = stream * -(-batch_size * count * per_row // len(stream))
     if len(stream) < batch_size * count * per_row:
         raise ValueError(
             f"{count} batches of {batch_size} rows need {batch_size * count * per_row} tokens; "
@@ -255,8 +265,8 @@ def pretraining_batches(name: str, config, batch_size: int, count: int, corpus=N
             features = [{"input_ids": ids} for ids in chunk]
             if objective.endswith(("+nsp", "+sop")):
                 for feature in features:  # the row's halves as the two segments
-                    feature["token_type_ids"] = [0] * (ROW_LENGTH // 2) + [1] * (ROW_LENGTH - ROW_LENGTH // 2)
-            batch = dict(make_collator(objective, tokenizer, config, seed=step)(features))
+                    feature["token_type_ids"] = [0] * (length // 2) + [1] * (length - length // 2)
+            batch = dict(make_collator(objective, tokenizer, config, seed=step, length=length)(features))
             task = objective.partition("+")[2]
             if task:
                 label = "next_sentence_label" if task == "nsp" else "sentence_order_label"

@@ -222,6 +222,24 @@ def score_student_and_teacher(
     }
 
 
+def run_settings(model_args: DistillationModelArguments, data_args: DistillationDataArguments) -> dict:
+    """What the run was asked for, recorded in distillation_results.json (research/zoo_students.py's
+    model card reads the teacher, the transfer set and the mix from there)."""
+    return {
+        "teacher_model_name_or_path": model_args.teacher_model_name_or_path,
+        "teacher_tokenizer_name": model_args.teacher_tokenizer_name or model_args.teacher_model_name_or_path,
+        "student_model_name_or_path": model_args.model_name_or_path,
+        "student_num_layers": model_args.student_num_layers,
+        "temperature": model_args.temperature,
+        "alpha": model_args.alpha,
+        "dataset_name": data_args.dataset_name,
+        "dataset_config_name": data_args.dataset_config_name,
+        "transfer_dataset_name": data_args.transfer_dataset_name,
+        "transfer_dataset_config_name": data_args.transfer_dataset_config_name,
+        "max_seq_length": data_args.max_seq_length,
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> dict:
     model_args, data_args, training_args = support.start(DistillationDataArguments, argv, DistillationModelArguments)
     text, label = data_args.text_column_name, data_args.label_column_name
@@ -254,6 +272,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     check_same_labels(teacher.config, student.config)
 
     results: dict = {
+        "settings": run_settings(model_args, data_args),
         "student_parameters": sum(p.numel() for p in student.parameters()),
         "teacher_parameters": sum(p.numel() for p in teacher.parameters()),
         "student_layers": student.config.num_hidden_layers,

@@ -5,14 +5,15 @@ its outputs: ``past_key_values`` became ``cache`` (the old name still works on i
 with a deprecation warning, but ``generate()`` itself passes and reads only the new one). Earlier
 5.x releases pass and read ``past_key_values``. A forward that took only the old name received the
 new one in ``**kwargs``, dropped it, and recomputed each step from the last token alone: wrong
-tokens with no error. Every forward here therefore takes both names (:func:`pick_cache`), and every
-output stores the cache under the name the installed release reads (:data:`CACHE_FIELD`).
+tokens with no error. Every forward here therefore takes both names and keeps the one it was
+handed (:func:`hf_variants.modules.inputs.pick_cache`, beside the other checks of a forward's
+inputs), and every output stores the cache under the name the installed release reads
+(:data:`CACHE_FIELD`). The checks of a given cache's state (its positions, its batch) are here.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import warnings
 
 import torch
 from transformers.cache_utils import EncoderDecoderCache
@@ -24,33 +25,6 @@ from .tracing import is_tracing
 CACHE_FIELD: str = (
     "cache" if "cache" in {field.name for field in dataclasses.fields(BaseModelOutputWithPast)} else "past_key_values"
 )
-
-# Names under which a caller may hand a model a cache of another kind; a model that takes none of
-# them must not swallow them silently in **kwargs.
-FOREIGN_CACHE_NAMES = ("cache_params",)
-
-
-def pick_cache(cache, past_key_values, kwargs: dict | None = None):
-    """The one cache a forward was given: ``cache`` (transformers >= 5.24) or ``past_key_values``
-    (earlier releases, peft's prefix tuning). Both at once, or a cache under a name this model does
-    not read, raise a ValueError rather than being ignored.
-
-    Where the installed transformers names it ``cache`` (>= 5.24), a cache given as
-    ``past_key_values`` still works but warns (``FutureWarning``), as transformers' own models warn
-    (``deprecate_kwarg("past_key_values", ..., new_name="cache")``): the library's own calls use
-    ``cache=``. Earlier releases pass ``past_key_values`` from ``generate()``: no warning there."""
-    if cache is not None and past_key_values is not None:
-        raise ValueError("pass the cache once, as cache= (transformers >= 5.24) or past_key_values=, not both")
-    for name in FOREIGN_CACHE_NAMES:
-        if kwargs and kwargs.get(name) is not None:
-            raise ValueError(f"{name} is not a cache this model can use: pass a transformers Cache as cache=")
-    if past_key_values is not None and CACHE_FIELD == "cache":
-        warnings.warn(
-            "`past_key_values` is deprecated (transformers >= 5.24 names the cache `cache`): use `cache` instead",
-            FutureWarning,
-            stacklevel=2,
-        )
-    return cache if cache is not None else past_key_values
 
 
 def with_cache(cache) -> dict:

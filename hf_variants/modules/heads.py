@@ -15,7 +15,7 @@ from transformers.activations import ACT2FN
 
 from .cache import CACHE_FIELD
 from .dropout import Dropout, make_dropout
-from .embeddings import check_not_empty
+from .inputs import check_not_empty
 from .masks import gather_positions, summary_positions
 from .tracing import is_tracing
 
@@ -173,7 +173,10 @@ class TiedDecoder(nn.Linear):
 
     Without autograd (generation), a few rows on CPU take the faster layouts above; one row
     reads ``decode_weight()``, an (E, V) copy of the weight kept while the weight is unchanged
-    (one more V x E tensor in memory during inference; rebuilt after any in-place update)."""
+    (one more V x E tensor in memory during inference; rebuilt after any in-place update).
+
+    Part of the speed plug-in: models build it through :func:`make_vocabulary_decoder`, with the
+    switch (``config.padding_free``) on; with it off they build a plain ``nn.Linear``."""
 
     _decode_weight: tuple[tuple, torch.Tensor] | None = None
 
@@ -204,12 +207,27 @@ class TiedDecoder(nn.Linear):
         return _DecoderProjection.apply(flat, self.weight, self.bias).view(*inputs.shape[:-1], self.out_features)
 
 
+def make_vocabulary_decoder(
+    in_features: int, out_features: int, bias: bool = True, cpu_kernel: bool = True
+) -> nn.Linear:
+    """A vocabulary decoder (E -> V, the weight tied to the word embeddings): :class:`TiedDecoder`
+    with ``cpu_kernel`` (the speed plug-in's switch, ``config.padding_free``), else torch's
+    ``nn.Linear``, as :func:`~hf_variants.modules.dropout.make_dropout` chooses the dropout. The
+    same parameters under the same names (``weight`` (V, E), ``bias`` (V,)), so the state dict and
+    the tying are unchanged, and the same logits up to float summation order. Chosen when the model
+    is built: turning the switch off later changes the next forward's layout, not its decoder."""
+    if cpu_kernel:
+        return TiedDecoder(in_features, out_features, bias=bias)
+    return nn.Linear(in_features, out_features, bias=bias)
+
+
 class MaskedLMHead(nn.Module):
     """Transform + vocabulary decoder (weight tied to the word embeddings, own bias).
 
     Args:
         embedding_size: width of the word embeddings the decoder is tied to (E; = H unless factorized).
         transform: False for a decoder straight on the hidden states (XLM's prediction layer; needs E = H).
+        cpu_kernel: the speed plug-in's decoder (:func:`make_vocabulary_decoder`; ``config.padding_free``).
     """
 
     def __init__(
@@ -220,6 +238,7 @@ class MaskedLMHead(nn.Module):
         layer_norm_eps: float,
         embedding_size: int | None = None,
         transform: bool = True,
+        cpu_kernel: bool = True,
     ) -> None:
         super().__init__()
         embedding_size = embedding_size or hidden_size
@@ -230,7 +249,7 @@ class MaskedLMHead(nn.Module):
         self.transform = (
             PredictionTransform(hidden_size, embedding_size, activation, layer_norm_eps) if transform else None
         )
-        self.decoder = TiedDecoder(embedding_size, vocab_size)
+        self.decoder = make_vocabulary_decoder(embedding_size, vocab_size, cpu_kernel=cpu_kernel)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         """(..., H) -> (..., V) logits."""

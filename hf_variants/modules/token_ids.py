@@ -25,7 +25,7 @@ from transformers import GenerationMixin
 
 # The scalar check lives with the other id-against-table checks (embeddings.py); imported here for
 # this module's generation checks and for callers that import it from here.
-from .embeddings import check_token_id
+from .inputs import check_token_id
 
 
 def _as_list(ids: int | list[int] | None) -> list[int]:

@@ -70,17 +70,22 @@ BOUNDED = [case.class_name for case in trace_model_path.CASES[: trace_model_path
     "ViTForImageClassification",
 ]
 SPEED_PLUG_IN = {"hf_variants/modules/dropout.py", "hf_variants/modules/fast_path.py"}
+# The forwards that take a cache (all but XLNet's memories and ViT's images): each chooses it,
+# given or not, with the one pick_cache (modules/inputs.py), never with a copy of its test.
+TAKES_A_CACHE = set(BOUNDED) - {"XLNetLMHeadModel", "ViTForImageClassification"}
 
 
 @pytest.mark.parametrize("class_name", BOUNDED)
 def test_plain_path_reads_in_at_most_six_files_and_800_body_lines(class_name):
     """Issue 46's bound on the plain path (``padding_free=False``): one forward with labels runs
     code from <= 6 package files and <= 800 lines of function bodies, the variant's own modeling file
-    among them; the speed plug-in (its dropout kernel, its strategy) and the cache helpers (no
-    cache is given) are not entered."""
+    among them; the speed plug-in (its dropout kernel, its strategy) and the checks of a given
+    cache's state (modules/cache.py: none is given) are not entered, the choice of the cache is."""
     case = next(c for c in trace_model_path.CASES if c.class_name == class_name)
     plain = trace_model_path.trace_case(case, {"padding_free": False})
     files = {trace_model_path.relative(path) for path in plain["files"]}
     assert plain["own_file"], sorted(files)
     assert len(files) <= 6 and plain["body_lines"] <= 800, (len(files), plain["body_lines"], sorted(files))
     assert not files & (SPEED_PLUG_IN | {"hf_variants/modules/cache.py"}), sorted(files)
+    entered = {(trace_model_path.relative(path), name) for path, _, name in plain["entered"]}
+    assert (("hf_variants/modules/inputs.py", "pick_cache") in entered) == (class_name in TAKES_A_CACHE)

@@ -22,6 +22,7 @@ USER_SCRIPTS = {
     "run_qa",
     "run_seq2seq",
     "run_swag",
+    "run_token_distillation",
     "run_translation",
 }
 

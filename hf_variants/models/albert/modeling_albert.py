@@ -20,8 +20,10 @@ order data flows:
   the **SOP head** on the pooled [CLS] (dropout + linear, two classes: segments in order or
   swapped); loss = the sum of the two means.
 
-The fine-tuning heads are BERT's written out under ``albert`` (transformers' attribute name, which
-the state-dict keys carry; see ``weights.py``).
+The other heads (masked LM, sequence and token classification, QA, multiple choice) are BERT's
+classes on ALBERT's encoder: :meth:`AlbertPreTrainedModel.build_encoder` puts it under ``albert``
+(transformers' attribute name, which the state-dict keys carry; see ``weights.py``), as RoBERTa's
+heads are BERT's under ``roberta``.
 
 Speed: :class:`AlbertModel` is a :class:`BertModel`, so with ``config.padding_free`` (default) on
 CPU inputs it hands its forward to BERT's strategy (:mod:`hf_variants.modules.fast_path`), which
@@ -36,40 +38,23 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 from transformers.cache_utils import Cache
-from transformers.modeling_outputs import (
-    MaskedLMOutput,
-    MultipleChoiceModelOutput,
-    QuestionAnsweringModelOutput,
-    SequenceClassifierOutput,
-    TokenClassifierOutput,
-)
 from transformers.utils import ModelOutput
 
-from ...modules.dropout import make_dropout
-from ...modules.fast_path import HeadReads, fast_path_enabled
-from ...modules.heads import (
-    IGNORE_INDEX,
-    MaskedLMHead,
-    PooledClassifier,
-    sentence_relation_loss,
-    sequence_classification_loss,
-    span_extraction_loss,
-    token_classification_loss,
-)
-from ...modules.masks import targets_at_padding
+from ...modules.heads import PooledClassifier, classifier_dropout, sentence_relation_loss
 from ...modules.norms import build_norm
 from ..bert.modeling_bert import (
     BertEmbeddings,
     BertEncoder,
+    BertForMaskedLM,
+    BertForMultipleChoice,
+    BertForQuestionAnswering,
+    BertForSequenceClassification,
+    BertForTokenClassification,
     BertLayer,
     BertMaskedLMHeadModel,
     BertModel,
     BertPreTrainedModel,
     _return,
-    choice_count,
-    classifier_dropout,
-    flatten_choices,
-    multiple_choice_loss,
 )
 from .configuration_albert import AlbertConfig
 
@@ -128,6 +113,10 @@ class AlbertPreTrainedModel(BertPreTrainedModel):
     config_class = AlbertConfig
     base_model_prefix = "albert"
 
+    def build_encoder(self, config: AlbertConfig, add_pooling_layer: bool = True) -> None:
+        """BERT's heads run ``self.albert`` (an :class:`AlbertModel`) in place of ``self.bert``."""
+        self.albert = AlbertModel(config, add_pooling_layer=add_pooling_layer)
+
 
 class AlbertModel(BertModel, AlbertPreTrainedModel):
     """BERT's encoder with the factorized embedding and the shared stack: embeddings (B, T) -> (B, T, H),
@@ -138,63 +127,7 @@ class AlbertModel(BertModel, AlbertPreTrainedModel):
     encoder_class = AlbertEncoder
 
 
-# ----------------------------------------------------------------------------- heads
-class AlbertMaskedLMHeadModel(AlbertPreTrainedModel):
-    """What the two MLM models share: ``albert`` + the MLM head, whose transform projects H -> E and
-    whose decoder is tied to the E-wide word table; BERT's sparse prediction (the positions the last
-    layer computes, and the loss there), which reads only ``self.config``, ``self.mlm_head`` and
-    ``uses_pooler``."""
-
-    _tied_weights_keys = {"mlm_head.decoder.weight": "albert.embeddings.word_embeddings.weight"}
-    uses_pooler = False
-    _only_labelled_positions_are_read = BertMaskedLMHeadModel._only_labelled_positions_are_read
-    _mlm_reads = BertMaskedLMHeadModel._mlm_reads
-    _mlm_loss = BertMaskedLMHeadModel._mlm_loss
-    get_output_embeddings = BertMaskedLMHeadModel.get_output_embeddings
-    set_output_embeddings = BertMaskedLMHeadModel.set_output_embeddings
-
-    def __init__(self, config: AlbertConfig) -> None:
-        super().__init__(config)
-        self.albert = AlbertModel(config, add_pooling_layer=self.uses_pooler)
-        self.mlm_head = MaskedLMHead(
-            config.hidden_size, config.vocab_size, config.hidden_act, config.layer_norm_eps, config.embedding_size
-        )
-
-    def _encode_for_mlm(
-        self,
-        input_ids: torch.Tensor | None,
-        attention_mask: torch.Tensor | None,
-        token_type_ids: torch.Tensor | None,
-        position_ids: torch.Tensor | None,
-        inputs_embeds: torch.Tensor | None,
-        labels: torch.Tensor | None,
-        output_attentions: bool | None,
-        output_hidden_states: bool | None,
-        past_key_values: Cache | None,
-        kwargs: dict,
-    ):
-        """Encode (last layer only at the masked positions with sparse prediction) and score the MLM:
-        (encoder output, mean MLM loss or None, logits (B, T, V) or (num_masked, V))."""
-        reads = self._mlm_reads(
-            labels, input_ids, inputs_embeds, attention_mask, output_attentions, output_hidden_states
-        )
-        outputs = self.albert(
-            input_ids,
-            attention_mask,
-            token_type_ids,
-            position_ids,
-            inputs_embeds,
-            past_key_values,
-            output_attentions,
-            output_hidden_states,
-            return_dict=True,
-            reads=reads,
-            **kwargs,
-        )
-        loss, logits = self._mlm_loss(outputs.last_hidden_state, labels, reads)
-        return outputs, loss, logits
-
-
+# ----------------------------------------------------------------------------- pretraining: MLM + SOP
 @dataclass
 class AlbertForPreTrainingOutput(ModelOutput):
     """What :class:`AlbertForPreTraining` returns (transformers' field names, plus the two losses).
@@ -218,16 +151,22 @@ class AlbertForPreTrainingOutput(ModelOutput):
     attentions: tuple[torch.FloatTensor, ...] | None = None
 
 
-class AlbertForPreTraining(AlbertMaskedLMHeadModel):
+class AlbertForPreTraining(BertMaskedLMHeadModel, AlbertPreTrainedModel):
     """MLM + sentence-order prediction, the paper's objective (loss = the sum of the two means).
     SOP replaces BERT's NSP: segment B is always A's true continuation, swapped half of the time,
-    so the head learns discourse coherence rather than topic."""
+    so the head learns discourse coherence rather than topic.
 
+    The MLM part is BERT's (:class:`BertMaskedLMHeadModel`: ``self.albert``, the tied MLM head, whose
+    transform projects H -> E and whose decoder is tied to the E-wide word table, and sparse
+    prediction); what ALBERT changes is the SOP head and its label."""
+
+    config_class = AlbertConfig
+    _tied_weights_keys = {"mlm_head.decoder.weight": "albert.embeddings.word_embeddings.weight"}
     uses_pooler = True  # SOP reads the pooled [CLS]
 
     def __init__(self, config: AlbertConfig) -> None:
-        super().__init__(config)
-        # Dropout + linear on the pooled [CLS], as transformers' AlbertSOPHead.
+        super().__init__(config)  # self.albert (with the pooler) and the MLM head
+        # Dropout + linear on the pooled [CLS], as transformers' AlbertSOPHead (BERT's NSP head: linear).
         self.sop_classifier = PooledClassifier(config.hidden_size, 2, classifier_dropout(config), config.padding_free)
         self.post_init()
 
@@ -248,18 +187,23 @@ class AlbertForPreTraining(AlbertMaskedLMHeadModel):
     ) -> AlbertForPreTrainingOutput | tuple:
         """labels: (B, T) MLM targets (-100 elsewhere); sentence_order_label: (B,) 0 = A then B, 1 = swapped;
         past_key_values: a key/value prefix for the encoder (peft's prefix tuning)."""
-        outputs, mlm_loss, prediction_logits = self._encode_for_mlm(
+        reads = self._mlm_reads(
+            labels, input_ids, inputs_embeds, attention_mask, output_attentions, output_hidden_states
+        )
+        outputs = self.base_model(
             input_ids,
             attention_mask,
             token_type_ids,
             position_ids,
             inputs_embeds,
-            labels,
+            past_key_values,
             output_attentions,
             output_hidden_states,
-            past_key_values,
-            kwargs,
+            return_dict=True,
+            reads=reads,
+            **kwargs,
         )
+        mlm_loss, prediction_logits = self._mlm_loss(outputs.last_hidden_state, labels, reads)
         sop_logits = self.sop_classifier(None, outputs.pooler_output)  # (B, 2)
         sop_loss = None
         if sentence_order_label is not None:
@@ -279,261 +223,40 @@ class AlbertForPreTraining(AlbertMaskedLMHeadModel):
         )
 
 
-class AlbertForMaskedLM(AlbertMaskedLMHeadModel):
-    """MLM alone: transform H -> E, decoder tied to the E-wide word embeddings. With
-    ``config.sparse_prediction`` and labels, logits are (num_masked, V) at the masked positions."""
+# ----------------------------------------------------------------------------- the other heads: BERT's
+class AlbertForMaskedLM(BertForMaskedLM, AlbertPreTrainedModel):
+    """BERT's masked LM on ``self.albert``: transform H -> E, decoder tied to the E-wide word
+    embeddings. With ``config.sparse_prediction`` and labels, logits are (num_masked, V) at the
+    masked positions."""
 
-    def __init__(self, config: AlbertConfig) -> None:
-        super().__init__(config)
-        self.post_init()
-
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        past_key_values: Cache | None = None,
-        **kwargs,
-    ) -> MaskedLMOutput | tuple:
-        """labels: (B, T) target ids, -100 where nothing is predicted. Logits (B, T, V)."""
-        outputs, loss, logits = self._encode_for_mlm(
-            input_ids,
-            attention_mask,
-            token_type_ids,
-            position_ids,
-            inputs_embeds,
-            labels,
-            output_attentions,
-            output_hidden_states,
-            past_key_values,
-            kwargs,
-        )
-        return _return(
-            MaskedLMOutput(
-                loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
-            ),
-            return_dict,
-        )
+    config_class = AlbertConfig
+    _tied_weights_keys = {"mlm_head.decoder.weight": "albert.embeddings.word_embeddings.weight"}
 
 
-class AlbertForSequenceClassification(AlbertPreTrainedModel):
-    """Single sentences or pairs: dropout + linear on the pooled [CLS] (BERT's head). labels: (B,)
-    class ids, (B,) floats for regression (num_labels == 1), or (B, num_labels) multi-hot
-    (problem_type). Logits (B, num_labels)."""
+class AlbertForSequenceClassification(BertForSequenceClassification, AlbertPreTrainedModel):
+    """BERT's classifier on ``self.albert``: dropout + linear on the pooled [CLS]."""
 
-    reads_summary_only = True  # the head reads the pooled summary token alone
-
-    def __init__(self, config: AlbertConfig) -> None:
-        super().__init__(config)
-        self.num_labels = config.num_labels
-        self.albert = AlbertModel(config)
-        self.classifier = PooledClassifier(
-            config.hidden_size, config.num_labels, classifier_dropout(config), config.padding_free
-        )
-        self.post_init()
-
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        past_key_values: Cache | None = None,
-        **kwargs,
-    ) -> SequenceClassifierOutput | tuple:
-        outputs = self.albert(
-            input_ids,
-            attention_mask,
-            token_type_ids,
-            position_ids,
-            inputs_embeds,
-            past_key_values,
-            output_attentions,
-            output_hidden_states,
-            return_dict=True,
-            reads=HeadReads(summary_only=self.reads_summary_only),
-            **kwargs,
-        )
-        logits = self.classifier(None, outputs.pooler_output)
-        loss = sequence_classification_loss(self.config, logits, labels) if labels is not None else None
-        return _return(
-            SequenceClassifierOutput(
-                loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
-            ),
-            return_dict,
-        )
+    config_class = AlbertConfig
 
 
-class AlbertForTokenClassification(AlbertPreTrainedModel):
-    """Per-token labels (NER, POS): dropout + linear on every position. labels: (B, T) class ids,
-    -100 on ignored tokens. Logits (B, T, num_labels)."""
+class AlbertForTokenClassification(BertForTokenClassification, AlbertPreTrainedModel):
+    """BERT's per-token classifier (dropout + linear on every position) on ``self.albert``."""
 
-    def __init__(self, config: AlbertConfig) -> None:
-        super().__init__(config)
-        self.num_labels = config.num_labels
-        self.albert = AlbertModel(config, add_pooling_layer=False)
-        self.dropout = make_dropout(classifier_dropout(config), config.padding_free)
-        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
-        self.post_init()
-
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        past_key_values: Cache | None = None,
-        **kwargs,
-    ) -> TokenClassifierOutput | tuple:
-        # A target on a padding position is read from the state computed there: only the padded
-        # layout computes it (collators put -100 on padding, so this is the rare case).
-        reference = input_ids if input_ids is not None else inputs_embeds
-        fast = reference is not None and self.config.padding_free and fast_path_enabled(self.config, reference.device)
-        reads = HeadReads(padding=fast and targets_at_padding(labels, attention_mask, IGNORE_INDEX))
-        outputs = self.albert(
-            input_ids,
-            attention_mask,
-            token_type_ids,
-            position_ids,
-            inputs_embeds,
-            past_key_values,
-            output_attentions,
-            output_hidden_states,
-            return_dict=True,
-            reads=reads,
-            **kwargs,
-        )
-        logits = self.classifier(self.dropout(outputs.last_hidden_state))
-        loss = token_classification_loss(logits, labels) if labels is not None else None
-        return _return(
-            TokenClassifierOutput(
-                loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
-            ),
-            return_dict,
-        )
+    config_class = AlbertConfig
 
 
-class AlbertForQuestionAnswering(AlbertPreTrainedModel):
-    """Extractive QA: start/end logits per token; SQuAD 2.0's "no answer" points at [CLS]. The span
-    softmax runs over all T positions, padding included, as transformers' (``HeadReads(padding=True)``)."""
+class AlbertForQuestionAnswering(BertForQuestionAnswering, AlbertPreTrainedModel):
+    """BERT's extractive QA head on ``self.albert``: start/end logits (B, T) each; the span softmax
+    runs over all T positions, padding included, as transformers'."""
 
-    def __init__(self, config: AlbertConfig) -> None:
-        super().__init__(config)
-        self.num_labels = config.num_labels
-        self.albert = AlbertModel(config, add_pooling_layer=False)
-        self.qa_outputs = nn.Linear(config.hidden_size, 2)
-        self.post_init()
-
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        start_positions: torch.Tensor | None = None,
-        end_positions: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        past_key_values: Cache | None = None,
-        **kwargs,
-    ) -> QuestionAnsweringModelOutput | tuple:
-        """start_positions / end_positions: (B,) token indices. Logits (B, T) each."""
-        outputs = self.albert(
-            input_ids,
-            attention_mask,
-            token_type_ids,
-            position_ids,
-            inputs_embeds,
-            past_key_values,
-            output_attentions,
-            output_hidden_states,
-            return_dict=True,
-            reads=HeadReads(padding=True),
-            **kwargs,
-        )
-        start_logits, end_logits = self.qa_outputs(outputs.last_hidden_state).unbind(dim=-1)
-        start_logits, end_logits = start_logits.contiguous(), end_logits.contiguous()
-        loss = None
-        if start_positions is not None and end_positions is not None:
-            loss = span_extraction_loss(start_logits, end_logits, start_positions, end_positions)
-        return _return(
-            QuestionAnsweringModelOutput(
-                loss=loss,
-                start_logits=start_logits,
-                end_logits=end_logits,
-                hidden_states=outputs.hidden_states,
-                attentions=outputs.attentions,
-            ),
-            return_dict,
-        )
+    config_class = AlbertConfig
 
 
-class AlbertForMultipleChoice(AlbertPreTrainedModel):
-    """Inputs (B, C, T); one score per choice from the pooled [CLS]; logits (B, C); labels (B,)."""
+class AlbertForMultipleChoice(BertForMultipleChoice, AlbertPreTrainedModel):
+    """BERT's multiple-choice head on ``self.albert``: one score per choice from the pooled [CLS].
+    Inputs (B, C, T); logits (B, C); labels (B,)."""
 
-    reads_summary_only = True
-
-    def __init__(self, config: AlbertConfig) -> None:
-        super().__init__(config)
-        self.albert = AlbertModel(config)
-        self.classifier = PooledClassifier(config.hidden_size, 1, classifier_dropout(config), config.padding_free)
-        self.post_init()
-
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        past_key_values: Cache | None = None,
-        **kwargs,
-    ) -> MultipleChoiceModelOutput | tuple:
-        """All inputs (B, C, T) (inputs_embeds (B, C, T, E)); labels (B,) the right choice."""
-        num_choices = choice_count(input_ids, inputs_embeds)
-        outputs = self.albert(
-            flatten_choices(input_ids),
-            flatten_choices(attention_mask),
-            flatten_choices(token_type_ids),
-            flatten_choices(position_ids),
-            flatten_choices(inputs_embeds),
-            past_key_values,
-            output_attentions,
-            output_hidden_states,
-            return_dict=True,
-            reads=HeadReads(summary_only=self.reads_summary_only),
-            **kwargs,
-        )
-        logits = self.classifier(None, outputs.pooler_output).view(-1, num_choices)
-        loss = multiple_choice_loss(logits, labels) if labels is not None else None
-        return _return(
-            MultipleChoiceModelOutput(
-                loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
-            ),
-            return_dict,
-        )
+    config_class = AlbertConfig
 
 
 __all__ = [

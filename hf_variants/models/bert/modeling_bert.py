@@ -19,9 +19,9 @@ hands its forward to :class:`~hf_variants.modules.fast_path.PaddingFreePath`, wh
 modules on the real tokens only (packed) and computes the last layer at the positions a head reads
 (:class:`~hf_variants.modules.heads.HeadReads`); results are identical. The switch also selects the
 CPU kernels when the model is built: the uniform-mask dropout (``modules/dropout.py``, for hidden
-states and attention probabilities) instead of torch's, same distribution, another random stream.
-With ``config.padding_free = False`` the plain path below is all that runs, in plain PyTorch; on
-CUDA the plain path runs too.
+states and attention probabilities; same distribution, another random stream) and the MLM decoder
+(``modules/heads.py`` ``TiedDecoder``), instead of torch's ``nn.Dropout`` and ``nn.Linear``. With
+``config.padding_free = False`` the plain path below is all that runs, in plain PyTorch; on CUDA too.
 """
 
 from __future__ import annotations
@@ -51,9 +51,9 @@ from ...modules.attention import (
     fast_attention_function,
     packed_self_attention,
 )
-from ...modules.cache import FOREIGN_CACHE_NAMES, check_cache_batch, check_cache_positions, pick_cache
+from ...modules.cache import check_cache_batch, check_cache_positions
 from ...modules.dropout import make_dropout
-from ...modules.embeddings import check_index_range, check_not_empty, sinusoidal_table
+from ...modules.embeddings import sinusoidal_table
 from ...modules.fast_path import fast_path_enabled, fast_path_for
 from ...modules.heads import (
     IGNORE_INDEX,
@@ -72,6 +72,7 @@ from ...modules.heads import (
     summarize,
     token_classification_loss,
 )
+from ...modules.inputs import check_index_range, check_not_empty, pick_cache
 from ...modules.masks import (
     KeyMask,
     gather_positions,
@@ -519,13 +520,8 @@ class BertModel(BertPreTrainedModel):
         )
         return_dict = return_dict if return_dict is not None else config.return_dict
         reads = reads or HeadReads()
-        cache = kwargs.pop("cache", None)
-        if (
-            cache is not None
-            or past_key_values is not None
-            or any(kwargs.get(n) is not None for n in FOREIGN_CACHE_NAMES)
-        ):
-            past_key_values = pick_cache(cache, past_key_values, kwargs)  # one cache, under either name
+        # one cache, under either name (or None)
+        past_key_values = pick_cache(kwargs.pop("cache", None), past_key_values, kwargs)
         batch, length, _, mask = self._check_inputs(
             input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids, past_key_values, kwargs
         )
@@ -587,9 +583,15 @@ class BertMaskedLMHeadModel(BertPreTrainedModel):
     def __init__(self, config: BertConfig) -> None:
         super().__init__(config)
         self.build_encoder(config, add_pooling_layer=self.uses_pooler)  # self.bert (RoBERTa: self.roberta)
-        # transform (dense, activation, LayerNorm) + decoder tied to the word embeddings, own bias.
+        # transform (dense, activation, LayerNorm) + decoder tied to the word embeddings, own bias
+        # (the speed plug-in's TiedDecoder with config.padding_free, else nn.Linear).
         self.mlm_head = MaskedLMHead(
-            config.hidden_size, config.vocab_size, config.hidden_act, config.layer_norm_eps, config.embedding_size
+            config.hidden_size,
+            config.vocab_size,
+            config.hidden_act,
+            config.layer_norm_eps,
+            config.embedding_size,
+            cpu_kernel=config.padding_free,
         )
 
     def get_output_embeddings(self) -> nn.Linear:

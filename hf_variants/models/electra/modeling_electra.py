@@ -19,9 +19,11 @@ self-attention, layers, stack, attention backends and the padding-free fast path
   their embedding tables (:data:`SHARED_EMBEDDING_MODULES`); the generator's predictions at the
   masked positions are sampled (:func:`gumbel_max_sample`) to corrupt the input; the discriminator
   labels each token of the corrupted input; loss = MLM + lambda x RTD (lambda = 50);
-- the fine-tuning heads, written out with BERT's blocks and losses under ``electra`` (transformers'
-  name): sequence classification and multiple choice read the first token through dense -> GELU
-  (:class:`ElectraClassificationHead`), not BERT's tanh pooler.
+- the fine-tuning heads that read a summary: sequence classification and multiple choice read the
+  first token through dense -> GELU (:class:`ElectraClassificationHead`), not BERT's tanh pooler. The
+  masked LM, token classification and QA heads are BERT's classes on ELECTRA's encoder
+  (:meth:`ElectraPreTrainedModel.build_encoder` puts it under ``electra``, transformers' name, which
+  the state-dict keys carry), as RoBERTa's heads are BERT's under ``roberta``.
 
 Names. transformers calls its discriminator-with-RTD-head class ``ElectraForPreTraining``; here
 that name is the joint model, because ``AutoModelForPreTraining.from_config`` must build what
@@ -43,16 +45,12 @@ from transformers import initialization as init
 from transformers.activations import ACT2FN
 from transformers.cache_utils import Cache
 from transformers.modeling_outputs import (
-    MaskedLMOutput,
     MultipleChoiceModelOutput,
-    QuestionAnsweringModelOutput,
     SequenceClassifierOutput,
     TokenClassifierOutput,
 )
 from transformers.utils import ModelOutput
 
-from ...modules.dropout import Dropout
-from ...modules.embeddings import check_batch_shape
 from ...modules.fast_path import HeadReads, fast_path_enabled
 from ...modules.heads import (
     IGNORE_INDEX,
@@ -66,13 +64,19 @@ from ...modules.heads import (
     multiple_choice_loss,
     refuse_next_sentence_label,
     sequence_classification_loss,
-    span_extraction_loss,
     summarize,
-    token_classification_loss,
 )
+from ...modules.inputs import check_batch_shape
 from ...modules.masks import targets_at_padding
 from ...modules.padding import selected_positions
-from ..bert.modeling_bert import BertMaskedLMHeadModel, BertModel, BertPreTrainedModel, _return
+from ..bert.modeling_bert import (
+    BertForMaskedLM,
+    BertForQuestionAnswering,
+    BertForTokenClassification,
+    BertModel,
+    BertPreTrainedModel,
+    _return,
+)
 from .configuration_electra import ElectraConfig
 
 
@@ -84,6 +88,11 @@ class ElectraPreTrainedModel(BertPreTrainedModel):
 
     config_class = ElectraConfig
     base_model_prefix = "electra"
+
+    def build_encoder(self, config: ElectraConfig, add_pooling_layer: bool = True) -> None:
+        """BERT's heads run ``self.electra`` (an :class:`ElectraModel`) in place of ``self.bert``;
+        it has no pooler whatever ``add_pooling_layer`` asks (the heads that read one are ELECTRA's own)."""
+        self.electra = ElectraModel(config)
 
 
 class ElectraModel(BertModel, ElectraPreTrainedModel):
@@ -131,16 +140,6 @@ def replaced_token_detection_loss(
     return F.binary_cross_entropy_with_logits(logits[used], labels[used].to(logits.dtype))
 
 
-def _token_labels_read_at_padding(
-    config: ElectraConfig, labels: torch.Tensor | None, reference: torch.Tensor | None, attention_mask
-) -> bool:
-    """HeadReads.padding of a per-token head: a (B, T) target at a padding position is read from
-    the state computed there, which only the padded layout computes (asked on the fast path only:
-    reading the labels syncs the device)."""
-    fast = reference is not None and fast_path_enabled(config, reference.device)
-    return fast and targets_at_padding(labels, attention_mask, IGNORE_INDEX)
-
-
 class ElectraForReplacedTokenDetection(ElectraPreTrainedModel):
     """The discriminator with its RTD head: transformers' ``ElectraForPreTraining`` (same weights,
     same logits). Logits (B, T); labels (B, T) 1 where a token was replaced."""
@@ -169,8 +168,11 @@ class ElectraForReplacedTokenDetection(ElectraPreTrainedModel):
     ) -> TokenClassifierOutput | tuple:
         """labels: (B, T) 1 = replaced, 0 = original, -100 = ignored; the loss averages over the
         real tokens."""
+        # A target on a padding position is read from the state computed there: only the padded
+        # layout computes it (asked on the fast path only: reading the labels syncs the device).
         reference = input_ids if input_ids is not None else inputs_embeds
-        reads = HeadReads(padding=_token_labels_read_at_padding(self.config, labels, reference, attention_mask))
+        fast = reference is not None and fast_path_enabled(self.config, reference.device)
+        reads = HeadReads(padding=fast and targets_at_padding(labels, attention_mask, IGNORE_INDEX))
         outputs = self.electra(
             input_ids,
             attention_mask,
@@ -195,68 +197,14 @@ class ElectraForReplacedTokenDetection(ElectraPreTrainedModel):
 
 
 # ----------------------------------------------------------------------------- the generator alone
-class ElectraForMaskedLM(ElectraPreTrainedModel):
-    """The generator as a masked LM (transformers' ``ElectraForMaskedLM``): BERT's MLM head, dense
-    (H -> E) -> activation -> LayerNorm -> decoder tied to the word embeddings (own bias), and BERT's
-    sparse prediction (``config.sparse_prediction``: logits (num_masked, V) at the masked positions)."""
+class ElectraForMaskedLM(BertForMaskedLM, ElectraPreTrainedModel):
+    """The generator as a masked LM (transformers' ``ElectraForMaskedLM``): BERT's masked LM on
+    ``self.electra``, its MLM head dense (H -> E) -> activation -> LayerNorm -> decoder tied to the
+    word embeddings (own bias), and BERT's sparse prediction (``config.sparse_prediction``: logits
+    (num_masked, V) at the masked positions)."""
 
     config_class = ElectraConfig
     _tied_weights_keys = {"mlm_head.decoder.weight": "electra.embeddings.word_embeddings.weight"}
-    uses_pooler = False  # the positions the MLM reads never include a pooled summary
-    # BERT's: which positions the last layer computes, and the loss at them (they read only
-    # self.config, self.mlm_head and uses_pooler).
-    _only_labelled_positions_are_read = BertMaskedLMHeadModel._only_labelled_positions_are_read
-    _mlm_reads = BertMaskedLMHeadModel._mlm_reads
-    _mlm_loss = BertMaskedLMHeadModel._mlm_loss
-    get_output_embeddings = BertMaskedLMHeadModel.get_output_embeddings
-    set_output_embeddings = BertMaskedLMHeadModel.set_output_embeddings
-
-    def __init__(self, config: ElectraConfig) -> None:
-        super().__init__(config)
-        self.electra = ElectraModel(config)
-        self.mlm_head = MaskedLMHead(
-            config.hidden_size, config.vocab_size, config.hidden_act, config.layer_norm_eps, config.embedding_size
-        )
-        self.post_init()
-
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        past_key_values: Cache | None = None,
-        **kwargs,
-    ) -> MaskedLMOutput | tuple:
-        """labels: (B, T) target ids, -100 where nothing is predicted. Logits (B, T, V)."""
-        reads = self._mlm_reads(
-            labels, input_ids, inputs_embeds, attention_mask, output_attentions, output_hidden_states
-        )
-        outputs = self.electra(
-            input_ids,
-            attention_mask,
-            token_type_ids,
-            position_ids,
-            inputs_embeds,
-            past_key_values,
-            output_attentions,
-            output_hidden_states,
-            return_dict=True,
-            reads=reads,
-            **kwargs,
-        )
-        loss, logits = self._mlm_loss(outputs.last_hidden_state, labels, reads)
-        return _return(
-            MaskedLMOutput(
-                loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
-            ),
-            return_dict,
-        )
 
 
 # ----------------------------------------------------------------------------- joint pretraining
@@ -354,6 +302,7 @@ class ElectraForPreTraining(ElectraPreTrainedModel):
             generator_config.hidden_act,
             config.layer_norm_eps,
             generator_config.embedding_size,  # E, tied to the shared word embeddings
+            cpu_kernel=config.padding_free,  # the speed plug-in's TiedDecoder, else nn.Linear
         )
         self._share_embeddings()
         # save_pretrained reads the instance's map to store each shared tensor once.
@@ -500,12 +449,14 @@ class ElectraForPreTraining(ElectraPreTrainedModel):
 
 
 # ----------------------------------------------------------------------------- fine-tuning heads
+# What ELECTRA changes: sequence classification and multiple choice read the first token through
+# dense -> GELU (no pooler). Token classification and QA are BERT's heads on ``self.electra``.
 class ElectraClassificationHead(SummaryClassifier):
     """transformers' ElectraClassificationHead: dropout, dense, GELU (not BERT's tanh), dropout,
     out_proj, on the first token."""
 
-    def __init__(self, hidden_size: int, num_labels: int, dropout: float) -> None:
-        super().__init__(hidden_size, num_labels, dropout, activation="gelu")
+    def __init__(self, hidden_size: int, num_labels: int, dropout: float, cpu_dropout: bool = True) -> None:
+        super().__init__(hidden_size, num_labels, dropout, activation="gelu", cpu_dropout=cpu_dropout)
 
 
 class ElectraForSequenceClassification(ElectraPreTrainedModel):
@@ -520,7 +471,9 @@ class ElectraForSequenceClassification(ElectraPreTrainedModel):
         super().__init__(config)
         self.num_labels = config.num_labels
         self.electra = ElectraModel(config)
-        self.classifier = ElectraClassificationHead(config.hidden_size, config.num_labels, classifier_dropout(config))
+        self.classifier = ElectraClassificationHead(
+            config.hidden_size, config.num_labels, classifier_dropout(config), config.padding_free
+        )
         self.post_init()
 
     def forward(
@@ -561,116 +514,17 @@ class ElectraForSequenceClassification(ElectraPreTrainedModel):
         )
 
 
-class ElectraForTokenClassification(ElectraPreTrainedModel):
-    """Per-token labels (NER, POS): dropout + linear on every position. labels: (B, T) class ids,
-    -100 on ignored tokens. Logits (B, T, num_labels)."""
+class ElectraForTokenClassification(BertForTokenClassification, ElectraPreTrainedModel):
+    """BERT's per-token classifier (dropout + linear on every position) on ``self.electra``."""
 
     config_class = ElectraConfig
 
-    def __init__(self, config: ElectraConfig) -> None:
-        super().__init__(config)
-        self.num_labels = config.num_labels
-        self.electra = ElectraModel(config)
-        self.dropout = Dropout(classifier_dropout(config))
-        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
-        self.post_init()
 
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        past_key_values: Cache | None = None,
-        **kwargs,
-    ) -> TokenClassifierOutput | tuple:
-        reference = input_ids if input_ids is not None else inputs_embeds
-        reads = HeadReads(padding=_token_labels_read_at_padding(self.config, labels, reference, attention_mask))
-        outputs = self.electra(
-            input_ids,
-            attention_mask,
-            token_type_ids,
-            position_ids,
-            inputs_embeds,
-            past_key_values,
-            output_attentions,
-            output_hidden_states,
-            return_dict=True,
-            reads=reads,
-            **kwargs,
-        )
-        logits = self.classifier(self.dropout(outputs.last_hidden_state))
-        loss = token_classification_loss(logits, labels) if labels is not None else None
-        return _return(
-            TokenClassifierOutput(
-                loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
-            ),
-            return_dict,
-        )
-
-
-class ElectraForQuestionAnswering(ElectraPreTrainedModel):
-    """Extractive QA: start/end logits (B, T) each; the span softmax runs over all T positions,
-    padding included, as transformers' (so the fast path runs it padded)."""
+class ElectraForQuestionAnswering(BertForQuestionAnswering, ElectraPreTrainedModel):
+    """BERT's extractive QA head on ``self.electra``: start/end logits (B, T) each; the span softmax
+    runs over all T positions, padding included, as transformers'."""
 
     config_class = ElectraConfig
-
-    def __init__(self, config: ElectraConfig) -> None:
-        super().__init__(config)
-        self.num_labels = config.num_labels
-        self.electra = ElectraModel(config)
-        self.qa_outputs = nn.Linear(config.hidden_size, 2)
-        self.post_init()
-
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        start_positions: torch.Tensor | None = None,
-        end_positions: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        past_key_values: Cache | None = None,
-        **kwargs,
-    ) -> QuestionAnsweringModelOutput | tuple:
-        """start_positions / end_positions: (B,) token indices."""
-        outputs = self.electra(
-            input_ids,
-            attention_mask,
-            token_type_ids,
-            position_ids,
-            inputs_embeds,
-            past_key_values,
-            output_attentions,
-            output_hidden_states,
-            return_dict=True,
-            reads=HeadReads(padding=True),
-            **kwargs,
-        )
-        start_logits, end_logits = self.qa_outputs(outputs.last_hidden_state).unbind(dim=-1)
-        start_logits, end_logits = start_logits.contiguous(), end_logits.contiguous()
-        loss = None
-        if start_positions is not None and end_positions is not None:
-            loss = span_extraction_loss(start_logits, end_logits, start_positions, end_positions)
-        return _return(
-            QuestionAnsweringModelOutput(
-                loss=loss,
-                start_logits=start_logits,
-                end_logits=end_logits,
-                hidden_states=outputs.hidden_states,
-                attentions=outputs.attentions,
-            ),
-            return_dict,
-        )
 
 
 class ElectraForMultipleChoice(ElectraPreTrainedModel):
@@ -685,7 +539,12 @@ class ElectraForMultipleChoice(ElectraPreTrainedModel):
         super().__init__(config)
         self.electra = ElectraModel(config)
         self.classifier = SummaryClassifier(
-            config.hidden_size, 1, config.summary_last_dropout, activation="gelu", input_dropout=0.0
+            config.hidden_size,
+            1,
+            config.summary_last_dropout,
+            activation="gelu",
+            input_dropout=0.0,
+            cpu_dropout=config.padding_free,
         )
         self.post_init()
 

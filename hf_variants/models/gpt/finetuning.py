@@ -17,9 +17,10 @@ from transformers import GenerationMixin
 from transformers.cache_utils import Cache
 from transformers.modeling_outputs import ModelOutput
 
-from ...modules.cache import output_cache, pick_cache, with_cache
+from ...modules.cache import output_cache, with_cache
 from ...modules.dropout import Dropout
-from ...modules.heads import TiedDecoder, causal_lm_loss, classifier_dropout, multiple_choice_loss
+from ...modules.heads import causal_lm_loss, classifier_dropout, make_vocabulary_decoder, multiple_choice_loss
+from ...modules.inputs import pick_cache
 from ...modules.padding import gather_positions
 from ...modules.token_ids import CheckedGenerationMixin
 from ...modules.tracing import is_tracing
@@ -69,7 +70,9 @@ class GPTDoubleHeadsModel(GPTPreTrainedModel, CheckedGenerationMixin, Generation
     def __init__(self, config) -> None:
         super().__init__(config)
         self.transformer = GPTModel(config)
-        self.lm_head = TiedDecoder(config.hidden_size, config.vocab_size, bias=False)
+        self.lm_head = make_vocabulary_decoder(
+            config.hidden_size, config.vocab_size, bias=False, cpu_kernel=config.padding_free
+        )
         self.multiple_choice_head = ChoiceScore(config.hidden_size, classifier_dropout(config))
         self.post_init()
 

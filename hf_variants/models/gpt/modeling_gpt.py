@@ -50,19 +50,19 @@ from transformers.modeling_outputs import (
 from transformers.utils import ModelOutput
 
 from ...modules.attention import FusedQKVProjection, attention_function, packed_self_attention
-from ...modules.cache import CACHE_FIELD, FOREIGN_CACHE_NAMES, check_cache_batch, check_cache_positions, pick_cache
+from ...modules.cache import CACHE_FIELD, check_cache_batch, check_cache_positions
 from ...modules.dropout import make_dropout
-from ...modules.embeddings import check_ids_or_embeds, check_index_range, check_not_empty
 from ...modules.fast_path import HeadReads, fast_path_enabled, fast_path_for
 from ...modules.heads import (
     IGNORE_INDEX,
-    TiedDecoder,
     causal_lm_loss,
     lm_loss,
+    make_vocabulary_decoder,
     sequence_classification_loss,
     span_extraction_loss,
     token_classification_loss,
 )
+from ...modules.inputs import check_ids_or_embeds, check_index_range, check_not_empty, pick_cache
 from ...modules.masks import (
     KeyMask,
     combine_biases,
@@ -352,16 +352,6 @@ class GPTPreTrainedModel(VariantPreTrainedModel):
             init.normal_(module.weight, mean=0.0, std=std)
 
 
-def _given_a_cache(cache: Cache | None, past_key_values: Cache | None, kwargs: dict) -> bool:
-    """Whether a forward was handed a cache under any name; only then does ``modules/cache.py``'s
-    ``pick_cache`` choose between them (a training forward never enters it)."""
-    return (
-        cache is not None
-        or past_key_values is not None
-        or any(kwargs.get(name) is not None for name in FOREIGN_CACHE_NAMES)
-    )
-
-
 class GPTModel(GPTPreTrainedModel):
     """The bare decoder: embeddings -> blocks -> (final LayerNorm). last_hidden_state (B, T, H) and
     the cache (``past_key_values`` / ``cache``)."""
@@ -499,8 +489,7 @@ class GPTModel(GPTPreTrainedModel):
             output_hidden_states if output_hidden_states is not None else config.output_hidden_states
         )
         return_dict = return_dict if return_dict is not None else config.return_dict
-        if _given_a_cache(cache, past_key_values, kwargs):
-            cache = pick_cache(cache, past_key_values, kwargs)  # one cache, under either name
+        cache = pick_cache(cache, past_key_values, kwargs)  # one cache, under either name (or None)
         cache = self._prepare_cache(cache, use_cache)
         batch, length, past_length, mask = self._check_inputs(
             input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids, cache, document_ids, kwargs
@@ -582,9 +571,11 @@ class GPTLMHeadModel(GPTPreTrainedModel, CheckedGenerationMixin, GenerationMixin
     def __init__(self, config: GPTConfig) -> None:
         super().__init__(config)
         self.transformer = GPTModel(config)
-        # Bias-free; TiedDecoder builds the weight's gradient contiguous so the tied embedding
-        # accumulates it in place (modules/heads.py).
-        self.lm_head = TiedDecoder(config.hidden_size, config.vocab_size, bias=False)
+        # Bias-free. With the speed switch, TiedDecoder builds the weight's gradient contiguous so the
+        # tied embedding accumulates it in place, and decodes a few rows faster on CPU (modules/heads.py).
+        self.lm_head = make_vocabulary_decoder(
+            config.hidden_size, config.vocab_size, bias=False, cpu_kernel=config.padding_free
+        )
         self.post_init()
 
     def get_output_embeddings(self) -> nn.Linear:
@@ -626,8 +617,7 @@ class GPTLMHeadModel(GPTPreTrainedModel, CheckedGenerationMixin, GenerationMixin
         Returns:
             CausalLMOutputWithCrossAttentions: loss, logits (B, T or k, V), the cache, ...
         """
-        if _given_a_cache(cache, past_key_values, kwargs):
-            past_key_values = pick_cache(cache, past_key_values, kwargs)  # one cache, under either name
+        past_key_values = pick_cache(cache, past_key_values, kwargs)  # one cache, under either name (or None)
         if labels is not None and use_cache is None and past_key_values is None:
             use_cache = False
         if labels is not None and not (isinstance(logits_to_keep, int) and logits_to_keep == 0):

@@ -24,16 +24,16 @@ from torch.nn import functional as F
 from transformers.cache_utils import Cache
 from transformers.utils import ModelOutput
 
-from ...modules.embeddings import check_index_range
 from ...modules.heads import (
     IGNORE_INDEX,
     HeadReads,
     PredictionTransform,
-    TiedDecoder,
     check_class_labels,
     check_label_shape,
+    make_vocabulary_decoder,
     refuse_next_sentence_label,
 )
+from ...modules.inputs import check_index_range
 from ...modules.masks import selected_positions
 from ..bert.modeling_bert import (
     BertForMaskedLM,
@@ -110,6 +110,7 @@ class SpanBoundaryHead(nn.Module):
         max_span_length: number of relative positions (rows of ``position_embeddings``).
         position_embedding_size: width of p_i (200 in the paper's code).
         embedding_size: width of the tied word embeddings (H unless factorized).
+        cpu_kernel: the speed plug-in's decoder (``TiedDecoder``; ``config.padding_free``), else ``nn.Linear``.
     """
 
     def __init__(
@@ -121,6 +122,7 @@ class SpanBoundaryHead(nn.Module):
         activation: str,
         layer_norm_eps: float,
         embedding_size: int | None = None,
+        cpu_kernel: bool = True,
     ) -> None:
         super().__init__()
         self.position_embeddings = nn.Embedding(max_span_length, position_embedding_size)
@@ -128,7 +130,7 @@ class SpanBoundaryHead(nn.Module):
             2 * hidden_size + position_embedding_size, hidden_size, activation, layer_norm_eps
         )
         self.layer2 = PredictionTransform(hidden_size, embedding_size or hidden_size, activation, layer_norm_eps)
-        self.decoder = TiedDecoder(embedding_size or hidden_size, vocab_size)
+        self.decoder = make_vocabulary_decoder(embedding_size or hidden_size, vocab_size, cpu_kernel=cpu_kernel)
 
     def forward(self, left_hidden: torch.Tensor, right_hidden: torch.Tensor, relative: torch.Tensor) -> torch.Tensor:
         """left_hidden, right_hidden: (N, H) encodings of h_{s-1}, h_{e+1}; relative: (N,) offsets
@@ -282,6 +284,7 @@ class SpanBertForPreTraining(BertMaskedLMHeadModel, SpanBertPreTrainedModel):
             config.hidden_act,
             config.layer_norm_eps,
             config.embedding_size,
+            cpu_kernel=config.padding_free,
         )
         self.post_init()
 

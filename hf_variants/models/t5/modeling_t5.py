@@ -22,8 +22,9 @@ transformers' ``q, k, v`` / ``k, v`` stacked, and each stack's ``position_bias``
 ``block.0.layer.0.SelfAttention.relative_attention_bias``.
 
 This file runs the plain PyTorch path on every device: T5 takes no padding-free layout. Of the
-speed plug-in, ``config.padding_free`` (default on) chooses only the dropout kernel when the model is
-built (``modules/dropout.py``'s uniform-mask CPU kernel; torch's ``nn.Dropout`` with it off); see
+speed plug-in, ``config.padding_free`` (default on) chooses only the CPU kernels when the model is
+built: the dropout (``modules/dropout.py``'s uniform-mask CPU kernel; torch's ``nn.Dropout`` with it
+off) and the tied LM head (``modules/heads.py``'s ``TiedDecoder``; ``nn.Linear`` with it off); see
 docs/architecture.md, "Reading a variant".
 """
 
@@ -51,20 +52,20 @@ from transformers.modeling_outputs import (
 from transformers.utils import ModelOutput
 
 from ...modules.attention import FusedQKVProjection, attention_function
-from ...modules.cache import CACHE_FIELD, FOREIGN_CACHE_NAMES, check_cache_batch, check_cache_positions, pick_cache
+from ...modules.cache import CACHE_FIELD, check_cache_batch, check_cache_positions
 from ...modules.dropout import make_dropout
-from ...modules.embeddings import check_batch_shape, check_index_range, check_not_empty, check_token_id
 from ...modules.heads import (
     IGNORE_INDEX,
     SummaryClassifier,
-    TiedDecoder,
     finish_seq2seq,
     lm_loss,
+    make_vocabulary_decoder,
     sequence_classification_loss,
     shift_tokens_right,
     span_extraction_loss,
     token_classification_loss,
 )
+from ...modules.inputs import check_batch_shape, check_index_range, check_not_empty, check_token_id, pick_cache
 from ...modules.masks import check_key_mask, custom_attention_bias, make_attention_bias
 from ...modules.norms import build_norm
 from ...modules.token_ids import CheckedGenerationMixin
@@ -487,16 +488,6 @@ def stack_config(config: T5Config, is_decoder: bool) -> T5Config:
     return stack
 
 
-def _given_a_cache(cache: Cache | None, past_key_values: Cache | None, kwargs: dict) -> bool:
-    """Whether a forward was handed a cache under any name; only then does ``modules/cache.py``'s
-    ``pick_cache`` choose between them (a training forward never enters it)."""
-    return (
-        cache is not None
-        or past_key_values is not None
-        or any(kwargs.get(name) is not None for name in FOREIGN_CACHE_NAMES)
-    )
-
-
 class T5Stack(T5PreTrainedModel):
     """The encoder (``config.is_decoder`` False: (B, S) ids -> (B, S, H)) or the decoder (causal
     self-attention with a cache, cross-attention to the encoder states): embeddings -> the blocks,
@@ -633,8 +624,7 @@ class T5Stack(T5PreTrainedModel):
             raise ValueError("this decoder attends to an encoder: pass encoder_hidden_states")
         if not config.is_decoder and encoder_hidden_states is not None:
             raise ValueError("encoder_hidden_states were given but this model has no cross-attention layers")
-        if _given_a_cache(cache, past_key_values, kwargs):
-            cache = pick_cache(cache, past_key_values, kwargs)  # one cache, under either name
+        cache = pick_cache(cache, past_key_values, kwargs)  # one cache, under either name (or None)
         cache = self._prepare_cache(cache, use_cache)
         past_length = 0
         if cache is not None:
@@ -755,8 +745,7 @@ class T5Model(T5PreTrainedModel):
             encoder_outputs = BaseModelOutput(*encoder_outputs)
         if decoder_input_ids is None and decoder_inputs_embeds is None:
             raise ValueError("pass decoder_input_ids (or labels to a ...ForConditionalGeneration model)")
-        if _given_a_cache(cache, past_key_values, kwargs):
-            cache = pick_cache(cache, past_key_values, kwargs)  # one cache, under either name
+        cache = pick_cache(cache, past_key_values, kwargs)  # one cache, under either name (or None)
         decoder_outputs = self.decoder(
             input_ids=decoder_input_ids,
             attention_mask=decoder_attention_mask,
@@ -806,9 +795,13 @@ class T5ForConditionalGeneration(CheckedGenerationMixin, T5PreTrainedModel, Gene
             )
         super().__init__(config)
         self.transformer = T5Model(config)
-        # Bias-free; TiedDecoder builds the weight's gradient contiguous so the tied embedding
-        # accumulates it in place (modules/heads.py).
-        self.lm_head = TiedDecoder(config.hidden_size, config.vocab_size, bias=False)
+        # Bias-free. With the speed switch, TiedDecoder builds the weight's gradient contiguous so the
+        # tied embedding accumulates it in place, and decodes a few rows faster on CPU (modules/heads.py).
+        self.lm_head = make_vocabulary_decoder(
+            config.hidden_size, config.vocab_size, bias=False, cpu_kernel=config.padding_free
+        )
+        # v1.0 multiplies the decoder output by d_model^-0.5; fixed with the head's tying, so read once.
+        self.rescales_output = config.rescales_output
         self.post_init()
 
     def get_input_embeddings(self) -> nn.Embedding:
@@ -860,8 +853,7 @@ class T5ForConditionalGeneration(CheckedGenerationMixin, T5PreTrainedModel, Gene
         predicted; without ``decoder_input_ids`` the decoder reads them shifted right. Returns
         Seq2SeqLMOutput: loss (mean token cross-entropy), logits (B, T, V), the cache and the
         encoder output (reused by ``generate``)."""
-        if _given_a_cache(cache, past_key_values, kwargs):
-            past_key_values = pick_cache(cache, past_key_values, kwargs)  # one cache, under either name
+        past_key_values = pick_cache(cache, past_key_values, kwargs)  # one cache, under either name (or None)
         if labels is not None:
             if use_cache is None and past_key_values is None:
                 use_cache = False  # training: no cache unless asked
@@ -883,7 +875,7 @@ class T5ForConditionalGeneration(CheckedGenerationMixin, T5PreTrainedModel, Gene
             **{name: kwargs[name] for name in ("token_type_ids", "cache_position") if kwargs.get(name) is not None},
         )
         hidden_states = out.last_hidden_state
-        if self.config.rescales_output:  # v1.0: unit-variance tied embeddings
+        if self.rescales_output:  # v1.0: unit-variance tied embeddings
             hidden_states = hidden_states * self.config.hidden_size**-0.5
         logits = self.lm_head(hidden_states)
         loss = lm_loss(logits, labels, self.label_smoothing) if labels is not None else None

@@ -42,10 +42,11 @@ from transformers.modeling_outputs import (
 from transformers.utils import ModelOutput
 
 from ...modules.attention import FusedQKVProjection, attention_function
-from ...modules.cache import check_cache_batch, check_cache_positions, output_cache, pick_cache, with_cache
+from ...modules.cache import check_cache_batch, check_cache_positions, output_cache, with_cache
 from ...modules.dropout import Dropout
-from ...modules.embeddings import check_index_range, check_not_empty, sinusoidal_table
+from ...modules.embeddings import sinusoidal_table
 from ...modules.heads import IGNORE_INDEX, TiedDecoder, finish_seq2seq, lm_loss, shift_tokens_right
+from ...modules.inputs import check_index_range, check_not_empty, pick_cache
 from ...modules.masks import check_key_mask, make_attention_bias
 from ...modules.norms import build_norm
 from ...modules.token_ids import CheckedGenerationMixin, check_token_id

@@ -56,9 +56,9 @@ from transformers.modeling_outputs import (
 from transformers.utils import ModelOutput
 
 from ...modules.attention import FusedQKVProjection, attention_function, packed_self_attention
-from ...modules.cache import FOREIGN_CACHE_NAMES, check_cache_batch, check_cache_positions, pick_cache
+from ...modules.cache import check_cache_batch, check_cache_positions
 from ...modules.dropout import make_dropout
-from ...modules.embeddings import check_ids_or_embeds, check_index_range, sinusoidal_table
+from ...modules.embeddings import sinusoidal_table
 from ...modules.fast_path import HeadReads, fast_path_enabled, fast_path_for
 from ...modules.heads import (
     IGNORE_INDEX,
@@ -73,6 +73,7 @@ from ...modules.heads import (
     summarize,
     token_classification_loss,
 )
+from ...modules.inputs import check_ids_or_embeds, check_index_range, pick_cache
 from ...modules.masks import (
     KeyMask,
     make_attention_bias,
@@ -561,13 +562,8 @@ class XLMModel(XLMPreTrainedModel):
         )
         return_dict = return_dict if return_dict is not None else config.return_dict
         reads = reads or HeadReads()
-        cache = kwargs.pop("cache", None)
-        if (
-            cache is not None
-            or past_key_values is not None
-            or any(kwargs.get(name) is not None for name in FOREIGN_CACHE_NAMES)
-        ):
-            past_key_values = pick_cache(cache, past_key_values, kwargs)  # one cache, under either name
+        # one cache, under either name (or None)
+        past_key_values = pick_cache(kwargs.pop("cache", None), past_key_values, kwargs)
         per_token = {"token_type_ids": token_type_ids, "position_ids": position_ids, "langs": langs}
         batch, length, mask = self._check_inputs(
             input_ids, inputs_embeds, attention_mask, per_token, lengths, past_key_values, kwargs
