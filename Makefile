@@ -26,7 +26,7 @@ COMPAT_TESTS ?= tests/models/bert/test_bert_parity.py tests/models/roberta/test_
 	tests/models/xlm/test_xlm_parity.py tests/models/xlnet/test_xlnet_parity.py \
 	tests/models/gpt/test_gpt_parity.py tests/models/t5/test_t5_parity.py tests/models/vit/test_vit_parity.py \
 	tests/models/transformer/test_transformer.py \
-	tests/modules/test_generation.py tests/modules/test_generation_contract.py \
+	tests/modules/test_cross_attention_cache.py tests/modules/test_generation_contract.py \
 	tests/conversion/test_from_pretrained_transformers_checkpoints.py tests/hub/test_hub_remote_code.py \
 	tests/hub/test_hub_transformers.py tests/ecosystem/test_peft.py
 

@@ -36,15 +36,12 @@ PACKAGE = Path(hf_variants.__file__).parent
 SOURCES = sorted(PACKAGE.rglob("*.py"))
 MAX_NAMED_PARAMETERS = 8
 
-# "<file under hf_variants/modules>:<class>.forward" -> named parameters today (self excluded).
-# Shrink these as the forwards narrow (state such as a cache, cross-attention keys or segment
-# memories moving into the layers that have it); never add to it.
-WIDE_FORWARDS = {
-    "backbone.py:TransformerBackbone.forward": 21,
-    "encoder.py:TransformerLayer.forward": 16,
-    "decoder.py:EncoderDecoderBackbone.forward": 15,
-    "attention.py:MultiHeadAttention.forward": 13,
-}
+# "<file under hf_variants/modules>:<class>.forward" -> named parameters today (self excluded), for
+# a shared block wider than MAX_NAMED_PARAMETERS. Empty since the old shared machinery (the backbone,
+# layer stack, decoder and multi-mode attention, with 13-21 parameters each) was deleted: keep it so
+# (state such as a cache, cross-attention keys or segment memories lives in the layers that have
+# it); never add to it.
+WIDE_FORWARDS: dict[str, int] = {}
 
 
 def parsed(path: Path) -> ast.Module:

@@ -7,7 +7,7 @@ adds every registered spec, with names read from the modules a tiny instance of 
 builds on the meta device (no table per variant: a variant added later is covered):
 
 - LoRA and the methods whose tables peft copies from LoRA's (LoHa, LoKr, AdaLoRA, ...): the
-  ``nn.Linear`` projections of the shared attention (``qkv``, the fused self-attention input
+  ``nn.Linear`` projections of each variant's attention (``qkv``, the fused self-attention input
   projection; ``query``/``key_value`` of cross-attention). The fused ``qkv`` means LoRA adapts
   queries, keys and values together (peft's BERT default adapts query and value only).
   Variants whose attention keeps per-head parameter tensors instead of ``nn.Linear``
@@ -39,7 +39,7 @@ def variant_target_modules(spec: VariantSpec) -> dict[str, list[str]]:
         model = spec.classes["Model"](spec.config_class())
     attention, feed_forward = set(), set()
     for module in model.modules():
-        # The blocks say what they are (MultiHeadAttention, FeedForward and a variant's own blocks
+        # The blocks say what they are (FeedForward, RelativeAttention and a variant's own blocks
         # such as BertSelfAttention / BertFFN declare ``adapter_role``).
         role = getattr(type(module), "adapter_role", None)
         if role == "attention":

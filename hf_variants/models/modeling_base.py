@@ -1,6 +1,7 @@
-"""The PreTrainedModel every shipped variant's models subclass, :class:`VariantPreTrainedModel`: the
-shared blocks' base (``hf_variants/modules/backbone.py``: attention backends, init, architecture
-check) plus how a variant's checkpoints are loaded and saved.
+"""The PreTrainedModel every shipped variant's models subclass, :class:`VariantPreTrainedModel`:
+transformers' ``PreTrainedModel`` with the settings every variant shares (attention backends, the
+init of the shared blocks' own parameters, the config's architecture check) plus how a variant's
+checkpoints are loaded and saved.
 
 Loading:
 
@@ -38,7 +39,13 @@ from __future__ import annotations
 import importlib
 import os
 
-from ..modules.backbone import TransformerPreTrainedModel
+import torch
+from torch import nn
+from transformers import PreTrainedModel
+from transformers import initialization as init
+
+from ..modules.heads import MaskedLMHead
+from ..modules.norms import RMSNorm
 
 _IN_PACKAGE = __name__.startswith("hf_variants.")
 
@@ -98,6 +105,47 @@ class RemoteCodeMixin:
         return result
 
 
-class VariantPreTrainedModel(CheckpointConversionMixin, RemoteCodeMixin, TransformerPreTrainedModel):
-    """:class:`TransformerPreTrainedModel` with converting, checked loads and atomic saves with remote
-    code. A variant's ``XPreTrainedModel`` subclasses it."""
+class VariantPreTrainedModel(CheckpointConversionMixin, RemoteCodeMixin, PreTrainedModel):
+    """transformers' ``PreTrainedModel`` with the settings every variant shares (attention backends,
+    the init of the shared blocks' own parameters, the config's architecture check), converting and
+    checked loads, and atomic saves with remote code. A variant's ``XPreTrainedModel`` subclasses it
+    and names its repeated block in ``_no_split_modules``."""
+
+    supports_gradient_checkpointing = True
+    _supports_sdpa = True
+    _supports_flash_attn = False
+    _supports_flex_attn = False
+    # Our losses are means over the local batch: Trainer must not rescale them by num_items_in_batch
+    # (it would double-count under DDP and gradient accumulation).
+    accepts_loss_kwargs = False
+    main_input_name = "input_ids"
+    # Every forward names what it takes in its own source (no signature is rewritten): Trainer keeps
+    # only the dataset columns a forward's signature names, and peft passes ``past_key_values`` (a
+    # decoder's cache, or an encoder's key/value prefix for prefix tuning) only to a forward that
+    # names it. tests/test_model_shape.py checks both.
+
+    def __init__(self, config, *args, **kwargs) -> None:
+        config.check_architecture()  # a clear ValueError naming the fields, before any module is built
+        super().__init__(config, *args, **kwargs)
+
+    def _initialize_weights(self, module: nn.Module, is_custom_code: bool = False) -> None:
+        # transformers' path for its own models, not the one for custom code: that one skips every
+        # module without parameters of its own (attention, FFN, embedding containers) and with it
+        # every container-level init (T5's unit-variance embeddings and fan-in projections were
+        # silently 0.02). Safe because every _init_weights here writes through
+        # transformers.initialization, which leaves weights loaded from a checkpoint alone.
+        super()._initialize_weights(module, is_custom_code=False)
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        """Runs children first, then their container: a container's init overrides its leaves'."""
+        super()._init_weights(module)
+        if isinstance(module, MaskedLMHead):
+            init.zeros_(module.decoder.bias)
+        elif isinstance(module, RMSNorm):
+            init.ones_(module.weight)
+
+    @property
+    def attention_backend(self) -> str:
+        """ "eager" or "sdpa" (the default), from ``attn_implementation``."""
+        return "eager" if self.config._attn_implementation == "eager" else "sdpa"

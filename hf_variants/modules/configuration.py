@@ -2,8 +2,9 @@
 
 Each variant's config subclasses :class:`TransformerConfig` (through
 ``hf_variants/models/configuration_base.py``, which adds reading the family's transformers
-config.json), sets its paper's defaults and adds its own fields; the shared blocks (``LayerSpec.from_config``, the backbone's hooks, the task bases)
-read only the fields declared here, so nothing is looked up by ``getattr`` on an unknown config.
+config.json), sets its paper's defaults and adds its own fields; the shared blocks and the speed
+plug-in (``fast_path.py``) read only the fields declared here, so nothing is looked up by
+``getattr`` on an unknown config.
 Field names follow transformers' BERT config, so habits carry over; variants whose transformers
 counterpart uses other names (``n_embd``, ``d_model``) alias them with ``attribute_map``.
 """
@@ -15,9 +16,12 @@ from transformers import PreTrainedConfig
 from transformers.activations import ACT2FN
 
 from .embeddings import POSITION_EMBEDDING_TYPES
-from .encoder import SHARING_MODES
 from .masks import SUMMARY_TYPES
 from .norms import NORM_TYPES
+
+# Cross-layer parameter sharing (ALBERT, Lan et al. 2020 sec. 3.1): every layer its own weights,
+# one layer for all depths, or only the attention / only the FFN shared.
+SHARING_MODES = ("none", "all", "attention", "ffn")
 
 
 @strict
@@ -64,7 +68,7 @@ class TransformerConfig(PreTrainedConfig):
 
     def check_architecture(self) -> None:
         """Raise ValueError for combinations the model cannot be built with. Called when a model is
-        built from the config (TransformerPreTrainedModel.__init__), not when the config is made:
+        built from the config (VariantPreTrainedModel.__init__), not when the config is made:
         as in transformers, a config may be edited field by field through invalid states (and
         round-trips through dicts); the model it builds may not. A plain ValueError, not a
         strict-dataclass validator, whose errors are not ValueErrors. Variants extend it."""
@@ -110,8 +114,8 @@ class TransformerConfig(PreTrainedConfig):
 
 @strict
 class DecoderConfig(TransformerConfig):
-    """The fields a generating decoder adds (decoder-only variants: GPT). Read by DecoderBackbone
-    and by transformers' ``generate()`` (the token ids seed the model's generation_config)."""
+    """The fields a generating decoder adds (decoder-only variants: GPT). Read by the variant's
+    decoder and by transformers' ``generate()`` (the token ids seed the model's generation_config)."""
 
     is_decoder: bool = True  # causal self-attention
     use_cache: bool = True  # keep past keys/values (a transformers Cache) between generation steps
@@ -125,7 +129,7 @@ class DecoderConfig(TransformerConfig):
 @strict
 class EncoderDecoderConfig(DecoderConfig):
     """The fields an encoder-decoder adds (the original Transformer, T5). The top-level config
-    describes the encoder; EncoderDecoderBackbone derives the decoder's copy (causal, with
+    describes the encoder; the variant's model derives the decoder's copy (causal, with
     cross-attention, ``decoder_layers`` deep)."""
 
     is_decoder: bool = False  # the encoder half; the decoder's copy sets it

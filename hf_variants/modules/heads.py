@@ -327,7 +327,7 @@ class SequenceSummary(nn.Module):
     """transformers' ``SequenceSummary`` (XLM, XLNet, GPT double heads) on the summary vector:
     dropout -> projection (to ``num_labels``, or to H when ``proj_to_labels`` is False; none
     without ``use_proj``) -> activation -> dropout. Reads ``summary`` (B, H); returns (B, num_labels)
-    or (B, H). Which token summarises (first, last, mean) is the backbone's ``summary_type``.
+    or (B, H). Which token summarises (first, last, mean) is the config's ``summary_type``.
     """
 
     def __init__(

@@ -2,16 +2,14 @@
 
 :class:`BatchLayout` decides, once per forward, whether the batch runs packed (padding-free:
 per-token work on (total_tokens, H), see padding.py) or padded, which positions the last layer
-computes, and whether attention is causal; the backbone plans it and every layer reads it. The
-rules, in one place:
+computes, and whether attention is causal; the speed plug-in (``fast_path.py``) plans it and every
+layer reads it. The rules, in one place:
 
 - Packed only when it is exact and worth it: ``padding_free`` asked for, enough padding
-  (masks.worth_unpadding), no additive bias other than padding (a permutation or document mask
-  is defined in padded coordinates: it forces the padded layout, it is never dropped), and no
-  reader of a padding position (the packed path leaves zeros there, where transformers reads the
-  value computed at that slot: QA's softmax over all T, labels at padding, a pooler reading
-  position 0 of a left-padded row), and no caller asking for every layer's states (those must be
-  the tensors the computation used, so gradients reach them).
+  (masks.worth_unpadding), and no reader of a padding position (the packed path leaves zeros
+  there, where transformers reads the value computed at that slot: QA's softmax over all T,
+  labels at padding, a pooler reading position 0 of a left-padded row). Calls that need every
+  layer's states or a key/value prefix never reach the plug-in (``fast_path.fast_path_for``).
 - ``output_positions`` (B, M): the caller reads only these; the last layer computes them alone
   (in the padded layout, re-padded once if the earlier layers ran packed).
 - ``zero_padding``: states at padding positions are set to exactly zero after the embeddings and
@@ -69,10 +67,8 @@ class BatchLayout:
         padding_free: bool,
         output_positions: torch.Tensor | None = None,
         output_positions_mask: torch.Tensor | None = None,
-        extra_bias: torch.Tensor | None = None,
         reads_padding: bool = False,
         is_causal: bool = False,
-        needs_padded: bool = False,
         zero_padding: bool = False,
         document_ids: torch.Tensor | None = None,
     ) -> "BatchLayout":
@@ -84,11 +80,8 @@ class BatchLayout:
             output_positions: (B, M) positions read by the caller (the summary token, masked tokens).
             output_positions_mask: (B, M) bool, False for slots of ``output_positions`` that are
                 only filler (nobody reads them); None: every slot is read.
-            extra_bias: an additive bias other than padding, broadcastable to (B, heads, T, T).
             reads_padding: the caller reads hidden states at padding positions.
             is_causal: causal self-attention.
-            needs_padded: the caller needs the padded layout for another reason (a cache, memories,
-                every layer's hidden states or attention maps).
             zero_padding: states at padding positions are zeroed (see :meth:`zero_padding`).
             document_ids: (B, T) packed rows of several documents (-1 on padding): attention stays
                 inside each document. Packed, every document is its own sequence (no mask at all);
@@ -97,7 +90,7 @@ class BatchLayout:
         if document_ids is not None:
             if tuple(document_ids.shape) != (batch_size, length):
                 raise ValueError(f"document_ids has shape {tuple(document_ids.shape)}, expected {(batch_size, length)}")
-            if padding_free and extra_bias is None and not (reads_padding or needs_padded):
+            if padding_free and not reads_padding:
                 layout = cls.plan(
                     attention_mask,
                     batch_size,
@@ -110,11 +103,12 @@ class BatchLayout:
                 layout.unpadded = UnpaddedBatch.from_document_ids(document_ids)
                 return layout
             documents = document_bias(document_ids, dtype)
-            extra_bias = documents if extra_bias is None else extra_bias + documents
+        else:
+            documents = None
         attention_bias = make_attention_bias(attention_mask, dtype)
-        if extra_bias is not None:
-            extra_bias = extra_bias.to(dtype)
-            attention_bias = combine_biases(attention_bias, extra_bias, dtype)
+        if documents is not None:
+            # Defined in padded coordinates: a batch with a document bias runs padded.
+            attention_bias = combine_biases(attention_bias, documents.to(dtype), dtype)
         if is_causal:
             # The selected-query kernel has no causal mask: causal stacks compute every position.
             output_positions = output_positions_mask = None
@@ -125,9 +119,8 @@ class BatchLayout:
         packable = (
             padding_free
             and attention_mask is not None
-            and extra_bias is None
+            and documents is None
             and not reads_padding
-            and not needs_padded
             and attention_bias is not None
             and worth_unpadding(attention_mask)
             and not reads_a_padding_position(attention_mask, output_positions, output_positions_mask)
@@ -139,12 +132,6 @@ class BatchLayout:
     @property
     def packed(self) -> bool:
         return self.unpadded is not None
-
-    @property
-    def layer_attention_bias(self) -> torch.Tensor | None:
-        """The bias layers pass to attention: None when packed (the packed batch carries its own
-        padding, see MultiHeadAttention.forward), the padded bias otherwise."""
-        return None if self.packed else self.attention_bias
 
     def to_packed(self, tensor: torch.Tensor | None) -> torch.Tensor | None:
         """(B, T, ...) -> (total_tokens, ...) when packed; unchanged when padded (or None)."""

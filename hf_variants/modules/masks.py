@@ -12,8 +12,8 @@ Two kinds of tensor meet here:
 Keys are laid out as ``[prefix P | memory or cache M | the T new tokens]``: the T queries are the
 last T keys, so causal masks align bottom-right (query i sees keys 0..S-T+i).
 
-Callers: the backbone (checks, memory extension, which positions are read, the summary token's
-position), the task and generation heads (is a target read at padding? where is the summary
+Callers: the variants' models (checks, memory extension, which positions are read, the summary
+token's position), the task and generation heads (is a target read at padding? where is the summary
 token?), the layout (padding and document biases, the zeroing keep-mask, is the batch worth
 unpadding?), the packed causal LM collator (document-causal masks), attention (causal bias), the
 padding-free buckets (key-padding bias), and the variants whose masks are their own (XLNet's two streams and

@@ -3,8 +3,8 @@
 Each layer attends over its own memory, the input states it saw on earlier segments, followed by
 the current segment; the memory holds no gradient ("stop-gradient" in the paper's eq. for
 h~_{tau+1}) and keeps the last ``mem_len`` positions. :class:`SegmentMemory` is the per-layer slot
-LayerStack reads (``layer``) and writes (``record``); the score function (relative positions) is
-the variant's own and is not here.
+the layer stacks of Transformer-XL and XLNet read (``layer``) and write (``record``); the score
+function (relative positions) is the variant's own and is not here.
 
 Layout is batch-first, (B, M, H), like every other tensor in the library (transformers' XLNet
 and the original code keep memories time-first, (M, B, H); a variant converts at its boundary).

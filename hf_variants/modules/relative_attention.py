@@ -7,9 +7,9 @@ The score of query i against key j (memory positions first, then the segment) is
 with ``u = r_w_bias`` (content bias), ``v = r_r_bias`` (position bias), R the sinusoids of the
 relative distance, and XLNet's optional relative segment term (``b = r_s_bias``, s_ij one of two
 learned ``seg_embed`` vectors: same segment or not). The content term runs through the shared
-:meth:`MultiHeadAttention.attend` (eager or SDPA kernels) with the query shifted by ``u``; the
-position and segment terms ride along as its additive ``position_bias``, computed once per query
-against every relative distance and aligned to (i, j) by the relative shift.
+kernel (:func:`~hf_variants.modules.attention.fast_attention_function`: eager or SDPA) with the
+query shifted by ``u``; the position and segment terms ride along as its additive bias, computed
+once per query against every relative distance and aligned to (i, j) by the relative shift.
 
 Projections are per-head (H, heads, D) tensors without biases (``q k v o r``), the layout of
 transformers' XLNet checkpoints (loadable by renaming alone). Layers call the module itself
@@ -20,11 +20,13 @@ CPU/disk offload).
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
 from transformers.cache_utils import Cache
 
-from .attention import MultiHeadAttention
+from .attention import fast_attention_function
 
 
 def relative_shift(scores: torch.Tensor, key_length: int) -> torch.Tensor:
@@ -117,12 +119,14 @@ class KeyValuePrefix:
         return self.per_layer[depth]
 
 
-class RelativeAttention(MultiHeadAttention):
+class RelativeAttention(nn.Module):
     """Relative multi-head attention (see the module docstring).
 
     Parameters: ``q``, ``k``, ``v``, ``o``, ``r`` (H, heads, D); ``r_w_bias``, ``r_r_bias``
     (heads, D); with ``segment_terms`` also ``r_s_bias`` (heads, D) and ``seg_embed`` (2, heads, D).
     """
+
+    adapter_role = "attention"  # what peft adapts by default (hf_variants.integrations.peft_targets)
 
     def __init__(
         self,
@@ -132,17 +136,23 @@ class RelativeAttention(MultiHeadAttention):
         head_dim: int | None = None,
         segment_terms: bool = True,
     ) -> None:
+        super().__init__()
+        if head_dim is None:
+            if hidden_size % num_heads != 0:
+                raise ValueError(f"hidden_size ({hidden_size}) must be divisible by num_attention_heads ({num_heads})")
+            head_dim = hidden_size // num_heads
+        self.num_heads = num_heads
+        self.head_dim = head_dim
+        self.dropout = dropout
+        self.scale = 1.0 / math.sqrt(head_dim)
         self.segment_terms = segment_terms
-        super().__init__(hidden_size, num_heads, dropout=dropout, head_dim=head_dim, bias=False)
-
-    def build_projections(self, hidden_size: int, key_value_size: int, bias: bool) -> None:
-        shape = (hidden_size, self.num_heads, self.head_dim)
+        shape = (hidden_size, num_heads, head_dim)
         for name in ("q", "k", "v", "o", "r"):
             setattr(self, name, nn.Parameter(torch.empty(shape)))
-        for name in ("r_w_bias", "r_r_bias") + (("r_s_bias",) if self.segment_terms else ()):
-            setattr(self, name, nn.Parameter(torch.empty(self.num_heads, self.head_dim)))
-        if self.segment_terms:
-            self.seg_embed = nn.Parameter(torch.empty(2, self.num_heads, self.head_dim))
+        for name in ("r_w_bias", "r_r_bias") + (("r_s_bias",) if segment_terms else ()):
+            setattr(self, name, nn.Parameter(torch.empty(num_heads, head_dim)))
+        if segment_terms:
+            self.seg_embed = nn.Parameter(torch.empty(2, num_heads, head_dim))
 
     def parameters_to_initialise(self) -> list[nn.Parameter]:
         """Every tensor of this module (all drawn from N(0, initializer_range) in XLNet and Transformer-XL)."""
@@ -196,8 +206,12 @@ class RelativeAttention(MultiHeadAttention):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """query (B, heads, T, D) against key/value (B, heads, S, D) -> context (B, heads, T, D), probs."""
         bias = self.relative_bias(query, position_keys, different_segment, key.shape[2])
-        return self.attend(
-            query + self.r_w_bias[:, None], key, value, mask_bias, bias, False, attn_implementation, output_attentions
+        if mask_bias is not None:
+            bias = mask_bias + bias
+        dropout = self.dropout if self.training else 0.0
+        backend = "eager" if output_attentions else attn_implementation
+        return fast_attention_function(
+            query + self.r_w_bias[:, None], key, value, bias, False, dropout, self.scale, backend
         )
 
     def memory_keys_values(

@@ -6,7 +6,7 @@ A config may name ids its vocabulary does not have: transformers' ``GPT2Config``
 An id is refused, with a ValueError naming it, when something would look it up in the vocabulary:
 
 - the word table's padding row, at build (``pad_token_id`` of variants whose table has one, as
-  transformers' BERT / Marian have: :class:`~hf_variants.modules.embeddings.TransformerEmbeddings`);
+  transformers' BERT / Marian have: each variant's embeddings call :func:`check_token_id`);
 - ``generate()``: the token it starts from (``bos_token_id`` without a prompt, the decoder's
   ``decoder_start_token_id``) and the one it writes after a finished sequence (``pad_token_id``,
   only reachable when an ``eos_token_id`` is in the vocabulary): :class:`CheckedGenerationMixin`;

@@ -82,8 +82,8 @@ def test_accelerate_configs_load(name, distributed_type, processes):
     assert config.distributed_type == distributed_type
     assert config.num_processes == processes
     if name == "fsdp":
-        # No class named: accelerate wraps each model's _no_split_modules (BERT's BertLayer, the
-        # shared TransformerLayer, XLNetLayer), which must be classes the model holds.
+        # No class named: accelerate wraps each model's _no_split_modules (BERT's BertLayer, GPT's
+        # GPTBlock, XLNetLayer), which must be classes the model holds.
         assert "fsdp_transformer_layer_cls_to_wrap" not in config.fsdp_config
         from accelerate.utils.dataclasses import get_module_class_from_name
 

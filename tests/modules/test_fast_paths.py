@@ -17,9 +17,7 @@ import transformers
 
 import hf_variants
 from hf_variants.models.bert.weights import bert_adapter
-from hf_variants.models.modeling_base import VariantPreTrainedModel
-from hf_variants.modules.attention import MultiHeadAttention
-from hf_variants.modules.backbone import TransformerBackbone
+from hf_variants.modules.attention import attention_function, packed_self_attention
 from hf_variants.modules.masks import make_attention_bias
 from hf_variants.modules.padding import UnpaddedBatch
 
@@ -281,69 +279,19 @@ def test_padding_free_inputs_embeds_and_left_padding() -> None:
 
 @pytest.mark.parametrize("attn", ["eager", "sdpa"])
 def test_bucketed_causal_attention_equals_padded(attn: str) -> None:
-    """The bucketed layout also serves causal self-attention (decoder-style variants)."""
-    torch.manual_seed(0)
-    attention = MultiHeadAttention(32, 4).eval()
+    """The bucketed layout also serves causal self-attention (GPT's packed batches): the packed
+    kernel equals padded attention under the padding mask at every real token."""
+    heads, head_dim = 4, 8
     mask = padding_mask(LENGTHS)
-    hidden = torch.randn(BATCH, LENGTH, 32)
+    qkv = torch.randn(BATCH, LENGTH, 3 * heads * head_dim, generator=torch.Generator().manual_seed(0))
+    query, key, value = (x.view(BATCH, LENGTH, heads, head_dim).transpose(1, 2) for x in qkv.chunk(3, dim=-1))
+    scale = head_dim**-0.5
+    padded, _ = attention_function(query, key, value, make_attention_bias(mask, torch.float32), True, 0.0, scale, attn)
+    expected = padded.transpose(1, 2).reshape(BATCH, LENGTH, heads * head_dim)
     unpadded = UnpaddedBatch.from_attention_mask(mask)
-    bias = make_attention_bias(mask, torch.float32)
-    expected, _ = attention(hidden, bias, is_causal=True, attn_implementation=attn)
-    packed, _ = attention(unpadded.unpad(hidden), None, is_causal=True, unpadded=unpadded, attn_implementation=attn)
+    packed = packed_self_attention(unpadded.unpad(qkv), unpadded, heads, scale, 0.0, True, attn)
     assert len(unpadded.attention_buckets) > 1
     assert_close(unpadded.pad(packed)[mask.bool()], expected[mask.bool()], "causal attention")
-
-
-def test_packed_attention_refuses_a_bias() -> None:
-    """A bias on a packed batch would be ignored by the bucketed kernel (a (B, 1, T, T) custom mask
-    gave 0.51 max diff padded vs packed): it is refused, never dropped."""
-    attention = MultiHeadAttention(32, 4).eval()
-    mask = padding_mask(LENGTHS)
-    unpadded = UnpaddedBatch.from_attention_mask(mask)
-    custom = torch.zeros(BATCH, 1, LENGTH, LENGTH).masked_fill(torch.eye(LENGTH, dtype=torch.bool), -1e4)
-    with pytest.raises(ValueError, match="packed"):
-        attention(unpadded.unpad(torch.randn(BATCH, LENGTH, 32)), custom, unpadded=unpadded)
-
-
-class SharedBackboneEncoder(TransformerBackbone, VariantPreTrainedModel):
-    """The shared backbone as an encoder without pooler (ELECTRA's until it moved onto BERT's file;
-    BERT and ELECTRA take no extra bias)."""
-
-    config_class = hf_variants.ElectraConfig
-    base_model_prefix = "encoder"
-
-    def build_pooler(self, config) -> None:
-        return None
-
-
-@pytest.mark.parametrize("attn", ["eager", "sdpa"])
-def test_extra_bias_forces_the_padded_layout(attn: str) -> None:
-    """A custom additive bias given to the shared backbone (a permutation or document mask) runs
-    padded: the padding-free model equals the padded one at every real token."""
-    config = hf_variants.ElectraConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=37,
-        max_position_embeddings=64,
-        embedding_size=32,
-    )
-    config._attn_implementation = attn
-    torch.manual_seed(0)
-    model = SharedBackboneEncoder(config).eval()
-    model.config.padding_free = False
-    free = copy.deepcopy(model)
-    free.config.padding_free = True
-    inputs, mask = labelled_inputs("Model", torch.Generator().manual_seed(8))
-    inputs.pop("labels", None)
-    batch, length = mask.shape
-    hidden_diagonal = torch.zeros(batch, 1, length, length).masked_fill(torch.eye(length, dtype=torch.bool), -1e4)
-    expected = model(**inputs, attention_bias=hidden_diagonal).last_hidden_state
-    actual = free(**inputs, attention_bias=hidden_diagonal).last_hidden_state
-    plain = free(**inputs).last_hidden_state
-    assert_close(actual[mask.bool()], expected[mask.bool()], "hidden states with a custom bias")
-    assert (actual - plain)[mask.bool()].abs().max() > 1e-3  # the bias did something
 
 
 @pytest.mark.parametrize("head", ["ForMaskedLM", "ForPreTraining", "ForTokenClassification"])

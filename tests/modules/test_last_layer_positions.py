@@ -169,18 +169,3 @@ def test_the_mlm_last_layer_runs_on_the_masked_positions_only(head: str):
     full = model(**inputs, output_hidden_states=True)
     assert full.hidden_states[-1].shape == (BATCH, LENGTH, 32)
     torch.testing.assert_close(full.loss, out.loss, atol=1e-5, rtol=1e-4)
-
-
-def test_output_positions_on_the_packed_layout_raise_instead_of_being_ignored():
-    from hf_variants.modules.attention import MultiHeadAttention
-    from hf_variants.modules.encoder import LayerSpec, TransformerLayer
-    from hf_variants.modules.padding import UnpaddedBatch
-
-    unpadded = UnpaddedBatch.from_attention_mask(torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]]))
-    packed, positions = torch.randn(unpadded.total_tokens, 8), torch.zeros(2, 1, dtype=torch.long)
-    with pytest.raises(ValueError, match="query_positions needs padded"):
-        MultiHeadAttention(8, 2)(packed, unpadded=unpadded, query_positions=positions)
-    with pytest.raises(ValueError, match="output_positions needs the padded layout"):
-        TransformerLayer(LayerSpec(hidden_size=8, num_attention_heads=2, intermediate_size=16))(
-            packed, unpadded=unpadded, output_positions=positions
-        )

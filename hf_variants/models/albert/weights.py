@@ -7,7 +7,7 @@ transformers' layout differs from ours in three places, each mapped here explici
 - the E -> H projection sits in its encoder (``encoder.embedding_hidden_mapping_in``); ours is
   the embeddings' ``projection``;
 - its layers are ``encoder.albert_layer_groups.{g}.albert_layers.{j}`` (group g, inner layer j);
-  ours are the LayerStack's stored layers ``encoder.layers.{g * inner_group_num + j}``. With one
+  ours are AlbertEncoder's stored layers ``encoder.layers.{g * inner_group_num + j}``. With one
   inner layer per group (every released checkpoint) that is an ``{i}`` rename, the key map
   below; with more, the names are listed per layer for the config at hand
   (:meth:`AlbertWeights.adapter_for_config`), which ``from_pretrained``'s load-time renames cannot

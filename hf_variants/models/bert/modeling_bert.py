@@ -252,7 +252,7 @@ class BertSelfAttention(nn.Module):
         context = context.transpose(1, 2)
         if torch.compiler.is_exporting():
             # The ONNX exporter decomposes SDPA into matmuls whose output is (B, heads, T, D)-contiguous:
-            # the reshape below must not be recorded as a view of it (see MultiHeadAttention.forward).
+            # the reshape below must not be recorded as a view of it (docs/ecosystem.md, export).
             context = context.clone(memory_format=torch.contiguous_format)
         return self.out(context.reshape(batch, length, self.inner_size)), probs
 

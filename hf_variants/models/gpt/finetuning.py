@@ -19,11 +19,9 @@ from transformers.modeling_outputs import ModelOutput
 
 from ...modules.cache import output_cache, with_cache
 from ...modules.dropout import Dropout
-from ...modules.generation import causal_lm_loss
-from ...modules.heads import make_vocabulary_decoder
+from ...modules.heads import causal_lm_loss, classifier_dropout, make_vocabulary_decoder, multiple_choice_loss
 from ...modules.inputs import pick_cache
 from ...modules.padding import gather_positions
-from ...modules.task_models import classifier_dropout, multiple_choice_loss
 from ...modules.token_ids import CheckedGenerationMixin
 from ...modules.tracing import is_tracing
 from .modeling_gpt import GPTModel, GPTPreTrainedModel, check_left_padded_prompts
