@@ -15,7 +15,7 @@ from transformers.activations import ACT2FN
 
 from .cache import CACHE_FIELD
 from .dropout import Dropout, make_dropout
-from .inputs import check_not_empty
+from .inputs import check_not_empty, check_token_id
 from .masks import gather_positions, summary_positions
 from .tracing import is_tracing
 
@@ -439,10 +439,17 @@ def lm_loss(logits: torch.Tensor, labels: torch.Tensor, label_smoothing: float =
 
 
 def shift_tokens_right(
-    labels: torch.Tensor, pad_token_id: int | None, decoder_start_token_id: int | None
+    labels: torch.Tensor, pad_token_id: int | None, decoder_start_token_id: int | None, vocab_size: int | None = None
 ) -> torch.Tensor:
     """Teacher-forcing decoder inputs from seq2seq labels: (B, T) -> (B, T), the start token first,
-    then labels[:, :-1], with ignored targets (-100) replaced by the pad token."""
+    then labels[:, :-1], with ignored targets (-100) replaced by the pad token. With ``vocab_size``
+    the start id (and the pad id, when a target is ignored) must be ids of that vocabulary: the
+    decoder would look them up (a ValueError naming the id, not an IndexError in the embedding)."""
+    if vocab_size is not None:
+        use = "decoder_input_ids are built from the labels with it"
+        check_token_id("decoder_start_token_id", decoder_start_token_id, vocab_size, use)
+        if bool((labels == IGNORE_INDEX).any()):  # ignored targets become padding inputs
+            check_token_id("pad_token_id", pad_token_id, vocab_size, use)
     if decoder_start_token_id is None:
         raise ValueError("config.decoder_start_token_id must be set to build decoder_input_ids from labels")
     if pad_token_id is None:

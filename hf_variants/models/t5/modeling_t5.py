@@ -78,7 +78,7 @@ from ...modules.heads import (
     span_extraction_loss,
     token_classification_loss,
 )
-from ...modules.inputs import check_batch_shape, check_index_range, check_not_empty, check_token_id, pick_cache
+from ...modules.inputs import check_batch_shape, check_index_range, check_not_empty, pick_cache
 from ...modules.layout import BatchLayout
 from ...modules.masks import check_key_mask, custom_attention_bias, make_attention_bias, targets_at_padding
 from ...modules.norms import build_norm
@@ -855,11 +855,8 @@ class T5ForConditionalGeneration(CheckedGenerationMixin, T5PreTrainedModel, Gene
     def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
         """(B, T) labels -> decoder inputs, shifted right behind ``decoder_start_token_id``, -100
         replaced by the pad token (also used by transformers' DataCollatorForSeq2Seq)."""
-        use = "decoder_input_ids are built from the labels with it"
-        check_token_id("decoder_start_token_id", self.config.decoder_start_token_id, self.config.vocab_size, use)
-        if bool((labels == IGNORE_INDEX).any()):  # ignored targets become padding inputs
-            check_token_id("pad_token_id", self.config.pad_token_id, self.config.vocab_size, use)
-        return shift_tokens_right(labels, self.config.pad_token_id, self.config.decoder_start_token_id)
+        config = self.config
+        return shift_tokens_right(labels, config.pad_token_id, config.decoder_start_token_id, config.vocab_size)
 
     def forward(
         self,

@@ -59,7 +59,6 @@ from ...modules.dropout import make_dropout
 from ...modules.embeddings import sinusoidal_table
 from ...modules.fast_path import fast_path_for
 from ...modules.heads import (
-    IGNORE_INDEX,
     HeadReads,
     finish_seq2seq,
     lm_loss,
@@ -759,11 +758,8 @@ class TransformerForConditionalGeneration(CheckedGenerationMixin, OriginalTransf
     def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
         """(B, T) labels -> decoder inputs, shifted right behind ``decoder_start_token_id``, -100
         replaced by the pad token (also used by transformers' DataCollatorForSeq2Seq)."""
-        use = "decoder_input_ids are built from the labels with it"
-        check_token_id("decoder_start_token_id", self.config.decoder_start_token_id, self.config.vocab_size, use)
-        if bool((labels == IGNORE_INDEX).any()):  # ignored targets become padding inputs
-            check_token_id("pad_token_id", self.config.pad_token_id, self.config.vocab_size, use)
-        return shift_tokens_right(labels, self.config.pad_token_id, self.config.decoder_start_token_id)
+        config = self.config
+        return shift_tokens_right(labels, config.pad_token_id, config.decoder_start_token_id, config.vocab_size)
 
     def forward(
         self,
