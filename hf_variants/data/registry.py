@@ -16,10 +16,13 @@ from .transfer import load_movie_review_transfer_set
 _LOADERS: dict[str, tuple[Callable[..., datasets.DatasetDict], tuple[str, ...]]] = {
     # name: (loader, accepted config names; the first one is the default)
     "hf_variants/rt_polarity": (lambda config: load_rt_polarity(granularity=config), ("binary", "fine")),
-    # distillation's transfer set: rt-polarity train sentences + Pang & Lee review sentences (transfer.py)
+    # distillation's transfer set: rt-polarity train sentences + Pang & Lee review sentences (transfer.py);
+    # the "+imdb" configs add the IMDB train reviews' sentences
     "hf_variants/rt_transfer": (
-        lambda config: load_movie_review_transfer_set(keep_labels=config == "labelled"),
-        ("labelled", "unlabeled"),
+        lambda config: load_movie_review_transfer_set(
+            keep_labels=config.startswith("labelled"), include_imdb=config.endswith("+imdb")
+        ),
+        ("labelled", "unlabeled", "labelled+imdb", "unlabeled+imdb"),
     ),
     "hf_variants/wnut16": (lambda config: load_wnut16(), ()),
     "hf_variants/wsj_pos": (lambda config: load_wsj_pos(), ()),
@@ -39,7 +42,8 @@ def load_named_dataset(name: str, config_name: str | None = None) -> datasets.Da
 
     Names: ``hf_variants/rt_polarity`` (configs ``binary`` (default), ``fine``),
     ``hf_variants/rt_transfer`` (distillation's transfer set, one ``train`` split; configs
-    ``labelled`` (default: the rt-polarity train rows keep their labels), ``unlabeled``),
+    ``labelled`` (default: the rt-polarity train rows keep their labels), ``unlabeled``, and the same
+    two with the IMDB train reviews' sentences added: ``labelled+imdb``, ``unlabeled+imdb``),
     ``hf_variants/wnut16``, ``hf_variants/wsj_pos``, ``hf_variants/real_text_qa``,
     ``hf_variants/sentence_pairs``, ``hf_variants/fashion_mnist``, ``hf_variants/digits`` (images),
     ``hf_variants/cmudict`` (grapheme-to-phoneme pairs), ``hf_variants/pretraining_corpus`` (one document

