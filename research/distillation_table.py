@@ -1,0 +1,145 @@
+#!/usr/bin/env python
+"""Issue 45's measurement table, built from the committed run JSONs (docs/distillation/*.json)::
+
+    python -m research.distillation_table docs/distillation            # print the table
+    python -m research.distillation_table docs/distillation --write    # (re)write docs/distillation/table.md
+
+Each JSON is one run's results file, copied under a name that says what the run was:
+
+- ``teacher-<name>-s<seed>.json``: arm (a), ``run_glue.py``'s ``all_results.json``;
+- ``<student>-<init>-<method>[-<transfer>]-<budget>-s<seed>.json``, where ``<init>`` is ``random`` or
+  ``pretrained``, ``<method>`` ``finetuned`` (``run_glue.py``'s ``all_results.json``) or ``distilled``
+  (``run_distillation.py``'s ``distillation_results.json``), ``<transfer>`` the transfer-set config
+  when it is not the default one (e.g. ``labelled-imdb``), ``<budget>`` ``steps<N>`` or ``epoch1``.
+
+The arms: (b) random + fine-tuned, (c) pretrained + fine-tuned, (d) random + distilled, (e)
+pretrained + distilled. A row is one arm of one student under one budget (and transfer set): its
+seeds, the movie-review test accuracy of each, mean ± std over them (``statistics.stdev``, as the
+evaluation harness; a row of one seed says so instead of a std), the validation mean, and the student's speed-up over the teacher where the run
+measured it. Nothing here is chosen on the test split: the rows are every run there is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from research.evaluation_support import mean_std
+
+TABLE_FILE = "table.md"
+ARMS = {
+    ("random", "finetuned"): "(b)",
+    ("pretrained", "finetuned"): "(c)",
+    ("random", "distilled"): "(d)",
+    ("pretrained", "distilled"): "(e)",
+}
+TEACHER_NAME = re.compile(r"^teacher-(?P<teacher>[a-z0-9-]+?)-s(?P<seed>\d+)\.json$")
+STUDENT_NAME = re.compile(
+    r"^(?P<student>[a-z0-9]+-mini)-(?P<init>random|pretrained)-(?P<method>finetuned|distilled)"
+    r"(?:-(?P<transfer>[a-z0-9-]+?))?-(?P<budget>steps\d+|epoch1)-s(?P<seed>\d+)\.json$"
+)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run's numbers, read from its JSON (accuracies as fractions)."""
+
+    arm: str  # "(a)" ... "(e)"
+    model: str  # the teacher's name or the student's
+    budget: str  # "steps4000", "epoch1" ("" for the teacher)
+    transfer: str  # the transfer-set config, "" for the default (and for runs that use none)
+    seed: int
+    test: float
+    validation: float
+    speedup: float | None
+
+
+def read_run(path: Path) -> Run:
+    """The :class:`Run` a JSON file holds; a name outside the scheme or a file without the test and
+    validation accuracies is a ValueError naming the file."""
+    results = json.loads(path.read_text())
+    teacher = TEACHER_NAME.match(path.name)
+    student = STUDENT_NAME.match(path.name)
+    if teacher is None and student is None:
+        raise ValueError(
+            f"{path.name}: not a run name this table reads (teacher-<name>-s<seed>.json or "
+            "<student>-<random|pretrained>-<finetuned|distilled>[-<transfer>]-<steps<N>|epoch1>-s<seed>.json)"
+        )
+    # run_glue.py names the test split's metrics predict_*, run_distillation.py test_*.
+    test = results.get("test_accuracy", results.get("predict_accuracy"))
+    validation = results.get("eval_accuracy")
+    if test is None or validation is None:
+        raise ValueError(f"{path}: no test accuracy (test_accuracy / predict_accuracy) or no eval_accuracy")
+    if teacher is not None:
+        return Run("(a)", teacher["teacher"], "", "", int(teacher["seed"]), test, validation, None)
+    arm = ARMS[student["init"], student["method"]]
+    speedup = results.get("test_speedup")
+    return Run(
+        arm,
+        student["student"],
+        student["budget"],
+        student["transfer"] or "",
+        int(student["seed"]),
+        test,
+        validation,
+        speedup,
+    )
+
+
+def read_runs(folder: Path) -> list[Run]:
+    """Every run JSON of ``folder`` (:func:`read_run`), in a stable order."""
+    return [read_run(path) for path in sorted(folder.glob("*.json"))]
+
+
+def _percent(value: float) -> str:
+    return f"{100 * value:.2f}"
+
+
+def table(runs: Sequence[Run]) -> str:
+    """The markdown table: one row per (arm, model, budget, transfer set), seeds in order."""
+    groups: dict[tuple[str, str, str, str], list[Run]] = {}
+    for run in runs:
+        groups.setdefault((run.model, run.arm, run.budget, run.transfer), []).append(run)
+    lines = [
+        "| arm | model | budget | transfer set | seeds | test accuracy, each seed (%) | test mean ± std (%) "
+        "| validation mean (%) | speed-up vs teacher |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    # The teacher first, then each student's arms in (b)-(e) order, budgets and transfer sets sorted.
+    for key in sorted(groups, key=lambda k: (k[1] != "(a)", k[0], k[1], k[2], k[3])):
+        model, arm, budget, transfer = key
+        group = sorted(groups[key], key=lambda run: run.seed)
+        test_mean, test_std = mean_std([run.test for run in group])
+        validation_mean, _ = mean_std([run.validation for run in group])
+        speedups = [run.speedup for run in group if run.speedup is not None]
+        speedup = f"{sum(speedups) / len(speedups):.2f}x" if speedups else ""
+        each = " / ".join(f"{_percent(run.test)} (s{run.seed})" for run in group)
+        spread = (
+            f"{_percent(test_mean)} ± {_percent(test_std)}" if len(group) > 1 else f"{_percent(test_mean)} (one seed)"
+        )
+        lines.append(
+            f"| {arm} | {model} | {budget.replace('steps', '') + ' steps' if budget.startswith('steps') else budget} "
+            f"| {transfer or ('default' if arm in ('(d)', '(e)') else '')} | {len(group)} | {each} "
+            f"| {spread} | {_percent(validation_mean)} | {speedup} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> str:
+    parser = argparse.ArgumentParser(prog="python -m research.distillation_table", description=__doc__.split("\n\n")[0])
+    parser.add_argument("folder", type=Path, help="the folder of run JSONs (docs/distillation)")
+    parser.add_argument("--write", action="store_true", help=f"write the table to <folder>/{TABLE_FILE}")
+    args = parser.parse_args(argv)
+    text = table(read_runs(args.folder))
+    if args.write:
+        (args.folder / TABLE_FILE).write_text(text)
+    print(text, end="")
+    return text
+
+
+if __name__ == "__main__":
+    main()
