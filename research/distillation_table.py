@@ -29,8 +29,27 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from research.evaluation_support import mean_std
+from research.replication_report import summary, verdict
+from research.replication_rows import Prediction
 
 TABLE_FILE = "table.md"
+BAR = 0.80  # issue 45: the best student reaches 80% on the movie-review test
+SOURCE = (
+    "Turc et al. 2019 (Well-Read Students Learn Better: On the Importance of Pre-training Compact Models), "
+    "abstract and the comparison of pre-trained distillation with distillation and pre-training + fine-tuning"
+)
+CLAIM = (
+    "Distillation of a fine-tuned teacher on unlabeled task text beats pre-training + fine-tuning the small "
+    "student, and a pretrained student distils better than a random one (pre-trained distillation, PD)."
+)
+# (first, relation, second) between arms of one student and budget, by the replication study's rule.
+PREDICTIONS = (
+    Prediction("(d)", "better", "(b)"),  # distillation beats fine-tuning the same random student (the issue's bar)
+    Prediction("(d)", "better", "(c)"),  # ... and beats pre-training + fine-tuning (the lecture's claim)
+    Prediction("(e)", "better", "(d)"),  # PD: a pretrained student distils better than a random one
+    Prediction("(e)", "better", "(c)"),
+)
+MEASURE = "test_accuracy"
 ARMS = {
     ("random", "finetuned"): "(b)",
     ("pretrained", "finetuned"): "(c)",
@@ -129,12 +148,81 @@ def table(runs: Sequence[Run]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def verdicts(runs: Sequence[Run]) -> list[dict]:
+    """Each prediction of :data:`PREDICTIONS` for each student and step budget (the default transfer
+    set), judged by the replication study's rule on the test accuracy in percentage points: fewer
+    than 3 seeds in an arm is "not run"."""
+    arms: dict[tuple[str, str, str], list[float]] = {}
+    for run in runs:
+        if run.arm != "(a)" and run.transfer in ("", "default") and run.budget.startswith("steps"):
+            arms.setdefault((run.model, run.budget, run.arm), []).append(100 * run.test)  # points
+    results = []
+    for model, budget in sorted({(model, budget) for model, budget, _ in arms}):
+        for prediction in PREDICTIONS:
+            first = summary(arms.get((model, budget, prediction.first), []))
+            second = summary(arms.get((model, budget, prediction.second), []))
+            outcome, reason = verdict(prediction, first, second, MEASURE)
+            results.append(
+                {
+                    "model": model,
+                    "budget": budget,
+                    "prediction": prediction,
+                    "first": first,
+                    "second": second,
+                    "verdict": outcome,
+                    "reason": reason,
+                }
+            )
+    return results
+
+
+def _stats(stats: dict | None) -> str:
+    if stats is None:
+        return "no runs"
+    return f"{stats['mean']:.2f} ± {stats['std']:.2f} (n = {stats['n']})"
+
+
+def verdict_lines(runs: Sequence[Run]) -> list[str]:
+    """The verdicts as a markdown table, then the issue's bar: is the best student arm (3 seeds or
+    more) at 80% or above, and ahead of its fine-tuned twin (b) by more than the larger std."""
+    lines = [
+        "| student | budget | prediction | first arm | second arm | verdict |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in verdicts(runs):
+        prediction = row["prediction"]
+        lines.append(
+            f"| {row['model']} | {row['budget'].replace('steps', '')} steps | {prediction.first} > {prediction.second} "
+            f"| {_stats(row['first'])} | {_stats(row['second'])} | {row['verdict']} ({row['reason']}) |"
+        )
+    students = {}
+    for run in runs:
+        if run.arm in ("(d)", "(e)"):
+            students.setdefault((run.model, run.arm, run.budget, run.transfer), []).append(100 * run.test)
+    measured = {key: summary(tests) for key, tests in students.items() if len(tests) >= 3}
+    if measured:
+        best = max(measured, key=lambda key: measured[key]["mean"])
+        mean = measured[best]["mean"]
+        lines += [
+            "",
+            f"Best student arm with 3 seeds or more: {best[1]} {best[0]}, {best[2].replace('steps', '')} steps, "
+            f"transfer set {best[3] or 'default'}: {_stats(measured[best])}; the issue's bar of {100 * BAR:.0f}%: "
+            f"{'reached' if mean >= 100 * BAR else 'not reached'}.",
+        ]
+    return lines
+
+
+def document(runs: Sequence[Run]) -> str:
+    """table.md: the runs' table, then the verdicts and the bar."""
+    return table(runs) + "\n" + "\n".join(verdict_lines(runs)) + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> str:
     parser = argparse.ArgumentParser(prog="python -m research.distillation_table", description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", type=Path, help="the folder of run JSONs (docs/distillation)")
     parser.add_argument("--write", action="store_true", help=f"write the table to <folder>/{TABLE_FILE}")
     args = parser.parse_args(argv)
-    text = table(read_runs(args.folder))
+    text = document(read_runs(args.folder))
     if args.write:
         (args.folder / TABLE_FILE).write_text(text)
     print(text, end="")

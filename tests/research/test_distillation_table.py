@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from research.distillation_table import TABLE_FILE, read_run, read_runs, table
+from research.distillation_table import TABLE_FILE, document, read_run, read_runs, table, verdicts
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "distillation"
 
@@ -19,7 +19,7 @@ def _write(folder: Path, name: str, **results: float) -> None:
 
 
 def test_committed_table_is_the_committed_runs():
-    assert (DOCS / TABLE_FILE).read_text() == table(read_runs(DOCS)), (
+    assert (DOCS / TABLE_FILE).read_text() == document(read_runs(DOCS)), (
         "docs/distillation/table.md is stale: run `python -m research.distillation_table docs/distillation --write`"
     )
 
@@ -69,3 +69,30 @@ def test_bad_names_and_missing_accuracies_are_value_errors(tmp_path):
     _write(tmp_path, "bert-mini-random-distilled-steps10-s1.json", eval_accuracy=0.5)
     with pytest.raises(ValueError, match="no test accuracy"):
         read_run(tmp_path / "bert-mini-random-distilled-steps10-s1.json")
+
+
+def test_verdicts_follow_the_replication_rule(tmp_path):
+    # (d) 78 +- 1 beats (b) 73 +- 0.5 (d = 5 > s = 1); (e) 78.5 +- 1 vs (d): d = 0.5 <= s = 1, not at this scale;
+    # (c) has two seeds only: every prediction with (c) is "not run".
+    for seed, b, d, e in [(42, 0.725, 0.77, 0.775), (43, 0.73, 0.78, 0.785), (44, 0.735, 0.79, 0.795)]:
+        _write(tmp_path, f"bert-mini-random-finetuned-steps4000-s{seed}.json", predict_accuracy=b, eval_accuracy=b)
+        _write(tmp_path, f"bert-mini-random-distilled-steps4000-s{seed}.json", test_accuracy=d, eval_accuracy=d)
+        _write(tmp_path, f"bert-mini-pretrained-distilled-steps4000-s{seed}.json", test_accuracy=e, eval_accuracy=e)
+    for seed in (42, 43):
+        _write(
+            tmp_path, f"bert-mini-pretrained-finetuned-steps4000-s{seed}.json", predict_accuracy=0.7, eval_accuracy=0.7
+        )
+    # A run on another transfer set is not one of these arms.
+    _write(
+        tmp_path, "bert-mini-random-distilled-labelled-imdb-steps4000-s42.json", test_accuracy=0.9, eval_accuracy=0.9
+    )
+    got = {(str(v["prediction"].first), v["prediction"].second): v["verdict"] for v in verdicts(read_runs(tmp_path))}
+    assert got == {
+        ("(d)", "(b)"): "held",
+        ("(d)", "(c)"): "not run",
+        ("(e)", "(d)"): "not at this scale",
+        ("(e)", "(c)"): "not run",
+    }
+    text = document(read_runs(tmp_path))
+    assert "Best student arm with 3 seeds or more: (e) bert-mini, 4000 steps, transfer set default: 78.50" in text
+    assert "the issue's bar of 80%: not reached." in text
