@@ -150,14 +150,16 @@ def table(runs: Sequence[Run]) -> str:
 
 def verdicts(runs: Sequence[Run]) -> list[dict]:
     """Each prediction of :data:`PREDICTIONS` for each student and step budget (the default transfer
-    set), judged by the replication study's rule on the test accuracy in percentage points: fewer
-    than 3 seeds in an arm is "not run"."""
+    set) where two arms or more were run, judged by the replication study's rule on the test accuracy
+    in percentage points: fewer than 3 seeds in an arm is "not run"."""
     arms: dict[tuple[str, str, str], list[float]] = {}
     for run in runs:
         if run.arm != "(a)" and run.transfer in ("", "default") and run.budget.startswith("steps"):
             arms.setdefault((run.model, run.budget, run.arm), []).append(100 * run.test)  # points
     results = []
     for model, budget in sorted({(model, budget) for model, budget, _ in arms}):
+        if sum((model, budget, arm) in arms for arm in ARMS.values()) < 2:
+            continue  # one arm alone (an exploratory budget) compares with nothing
         for prediction in PREDICTIONS:
             first = summary(arms.get((model, budget, prediction.first), []))
             second = summary(arms.get((model, budget, prediction.second), []))
@@ -210,6 +212,45 @@ def verdict_lines(runs: Sequence[Run]) -> list[str]:
             f"{'reached' if mean >= 100 * BAR else 'not reached'}.",
         ]
     return lines
+
+
+def replication_entry(folder: Path) -> tuple[str, list[str]]:
+    """The row ``python -m research.replicate --report`` adds to docs/replication.md for this claim:
+    (its summary-table line, its section's lines). The verdicts shown in the summary are those of
+    each student's largest step budget."""
+    runs = read_runs(folder)
+    largest: dict[str, int] = {}
+    for run in runs:
+        if run.budget.startswith("steps"):
+            largest[run.model] = max(largest.get(run.model, 0), int(run.budget.removeprefix("steps")))
+    main = [
+        f"{row['model']} {row['prediction'].first} > {row['prediction'].second}: {row['verdict']}"
+        for row in verdicts(runs)
+        if largest.get(row["model"]) == int(row["budget"].removeprefix("steps"))
+    ]
+    seeds = len({run.seed for run in runs if run.arm != "(a)"})
+    summary_line = (
+        f"| [distillation](#distillation) | {SOURCE} | movie-review test accuracy, % | {seeds} | "
+        f"{'; '.join(main) or 'not run'} |"
+    )
+    section = [
+        "## distillation",
+        "",
+        f"**Claim.** {CLAIM}",
+        "",
+        f"**Source.** {SOURCE}.",
+        "",
+        "Measured by issue 45's runs, not by `replicate.py`: (a) the teacher, all-MiniLM-L6-v2 fine-tuned; "
+        "(b) the student random + fine-tuned on the labelled split, (c) pretrained (the zoo's recipe) + "
+        "fine-tuned, (d) random + distilled on the movie-review transfer set, (e) pretrained + distilled, "
+        "each arm the same optimizer steps of 32. Commands, budgets and every run: "
+        "[distillation.md](distillation.md); the table below is rebuilt from the run JSONs in "
+        f"`{folder}` by `python -m research.distillation_table {folder} --write`.",
+        "",
+        *verdict_lines(runs),
+        "",
+    ]
+    return summary_line, section
 
 
 def document(runs: Sequence[Run]) -> str:

@@ -51,6 +51,7 @@ from hf_variants.hub.atomic import write_text_atomically
 from hf_variants.models.named_configs import named_config
 from hf_variants.objectives.recipes import RECIPES
 from hf_variants.registry import spec_for
+from research.distillation_table import replication_entry
 from research.example_scripts import example_script
 from research.quick import QUICK_PRETRAINING, QUICK_TEXT, quick_config_fields
 from research.replication_report import estimate_lines, load_records, write_report
@@ -123,6 +124,12 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         default=None,
         help="the report (default docs/replication.md; --quick: <results_dir>/replication.md)",
     )
+    parser.add_argument(
+        "--distillation_dir",
+        default=None,
+        help="issue 45's distillation run JSONs, reported as the 'distillation' row (default docs/distillation "
+        "when the results go to docs/replication; --quick or another --results_dir: none)",
+    )
     parser.add_argument("--report", action="store_true", help="only rebuild the report from the JSON files")
     parser.add_argument(
         "--estimate",
@@ -148,6 +155,8 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         args.results_dir = tempfile.mkdtemp(prefix="replication-quick-") if args.quick else "docs/replication"
     if args.report_path is None:
         args.report_path = str(Path(args.results_dir) / "replication.md") if args.quick else "docs/replication.md"
+    if args.distillation_dir is None and args.results_dir == "docs/replication":
+        args.distillation_dir = "docs/distillation"
     return args
 
 
@@ -570,6 +579,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         quick=args.quick,
         arm_minutes=args.arm_minutes,
         seeds=len(args.seeds),
+        measured_elsewhere=[replication_entry(Path(args.distillation_dir))] if args.distillation_dir else [],
     )
     print(f"[replicate] wrote {report}", flush=True)
     if failed:  # recorded in the log; the next call retries them

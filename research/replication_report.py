@@ -458,9 +458,12 @@ def write_report(
     quick: bool = False,
     arm_minutes: float = TARGET_ARM_MINUTES,
     seeds: int = MIN_SEEDS,
+    measured_elsewhere: Sequence[tuple[str, list[str]]] = (),
 ) -> Path:
     """Rebuild the report (and each row's plot, `<results_dir>/<row>.png`) from the JSON files; the
-    budget section estimates the study at `arm_minutes` per arm and `seeds` seeds."""
+    budget section estimates the study at `arm_minutes` per arm and `seeds` seeds.
+    `measured_elsewhere`: rows whose runs are not this study's (their summary-table line and section
+    lines, e.g. research.distillation_table.replication_entry), added after the study's rows."""
     results_dir, report_path = Path(results_dir), Path(report_path)
     records = load_records(results_dir) if results_dir.is_dir() else {}
     known = {row.name for row in rows}
@@ -511,7 +514,9 @@ def write_report(
     lines += scale_lines(runs) + estimate_lines(rows, arm_minutes, seeds, records) + settings_lines(runs)
     lines += sources_lines(rows)
     lines += ["## Summary (main measure)", "", "| row | source | measure | seeds | verdicts |", "|---|---|---|---|---|"]
-    lines += summary_rows + [""] + sections
+    lines += summary_rows + [line for line, _ in measured_elsewhere] + [""] + sections
+    for _, section in measured_elsewhere:
+        lines += section
     report_path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomically(report_path, "\n".join(lines).rstrip("\n") + "\n")
     return report_path

@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from research.distillation_table import TABLE_FILE, document, read_run, read_runs, table, verdicts
+from research.distillation_table import (
+    TABLE_FILE,
+    document,
+    read_run,
+    read_runs,
+    replication_entry,
+    table,
+    verdicts,
+)
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "distillation"
 
@@ -22,6 +30,10 @@ def test_committed_table_is_the_committed_runs():
     assert (DOCS / TABLE_FILE).read_text() == document(read_runs(DOCS)), (
         "docs/distillation/table.md is stale: run `python -m research.distillation_table docs/distillation --write`"
     )
+    # docs/replication.md carries the same verdicts as its 'distillation' row (python -m research.replicate --report).
+    summary_line, section = replication_entry(Path("docs/distillation"))
+    report = (DOCS.parent / "replication.md").read_text()
+    assert summary_line in report and "\n".join(section) in report, "docs/replication.md is stale"
 
 
 def test_rows_mean_and_std_over_seeds(tmp_path):
@@ -96,3 +108,10 @@ def test_verdicts_follow_the_replication_rule(tmp_path):
     text = document(read_runs(tmp_path))
     assert "Best student arm with 3 seeds or more: (e) bert-mini, 4000 steps, transfer set default: 78.50" in text
     assert "the issue's bar of 80%: not reached." in text
+    # A budget with one arm alone is no comparison; the replication report's row reads the largest budget.
+    _write(tmp_path, "bert-mini-random-distilled-steps1000-s42.json", test_accuracy=0.7, eval_accuracy=0.7)
+    assert {v["budget"] for v in verdicts(read_runs(tmp_path))} == {"steps4000"}
+    summary_line, section = replication_entry(tmp_path)
+    assert summary_line.startswith("| [distillation](#distillation) | Turc et al. 2019")
+    assert "bert-mini (d) > (b): held; bert-mini (d) > (c): not run;" in summary_line
+    assert section[0] == "## distillation" and any("(e) > (d) | 78.50 ± 1.00 (n = 3)" in line for line in section)
