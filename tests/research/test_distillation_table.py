@@ -26,11 +26,12 @@ def _write(folder: Path, name: str, **results: float) -> None:
     (folder / name).write_text(json.dumps(results))
 
 
-def test_committed_table_is_the_committed_runs():
+def test_committed_table_is_the_committed_runs(monkeypatch):
     assert (DOCS / TABLE_FILE).read_text() == document(read_runs(DOCS)), (
         "docs/distillation/table.md is stale: run `python -m research.distillation_table docs/distillation --write`"
     )
     # docs/replication.md carries the same verdicts as its 'distillation' row (python -m research.replicate --report).
+    monkeypatch.chdir(DOCS.parents[1])  # the report names the folder as the repository-relative docs/distillation
     summary_line, section = replication_entry(Path("docs/distillation"))
     report = (DOCS.parent / "replication.md").read_text()
     assert summary_line in report and "\n".join(section) in report, "docs/replication.md is stale"
