@@ -28,7 +28,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from research.evaluation_support import mean_std
 from research.replication_report import summary, verdict
 from research.replication_rows import Prediction
 
@@ -118,6 +117,11 @@ def _percent(value: float) -> str:
     return f"{100 * value:.2f}"
 
 
+def _budget_order(budget: str) -> tuple[int, int]:
+    """Sort key of a budget: "epoch1" first, then "steps<N>" by N (so 16000 comes after 4000)."""
+    return (0, 0) if not budget.startswith("steps") else (1, int(budget.removeprefix("steps")))
+
+
 def table(runs: Sequence[Run]) -> str:
     """The markdown table: one row per (arm, model, budget, transfer set), seeds in order."""
     groups: dict[tuple[str, str, str, str], list[Run]] = {}
@@ -129,11 +133,12 @@ def table(runs: Sequence[Run]) -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     # The teacher first, then each student's arms in (b)-(e) order, budgets and transfer sets sorted.
-    for key in sorted(groups, key=lambda k: (k[1] != "(a)", k[0], k[1], k[2], k[3])):
+    for key in sorted(groups, key=lambda k: (k[1] != "(a)", k[0], k[1], _budget_order(k[2]), k[3])):
         model, arm, budget, transfer = key
         group = sorted(groups[key], key=lambda run: run.seed)
-        test_mean, test_std = mean_std([run.test for run in group])
-        validation_mean, _ = mean_std([run.validation for run in group])
+        test = summary([run.test for run in group])
+        test_mean, test_std = test["mean"], test["std"]
+        validation_mean = summary([run.validation for run in group])["mean"]
         speedups = [run.speedup for run in group if run.speedup is not None]
         speedup = f"{sum(speedups) / len(speedups):.2f}x" if speedups else ""
         each = " / ".join(f"{_percent(run.test)} (s{run.seed})" for run in group)
@@ -157,7 +162,7 @@ def verdicts(runs: Sequence[Run]) -> list[dict]:
         if run.arm != "(a)" and run.transfer in ("", "default") and run.budget.startswith("steps"):
             arms.setdefault((run.model, run.budget, run.arm), []).append(100 * run.test)  # points
     results = []
-    for model, budget in sorted({(model, budget) for model, budget, _ in arms}):
+    for model, budget in sorted({(m, b) for m, b, _ in arms}, key=lambda key: (key[0], _budget_order(key[1]))):
         if sum((model, budget, arm) in arms for arm in ARMS.values()) < 2:
             continue  # one arm alone (an exploratory budget) compares with nothing
         for prediction in PREDICTIONS:
