@@ -54,8 +54,9 @@ tokenizer)
   F=$2
   python examples/run_pretraining.py $(pretraining_argv "$F" 3200) &
   PID=$!
-  until [ -f "$RUNS/zoo/$F/run/tokenizer_config.json" ] || ! kill -0 $PID 2>/dev/null; do sleep 5; done
-  sleep 5  # the tokenizer's files are written together; its config last
+  T="$RUNS/zoo/$F/run"
+  until { [ -f "$T/tokenizer.json" ] && [ -f "$T/tokenizer_config.json" ]; } || ! kill -0 $PID 2>/dev/null; do sleep 5; done
+  sleep 5  # the save is staged, but moved into an existing run folder file by file: let the move finish
   kill $PID 2>/dev/null || true
   mkdir -p "$RUNS/zoo/$F/tokenizer"
   cp "$RUNS/zoo/$F/run"/tokenizer* "$RUNS/zoo/$F/tokenizer/"
