@@ -37,6 +37,11 @@ class DocSource:
     include: tuple[str, ...]
     exclude: str = ""
     description: str = ""
+    # The Debian version read (docs/corpus.md's table): ``apt-get download package=version``, so a
+    # rebuild on a fresh machine reads the same text even after the archive ships a newer revision
+    # (linux-doc-6.12 6.12.117 -> 6.12.118 changed 16 words and the zoo's tokenizers). Empty: the
+    # distribution's current version (tests' stand-ins only).
+    version: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in FORMATS:
@@ -94,6 +99,7 @@ DOC_SOURCES: tuple[DocSource, ...] = (
         ("usr/share/doc/linux-doc-*/Documentation/**/*.rst.gz",),
         exclude=r"/translations/|/output/",
         description="Linux kernel documentation (reStructuredText sources)",
+        version="6.12.117-1~deb12u1",
     ),
     DocSource(
         "python-doc",
@@ -103,6 +109,7 @@ DOC_SOURCES: tuple[DocSource, ...] = (
         ("usr/share/doc/python3.*/html/_sources/**/*.rst.txt",),
         exclude=r"^usr/share/doc/python3\.\d+-doc/",
         description="Python 3.11 documentation (reStructuredText sources)",
+        version="3.11.2-6+deb12u9",
     ),
     DocSource(
         "sphinx-doc",
@@ -111,6 +118,7 @@ DOC_SOURCES: tuple[DocSource, ...] = (
         "rst",
         ("usr/share/doc/sphinx-doc/html/_sources/**/*.rst.txt",),
         description="Sphinx documentation (reStructuredText sources)",
+        version="5.3.0-4",
     ),
     DocSource(
         "django-doc",
@@ -120,6 +128,7 @@ DOC_SOURCES: tuple[DocSource, ...] = (
         ("usr/share/doc/python-django-doc/html/**/*.html",),
         exclude=_SPHINX_GENERATED,
         description="Django 3.2 documentation",
+        version="3:3.2.25-0+deb12u7",
     ),
     DocSource(
         "sqlalchemy-doc",
@@ -129,6 +138,7 @@ DOC_SOURCES: tuple[DocSource, ...] = (
         ("usr/share/doc/python-sqlalchemy-doc/html/**/*.html",),
         exclude=_SPHINX_GENERATED,
         description="SQLAlchemy 1.4 documentation",
+        version="1.4.46+ds1-1",
     ),
     DocSource(
         "postgresql-doc",
@@ -138,6 +148,7 @@ DOC_SOURCES: tuple[DocSource, ...] = (
         ("usr/share/doc/postgresql-doc-15/html/*.html",),
         exclude=r"(?:^|/)bookindex\.html$",
         description="PostgreSQL 15 manual",
+        version="15.20-0+deb12u1",
     ),
     DocSource(
         "perl-doc",
@@ -146,6 +157,7 @@ DOC_SOURCES: tuple[DocSource, ...] = (
         "pod",
         ("usr/share/perl/*/pod/*.pod",),
         description="Perl 5.36 core documentation (POD)",
+        version="5.36.0-7+deb12u4",
     ),
     DocSource(
         "git-doc",
@@ -155,6 +167,7 @@ DOC_SOURCES: tuple[DocSource, ...] = (
         ("usr/share/doc/git-doc/**/*.html",),
         exclude=r"(?:^|/)(?:index|git-gui|gitk)\.html$|RelNotes",
         description="Git manual pages and guides",
+        version="1:2.39.5-0+deb12u3",
     ),
     DocSource(
         "rust-doc",
@@ -178,6 +191,7 @@ DOC_SOURCES: tuple[DocSource, ...] = (
         exclude=r"/(?:print|toc|404|SUMMARY)\.html$|/2018-edition/|/first-edition/|/second-edition/",
         description="The Rust books (The Rust Programming Language, the Reference, the Nomicon, Rust by "
         "Example, the Cargo, rustc and rustdoc books); not the generated API pages",
+        version="1.63.0+dfsg1-2",
     ),
     DocSource(
         "gimp-help",
@@ -186,6 +200,7 @@ DOC_SOURCES: tuple[DocSource, ...] = (
         "html",
         ("usr/share/gimp/2.0/help/en/*.html",),
         description="The GIMP user manual (English)",
+        version="2.10.34-2",
     ),
     DocSource(
         "debian-handbook",
@@ -195,6 +210,7 @@ DOC_SOURCES: tuple[DocSource, ...] = (
         ("usr/share/doc/debian-handbook/html/en-US/*.html",),
         exclude=r"/ix01\.html$|/index\.html$",
         description="The Debian Administrator's Handbook (English)",
+        version="11.20220922",
     ),
     DocSource(
         "debian-reference",
@@ -204,6 +220,7 @@ DOC_SOURCES: tuple[DocSource, ...] = (
         ("usr/share/debian-reference/*.en.html",),
         exclude=r"/index\.en\.html$",
         description="Debian Reference (English)",
+        version="2.100",
     ),
     DocSource(
         "debian-policy",
@@ -213,6 +230,7 @@ DOC_SOURCES: tuple[DocSource, ...] = (
         ("usr/share/doc/debian-policy/policy.html/*.html", "usr/share/doc/debian-policy/*.html"),
         exclude=r"/(?:index|search|genindex|README|policy|menu-policy|perl-policy)\.html$",
         description="Debian Policy Manual and related policies",
+        version="4.6.2.0",
     ),
     DocSource(
         "developers-reference",
@@ -222,6 +240,7 @@ DOC_SOURCES: tuple[DocSource, ...] = (
         ("usr/share/developers-reference/*.html",),
         exclude=_SPHINX_GENERATED + r"|/index\.html$",
         description="Debian Developer's Reference",
+        version="12.18",
     ),
     DocSource(
         "apache-doc",
@@ -231,6 +250,7 @@ DOC_SOURCES: tuple[DocSource, ...] = (
         ("usr/share/doc/apache2-doc/manual/en/**/*.html",),
         exclude=r"/sitemap\.html$|/index\.html$|/quickreference\.html$",
         description="Apache HTTP Server 2.4 manual (English)",
+        version="2.4.71-1~deb12u1",
     ),
     DocSource(
         "sqlite-doc",
@@ -240,6 +260,7 @@ DOC_SOURCES: tuple[DocSource, ...] = (
         ("usr/share/doc/sqlite3/*.html", "usr/share/doc/sqlite3/**/*.html"),
         exclude=r"/c3ref/|/syntax/|/releaselog/|/(?:changes|docs|sitemap|keyword_index|toc|capi3ref|fileio)\.html$",
         description="SQLite documentation (not the generated C API and syntax-diagram pages)",
+        version="3.40.1-2+deb12u2",
     ),
     DocSource(
         "lilypond-doc",
@@ -252,6 +273,7 @@ DOC_SOURCES: tuple[DocSource, ...] = (
         ),
         exclude=r"/index\.html$",
         description="LilyPond manuals (English; not the generated internals reference or snippets)",
+        version="2.24.1-2",
     ),
     DocSource(
         "gnu-standards",
@@ -260,6 +282,7 @@ DOC_SOURCES: tuple[DocSource, ...] = (
         "html-chapters",
         ("usr/share/doc/gnu-standards/*.html",),
         description="GNU Coding Standards and Information for GNU Maintainers (one document per chapter)",
+        version="2022.03.23-0.1",
     ),
     DocSource(
         "bash-doc",
@@ -268,6 +291,7 @@ DOC_SOURCES: tuple[DocSource, ...] = (
         "html-chapters",
         ("usr/share/doc/bash/bashref.html",),
         description="The Bash Reference Manual (one document per chapter)",
+        version="5.2.15-2",
     ),
     DocSource(
         "erlang-doc",
@@ -277,6 +301,7 @@ DOC_SOURCES: tuple[DocSource, ...] = (
         ("usr/share/doc/erlang-doc/**/*.html",),
         exclude=r"/java/|/(?:index|users_guide|part|book|warning|release_notes|notes)\.html$|/(?:wx|jinterface)-",
         description="Erlang/OTP documentation (user's guides and reference manuals; not the wx and Java bindings)",
+        version="1:25.2.3+dfsg-1+deb12u4",
     ),
     DocSource(
         "nodejs-doc",
@@ -286,6 +311,7 @@ DOC_SOURCES: tuple[DocSource, ...] = (
         ("usr/share/doc/nodejs/api/*.html",),
         exclude=r"/(?:index|all)\.html$",
         description="Node.js 18 API documentation",
+        version="18.20.4+dfsg-1~deb12u3",
     ),
     DocSource(
         "cmake-doc",
@@ -294,6 +320,7 @@ DOC_SOURCES: tuple[DocSource, ...] = (
         "rst",
         ("usr/share/doc/cmake-data/html/_sources/**/*.rst.txt",),
         description="CMake documentation (reStructuredText sources)",
+        version="3.25.1-1",
     ),
     DocSource(
         "octave-doc",
@@ -303,6 +330,7 @@ DOC_SOURCES: tuple[DocSource, ...] = (
         ("usr/share/doc/octave/octave.html/*.html",),
         exclude=r"/index\.html$|/(?:Concept|Function|Operator|Graphics-Properties)[-_]Index\.html$",
         description="The GNU Octave manual",
+        version="7.3.0-2",
     ),
     DocSource(
         "zsh-doc",
@@ -312,6 +340,7 @@ DOC_SOURCES: tuple[DocSource, ...] = (
         ("usr/share/doc/zsh-common/html/*.html",),
         exclude=r"/(?:index|zsh_toc|zsh_abt|.*Index.*)\.html$",
         description="The Z Shell manual",
+        version="5.9-4",
     ),
     DocSource(
         "pandas-doc",
@@ -321,6 +350,7 @@ DOC_SOURCES: tuple[DocSource, ...] = (
         ("usr/share/doc/python-pandas-doc/html/_sources/**/*.rst.txt",),
         exclude=r"/reference/|/generated/|/whatsnew/",
         description="pandas user guide and getting-started pages (reStructuredText sources; no API reference)",
+        version="1.5.3+dfsg-2",
     ),
     DocSource(
         "sympy-doc",
@@ -329,6 +359,7 @@ DOC_SOURCES: tuple[DocSource, ...] = (
         "rst",
         ("usr/share/doc/python-sympy-doc/html/_sources/**/*.rst.txt",),
         description="SymPy documentation (reStructuredText sources)",
+        version="1.11.1-1",
     ),
 )
 DOC_SOURCE_NAMES = tuple(source.name for source in DOC_SOURCES)

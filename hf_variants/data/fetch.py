@@ -63,13 +63,13 @@ class PackageSource:
 
     name: str  # cache sub-folder
     package: str
-    version: str  # pinned for pip; for a .deb the revision checked (apt-get takes the distribution's)
+    version: str  # pinned: pip's ==version, apt-get's package=version (empty for a .deb: the distribution's)
     kind: str  # "wheel", "sdist" or "deb"
     members: tuple[tuple[str, str], ...]
 
     def download_command(self, destination: Path) -> list[str]:
         if self.kind == "deb":
-            return ["apt-get", "download", self.package]
+            return ["apt-get", "download", f"{self.package}={self.version}" if self.version else self.package]
         command = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check"]
         if self.kind == "sdist":
             command += ["--no-binary", ":all:"]
@@ -79,9 +79,15 @@ class PackageSource:
 
     def archive_prefix(self) -> str:
         if self.kind == "deb":
-            return f"{self.package}_"
+            return deb_archive_prefix(self.package, self.version)
         # pip normalises to lower case and underscores in wheel names, keeps sdist names as is.
         return self.package.replace("-", "_")
+
+
+def deb_archive_prefix(package: str, version: str = "") -> str:
+    """How the .deb of ``package`` (at ``version``, if given) is named: ``<package>_<version>_``,
+    the epoch's colon written ``%3a`` as apt-get writes it (``git-doc_1%3a2.39.5-0+deb12u3_all.deb``)."""
+    return f"{package}_{version.replace(':', '%3a')}_" if version else f"{package}_"
 
 
 def fetch(source: PackageSource) -> dict[str, Path]:
@@ -113,7 +119,7 @@ def _find_manual_download(source: PackageSource) -> Path | None:
     prefix = source.archive_prefix().lower()
     for candidate in sorted(downloads.iterdir()):
         lowered = candidate.name.lower().replace("-", "_")
-        # A .deb is taken in whatever revision the distribution ships (the loaders check counts).
+        # A .deb's prefix holds its version (when pinned); pip's archives name it after the project.
         version_ok = source.kind == "deb" or source.version in candidate.name
         if lowered.startswith(prefix.replace("-", "_")) and version_ok:
             logger.info("using the archive placed by hand at %s", candidate)
@@ -147,7 +153,7 @@ def _download(source: PackageSource, destination: Path) -> Path:
 def _manual_instructions(source: PackageSource) -> str:
     downloads = cache_dir() / "downloads"
     if source.kind == "deb":
-        how = f"mkdir -p {downloads} && cd {downloads} && apt-get update && apt-get download {source.package}"
+        how = f"mkdir -p {downloads} && cd {downloads} && apt-get update && {shlex.join(source.download_command(downloads))}"
     else:
         how = shlex.join(source.download_command(downloads))
     return f"Run this by hand (with network access to the package registry), then load again:\n    {how}"

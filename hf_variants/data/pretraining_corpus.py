@@ -17,11 +17,13 @@ docs/corpus.md gives the sizes and licences.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import logging
 import os
 import random
+import shlex
 import shutil
 import subprocess
 import sys
@@ -36,6 +38,7 @@ from filelock import FileLock
 from . import fetch as fetch_module
 from .corpora import Document, austen_documents, lee_documents, movie_review_documents, wikipedia_documents
 from .doc_sources import DOC_SOURCES, DocSource
+from .fetch import deb_archive_prefix
 from .markup import MIN_PROSE_WORDS, is_boilerplate, is_prose
 
 logger = logging.getLogger("hf_variants.data")
@@ -118,35 +121,40 @@ def _cache_root(root: str | Path | None) -> Path:
     return Path(root) if root is not None else fetch_module.cache_dir()
 
 
-def fetch_debian_package(package: str, root: Path | None = None) -> Path:
+def fetch_debian_package(package: str, root: Path | None = None, version: str = "") -> Path:
     """The unpacked files of a Debian package (``apt-get download`` + ``dpkg -x``, once).
 
-    Returns ``<root>/debian/<package>``; ``root`` defaults to the data cache. A ``.deb`` already
-    placed in ``<root>/downloads/`` (fetched by hand elsewhere) is used instead of downloading.
-    Raises RuntimeError naming the package and the command to run when it cannot be fetched.
+    Returns ``<root>/debian/<package>``; ``root`` defaults to the data cache. ``version`` pins the
+    revision (``apt-get download package=version``); a tree unpacked from another revision is
+    fetched again. A ``.deb`` of that revision already placed in ``<root>/downloads/`` (fetched by
+    hand elsewhere) is used instead of downloading. Raises RuntimeError naming the package, the
+    version and the command to run when it cannot be fetched.
     """
     root = _cache_root(root)
     target = root / "debian" / package
     marker = target / ".unpacked"
-    if marker.exists():
+    if marker.exists() and marker.read_text(encoding="utf-8").startswith(deb_archive_prefix(package, version)):
         return target
     root.mkdir(parents=True, exist_ok=True)
     if shutil.which("dpkg") is None:
         raise RuntimeError(f"unpacking Debian package {package!r} needs `dpkg -x`, and dpkg is not on PATH")
     with tempfile.TemporaryDirectory(dir=root, prefix=".fetch-") as scratch:
-        archive = _placed_archive(root, package)
+        archive = _placed_archive(root, package, version)
         if archive is None:
-            print(f"[hf_variants.data] apt-get download {package} ...", file=sys.stderr)
-            source = fetch_module.PackageSource(name=package, package=package, version="", kind="deb", members=())
+            source = fetch_module.PackageSource(name=package, package=package, version=version, kind="deb", members=())
             downloads = Path(scratch) / "download"
             downloads.mkdir()
+            command = shlex.join(source.download_command(downloads))
+            print(f"[hf_variants.data] {command} ...", file=sys.stderr)
             try:
                 archive = fetch_module._download(source, downloads)
             except RuntimeError as error:
                 raise RuntimeError(
-                    f"pretraining corpus: could not fetch the Debian package {package!r} with "
-                    f"`apt-get download {package}` (offline, or the package lists lack it?). Fetch it "
-                    f"where the Debian archive is reachable and put the .deb into {root / 'downloads'}.\n{error}"
+                    f"pretraining corpus: could not fetch the Debian package {package!r} with `{command}` "
+                    f"(offline, the package lists lack it, or the archive no longer ships version {version!r}?). "
+                    f"Fetch that .deb where it is reachable (snapshot.debian.org keeps every version) and put it "
+                    f"into {root / 'downloads'}; a different version is a different corpus (the pin is in "
+                    f"hf_variants/data/doc_sources.py, the sizes in docs/corpus.md).\n{error}"
                 ) from error
         unpacked = Path(scratch) / "tree"
         result = subprocess.run(["dpkg", "-x", str(archive), str(unpacked)], capture_output=True, text=True)
@@ -160,10 +168,10 @@ def fetch_debian_package(package: str, root: Path | None = None) -> Path:
     return target
 
 
-def _placed_archive(root: Path, package: str) -> Path | None:
+def _placed_archive(root: Path, package: str, version: str = "") -> Path | None:
     downloads = root / "downloads"
     if downloads.is_dir():
-        for candidate in sorted(downloads.glob(f"{package}_*.deb")):
+        for candidate in sorted(downloads.glob(f"{glob.escape(deb_archive_prefix(package, version))}*.deb")):
             return candidate
     return None
 
@@ -181,12 +189,12 @@ def _pruned_package_tree(source: DocSource, root: Path | None) -> Path:
 
 
 def _prune_package_tree(source: DocSource, root: Path | None) -> Path:
-    tree = fetch_debian_package(source.package, root)
+    tree = fetch_debian_package(source.package, root, source.version)
     stamp = tree / ".pruned"
     selection = json.dumps([source.kind, list(source.include), source.exclude])
     if stamp.exists() and stamp.read_text(encoding="utf-8") != selection:
         shutil.rmtree(tree)
-        tree = fetch_debian_package(source.package, root)
+        tree = fetch_debian_package(source.package, root, source.version)
     if not stamp.exists():
         keep = {path.resolve() for path in source.files(tree)}
         for directory, _subdirectories, files in os.walk(tree, topdown=False):
@@ -289,6 +297,7 @@ def build_pretraining_corpus(
     summary = {
         "version": CORPUS_VERSION,
         "sources": list(names),
+        "packages": _unpacked_archives(names, root),
         "validation_fraction": validation_fraction,
         "build_seconds": round(time.time() - started, 1),
         "per_source": stats,
@@ -305,6 +314,30 @@ def build_pretraining_corpus(
         "pretraining corpus saved to %s (%d + %d words)", target, summary["train_words"], summary["validation_words"]
     )
     return datasets.DatasetDict.load_from_disk(str(target))
+
+
+def _unpacked_archives(names: Sequence[str], root: Path | None) -> dict[str, str]:
+    """``{package: the .deb its tree was unpacked from}`` for the documentation sources in ``names``."""
+    packages = _cache_root(root) / "debian"
+    return {
+        _DOC_SOURCES[name].package: (packages / _DOC_SOURCES[name].package / ".unpacked").read_text("utf-8").strip()
+        for name in names
+        if name in _DOC_SOURCES
+    }
+
+
+def _built_from_pinned_versions(target: Path, sources: Sequence[str] | None) -> bool:
+    """Whether the build saved in ``target`` read each documentation package at its pinned version
+    (a build from before the pins, or from another revision, is rebuilt: it is a different text)."""
+    stats_path = target / "corpus_stats.json"
+    recorded = json.loads(stats_path.read_text("utf-8")).get("packages") if stats_path.exists() else None
+    if recorded is None:
+        return False
+    wanted = [_DOC_SOURCES[name] for name in _check_sources(sources) if name in _DOC_SOURCES]
+    return all(
+        recorded.get(source.package, "").startswith(deb_archive_prefix(source.package, source.version))
+        for source in wanted
+    )
 
 
 def load_pretraining_corpus(
@@ -329,7 +362,7 @@ def load_pretraining_corpus(
     # Processes started together (two runs, or DDP ranks) build it once: the others wait here,
     # then read the saved copy.
     with FileLock(str(target.with_name(target.name + ".lock"))):
-        if (target / "dataset_dict.json").exists():
+        if (target / "dataset_dict.json").exists() and _built_from_pinned_versions(target, sources):
             corpus = datasets.DatasetDict.load_from_disk(str(target))
         else:
             corpus = build_pretraining_corpus(cache_dir, sources, validation_fraction)

@@ -3,7 +3,9 @@ document-level split, the Arrow cache, and (slow) a real fetch of a small Debian
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
 import threading
 
 import datasets
@@ -417,3 +419,84 @@ def test_movie_reviews_share_no_long_ngram_with_the_sentiment_evaluation():
     # Sentences are checked one by one, so only an n-gram spanning two joined sentences could remain.
     leftovers = review_grams & evaluation
     assert len(leftovers) <= 5, sorted(leftovers)[:5]
+
+
+# ----------------------------------------------------------------------------- pinned versions
+# A fresh machine rebuilds the corpus from the Debian archive, which ships security revisions as
+# they come (linux-doc-6.12 6.12.117 -> 6.12.118 changed 16 words and every zoo tokenizer): each
+# package is read at the version docs/corpus.md lists.
+
+
+def test_every_documentation_package_is_pinned_to_the_version_docs_corpus_lists():
+    import re
+
+    from hf_variants.data.doc_sources import DOC_SOURCES
+    from tests.common.paths import REPO_ROOT
+
+    table = (REPO_ROOT / "docs" / "corpus.md").read_text(encoding="utf-8")
+    listed = {m[1]: (m[2], m[3]) for m in re.finditer(r"^\| ([a-z0-9.-]+) \| ([a-z0-9.+-]+) \(([^)]+)\)", table, re.M)}
+    assert {source.name: (source.package, source.version) for source in DOC_SOURCES} == listed
+
+
+def test_a_pinned_deb_is_downloaded_and_named_at_its_version(tmp_path):
+    from hf_variants.data.fetch import PackageSource, deb_archive_prefix
+
+    pinned = PackageSource(name="g", package="git-doc", version="1:2.39.5-0+deb12u3", kind="deb", members=())
+    assert pinned.download_command(tmp_path) == ["apt-get", "download", "git-doc=1:2.39.5-0+deb12u3"]
+    assert deb_archive_prefix("git-doc", "1:2.39.5-0+deb12u3") == "git-doc_1%3a2.39.5-0+deb12u3_"  # as apt-get names it
+    assert PackageSource("g", "git-doc", "", "deb", ()).download_command(tmp_path) == ["apt-get", "download", "git-doc"]
+
+
+def _build_deb(folder, package: str, version: str, text: str):
+    """A real (tiny) .deb, as apt-get download leaves it: <package>_<version>_all.deb."""
+    tree = folder / f"{package}-{version}"
+    (tree / "DEBIAN").mkdir(parents=True)
+    (tree / "DEBIAN" / "control").write_text(
+        f"Package: {package}\nVersion: {version}\nArchitecture: all\nMaintainer: t <t@t>\nDescription: t\n"
+    )
+    (tree / "usr/share/doc" / package).mkdir(parents=True)
+    (tree / "usr/share/doc" / package / "page.html").write_text(text)
+    archive = folder / f"{package}_{version.replace(':', '%3a')}_all.deb"
+    subprocess.run(
+        ["dpkg-deb", "--build", "--root-owner-group", str(tree), str(archive)], check=True, capture_output=True
+    )
+    shutil.rmtree(tree)
+    return archive
+
+
+@pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="needs dpkg-deb to build a .deb")
+def test_a_tree_unpacked_from_another_revision_is_fetched_again_at_the_pinned_one(tmp_path):
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    _build_deb(downloads, "pkg", "1.0-1", "<p>the old revision</p>")
+    _build_deb(downloads, "pkg", "1.0-2", "<p>the new revision</p>")
+    page = "usr/share/doc/pkg/page.html"
+    newer = fetch_debian_package("pkg", tmp_path, "1.0-2")
+    assert (newer / ".unpacked").read_text().strip() == "pkg_1.0-2_all.deb"
+    assert "new revision" in (newer / page).read_text()
+    pinned = fetch_debian_package("pkg", tmp_path, "1.0-1")  # the cache holds 1.0-2: not reused
+    assert (pinned / ".unpacked").read_text().strip() == "pkg_1.0-1_all.deb"
+    assert "old revision" in (pinned / page).read_text()
+    assert fetch_debian_package("pkg", tmp_path, "1.0-1") == pinned  # now reused
+
+
+def test_a_saved_build_is_reused_only_if_it_read_every_package_at_its_pin(tmp_path):
+    from hf_variants.data.doc_sources import DOC_SOURCES
+
+    source = DOC_SOURCES[0]  # linux-doc
+    build = tmp_path / "build"
+    build.mkdir()
+
+    def saved(packages):
+        stats = {"version": pretraining_corpus.CORPUS_VERSION, "sources": [source.name]}
+        if packages is not None:
+            stats["packages"] = packages
+        (build / "corpus_stats.json").write_text(json.dumps(stats))
+        return pretraining_corpus._built_from_pinned_versions(build, [source.name])
+
+    pinned = f"{source.package}_{source.version}_all.deb"
+    assert saved({source.package: pinned})
+    assert not saved({source.package: f"{source.package}_999.0-1_all.deb"})  # another revision
+    assert not saved(None)  # built before the pins: which revision it read is unknown
+    assert not saved({})
+    assert pretraining_corpus._built_from_pinned_versions(build, ["lee"])  # no package to pin
