@@ -215,6 +215,14 @@ def train_tokenizer(
     Returns:
         A `PreTrainedTokenizerFast` with pad/unk/cls/sep/mask tokens set and the post-processor
         for single sequences and pairs installed.
+
+    Not reproducible bit for bit across processes: `tokenizers`' WordPiece and BPE trainers give
+    ids in hash-map order and break count ties by id (huggingface/tokenizers#1794), so two runs
+    on the same texts can differ. Measured on the pretraining corpus (8,000 entries, session 21,
+    one build of each pair on a corpus with 16 more words): two cased WordPiece builds held the
+    same tokens with 427 ids permuted; two BPE builds the same merges, 37 of 7,739 in another
+    order. A run that must match another reuses its saved
+    tokenizer (run_pretraining's ``--tokenizer_name``) instead of training a new one.
     """
     if kind not in TOKENIZER_KINDS + SEQ2SEQ_TOKENIZER_KINDS:
         raise ValueError(
