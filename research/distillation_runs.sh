@@ -8,7 +8,9 @@
 #                                                                 # albert-mini), STEPS steps of 32 x 128; its tokenizer
 #                                                                 # and Hub folder (the start of (c)/(e)) in runs/zoo/<FAMILY>
 #   bash research/distillation_runs.sh tokenizer FAMILY           # only the zoo tokenizer (what (b)/(d) need): the
-#                                                                 # pretraining run is stopped once it is saved
+#                                                                 # pretraining run is stopped once it is saved; not bit
+#                                                                 # for bit the same twice (tokenizers#1794: the same
+#                                                                 # tokens, ids permuted; docs/distillation.md session 21)
 #   bash research/distillation_runs.sh arm ARM FAMILY SEED STEPS [TRANSFER_CONFIG] [extra flags...]
 #        ARM: b (random, fine-tuned), c (pretrained, fine-tuned), d (random, distilled), e (pretrained, distilled);
 #        TRANSFER_CONFIG: labelled (default) or labelled+imdb; the output folder is the results JSON's name
@@ -16,7 +18,8 @@
 # RUNS (default: runs) holds everything; every distillation run shares $RUNS/distil/teacher_logits,
 # so the teacher's logits on a transfer set are computed once (~29 min for labelled+imdb, ~5 min for
 # labelled on a quiet 2-core machine) and reused by every student and seed. One thread per run
-# (OMP_NUM_THREADS=1), two runs at a time at most on 2 cores.
+# (OMP_NUM_THREADS=1), two runs at a time at most on 2 cores. Long runs go from a git worktree
+# (PYTHONPATH=<worktree>), so that editing the checkout never reaches a run that is starting.
 set -euo pipefail
 RUNS=${RUNS:-runs}
 D=$RUNS/distil
@@ -81,7 +84,7 @@ arm)
   esac
   ;;
 *)
-  sed -n '2,21p' "$0"
+  sed -n '2,/^set -euo/p' "$0" | sed '$d'
   exit 2
   ;;
 esac
