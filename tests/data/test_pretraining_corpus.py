@@ -449,6 +449,8 @@ def test_a_pinned_deb_is_downloaded_and_named_at_its_version(tmp_path):
 
 def _build_deb(folder, package: str, version: str, text: str):
     """A real (tiny) .deb, as apt-get download leaves it: <package>_<version>_all.deb."""
+    from hf_variants.data.fetch import deb_archive_prefix
+
     tree = folder / f"{package}-{version}"
     (tree / "DEBIAN").mkdir(parents=True)
     (tree / "DEBIAN" / "control").write_text(
@@ -456,7 +458,7 @@ def _build_deb(folder, package: str, version: str, text: str):
     )
     (tree / "usr/share/doc" / package).mkdir(parents=True)
     (tree / "usr/share/doc" / package / "page.html").write_text(text)
-    archive = folder / f"{package}_{version.replace(':', '%3a')}_all.deb"
+    archive = folder / f"{deb_archive_prefix(package, version)}all.deb"
     subprocess.run(
         ["dpkg-deb", "--build", "--root-owner-group", str(tree), str(archive)], check=True, capture_output=True
     )

@@ -142,18 +142,26 @@ def assert_agree_up_to_rounding(model, comparison: Comparison, outputs32: tuple[
                 output_tensors(exact(**as_float64(comparison.expected_call)))[comparison.name]
             )
         assert_rows_equal(f"{comparison.name} (float64)", got64, expected64, comparison.real)
-        real = comparison.real.bool() if comparison.real is not None else slice(None)
-
-        def largest(tensor):
-            return tensor[real].abs().max().item()
-
-        diff = largest(got32.double() - expected32.double())
-        rounding = (
-            largest(got32.double() - got64) + largest(got64 - expected64) + largest(expected32.double() - expected64)
-        )
+        diff, rounding = float32_gap_and_rounding(got32, expected32, got64, expected64, comparison.real)
         assert diff <= rounding, (
             f"{fp32_failure} and exceeds the two evaluations' own float32 rounding ({rounding:.3g})"
         )
+
+
+def float32_gap_and_rounding(
+    got32: torch.Tensor, expected32: torch.Tensor, got64: torch.Tensor, expected64: torch.Tensor, real
+) -> tuple[float, float]:
+    """The largest float32 difference |a32 - b32| over the real tokens (``real``: a mask, or None
+    for all), and its bound from the two evaluations' own errors against float64:
+    |a32 - a64| + |a64 - b64| + |b64 - b32| (the triangle inequality)."""
+    select = real.bool() if real is not None else slice(None)
+
+    def largest(tensor):
+        return tensor[select].abs().max().item()
+
+    gap = largest(got32.double() - expected32.double())
+    rounding = largest(got32.double() - got64) + largest(got64 - expected64) + largest(expected32.double() - expected64)
+    return gap, rounding
 
 
 def float64_copy(model):
